@@ -1,0 +1,428 @@
+package io.membus.core;
+
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
+import net.openhft.chronicle.bytes.BytesStore;
+import net.openhft.chronicle.bytes.MappedBytesStore;
+import net.openhft.chronicle.bytes.MappedFile;
+import net.openhft.chronicle.core.io.ReferenceOwner;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.invoke.VarHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Off-heap memory a node exports: a Chronicle Bytes native store, or a
+ * memory-mapped file (with a {@link SegmentLayout header page}) for the
+ * {@code shm} transport and for persistence.
+ *
+ * <p>The methods here are the raw memory operations on the data area, with
+ * bounds checks only: the checks of a <em>verb</em> (remote key, access flags,
+ * alignment) are done by {@link io.membus.core.transport.SegmentTable}.
+ * Words are little-endian. {@link #compareAndSwap} and {@link #fetchAndAdd} are
+ * sequentially consistent CPU atomics on the shared memory (they are atomic with
+ * respect to other processes that map the same file); {@link #write} ends with a
+ * full fence and {@link #read} starts with an acquire fence, so a completed write
+ * is seen by every later read, in this process or another that maps the file.
+ *
+ * <p>Ownership: the segment is closed by exactly one owner, the transport that
+ * exported it (or the process that mapped a peer's file). {@link #close()} is
+ * idempotent; any operation after it fails with a {@link DsmException}.
+ *
+ * <p><b>Note:</b> thread-safe: any number of threads may run operations
+ * concurrently; concurrent plain writes to overlapping bytes race as they would
+ * on any shared memory.
+ */
+public final class Segment implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Segment.class);
+    private static final SecureRandom KEYS = new SecureRandom();
+    private static final ReferenceOwner OWNER = ReferenceOwner.temporary("membus-segment");
+
+    private final SegmentDescriptor descriptor;
+    private final BytesStore<?, ?> store;
+    private final long base;
+    private final MappedFile mappedFile;
+    private final Path file;
+    private final boolean ownsFile;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicInteger users = new AtomicInteger();
+
+    private Segment(SegmentDescriptor descriptor, BytesStore<?, ?> store, long base, MappedFile mappedFile, Path file,
+                    boolean ownsFile) {
+        this.descriptor = descriptor;
+        this.store = store;
+        this.base = base;
+        this.mappedFile = mappedFile;
+        this.file = file;
+        this.ownsFile = ownsFile;
+    }
+
+    /** A fresh 64-bit remote key from {@link SecureRandom}; never 0. */
+    public static long newRemoteKey() {
+        long key;
+        do {
+            key = KEYS.nextLong();
+        } while (key == 0);
+        return key;
+    }
+
+    /** Allocates a zeroed native (off-heap, not file-backed) segment with a fresh remote key. */
+    public static Segment allocate(int nodeId, long incarnation, int index, long size, int flags) {
+        SegmentDescriptor d = new SegmentDescriptor(nodeId, incarnation, index, size, flags, newRemoteKey());
+        BytesStore<?, ?> store = BytesStore.nativeStoreWithFixedCapacity(size);
+        store.zeroOut(0, size);
+        return new Segment(d, store, 0, null, null, false);
+    }
+
+    /**
+     * Creates or re-opens a file-backed segment owned by this process.
+     *
+     * <p>If {@code file} exists and its header names the same node, index and size,
+     * its data is kept (a node that restarts with the same identity gets its data
+     * back) and the header gets the new incarnation and a fresh remote key.
+     * Otherwise the file is created (or replaced, when {@code replace} is true) and
+     * zeroed.
+     *
+     * @throws DsmConfigException when the file exists, belongs to another segment and
+     *                            {@code replace} is false
+     */
+    public static Segment createOrOpenFile(Path file, int nodeId, long incarnation, int index, long size, int flags,
+                                           boolean replace) {
+        SegmentDescriptor d = new SegmentDescriptor(nodeId, incarnation, index, size, flags, newRemoteKey());
+        try {
+            Files.createDirectories(file.toAbsolutePath().getParent());
+            if (Files.exists(file)) {
+                SegmentDescriptor old = readHeader(file);
+                boolean same = old != null && old.nodeId() == nodeId && old.index() == index && old.size() == size;
+                if (!same) {
+                    if (!replace) {
+                        throw new DsmConfigException("segment file", file,
+                                "a file of node " + nodeId + " segment " + index + " with size " + size
+                                        + " (found " + (old == null ? "no valid segment header" : old) + ");"
+                                        + " remove the file or choose another path");
+                    }
+                    Files.delete(file);
+                }
+            }
+            long fileSize = SegmentLayout.DATA_OFFSET + size;
+            MappedFile mf = MappedFile.ofSingle(file.toFile(), fileSize, false);
+            MappedBytesStore store = mf.acquireByteStore(OWNER, 0);
+            store.writeVolatileLong(SegmentLayout.STATE_OFFSET, SegmentLayout.STATE_INITIALISING);
+            store.writeLong(SegmentLayout.MAGIC_OFFSET, SegmentLayout.MAGIC);
+            store.writeInt(SegmentLayout.VERSION_OFFSET, SegmentLayout.LAYOUT_VERSION);
+            store.writeInt(SegmentLayout.FLAGS_OFFSET, flags);
+            store.writeInt(SegmentLayout.NODE_ID_OFFSET, nodeId);
+            store.writeInt(SegmentLayout.INDEX_OFFSET, index);
+            store.writeLong(SegmentLayout.INCARNATION_OFFSET, incarnation);
+            store.writeLong(SegmentLayout.SIZE_OFFSET, size);
+            store.writeLong(SegmentLayout.REMOTE_KEY_OFFSET, d.remoteKey());
+            store.writeLong(SegmentLayout.OWNER_PID_OFFSET, ProcessHandle.current().pid());
+            store.writeVolatileLong(SegmentLayout.STATE_OFFSET, SegmentLayout.STATE_READY);
+            return new Segment(d, store, SegmentLayout.DATA_OFFSET, mf, file, true);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create segment file: path=" + file + ", size=" + size, e);
+        }
+    }
+
+    /**
+     * Maps a file-backed segment another process owns (the {@code shm} transport's
+     * initiator side). The descriptor, including the remote key every verb is checked
+     * against, is read from the file's header.
+     *
+     * @throws DsmException {@link ErrorCode#NODE_UNAVAILABLE} when the file is missing,
+     *                      not a segment, or not ready
+     */
+    public static Segment mapPeer(Path file) {
+        if (!Files.isRegularFile(file)) {
+            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "segment file missing: path=" + file
+                    + "; the owner has not exported it or has exited");
+        }
+        try {
+            MappedFile mf = MappedFile.ofSingle(file.toFile(), Files.size(file), false);
+            MappedBytesStore store = mf.acquireByteStore(OWNER, 0);
+            SegmentDescriptor d = headerOf(store, file);
+            return new Segment(d, store, SegmentLayout.DATA_OFFSET, mf, file, false);
+        } catch (IOException e) {
+            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "cannot map segment file: path=" + file, e);
+        }
+    }
+
+    /** The descriptor in a segment file's header, or {@code null} when the file holds no valid header. */
+    public static SegmentDescriptor readHeader(Path file) {
+        try {
+            if (!Files.isRegularFile(file) || Files.size(file) < SegmentLayout.DATA_OFFSET) {
+                return null;
+            }
+            MappedFile mf = MappedFile.ofSingle(file.toFile(), SegmentLayout.DATA_OFFSET, true);
+            try {
+                MappedBytesStore store = mf.acquireByteStore(OWNER, 0);
+                try {
+                    return headerOf(store, file);
+                } finally {
+                    store.release(OWNER);
+                }
+            } finally {
+                mf.releaseLast();
+            }
+        } catch (IOException | DsmException | IllegalArgumentException e) {
+            return null;
+        }
+    }
+
+    private static SegmentDescriptor headerOf(BytesStore<?, ?> store, Path file) {
+        if (store.readLong(SegmentLayout.MAGIC_OFFSET) != SegmentLayout.MAGIC
+                || store.readInt(SegmentLayout.VERSION_OFFSET) != SegmentLayout.LAYOUT_VERSION) {
+            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "not a membus segment file: path=" + file
+                    + ", expected magic MBSEG001 version " + SegmentLayout.LAYOUT_VERSION);
+        }
+        long state = store.readVolatileLong(SegmentLayout.STATE_OFFSET);
+        if (state != SegmentLayout.STATE_READY) {
+            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "segment file not ready: path=" + file
+                    + ", state=" + state + "; its owner is starting or has closed it");
+        }
+        return new SegmentDescriptor(store.readInt(SegmentLayout.NODE_ID_OFFSET),
+                store.readLong(SegmentLayout.INCARNATION_OFFSET), store.readInt(SegmentLayout.INDEX_OFFSET),
+                store.readLong(SegmentLayout.SIZE_OFFSET), store.readInt(SegmentLayout.FLAGS_OFFSET),
+                store.readLong(SegmentLayout.REMOTE_KEY_OFFSET));
+    }
+
+    public SegmentDescriptor descriptor() {
+        return descriptor;
+    }
+
+    public int nodeId() {
+        return descriptor.nodeId();
+    }
+
+    public int index() {
+        return descriptor.index();
+    }
+
+    public long incarnation() {
+        return descriptor.incarnation();
+    }
+
+    public long size() {
+        return descriptor.size();
+    }
+
+    public int flags() {
+        return descriptor.flags();
+    }
+
+    public long remoteKey() {
+        return descriptor.remoteKey();
+    }
+
+    /** The backing file, or {@code null} for a native segment. */
+    public Path file() {
+        return file;
+    }
+
+    /** Native address of data byte 0 (for memory registration with a NIC). */
+    public long address() {
+        checkOpen();
+        return store.addressForRead(base);
+    }
+
+    /** Pointer to {@code offset} in this segment. */
+    public long pointer(long offset) {
+        return descriptor.pointer(offset);
+    }
+
+    public boolean isOpen() {
+        return !closed.get();
+    }
+
+    /** Copies {@code length} bytes at {@code offset} into {@code dst[dstOffset..]}. */
+    public void read(long offset, byte[] dst, int dstOffset, int length) {
+        enter(offset, length);
+        try {
+            VarHandle.acquireFence();
+            store.read(base + offset, dst, dstOffset, length);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Copies {@code src[srcOffset..srcOffset+length)} to {@code offset}. */
+    public void write(long offset, byte[] src, int srcOffset, int length) {
+        enter(offset, length);
+        try {
+            store.write(base + offset, src, srcOffset, length);
+            VarHandle.fullFence();
+        } finally {
+            exit();
+        }
+    }
+
+    /** Volatile read of the little-endian word at {@code offset}. */
+    public long readLong(long offset) {
+        enter(offset, Long.BYTES);
+        try {
+            return store.readVolatileLong(base + offset);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Volatile write of the word at {@code offset}. */
+    public void writeLong(long offset, long value) {
+        enter(offset, Long.BYTES);
+        try {
+            store.writeVolatileLong(base + offset, value);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Atomic compare-and-swap of the 8-byte aligned word at {@code offset}.
+     *
+     * @return the value the word held before (equal to {@code expected} when the swap happened)
+     */
+    public long compareAndSwap(long offset, long expected, long update) {
+        enter(offset, Long.BYTES);
+        try {
+            long at = base + offset;
+            while (true) {
+                if (store.compareAndSwapLong(at, expected, update)) {
+                    return expected;
+                }
+                long current = store.readVolatileLong(at);
+                if (current != expected) {
+                    return current;
+                }
+                // the word went back to expected between the failed CAS and the read: try again
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    /** Atomic fetch-and-add of the 8-byte aligned word at {@code offset}; returns the value before. */
+    public long fetchAndAdd(long offset, long delta) {
+        enter(offset, Long.BYTES);
+        try {
+            return store.addAndGetLong(base + offset, delta) - delta;
+        } finally {
+            exit();
+        }
+    }
+
+    /** Fills {@code length} bytes at {@code offset} with zeros. */
+    public void zero(long offset, long length) {
+        if (length > Integer.MAX_VALUE) {
+            zero(offset, length - Integer.MAX_VALUE);
+            zero(offset + length - Integer.MAX_VALUE, Integer.MAX_VALUE);
+            return;
+        }
+        enter(offset, (int) length);
+        try {
+            store.zeroOut(base + offset, base + offset + length);
+            VarHandle.fullFence();
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Checks bounds and that the segment is open, and counts the caller in: memory is
+     * released only once every operation that entered has left, so a concurrent
+     * {@link #close} never frees memory under a running verb.
+     */
+    private void enter(long offset, int length) {
+        if (offset < 0 || length < 0 || offset > size() - length) {
+            throw new IllegalArgumentException("segment access out of bounds: segment=" + descriptor
+                    + ", offset=" + offset + ", length=" + length + ", capacity=" + size());
+        }
+        users.incrementAndGet();
+        if (closed.get()) {
+            users.decrementAndGet();
+            throw closedException();
+        }
+    }
+
+    private void exit() {
+        users.decrementAndGet();
+    }
+
+    private void checkOpen() {
+        if (closed.get()) {
+            throw closedException();
+        }
+    }
+
+    private DsmException closedException() {
+        return new DsmException(ErrorCode.UNKNOWN_SEGMENT, "segment closed: node=" + nodeId() + ", segment="
+                + index() + "; it was unexported or its node shut down");
+    }
+
+    /** Waits (bounded) until no operation is inside the memory; false if some still are. */
+    private boolean quiesce() {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (users.get() != 0) {
+            if (System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            Thread.onSpinWait();
+        }
+        return true;
+    }
+
+    /**
+     * Releases the memory. A file this process created is marked closed in its header
+     * and kept when {@code keepFile} (persistence), else deleted; a peer's mapped file
+     * is only unmapped.
+     */
+    public void close(boolean keepFile) {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        if (!quiesce()) {
+            // an operation is stuck inside the memory: leaking it is safe, freeing it is not
+            LOG.error("segment still in use 5s after close, memory not released: segment={}", descriptor);
+            return;
+        }
+        if (mappedFile == null) {
+            store.releaseLast();
+            return;
+        }
+        try {
+            if (ownsFile) {
+                store.writeVolatileLong(SegmentLayout.STATE_OFFSET,
+                        keepFile ? SegmentLayout.STATE_READY : SegmentLayout.STATE_CLOSED);
+            }
+            store.release(OWNER);
+            mappedFile.releaseLast();
+        } finally {
+            if (ownsFile && !keepFile) {
+                try {
+                    Files.deleteIfExists(file);
+                } catch (IOException e) {
+                    LOG.warn("could not delete segment file: path={}; remove it by hand", file, e);
+                }
+            }
+        }
+    }
+
+    /** Same as {@code close(true)} for a file-backed segment (the data stays), frees native memory otherwise. */
+    @Override
+    public void close() {
+        close(true);
+    }
+
+    @Override
+    public String toString() {
+        return "Segment{" + descriptor + (file != null ? ", file=" + file : "") + "}";
+    }
+}

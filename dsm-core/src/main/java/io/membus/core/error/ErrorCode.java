@@ -1,0 +1,72 @@
+package io.membus.core.error;
+
+/**
+ * The category of every {@link DsmException}, with a stable one-byte code so that
+ * transports can carry a failure across the wire and rebuild the same typed
+ * exception on the initiator.
+ *
+ * <p><b>Note:</b> immutable; thread-safe.
+ */
+public enum ErrorCode {
+    /** A verb touched bytes outside its segment. */
+    OUT_OF_BOUNDS(1),
+    /** A verb named a remote key that is not the segment's. */
+    WRONG_REMOTE_KEY(2),
+    /** The segment's access flags do not allow the verb. */
+    ACCESS_DENIED(3),
+    /** An atomic verb's target is not 8-byte aligned. */
+    MISALIGNED_ATOMIC(4),
+    /** The pointer names a segment the node does not export. */
+    UNKNOWN_SEGMENT(5),
+    /** The pointer is null, or names another node than the connection's. */
+    INVALID_POINTER(6),
+    /** The node restarted: the pointer or connection belongs to an earlier incarnation. */
+    STALE_INCARNATION(7),
+    /** The node is down, fenced, unreachable, or its connection was lost. */
+    NODE_UNAVAILABLE(8),
+    /** An operation passed its deadline. */
+    TIMEOUT(9),
+    /** A peer sent bytes that are not a valid frame. */
+    PROTOCOL(10),
+    /** A peer failed authentication. */
+    AUTHENTICATION(11),
+    /** A configuration value is missing or not allowed. */
+    CONFIG(12),
+    /** A transport cannot run on this machine (missing library or device). */
+    TRANSPORT_UNAVAILABLE(13),
+    /** A reference to a block that has been freed since. */
+    USE_AFTER_FREE(14),
+    /** No remote memory is left for an allocation. */
+    OUT_OF_REMOTE_MEMORY(15),
+    /** A verb's length is negative or larger than a transport can carry. */
+    BAD_LENGTH(16),
+    /** A failure that has no category of its own; the message says what happened. */
+    INTERNAL(127);
+
+    private static final ErrorCode[] BY_WIRE = new ErrorCode[128];
+
+    static {
+        for (ErrorCode code : values()) {
+            BY_WIRE[code.wire] = code;
+        }
+    }
+
+    private final byte wire;
+
+    ErrorCode(int wire) {
+        this.wire = (byte) wire;
+    }
+
+    /** The stable one-byte code of this category. */
+    public byte wire() {
+        return wire;
+    }
+
+    /** The category with the given wire code, or {@link #INTERNAL} for an unknown code. */
+    public static ErrorCode fromWire(int wire) {
+        if (wire < 0 || wire >= BY_WIRE.length || BY_WIRE[wire] == null) {
+            return INTERNAL;
+        }
+        return BY_WIRE[wire];
+    }
+}

@@ -1,0 +1,232 @@
+package io.membus.core.transport;
+
+import io.membus.core.Segment;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.StaleIncarnationException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Collection;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * What every transport shares: identity, the exported {@link SegmentTable}, the
+ * fenced set, fault injection, the connection cache and the close sequence.
+ * Subclasses create segment memory and open connections.
+ *
+ * <p><b>Note:</b> thread-safe.
+ */
+public abstract class AbstractTransport implements Transport {
+    private static final Logger LOG = LoggerFactory.getLogger(AbstractTransport.class);
+
+    protected final TransportConfig config;
+    protected final SegmentTable table;
+    private final FaultInjector faults = new FaultInjector();
+    private final Map<Integer, String> fenced = new ConcurrentHashMap<>();
+    private final Map<Integer, CompletableFuture<Connection>> connections = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    protected AbstractTransport(TransportConfig config) {
+        this.config = config;
+        this.table = new SegmentTable(config.nodeId());
+    }
+
+    @Override
+    public int nodeId() {
+        return config.nodeId();
+    }
+
+    @Override
+    public long incarnation() {
+        return config.incarnation();
+    }
+
+    public TransportConfig config() {
+        return config;
+    }
+
+    /** The segments this node exports, with verb checks: what peers' verbs run against. */
+    public SegmentTable table() {
+        return table;
+    }
+
+    @Override
+    public FaultInjector faults() {
+        return faults;
+    }
+
+    /** Creates (does not yet publish) the memory of a segment. */
+    protected abstract Segment createSegment(SegmentSpec spec);
+
+    /** Opens a new connection to a peer that is not fenced; completes within the connect timeout. */
+    protected abstract CompletableFuture<Connection> open(PeerInfo peer);
+
+    /** Called after a segment is published or withdrawn (e.g. to rewrite a registry). */
+    protected void segmentsChanged() {
+    }
+
+    @Override
+    public Segment export(SegmentSpec spec) {
+        checkNotClosed();
+        if (table.get(spec.index()) != null) {
+            throw new IllegalStateException("segment index taken: node=" + nodeId() + ", segment=" + spec.index()
+                    + "; unexport it first or choose another index");
+        }
+        Segment segment = createSegment(spec);
+        try {
+            table.add(segment);
+        } catch (RuntimeException e) {
+            segment.close(false);
+            throw e;
+        }
+        segmentsChanged();
+        return segment;
+    }
+
+    @Override
+    public boolean unexport(int index, boolean keepFile) {
+        Segment segment = table.remove(index);
+        if (segment == null) {
+            return false;
+        }
+        segmentsChanged();
+        segment.close(keepFile);
+        return true;
+    }
+
+    @Override
+    public Collection<Segment> segments() {
+        return table.all();
+    }
+
+    @Override
+    public CompletableFuture<Connection> connect(PeerInfo peer) {
+        if (closed) {
+            return CompletableFuture.failedFuture(new NodeUnavailableException(nodeId(),
+                    "this node's transport is closed"));
+        }
+        String reason = fenced.get(peer.nodeId());
+        if (reason != null) {
+            return CompletableFuture.failedFuture(new NodeUnavailableException(peer.nodeId(), "fenced: " + reason));
+        }
+        CompletableFuture<Connection> existing = connections.get(peer.nodeId());
+        if (existing != null) {
+            Connection c = existing.getNow(null);
+            if (!existing.isDone()) {
+                return existing;
+            }
+            if (c != null && c.isOpen() && c.peer().incarnation() == peer.incarnation()) {
+                return existing;
+            }
+            if (c != null && c.peer().incarnation() > peer.incarnation()) {
+                return CompletableFuture.failedFuture(new StaleIncarnationException(peer.nodeId(),
+                        peer.incarnation(), c.peer().incarnation()));
+            }
+            connections.remove(peer.nodeId(), existing);
+            if (c != null) {
+                c.close();
+            }
+        }
+        CompletableFuture<Connection> created = new CompletableFuture<>();
+        CompletableFuture<Connection> raced = connections.putIfAbsent(peer.nodeId(), created);
+        if (raced != null) {
+            return raced;
+        }
+        open(peer).whenComplete((c, e) -> {
+            if (e != null) {
+                connections.remove(peer.nodeId(), created);
+                created.completeExceptionally(e instanceof java.util.concurrent.CompletionException && e.getCause() != null
+                        ? e.getCause() : e);
+            } else {
+                created.complete(c);
+            }
+        });
+        return created;
+    }
+
+    /** The open connections, for subclasses that must reach them (close, fence). */
+    protected Collection<CompletableFuture<Connection>> connections() {
+        return connections.values();
+    }
+
+    @Override
+    public void fence(int nodeId, String reason) {
+        if (fenced.putIfAbsent(nodeId, reason) != null) {
+            return;
+        }
+        LOG.warn("fencing node {}: {}", nodeId, reason);
+        CompletableFuture<Connection> c = connections.remove(nodeId);
+        if (c != null) {
+            c.thenAccept(conn -> closeConnection(conn, "fenced: " + reason));
+        }
+        fenced(nodeId, reason);
+    }
+
+    /** Hook for a transport to drop its server side of a fenced node. */
+    protected void fenced(int nodeId, String reason) {
+    }
+
+    /** Closes one connection, failing its verbs in flight with {@code reason}. */
+    protected void closeConnection(Connection connection, String reason) {
+        if (connection instanceof DirectConnection dc) {
+            dc.close(reason);
+        } else {
+            connection.close();
+        }
+    }
+
+    @Override
+    public boolean isFenced(int nodeId) {
+        return fenced.containsKey(nodeId);
+    }
+
+    /** The reason a node was fenced, or {@code null}. */
+    public String fenceReason(int nodeId) {
+        return fenced.get(nodeId);
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    protected void checkNotClosed() {
+        if (closed) {
+            throw new IllegalStateException("transport closed: transport=" + name() + ", node=" + nodeId());
+        }
+    }
+
+    /** Hook run by {@link #close()} after connections are closed and before segments are. */
+    protected void closeTransport() {
+    }
+
+    /** Whether segment files are kept on close (persistent segments). */
+    protected boolean keepFilesOnClose(Segment segment) {
+        return segment.file() != null;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (CompletableFuture<Connection> c : connections.values()) {
+            c.thenAccept(conn -> closeConnection(conn, "the initiator's transport closed"));
+        }
+        connections.clear();
+        closeTransport();
+        for (Segment s : table.all()) {
+            table.remove(s.index());
+            s.close(keepFilesOnClose(s));
+        }
+        segmentsChanged();
+    }
+
+    /** The set of fenced nodes (a snapshot). */
+    public Set<Integer> fencedNodes() {
+        return Set.copyOf(fenced.keySet());
+    }
+}

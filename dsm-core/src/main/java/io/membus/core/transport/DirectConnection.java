@@ -1,0 +1,226 @@
+package io.membus.core.transport;
+
+import io.membus.core.error.NodeUnavailableException;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+
+/**
+ * A connection whose verbs are memory operations the initiator runs itself on
+ * the target's {@link SegmentTable} (the {@code local} transport, and {@code shm}
+ * on its mapping of the target's files): one-sided by construction.
+ *
+ * <p>Verbs run on the calling thread and their futures are complete when the
+ * method returns, so issue order is completion order. With an injected fault
+ * the verb is instead held on the timer thread (delay) or never run (drop), and
+ * every later verb on the connection queues behind held ones, so the order holds;
+ * the deadline then applies.
+ *
+ * <p><b>Note:</b> thread-safe.
+ */
+public abstract class DirectConnection implements Connection {
+    private final PeerInfo peer;
+    private final FaultInjector faults;
+    private final Duration operationTimeout;
+    private final Object delayLock = new Object();
+    private volatile boolean open = true;
+    private volatile String closeReason = "connection closed";
+    private volatile int held; // verbs held on the timer; written under delayLock
+    private long lastRelease; // nanoTime the last held verb runs at, guarded by delayLock
+
+    protected DirectConnection(PeerInfo peer, FaultInjector faults, Duration operationTimeout) {
+        this.peer = peer;
+        this.faults = faults;
+        this.operationTimeout = operationTimeout;
+    }
+
+    /**
+     * The target's segments, once the target was checked to be reachable by this
+     * initiator now.
+     *
+     * @throws NodeUnavailableException when the target is gone or fenced
+     */
+    protected abstract SegmentTable target();
+
+    /** The rule the target applies to verbs from this node, or {@code null}. */
+    protected FaultInjector.Rule targetRule() {
+        return null;
+    }
+
+    @Override
+    public PeerInfo peer() {
+        return peer;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    /** Closes with a reason that verbs posted afterwards report. */
+    public void close(String reason) {
+        closeReason = reason;
+        open = false;
+    }
+
+    @Override
+    public void close() {
+        close("connection closed");
+    }
+
+    @Override
+    public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+        return run("read", () -> target().read(ptr, remoteKey, length));
+    }
+
+    @Override
+    public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+        if (offset < 0 || length < 0 || offset > src.length - length) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
+                    + offset + ", length=" + length + ", array=" + src.length));
+        }
+        if (faults.active() || held > 0) {
+            // the bytes must be copied now: the caller may reuse its buffer once write returns
+            byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
+            return run("write", () -> {
+                target().write(ptr, remoteKey, copy, 0, length);
+                return null;
+            });
+        }
+        return run("write", () -> {
+            target().write(ptr, remoteKey, src, offset, length);
+            return null;
+        });
+    }
+
+    @Override
+    public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+        return run("compareAndSwap", () -> target().compareAndSwap(ptr, remoteKey, expected, update));
+    }
+
+    @Override
+    public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
+        return run("fetchAndAdd", () -> target().fetchAndAdd(ptr, remoteKey, delta));
+    }
+
+    @Override
+    public Batch batch() {
+        return new DirectBatch();
+    }
+
+    private <T> CompletableFuture<T> run(String operation, Supplier<T> verb) {
+        if (!open) {
+            return CompletableFuture.failedFuture(new NodeUnavailableException(peer.nodeId(), closeReason));
+        }
+        if (faults.active() || held > 0 || targetRule() != null) {
+            return runWithFaults(operation, verb);
+        }
+        return execute(verb);
+    }
+
+    private static <T> CompletableFuture<T> execute(Supplier<T> verb) {
+        try {
+            return CompletableFuture.completedFuture(verb.get());
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private <T> CompletableFuture<T> runWithFaults(String operation, Supplier<T> verb) {
+        FaultInjector.Rule mine = faults.rule(peer.nodeId());
+        FaultInjector.Rule theirs = targetRule();
+        CompletableFuture<T> future = new CompletableFuture<>();
+        Deadlines.within(future, operationTimeout, operation, peer.nodeId());
+        if ((mine != null && mine.drop()) || (theirs != null && theirs.drop())) {
+            return future; // never executed, never answered: the deadline fires
+        }
+        long delay = (mine != null ? mine.delayNanos() : 0) + (theirs != null ? theirs.delayNanos() : 0);
+        synchronized (delayLock) {
+            if (delay == 0 && held == 0) {
+                return execute(verb);
+            }
+            long release = Math.max(System.nanoTime() + delay, lastRelease);
+            lastRelease = release;
+            held++;
+            Deadlines.schedule(() -> {
+                synchronized (delayLock) {
+                    held--;
+                }
+                if (!future.isDone()) {
+                    if (!open) {
+                        future.completeExceptionally(new NodeUnavailableException(peer.nodeId(), closeReason));
+                        return;
+                    }
+                    execute(verb).whenComplete((v, e) -> {
+                        if (e != null) {
+                            future.completeExceptionally(e);
+                        } else {
+                            future.complete(v);
+                        }
+                    });
+                }
+            }, release - System.nanoTime());
+        }
+        return future;
+    }
+
+    /** Verbs queued until {@link #submit()}, then run in order. */
+    private final class DirectBatch implements Batch {
+        private final List<Runnable> posts = new ArrayList<>();
+        private boolean submitted;
+
+        @Override
+        public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+            return add(() -> DirectConnection.this.read(ptr, remoteKey, length));
+        }
+
+        @Override
+        public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+            byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
+            return add(() -> DirectConnection.this.write(ptr, remoteKey, copy, 0, length));
+        }
+
+        @Override
+        public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+            return add(() -> DirectConnection.this.compareAndSwap(ptr, remoteKey, expected, update));
+        }
+
+        @Override
+        public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
+            return add(() -> DirectConnection.this.fetchAndAdd(ptr, remoteKey, delta));
+        }
+
+        private <T> CompletableFuture<T> add(Supplier<CompletableFuture<T>> post) {
+            if (submitted) {
+                throw new IllegalStateException("batch already submitted: start a new batch");
+            }
+            CompletableFuture<T> result = new CompletableFuture<>();
+            posts.add(() -> post.get().whenComplete((v, e) -> {
+                if (e != null) {
+                    result.completeExceptionally(e);
+                } else {
+                    result.complete(v);
+                }
+            }));
+            return result;
+        }
+
+        @Override
+        public void submit() {
+            if (submitted) {
+                throw new IllegalStateException("batch already submitted: start a new batch");
+            }
+            submitted = true;
+            posts.forEach(Runnable::run);
+            posts.clear();
+        }
+
+        @Override
+        public int size() {
+            return submitted ? 0 : posts.size();
+        }
+    }
+}

@@ -1,0 +1,64 @@
+package io.membus.core.transport;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The four one-sided verbs on remote memory, modelled on an RDMA reliable
+ * connection. The target's application threads never take part.
+ *
+ * <h2>Contract (every transport)</h2>
+ * <ul>
+ *   <li><b>Checks before effects.</b> A verb names a remote pointer and the remote
+ *       key of the pointer's segment. A wrong key, an access the segment's flags do
+ *       not allow, any byte outside the segment, an unaligned atomic, a null pointer
+ *       or a pointer to another node than the connection's is refused with its typed
+ *       {@link io.membus.core.error.VerbException} and touches nothing.</li>
+ *   <li><b>Order.</b> Verbs issued on one connection (or one {@link Batch}) are
+ *       executed and completed in issue order: when a verb's future completes, every
+ *       verb issued before it on the same connection has completed.</li>
+ *   <li><b>Visibility.</b> A write is visible to every read (on any connection, by
+ *       any node) that is issued after the write's future completed.</li>
+ *   <li><b>Atomicity.</b> {@link #compareAndSwap} and {@link #fetchAndAdd} act on one
+ *       8-byte aligned little-endian word, atomically with respect to every other
+ *       atomic and write on that word, across all connections and transports.</li>
+ *   <li><b>Deadlines.</b> Every verb has a deadline (the transport's operation
+ *       timeout); a verb not completed by then fails with
+ *       {@link io.membus.core.error.DsmTimeoutException}. A lost connection fails
+ *       every verb in flight on it with
+ *       {@link io.membus.core.error.NodeUnavailableException}. A verb that failed
+ *       this way may or may not have been executed, and is never retried by the
+ *       transport.</li>
+ *   <li><b>Completion.</b> Futures complete on a transport thread or, for
+ *       memory-semantics transports ({@code local}, {@code shm}), on the calling
+ *       thread before the method returns. Callbacks attached to them must not block.</li>
+ * </ul>
+ * Buffers passed to {@link #write} are copied before the method returns; the
+ * caller may reuse them at once.
+ *
+ * <p><b>Note:</b> implementations are thread-safe; the order guarantee holds for
+ * verbs issued by one thread, or by threads that order their issues themselves.
+ */
+public interface Verbs {
+
+    /** Reads {@code length} bytes at {@code ptr}. */
+    CompletableFuture<byte[]> read(long ptr, long remoteKey, int length);
+
+    /** Writes {@code src[offset..offset+length)} at {@code ptr}. */
+    CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length);
+
+    /** Writes all of {@code src} at {@code ptr}. */
+    default CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src) {
+        return write(ptr, remoteKey, src, 0, src.length);
+    }
+
+    /**
+     * Atomically replaces the word at {@code ptr} with {@code update} if it holds
+     * {@code expected}.
+     *
+     * @return the value the word held before: equal to {@code expected} when the swap happened
+     */
+    CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update);
+
+    /** Atomically adds {@code delta} to the word at {@code ptr}; returns the value before. */
+    CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta);
+}
