@@ -48,7 +48,7 @@ public abstract class AbstractTransport implements Transport {
         return config;
     }
 
-    /** The segments this node exports, with verb checks: what peers' verbs run against. */
+    @Override
     public SegmentTable table() {
         return table;
     }

@@ -74,6 +74,23 @@ public interface Transport extends AutoCloseable {
     /** Whether {@code nodeId} has been fenced. */
     boolean isFenced(int nodeId);
 
+    /**
+     * This node's exported segments with the verb checks: what peers' verbs run
+     * against, and what this node may use for its own words (see
+     * {@link #localAtomicsCoherent()}).
+     */
+    SegmentTable table();
+
+    /**
+     * Whether this node's CPU atomics on its own segments are atomic with respect to
+     * peers' verbs on them. True for every software transport; false for {@code rdma}
+     * unless the NIC reports {@code IBV_ATOMIC_GLOB}, in which case a node reaches its
+     * own words through a loopback connection.
+     */
+    default boolean localAtomicsCoherent() {
+        return true;
+    }
+
     /** Fault injection for tests; inert (and free) until a rule is set. */
     FaultInjector faults();
 

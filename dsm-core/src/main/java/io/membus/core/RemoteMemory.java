@@ -1,0 +1,241 @@
+package io.membus.core;
+
+import io.membus.core.directory.SegmentDirectory;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.InvalidPointerException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.UnknownSegmentException;
+import io.membus.core.transport.Connection;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.Transport;
+import io.membus.core.transport.Verbs;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+
+/**
+ * The whole cluster's memory as seen from one node: verbs on any remote pointer,
+ * with the remote key and the connection found from the pointer through the
+ * {@link SegmentDirectory} and the {@link Transport}. What the allocator, the
+ * coherence layer and the collections use.
+ *
+ * <p>Pointers to this node's own segments run on its {@link Transport#table()}
+ * directly (same checks, no connection) when the transport's local atomics are
+ * coherent with peers' verbs, and through a loopback connection otherwise.
+ *
+ * <p>The synchronous forms ({@code readSync}, ...) wait at most the operation
+ * timeout plus a margin, and rethrow the typed {@link DsmException}.
+ *
+ * <p><b>Note:</b> thread-safe; the ordering and visibility rules are those of
+ * {@link Verbs}, per target node.
+ */
+public final class RemoteMemory {
+    private final Transport transport;
+    private final SegmentDirectory directory;
+    private final Duration syncWait;
+
+    public RemoteMemory(Transport transport, SegmentDirectory directory, Duration operationTimeout) {
+        this.transport = transport;
+        this.directory = directory;
+        this.syncWait = operationTimeout.plusSeconds(1);
+    }
+
+    public Transport transport() {
+        return transport;
+    }
+
+    public SegmentDirectory directory() {
+        return directory;
+    }
+
+    public int localNodeId() {
+        return transport.nodeId();
+    }
+
+    /** The directory entry of the segment {@code ptr} points into. */
+    public SegmentDescriptor segmentOf(long ptr) {
+        if (ptr == RemotePtr.NULL) {
+            throw new InvalidPointerException(ptr, 0, 0);
+        }
+        int node = RemotePtr.nodeId(ptr);
+        int index = RemotePtr.segmentIndex(ptr);
+        if (node == transport.nodeId()) {
+            Segment s = transport.table().get(index);
+            if (s == null) {
+                throw new UnknownSegmentException(ptr, 0);
+            }
+            return s.descriptor();
+        }
+        return directory.segment(node, index).orElseThrow(() -> directory.member(node).isPresent()
+                ? new UnknownSegmentException(ptr, 0)
+                : new NodeUnavailableException(node, "not a live member of the cluster (pointer "
+                + RemotePtr.toString(ptr) + ")"));
+    }
+
+    private <T> CompletableFuture<T> on(long ptr, Function<Verbs, CompletableFuture<T>> verb) {
+        int node = RemotePtr.nodeId(ptr);
+        if (node == transport.nodeId() && transport.localAtomicsCoherent()) {
+            return verb.apply(new LocalVerbs());
+        }
+        if (ptr == RemotePtr.NULL) {
+            return CompletableFuture.failedFuture(new InvalidPointerException(ptr, 0, node));
+        }
+        PeerInfo peer = node == transport.nodeId() ? transport.self() : directory.member(node).orElse(null);
+        if (peer == null) {
+            return CompletableFuture.failedFuture(new NodeUnavailableException(node,
+                    "not a live member of the cluster (pointer " + RemotePtr.toString(ptr) + ")"));
+        }
+        CompletableFuture<Connection> c = transport.connect(peer);
+        Connection now = c.getNow(null);
+        if (now != null) {
+            return verb.apply(now);
+        }
+        return c.thenCompose(verb::apply);
+    }
+
+    private long keyOf(long ptr) {
+        return segmentOf(ptr).remoteKey();
+    }
+
+    public CompletableFuture<byte[]> read(long ptr, int length) {
+        try {
+            long key = keyOf(ptr);
+            return on(ptr, v -> v.read(ptr, key, length));
+        } catch (DsmException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    public CompletableFuture<Void> write(long ptr, byte[] src, int offset, int length) {
+        try {
+            long key = keyOf(ptr);
+            return on(ptr, v -> v.write(ptr, key, src, offset, length));
+        } catch (DsmException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    public CompletableFuture<Void> write(long ptr, byte[] src) {
+        return write(ptr, src, 0, src.length);
+    }
+
+    public CompletableFuture<Long> compareAndSwap(long ptr, long expected, long update) {
+        try {
+            long key = keyOf(ptr);
+            return on(ptr, v -> v.compareAndSwap(ptr, key, expected, update));
+        } catch (DsmException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    public CompletableFuture<Long> fetchAndAdd(long ptr, long delta) {
+        try {
+            long key = keyOf(ptr);
+            return on(ptr, v -> v.fetchAndAdd(ptr, key, delta));
+        } catch (DsmException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    public byte[] readSync(long ptr, int length) {
+        return await(read(ptr, length));
+    }
+
+    /** Reads the little-endian word at {@code ptr}. */
+    public long readLongSync(long ptr) {
+        byte[] b = readSync(ptr, Long.BYTES);
+        return Words.getLong(b, 0);
+    }
+
+    public void writeSync(long ptr, byte[] src) {
+        await(write(ptr, src));
+    }
+
+    /** Writes the little-endian word at {@code ptr}. */
+    public void writeLongSync(long ptr, long value) {
+        byte[] b = new byte[Long.BYTES];
+        Words.putLong(b, 0, value);
+        writeSync(ptr, b);
+    }
+
+    public long compareAndSwapSync(long ptr, long expected, long update) {
+        return await(compareAndSwap(ptr, expected, update));
+    }
+
+    public long fetchAndAddSync(long ptr, long delta) {
+        return await(fetchAndAdd(ptr, delta));
+    }
+
+    /**
+     * Waits for a verb's future (bounded by the operation timeout plus a margin) and
+     * returns its value, rethrowing a failure as its typed {@link DsmException}.
+     */
+    public <T> T await(CompletableFuture<T> future) {
+        return await(future, syncWait);
+    }
+
+    /** Waits at most {@code wait} for {@code future}; rethrows failures unwrapped. */
+    public static <T> T await(CompletableFuture<T> future, Duration wait) {
+        try {
+            return future.get(wait.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException | CompletionException e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            if (cause instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new DsmException(ErrorCode.INTERNAL, "operation failed: " + cause, cause);
+        } catch (TimeoutException e) {
+            throw new DsmException(ErrorCode.TIMEOUT, "timeout: waited=" + wait.toMillis()
+                    + "ms for a verb whose transport did not enforce its deadline", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DsmException(ErrorCode.INTERNAL, "interrupted while waiting for a verb", e);
+        }
+    }
+
+    /** This node's own segments, run on the caller's thread with the verb checks. */
+    private final class LocalVerbs implements Verbs {
+        @Override
+        public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+            try {
+                return CompletableFuture.completedFuture(transport.table().read(ptr, remoteKey, length));
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+        }
+
+        @Override
+        public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+            try {
+                transport.table().write(ptr, remoteKey, src, offset, length);
+                return CompletableFuture.completedFuture(null);
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+        }
+
+        @Override
+        public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+            try {
+                return CompletableFuture.completedFuture(transport.table().compareAndSwap(ptr, remoteKey, expected, update));
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+        }
+
+        @Override
+        public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
+            try {
+                return CompletableFuture.completedFuture(transport.table().fetchAndAdd(ptr, remoteKey, delta));
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+        }
+    }
+}

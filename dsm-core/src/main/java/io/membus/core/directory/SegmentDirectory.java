@@ -1,0 +1,38 @@
+package io.membus.core.directory;
+
+import io.membus.core.SegmentDescriptor;
+import io.membus.core.transport.PeerInfo;
+
+import java.util.Collection;
+import java.util.Optional;
+
+/**
+ * What a node knows of the cluster's memory: the members (where their transport
+ * listens, their incarnation) and the segments they export. Lower layers
+ * (allocator, coherence, collections) learn about members and segments only
+ * through this SPI; the cluster module implements it on Pekko Distributed Data,
+ * {@link StaticDirectory} implements it in memory for tests and single-process
+ * clusters.
+ *
+ * <p><b>Note:</b> implementations are thread-safe; a lookup sees every change
+ * whose listener callback has run.
+ */
+public interface SegmentDirectory {
+
+    /** The member with that node id, if it is known and not removed. */
+    Optional<PeerInfo> member(int nodeId);
+
+    /** Every known live member. */
+    Collection<PeerInfo> members();
+
+    /** The segment {@code index} of node {@code nodeId}, if exported and its node is live. */
+    Optional<SegmentDescriptor> segment(int nodeId, int index);
+
+    /** Every known segment of live members. */
+    Collection<SegmentDescriptor> segments();
+
+    /** Registers a listener; it is called on the thread that applies a change. */
+    void addListener(DirectoryListener listener);
+
+    void removeListener(DirectoryListener listener);
+}
