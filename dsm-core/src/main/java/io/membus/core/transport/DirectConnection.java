@@ -30,6 +30,7 @@ public abstract class DirectConnection implements Connection {
     private volatile String closeReason = "connection closed";
     private volatile int held; // verbs held on the timer; written under delayLock
     private long lastRelease; // nanoTime the last held verb runs at, guarded by delayLock
+    private final java.util.ArrayDeque<Held> heldVerbs = new java.util.ArrayDeque<>(); // guarded by delayLock
 
     protected DirectConnection(PeerInfo peer, FaultInjector faults, Duration operationTimeout) {
         this.peer = peer;
@@ -121,9 +122,12 @@ public abstract class DirectConnection implements Connection {
         return execute(verb);
     }
 
-    private static <T> CompletableFuture<T> execute(Supplier<T> verb) {
+    private <T> CompletableFuture<T> execute(Supplier<T> verb) {
         try {
             return CompletableFuture.completedFuture(verb.get());
+        } catch (NodeUnavailableException e) {
+            close(e.getMessage()); // the target is gone: later verbs fail at once, and connect() opens anew
+            return CompletableFuture.failedFuture(e);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -145,26 +149,54 @@ public abstract class DirectConnection implements Connection {
             long release = Math.max(System.nanoTime() + delay, lastRelease);
             lastRelease = release;
             held++;
-            Deadlines.schedule(() -> {
+            heldVerbs.add(new Held(release, () -> {
+                if (future.isDone()) {
+                    return; // timed out while held: never executed
+                }
+                if (!open) {
+                    future.completeExceptionally(new NodeUnavailableException(peer.nodeId(), closeReason));
+                    return;
+                }
+                execute(verb).whenComplete((v, e) -> {
+                    if (e != null) {
+                        future.completeExceptionally(e);
+                    } else {
+                        future.complete(v);
+                    }
+                });
+            }));
+            Deadlines.schedule(this::releaseDue, release - System.nanoTime());
+        }
+        return future;
+    }
+
+    /**
+     * Runs, on the timer thread and in issue order, every held verb whose release
+     * time has come. Release times never decrease along the queue, so the head is
+     * always the next verb due.
+     */
+    private void releaseDue() {
+        while (true) {
+            Held next;
+            synchronized (delayLock) {
+                next = heldVerbs.peek();
+                if (next == null || next.release - System.nanoTime() > 0) {
+                    return;
+                }
+                heldVerbs.poll();
+            }
+            try {
+                next.run.run();
+            } finally {
+                // only after the verb ran: a verb that sees held == 0 cannot overtake it
                 synchronized (delayLock) {
                     held--;
                 }
-                if (!future.isDone()) {
-                    if (!open) {
-                        future.completeExceptionally(new NodeUnavailableException(peer.nodeId(), closeReason));
-                        return;
-                    }
-                    execute(verb).whenComplete((v, e) -> {
-                        if (e != null) {
-                            future.completeExceptionally(e);
-                        } else {
-                            future.complete(v);
-                        }
-                    });
-                }
-            }, release - System.nanoTime());
+            }
         }
-        return future;
+    }
+
+    private record Held(long release, Runnable run) {
     }
 
     /** Verbs queued until {@link #submit()}, then run in order. */

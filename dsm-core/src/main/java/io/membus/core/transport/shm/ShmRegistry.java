@@ -1,0 +1,122 @@
+package io.membus.core.transport.shm;
+
+import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.NodeUnavailableException;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+
+/**
+ * The small registry file through which {@code shm} nodes find each other: one
+ * file per node, {@code node-<id>.reg} in the shared directory, in
+ * {@link Properties} form:
+ *
+ * <pre>
+ * node=3
+ * incarnation=1763800000000123
+ * pid=41234
+ * segment.0=node-3-seg-0.seg
+ * segment.1=node-3-seg-1.seg
+ * </pre>
+ *
+ * Written whole to a temporary file and renamed over the old one, so a reader
+ * sees the old or the new registry, never a torn one.
+ *
+ * @param nodeId      the node
+ * @param incarnation its incarnation
+ * @param pid         its process id (a registry whose process is gone is stale)
+ * @param segments    segment index to file name, relative to the directory
+ *
+ * <p><b>Note:</b> immutable value; thread-safe.
+ */
+public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, String> segments) {
+
+    public static Path fileOf(Path dir, int nodeId) {
+        return dir.resolve("node-" + nodeId + ".reg");
+    }
+
+    /** Writes this registry atomically into {@code dir}. */
+    public void write(Path dir) {
+        Properties p = new Properties();
+        p.setProperty("node", Integer.toString(nodeId));
+        p.setProperty("incarnation", Long.toString(incarnation));
+        p.setProperty("pid", Long.toString(pid));
+        segments.forEach((i, f) -> p.setProperty("segment." + i, f));
+        Path target = fileOf(dir, nodeId);
+        Path tmp = dir.resolve("node-" + nodeId + ".reg.tmp-" + ProcessHandle.current().pid());
+        try {
+            try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
+                p.store(w, "membus shm registry");
+            }
+            try {
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } catch (IOException e) {
+            throw new DsmException(ErrorCode.INTERNAL, "cannot write shm registry: path=" + target
+                    + "; check that the directory exists and is writable", e);
+        }
+    }
+
+    /**
+     * Reads and checks a peer's registry.
+     *
+     * @throws NodeUnavailableException when the file is missing, malformed, or names a
+     *                                  process that is no longer running (stale)
+     */
+    public static ShmRegistry read(Path dir, int nodeId) {
+        Path file = fileOf(dir, nodeId);
+        Properties p = new Properties();
+        try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            p.load(r);
+        } catch (NoSuchFileException e) {
+            throw new NodeUnavailableException(nodeId, "shm registry file missing: path=" + file
+                    + "; the node is not running with transport=shm on this directory, or has exited");
+        } catch (IOException e) {
+            throw new NodeUnavailableException(nodeId, "cannot read shm registry: path=" + file, e);
+        }
+        try {
+            int node = Integer.parseInt(p.getProperty("node"));
+            long incarnation = Long.parseLong(p.getProperty("incarnation"));
+            long pid = Long.parseLong(p.getProperty("pid"));
+            if (node != nodeId) {
+                throw new NodeUnavailableException(nodeId, "shm registry names another node: path=" + file
+                        + ", node=" + node);
+            }
+            Map<Integer, String> segments = new TreeMap<>();
+            for (String key : p.stringPropertyNames()) {
+                if (key.startsWith("segment.")) {
+                    segments.put(Integer.parseInt(key.substring("segment.".length())), p.getProperty(key));
+                }
+            }
+            ShmRegistry reg = new ShmRegistry(node, incarnation, pid, Map.copyOf(segments));
+            if (!reg.processAlive()) {
+                throw new NodeUnavailableException(nodeId, "shm registry is stale: path=" + file + ", pid=" + pid
+                        + " is not running; the node crashed: restart it, or remove the file");
+            }
+            return reg;
+        } catch (RuntimeException e) {
+            if (e instanceof NodeUnavailableException nue) {
+                throw nue;
+            }
+            throw new NodeUnavailableException(nodeId, "malformed shm registry: path=" + file + ", error=" + e, e);
+        }
+    }
+
+    /** Whether the registry's process is still running. */
+    public boolean processAlive() {
+        return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+    }
+}

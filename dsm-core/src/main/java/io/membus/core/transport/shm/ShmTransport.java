@@ -1,0 +1,223 @@
+package io.membus.core.transport.shm;
+
+import io.membus.core.Segment;
+import io.membus.core.SegmentDescriptor;
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.transport.AbstractTransport;
+import io.membus.core.transport.Connection;
+import io.membus.core.transport.DirectConnection;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.SegmentTable;
+import io.membus.core.transport.TransportConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The {@code shm} transport: processes on one host map each other's segments,
+ * which are files in a shared directory (by default under {@code /dev/shm}, so
+ * they are memory, not disk). Reads, writes, compare-and-swap and fetch-and-add
+ * are real one-sided memory operations by the initiator's CPU on the target's
+ * memory — the CXL-style case; the target process takes no part. The initiator
+ * still runs every verb check (remote key from the file header, flags, bounds,
+ * alignment) before it touches a byte.
+ *
+ * <p>Peers are found through {@link ShmRegistry} files in the same directory.
+ * A connection re-reads its peer's registry at most every
+ * {@code shm.refresh-interval} (default 50ms) to map new segments, drop removed
+ * ones, and notice a peer process that has exited (its verbs then fail with
+ * {@link NodeUnavailableException}).
+ *
+ * <p>Properties: {@code shm.dir} (default {@code /dev/shm/membus}): the shared
+ * directory; {@link PeerInfo#address()} of a node is that directory.
+ *
+ * <p>Limits: fault rules apply at the initiator only (the target takes no part in
+ * a verb), and fencing stops this node from reaching a fenced peer but cannot stop
+ * the fenced process from reaching this node's files: processes that share a
+ * directory trust each other, as CPUs sharing memory do.
+ *
+ * <p><b>Note:</b> thread-safe.
+ */
+public final class ShmTransport extends AbstractTransport {
+    private static final Logger LOG = LoggerFactory.getLogger(ShmTransport.class);
+
+    private final Path dir;
+    private final long refreshNanos;
+
+    public ShmTransport(TransportConfig config) {
+        super(config);
+        String d = config.get("shm.dir", "/dev/shm/membus");
+        this.dir = Path.of(d).toAbsolutePath();
+        this.refreshNanos = config.getDuration("shm.refresh-interval", java.time.Duration.ofMillis(50)).toNanos();
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new DsmConfigException("shm.dir", d, "a writable directory (on Linux, one under /dev/shm)", e);
+        }
+        if (!Files.isWritable(dir)) {
+            throw new DsmConfigException("shm.dir", d, "a writable directory (on Linux, one under /dev/shm)");
+        }
+        segmentsChanged();
+    }
+
+    @Override
+    public String name() {
+        return ShmTransportProvider.NAME;
+    }
+
+    @Override
+    public String localAddress() {
+        return dir.toString();
+    }
+
+    public Path directory() {
+        return dir;
+    }
+
+    private Path defaultFile(int index) {
+        return dir.resolve("node-" + nodeId() + "-seg-" + index + ".seg");
+    }
+
+    @Override
+    protected Segment createSegment(SegmentSpec spec) {
+        if (spec.file() != null) {
+            Path f = spec.file().toAbsolutePath();
+            if (!f.getParent().equals(dir)) {
+                throw new DsmConfigException("segment file", f, "a file directly in shm.dir=" + dir
+                        + " (peers find segment files there)");
+            }
+            return Segment.createOrOpenFile(f, nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), false);
+        }
+        Path f = defaultFile(spec.index());
+        try {
+            Files.deleteIfExists(f); // a non-persistent segment starts zeroed, whatever an earlier run left
+        } catch (IOException e) {
+            throw new DsmConfigException("shm.dir", dir, "a directory where node " + nodeId()
+                    + " may replace its segment files (cannot delete " + f + ")", e);
+        }
+        return Segment.createOrOpenFile(f, nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), true);
+    }
+
+    @Override
+    protected boolean keepFilesOnClose(Segment segment) {
+        return !segment.file().equals(defaultFile(segment.index()));
+    }
+
+    @Override
+    protected synchronized void segmentsChanged() {
+        Path reg = ShmRegistry.fileOf(dir, nodeId());
+        if (isClosed()) {
+            try {
+                Files.deleteIfExists(reg);
+            } catch (IOException e) {
+                LOG.warn("could not delete shm registry: path={}", reg, e);
+            }
+            return;
+        }
+        Map<Integer, String> files = new TreeMap<>();
+        for (Segment s : table.all()) {
+            files.put(s.index(), s.file().getFileName().toString());
+        }
+        new ShmRegistry(nodeId(), incarnation(), ProcessHandle.current().pid(), files).write(dir);
+    }
+
+    @Override
+    protected CompletableFuture<Connection> open(PeerInfo peer) {
+        try {
+            Path peerDir = Path.of(peer.address());
+            ShmRegistry reg = ShmRegistry.read(peerDir, peer.nodeId());
+            if (reg.incarnation() != peer.incarnation()) {
+                throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), reg.incarnation());
+            }
+            ShmConnection c = new ShmConnection(peer, peerDir);
+            c.refresh(reg);
+            return CompletableFuture.completedFuture(c);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** Verbs run by this process's CPU on its mappings of the peer's segment files. */
+    private final class ShmConnection extends DirectConnection {
+        private final Path peerDir;
+        private final SegmentTable mapped;
+        private volatile long nextRefresh;
+
+        ShmConnection(PeerInfo peer, Path peerDir) {
+            super(peer, ShmTransport.this.faults(), config.operationTimeout());
+            this.peerDir = peerDir;
+            this.mapped = new SegmentTable(peer.nodeId());
+        }
+
+        @Override
+        protected SegmentTable target() {
+            if (System.nanoTime() - nextRefresh >= 0) {
+                synchronized (this) {
+                    if (System.nanoTime() - nextRefresh >= 0) {
+                        try {
+                            ShmRegistry reg = ShmRegistry.read(peerDir, peer().nodeId());
+                            if (reg.incarnation() != peer().incarnation()) {
+                                throw new StaleIncarnationException(peer().nodeId(), peer().incarnation(),
+                                        reg.incarnation());
+                            }
+                            refresh(reg);
+                        } catch (RuntimeException e) {
+                            unmapAll();
+                            close(e.getMessage());
+                            throw e;
+                        }
+                    }
+                }
+            }
+            return mapped;
+        }
+
+        /** Maps segments the registry lists and this connection lacks; unmaps the ones it no longer lists. */
+        synchronized void refresh(ShmRegistry reg) {
+            for (Segment s : mapped.all()) {
+                String f = reg.segments().get(s.index());
+                if (f == null || !peerDir.resolve(f).equals(s.file())) {
+                    mapped.remove(s.index());
+                    s.close(true);
+                }
+            }
+            reg.segments().forEach((index, f) -> {
+                if (mapped.get(index) == null) {
+                    Segment s = Segment.mapPeer(peerDir.resolve(f));
+                    SegmentDescriptor d = s.descriptor();
+                    if (d.nodeId() != peer().nodeId() || d.index() != index || d.incarnation() != reg.incarnation()) {
+                        s.close(true);
+                        throw new NodeUnavailableException(peer().nodeId(), "segment file does not match its registry: "
+                                + "path=" + s.file() + ", header=" + d + ", registry incarnation=" + reg.incarnation());
+                    }
+                    mapped.add(s);
+                }
+            });
+            nextRefresh = System.nanoTime() + refreshNanos;
+        }
+
+        private void unmapAll() {
+            for (Segment s : mapped.all()) {
+                mapped.remove(s.index());
+                s.close(true);
+            }
+        }
+
+        @Override
+        public void close(String reason) {
+            super.close(reason);
+            synchronized (this) {
+                unmapAll();
+            }
+        }
+    }
+}
