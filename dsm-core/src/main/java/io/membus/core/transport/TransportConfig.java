@@ -96,19 +96,21 @@ public final class TransportConfig {
         return parseDuration(key, v);
     }
 
-    /** Parses {@code 250ms}, {@code 5s}, {@code 2m} or an ISO-8601 duration. */
+    /** Parses {@code 250ms}, {@code 5s}, {@code 2m}, a bare number of milliseconds, or an ISO-8601 duration. */
     public static Duration parseDuration(String key, String v) {
         String t = v.trim().toLowerCase();
         try {
             Duration d;
-            if (t.endsWith("ms")) {
+            if (t.startsWith("p")) {
+                d = Duration.parse(v.trim());
+            } else if (t.endsWith("ms")) {
                 d = Duration.ofMillis(Long.parseLong(t.substring(0, t.length() - 2).trim()));
             } else if (t.endsWith("s")) {
                 d = Duration.ofSeconds(Long.parseLong(t.substring(0, t.length() - 1).trim()));
             } else if (t.endsWith("m")) {
                 d = Duration.ofMinutes(Long.parseLong(t.substring(0, t.length() - 1).trim()));
             } else {
-                d = Duration.parse(v.trim());
+                d = Duration.ofMillis(Long.parseLong(t)); // a bare number is milliseconds
             }
             if (d.isNegative() || d.isZero()) {
                 throw new DsmConfigException(key, v, "a positive duration such as 250ms, 5s or 2m");

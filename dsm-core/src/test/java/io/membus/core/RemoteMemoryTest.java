@@ -1,0 +1,75 @@
+package io.membus.core;
+
+import io.membus.core.directory.StaticDirectory;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.UnknownSegmentException;
+import io.membus.core.error.WrongRemoteKeyException;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportConfig;
+import io.membus.core.transport.Transports;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+class RemoteMemoryTest {
+    private final List<Transport> nodes = new ArrayList<>();
+    private final StaticDirectory directory = new StaticDirectory();
+    private final String fabric = "rm-" + System.nanoTime();
+
+    private RemoteMemory node(int id) {
+        Transport t = Transports.create("local", TransportConfig.builder(id).property("local.fabric", fabric).build());
+        nodes.add(t);
+        directory.addMember(t.self());
+        Segment s = t.export(SegmentSpec.of(0, 4096));
+        directory.addSegment(s.descriptor());
+        return new RemoteMemory(t, directory, Duration.ofSeconds(5));
+    }
+
+    @AfterEach
+    void close() {
+        nodes.forEach(Transport::close);
+    }
+
+    @Test
+    void anyPointerIsReachedWithTheKeyFromTheDirectory() {
+        RemoteMemory one = node(1);
+        RemoteMemory two = node(2);
+        long onTwo = RemotePtr.pack(2, 0, 64);
+        one.writeLongSync(onTwo, 41);
+        assertEquals(41, two.readLongSync(onTwo), "own pointers run on the local table");
+        assertEquals(41, one.fetchAndAddSync(onTwo, 1));
+        assertEquals(42, one.compareAndSwapSync(onTwo, 42, 43));
+        one.writeSync(RemotePtr.pack(1, 0, 0), new byte[]{1, 2, 3});
+        assertArrayEquals(new byte[]{1, 2, 3}, two.readSync(RemotePtr.pack(1, 0, 0), 3));
+    }
+
+    @Test
+    void pointersToUnknownSegmentsAndMembersFailWithTypedErrors() {
+        RemoteMemory one = node(1);
+        node(2);
+        assertThrows(UnknownSegmentException.class, () -> one.readSync(RemotePtr.pack(2, 9, 0), 8));
+        NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
+                () -> one.readSync(RemotePtr.pack(77, 0, 0), 8));
+        assertEquals(77, e.nodeId());
+        directory.removeMember(2, "test");
+        assertThrows(NodeUnavailableException.class, () -> one.readSync(RemotePtr.pack(2, 0, 0), 8));
+    }
+
+    @Test
+    void aStaleDirectoryKeyIsRefused() {
+        RemoteMemory one = node(1);
+        node(2);
+        SegmentDescriptor real = directory.segment(2, 0).orElseThrow();
+        directory.addSegment(new SegmentDescriptor(2, real.incarnation(), 0, real.size(), real.flags(),
+                real.remoteKey() + 1));
+        assertThrows(WrongRemoteKeyException.class, () -> one.readLongSync(RemotePtr.pack(2, 0, 0)));
+    }
+}
