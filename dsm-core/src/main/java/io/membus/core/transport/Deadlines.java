@@ -47,6 +47,11 @@ public final class Deadlines {
         return future;
     }
 
+    /** Runs {@code task} on the timer thread every {@code periodNanos}, until the returned future is cancelled. */
+    public static ScheduledFuture<?> every(Runnable task, long periodNanos) {
+        return TIMER.scheduleAtFixedRate(task, periodNanos, periodNanos, TimeUnit.NANOSECONDS);
+    }
+
     /** Runs {@code task} on the timer thread after {@code delayNanos}. */
     public static ScheduledFuture<?> schedule(Runnable task, long delayNanos) {
         return TIMER.schedule(task, Math.max(0, delayNanos), TimeUnit.NANOSECONDS);

@@ -7,6 +7,7 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
+import io.membus.core.transport.Deadlines;
 import io.membus.core.transport.DirectConnection;
 import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
@@ -21,6 +22,7 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledFuture;
 
 /**
  * The {@code shm} transport: processes on one host map each other's segments,
@@ -150,19 +152,23 @@ public final class ShmTransport extends AbstractTransport {
     private final class ShmConnection extends DirectConnection {
         private final Path peerDir;
         private final SegmentTable mapped;
-        private volatile long nextRefresh;
+        /** Set by the timer every refresh interval, cleared by the verb that re-reads the registry. */
+        private volatile boolean refreshDue;
+        private final ScheduledFuture<?> refreshTimer;
 
         ShmConnection(PeerInfo peer, Path peerDir) {
             super(peer, ShmTransport.this.faults(), config.operationTimeout());
             this.peerDir = peerDir;
             this.mapped = new SegmentTable(peer.nodeId());
+            this.refreshTimer = Deadlines.every(() -> refreshDue = true, refreshNanos);
         }
 
         @Override
         protected SegmentTable target() {
-            if (System.nanoTime() - nextRefresh >= 0) {
+            // the hot path is one volatile read; a verb re-reads the registry once per interval
+            if (refreshDue) {
                 synchronized (this) {
-                    if (System.nanoTime() - nextRefresh >= 0) {
+                    if (refreshDue) {
                         try {
                             ShmRegistry reg = ShmRegistry.read(peerDir, peer().nodeId());
                             if (reg.incarnation() != peer().incarnation()) {
@@ -202,7 +208,7 @@ public final class ShmTransport extends AbstractTransport {
                     mapped.add(s);
                 }
             });
-            nextRefresh = System.nanoTime() + refreshNanos;
+            refreshDue = false;
         }
 
         private void unmapAll() {
@@ -215,6 +221,7 @@ public final class ShmTransport extends AbstractTransport {
         @Override
         public void close(String reason) {
             super.close(reason);
+            refreshTimer.cancel(false);
             synchronized (this) {
                 unmapAll();
             }

@@ -1,0 +1,33 @@
+package io.membus.bench;
+
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.CommandLineOptions;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+
+import java.io.InputStream;
+import java.util.Properties;
+
+/**
+ * Runs JMH with its usual command-line options and adds the JVM flags Membus
+ * needs (written by the build from the root pom) to every forked benchmark JVM,
+ * so nobody types them.
+ *
+ * <p><b>Note:</b> a program entry point.
+ */
+public final class BenchMain {
+    private BenchMain() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        try (InputStream in = BenchMain.class.getResourceAsStream("/membus-bench.properties")) {
+            if (in == null) {
+                throw new IllegalStateException("membus-bench.properties missing: rebuild dsm-bench with mvn package");
+            }
+            p.load(in);
+        }
+        String[] flags = p.getProperty("flags", "").trim().split("\\s+");
+        CommandLineOptions cli = new CommandLineOptions(args);
+        new Runner(new OptionsBuilder().parent(cli).jvmArgsAppend(flags).build()).run();
+    }
+}

@@ -1,0 +1,350 @@
+package io.membus.samples.demo;
+
+import io.membus.samples.JvmLauncher;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+/**
+ * {@code membus demo}: starts a cluster of nodes on this machine — separate
+ * processes over {@code shm} (default) or {@code tcp}, or threads of this JVM
+ * over {@code local} — where every node exports a segment, increments a counter
+ * on the next node of a ring and a shared counter on node 1 with remote
+ * fetch-and-add, writes blocks into the next node's memory and reads them back;
+ * then prints what each node did and checks the totals.
+ *
+ * <p><b>Note:</b> one instance per run.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+        description = "Run a multi-node Membus cluster on this machine doing shared-state work, and check the totals.")
+public final class DemoCommand implements Callable<Integer> {
+
+    @Option(names = "--nodes", defaultValue = "3", description = "number of nodes, 2..16 (default: ${DEFAULT-VALUE})")
+    int nodes;
+
+    @Option(names = "--transport", defaultValue = "shm",
+            description = "shm: node processes sharing memory under /dev/shm; tcp: node processes over loopback TCP; "
+                    + "local: nodes as threads of this JVM (default: ${DEFAULT-VALUE})")
+    String transport;
+
+    @Option(names = "--ops", defaultValue = "20000", description = "fetch-and-adds per node and counter (default: ${DEFAULT-VALUE})")
+    int ops;
+
+    @Option(names = "--blocks", defaultValue = "64", description = "blocks each node writes and reads back (default: ${DEFAULT-VALUE})")
+    int blocks;
+
+    @Option(names = "--block-size", defaultValue = "1024", description = "bytes per block (default: ${DEFAULT-VALUE})")
+    int blockSize;
+
+    @Option(names = "--timeout", defaultValue = "120", description = "seconds the whole demo may take (default: ${DEFAULT-VALUE})")
+    int timeoutSeconds;
+
+    private PrintStream out = System.out;
+
+    @Override
+    public Integer call() throws Exception {
+        validate();
+        long segmentSize = roundUp(DemoNode.BLOCK_AREA + (long) nodes * blocks * blockSize, 4096);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+        List<Handle> handles = new ArrayList<>();
+        Path shmDir = null;
+        try {
+            Map<String, String> props = new LinkedHashMap<>();
+            String where;
+            switch (transport) {
+                case "local" -> {
+                    props.put("local.fabric", "demo-" + ProcessHandle.current().pid());
+                    where = "as threads of this JVM over local";
+                }
+                case "shm" -> {
+                    Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
+                    shmDir = root.resolve("membus-demo-" + ProcessHandle.current().pid());
+                    props.put("shm.dir", shmDir.toString());
+                    where = "as separate processes over shm (" + shmDir + ")";
+                }
+                case "tcp" -> {
+                    byte[] secret = new byte[16];
+                    new SecureRandom().nextBytes(secret);
+                    props.put("tcp.host", "127.0.0.1");
+                    props.put("tcp.port", "0");
+                    props.put("tcp.secret", HexFormat.of().formatHex(secret));
+                    where = "as separate processes over tcp (127.0.0.1)";
+                }
+                default -> throw new IllegalArgumentException("unknown transport: --transport " + transport
+                        + "; allowed: shm, tcp, local");
+            }
+            out.printf("membus demo: %d nodes %s%n", nodes, where);
+            out.printf("  each node: %,d fetch-and-adds on the next node's ring counter and %,d on node 1's shared counter,"
+                    + " %d blocks of %,d B written to the next node and read back%n%n", ops, ops, blocks, blockSize);
+
+            for (int id = 1; id <= nodes; id++) {
+                handles.add(transport.equals("local") ? new InProcess(id, segmentSize, props)
+                        : new Child(id, segmentSize, props));
+            }
+            List<DemoNode.Peer> peers = new ArrayList<>();
+            for (Handle h : handles) {
+                peers.add(h.ready(deadline));
+            }
+            List<CompletableFuture<DemoNode.Result>> running = new ArrayList<>();
+            for (Handle h : handles) {
+                running.add(h.go(peers, ops, blocks, blockSize));
+            }
+            List<DemoNode.Result> results = new ArrayList<>();
+            for (CompletableFuture<DemoNode.Result> r : running) {
+                results.add(r.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
+            }
+            List<long[]> counters = new ArrayList<>();
+            for (Handle h : handles) {
+                counters.add(h.counters(deadline));
+            }
+            return report(results, counters);
+        } finally {
+            for (Handle h : handles) {
+                h.close();
+            }
+            if (shmDir != null) {
+                deleteTree(shmDir);
+            }
+        }
+    }
+
+    private void validate() {
+        if (nodes < 2 || nodes > 16) {
+            throw new IllegalArgumentException("--nodes " + nodes + " is out of range; allowed: 2..16");
+        }
+        if (ops < 1 || blocks < 1 || blockSize < 8 || blockSize > 1 << 20) {
+            throw new IllegalArgumentException("--ops and --blocks must be at least 1 and --block-size 8..1048576");
+        }
+        if (timeoutSeconds < 1) {
+            throw new IllegalArgumentException("--timeout must be at least 1 second");
+        }
+    }
+
+    private int report(List<DemoNode.Result> results, List<long[]> counters) {
+        String header = String.format(Locale.ROOT, "%-5s %-8s %-6s %15s %9s %9s %12s %12s %8s",
+                "node", "pid", "ring->", "fetch-and-adds", "written", "verified", "FAA p50 us", "FAA p99 us", "ms");
+        out.println(header);
+        out.println("-".repeat(header.length()));
+        long verified = 0;
+        for (DemoNode.Result r : results) {
+            out.printf(Locale.ROOT, "%-5d %-8d %-6d %,15d %9d %9d %12.2f %12.2f %8d%n", r.nodeId(), r.pid(),
+                    r.ringTarget(), r.adds(), r.blocksWritten(), r.blocksVerified(), r.p50Micros(), r.p99Micros(),
+                    r.millis());
+            verified += r.blocksVerified();
+        }
+        out.println();
+        out.println("Verified totals");
+        boolean ok = true;
+        for (int i = 0; i < counters.size(); i++) {
+            ok &= check(String.format("ring counter on node %d (incremented by node %d)", i + 1,
+                    i == 0 ? nodes : i), counters.get(i)[0], ops);
+        }
+        ok &= check("shared counter on node 1 (incremented by every node)", counters.get(0)[1], (long) ops * nodes);
+        ok &= check("blocks read back equal to what was written", verified, (long) blocks * nodes);
+        out.println();
+        out.println(ok ? "demo OK: every remote fetch-and-add and every block is accounted for."
+                : "demo FAILED: a total does not match (see above).");
+        return ok ? 0 : 1;
+    }
+
+    private boolean check(String what, long actual, long expected) {
+        boolean ok = actual == expected;
+        out.printf(Locale.ROOT, "  %-62s %,12d  expected %,12d  %s%n", what, actual, expected, ok ? "OK" : "MISMATCH");
+        return ok;
+    }
+
+    private static long roundUp(long v, long to) {
+        return (v + to - 1) / to * to;
+    }
+
+    private static void deleteTree(Path dir) {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).collect(Collectors.toList())) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException e) {
+            System.err.println("membus demo: could not remove " + dir + ": " + e.getMessage());
+        }
+    }
+
+    /** One node, wherever it runs. */
+    private interface Handle extends AutoCloseable {
+        DemoNode.Peer ready(long deadline) throws Exception;
+
+        CompletableFuture<DemoNode.Result> go(List<DemoNode.Peer> peers, int ops, int blocks, int blockSize);
+
+        long[] counters(long deadline) throws Exception;
+
+        @Override
+        void close();
+    }
+
+    /** A node as a thread of this JVM (the local transport). */
+    private static final class InProcess implements Handle {
+        private final DemoNode node;
+
+        InProcess(int id, long segmentSize, Map<String, String> props) {
+            this.node = new DemoNode("local", id, segmentSize, props);
+        }
+
+        @Override
+        public DemoNode.Peer ready(long deadline) {
+            return node.self();
+        }
+
+        @Override
+        public CompletableFuture<DemoNode.Result> go(List<DemoNode.Peer> peers, int ops, int blocks, int blockSize) {
+            return CompletableFuture.supplyAsync(() -> node.work(peers, ops, blocks, blockSize),
+                    r -> new Thread(r, "demo-node-" + node.nodeId()).start());
+        }
+
+        @Override
+        public long[] counters(long deadline) {
+            return node.counters();
+        }
+
+        @Override
+        public void close() {
+            node.close();
+        }
+    }
+
+    /** A node process, driven over its standard input and output. */
+    private final class Child implements Handle {
+        private final int id;
+        private final Process process;
+        private final Writer stdin;
+        private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+
+        Child(int id, long segmentSize, Map<String, String> props) throws IOException {
+            this.id = id;
+            List<String> args = new ArrayList<>(List.of("demo-node", "--transport", transport, "--node-id",
+                    Integer.toString(id), "--segment-size", Long.toString(segmentSize)));
+            props.forEach((k, v) -> {
+                args.add("--property");
+                args.add(k + "=" + v);
+            });
+            this.process = JvmLauncher.membus(args).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            this.stdin = new java.io.OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
+            Thread reader = new Thread(() -> {
+                try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
+                        StandardCharsets.UTF_8))) {
+                    String line;
+                    while ((line = r.readLine()) != null) {
+                        lines.add(line);
+                    }
+                } catch (IOException e) {
+                    lines.add("ERROR reading node output: " + e.getMessage());
+                }
+                lines.add("EOF");
+            }, "demo-reader-" + id);
+            reader.setDaemon(true);
+            reader.start();
+        }
+
+        private void send(String line) throws IOException {
+            stdin.write(line + "\n");
+            stdin.flush();
+        }
+
+        /** The next line that starts with {@code prefix}; other lines (logs) are passed through. */
+        private String expect(String prefix, long deadline) throws Exception {
+            while (true) {
+                long left = deadline - System.nanoTime();
+                String line = lines.poll(Math.max(0, left), TimeUnit.NANOSECONDS);
+                if (line == null) {
+                    throw new IllegalStateException("node " + id + " did not answer " + prefix + " before the demo's "
+                            + "--timeout; is the machine overloaded?");
+                }
+                if (line.startsWith(prefix)) {
+                    return line.substring(prefix.length()).trim();
+                }
+                if (line.startsWith("ERROR") || line.equals("EOF")) {
+                    throw new IllegalStateException("node " + id + " failed: " + line
+                            + (line.equals("EOF") ? " (the process exited, code " + exitCode() + ")" : ""));
+                }
+                System.err.println("[node " + id + "] " + line);
+            }
+        }
+
+        private String exitCode() {
+            try {
+                return process.waitFor(2, TimeUnit.SECONDS) ? Integer.toString(process.exitValue()) : "still running";
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return "unknown";
+            }
+        }
+
+        @Override
+        public DemoNode.Peer ready(long deadline) throws Exception {
+            return DemoNode.Peer.decode(expect("READY ", deadline));
+        }
+
+        @Override
+        public CompletableFuture<DemoNode.Result> go(List<DemoNode.Peer> peers, int ops, int blocks, int blockSize) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+            return CompletableFuture.supplyAsync(() -> {
+                try {
+                    send("GO " + ops + " " + blocks + " " + blockSize + " "
+                            + peers.stream().map(DemoNode.Peer::encode).collect(Collectors.joining(";")));
+                    return DemoNode.Result.decode(expect("RESULT ", deadline));
+                } catch (Exception e) {
+                    throw new IllegalStateException(e.getMessage(), e);
+                }
+            });
+        }
+
+        @Override
+        public long[] counters(long deadline) throws Exception {
+            send("VERIFY");
+            String[] f = expect("COUNTERS ", deadline).split(" ");
+            return new long[]{Long.parseLong(f[0]), Long.parseLong(f[1])};
+        }
+
+        @Override
+        public void close() {
+            try {
+                if (process.isAlive()) {
+                    send("EXIT");
+                }
+            } catch (IOException e) {
+                System.err.println("node " + id + ": could not send EXIT: " + e.getMessage());
+            }
+            try {
+                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                    process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                process.destroyForcibly();
+            }
+        }
+    }
+}
