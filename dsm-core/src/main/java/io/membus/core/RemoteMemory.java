@@ -12,8 +12,10 @@ import io.membus.core.transport.Transport;
 import io.membus.core.transport.Verbs;
 
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -39,6 +41,7 @@ public final class RemoteMemory {
     private final Transport transport;
     private final SegmentDirectory directory;
     private final Duration syncWait;
+    private final ConcurrentHashMap<Integer, Opening> openings = new ConcurrentHashMap<>();
 
     public RemoteMemory(Transport transport, SegmentDirectory directory, Duration operationTimeout) {
         this.transport = transport;
@@ -91,12 +94,79 @@ public final class RemoteMemory {
             return CompletableFuture.failedFuture(new NodeUnavailableException(node,
                     "not a live member of the cluster (pointer " + RemotePtr.toString(ptr) + ")"));
         }
-        CompletableFuture<Connection> c = transport.connect(peer);
-        Connection now = c.getNow(null);
-        if (now != null) {
-            return verb.apply(now);
+        Opening opening = openings.get(node);
+        if (opening == null) {
+            CompletableFuture<Connection> c = transport.connect(peer);
+            if (c.isDone()) {
+                return c.isCompletedExceptionally() ? c.thenCompose(verb) : verb.apply(c.join());
+            }
+            Opening fresh = new Opening(c);
+            opening = openings.putIfAbsent(node, fresh);
+            if (opening == null) {
+                opening = fresh;
+                c.whenComplete((connection, error) -> drain(node, fresh));
+            }
         }
-        return c.thenCompose(verb::apply);
+        return opening.submit(verb);
+    }
+
+    /** Runs, in issue order, the verbs that waited for a connection to open. */
+    private void drain(int node, Opening opening) {
+        opening.drain();
+        openings.remove(node, opening);
+    }
+
+    /**
+     * Verbs issued while a connection to their node is still opening. They wait in
+     * issue order and are submitted in that order once it opens: chaining each verb
+     * on the connection future instead would run them in an unspecified order
+     * ({@code CompletableFuture} dependents complete in reverse), breaking the
+     * per-connection issue order of {@link Verbs}.
+     */
+    private static final class Opening {
+        private final CompletableFuture<Connection> connection;
+        private final ArrayDeque<Runnable> waiting = new ArrayDeque<>();
+        private boolean drained;
+
+        Opening(CompletableFuture<Connection> connection) {
+            this.connection = connection;
+        }
+
+        <T> CompletableFuture<T> submit(Function<Verbs, CompletableFuture<T>> verb) {
+            synchronized (this) {
+                if (!drained) {
+                    CompletableFuture<T> result = new CompletableFuture<>();
+                    waiting.add(() -> relay(verb, result));
+                    return result;
+                }
+            }
+            // Opened (or failed) and every earlier verb submitted: the future is done.
+            return connection.thenCompose(verb);
+        }
+
+        synchronized void drain() {
+            for (Runnable r; (r = waiting.poll()) != null; ) {
+                r.run();
+            }
+            drained = true;
+        }
+
+        private <T> void relay(Function<Verbs, CompletableFuture<T>> verb, CompletableFuture<T> result) {
+            CompletableFuture<T> issued;
+            try {
+                issued = connection.thenCompose(verb);
+            } catch (RuntimeException e) {
+                issued = CompletableFuture.failedFuture(e);
+            }
+            issued.whenComplete((value, error) -> {
+                if (error != null) {
+                    result.completeExceptionally(error instanceof CompletionException && error.getCause() != null
+                            ? error.getCause() : error);
+                } else {
+                    result.complete(value);
+                }
+            });
+        }
     }
 
     private long keyOf(long ptr) {

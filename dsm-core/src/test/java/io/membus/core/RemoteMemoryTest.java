@@ -11,9 +11,12 @@ import io.membus.core.transport.Transports;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -71,5 +74,44 @@ class RemoteMemoryTest {
         directory.addSegment(new SegmentDescriptor(2, real.incarnation(), 0, real.size(), real.flags(),
                 real.remoteKey() + 1));
         assertThrows(WrongRemoteKeyException.class, () -> one.readLongSync(RemotePtr.pack(2, 0, 0)));
+    }
+
+    /**
+     * Verbs issued back to back while the connection to their node is still opening
+     * must reach it in issue order: the last of many writes to one word wins.
+     */
+    @Test
+    void verbsIssuedWhileTheConnectionOpensKeepTheirIssueOrder() {
+        node(2);
+        Transport one = Transports.create("local", TransportConfig.builder(1).property("local.fabric", fabric).build());
+        nodes.add(one);
+        directory.addMember(one.self());
+        CompletableFuture<Void> gate = new CompletableFuture<>();
+        Transport gated = (Transport) Proxy.newProxyInstance(getClass().getClassLoader(),
+                new Class<?>[]{Transport.class}, (proxy, method, args) -> {
+                    Object result;
+                    try {
+                        result = method.invoke(one, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    if (method.getName().equals("connect")) {
+                        CompletableFuture<?> opened = (CompletableFuture<?>) result;
+                        return gate.thenCompose(ignored -> opened);
+                    }
+                    return result;
+                });
+        RemoteMemory memory = new RemoteMemory(gated, directory, Duration.ofSeconds(5));
+        long word = RemotePtr.pack(2, 0, 128);
+        List<CompletableFuture<?>> issued = new ArrayList<>();
+        for (long v = 1; v <= 64; v++) {
+            byte[] b = new byte[Long.BYTES];
+            Words.putLong(b, 0, v);
+            issued.add(memory.write(word, b));
+        }
+        issued.add(memory.fetchAndAdd(word, 1000));
+        gate.complete(null);
+        issued.forEach(memory::await);
+        assertEquals(1064, memory.readLongSync(word), "the writes ran in issue order, then the add");
     }
 }
