@@ -37,7 +37,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p><b>Note:</b> thread-safe; the CM event thread ("membus-rdma-cm") owns the
  * listening channel.
  */
-final class DisniFabric implements AutoCloseable {
+final class DisniFabric implements Fabric {
     private static final Logger LOG = LoggerFactory.getLogger(DisniFabric.class);
     private static final UnsafeMemory MEMORY = UnsafeMemory.MEMORY;
     private static final int TOKEN_BYTES = ControlFrames.NONCE_BYTES;
@@ -83,32 +83,38 @@ final class DisniFabric implements AutoCloseable {
         cmThread.start();
     }
 
-    int cmPort() {
+    @Override
+    public int cmPort() {
         return cmPort;
     }
 
     /** Registers {@code length} bytes at {@code address}; DiSNI takes an int length, so at most 2 GiB - 1. */
-    IbvMr register(long address, long length, int access) throws IOException {
+    @Override
+    public Region register(long address, long length, int access) throws IOException {
         if (length > Integer.MAX_VALUE) {
             throw new IOException("memory region too large for DiSNI 2.1: length=" + length + ", max=" + Integer.MAX_VALUE);
         }
         SVCRegMr call = pd.regMr(address, (int) length, access).execute();
         IbvMr mr = call.getMr();
         call.free();
-        return mr;
+        return new Region(mr.getRkey(), mr.getLkey(), mr);
     }
 
-    void deregister(IbvMr mr) {
+    @Override
+    public void deregister(Region region) {
+        IbvMr mr = (IbvMr) region.handle();
         DisniQueuePair.quietly(() -> mr.deregMr().execute().free());
     }
 
     /** Lets the holder of {@code token} (a peer authenticated as {@code nodeId}) connect one queue pair. */
-    void expect(byte[] token, int nodeId) {
+    @Override
+    public void expect(byte[] token, int nodeId) {
         expected.put(hex(token), nodeId);
     }
 
     /** Destroys the target-side queue pairs of {@code nodeId} (fencing, or its control channel closed). */
-    void dropPassive(int nodeId) {
+    @Override
+    public void dropPassive(int nodeId) {
         passive.values().removeIf(p -> {
             if (p.nodeId() == nodeId) {
                 destroy(p);
@@ -122,7 +128,8 @@ final class DisniFabric implements AutoCloseable {
      * Connects one RC queue pair to a peer's CM port, presenting {@code token};
      * every step (address, route, connect) waits at most until {@code deadlineNanos}.
      */
-    DisniQueuePair connect(InetSocketAddress target, byte[] token, long deadlineNanos) throws IOException {
+    @Override
+    public DisniQueuePair connect(InetSocketAddress target, byte[] token, long deadlineNanos) throws IOException {
         RdmaEventChannel channel = RdmaEventChannel.createEventChannel();
         RdmaCmId id = null;
         IbvCQ cq = null;

@@ -1,7 +1,6 @@
 package io.membus.transport.rdma;
 
 import com.ibm.disni.verbs.IbvCQ;
-import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvQP;
 import com.ibm.disni.verbs.IbvSendWR;
 import com.ibm.disni.verbs.IbvSge;
@@ -37,7 +36,7 @@ import java.util.List;
  * <p><b>Note:</b> {@link #post} under the engine's lock; {@link #poll} on the
  * transport's completion thread; {@link #close} once, by the connection.
  */
-final class DisniQueuePair implements SendQueue {
+final class DisniQueuePair implements Fabric.QueuePair {
     private static final Logger LOG = LoggerFactory.getLogger(DisniQueuePair.class);
     private static final UnsafeMemory MEMORY = UnsafeMemory.MEMORY;
 
@@ -48,7 +47,8 @@ final class DisniQueuePair implements SendQueue {
     private final int depth;
     private final int stagingBytes;
     private final long stagingBase;
-    private final IbvMr stagingMr;
+    private final DisniFabric fabric;
+    private final Fabric.Region stagingMr;
     private final SVCPostSend[] posts;
     private final long[] wrAddresses;
     private final IbvWC[] wcs;
@@ -65,10 +65,11 @@ final class DisniQueuePair implements SendQueue {
         this.qp = qp;
         this.depth = depth;
         this.stagingBytes = stagingBytes;
+        this.fabric = fabric;
         checkNativeLayout();
         long bytes = (long) depth * stagingBytes;
         this.stagingBase = MEMORY.allocate(bytes);
-        IbvMr mr;
+        Fabric.Region mr;
         try {
             mr = fabric.register(stagingBase, bytes, SendWrLayout.IBV_ACCESS_LOCAL_WRITE);
         } catch (IOException | RuntimeException e) {
@@ -82,7 +83,7 @@ final class DisniQueuePair implements SendQueue {
             IbvSge sge = new IbvSge();
             sge.setAddr(stagingAddress(slot));
             sge.setLength(stagingBytes);
-            sge.setLkey(stagingMr.getLkey());
+            sge.setLkey(stagingMr.lkey());
             LinkedList<IbvSge> sges = new LinkedList<>();
             sges.add(sge);
             IbvSendWR wr = new IbvSendWR();
@@ -115,7 +116,8 @@ final class DisniQueuePair implements SendQueue {
         }
     }
 
-    void attach(VerbEngine engine) {
+    @Override
+    public void attach(VerbEngine engine) {
         this.engine = engine;
     }
 
@@ -141,7 +143,7 @@ final class DisniQueuePair implements SendQueue {
 
     @Override
     public int localKey() {
-        return stagingMr.getLkey();
+        return stagingMr.lkey();
     }
 
     @Override
@@ -157,7 +159,8 @@ final class DisniQueuePair implements SendQueue {
      *
      * @return completions found
      */
-    int poll() throws IOException {
+    @Override
+    public int poll() throws IOException {
         synchronized (pollLock) {
             if (!open || engine == null) {
                 return 0;
@@ -193,7 +196,7 @@ final class DisniQueuePair implements SendQueue {
                 LOG.debug("disconnect failed", e);
             }
             quietly(id::destroyQP);
-            quietly(() -> stagingMr.deregMr().execute().free());
+            fabric.deregister(stagingMr);
             quietly(cq::destroyCQ);
             quietly(id::destroyId);
             quietly(channel::destroyEventChannel);

@@ -1,6 +1,5 @@
 package io.membus.transport.rdma;
 
-import com.ibm.disni.verbs.IbvMr;
 import io.membus.core.Access;
 import io.membus.core.Segment;
 import io.membus.core.error.AuthenticationException;
@@ -63,20 +62,23 @@ public final class RdmaTransport extends AbstractTransport {
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final RdmaSettings settings;
-    private final DisniFabric fabric;
+    private final Fabric fabric;
     private final ServerSocket control;
-    private final Map<Integer, IbvMr> regions = new ConcurrentHashMap<>();
+    private final Map<Integer, Fabric.Region> regions = new ConcurrentHashMap<>();
     private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
     private final Set<RdmaConnection> open = ConcurrentHashMap.newKeySet();
-    private final Map<RdmaConnection, DisniQueuePair> pairs = new ConcurrentHashMap<>();
+    private final Map<RdmaConnection, Fabric.QueuePair> pairs = new ConcurrentHashMap<>();
     private final Thread acceptor;
     private final Thread completions;
     private volatile boolean running = true;
 
-    RdmaTransport(TransportConfig config, RdmaSettings settings) {
+    /**
+     * @param fabricFactory opens the device ({@link DisniFabric#DisniFabric}; tests pass a software fabric)
+     */
+    RdmaTransport(TransportConfig config, RdmaSettings settings, java.util.function.Function<RdmaSettings, Fabric> fabricFactory) {
         super(config);
         this.settings = settings;
-        this.fabric = new DisniFabric(settings);
+        this.fabric = fabricFactory.apply(settings);
         try {
             control = new ServerSocket();
             control.bind(new InetSocketAddress(settings.address(), settings.controlPort()), 64);
@@ -141,9 +143,9 @@ public final class RdmaTransport extends AbstractTransport {
         }
         return Segment.allocate(nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), (address, size) -> {
             try {
-                IbvMr mr = fabric.register(address, size, regionAccess(spec.flags()));
+                Fabric.Region mr = fabric.register(address, size, regionAccess(spec.flags()));
                 regions.put(spec.index(), mr);
-                return CatalogEntry.remoteKey(mr.getRkey(), RANDOM.nextInt() | 1);
+                return CatalogEntry.remoteKey(mr.rkey(), RANDOM.nextInt() | 1);
             } catch (IOException e) {
                 throw new DsmException(io.membus.core.error.ErrorCode.TRANSPORT_UNAVAILABLE, "memory registration failed:"
                         + " node=" + nodeId() + ", segment=" + spec.index() + ", size=" + size + ": " + e.getMessage()
@@ -157,7 +159,7 @@ public final class RdmaTransport extends AbstractTransport {
     protected void segmentsChanged() {
         for (Integer index : List.copyOf(regions.keySet())) {
             if (table.get(index) == null) {
-                IbvMr mr = regions.remove(index);
+                Fabric.Region mr = regions.remove(index);
                 if (mr != null) {
                     fabric.deregister(mr);
                 }
@@ -171,7 +173,7 @@ public final class RdmaTransport extends AbstractTransport {
     List<CatalogEntry> catalog() {
         List<CatalogEntry> list = new ArrayList<>();
         for (Segment s : table.all()) {
-            IbvMr mr = regions.get(s.index());
+            Fabric.Region mr = regions.get(s.index());
             if (mr != null) {
                 list.add(new CatalogEntry(s.index(), s.address(), s.size(), s.remoteKey(), s.flags()));
             }
@@ -187,7 +189,10 @@ public final class RdmaTransport extends AbstractTransport {
         long deadline = System.nanoTime() + config.connectTimeout().toNanos();
         Thread t = new Thread(() -> {
             try {
-                result.complete(openNow(peer, deadline));
+                Connection c = openNow(peer, deadline);
+                if (!result.complete(c)) {
+                    closeConnection(c, "the connect deadline passed"); // nobody will use it
+                }
             } catch (DsmException e) {
                 result.completeExceptionally(e);
             } catch (IOException | RuntimeException e) {
@@ -249,7 +254,7 @@ public final class RdmaTransport extends AbstractTransport {
             out.writeByte(ControlFrames.ACK);
             out.flush();
             String[] hostPort = {parts[0], parts[2]};
-            DisniQueuePair pair = fabric.connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])), token,
+            Fabric.QueuePair pair = fabric.connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])), token,
                     deadline);
             VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog);
             pair.attach(engine);
@@ -303,7 +308,7 @@ public final class RdmaTransport extends AbstractTransport {
         int idle = 0;
         while (running) {
             int found = 0;
-            for (DisniQueuePair pair : pairs.values()) {
+            for (Fabric.QueuePair pair : pairs.values()) {
                 try {
                     found += pair.poll();
                 } catch (IOException | RuntimeException e) {
@@ -484,7 +489,7 @@ public final class RdmaTransport extends AbstractTransport {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        for (IbvMr mr : regions.values()) {
+        for (Fabric.Region mr : regions.values()) {
             fabric.deregister(mr); // before AbstractTransport frees the segments' memory
         }
         regions.clear();

@@ -23,6 +23,6 @@ public final class RdmaTransportProvider implements TransportProvider {
     @Override
     public Transport create(TransportConfig config) {
         RdmaDetection.requireAvailable();
-        return new RdmaTransport(config, RdmaSettings.from(config));
+        return new RdmaTransport(config, RdmaSettings.from(config), DisniFabric::new);
     }
 }

@@ -158,10 +158,20 @@ final class SoftNic implements SendQueue, AutoCloseable {
     }
 
     private int execute(SendWrFlyweight wr) {
+        return execute(wr, localKey(), regions);
+    }
+
+    /**
+     * Executes one decoded work request against registered regions the way a
+     * responder NIC does (checks of the memory region, then the DMA or the atomic).
+     *
+     * @return the completion status
+     */
+    static int execute(SendWrFlyweight wr, int localKey, Map<Integer, Region> regions) {
         int op = wr.opcode();
         boolean atomic = op == SendWrLayout.IBV_WR_ATOMIC_CMP_AND_SWP || op == SendWrLayout.IBV_WR_ATOMIC_FETCH_AND_ADD;
         int length = atomic ? Long.BYTES : wr.sgeLength();
-        if (wr.sgeLocalKey() != localKey()) {
+        if (wr.sgeLocalKey() != localKey) {
             return WcStatus.LOC_PROT_ERR;
         }
         Region r = regions.get(wr.remoteKey());
