@@ -54,7 +54,7 @@ final class DisniFabric implements Fabric {
     private volatile boolean open = true;
 
     /** A target-side queue pair of one peer. */
-    record Passive(int nodeId, RdmaCmId id, IbvCQ cq, IbvQP qp) {
+    record Passive(int nodeId, String token, RdmaCmId id, IbvCQ cq, IbvQP qp) {
     }
 
     DisniFabric(RdmaSettings settings) {
@@ -114,7 +114,21 @@ final class DisniFabric implements Fabric {
 
     /** Destroys the target-side queue pairs of {@code nodeId} (fencing, or its control channel closed). */
     @Override
+    public void release(byte[] token) {
+        String t = hex(token);
+        expected.remove(t);
+        passive.values().removeIf(p -> {
+            if (p.token().equals(t)) {
+                destroy(p);
+                return true;
+            }
+            return false;
+        });
+    }
+
+    @Override
     public void dropPassive(int nodeId) {
+        expected.values().removeIf(n -> n == nodeId);
         passive.values().removeIf(p -> {
             if (p.nodeId() == nodeId) {
                 destroy(p);
@@ -267,7 +281,8 @@ final class DisniFabric implements Fabric {
     }
 
     private void accept(RdmaCmId conn, byte[] token) throws IOException {
-        Integer node = token.length == TOKEN_BYTES ? expected.remove(hex(token)) : null;
+        String t = hex(token);
+        Integer node = token.length == TOKEN_BYTES ? expected.remove(t) : null;
         if (node == null) {
             LOG.warn("refused an RDMA connect request without a valid control-channel token");
             DisniQueuePair.quietly(conn::destroyId);
@@ -275,7 +290,7 @@ final class DisniFabric implements Fabric {
         }
         IbvCQ cq = context.createCQ(context.createCompChannel(), 4, 0);
         IbvQP qp = conn.createQP(pd, initAttr(cq));
-        passive.put(conn, new Passive(node, conn, cq, qp));
+        passive.put(conn, new Passive(node, t, conn, cq, qp));
         conn.accept(connParam());
     }
 

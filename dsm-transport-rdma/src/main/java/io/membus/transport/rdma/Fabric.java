@@ -30,8 +30,14 @@ interface Fabric extends AutoCloseable {
     /** Lets the holder of {@code token} (a peer authenticated as {@code nodeId}) connect one queue pair. */
     void expect(byte[] token, int nodeId);
 
-    /** Destroys the target-side queue pairs of {@code nodeId}: its verbs fail from then on. */
+    /** Destroys the target-side queue pairs of {@code nodeId} (fencing): its verbs fail from then on. */
     void dropPassive(int nodeId);
+
+    /**
+     * Forgets {@code token} and destroys the target-side queue pair connected with
+     * it, if any: its control channel closed.
+     */
+    void release(byte[] token);
 
     /**
      * Connects one RC queue pair to a peer's CM port presenting {@code token}; every

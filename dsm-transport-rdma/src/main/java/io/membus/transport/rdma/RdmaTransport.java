@@ -25,7 +25,6 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
-import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
@@ -380,12 +379,15 @@ public final class RdmaTransport extends AbstractTransport {
             out.flush();
             ControlFrames.checkMac(ControlFrames.mac(settings.secret(), "I", nonceI, nonceT, nodeId(), incarnation(),
                     peerNode, peerInc), ControlFrames.readBytes(in, ControlFrames.MAC_BYTES), who, "initiator proof");
-            session = new Session(peerNode, socket, out, nonceI);
-            sessions.add(session);
             byte[] token = new byte[ControlFrames.NONCE_BYTES];
             RANDOM.nextBytes(token);
+            session = new Session(peerNode, socket, out, nonceI, token);
+            sessions.add(session);
             fabric.expect(token, peerNode);
-            session.send(token);
+            session.send();
+            if (in.readUnsignedByte() != ControlFrames.ACK) { // the handshake's catalog: not a push's ack
+                throw new ProtocolException(who, "expected ACK of the first catalog");
+            }
             socket.setSoTimeout(0);
             while (in.readUnsignedByte() == ControlFrames.ACK) {
                 session.acks.release();
@@ -395,7 +397,7 @@ public final class RdmaTransport extends AbstractTransport {
         } finally {
             if (session != null) {
                 sessions.remove(session);
-                fabric.dropPassive(session.peerNode);
+                fabric.release(session.token); // this session's queue pair only: a newer one of the node stays
             }
             closeQuietly(socket);
         }
@@ -408,27 +410,26 @@ public final class RdmaTransport extends AbstractTransport {
         final DataOutputStream out;
         final byte[] nonceI;
         final Semaphore acks = new Semaphore(0);
+        final byte[] token;
         long seq; // guarded by this
-        byte[] token = new byte[ControlFrames.NONCE_BYTES]; // guarded by this
 
-        Session(int peerNode, Socket socket, DataOutputStream out, byte[] nonceI) {
+        Session(int peerNode, Socket socket, DataOutputStream out, byte[] nonceI, byte[] token) {
             this.peerNode = peerNode;
             this.socket = socket;
             this.out = out;
             this.nonceI = nonceI;
+            this.token = token;
         }
 
-        synchronized void send(byte[] newToken) throws IOException {
-            if (newToken != null) {
-                token = newToken;
-            }
+        /** Sends the current catalog (the first one also hands the initiator its token). */
+        synchronized void send() throws IOException {
             ControlFrames.writeCatalog(out, settings.secret(), nonceI, seq++, token, catalog());
         }
 
         /** Sends the current catalog and waits (bounded) for the peer to apply it. */
         void push() {
             try {
-                send(null);
+                send();
                 if (!acks.tryAcquire(config.connectTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
                     LOG.warn("peer node {} did not acknowledge a catalog update within {}: closing its session",
                             peerNode, config.connectTimeout());
@@ -495,9 +496,5 @@ public final class RdmaTransport extends AbstractTransport {
         regions.clear();
         fabric.close();
         LOG.info("rdma transport closed: node={}", nodeId());
-    }
-
-    static String utf8(byte[] b) {
-        return new String(b, StandardCharsets.UTF_8);
     }
 }

@@ -67,7 +67,21 @@ final class SoftFabric implements Fabric {
     }
 
     @Override
+    public void release(byte[] token) {
+        String t = HexFormat.of().formatHex(token);
+        expected.remove(t);
+        passive.removeIf(qp -> {
+            if (qp.token.equals(t)) {
+                qp.targetGone = true;
+                return true;
+            }
+            return false;
+        });
+    }
+
+    @Override
     public void dropPassive(int nodeId) {
+        expected.values().removeIf(n -> n == nodeId);
         passive.removeIf(qp -> {
             if (qp.initiatorNode == nodeId) {
                 qp.targetGone = true;
@@ -83,11 +97,12 @@ final class SoftFabric implements Fabric {
         if (t == null || !t.open) {
             throw new IOException("connect failed: event=RDMA_CM_EVENT_UNREACHABLE, target=" + target);
         }
-        Integer node = t.expected.remove(HexFormat.of().formatHex(token));
+        String hex = HexFormat.of().formatHex(token);
+        Integer node = t.expected.remove(hex);
         if (node == null) {
             throw new IOException("connect failed: event=RDMA_CM_EVENT_REJECTED (no valid token), target=" + target);
         }
-        SoftQueuePair qp = new SoftQueuePair(t, node, settings.queueDepth(), settings.stagingBytes());
+        SoftQueuePair qp = new SoftQueuePair(t, node, hex, settings.queueDepth(), settings.stagingBytes());
         t.passive.add(qp);
         return qp;
     }
@@ -106,6 +121,7 @@ final class SoftFabric implements Fabric {
         private static final int LOCAL_KEY = 0x42;
         final SoftFabric target;
         final int initiatorNode;
+        final String token;
         private final int depth;
         private final int stagingBytes;
         private final long wrBase;
@@ -118,9 +134,10 @@ final class SoftFabric implements Fabric {
         private volatile boolean closed;
         private VerbEngine engine;
 
-        SoftQueuePair(SoftFabric target, int initiatorNode, int depth, int stagingBytes) {
+        SoftQueuePair(SoftFabric target, int initiatorNode, String token, int depth, int stagingBytes) {
             this.target = target;
             this.initiatorNode = initiatorNode;
+            this.token = token;
             this.depth = depth;
             this.stagingBytes = stagingBytes;
             this.wrBase = MEMORY.allocate((long) depth * SendWrFlyweight.ENCODED_SIZE);
