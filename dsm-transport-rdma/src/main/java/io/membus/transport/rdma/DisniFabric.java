@@ -13,7 +13,6 @@ import com.ibm.disni.verbs.RdmaConnParam;
 import com.ibm.disni.verbs.RdmaEventChannel;
 import com.ibm.disni.verbs.SVCRegMr;
 import io.membus.core.error.TransportUnavailableException;
-import net.openhft.chronicle.core.UnsafeMemory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,17 +29,18 @@ import java.util.concurrent.ConcurrentHashMap;
  * this class drives the CM event channel itself and waits at most until the
  * deadline for each event).
  *
- * <p>Incoming connect requests are accepted only with a token the control channel
- * issued to an authenticated peer ({@link #expect}); the target's queue pairs are
- * passive (one-sided verbs need no receive buffers and no target thread).
+ * <p>Incoming connect requests are accepted only from the CM address an
+ * authenticated peer announced on its control channel ({@link #expect}): DiSNI 2.1
+ * does not hand the passive side a connect request's private data (its
+ * {@code RdmaCmEvent.getConn()} is always empty), so the source address is what ties
+ * a queue pair to a control session. The target's queue pairs are passive
+ * (one-sided verbs need no receive buffers and no target thread).
  *
  * <p><b>Note:</b> thread-safe; the CM event thread ("membus-rdma-cm") owns the
  * listening channel.
  */
 final class DisniFabric implements Fabric {
     private static final Logger LOG = LoggerFactory.getLogger(DisniFabric.class);
-    private static final UnsafeMemory MEMORY = UnsafeMemory.MEMORY;
-    private static final int TOKEN_BYTES = ControlFrames.NONCE_BYTES;
 
     private final RdmaSettings settings;
     private final RdmaEventChannel listenChannel;
@@ -48,13 +48,17 @@ final class DisniFabric implements Fabric {
     private final IbvContext context;
     private final IbvPd pd;
     private final int cmPort;
-    private final Map<String, Integer> expected = new ConcurrentHashMap<>(); // token (hex) -> node id
+    private final Map<InetSocketAddress, Expected> expected = new ConcurrentHashMap<>();
     private final Map<RdmaCmId, Passive> passive = new ConcurrentHashMap<>();
     private final Thread cmThread;
     private volatile boolean open = true;
 
-    /** A target-side queue pair of one peer. */
-    record Passive(int nodeId, String token, RdmaCmId id, IbvCQ cq, IbvQP qp) {
+    /** A target-side queue pair of one peer, under the control session ({@code session}, hex) that announced it. */
+    record Passive(int nodeId, String session, RdmaCmId id, IbvCQ cq, IbvQP qp) {
+    }
+
+    /** A connect request an authenticated control session announced. */
+    record Expected(int nodeId, String session) {
     }
 
     DisniFabric(RdmaSettings settings) {
@@ -106,19 +110,17 @@ final class DisniFabric implements Fabric {
         DisniQueuePair.quietly(() -> mr.deregMr().execute().free());
     }
 
-    /** Lets the holder of {@code token} (a peer authenticated as {@code nodeId}) connect one queue pair. */
     @Override
-    public void expect(byte[] token, int nodeId) {
-        expected.put(hex(token), nodeId);
+    public void expect(InetSocketAddress initiator, int nodeId, byte[] session) {
+        expected.put(initiator, new Expected(nodeId, hex(session)));
     }
 
-    /** Destroys the target-side queue pairs of {@code nodeId} (fencing, or its control channel closed). */
     @Override
-    public void release(byte[] token) {
-        String t = hex(token);
-        expected.remove(t);
+    public void release(byte[] session) {
+        String t = hex(session);
+        expected.values().removeIf(e -> e.session().equals(t));
         passive.values().removeIf(p -> {
-            if (p.token().equals(t)) {
+            if (p.session().equals(t)) {
                 destroy(p);
                 return true;
             }
@@ -128,7 +130,7 @@ final class DisniFabric implements Fabric {
 
     @Override
     public void dropPassive(int nodeId) {
-        expected.values().removeIf(n -> n == nodeId);
+        expected.values().removeIf(e -> e.nodeId() == nodeId);
         passive.values().removeIf(p -> {
             if (p.nodeId() == nodeId) {
                 destroy(p);
@@ -138,16 +140,12 @@ final class DisniFabric implements Fabric {
         });
     }
 
-    /**
-     * Connects one RC queue pair to a peer's CM port, presenting {@code token};
-     * every step (address, route, connect) waits at most until {@code deadlineNanos}.
-     */
+    /** Every step (address, route, announcement, connect) waits at most until {@code deadlineNanos}. */
     @Override
-    public DisniQueuePair connect(InetSocketAddress target, byte[] token, long deadlineNanos) throws IOException {
+    public DisniQueuePair connect(InetSocketAddress target, Announcer announce, long deadlineNanos) throws IOException {
         RdmaEventChannel channel = RdmaEventChannel.createEventChannel();
         RdmaCmId id = null;
         IbvCQ cq = null;
-        long privateData = 0;
         boolean done = false;
         try {
             id = channel.createId(RdmaCm.RDMA_PS_TCP);
@@ -162,21 +160,14 @@ final class DisniFabric implements Fabric {
             }
             cq = ctx.createCQ(ctx.createCompChannel(), settings.queueDepth() * 2, 0);
             IbvQP qp = id.createQP(pd, initAttr(cq));
-            RdmaConnParam param = connParam();
-            privateData = MEMORY.allocate(TOKEN_BYTES);
-            MEMORY.copyMemory(token, 0, privateData, TOKEN_BYTES);
-            param.setPrivate_data(privateData);
-            param.setPrivate_data_len((byte) TOKEN_BYTES);
-            id.connect(param);
+            announce.announce((InetSocketAddress) id.getSource());
+            id.connect(connParam());
             await(channel, RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED, deadlineNanos, "connect", target);
             DisniQueuePair pair = new DisniQueuePair(channel, id, cq, qp, this, settings.queueDepth(),
                     settings.stagingBytes());
             done = true;
             return pair;
         } finally {
-            if (privateData != 0) {
-                MEMORY.freeMemory(privateData, TOKEN_BYTES);
-            }
             if (!done) {
                 RdmaCmId failedId = id;
                 IbvCQ failedCq = cq;
@@ -207,10 +198,9 @@ final class DisniFabric implements Fabric {
         return attr;
     }
 
-    private RdmaConnParam connParam() throws IOException {
+    /** libdisni passes only the retry counts; it sets initiator depth and responder resources to max_qp_rd_atom. */
+    private static RdmaConnParam connParam() throws IOException {
         RdmaConnParam param = new RdmaConnParam();
-        param.setInitiator_depth((byte) settings.rdAtomic());
-        param.setResponder_resources((byte) settings.rdAtomic());
         param.setRetry_count((byte) 7);
         param.setRnr_retry_count((byte) 7);
         return param;
@@ -255,14 +245,8 @@ final class DisniFabric implements Fabric {
                 RdmaCmEvent.EventType type = RdmaCmEvent.EventType.values()[event.getEvent()];
                 RdmaCmId conn = event.getConnIdPriv();
                 if (type == RdmaCmEvent.EventType.RDMA_CM_EVENT_CONNECT_REQUEST) {
-                    RdmaConnParam param = event.getConn();
-                    byte[] token = new byte[Math.min(TOKEN_BYTES, param.getPrivate_data_len() & 0xff)];
-                    if (param.getPrivate_data() != 0) {
-                        MEMORY.copyMemory(param.getPrivate_data(), token, UnsafeMemory.UNSAFE.arrayBaseOffset(byte[].class),
-                                token.length);
-                    }
                     event.ackEvent();
-                    accept(conn, token);
+                    accept(conn);
                 } else {
                     event.ackEvent();
                     if (type == RdmaCmEvent.EventType.RDMA_CM_EVENT_DISCONNECTED && conn != null) {
@@ -280,17 +264,17 @@ final class DisniFabric implements Fabric {
         }
     }
 
-    private void accept(RdmaCmId conn, byte[] token) throws IOException {
-        String t = hex(token);
-        Integer node = token.length == TOKEN_BYTES ? expected.remove(t) : null;
-        if (node == null) {
-            LOG.warn("refused an RDMA connect request without a valid control-channel token");
+    private void accept(RdmaCmId conn) throws IOException {
+        InetSocketAddress from = (InetSocketAddress) conn.getDestination();
+        Expected e = from == null ? null : expected.remove(from);
+        if (e == null) {
+            LOG.warn("refused an RDMA connect request that no authenticated control channel announced: from={}", from);
             DisniQueuePair.quietly(conn::destroyId);
             return;
         }
         IbvCQ cq = context.createCQ(context.createCompChannel(), 4, 0);
         IbvQP qp = conn.createQP(pd, initAttr(cq));
-        passive.put(conn, new Passive(node, t, conn, cq, qp));
+        passive.put(conn, new Passive(e.nodeId(), e.session(), conn, cq, qp));
         conn.accept(connParam());
     }
 

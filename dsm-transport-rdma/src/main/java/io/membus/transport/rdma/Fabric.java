@@ -27,23 +27,35 @@ interface Fabric extends AutoCloseable {
     /** Deregisters; the region's rkey is refused by the NIC from then on. */
     void deregister(Region region);
 
-    /** Lets the holder of {@code token} (a peer authenticated as {@code nodeId}) connect one queue pair. */
-    void expect(byte[] token, int nodeId);
+    /**
+     * Accepts one connect request from {@code initiator} (the CM address the peer
+     * announced on its authenticated control channel) for node {@code nodeId}; the
+     * queue pair is remembered under {@code session} for {@link #release}.
+     */
+    void expect(InetSocketAddress initiator, int nodeId, byte[] session);
 
     /** Destroys the target-side queue pairs of {@code nodeId} (fencing): its verbs fail from then on. */
     void dropPassive(int nodeId);
 
     /**
-     * Forgets {@code token} and destroys the target-side queue pair connected with
-     * it, if any: its control channel closed.
+     * Forgets the expectations of {@code session} and destroys the target-side queue
+     * pair connected under it, if any: its control channel closed.
      */
-    void release(byte[] token);
+    void release(byte[] session);
 
     /**
-     * Connects one RC queue pair to a peer's CM port presenting {@code token}; every
-     * step waits at most until {@code deadlineNanos} ({@link System#nanoTime()}).
+     * Connects one RC queue pair to a peer's CM port; every step waits at most until
+     * {@code deadlineNanos} ({@link System#nanoTime()}). Once the route is resolved,
+     * {@code announce} is called with this side's CM address, and must return only
+     * when the target expects a connect request from it.
      */
-    QueuePair connect(InetSocketAddress target, byte[] token, long deadlineNanos) throws IOException;
+    QueuePair connect(InetSocketAddress target, Announcer announce, long deadlineNanos) throws IOException;
+
+    /** Tells the target, over the control channel, which CM address the connect request comes from. */
+    @FunctionalInterface
+    interface Announcer {
+        void announce(InetSocketAddress localCmAddress) throws IOException;
+    }
 
     @Override
     void close();

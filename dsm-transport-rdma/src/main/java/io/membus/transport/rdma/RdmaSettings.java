@@ -18,18 +18,18 @@ import java.nio.charset.StandardCharsets;
  *   <li>{@code rdma.secret} (required, at least 16 bytes): the cluster secret of the handshake's HMAC;</li>
  *   <li>{@code rdma.queue-depth} (default 64, a power of two 2..4096): work requests in flight per connection;</li>
  *   <li>{@code rdma.staging-bytes} (default 65536): registered bytes per slot; longer verbs are split;</li>
- *   <li>{@code rdma.rd-atomic} (default 16, 1..255): RDMA reads/atomics outstanding per queue pair
- *       (initiator depth and responder resources; the device's {@code max_qp_rd_atom} caps it);</li>
  *   <li>{@code rdma.atomic-glob} (default false): declare that the device reports
  *       {@code IBV_ATOMIC_GLOB} ({@code ibv_devinfo -v}: {@code atomic_cap: ATOMIC_GLOB}); DiSNI 2.1 has no
  *       {@code ibv_query_device}, so the safe default assumes it does not.</li>
  * </ul>
  *
- * @param host the address as given
+ * <p>Outstanding RDMA reads and atomics per queue pair (initiator depth, responder resources)
+ * are set by libdisni to the device's {@code max_qp_rd_atom}.
+ *
  * <p><b>Note:</b> immutable value; thread-safe.
  */
 public record RdmaSettings(InetAddress address, String host, int controlPort, int cmPort, byte[] secret,
-                           int queueDepth, int stagingBytes, int rdAtomic, boolean atomicGlob) {
+                           int queueDepth, int stagingBytes, boolean atomicGlob) {
 
     public static RdmaSettings from(TransportConfig c) {
         String host = c.require("rdma.host", "the IPv4 address of this node's RDMA interface, e.g. 192.168.1.10");
@@ -57,13 +57,13 @@ public record RdmaSettings(InetAddress address, String host, int controlPort, in
         }
         return new RdmaSettings(address, host, c.getInt("rdma.port", 0, 0, 65535), c.getInt("rdma.cm-port", 0, 0, 65535),
                 secret.getBytes(StandardCharsets.UTF_8), depth, c.getInt("rdma.staging-bytes", 64 * 1024, 64, 16 << 20),
-                c.getInt("rdma.rd-atomic", 16, 1, 255), Boolean.parseBoolean(glob));
+                Boolean.parseBoolean(glob));
     }
 
     @Override
     public String toString() {
         return "RdmaSettings{host=" + host + ", controlPort=" + controlPort + ", cmPort=" + cmPort + ", queueDepth="
-                + queueDepth + ", stagingBytes=" + stagingBytes + ", rdAtomic=" + rdAtomic + ", atomicGlob="
+                + queueDepth + ", stagingBytes=" + stagingBytes + ", atomicGlob="
                 + atomicGlob + "}";
     }
 }

@@ -247,14 +247,34 @@ public final class RdmaTransport extends AbstractTransport {
             }
             out.write(ControlFrames.mac(settings.secret(), "I", nonceI, nonceT, node, inc, nodeId(), incarnation()));
             out.flush();
-            byte[] token = new byte[ControlFrames.NONCE_BYTES];
+            byte[] session = new byte[ControlFrames.NONCE_BYTES];
             RemoteCatalog catalog = new RemoteCatalog(peer.nodeId());
-            catalog.replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, 0, token, who));
+            if (in.readUnsignedByte() != ControlFrames.CATALOG) {
+                throw new ProtocolException(who, "expected the catalog after the handshake");
+            }
+            catalog.replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, 0, session, who));
             out.writeByte(ControlFrames.ACK);
             out.flush();
-            String[] hostPort = {parts[0], parts[2]};
-            Fabric.QueuePair pair = fabric.connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])), token,
-                    deadline);
+            long[] seq = {1};
+            InetSocketAddress cmTarget = new InetSocketAddress(parts[0], Integer.parseInt(parts[2]));
+            Fabric.QueuePair pair = fabric.connect(cmTarget, local -> {
+                ControlFrames.writeCmSource(out, settings.secret(), nonceI, session, local);
+                byte[] scratch = new byte[ControlFrames.NONCE_BYTES];
+                while (true) { // catalog pushes may come before the target's READY
+                    int kind = in.readUnsignedByte();
+                    if (kind == ControlFrames.CATALOG) {
+                        catalog.replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, seq[0]++, scratch,
+                                who));
+                        out.writeByte(ControlFrames.ACK);
+                        out.flush();
+                    } else if (kind == ControlFrames.READY) {
+                        ControlFrames.readReady(in, settings.secret(), nonceI, session, local, who);
+                        return;
+                    } else {
+                        throw new ProtocolException(who, "unexpected control frame: kind=" + kind);
+                    }
+                }
+            }, deadline);
             VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog);
             pair.attach(engine);
             RdmaConnection[] self = new RdmaConnection[1];
@@ -267,7 +287,7 @@ public final class RdmaTransport extends AbstractTransport {
             pairs.put(connection, pair);
             open.add(connection);
             socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
-            daemon(() -> catalogLoop(connection, in, out, nonceI, who), "membus-rdma-catalog-" + peer.nodeId());
+            daemon(() -> catalogLoop(connection, in, out, nonceI, who, seq[0]), "membus-rdma-catalog-" + peer.nodeId());
             ok = true;
             return connection;
         } catch (java.net.SocketTimeoutException e) {
@@ -279,12 +299,17 @@ public final class RdmaTransport extends AbstractTransport {
         }
     }
 
+    /** Applies the target's catalog pushes for the connection's life; the connection closes with the channel. */
     private void catalogLoop(RdmaConnection connection, DataInputStream in, DataOutputStream out, byte[] nonceI,
-                             String who) {
+                             String who, long firstSeq) {
         byte[] token = new byte[ControlFrames.NONCE_BYTES];
-        long seq = 1;
+        long seq = firstSeq;
         try {
             while (true) {
+                int kind = in.readUnsignedByte();
+                if (kind != ControlFrames.CATALOG) {
+                    throw new ProtocolException(who, "unexpected control frame: kind=" + kind);
+                }
                 connection.catalog().replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, seq++, token,
                         who));
                 out.writeByte(ControlFrames.ACK);
@@ -379,18 +404,26 @@ public final class RdmaTransport extends AbstractTransport {
             out.flush();
             ControlFrames.checkMac(ControlFrames.mac(settings.secret(), "I", nonceI, nonceT, nodeId(), incarnation(),
                     peerNode, peerInc), ControlFrames.readBytes(in, ControlFrames.MAC_BYTES), who, "initiator proof");
-            byte[] token = new byte[ControlFrames.NONCE_BYTES];
-            RANDOM.nextBytes(token);
-            session = new Session(peerNode, socket, out, nonceI, token);
+            byte[] id = new byte[ControlFrames.NONCE_BYTES];
+            RANDOM.nextBytes(id);
+            session = new Session(peerNode, socket, out, nonceI, id);
             sessions.add(session);
-            fabric.expect(token, peerNode);
             session.send();
             if (in.readUnsignedByte() != ControlFrames.ACK) { // the handshake's catalog: not a push's ack
                 throw new ProtocolException(who, "expected ACK of the first catalog");
             }
             socket.setSoTimeout(0);
-            while (in.readUnsignedByte() == ControlFrames.ACK) {
-                session.acks.release();
+            while (true) {
+                int kind = in.readUnsignedByte();
+                if (kind == ControlFrames.ACK) {
+                    session.acks.release();
+                } else if (kind == ControlFrames.CM_SOURCE) {
+                    InetSocketAddress from = ControlFrames.readCmSource(in, settings.secret(), nonceI, id, who);
+                    fabric.expect(from, peerNode, id);
+                    session.ready(from);
+                } else {
+                    throw new ProtocolException(who, "unexpected control frame: kind=" + kind);
+                }
             }
         } catch (IOException | AuthenticationException | ProtocolException e) {
             LOG.debug("control session ended: {}", e.toString());
@@ -421,9 +454,14 @@ public final class RdmaTransport extends AbstractTransport {
             this.token = token;
         }
 
-        /** Sends the current catalog (the first one also hands the initiator its token). */
+        /** Sends the current catalog (the first one also hands the initiator the session id). */
         synchronized void send() throws IOException {
             ControlFrames.writeCatalog(out, settings.secret(), nonceI, seq++, token, catalog());
+        }
+
+        /** Tells the initiator that a connect request from {@code from} is expected now. */
+        synchronized void ready(InetSocketAddress from) throws IOException {
+            ControlFrames.writeReady(out, settings.secret(), nonceI, token, from);
         }
 
         /** Sends the current catalog and waits (bounded) for the peer to apply it. */

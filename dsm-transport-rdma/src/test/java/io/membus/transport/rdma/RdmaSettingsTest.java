@@ -20,7 +20,6 @@ class RdmaSettingsTest {
         RdmaSettings s = RdmaSettings.from(base().build());
         assertEquals(64, s.queueDepth());
         assertEquals(65536, s.stagingBytes());
-        assertEquals(16, s.rdAtomic());
         assertEquals(0, s.controlPort());
         assertFalse(s.atomicGlob(), "without IBV_ATOMIC_GLOB declared, CPU atomics are not coherent with the NIC's");
         assertTrue(RdmaSettings.from(base().property("rdma.atomic-glob", "true").build()).atomicGlob());

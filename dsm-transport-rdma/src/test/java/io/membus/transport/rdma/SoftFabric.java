@@ -31,11 +31,15 @@ final class SoftFabric implements Fabric {
     private static final Map<Integer, SoftFabric> BY_PORT = new ConcurrentHashMap<>();
     private static final AtomicInteger PORTS = new AtomicInteger(20_000);
     private static final AtomicInteger KEYS = new AtomicInteger(0x1000);
+    private static final AtomicInteger SOURCE_PORTS = new AtomicInteger(30_000);
+
+    private record Expected(int nodeId, String session) {
+    }
 
     private final int port = PORTS.incrementAndGet();
     private final RdmaSettings settings;
     private final Map<Integer, SoftNic.Region> regions = new ConcurrentHashMap<>();
-    private final Map<String, Integer> expected = new ConcurrentHashMap<>();
+    private final Map<InetSocketAddress, Expected> expected = new ConcurrentHashMap<>();
     private final Set<SoftQueuePair> passive = ConcurrentHashMap.newKeySet();
     private volatile boolean open = true;
 
@@ -62,16 +66,16 @@ final class SoftFabric implements Fabric {
     }
 
     @Override
-    public void expect(byte[] token, int nodeId) {
-        expected.put(HexFormat.of().formatHex(token), nodeId);
+    public void expect(InetSocketAddress initiator, int nodeId, byte[] session) {
+        expected.put(initiator, new Expected(nodeId, HexFormat.of().formatHex(session)));
     }
 
     @Override
-    public void release(byte[] token) {
-        String t = HexFormat.of().formatHex(token);
-        expected.remove(t);
+    public void release(byte[] session) {
+        String t = HexFormat.of().formatHex(session);
+        expected.values().removeIf(e -> e.session().equals(t));
         passive.removeIf(qp -> {
-            if (qp.token.equals(t)) {
+            if (qp.session.equals(t)) {
                 qp.targetGone = true;
                 return true;
             }
@@ -81,7 +85,7 @@ final class SoftFabric implements Fabric {
 
     @Override
     public void dropPassive(int nodeId) {
-        expected.values().removeIf(n -> n == nodeId);
+        expected.values().removeIf(e -> e.nodeId() == nodeId);
         passive.removeIf(qp -> {
             if (qp.initiatorNode == nodeId) {
                 qp.targetGone = true;
@@ -92,17 +96,19 @@ final class SoftFabric implements Fabric {
     }
 
     @Override
-    public QueuePair connect(InetSocketAddress target, byte[] token, long deadlineNanos) throws IOException {
+    public QueuePair connect(InetSocketAddress target, Announcer announce, long deadlineNanos) throws IOException {
         SoftFabric t = BY_PORT.get(target.getPort());
         if (t == null || !t.open) {
-            throw new IOException("connect failed: event=RDMA_CM_EVENT_UNREACHABLE, target=" + target);
+            throw new IOException("address resolution failed: event=RDMA_CM_EVENT_ADDR_ERROR, target=" + target);
         }
-        String hex = HexFormat.of().formatHex(token);
-        Integer node = t.expected.remove(hex);
-        if (node == null) {
-            throw new IOException("connect failed: event=RDMA_CM_EVENT_REJECTED (no valid token), target=" + target);
+        InetSocketAddress source = new InetSocketAddress(settings.address(), SOURCE_PORTS.incrementAndGet());
+        announce.announce(source); // returns once the target expects this source
+        Expected e = t.expected.remove(source);
+        if (e == null) {
+            throw new IOException("connect failed: event=RDMA_CM_EVENT_REJECTED (source not announced), target="
+                    + target);
         }
-        SoftQueuePair qp = new SoftQueuePair(t, node, hex, settings.queueDepth(), settings.stagingBytes());
+        SoftQueuePair qp = new SoftQueuePair(t, e.nodeId(), e.session(), settings.queueDepth(), settings.stagingBytes());
         t.passive.add(qp);
         return qp;
     }
@@ -121,7 +127,7 @@ final class SoftFabric implements Fabric {
         private static final int LOCAL_KEY = 0x42;
         final SoftFabric target;
         final int initiatorNode;
-        final String token;
+        final String session;
         private final int depth;
         private final int stagingBytes;
         private final long wrBase;
@@ -134,10 +140,10 @@ final class SoftFabric implements Fabric {
         private volatile boolean closed;
         private VerbEngine engine;
 
-        SoftQueuePair(SoftFabric target, int initiatorNode, String token, int depth, int stagingBytes) {
+        SoftQueuePair(SoftFabric target, int initiatorNode, String session, int depth, int stagingBytes) {
             this.target = target;
             this.initiatorNode = initiatorNode;
-            this.token = token;
+            this.session = session;
             this.depth = depth;
             this.stagingBytes = stagingBytes;
             this.wrBase = MEMORY.allocate((long) depth * SendWrFlyweight.ENCODED_SIZE);
