@@ -1,6 +1,7 @@
 package io.membus.transport.rdma;
 
 import com.ibm.disni.verbs.IbvCQ;
+import com.ibm.disni.verbs.IbvCompChannel;
 import com.ibm.disni.verbs.IbvContext;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvPd;
@@ -47,6 +48,7 @@ final class DisniFabric implements Fabric {
     private final RdmaCmId listenId;
     private final IbvContext context;
     private final IbvPd pd;
+    private final IbvCompChannel compChannel; // required by ibv_create_cq; completions are polled, never awaited
     private final int cmPort;
     private final Map<InetSocketAddress, Expected> expected = new ConcurrentHashMap<>();
     private final Map<RdmaCmId, Passive> passive = new ConcurrentHashMap<>();
@@ -76,6 +78,7 @@ final class DisniFabric implements Fabric {
                         + ", or use transport = tcp");
             }
             pd = context.allocPd();
+            compChannel = context.createCompChannel();
             cmPort = ((InetSocketAddress) listenId.getSource()).getPort();
         } catch (IOException e) {
             throw new TransportUnavailableException("rdma", "cannot open the RDMA device for rdma.host=" + settings.host()
@@ -154,11 +157,12 @@ final class DisniFabric implements Fabric {
             id.resolveRoute(remainingMillis(deadlineNanos));
             await(channel, RdmaCmEvent.EventType.RDMA_CM_EVENT_ROUTE_RESOLVED, deadlineNanos, "route resolution", target);
             IbvContext ctx = id.getVerbs();
-            if (ctx != context) {
+            // DiSNI wraps the same ibv_context in a new object per CM id: compare the device's command fd
+            if (ctx == null || ctx.getCmd_fd() != context.getCmd_fd()) {
                 throw new IOException("the route to " + target + " leaves through another RDMA device than rdma.host="
                         + settings.host() + "; give every node an rdma.host on the same fabric");
             }
-            cq = ctx.createCQ(ctx.createCompChannel(), settings.queueDepth() * 2, 0);
+            cq = ctx.createCQ(compChannel, settings.queueDepth() * 2, 0);
             IbvQP qp = id.createQP(pd, initAttr(cq));
             announce.announce((InetSocketAddress) id.getSource());
             id.connect(connParam());
@@ -272,7 +276,7 @@ final class DisniFabric implements Fabric {
             DisniQueuePair.quietly(conn::destroyId);
             return;
         }
-        IbvCQ cq = context.createCQ(context.createCompChannel(), 4, 0);
+        IbvCQ cq = context.createCQ(compChannel, 4, 0);
         IbvQP qp = conn.createQP(pd, initAttr(cq));
         passive.put(conn, new Passive(e.nodeId(), e.session(), conn, cq, qp));
         conn.accept(connParam());
@@ -299,6 +303,7 @@ final class DisniFabric implements Fabric {
         }
         passive.values().forEach(DisniFabric::destroy);
         passive.clear();
+        DisniQueuePair.quietly(compChannel::destroyCompChannel);
         try {
             pd.deallocPd();
         } catch (Exception e) {

@@ -179,11 +179,11 @@ final class DisniQueuePair implements Fabric.QueuePair {
 
     @Override
     public void close() {
-        if (!open) {
-            return;
-        }
-        open = false;
         synchronized (pollLock) {
+            if (!open) {
+                return;
+            }
+            open = false;
             for (SVCPostSend p : posts) {
                 if (p != null) {
                     p.free();

@@ -511,6 +511,7 @@ public final class RdmaTransport extends AbstractTransport {
     @Override
     protected void closeTransport() {
         running = false;
+        List<Fabric.QueuePair> queuePairs = List.copyOf(pairs.values());
         for (RdmaConnection c : List.copyOf(open)) {
             c.close("the initiator's transport closed");
         }
@@ -527,6 +528,9 @@ public final class RdmaTransport extends AbstractTransport {
             acceptor.join(2_000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        for (Fabric.QueuePair qp : queuePairs) {
+            qp.close(); // now, not on the timer: the device is closed next (idempotent)
         }
         for (Fabric.Region mr : regions.values()) {
             fabric.deregister(mr); // before AbstractTransport frees the segments' memory
