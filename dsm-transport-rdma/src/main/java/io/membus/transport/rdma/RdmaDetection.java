@@ -85,8 +85,9 @@ public final class RdmaDetection {
     static String message(Probe p, Path sysfsDevices, Path uverbsDir) {
         List<String> missing = new ArrayList<>();
         if (p.libraryError() != null) {
+            String path = System.getProperty("java.library.path");
             missing.add("native library libdisni (System.loadLibrary(\"" + LIBRARY + "\") failed: " + p.libraryError()
-                    + "; java.library.path=" + System.getProperty("java.library.path") + ")");
+                    + (p.libraryError().contains(String.valueOf(path)) ? "" : "; java.library.path=" + path) + ")");
         }
         if (p.devices().isEmpty()) {
             missing.add("RDMA device (" + sysfsDevices + " is empty or absent: no InfiniBand/RoCE NIC, or the kernel"
@@ -99,7 +100,8 @@ public final class RdmaDetection {
                 + "; to run rdma: install rdma-core (Debian/Ubuntu: apt-get install rdma-core ibverbs-providers"
                 + " libibverbs-dev librdmacm-dev), build libdisni from DiSNI 2.1's source (github.com/zrlio/disni,"
                 + " tag v2.1: cd libdisni && ./autoprepare.sh && ./configure --with-jdk=$JAVA_HOME && make install)"
-                + " and start the JVM with -Djava.library.path=<directory of libdisni.so> (see docs/rdma-transport.md)"
+                + " and start the JVM with -Djava.library.path=<directory of libdisni.so> (or put that directory on"
+                + " LD_LIBRARY_PATH; see docs/rdma-transport.md)"
                 + "; or use transport = tcp, which runs on any network without native libraries";
     }
 }
