@@ -284,6 +284,7 @@ public final class RdmaTransport extends AbstractTransport {
                 closeQuietly(socket);
             });
             self[0] = connection;
+            engine.onBroken(connection::close);
             pairs.put(connection, pair);
             open.add(connection);
             socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life

@@ -68,6 +68,7 @@ public final class VerbEngine {
     private long completedSeq;  // guarded by lock
     private String brokenReason; // guarded by lock; null while healthy
     private boolean drainScheduled; // guarded by lock
+    private volatile java.util.function.Consumer<String> brokenListener = reason -> { };
 
     /**
      * @param catalog the peer's catalog, to name the exact error of a refused verb (may be {@code null})
@@ -117,6 +118,15 @@ public final class VerbEngine {
         Op op = new Op(IBV_WR_ATOMIC_FETCH_AND_ADD, ptr, remoteKey, remoteAddress, Long.BYTES, null, 0, delta, 0);
         issue(op, "fetchAndAdd");
         return op.future.thenApply(v -> op.result);
+    }
+
+    /**
+     * Sets what runs (on the timer thread, after the queue pair is destroyed) when
+     * the engine breaks: the connection closes itself so the next {@code connect}
+     * opens a new one. Set before the first verb.
+     */
+    public void onBroken(java.util.function.Consumer<String> listener) {
+        this.brokenListener = listener;
     }
 
     /** Verbs posted and not yet completed (for tests and status). */
@@ -347,7 +357,10 @@ public final class VerbEngine {
         failed.addAll(backlog);
         backlog.clear();
         // destroyed off this lock: the completion thread may hold the queue's poll lock and wait for ours
-        Deadlines.schedule(queue::close, 0);
+        Deadlines.schedule(() -> {
+            queue.close();
+            brokenListener.accept(reason);
+        }, 0);
         return failed;
     }
 

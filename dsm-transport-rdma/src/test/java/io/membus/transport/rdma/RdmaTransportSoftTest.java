@@ -81,6 +81,32 @@ class RdmaTransportSoftTest {
     }
 
     @Test
+    void closingNodesLeavesNoTransportThreadBehind() {
+        Transport a = node(21, "a-secret-of-16-bytes");
+        Transport b = node(22, "a-secret-of-16-bytes");
+        Segment s = a.export(SegmentSpec.of(0, 4096));
+        Segment t = b.export(SegmentSpec.of(0, 4096));
+        await(await(b.connect(a.self())).fetchAndAdd(s.pointer(0), s.remoteKey(), 1));
+        await(await(a.connect(b.self())).fetchAndAdd(t.pointer(0), t.remoteKey(), 1));
+        a.close();
+        b.close();
+        assertFalse(s.isOpen() || t.isOpen(), "segments are freed with their transport");
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (true) {
+            List<String> left = Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
+                    .filter(n -> n.startsWith("membus-rdma-") && (n.endsWith("-21") || n.endsWith("-22"))).toList();
+            if (left.isEmpty()) {
+                break;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("threads still alive after close: " + left);
+            }
+            Thread.onSpinWait();
+            Thread.yield();
+        }
+    }
+
+    @Test
     void theRemoteKeyCarriesTheRegionsRkeyAndARandomHighWord() {
         Transport a = node(1, "a-secret-of-16-bytes");
         Segment s1 = a.export(SegmentSpec.of(0, 4096));

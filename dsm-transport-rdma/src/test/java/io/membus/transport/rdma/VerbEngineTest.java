@@ -45,6 +45,8 @@ class VerbEngineTest {
     private Segment segment;
     private RemoteCatalog catalog;
     private final FaultInjector faults = new FaultInjector();
+    private final java.util.concurrent.atomic.AtomicReference<String> brokenReported =
+            new java.util.concurrent.atomic.AtomicReference<>();
 
     private VerbEngine engine(int depth, int stagingBytes, Duration timeout, int flags) {
         nic = new SoftNic(depth, stagingBytes);
@@ -54,6 +56,7 @@ class VerbEngineTest {
         catalog = new RemoteCatalog(PEER);
         catalog.replaceAll(List.of(new CatalogEntry(0, segment.address(), segment.size(), segment.remoteKey(), flags)));
         VerbEngine engine = new VerbEngine(nic, PEER, timeout, faults, catalog);
+        engine.onBroken(brokenReported::set);
         nic.attach(engine);
         return engine;
     }
@@ -227,6 +230,8 @@ class VerbEngineTest {
         assertInstanceOf(NodeUnavailableException.class, failure(e.read(ptr(0), key, addr(0), 8)),
                 "a broken engine refuses later verbs at once");
         pollUntil(() -> nic.closed.get() == 1, "the queue pair is destroyed");
+        pollUntil(() -> brokenReported.get() != null, "the connection is told");
+        assertTrue(brokenReported.get().contains("IBV_WC_REM_ACCESS_ERR"), brokenReported.get());
     }
 
     @Test
