@@ -1,6 +1,7 @@
 package io.membus.transport.rdma;
 
 import io.membus.core.Access;
+import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.Batch;
@@ -54,10 +55,16 @@ final class RdmaConnection implements Connection {
 
     @Override
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-        return checked(() -> {
+        String reason = closeReason;
+        if (reason != null) {
+            return closed(reason);
+        }
+        try {
             CatalogEntry e = catalog.check(ptr, remoteKey, length, Access.READ, false);
-            return engine.read(ptr, remoteKey, e.address() + io.membus.core.RemotePtr.offset(ptr), length);
-        });
+            return engine.read(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), length);
+        } catch (DsmException refused) {
+            return CompletableFuture.failedFuture(refused); // nothing was posted
+        }
     }
 
     @Override
@@ -66,39 +73,48 @@ final class RdmaConnection implements Connection {
             return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
                     + offset + ", length=" + length + ", array=" + src.length));
         }
-        return checked(() -> {
+        String reason = closeReason;
+        if (reason != null) {
+            return closed(reason);
+        }
+        try {
             CatalogEntry e = catalog.check(ptr, remoteKey, length, Access.WRITE, false);
-            return engine.write(ptr, remoteKey, e.address() + io.membus.core.RemotePtr.offset(ptr), src, offset, length);
-        });
+            return engine.write(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), src, offset, length);
+        } catch (DsmException refused) {
+            return CompletableFuture.failedFuture(refused);
+        }
     }
 
     @Override
     public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-        return checked(() -> {
+        String reason = closeReason;
+        if (reason != null) {
+            return closed(reason);
+        }
+        try {
             CatalogEntry e = catalog.check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
-            return engine.compareAndSwap(ptr, remoteKey, e.address() + io.membus.core.RemotePtr.offset(ptr), expected,
-                    update);
-        });
+            return engine.compareAndSwap(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), expected, update);
+        } catch (DsmException refused) {
+            return CompletableFuture.failedFuture(refused);
+        }
     }
 
     @Override
     public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
-        return checked(() -> {
-            CatalogEntry e = catalog.check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
-            return engine.fetchAndAdd(ptr, remoteKey, e.address() + io.membus.core.RemotePtr.offset(ptr), delta);
-        });
-    }
-
-    private <T> CompletableFuture<T> checked(Supplier<CompletableFuture<T>> verb) {
         String reason = closeReason;
         if (reason != null) {
-            return CompletableFuture.failedFuture(new NodeUnavailableException(peer.nodeId(), reason));
+            return closed(reason);
         }
         try {
-            return verb.get();
-        } catch (DsmException e) {
-            return CompletableFuture.failedFuture(e);
+            CatalogEntry e = catalog.check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
+            return engine.fetchAndAdd(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), delta);
+        } catch (DsmException refused) {
+            return CompletableFuture.failedFuture(refused);
         }
+    }
+
+    private <T> CompletableFuture<T> closed(String reason) {
+        return CompletableFuture.failedFuture(new NodeUnavailableException(peer.nodeId(), reason));
     }
 
     @Override

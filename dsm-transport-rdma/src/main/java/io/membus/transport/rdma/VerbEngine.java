@@ -96,7 +96,7 @@ public final class VerbEngine {
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, long remoteAddress, int length) {
         Op op = new Op(IBV_WR_RDMA_READ, ptr, remoteKey, remoteAddress, length, new byte[length], 0, 0, 0);
         issue(op, "read");
-        return op.future.thenApply(v -> op.data);
+        return op.typed();
     }
 
     /** Writes {@code src[offset..offset+length)} at {@code remoteAddress}; the bytes are copied before return. */
@@ -104,20 +104,20 @@ public final class VerbEngine {
                                          int length) {
         Op op = new Op(IBV_WR_RDMA_WRITE, ptr, remoteKey, remoteAddress, length, src, offset, 0, 0);
         issue(op, "write");
-        return op.future.thenApply(v -> null);
+        return op.typed();
     }
 
     public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long remoteAddress, long expected,
                                                   long update) {
         Op op = new Op(IBV_WR_ATOMIC_CMP_AND_SWP, ptr, remoteKey, remoteAddress, Long.BYTES, null, 0, expected, update);
         issue(op, "compareAndSwap");
-        return op.future.thenApply(v -> op.result);
+        return op.typed();
     }
 
     public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long remoteAddress, long delta) {
         Op op = new Op(IBV_WR_ATOMIC_FETCH_AND_ADD, ptr, remoteKey, remoteAddress, Long.BYTES, null, 0, delta, 0);
         issue(op, "fetchAndAdd");
-        return op.future.thenApply(v -> op.result);
+        return op.typed();
     }
 
     /**
@@ -295,12 +295,17 @@ public final class VerbEngine {
                             }
                         }
                         case IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD ->
-                                op.result = MEMORY.readLong(staging);
+                                op.result = MEMORY.readLong(staging); // boxed once, on completion
                         default -> {
                         }
                     }
                     if (part == op.parts(stagingBytes) - 1) {
-                        done.add(() -> op.future.complete(null));
+                        Object value = switch (op.kind) {
+                            case IBV_WR_RDMA_READ -> op.data;
+                            case IBV_WR_RDMA_WRITE -> null;
+                            default -> op.result;
+                        };
+                        done.add(() -> op.future.complete(value));
                     }
                 }
                 if (brokenReason == null) {
@@ -375,7 +380,8 @@ public final class VerbEngine {
         int dataOffset;
         final long compareAdd;
         final long swap;
-        final CompletableFuture<Void> future = new CompletableFuture<>();
+        /** Completes with the verb's value: {@code byte[]} (read), {@code null} (write), {@code Long} (atomics). */
+        final CompletableFuture<Object> future = new CompletableFuture<>();
         long result;
         int partsPosted;
         long notBefore;
@@ -391,6 +397,12 @@ public final class VerbEngine {
             this.dataOffset = dataOffset;
             this.compareAdd = compareAdd;
             this.swap = swap;
+        }
+
+        /** The future as the verb's result type (one future per verb: no mapping stage). */
+        @SuppressWarnings("unchecked")
+        <T> CompletableFuture<T> typed() {
+            return (CompletableFuture<T>) (CompletableFuture<?>) future;
         }
 
         int parts(int stagingBytes) {
