@@ -163,7 +163,7 @@ final class DisniFabric implements Fabric {
                         + settings.host() + "; give every node an rdma.host on the same fabric");
             }
             cq = ctx.createCQ(compChannel, settings.queueDepth() * 2, 0);
-            IbvQP qp = id.createQP(pd, initAttr(cq));
+            IbvQP qp = id.createQP(pd, initAttr(cq, settings.queueDepth()));
             announce.announce((InetSocketAddress) id.getSource());
             id.connect(connParam());
             await(channel, RdmaCmEvent.EventType.RDMA_CM_EVENT_ESTABLISHED, deadlineNanos, "connect", target);
@@ -189,9 +189,9 @@ final class DisniFabric implements Fabric {
         }
     }
 
-    private IbvQPInitAttr initAttr(IbvCQ cq) {
+    private static IbvQPInitAttr initAttr(IbvCQ cq, int sendWorkRequests) {
         IbvQPInitAttr attr = new IbvQPInitAttr();
-        attr.cap().setMax_send_wr(settings.queueDepth());
+        attr.cap().setMax_send_wr(sendWorkRequests);
         attr.cap().setMax_recv_wr(1);
         attr.cap().setMax_send_sge(1);
         attr.cap().setMax_recv_sge(1);
@@ -276,10 +276,26 @@ final class DisniFabric implements Fabric {
             DisniQueuePair.quietly(conn::destroyId);
             return;
         }
-        IbvCQ cq = context.createCQ(compChannel, 4, 0);
-        IbvQP qp = conn.createQP(pd, initAttr(cq));
-        passive.put(conn, new Passive(e.nodeId(), e.session(), conn, cq, qp));
-        conn.accept(connParam());
+        IbvCQ cq = null;
+        try {
+            // the target side posts nothing: one-sided verbs need no send or receive work requests here
+            cq = context.createCQ(compChannel, 4, 0);
+            IbvQP qp = conn.createQP(pd, initAttr(cq, 1));
+            passive.put(conn, new Passive(e.nodeId(), e.session(), conn, cq, qp));
+            conn.accept(connParam());
+        } catch (IOException | RuntimeException failed) {
+            Passive p = passive.remove(conn);
+            if (p != null) {
+                destroy(p);
+            } else {
+                IbvCQ created = cq;
+                if (created != null) {
+                    DisniQueuePair.quietly(created::destroyCQ);
+                }
+                DisniQueuePair.quietly(conn::destroyId);
+            }
+            throw failed;
+        }
     }
 
     private static void destroy(Passive p) {
