@@ -84,6 +84,45 @@ public final class Segment implements AutoCloseable {
     }
 
     /**
+     * Binds a freshly allocated segment's memory to a NIC (memory registration) and
+     * returns the remote key peers must name: for transports whose key is not drawn
+     * by Membus but issued by the hardware ({@code rdma}: the memory region's rkey).
+     *
+     * <p><b>Note:</b> called once, on the exporting thread, before the segment is published.
+     */
+    @FunctionalInterface
+    public interface RemoteKeyBinder {
+        /**
+         * @param address native address of data byte 0
+         * @param size    bytes in the data area
+         * @return the segment's remote key (never 0)
+         */
+        long bind(long address, long size);
+    }
+
+    /**
+     * Allocates a zeroed native segment whose remote key comes from {@code binder}
+     * (called with the memory's address once it is zeroed). If the binder throws,
+     * the memory is released and the exception propagates.
+     */
+    public static Segment allocate(int nodeId, long incarnation, int index, long size, int flags,
+                                   RemoteKeyBinder binder) {
+        BytesStore<?, ?> store = BytesStore.nativeStoreWithFixedCapacity(size);
+        try {
+            store.zeroOut(0, size);
+            long remoteKey = binder.bind(store.addressForWrite(0), size);
+            if (remoteKey == 0) {
+                throw new IllegalStateException("remote key binder returned 0: node=" + nodeId + ", segment=" + index);
+            }
+            SegmentDescriptor d = new SegmentDescriptor(nodeId, incarnation, index, size, flags, remoteKey);
+            return new Segment(d, store, 0, null, null, false);
+        } catch (RuntimeException | Error e) {
+            store.releaseLast();
+            throw e;
+        }
+    }
+
+    /**
      * Creates or re-opens a file-backed segment owned by this process.
      *
      * <p>If {@code file} exists and its header names the same node, index and size,

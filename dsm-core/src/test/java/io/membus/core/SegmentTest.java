@@ -22,6 +22,28 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SegmentTest {
 
     @Test
+    void aBinderIssuesTheRemoteKeyWithTheZeroedMemorysAddress() {
+        long[] seen = new long[2];
+        try (Segment s = Segment.allocate(1, 7, 3, 4096, Access.READ_WRITE, (address, size) -> {
+            seen[0] = address;
+            seen[1] = size;
+            return 0x1234_5678_0000_abcdL;
+        })) {
+            assertEquals(0x1234_5678_0000_abcdL, s.remoteKey());
+            assertEquals(s.address(), seen[0], "the binder sees the data area's address");
+            assertEquals(4096, seen[1]);
+            assertEquals(3, s.index());
+            assertEquals(0, s.readLong(4088));
+        }
+        IllegalStateException refused = assertThrows(IllegalStateException.class,
+                () -> Segment.allocate(1, 7, 0, 4096, Access.ALL, (address, size) -> {
+                    throw new IllegalStateException("registration failed: test");
+                }));
+        assertEquals("registration failed: test", refused.getMessage());
+        assertThrows(IllegalStateException.class, () -> Segment.allocate(1, 7, 0, 64, Access.ALL, (a, n) -> 0L));
+    }
+
+    @Test
     void nativeSegmentsStartZeroedAndDoWordAtomics() {
         try (Segment s = Segment.allocate(1, 7, 0, 4096, Access.ALL)) {
             byte[] all = new byte[4096];

@@ -1,0 +1,192 @@
+package io.membus.transport.rdma;
+
+import io.membus.core.error.AuthenticationException;
+import io.membus.core.error.ProtocolException;
+
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.security.GeneralSecurityException;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The control channel of the {@code rdma} transport: a TCP connection per
+ * queue-pair connection that authenticates the two nodes, carries the target's
+ * segment catalog (and every later change of it), and ties the RDMA CM connect
+ * request to the authenticated session: the initiator announces the CM address
+ * its request will come from, and the target accepts a request only from an
+ * announced address (DiSNI 2.1 cannot read a connect request's private data on the
+ * passive side, so a token there would never be seen).
+ *
+ * <pre>
+ * initiator -> target  HELLO      magic "MBRD" | version 1 | node u16 | incarnation | target node u16 | target incarnation | nonceI[16]
+ * target -> initiator  CHALLENGE  status u8 (0 ok; 1 refused + UTF reason; 2 stale + UTF reason + incarnation)
+ *                                 | node u16 | incarnation | nonceT[16] | macT[32]
+ * initiator -> target  PROOF      macI[32]
+ * target -> initiator  CATALOG    kind 1 | session[16] | count u16 | count x (index u8 | address | size | remoteKey | flags u8) | mac[32]
+ * initiator -> target  ACK        kind 1                       (after every CATALOG; export waits for it)
+ * initiator -> target  CM_SOURCE  kind 2 | IPv4[4] | port u16 | mac[32]
+ * target -> initiator  READY      kind 2 | mac[32]             (the target now accepts a request from that address)
+ * </pre>
+ *
+ * {@code macT = HMAC-SHA256(secret, "T" | nonceI | nonceT | ids)}, {@code macI} the same with "I"; every
+ * later frame is MACed with the session id and a sequence number or its content, so
+ * frames cannot be forged or replayed into another session. Integers are big-endian
+ * ({@link DataOutputStream}).
+ *
+ * <p><b>Note:</b> stateless helpers; thread-safe.
+ */
+final class ControlFrames {
+    static final int MAGIC = 0x4d425244; // "MBRD"
+    static final int VERSION = 1;
+    static final int NONCE_BYTES = 16;
+    static final int MAC_BYTES = 32;
+    static final int STATUS_OK = 0;
+    static final int STATUS_REFUSED = 1;
+    static final int STATUS_STALE = 2;
+    /** Target to initiator: a catalog follows. */
+    static final int CATALOG = 1;
+    /** Target to initiator: the announced CM address is expected. */
+    static final int READY = 2;
+    /** Initiator to target: a catalog was applied. */
+    static final int ACK = 1;
+    /** Initiator to target: the CM address the connect request will come from. */
+    static final int CM_SOURCE = 2;
+    static final int MAX_ENTRIES = 256;
+
+    private ControlFrames() {
+    }
+
+    static byte[] mac(byte[] secret, String role, byte[] nonceI, byte[] nonceT, long... facts) {
+        try {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(new SecretKeySpec(secret, "HmacSHA256"));
+            mac.update(role.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            mac.update(nonceI);
+            mac.update(nonceT);
+            for (long f : facts) {
+                for (int i = 56; i >= 0; i -= 8) {
+                    mac.update((byte) (f >>> i));
+                }
+            }
+            return mac.doFinal();
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 unavailable in this JVM", e);
+        }
+    }
+
+    static void checkMac(byte[] expected, byte[] actual, String peer, String what) {
+        if (!MessageDigest.isEqual(expected, actual)) {
+            throw new AuthenticationException(peer, "bad " + what + " (HMAC-SHA256 with rdma.secret does not match)");
+        }
+    }
+
+    static byte[] readBytes(DataInputStream in, int n) throws IOException {
+        byte[] b = new byte[n];
+        in.readFully(b);
+        return b;
+    }
+
+    static void writeCatalog(DataOutputStream out, byte[] secret, byte[] nonceI, long seq, byte[] token,
+                             List<CatalogEntry> entries) throws IOException {
+        out.writeByte(CATALOG);
+        out.write(token);
+        out.writeShort(entries.size());
+        long[] facts = new long[2 + entries.size() * 5];
+        facts[0] = seq;
+        facts[1] = entries.size();
+        int f = 2;
+        for (CatalogEntry e : entries) {
+            out.writeByte(e.index());
+            out.writeLong(e.address());
+            out.writeLong(e.size());
+            out.writeLong(e.remoteKey());
+            out.writeByte(e.flags());
+            facts[f++] = e.index();
+            facts[f++] = e.address();
+            facts[f++] = e.size();
+            facts[f++] = e.remoteKey();
+            facts[f++] = e.flags();
+        }
+        out.write(mac(secret, "C", nonceI, token, facts));
+        out.flush();
+    }
+
+    /** Reads and verifies one catalog (after its kind byte); returns the session id in {@code tokenOut}. */
+    static List<CatalogEntry> readCatalog(DataInputStream in, byte[] secret, byte[] nonceI, long seq, byte[] tokenOut,
+                                          String peer) throws IOException {
+        byte[] token = readBytes(in, NONCE_BYTES);
+        int count = in.readUnsignedShort();
+        if (count > MAX_ENTRIES) {
+            throw new ProtocolException(peer, "catalog too long: count=" + count + ", max=" + MAX_ENTRIES);
+        }
+        List<CatalogEntry> entries = new ArrayList<>(count);
+        long[] facts = new long[2 + count * 5];
+        facts[0] = seq;
+        facts[1] = count;
+        int f = 2;
+        for (int i = 0; i < count; i++) {
+            int index = in.readUnsignedByte();
+            long address = in.readLong();
+            long size = in.readLong();
+            long remoteKey = in.readLong();
+            int flags = in.readUnsignedByte();
+            if (size <= 0 || (flags & ~7) != 0 || flags == 0) {
+                throw new ProtocolException(peer, "bad catalog entry: segment=" + index + ", size=" + size
+                        + ", flags=" + flags);
+            }
+            entries.add(new CatalogEntry(index, address, size, remoteKey, flags));
+            facts[f++] = index;
+            facts[f++] = address;
+            facts[f++] = size;
+            facts[f++] = remoteKey;
+            facts[f++] = flags;
+        }
+        checkMac(mac(secret, "C", nonceI, token, facts), readBytes(in, MAC_BYTES), peer, "catalog");
+        System.arraycopy(token, 0, tokenOut, 0, NONCE_BYTES);
+        return entries;
+    }
+
+    static long ipv4(InetSocketAddress a) {
+        byte[] b = a.getAddress().getAddress();
+        return ((b[0] & 0xffL) << 24) | ((b[1] & 0xffL) << 16) | ((b[2] & 0xffL) << 8) | (b[3] & 0xffL);
+    }
+
+    static void writeCmSource(DataOutputStream out, byte[] secret, byte[] nonceI, byte[] session, InetSocketAddress a)
+            throws IOException {
+        if (!(a.getAddress() instanceof java.net.Inet4Address)) {
+            throw new IOException("the RDMA CM source address is not IPv4: " + a);
+        }
+        out.writeByte(CM_SOURCE);
+        out.write(a.getAddress().getAddress());
+        out.writeShort(a.getPort());
+        out.write(mac(secret, "S", nonceI, session, ipv4(a), a.getPort()));
+        out.flush();
+    }
+
+    static InetSocketAddress readCmSource(DataInputStream in, byte[] secret, byte[] nonceI, byte[] session, String peer)
+            throws IOException {
+        byte[] ip = readBytes(in, 4);
+        int port = in.readUnsignedShort();
+        InetSocketAddress a = new InetSocketAddress(java.net.InetAddress.getByAddress(ip), port);
+        checkMac(mac(secret, "S", nonceI, session, ipv4(a), port), readBytes(in, MAC_BYTES), peer, "CM source");
+        return a;
+    }
+
+    static void writeReady(DataOutputStream out, byte[] secret, byte[] nonceI, byte[] session, InetSocketAddress a)
+            throws IOException {
+        out.writeByte(READY);
+        out.write(mac(secret, "R", nonceI, session, ipv4(a), a.getPort()));
+        out.flush();
+    }
+
+    static void readReady(DataInputStream in, byte[] secret, byte[] nonceI, byte[] session, InetSocketAddress a,
+                          String peer) throws IOException {
+        checkMac(mac(secret, "R", nonceI, session, ipv4(a), a.getPort()), readBytes(in, MAC_BYTES), peer, "ready");
+    }
+}

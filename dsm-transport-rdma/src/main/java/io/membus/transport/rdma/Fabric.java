@@ -1,0 +1,71 @@
+package io.membus.transport.rdma;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+
+/**
+ * What {@link RdmaTransport} needs of an RDMA device: memory registration, the
+ * RDMA CM listener that accepts queue pairs from authenticated peers, and
+ * connection setup. {@link DisniFabric} is the device through DiSNI; the tests
+ * plug in a software fabric (same work-request bytes, same posting interface) to
+ * run the transport contract suite on a machine without a NIC.
+ *
+ * <p><b>Note:</b> implementations are thread-safe.
+ */
+interface Fabric extends AutoCloseable {
+
+    /** A registered memory region. {@code handle} is the implementation's object (DiSNI's {@code IbvMr}). */
+    record Region(int rkey, int lkey, Object handle) {
+    }
+
+    /** The RDMA CM port peers connect queue pairs to. */
+    int cmPort();
+
+    /** Registers {@code length} bytes at {@code address} with {@code ibv_access_flags}. */
+    Region register(long address, long length, int access) throws IOException;
+
+    /** Deregisters; the region's rkey is refused by the NIC from then on. */
+    void deregister(Region region);
+
+    /**
+     * Accepts one connect request from {@code initiator} (the CM address the peer
+     * announced on its authenticated control channel) for node {@code nodeId}; the
+     * queue pair is remembered under {@code session} for {@link #release}.
+     */
+    void expect(InetSocketAddress initiator, int nodeId, byte[] session);
+
+    /** Destroys the target-side queue pairs of {@code nodeId} (fencing): its verbs fail from then on. */
+    void dropPassive(int nodeId);
+
+    /**
+     * Forgets the expectations of {@code session} and destroys the target-side queue
+     * pair connected under it, if any: its control channel closed.
+     */
+    void release(byte[] session);
+
+    /**
+     * Connects one RC queue pair to a peer's CM port; every step waits at most until
+     * {@code deadlineNanos} ({@link System#nanoTime()}). Once the route is resolved,
+     * {@code announce} is called with this side's CM address, and must return only
+     * when the target expects a connect request from it.
+     */
+    QueuePair connect(InetSocketAddress target, Announcer announce, long deadlineNanos) throws IOException;
+
+    /** Tells the target, over the control channel, which CM address the connect request comes from. */
+    @FunctionalInterface
+    interface Announcer {
+        void announce(InetSocketAddress localCmAddress) throws IOException;
+    }
+
+    @Override
+    void close();
+
+    /** An initiator queue pair: a {@link SendQueue} whose completions the transport's completion thread polls. */
+    interface QueuePair extends SendQueue {
+        /** Sets the engine completions are reported to; before the first post. */
+        void attach(VerbEngine engine);
+
+        /** Polls the completion queue once, reporting to the engine; returns completions found. */
+        int poll() throws IOException;
+    }
+}

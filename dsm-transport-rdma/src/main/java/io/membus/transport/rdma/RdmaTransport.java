@@ -1,0 +1,543 @@
+package io.membus.transport.rdma;
+
+import io.membus.core.Access;
+import io.membus.core.Segment;
+import io.membus.core.error.AuthenticationException;
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.ProtocolException;
+import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.error.TransportUnavailableException;
+import io.membus.core.transport.AbstractTransport;
+import io.membus.core.transport.Connection;
+import io.membus.core.transport.Deadlines;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.TransportConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketException;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The {@code rdma} transport: one-sided verbs executed by the NIC on InfiniBand or
+ * RoCE, through DiSNI. See {@code docs/rdma-transport.md}.
+ *
+ * <ul>
+ *   <li>Each exported segment is native memory registered as one memory region;
+ *       its Membus remote key carries the region's rkey in its low 32 bits
+ *       ({@link CatalogEntry#remoteKey}). Regions are deregistered when the segment
+ *       is unexported or the transport closes, before the memory is freed.</li>
+ *   <li>A connection is a TCP control channel (authentication, catalog) plus an RC
+ *       queue pair set up through the RDMA CM, every step within the connect timeout.</li>
+ *   <li>One completion thread ("membus-rdma-cq") polls every connection's
+ *       completion queue and completes the verbs' futures.</li>
+ *   <li>{@link #localAtomicsCoherent()} is {@code rdma.atomic-glob}: false by
+ *       default, so a node reaches its own words that peers may CAS through a
+ *       loopback connection to itself ({@code connect(self())}).</li>
+ * </ul>
+ *
+ * <p><b>Note:</b> thread-safe.
+ */
+public final class RdmaTransport extends AbstractTransport {
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaTransport.class);
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final RdmaSettings settings;
+    private final Fabric fabric;
+    private final ServerSocket control;
+    private final Map<Integer, Fabric.Region> regions = new ConcurrentHashMap<>();
+    private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
+    private final Set<RdmaConnection> open = ConcurrentHashMap.newKeySet();
+    private final Map<RdmaConnection, Fabric.QueuePair> pairs = new ConcurrentHashMap<>();
+    private final Thread acceptor;
+    private final Thread completions;
+    private volatile boolean running = true;
+
+    /**
+     * @param fabricFactory opens the device ({@link DisniFabric#DisniFabric}; tests pass a software fabric)
+     */
+    RdmaTransport(TransportConfig config, RdmaSettings settings, java.util.function.Function<RdmaSettings, Fabric> fabricFactory) {
+        super(config);
+        this.settings = settings;
+        this.fabric = fabricFactory.apply(settings);
+        try {
+            control = new ServerSocket();
+            control.bind(new InetSocketAddress(settings.address(), settings.controlPort()), 64);
+        } catch (IOException e) {
+            fabric.close();
+            throw new TransportUnavailableException("rdma", "cannot listen for control connections: rdma.host="
+                    + settings.host() + ", rdma.port=" + settings.controlPort() + ": " + e.getMessage()
+                    + "; choose a free rdma.port", e);
+        }
+        acceptor = daemon(this::acceptLoop, "membus-rdma-control-" + nodeId());
+        completions = daemon(this::completionLoop, "membus-rdma-cq-" + nodeId());
+        LOG.info("rdma transport up: node={}, address={}, {}", nodeId(), localAddress(), settings);
+    }
+
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    @Override
+    public String name() {
+        return RdmaTransportProvider.NAME;
+    }
+
+    /** {@code host:controlPort:cmPort}. */
+    @Override
+    public String localAddress() {
+        return settings.host() + ":" + control.getLocalPort() + ":" + fabric.cmPort();
+    }
+
+    @Override
+    public boolean localAtomicsCoherent() {
+        return settings.atomicGlob();
+    }
+
+    /** Memory-region access flags for Membus access flags. */
+    static int regionAccess(int flags) {
+        int access = SendWrLayout.IBV_ACCESS_LOCAL_WRITE;
+        if ((flags & Access.READ) != 0) {
+            access |= SendWrLayout.IBV_ACCESS_REMOTE_READ;
+        }
+        if ((flags & Access.WRITE) != 0) {
+            access |= SendWrLayout.IBV_ACCESS_REMOTE_WRITE;
+        }
+        if ((flags & Access.ATOMIC) != 0) {
+            access |= SendWrLayout.IBV_ACCESS_REMOTE_ATOMIC;
+        }
+        return access;
+    }
+
+    @Override
+    protected Segment createSegment(SegmentSpec spec) {
+        if (spec.file() != null) {
+            throw new DsmConfigException("segment file", spec.file(), "none: the rdma transport exports native"
+                    + " segments only (persistent segments: use shm or tcp)");
+        }
+        if (spec.size() > Integer.MAX_VALUE) {
+            throw new DsmConfigException("segment size", spec.size(), "at most " + Integer.MAX_VALUE
+                    + " bytes on rdma (DiSNI 2.1 registers memory regions with an int length); export several segments");
+        }
+        return Segment.allocate(nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), (address, size) -> {
+            try {
+                Fabric.Region mr = fabric.register(address, size, regionAccess(spec.flags()));
+                regions.put(spec.index(), mr);
+                return CatalogEntry.remoteKey(mr.rkey(), RANDOM.nextInt() | 1);
+            } catch (IOException e) {
+                throw new DsmException(io.membus.core.error.ErrorCode.TRANSPORT_UNAVAILABLE, "memory registration failed:"
+                        + " node=" + nodeId() + ", segment=" + spec.index() + ", size=" + size + ": " + e.getMessage()
+                        + "; check the locked-memory limit (ulimit -l) and the device's MR limits (ibv_devinfo -v)", e);
+            }
+        });
+    }
+
+    /** Deregisters regions of withdrawn segments (before their memory is freed) and pushes the new catalog. */
+    @Override
+    protected void segmentsChanged() {
+        for (Integer index : List.copyOf(regions.keySet())) {
+            if (table.get(index) == null) {
+                Fabric.Region mr = regions.remove(index);
+                if (mr != null) {
+                    fabric.deregister(mr);
+                }
+            }
+        }
+        for (Session s : sessions) {
+            s.push();
+        }
+    }
+
+    List<CatalogEntry> catalog() {
+        List<CatalogEntry> list = new ArrayList<>();
+        for (Segment s : table.all()) {
+            Fabric.Region mr = regions.get(s.index());
+            if (mr != null) {
+                list.add(new CatalogEntry(s.index(), s.address(), s.size(), s.remoteKey(), s.flags()));
+            }
+        }
+        return list;
+    }
+
+    // ------------------------------------------------------------------ initiator
+
+    @Override
+    protected CompletableFuture<Connection> open(PeerInfo peer) {
+        CompletableFuture<Connection> result = new CompletableFuture<>();
+        long deadline = System.nanoTime() + config.connectTimeout().toNanos();
+        Thread t = new Thread(() -> {
+            try {
+                Connection c = openNow(peer, deadline);
+                if (!result.complete(c)) {
+                    closeConnection(c, "the connect deadline passed"); // nobody will use it
+                }
+            } catch (DsmException e) {
+                result.completeExceptionally(e);
+            } catch (IOException | RuntimeException e) {
+                result.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "rdma connect failed: "
+                        + e.getMessage() + "; peer=" + peer, e));
+            }
+        }, "membus-rdma-connect-" + peer.nodeId());
+        t.setDaemon(true);
+        t.start();
+        return Deadlines.within(result, config.connectTimeout(), "connect", peer.nodeId());
+    }
+
+    private Connection openNow(PeerInfo peer, long deadline) throws IOException {
+        String[] parts = peer.address().split(":");
+        if (parts.length != 3) {
+            throw new DsmConfigException("peer address", peer.address(), "host:controlPort:cmPort of an rdma node");
+        }
+        String who = "node " + peer.nodeId() + " at " + peer.address();
+        Socket socket = new Socket();
+        boolean ok = false;
+        try {
+            socket.connect(new InetSocketAddress(parts[0], Integer.parseInt(parts[1])), millisLeft(deadline));
+            socket.setTcpNoDelay(true);
+            socket.setSoTimeout(millisLeft(deadline));
+            DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(socket.getOutputStream()));
+            DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(socket.getInputStream()));
+            byte[] nonceI = new byte[ControlFrames.NONCE_BYTES];
+            RANDOM.nextBytes(nonceI);
+            out.writeInt(ControlFrames.MAGIC);
+            out.writeByte(ControlFrames.VERSION);
+            out.writeShort(nodeId());
+            out.writeLong(incarnation());
+            out.writeShort(peer.nodeId());
+            out.writeLong(peer.incarnation());
+            out.write(nonceI);
+            out.flush();
+            int status = in.readUnsignedByte();
+            if (status != ControlFrames.STATUS_OK) {
+                String text = in.readUTF();
+                if (status == ControlFrames.STATUS_STALE) {
+                    throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), in.readLong());
+                }
+                throw new NodeUnavailableException(peer.nodeId(), "refused by the peer: " + text);
+            }
+            int node = in.readUnsignedShort();
+            long inc = in.readLong();
+            byte[] nonceT = ControlFrames.readBytes(in, ControlFrames.NONCE_BYTES);
+            byte[] macT = ControlFrames.readBytes(in, ControlFrames.MAC_BYTES);
+            ControlFrames.checkMac(ControlFrames.mac(settings.secret(), "T", nonceI, nonceT, node, inc, nodeId(),
+                    incarnation()), macT, who, "target proof");
+            if (node != peer.nodeId() || inc != peer.incarnation()) {
+                throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), inc);
+            }
+            out.write(ControlFrames.mac(settings.secret(), "I", nonceI, nonceT, node, inc, nodeId(), incarnation()));
+            out.flush();
+            byte[] session = new byte[ControlFrames.NONCE_BYTES];
+            RemoteCatalog catalog = new RemoteCatalog(peer.nodeId());
+            if (in.readUnsignedByte() != ControlFrames.CATALOG) {
+                throw new ProtocolException(who, "expected the catalog after the handshake");
+            }
+            catalog.replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, 0, session, who));
+            out.writeByte(ControlFrames.ACK);
+            out.flush();
+            long[] seq = {1};
+            InetSocketAddress cmTarget = new InetSocketAddress(parts[0], Integer.parseInt(parts[2]));
+            Fabric.QueuePair pair = fabric.connect(cmTarget, local -> {
+                ControlFrames.writeCmSource(out, settings.secret(), nonceI, session, local);
+                byte[] scratch = new byte[ControlFrames.NONCE_BYTES];
+                while (true) { // catalog pushes may come before the target's READY
+                    int kind = in.readUnsignedByte();
+                    if (kind == ControlFrames.CATALOG) {
+                        catalog.replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, seq[0]++, scratch,
+                                who));
+                        out.writeByte(ControlFrames.ACK);
+                        out.flush();
+                    } else if (kind == ControlFrames.READY) {
+                        ControlFrames.readReady(in, settings.secret(), nonceI, session, local, who);
+                        return;
+                    } else {
+                        throw new ProtocolException(who, "unexpected control frame: kind=" + kind);
+                    }
+                }
+            }, deadline);
+            VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog);
+            pair.attach(engine);
+            RdmaConnection[] self = new RdmaConnection[1];
+            RdmaConnection connection = new RdmaConnection(peer, catalog, engine, () -> {
+                open.remove(self[0]);
+                pairs.remove(self[0]);
+                closeQuietly(socket);
+            });
+            self[0] = connection;
+            engine.onBroken(connection::close);
+            pairs.put(connection, pair);
+            open.add(connection);
+            socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
+            daemon(() -> catalogLoop(connection, in, out, nonceI, who, seq[0]), "membus-rdma-catalog-" + peer.nodeId());
+            ok = true;
+            return connection;
+        } catch (java.net.SocketTimeoutException e) {
+            throw new NodeUnavailableException(peer.nodeId(), "control channel timed out: " + who, e);
+        } finally {
+            if (!ok) {
+                closeQuietly(socket);
+            }
+        }
+    }
+
+    /** Applies the target's catalog pushes for the connection's life; the connection closes with the channel. */
+    private void catalogLoop(RdmaConnection connection, DataInputStream in, DataOutputStream out, byte[] nonceI,
+                             String who, long firstSeq) {
+        byte[] token = new byte[ControlFrames.NONCE_BYTES];
+        long seq = firstSeq;
+        try {
+            while (true) {
+                int kind = in.readUnsignedByte();
+                if (kind != ControlFrames.CATALOG) {
+                    throw new ProtocolException(who, "unexpected control frame: kind=" + kind);
+                }
+                connection.catalog().replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, seq++, token,
+                        who));
+                out.writeByte(ControlFrames.ACK);
+                out.flush();
+            }
+        } catch (IOException | DsmException e) {
+            connection.close("control channel closed: " + who + " (" + e.getMessage() + ")");
+        }
+    }
+
+    private static int millisLeft(long deadline) throws IOException {
+        long ms = (deadline - System.nanoTime()) / 1_000_000;
+        if (ms <= 0) {
+            throw new java.net.SocketTimeoutException("connect deadline passed");
+        }
+        return (int) Math.min(ms, Integer.MAX_VALUE);
+    }
+
+    private void completionLoop() {
+        int idle = 0;
+        while (running) {
+            int found = 0;
+            for (Fabric.QueuePair pair : pairs.values()) {
+                try {
+                    found += pair.poll();
+                } catch (IOException | RuntimeException e) {
+                    LOG.warn("polling a completion queue failed: {}", e.toString());
+                }
+            }
+            if (found > 0) {
+                idle = 0;
+            } else if (++idle > 1_000) {
+                LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(idle > 100_000 ? 1_000 : 20));
+            } else {
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ target
+
+    private void acceptLoop() {
+        while (running) {
+            try {
+                Socket s = control.accept();
+                daemon(() -> serve(s), "membus-rdma-session-" + nodeId());
+            } catch (SocketException e) {
+                return; // closed
+            } catch (IOException e) {
+                LOG.warn("control accept failed: {}", e.toString());
+            }
+        }
+    }
+
+    private void serve(Socket socket) {
+        Session session = null;
+        try {
+            socket.setTcpNoDelay(true);
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()));
+            DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(socket.getInputStream()));
+            DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(socket.getOutputStream()));
+            String who = String.valueOf(socket.getRemoteSocketAddress());
+            if (in.readInt() != ControlFrames.MAGIC || in.readUnsignedByte() != ControlFrames.VERSION) {
+                throw new ProtocolException(who, "not a membus rdma control channel (magic or version)");
+            }
+            int peerNode = in.readUnsignedShort();
+            long peerInc = in.readLong();
+            int wantNode = in.readUnsignedShort();
+            long wantInc = in.readLong();
+            byte[] nonceI = ControlFrames.readBytes(in, ControlFrames.NONCE_BYTES);
+            if (isFenced(peerNode) || !running) {
+                out.writeByte(ControlFrames.STATUS_REFUSED);
+                out.writeUTF(isFenced(peerNode) ? "fenced: " + fenceReason(peerNode) : "transport closed");
+                out.flush();
+                return;
+            }
+            if (wantNode != nodeId() || wantInc != incarnation()) {
+                out.writeByte(ControlFrames.STATUS_STALE);
+                out.writeUTF("this is node " + nodeId() + " incarnation " + incarnation());
+                out.writeLong(incarnation());
+                out.flush();
+                return;
+            }
+            byte[] nonceT = new byte[ControlFrames.NONCE_BYTES];
+            RANDOM.nextBytes(nonceT);
+            out.writeByte(ControlFrames.STATUS_OK);
+            out.writeShort(nodeId());
+            out.writeLong(incarnation());
+            out.write(nonceT);
+            out.write(ControlFrames.mac(settings.secret(), "T", nonceI, nonceT, nodeId(), incarnation(), peerNode,
+                    peerInc));
+            out.flush();
+            ControlFrames.checkMac(ControlFrames.mac(settings.secret(), "I", nonceI, nonceT, nodeId(), incarnation(),
+                    peerNode, peerInc), ControlFrames.readBytes(in, ControlFrames.MAC_BYTES), who, "initiator proof");
+            byte[] id = new byte[ControlFrames.NONCE_BYTES];
+            RANDOM.nextBytes(id);
+            session = new Session(peerNode, socket, out, nonceI, id);
+            sessions.add(session);
+            session.send();
+            if (in.readUnsignedByte() != ControlFrames.ACK) { // the handshake's catalog: not a push's ack
+                throw new ProtocolException(who, "expected ACK of the first catalog");
+            }
+            socket.setSoTimeout(0);
+            while (true) {
+                int kind = in.readUnsignedByte();
+                if (kind == ControlFrames.ACK) {
+                    session.acks.release();
+                } else if (kind == ControlFrames.CM_SOURCE) {
+                    InetSocketAddress from = ControlFrames.readCmSource(in, settings.secret(), nonceI, id, who);
+                    fabric.expect(from, peerNode, id);
+                    session.ready(from);
+                } else {
+                    throw new ProtocolException(who, "unexpected control frame: kind=" + kind);
+                }
+            }
+        } catch (IOException | AuthenticationException | ProtocolException e) {
+            LOG.debug("control session ended: {}", e.toString());
+        } finally {
+            if (session != null) {
+                sessions.remove(session);
+                fabric.release(session.token); // this session's queue pair only: a newer one of the node stays
+            }
+            closeQuietly(socket);
+        }
+    }
+
+    /** The target side of one peer's control channel. */
+    private final class Session {
+        final int peerNode;
+        final Socket socket;
+        final DataOutputStream out;
+        final byte[] nonceI;
+        final Semaphore acks = new Semaphore(0);
+        final byte[] token;
+        long seq; // guarded by this
+
+        Session(int peerNode, Socket socket, DataOutputStream out, byte[] nonceI, byte[] token) {
+            this.peerNode = peerNode;
+            this.socket = socket;
+            this.out = out;
+            this.nonceI = nonceI;
+            this.token = token;
+        }
+
+        /** Sends the current catalog (the first one also hands the initiator the session id). */
+        synchronized void send() throws IOException {
+            ControlFrames.writeCatalog(out, settings.secret(), nonceI, seq++, token, catalog());
+        }
+
+        /** Tells the initiator that a connect request from {@code from} is expected now. */
+        synchronized void ready(InetSocketAddress from) throws IOException {
+            ControlFrames.writeReady(out, settings.secret(), nonceI, token, from);
+        }
+
+        /** Sends the current catalog and waits (bounded) for the peer to apply it. */
+        void push() {
+            try {
+                send();
+                if (!acks.tryAcquire(config.connectTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
+                    LOG.warn("peer node {} did not acknowledge a catalog update within {}: closing its session",
+                            peerNode, config.connectTimeout());
+                    closeQuietly(socket);
+                }
+            } catch (IOException e) {
+                closeQuietly(socket);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException e) {
+            // closing: nothing left to do
+        }
+    }
+
+    @Override
+    protected void fenced(int nodeId, String reason) {
+        for (Session s : sessions) {
+            if (s.peerNode == nodeId) {
+                closeQuietly(s.socket);
+            }
+        }
+        fabric.dropPassive(nodeId);
+    }
+
+    @Override
+    protected void closeConnection(Connection connection, String reason) {
+        if (connection instanceof RdmaConnection rc) {
+            rc.close(reason);
+        } else {
+            connection.close();
+        }
+    }
+
+    @Override
+    protected void closeTransport() {
+        running = false;
+        List<Fabric.QueuePair> queuePairs = List.copyOf(pairs.values());
+        for (RdmaConnection c : List.copyOf(open)) {
+            c.close("the initiator's transport closed");
+        }
+        try {
+            control.close();
+        } catch (IOException e) {
+            LOG.debug("closing the control socket failed", e);
+        }
+        for (Session s : sessions) {
+            closeQuietly(s.socket);
+        }
+        try {
+            completions.join(2_000);
+            acceptor.join(2_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (Fabric.QueuePair qp : queuePairs) {
+            qp.close(); // now, not on the timer: the device is closed next (idempotent)
+        }
+        for (Fabric.Region mr : regions.values()) {
+            fabric.deregister(mr); // before AbstractTransport frees the segments' memory
+        }
+        regions.clear();
+        fabric.close();
+        LOG.info("rdma transport closed: node={}", nodeId());
+    }
+}

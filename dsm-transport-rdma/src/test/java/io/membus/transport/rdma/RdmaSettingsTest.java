@@ -1,0 +1,49 @@
+package io.membus.transport.rdma;
+
+import io.membus.core.Access;
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.transport.TransportConfig;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class RdmaSettingsTest {
+    private static TransportConfig.Builder base() {
+        return TransportConfig.builder(1).property("rdma.host", "10.0.0.5").property("rdma.secret", "0123456789abcdef");
+    }
+
+    @Test
+    void defaults() {
+        RdmaSettings s = RdmaSettings.from(base().build());
+        assertEquals(64, s.queueDepth());
+        assertEquals(65536, s.stagingBytes());
+        assertEquals(0, s.controlPort());
+        assertFalse(s.atomicGlob(), "without IBV_ATOMIC_GLOB declared, CPU atomics are not coherent with the NIC's");
+        assertTrue(RdmaSettings.from(base().property("rdma.atomic-glob", "true").build()).atomicGlob());
+        assertFalse(s.toString().contains("0123456789abcdef"), "the secret is never printed");
+    }
+
+    @Test
+    void badValuesNameTheKey() {
+        assertEquals("rdma.host", assertThrows(DsmConfigException.class,
+                () -> RdmaSettings.from(TransportConfig.builder(1).build())).key());
+        assertEquals("rdma.host", assertThrows(DsmConfigException.class,
+                () -> RdmaSettings.from(base().property("rdma.host", "::1").build())).key());
+        assertEquals("rdma.secret", assertThrows(DsmConfigException.class,
+                () -> RdmaSettings.from(base().property("rdma.secret", "short").build())).key());
+        assertEquals("rdma.queue-depth", assertThrows(DsmConfigException.class,
+                () -> RdmaSettings.from(base().property("rdma.queue-depth", "48").build())).key());
+        assertEquals("rdma.atomic-glob", assertThrows(DsmConfigException.class,
+                () -> RdmaSettings.from(base().property("rdma.atomic-glob", "yes").build())).key());
+    }
+
+    @Test
+    void regionAccessFollowsTheSegmentFlags() {
+        assertEquals(1 | 4, RdmaTransport.regionAccess(Access.READ_ONLY));
+        assertEquals(1 | 2 | 4, RdmaTransport.regionAccess(Access.READ_WRITE));
+        assertEquals(1 | 2 | 4 | 8, RdmaTransport.regionAccess(Access.ALL));
+    }
+}
