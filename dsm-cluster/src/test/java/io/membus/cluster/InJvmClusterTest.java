@@ -82,6 +82,20 @@ class InJvmClusterTest {
         assertEquals(30, all.get(2).localSegment(0).readLong(8));
         assertEquals(60, all.get(0).localSegment(1).readLong(16));
         assertEquals(30, all.get(0).remoteMemory().readLongSync(counter3));
+
+        // membus status: ask node 2 from outside the cluster
+        String seed = all.get(1).memberAddress().replaceAll("^.*@", "");
+        ClusterMessage.StatusReply reply = ClusterStatus.query(seed, "test", "127.0.0.1", Duration.ofSeconds(10));
+        assertEquals(2, reply.fromNode());
+        assertEquals(3, reply.members().size());
+        String table = ClusterStatus.format(reply);
+        System.out.println(table);
+        for (DsmNode n : all) {
+            assertTrue(table.contains(n.memberAddress()), table);
+            assertTrue(table.contains(Long.toString(n.incarnation())), table);
+        }
+        assertTrue(table.contains("3 members (3 Up), 6 segments, 384.0 KiB exported"), table);
+        assertEquals(3, all.get(0).directory().members().size(), "the status query did not join the cluster");
     }
 
     @Test
