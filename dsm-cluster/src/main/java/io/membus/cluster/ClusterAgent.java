@@ -128,10 +128,11 @@ final class ClusterAgent extends AbstractActor {
     @SuppressWarnings("unchecked")
     public Receive createReceive() {
         return receiveBuilder()
-                .match(ClusterEvent.MemberRemoved.class, e -> memberGone(e.member(), "removed from the cluster (was "
-                        + e.previousStatus() + ")", true))
+                .match(ClusterEvent.MemberRemoved.class, e -> memberGone(e.member(),
+                        e.previousStatus() == MemberStatus.exiting() ? "left the cluster" : "removed from the cluster (was "
+                                + e.previousStatus() + ")", true, e.previousStatus() != MemberStatus.exiting()))
                 .match(ClusterEvent.MemberDowned.class, e -> memberGone(e.member(),
-                        "downed by the cluster (split-brain resolver or an operator)", false))
+                        "downed by the cluster (split-brain resolver or an operator)", false, true))
                 .match(ClusterEvent.MemberEvent.class, e -> memberChanged(e.member()))
                 .match(ClusterEvent.UnreachableMember.class, e -> {
                     unreachable.add(e.member().uniqueAddress());
@@ -170,7 +171,12 @@ final class ClusterAgent extends AbstractActor {
         publish();
     }
 
-    private void memberGone(Member m, String what, boolean removed) {
+    /**
+     * A member was downed or removed. A downed member (or one removed without leaving)
+     * is fenced; one that left gracefully has stopped serving by itself and only leaves
+     * the directory.
+     */
+    private void memberGone(Member m, String what, boolean removed, boolean fence) {
         int id = nodeIdOf(m);
         if (removed) {
             members.remove(m.uniqueAddress());
@@ -189,8 +195,10 @@ final class ClusterAgent extends AbstractActor {
             String reason = "member " + m.address() + " (node " + id + ") " + what;
             leftReasons.put(id, reason);
             Transport t = transport.get();
-            if (t != null && !successorLive) {
+            if (t != null && !successorLive && fence) {
                 t.fence(id, reason);
+            } else if (!fence) {
+                LOG.info("{}", reason);
             }
         }
         publish();
