@@ -45,7 +45,9 @@ public final class ClusterStatus {
                         "pekko.remote.artery.canonical.port", 0,
                         "pekko.loggers", java.util.List.of("org.apache.pekko.event.slf4j.Slf4jLogger"),
                         "pekko.logging-filter", "org.apache.pekko.event.slf4j.Slf4jLoggingFilter",
-                        "pekko.loglevel", "WARNING",
+                        "pekko.loglevel", "ERROR",
+                        "pekko.remote.warn-about-direct-use", "off",
+                        "pekko.remote.warn-unsafe-watch-outside-cluster", "off",
                         "pekko.log-dead-letters", "off",
                         "pekko.coordinated-shutdown.run-by-jvm-shutdown-hook", "off"))
                 .withFallback(ConfigFactory.load(ClusterStatus.class.getClassLoader()));

@@ -394,7 +394,8 @@ public final class DsmNode implements AutoCloseable {
         int unreachable = closing ? 0 : cluster.state().getUnreachable().size();
         Transport t = transportRef.get();
         return String.format(Locale.ROOT, "node %d UP | members %d %s | unreachable %d | segments %d (%s) | names %d"
-                        + " | transport %s | incarnation %d | up %ds", config.nodeId(), live.size(), live.keySet(),
+                        + " | transport %s | incarnation %d | up %ds", config.nodeId(), live.size(),
+                new java.util.TreeSet<>(live.keySet()),
                 unreachable, segments, human(bytes), nameSnapshot.get().size(), t == null ? "-" : t.name(),
                 incarnation, (System.nanoTime() - startedNanos) / 1_000_000_000L);
     }

@@ -179,7 +179,12 @@ class InJvmClusterTest {
         assertEquals(onTwo, n1.names().lookup("after-partition").orElseThrow());
     }
 
-    /** Drops every Artery message between the two nodes, both ways (Pekko's test-mode blackhole). */
+    /**
+     * Drops every Artery message between the two nodes, both ways (Pekko's test-mode
+     * blackhole, what its multi-node tests use; the command types still live in the
+     * deprecated classic throttler, hence the suppression).
+     */
+    @SuppressWarnings("deprecation")
     private static void blackhole(DsmNode a, DsmNode b) throws Exception {
         ActorSystem sa = systemOf(a);
         Address to = org.apache.pekko.actor.AddressFromURIString.parse(b.memberAddress());
