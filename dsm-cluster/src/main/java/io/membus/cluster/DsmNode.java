@@ -112,7 +112,17 @@ public final class DsmNode implements AutoCloseable {
      * @throws DsmException       ({@link ErrorCode#TIMEOUT}) when the cluster could not be joined in time
      */
     public static DsmNode start(NodeConfig config) {
-        DsmNode node = new DsmNode(config);
+        DsmNode node;
+        try {
+            node = new DsmNode(config);
+        } catch (RuntimeException e) {
+            if (e instanceof DsmException d) {
+                throw d;
+            }
+            throw new DsmConfigException("membus.port", config.host() + ":" + config.port(),
+                    "an address this node can listen on (free port, local interface): the cluster membership could"
+                            + " not start: " + e.getMessage(), e);
+        }
         try {
             node.join();
             return node;

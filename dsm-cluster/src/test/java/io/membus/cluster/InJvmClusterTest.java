@@ -47,12 +47,15 @@ class InJvmClusterTest {
 
     private List<DsmNode> threeNodes() {
         int p1 = TestClusters.freePort();
+        long t0 = System.nanoTime();
         DsmNode n1 = start(1, p1, p1);
         DsmNode n2 = start(2, 0, p1);
         DsmNode n3 = start(3, 0, p1);
         for (DsmNode n : List.of(n1, n2, n3)) {
             n.awaitMembers(3, Duration.ofSeconds(20));
         }
+        System.out.printf("MEASURE three nodes started one after another, directory converged on all: %d ms%n",
+                (System.nanoTime() - t0) / 1_000_000);
         return List.of(n1, n2, n3);
     }
 
@@ -152,16 +155,20 @@ class InJvmClusterTest {
         long onThree = n1.directory().segment(3, 0).orElseThrow().pointer(0);
         n1.remoteMemory().writeLongSync(onThree, 7);
 
+        long cut = System.nanoTime();
         blackhole(n3, n1);
         blackhole(n3, n2);
 
         await("node 3 downed by the split-brain resolver", Duration.ofSeconds(30), n3::isDown);
+        System.out.printf("MEASURE partition -> minority node 3 downs itself: %d ms%n", (System.nanoTime() - cut) / 1_000_000);
         assertTrue(n3.downReason().contains("downed"), n3.downReason());
         assertTrue(n3.statusLine().startsWith("node 3 DOWN"), n3.statusLine());
         await("node 3 gone from node 1's and node 2's directory", Duration.ofSeconds(30),
                 () -> n1.directory().member(3).isEmpty() && n2.directory().member(3).isEmpty());
         await("node 3 fenced on nodes 1 and 2", Duration.ofSeconds(10),
                 () -> n1.transport().isFenced(3) && n2.transport().isFenced(3));
+        System.out.printf("MEASURE partition -> node 3 fenced and gone from the majority's directory: %d ms%n",
+                (System.nanoTime() - cut) / 1_000_000);
         assertTrue(removed.stream().anyMatch(r -> r.startsWith("3: ")), removed.toString());
 
         NodeUnavailableException e = assertThrows(NodeUnavailableException.class,

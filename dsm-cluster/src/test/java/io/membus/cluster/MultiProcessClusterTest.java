@@ -74,11 +74,18 @@ class MultiProcessClusterTest {
             assertEquals(0xC0FFEEL, n2.remoteMemory().readLongSync(ptr));
             assertEquals(0, n2.remoteMemory().fetchAndAddSync(n2.directory().segment(3, 0).orElseThrow().pointer(0), 3));
 
+            long kill = System.nanoTime();
             first.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
 
             await("node 3 removed from both directories after its process was killed", Duration.ofSeconds(40),
                     () -> n1.directory().member(3).isEmpty() && n2.directory().member(3).isEmpty());
             await("node 3 fenced", Duration.ofSeconds(10), () -> n1.transport().isFenced(3) && n2.transport().isFenced(3));
+            System.out.printf("MEASURE kill -9 of node 3 -> fenced and gone from both directories: %d ms%n",
+                    (System.nanoTime() - kill) / 1_000_000);
+            long failStart = System.nanoTime();
+            assertThrows(NodeUnavailableException.class, () -> n1.remoteMemory().readLongSync(ptr));
+            System.out.printf("MEASURE a verb on the removed node's pointer fails in: %d us%n",
+                    (System.nanoTime() - failStart) / 1_000);
             for (DsmNode n : List.of(n1, n2)) {
                 NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
                         () -> n.remoteMemory().readLongSync(ptr));
@@ -86,8 +93,11 @@ class MultiProcessClusterTest {
                 assertTrue(e.getMessage().contains("node=3"), e.getMessage());
             }
 
+            long restart = System.nanoTime();
             jvm.start(NodeProcess.class, List.of(conf3.toString()));
             awaitNode3(n1, n2, jvm, 1);
+            System.out.printf("MEASURE restart of node 3 (new JVM) -> back in both directories with its data: %d ms%n",
+                    (System.nanoTime() - restart) / 1_000_000);
             PeerInfo after = n1.directory().member(3).orElseThrow();
             assertNotEquals(before.incarnation(), after.incarnation());
             assertTrue(after.incarnation() > before.incarnation());

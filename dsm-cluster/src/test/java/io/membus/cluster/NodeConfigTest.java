@@ -111,6 +111,16 @@ class NodeConfigTest {
     }
 
     @Test
+    void aPortInUseIsReportedAsABadPort() throws Exception {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            DsmConfigException e = assertThrows(DsmConfigException.class, () -> DsmNode.start(NodeConfig.parse(
+                    "membus { node-id = 1, transport = local, port = " + taken.getLocalPort() + " }")));
+            assertEquals("membus.port", e.key());
+            assertTrue(e.getMessage().contains("value=127.0.0.1:" + taken.getLocalPort()), e.getMessage());
+        }
+    }
+
+    @Test
     void pekkoSettingsOfTheConfigWinOverMembusTuningButNotOverIdentity() {
         NodeConfig c = NodeConfig.parse("""
                 membus { node-id = 9, port = 4000, failure-detection.stable-after = 3s }
