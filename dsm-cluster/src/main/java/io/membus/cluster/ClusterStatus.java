@@ -77,7 +77,7 @@ public final class ClusterStatus {
     /** The reply as a table: one row per member, then totals. */
     public static String format(StatusReply reply) {
         StringBuilder sb = new StringBuilder();
-        String header = String.format(Locale.ROOT, "%-5s %-34s %-8s %-11s %-9s %-22s %8s %12s",
+        String header = String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22s %8s %12s",
                 "node", "member", "status", "reachable", "transport", "incarnation", "segments", "exported");
         sb.append(header).append('\n').append("-".repeat(header.length())).append('\n');
         long totalBytes = 0;
@@ -92,11 +92,11 @@ public final class ClusterStatus {
                 }
                 totalBytes += bytes;
                 totalSegments += m.entry().segments().size();
-                sb.append(String.format(Locale.ROOT, "%-5s %-34s %-8s %-11s %-9s %-22d %8d %12s%n", node, m.address(),
+                sb.append(String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22d %8d %12s%n", node, m.address(),
                         m.status(), m.reachable() ? "yes" : "NO", m.entry().transport(), m.entry().incarnation(),
                         m.entry().segments().size(), DsmNode.human(bytes)));
             } else {
-                sb.append(String.format(Locale.ROOT, "%-5s %-34s %-8s %-11s %-9s %-22s %8s %12s%n", node, m.address(),
+                sb.append(String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22s %8s %12s%n", node, m.address(),
                         m.status(), m.reachable() ? "yes" : "NO", "-", "(no directory entry)", "-", "-"));
             }
             if ("Up".equals(m.status())) {

@@ -93,6 +93,11 @@ public final class DsmNode implements AutoCloseable {
                 config.operationTimeout()), ClusterAgent.NAME);
     }
 
+    /** Starts a node from {@code application.conf} and system properties (over the defaults). */
+    public static DsmNode start() {
+        return start(NodeConfig.load());
+    }
+
     /** Starts a node from the {@code membus} section of {@code config} (over the defaults). */
     public static DsmNode start(Config config) {
         return start(NodeConfig.from(config));

@@ -73,6 +73,7 @@ public final class DemoCommand implements Callable<Integer> {
             "-Dorg.slf4j.simpleLogger.log.org.apache.pekko=error");
 
     private PrintStream out = System.out;
+    private volatile boolean aborting;
 
     @Override
     public Integer call() throws Exception {
@@ -146,6 +147,9 @@ public final class DemoCommand implements Callable<Integer> {
                 }
             }
             return code;
+        } catch (Exception | Error e) {
+            aborting = true; // a node failed: stop the others now instead of waiting for them to give up
+            throw e;
         } finally {
             for (Handle h : handles) {
                 h.exit();
@@ -386,7 +390,7 @@ public final class DemoCommand implements Callable<Integer> {
         @Override
         public void close() {
             try {
-                if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                if (!process.waitFor(aborting ? 0 : 20, TimeUnit.SECONDS)) {
                     process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
                 }
             } catch (InterruptedException e) {
