@@ -38,11 +38,17 @@ public final class JvmLauncher {
 
     /** {@code java <flags> -cp <this class path> MembusCli args...}. */
     public static ProcessBuilder membus(List<String> args) {
+        return membus(List.of(), args);
+    }
+
+    /** {@code java <flags> <jvmOptions> -cp <this class path> MembusCli args...}. */
+    public static ProcessBuilder membus(List<String> jvmOptions, List<String> args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx256m");
         cmd.add("-XX:+UseSerialGC");
         cmd.addAll(membusFlags());
+        cmd.addAll(jvmOptions);
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(MembusCli.class.getName());

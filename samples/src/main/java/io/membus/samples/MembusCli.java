@@ -1,5 +1,7 @@
 package io.membus.samples;
 
+import io.membus.samples.cluster.NodeCommand;
+import io.membus.samples.cluster.StatusCommand;
 import io.membus.samples.demo.DemoCommand;
 import io.membus.samples.demo.DemoNodeCommand;
 import picocli.CommandLine;
@@ -12,7 +14,7 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "membus", mixinStandardHelpOptions = true, version = "membus 0.1.0-SNAPSHOT",
         description = "Membus: a distributed shared-memory heap for the JVM.",
-        subcommands = {DemoCommand.class, DemoNodeCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {DemoCommand.class, NodeCommand.class, StatusCommand.class, DemoNodeCommand.class, CommandLine.HelpCommand.class})
 public final class MembusCli implements Runnable {
 
     @CommandLine.Spec

@@ -165,6 +165,13 @@ public abstract class AbstractTransport implements Transport {
         fenced(nodeId, reason);
     }
 
+    @Override
+    public void unfence(int nodeId) {
+        if (fenced.remove(nodeId) != null) {
+            LOG.info("lifting the fence of node {}", nodeId);
+        }
+    }
+
     /** Hook for a transport to drop its server side of a fenced node. */
     protected void fenced(int nodeId, String reason) {
     }

@@ -71,6 +71,13 @@ public interface Transport extends AutoCloseable {
      */
     void fence(int nodeId, String reason);
 
+    /**
+     * Lifts the fence of a node id, when the cluster admits that id again as a new
+     * incarnation (a restarted node). Connections to the fenced incarnation stay
+     * closed; a new {@link #connect} names the new incarnation. Idempotent.
+     */
+    void unfence(int nodeId);
+
     /** Whether {@code nodeId} has been fenced. */
     boolean isFenced(int nodeId);
 

@@ -31,7 +31,9 @@ import java.util.stream.Stream;
 /**
  * {@code membus demo}: starts a cluster of nodes on this machine — separate
  * processes over {@code shm} (default) or {@code tcp}, or threads of this JVM
- * over {@code local} — where every node exports a segment, increments a counter
+ * over {@code local} — each a {@link io.membus.cluster.DsmNode} that joins one
+ * Pekko cluster on loopback (node 1 is the seed) and finds the others' segments in
+ * the replicated directory. Every node exports a segment, increments a counter
  * on the next node of a ring and a shared counter on node 1 with remote
  * fetch-and-add, writes blocks into the next node's memory and reads them back;
  * then prints what each node did and checks the totals.
@@ -62,7 +64,16 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--timeout", defaultValue = "120", description = "seconds the whole demo may take (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
 
+    @Option(names = "--hold", defaultValue = "0",
+            description = "seconds to keep the cluster up after the check, for `membus status` (default: ${DEFAULT-VALUE})")
+    int holdSeconds;
+
+    /** Node processes log warnings only; their output is the demo's protocol. */
+    private static final List<String> QUIET_NODE = List.of("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-Dorg.slf4j.simpleLogger.log.org.apache.pekko=error");
+
     private PrintStream out = System.out;
+    private volatile boolean aborting;
 
     @Override
     public Integer call() throws Exception {
@@ -100,17 +111,21 @@ public final class DemoCommand implements Callable<Integer> {
             out.printf("  each node: %,d fetch-and-adds on the next node's ring counter and %,d on node 1's shared counter,"
                     + " %d blocks of %,d B written to the next node and read back%n%n", ops, ops, blocks, blockSize);
 
+            int seedPort = freePort();
             for (int id = 1; id <= nodes; id++) {
-                handles.add(transport.equals("local") ? new InProcess(id, segmentSize, props)
-                        : new Child(id, segmentSize, props));
+                handles.add(transport.equals("local") ? new InProcess(id, seedPort, segmentSize, props)
+                        : new Child(id, seedPort, segmentSize, props));
             }
-            List<DemoNode.Peer> peers = new ArrayList<>();
+            List<String> joined = new ArrayList<>();
             for (Handle h : handles) {
-                peers.add(h.ready(deadline));
+                joined.add(h.ready(deadline));
             }
+            out.printf("cluster formed (Pekko, seed 127.0.0.1:%d, cluster-name %s):%n", seedPort, DemoNode.CLUSTER_NAME);
+            joined.forEach(line -> out.println("  " + line));
+            out.println();
             List<CompletableFuture<DemoNode.Result>> running = new ArrayList<>();
             for (Handle h : handles) {
-                running.add(h.go(peers, ops, blocks, blockSize));
+                running.add(h.go(ops, blocks, blockSize));
             }
             List<DemoNode.Result> results = new ArrayList<>();
             for (CompletableFuture<DemoNode.Result> r : running) {
@@ -120,8 +135,25 @@ public final class DemoCommand implements Callable<Integer> {
             for (Handle h : handles) {
                 counters.add(h.counters(deadline));
             }
-            return report(results, counters);
+            int code = report(results, counters);
+            if (holdSeconds > 0) {
+                out.printf("%nthe cluster stays up for %d s; from another terminal:%n"
+                        + "  ./membus status --seed 127.0.0.1:%d --cluster-name %s%n", holdSeconds, seedPort,
+                        DemoNode.CLUSTER_NAME);
+                out.flush();
+                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(holdSeconds);
+                while (System.nanoTime() - until < 0) {
+                    Thread.sleep(Math.min(1000, Math.max(1, (until - System.nanoTime()) / 1_000_000)));
+                }
+            }
+            return code;
+        } catch (Exception | Error e) {
+            aborting = true; // a node failed: stop the others now instead of waiting for them to give up
+            throw e;
         } finally {
+            for (Handle h : handles) {
+                h.exit();
+            }
             for (Handle h : handles) {
                 h.close();
             }
@@ -176,6 +208,12 @@ public final class DemoCommand implements Callable<Integer> {
         return ok;
     }
 
+    private static int freePort() throws IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
     private static long roundUp(long v, long to) {
         return (v + to - 1) / to * to;
     }
@@ -195,9 +233,13 @@ public final class DemoCommand implements Callable<Integer> {
 
     /** One node, wherever it runs. */
     private interface Handle extends AutoCloseable {
-        DemoNode.Peer ready(long deadline) throws Exception;
+        /** Waits until the node has joined and sees every node's segment; returns its status line. */
+        String ready(long deadline) throws Exception;
 
-        CompletableFuture<DemoNode.Result> go(List<DemoNode.Peer> peers, int ops, int blocks, int blockSize);
+        CompletableFuture<DemoNode.Result> go(int ops, int blocks, int blockSize);
+
+        /** Asks the node to leave the cluster and stop (without waiting). */
+        void exit();
 
         long[] counters(long deadline) throws Exception;
 
@@ -206,22 +248,27 @@ public final class DemoCommand implements Callable<Integer> {
     }
 
     /** A node as a thread of this JVM (the local transport). */
-    private static final class InProcess implements Handle {
+    private final class InProcess implements Handle {
         private final DemoNode node;
 
-        InProcess(int id, long segmentSize, Map<String, String> props) {
-            this.node = new DemoNode("local", id, segmentSize, props);
+        InProcess(int id, int seedPort, long segmentSize, Map<String, String> props) {
+            this.node = new DemoNode("local", id, id == 1 ? seedPort : 0, seedPort, segmentSize, props);
         }
 
         @Override
-        public DemoNode.Peer ready(long deadline) {
-            return node.self();
+        public String ready(long deadline) {
+            node.awaitCluster(nodes, java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+            return node.statusLine();
         }
 
         @Override
-        public CompletableFuture<DemoNode.Result> go(List<DemoNode.Peer> peers, int ops, int blocks, int blockSize) {
-            return CompletableFuture.supplyAsync(() -> node.work(peers, ops, blocks, blockSize),
+        public CompletableFuture<DemoNode.Result> go(int ops, int blocks, int blockSize) {
+            return CompletableFuture.supplyAsync(() -> node.work(nodes, ops, blocks, blockSize),
                     r -> new Thread(r, "demo-node-" + node.nodeId()).start());
+        }
+
+        @Override
+        public void exit() {
         }
 
         @Override
@@ -242,15 +289,17 @@ public final class DemoCommand implements Callable<Integer> {
         private final Writer stdin;
         private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
 
-        Child(int id, long segmentSize, Map<String, String> props) throws IOException {
+        Child(int id, int seedPort, long segmentSize, Map<String, String> props) throws IOException {
             this.id = id;
             List<String> args = new ArrayList<>(List.of("demo-node", "--transport", transport, "--node-id",
-                    Integer.toString(id), "--segment-size", Long.toString(segmentSize)));
+                    Integer.toString(id), "--nodes", Integer.toString(nodes), "--port",
+                    Integer.toString(id == 1 ? seedPort : 0), "--seed-port", Integer.toString(seedPort),
+                    "--segment-size", Long.toString(segmentSize), "--timeout", Integer.toString(timeoutSeconds)));
             props.forEach((k, v) -> {
                 args.add("--property");
                 args.add(k + "=" + v);
             });
-            this.process = JvmLauncher.membus(args).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            this.process = JvmLauncher.membus(QUIET_NODE, args).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             this.stdin = new java.io.OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
             Thread reader = new Thread(() -> {
                 try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
@@ -303,17 +352,16 @@ public final class DemoCommand implements Callable<Integer> {
         }
 
         @Override
-        public DemoNode.Peer ready(long deadline) throws Exception {
-            return DemoNode.Peer.decode(expect("READY ", deadline));
+        public String ready(long deadline) throws Exception {
+            return expect("READY ", deadline) + " (pid " + process.pid() + ")";
         }
 
         @Override
-        public CompletableFuture<DemoNode.Result> go(List<DemoNode.Peer> peers, int ops, int blocks, int blockSize) {
+        public CompletableFuture<DemoNode.Result> go(int ops, int blocks, int blockSize) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
             return CompletableFuture.supplyAsync(() -> {
                 try {
-                    send("GO " + ops + " " + blocks + " " + blockSize + " "
-                            + peers.stream().map(DemoNode.Peer::encode).collect(Collectors.joining(";")));
+                    send("GO " + ops + " " + blocks + " " + blockSize);
                     return DemoNode.Result.decode(expect("RESULT ", deadline));
                 } catch (Exception e) {
                     throw new IllegalStateException(e.getMessage(), e);
@@ -329,7 +377,7 @@ public final class DemoCommand implements Callable<Integer> {
         }
 
         @Override
-        public void close() {
+        public void exit() {
             try {
                 if (process.isAlive()) {
                     send("EXIT");
@@ -337,8 +385,12 @@ public final class DemoCommand implements Callable<Integer> {
             } catch (IOException e) {
                 System.err.println("node " + id + ": could not send EXIT: " + e.getMessage());
             }
+        }
+
+        @Override
+        public void close() {
             try {
-                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                if (!process.waitFor(aborting ? 0 : 20, TimeUnit.SECONDS)) {
                     process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
                 }
             } catch (InterruptedException e) {

@@ -1,34 +1,34 @@
 package io.membus.samples.demo;
 
-import io.membus.core.Access;
-import io.membus.core.RemotePtr;
+import com.typesafe.config.ConfigFactory;
+import io.membus.cluster.DsmNode;
+import io.membus.cluster.NodeConfig;
+import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
-import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
-import io.membus.core.transport.SegmentSpec;
-import io.membus.core.transport.Transport;
-import io.membus.core.transport.TransportConfig;
-import io.membus.core.transport.Transports;
-import io.membus.core.RemoteMemory;
+import io.membus.core.error.NodeUnavailableException;
 import org.HdrHistogram.Histogram;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * One node of the demo: exports a segment, then (on {@link #work}) increments a
+ * One node of the demo: a {@link DsmNode} (Pekko cluster member, replicated
+ * directory, transport) that exports one segment; on {@link #work} it increments a
  * counter word on the next node of the ring and a shared counter on node 1 with
- * fetch-and-add, writes blocks into the next node's segment and reads them back.
+ * fetch-and-add, writes blocks into the next node's segment and reads them back. It
+ * finds every other node's segment in the replicated directory, nothing is passed to
+ * it by hand.
  *
  * <pre>
- * segment layout of every demo node:
+ * segment 0 of every demo node:
  *   0     ring counter     (fetch-and-add by the previous node of the ring)
  *   8     shared counter   (node 1 only: fetch-and-add by every node)
  *   4096  block area       (writer w owns blocks [w-1]*blocks .. w*blocks-1)
@@ -40,9 +40,9 @@ public final class DemoNode implements AutoCloseable {
     static final long RING_COUNTER = 0;
     static final long SHARED_COUNTER = 8;
     static final long BLOCK_AREA = 4096;
+    static final String CLUSTER_NAME = "membus-demo";
 
-    private final Transport transport;
-    private final Segment segment;
+    private final DsmNode node;
 
     /**
      * What a node did.
@@ -73,91 +73,105 @@ public final class DemoNode implements AutoCloseable {
         }
     }
 
-    /** A peer as the coordinator passes it on: where it is and its segment. */
-    public record Peer(PeerInfo info, SegmentDescriptor segment) {
-        String encode() {
-            return info.nodeId() + "|" + info.incarnation() + "|" + info.address() + "|" + segment.size() + "|"
-                    + segment.flags() + "|" + segment.remoteKey();
-        }
-
-        static Peer decode(String s) {
-            String[] f = s.split("\\|");
-            int id = Integer.parseInt(f[0]);
-            long inc = Long.parseLong(f[1]);
-            return new Peer(new PeerInfo(id, inc, f[2]), new SegmentDescriptor(id, inc, 0, Long.parseLong(f[3]),
-                    Integer.parseInt(f[4]), Long.parseLong(f[5])));
-        }
+    /**
+     * Starts the node and joins the demo cluster.
+     *
+     * @param port       this node's Pekko port (0: ephemeral)
+     * @param seedPort   node 1's Pekko port, the seed every node joins
+     * @param properties transport properties (shm.dir, local.fabric, tcp.*)
+     */
+    public DemoNode(String transport, int nodeId, int port, int seedPort, long segmentSize,
+                    Map<String, String> properties) {
+        Map<String, Object> m = new HashMap<>();
+        m.put("membus.node-id", nodeId);
+        m.put("membus.cluster-name", CLUSTER_NAME);
+        m.put("membus.host", "127.0.0.1");
+        m.put("membus.port", port);
+        m.put("membus.seed-nodes", List.of("127.0.0.1:" + seedPort));
+        m.put("membus.transport", transport);
+        m.put("membus.transport-properties", properties);
+        m.put("membus.operation-timeout", "10s");
+        m.put("membus.segments.count", 1);
+        m.put("membus.segments.size", segmentSize);
+        // a demo on one machine: form and converge quickly
+        m.put("membus.failure-detection.gossip-interval", "200ms");
+        m.put("pekko.cluster.seed-node-timeout", "1s");
+        m.put("pekko.cluster.retry-unsuccessful-join-after", "1s");
+        m.put("pekko.loglevel", "WARNING");
+        this.node = DsmNode.start(NodeConfig.from(ConfigFactory.parseMap(m)));
     }
 
-    public DemoNode(String transportName, int nodeId, long segmentSize, Map<String, String> properties) {
-        TransportConfig config = TransportConfig.builder(nodeId).operationTimeout(Duration.ofSeconds(10))
-                .properties(properties).build();
-        this.transport = Transports.create(transportName, config);
-        try {
-            this.segment = transport.export(new SegmentSpec(0, segmentSize, Access.ALL, null));
-        } catch (RuntimeException e) {
-            transport.close();
-            throw e;
-        }
+    /** Waits until the directory shows {@code nodes} members with their segments. */
+    public void awaitCluster(int nodes, Duration timeout) {
+        node.awaitMembers(nodes, timeout);
     }
 
-    /** This node as the coordinator tells the others about it. */
-    public Peer self() {
-        return new Peer(transport.self(), segment.descriptor());
+    public String statusLine() {
+        return node.statusLine();
     }
 
     /** The ring and shared counters in this node's own segment. */
     public long[] counters() {
-        return new long[]{segment.readLong(RING_COUNTER), segment.readLong(SHARED_COUNTER)};
+        Segment s = node.localSegment(0);
+        return new long[]{s.readLong(RING_COUNTER), s.readLong(SHARED_COUNTER)};
     }
 
-    /** Does the demo's work against the peers (all nodes, this one included). */
-    public Result work(List<Peer> peers, int ops, int blocks, int blockSize) {
-        int n = peers.size();
-        int me = transport.nodeId();
-        Peer next = peers.get(me % n); // nodes are 1..n, in order
-        Peer first = peers.get(0);
-        Connection toNext = connect(next.info());
-        Connection toFirst = connect(first.info());
+    private SegmentDescriptor segmentOf(int nodeId) {
+        return node.directory().segment(nodeId, 0).orElseThrow(() -> new NodeUnavailableException(nodeId,
+                "no segment 0 of node " + nodeId + " in the directory; is it running?"));
+    }
+
+    /**
+     * Where writer {@code me}'s block {@code b} lives in the target's segment.
+     *
+     * <p>ALLOCATOR: this fixed layout is where the global allocator (dsm-alloc) plugs
+     * in: allocate each block with the allocator's placement "explicit node" on the
+     * ring target, keep the returned pointers, and free them after the check.
+     */
+    private static long blockPointer(SegmentDescriptor target, int me, int blocks, int blockSize, int b) {
+        long base = BLOCK_AREA + (long) (me - 1) * blocks * blockSize;
+        if (base + (long) blocks * blockSize > target.size()) {
+            throw new DsmException(ErrorCode.OUT_OF_BOUNDS, "demo blocks do not fit: node=" + target.nodeId()
+                    + ", segmentSize=" + target.size() + ", needed=" + (base + (long) blocks * blockSize)
+                    + "; give the demo fewer --blocks or a smaller --block-size");
+        }
+        return target.pointer(base + (long) b * blockSize);
+    }
+
+    /** Does the demo's work against the cluster of {@code nodes} nodes (1..nodes). */
+    public Result work(int nodes, int ops, int blocks, int blockSize) {
+        int me = node.nodeId();
+        int nextId = me % nodes + 1;
+        SegmentDescriptor next = segmentOf(nextId);
+        SegmentDescriptor first = segmentOf(1);
+        RemoteMemory mem = node.remoteMemory();
         Histogram latency = new Histogram(60_000_000_000L, 3);
         long start = System.nanoTime();
         long adds = 0;
+        long ring = next.pointer(RING_COUNTER);
+        long shared = first.pointer(SHARED_COUNTER);
         for (int i = 0; i < ops; i++) {
             long t0 = System.nanoTime();
-            RemoteMemory.await(toNext.fetchAndAdd(next.segment().pointer(RING_COUNTER), next.segment().remoteKey(), 1),
-                    Duration.ofSeconds(15));
+            mem.fetchAndAddSync(ring, 1);
             latency.recordValue(Math.max(1, System.nanoTime() - t0));
-            RemoteMemory.await(toFirst.fetchAndAdd(first.segment().pointer(SHARED_COUNTER),
-                    first.segment().remoteKey(), 1), Duration.ofSeconds(15));
+            mem.fetchAndAddSync(shared, 1);
             adds += 2;
-        }
-        long base = BLOCK_AREA + (long) (me - 1) * blocks * blockSize;
-        if (base + (long) blocks * blockSize > next.segment().size()) {
-            throw new DsmException(ErrorCode.OUT_OF_BOUNDS, "demo blocks do not fit: node=" + next.info().nodeId()
-                    + ", segmentSize=" + next.segment().size() + ", needed=" + (base + (long) blocks * blockSize)
-                    + "; give the demo a larger --segment-size or fewer --blocks");
         }
         List<CompletableFuture<Void>> writes = new ArrayList<>();
         for (int b = 0; b < blocks; b++) {
-            writes.add(toNext.write(next.segment().pointer(base + (long) b * blockSize), next.segment().remoteKey(),
-                    pattern(me, b, blockSize)));
+            writes.add(mem.write(blockPointer(next, me, blocks, blockSize, b), pattern(me, b, blockSize)));
         }
-        writes.forEach(w -> RemoteMemory.await(w, Duration.ofSeconds(15)));
+        writes.forEach(mem::await);
         long verified = 0;
         for (int b = 0; b < blocks; b++) {
-            byte[] back = RemoteMemory.await(toNext.read(next.segment().pointer(base + (long) b * blockSize),
-                    next.segment().remoteKey(), blockSize), Duration.ofSeconds(15));
+            byte[] back = mem.readSync(blockPointer(next, me, blocks, blockSize, b), blockSize);
             if (Arrays.equals(back, pattern(me, b, blockSize))) {
                 verified++;
             }
         }
         long millis = (System.nanoTime() - start) / 1_000_000;
-        return new Result(me, ProcessHandle.current().pid(), next.info().nodeId(), adds, blocks, verified,
+        return new Result(me, ProcessHandle.current().pid(), nextId, adds, blocks, verified,
                 latency.getValueAtPercentile(50) / 1000.0, latency.getValueAtPercentile(99) / 1000.0, millis);
-    }
-
-    private Connection connect(PeerInfo peer) {
-        return RemoteMemory.await(transport.connect(peer), Duration.ofSeconds(15));
     }
 
     /** The bytes writer {@code writer} puts in its block {@code block}: recognisable, never all zero. */
@@ -170,16 +184,11 @@ public final class DemoNode implements AutoCloseable {
     }
 
     public int nodeId() {
-        return transport.nodeId();
-    }
-
-    /** Pointer to the ring counter of this node, for the table. */
-    public long ringCounterPointer() {
-        return RemotePtr.pack(nodeId(), 0, RING_COUNTER);
+        return node.nodeId();
     }
 
     @Override
     public void close() {
-        transport.close();
+        node.close();
     }
 }

@@ -7,8 +7,7 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -17,12 +16,14 @@ import java.util.concurrent.Callable;
  * demo over its standard input and output, one line per step:
  *
  * <pre>
- *   node  -> demo : READY &lt;peer&gt;
- *   demo  -> node : GO &lt;ops&gt; &lt;blocks&gt; &lt;blockSize&gt; &lt;peer&gt;;&lt;peer&gt;;...
+ *   node  -> demo : READY &lt;status line&gt;     (joined; every node's segment is in the directory)
+ *   demo  -> node : GO &lt;ops&gt; &lt;blocks&gt; &lt;blockSize&gt;
  *   node  -> demo : RESULT &lt;result&gt;
  *   demo  -> node : VERIFY
  *   node  -> demo : COUNTERS &lt;ring&gt; &lt;shared&gt;
- *   demo  -> node : EXIT
+ *   demo  -> node : STATUS                  (any time after READY)
+ *   node  -> demo : STATUS &lt;status line&gt;
+ *   demo  -> node : EXIT                    (the node leaves the cluster and exits)
  * </pre>
  *
  * A closed standard input (the demo is gone) ends the node. Not meant to be run
@@ -39,8 +40,20 @@ public final class DemoNodeCommand implements Callable<Integer> {
     @Option(names = "--node-id", required = true)
     int nodeId;
 
+    @Option(names = "--nodes", required = true)
+    int nodes;
+
+    @Option(names = "--port", defaultValue = "0")
+    int port;
+
+    @Option(names = "--seed-port", required = true)
+    int seedPort;
+
     @Option(names = "--segment-size", required = true)
     long segmentSize;
+
+    @Option(names = "--timeout", defaultValue = "60")
+    int timeoutSeconds;
 
     @Option(names = "--property", description = "transport property key=value")
     Map<String, String> properties = Map.of();
@@ -49,23 +62,22 @@ public final class DemoNodeCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintStream out = System.out;
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        try (DemoNode node = new DemoNode(transport, nodeId, segmentSize, properties)) {
-            out.println("READY " + node.self().encode());
+        try (DemoNode node = new DemoNode(transport, nodeId, port, seedPort, segmentSize, properties)) {
+            node.awaitCluster(nodes, Duration.ofSeconds(timeoutSeconds));
+            out.println("READY " + node.statusLine());
             out.flush();
             String line;
             while ((line = in.readLine()) != null) {
                 if (line.startsWith("GO ")) {
-                    String[] f = line.split(" ", 5);
-                    List<DemoNode.Peer> peers = new ArrayList<>();
-                    for (String p : f[4].split(";")) {
-                        peers.add(DemoNode.Peer.decode(p));
-                    }
-                    DemoNode.Result r = node.work(peers, Integer.parseInt(f[1]), Integer.parseInt(f[2]),
+                    String[] f = line.split(" ");
+                    DemoNode.Result r = node.work(nodes, Integer.parseInt(f[1]), Integer.parseInt(f[2]),
                             Integer.parseInt(f[3]));
                     out.println("RESULT " + r.encode());
                 } else if (line.equals("VERIFY")) {
                     long[] c = node.counters();
                     out.println("COUNTERS " + c[0] + " " + c[1]);
+                } else if (line.equals("STATUS")) {
+                    out.println("STATUS " + node.statusLine());
                 } else if (line.equals("EXIT")) {
                     return 0;
                 }
@@ -74,7 +86,7 @@ public final class DemoNodeCommand implements Callable<Integer> {
             System.err.println("demo-node " + nodeId + ": the demo closed its pipe; shutting down");
             return 2;
         } catch (RuntimeException e) {
-            out.println("ERROR " + e.getMessage().replace('\n', ' '));
+            out.println("ERROR " + String.valueOf(e.getMessage()).replace('\n', ' '));
             out.flush();
             throw e;
         }

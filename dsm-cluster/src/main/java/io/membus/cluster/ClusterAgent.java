@@ -1,0 +1,301 @@
+package io.membus.cluster;
+
+import io.membus.cluster.ClusterMessage.Bind;
+import io.membus.cluster.ClusterMessage.MemberRow;
+import io.membus.cluster.ClusterMessage.NameReply;
+import io.membus.cluster.ClusterMessage.NodeEntry;
+import io.membus.cluster.ClusterMessage.StatusReply;
+import io.membus.cluster.ClusterMessage.StatusRequest;
+import io.membus.cluster.ClusterMessage.Unbind;
+import io.membus.core.transport.Transport;
+import org.apache.pekko.actor.AbstractActor;
+import org.apache.pekko.actor.ActorRef;
+import org.apache.pekko.actor.Props;
+import org.apache.pekko.cluster.Cluster;
+import org.apache.pekko.cluster.ClusterEvent;
+import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.UniqueAddress;
+import org.apache.pekko.cluster.ddata.DistributedData;
+import org.apache.pekko.cluster.ddata.Key;
+import org.apache.pekko.cluster.ddata.LWWMap;
+import org.apache.pekko.cluster.ddata.LWWMapKey;
+import org.apache.pekko.cluster.ddata.Replicator;
+import org.apache.pekko.cluster.ddata.SelfUniqueAddress;
+import org.apache.pekko.pattern.Patterns;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+
+/**
+ * The node's cluster agent (one actor, {@code /user/membus-agent}): follows Pekko
+ * membership and the replicated directory, publishes the live directory view, fences
+ * downed members on the node's transport (and lifts the fence when a node id comes
+ * back as a new incarnation), notices that this node itself was downed, arbitrates
+ * name bindings when it runs on the oldest member, and answers {@code membus status}.
+ *
+ * <p><b>Note:</b> an actor: its state is touched by one message at a time.
+ */
+final class ClusterAgent extends AbstractActor {
+    private static final Logger LOG = LoggerFactory.getLogger(ClusterAgent.class);
+
+    /** Role every Membus data node carries; the split-brain resolver counts only these. */
+    static final String NODE_ROLE = "membus-node";
+    /** Role prefix naming the compact node id, e.g. {@code membus-node-3}. */
+    static final String ID_ROLE_PREFIX = "membus-node-";
+    static final String NAME = "membus-agent";
+
+    static final Key<LWWMap<String, NodeEntry>> NODES = LWWMapKey.create("membus-nodes");
+    static final Key<LWWMap<String, Long>> NAMES = LWWMapKey.create("membus-names");
+
+    private final int nodeId;
+    private final Cluster cluster;
+    private final ActorRef replicator;
+    private final SelfUniqueAddress self;
+    private final ClusterDirectory directory;
+    private final AtomicReference<Map<String, Long>> names;
+    private final AtomicReference<Transport> transport;
+    private final Consumer<String> selfDowned;
+    private final Duration timeout;
+
+    private final Map<UniqueAddress, Member> members = new HashMap<>();
+    private final Set<UniqueAddress> unreachable = new HashSet<>();
+    private final Map<Integer, String> leftReasons = new HashMap<>();
+    private Map<String, NodeEntry> entries = Map.of();
+
+    private ClusterAgent(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
+                         AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout) {
+        this.nodeId = nodeId;
+        this.cluster = Cluster.get(getContext().getSystem());
+        this.replicator = DistributedData.get(getContext().getSystem()).replicator();
+        this.self = DistributedData.get(getContext().getSystem()).selfUniqueAddress();
+        this.directory = directory;
+        this.names = names;
+        this.transport = transport;
+        this.selfDowned = selfDowned;
+        this.timeout = timeout;
+    }
+
+    static Props props(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
+                       AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout) {
+        return Props.create(ClusterAgent.class,
+                () -> new ClusterAgent(nodeId, directory, names, transport, selfDowned, timeout));
+    }
+
+    /** The compact node id a member carries in its roles, or 0 (an observer). */
+    static int nodeIdOf(Member m) {
+        for (String r : m.getRoles()) {
+            if (r.startsWith(ID_ROLE_PREFIX)) {
+                try {
+                    return Integer.parseInt(r.substring(ID_ROLE_PREFIX.length()));
+                } catch (NumberFormatException e) {
+                    return 0;
+                }
+            }
+        }
+        return 0;
+    }
+
+    static boolean isLive(MemberStatus s) {
+        return s == MemberStatus.up() || s == MemberStatus.weaklyUp() || s == MemberStatus.leaving();
+    }
+
+    @Override
+    public void preStart() {
+        cluster.subscribe(getSelf(), ClusterEvent.initialStateAsEvents(), ClusterEvent.MemberEvent.class,
+                ClusterEvent.ReachabilityEvent.class);
+        replicator.tell(new Replicator.Subscribe<>(NODES, getSelf()), getSelf());
+        replicator.tell(new Replicator.Subscribe<>(NAMES, getSelf()), getSelf());
+    }
+
+    @Override
+    public void postStop() {
+        cluster.unsubscribe(getSelf());
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public Receive createReceive() {
+        return receiveBuilder()
+                .match(ClusterEvent.MemberRemoved.class, e -> memberGone(e.member(),
+                        e.previousStatus() == MemberStatus.exiting() ? "left the cluster" : "removed from the cluster (was "
+                                + e.previousStatus() + ")", true, e.previousStatus() != MemberStatus.exiting()))
+                .match(ClusterEvent.MemberDowned.class, e -> memberGone(e.member(),
+                        "downed by the cluster (split-brain resolver or an operator)", false, true))
+                .match(ClusterEvent.MemberEvent.class, e -> memberChanged(e.member()))
+                .match(ClusterEvent.UnreachableMember.class, e -> {
+                    unreachable.add(e.member().uniqueAddress());
+                    LOG.warn("member unreachable: {} (node {}); it is downed if it stays unreachable", e.member().address(),
+                            nodeIdOf(e.member()));
+                })
+                .match(ClusterEvent.ReachableMember.class, e -> {
+                    unreachable.remove(e.member().uniqueAddress());
+                    LOG.info("member reachable again: {} (node {})", e.member().address(), nodeIdOf(e.member()));
+                })
+                .match(Replicator.Changed.class, c -> {
+                    if (c.key().equals(NODES)) {
+                        entries = Map.copyOf(((LWWMap<String, NodeEntry>) c.dataValue()).getEntries());
+                        publish();
+                    } else if (c.key().equals(NAMES)) {
+                        names.set(Map.copyOf(((LWWMap<String, Long>) c.dataValue()).getEntries()));
+                    }
+                })
+                .match(Bind.class, this::bind)
+                .match(Unbind.class, this::unbind)
+                .match(StatusRequest.class, r -> getSender().tell(status(), getSelf()))
+                .build();
+    }
+
+    private void memberChanged(Member m) {
+        members.put(m.uniqueAddress(), m);
+        int id = nodeIdOf(m);
+        if (id != 0 && id != nodeId && isLive(m.status())) {
+            Transport t = transport.get();
+            if (t != null && t.isFenced(id)) {
+                LOG.info("node {} is back as a new member {}: lifting its fence", id, m.address());
+                t.unfence(id);
+            }
+            leftReasons.remove(id);
+        }
+        publish();
+    }
+
+    /**
+     * A member was downed or removed. A downed member (or one removed without leaving)
+     * is fenced; one that left gracefully has stopped serving by itself and only leaves
+     * the directory.
+     */
+    private void memberGone(Member m, String what, boolean removed, boolean fence) {
+        int id = nodeIdOf(m);
+        if (removed) {
+            members.remove(m.uniqueAddress());
+            unreachable.remove(m.uniqueAddress());
+        } else {
+            members.put(m.uniqueAddress(), m);
+        }
+        if (m.uniqueAddress().equals(cluster.selfUniqueAddress())) {
+            selfDowned.accept("this node (" + m.address() + ") was " + what);
+            publish();
+            return;
+        }
+        if (id != 0) {
+            boolean successorLive = members.values().stream().anyMatch(o -> nodeIdOf(o) == id
+                    && !o.uniqueAddress().equals(m.uniqueAddress()) && isLive(o.status()));
+            String reason = "member " + m.address() + " (node " + id + ") " + what;
+            leftReasons.put(id, reason);
+            Transport t = transport.get();
+            if (t != null && !successorLive && fence) {
+                t.fence(id, reason);
+            } else if (!fence) {
+                LOG.info("{}", reason);
+            }
+        }
+        publish();
+    }
+
+    /** Recomputes the live directory: entries whose member (this incarnation) is live. */
+    private void publish() {
+        Map<Integer, NodeEntry> next = new HashMap<>();
+        Map<String, Member> byAddress = new HashMap<>();
+        for (Member m : members.values()) {
+            if (isLive(m.status())) {
+                byAddress.put(m.uniqueAddress().address().toString(), m);
+            }
+        }
+        for (NodeEntry e : entries.values()) {
+            Member m = byAddress.get(e.memberAddress());
+            if (m != null && m.uniqueAddress().longUid() == e.memberUid() && nodeIdOf(m) == e.nodeId()) {
+                next.put(e.nodeId(), e);
+            }
+        }
+        directory.apply(next, leftReasons);
+    }
+
+    private Replicator.WriteConsistency writeMajority() {
+        return new Replicator.WriteMajority(timeout);
+    }
+
+    private void bind(Bind b) {
+        ActorRef replyTo = getSender();
+        CompletionStage<Object> chain = Patterns.ask(replicator,
+                        new Replicator.Get<>(NAMES, new Replicator.ReadMajority(timeout)), timeout.multipliedBy(2))
+                .thenCompose(got -> {
+                    if (got instanceof Replicator.GetFailure) {
+                        throw new IllegalStateException("could not read the names from a majority within " + timeout);
+                    }
+                    return Patterns.ask(replicator, new Replicator.Update<LWWMap<String, Long>>(NAMES, LWWMap.create(),
+                            writeMajority(), m -> m.get(b.name()).isDefined() ? m : m.put(self, b.name(), b.ptr())),
+                            timeout.multipliedBy(2));
+                })
+                .thenCompose(updated -> {
+                    if (!(updated instanceof Replicator.UpdateSuccess)) {
+                        throw new IllegalStateException("could not write the binding to a majority within " + timeout
+                                + " (" + updated.getClass().getSimpleName() + ")");
+                    }
+                    return Patterns.ask(replicator, new Replicator.Get<>(NAMES, Replicator.readLocal()), timeout);
+                })
+                .thenApply(got -> {
+                    @SuppressWarnings("unchecked")
+                    LWWMap<String, Long> m = ((Replicator.GetSuccess<LWWMap<String, Long>>) got).dataValue();
+                    return new NameReply(m.getEntries().getOrDefault(b.name(), 0L), "");
+                });
+        reply(chain, replyTo);
+    }
+
+    private void unbind(Unbind u) {
+        ActorRef replyTo = getSender();
+        boolean[] had = new boolean[1];
+        CompletionStage<Object> chain = Patterns.ask(replicator,
+                        new Replicator.Get<>(NAMES, new Replicator.ReadMajority(timeout)), timeout.multipliedBy(2))
+                .thenCompose(got -> Patterns.ask(replicator, new Replicator.Update<LWWMap<String, Long>>(NAMES,
+                        LWWMap.create(), writeMajority(), m -> {
+                    had[0] = m.get(u.name()).isDefined();
+                    return had[0] ? m.remove(self, u.name()) : m;
+                }), timeout.multipliedBy(2)))
+                .thenApply(updated -> {
+                    if (!(updated instanceof Replicator.UpdateSuccess)) {
+                        throw new IllegalStateException("could not write the removal to a majority within " + timeout);
+                    }
+                    return new NameReply(had[0] ? 1 : 0, "");
+                });
+        reply(chain, replyTo);
+    }
+
+    private void reply(CompletionStage<?> chain, ActorRef replyTo) {
+        chain.whenComplete((r, e) -> {
+            if (e != null) {
+                Throwable c = e.getCause() != null ? e.getCause() : e;
+                replyTo.tell(new NameReply(0, String.valueOf(c.getMessage())), ActorRef.noSender());
+            } else {
+                replyTo.tell(r, ActorRef.noSender());
+            }
+        });
+    }
+
+    private StatusReply status() {
+        List<MemberRow> rows = new ArrayList<>();
+        Map<Integer, NodeEntry> live = directory.entries();
+        for (Member m : members.values()) {
+            int id = nodeIdOf(m);
+            NodeEntry e = Optional.ofNullable(live.get(id))
+                    .filter(x -> x.memberUid() == m.uniqueAddress().longUid()).orElse(null);
+            rows.add(new MemberRow(m.address().toString(), m.status().toString(),
+                    !unreachable.contains(m.uniqueAddress()), id, e));
+        }
+        rows.sort((a, b) -> Integer.compare(a.nodeId(), b.nodeId()));
+        String leader = cluster.state().getLeader() == null ? "" : cluster.state().getLeader().toString();
+        Map<String, Long> n = names.get();
+        return new StatusReply(nodeId, leader, rows, n == null ? 0 : n.size());
+    }
+}

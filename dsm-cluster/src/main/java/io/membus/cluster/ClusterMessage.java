@@ -1,0 +1,73 @@
+package io.membus.cluster;
+
+import io.membus.core.SegmentDescriptor;
+import io.membus.core.transport.PeerInfo;
+
+import java.util.List;
+
+/**
+ * Marker of every message and replicated value of the cluster module; bound to
+ * {@link ClusterSerializer} in this module's {@code reference.conf}, so none of them
+ * ever goes through Java serialization.
+ *
+ * <p><b>Note:</b> every implementation is an immutable value; thread-safe.
+ */
+public sealed interface ClusterMessage {
+
+    /**
+     * One node's directory entry, replicated with Distributed Data under its node id:
+     * where its Pekko member is (address and uid, to tell incarnations apart), where its
+     * transport listens, and what it exports.
+     */
+    record NodeEntry(int nodeId, long incarnation, String memberAddress, long memberUid, String transport,
+                     String transportAddress, List<SegmentDescriptor> segments) implements ClusterMessage {
+        public NodeEntry {
+            segments = List.copyOf(segments);
+        }
+
+        public PeerInfo peer() {
+            return new PeerInfo(nodeId, incarnation, transportAddress);
+        }
+
+        /** Bytes exported in all segments. */
+        public long exportedBytes() {
+            long sum = 0;
+            for (SegmentDescriptor d : segments) {
+                sum += d.size();
+            }
+            return sum;
+        }
+    }
+
+    /** Bind {@code name} to {@code ptr} unless bound (sent to the name arbiter, the oldest member). */
+    record Bind(String name, long ptr) implements ClusterMessage {
+    }
+
+    /** Remove the binding of {@code name}. */
+    record Unbind(String name) implements ClusterMessage {
+    }
+
+    /**
+     * The arbiter's answer: the pointer bound after a {@link Bind}, or whether an
+     * {@link Unbind} removed something ({@code ptr} 1) or not (0); {@code error} is
+     * non-empty when the arbiter could not reach a majority.
+     */
+    record NameReply(long ptr, String error) implements ClusterMessage {
+    }
+
+    /** Asks a node for the cluster as it sees it ({@code membus status}). */
+    record StatusRequest() implements ClusterMessage {
+    }
+
+    /** One member as a node sees it; {@code entry} is {@code null} when its directory entry has not arrived. */
+    record MemberRow(String address, String status, boolean reachable, int nodeId, NodeEntry entry)
+            implements ClusterMessage {
+    }
+
+    /** The answer to {@link StatusRequest}. */
+    record StatusReply(int fromNode, String leader, List<MemberRow> members, int names) implements ClusterMessage {
+        public StatusReply {
+            members = List.copyOf(members);
+        }
+    }
+}

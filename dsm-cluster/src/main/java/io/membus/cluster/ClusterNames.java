@@ -1,0 +1,156 @@
+package io.membus.cluster;
+
+import io.membus.cluster.ClusterMessage.Bind;
+import io.membus.cluster.ClusterMessage.NameReply;
+import io.membus.cluster.ClusterMessage.Unbind;
+import io.membus.core.RemotePtr;
+import io.membus.core.directory.NameRegistry;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.InvalidPointerException;
+import org.apache.pekko.actor.ActorRef;
+import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.cluster.Cluster;
+import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.ddata.LWWMap;
+import org.apache.pekko.cluster.ddata.Replicator;
+import org.apache.pekko.pattern.Patterns;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The replicated {@link NameRegistry}: bindings live in a Distributed Data
+ * {@code LWWMap} ({@code membus-names}). Writes go through one arbiter, the cluster
+ * agent of the oldest member, which reads the bindings from a majority, applies
+ * "bind unless bound" on its own replica (the replicator applies updates one at a
+ * time, so the first binder wins), writes to a majority and answers with what is
+ * bound. When the oldest member is downed, the next oldest takes over and starts
+ * with a majority read, so no acknowledged binding is lost. Lookups read this node's
+ * replica and, for a name it does not know yet, a majority.
+ *
+ * <p><b>Note:</b> thread-safe; every call waits at most the operation timeout (twice,
+ * for the arbiter's two majority steps) and fails with a typed {@link DsmException}.
+ */
+public final class ClusterNames implements NameRegistry {
+    private static final int MAX_NAME = 1024;
+
+    private final ActorSystem system;
+    private final Cluster cluster;
+    private final ActorRef replicator;
+    private final AtomicReference<Map<String, Long>> snapshot;
+    private final Duration timeout;
+
+    ClusterNames(ActorSystem system, ActorRef replicator, AtomicReference<Map<String, Long>> snapshot, Duration timeout) {
+        this.system = system;
+        this.cluster = Cluster.get(system);
+        this.replicator = replicator;
+        this.snapshot = snapshot;
+        this.timeout = timeout;
+    }
+
+    private static void checkName(String name) {
+        if (name == null || name.isEmpty() || name.length() > MAX_NAME) {
+            throw new IllegalArgumentException("bad name: name=" + name + ", allowed=1.." + MAX_NAME + " characters");
+        }
+    }
+
+    @Override
+    public Optional<Long> lookup(String name) {
+        checkName(name);
+        Map<String, Long> local = snapshot.get();
+        Long ptr = local == null ? null : local.get(name);
+        if (ptr != null) {
+            return Optional.of(ptr);
+        }
+        Object got = ask(replicator, new Replicator.Get<>(ClusterAgent.NAMES, new Replicator.ReadMajority(timeout)),
+                timeout.multipliedBy(2), "lookup name=" + name, 0);
+        if (got instanceof Replicator.GetSuccess<?> s) {
+            @SuppressWarnings("unchecked")
+            LWWMap<String, Long> m = (LWWMap<String, Long>) s.dataValue();
+            return Optional.ofNullable(m.getEntries().get(name));
+        }
+        if (got instanceof Replicator.NotFound<?>) {
+            return Optional.empty();
+        }
+        throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=lookup, name=" + name
+                + ", reason=no majority of members answered within " + timeout.toMillis() + "ms;"
+                + " a majority of the cluster must be reachable");
+    }
+
+    @Override
+    public long bind(String name, long ptr) {
+        checkName(name);
+        if (ptr == RemotePtr.NULL) {
+            throw new InvalidPointerException(ptr, 0, 0);
+        }
+        return arbitrate(new Bind(name, ptr), "bind name=" + name).ptr();
+    }
+
+    @Override
+    public boolean unbind(String name) {
+        checkName(name);
+        return arbitrate(new Unbind(name), "unbind name=" + name).ptr() != 0;
+    }
+
+    @Override
+    public Map<String, Long> bindings() {
+        Map<String, Long> local = snapshot.get();
+        return local == null ? Map.of() : local;
+    }
+
+    private NameReply arbitrate(ClusterMessage request, String what) {
+        Member arbiter = arbiter();
+        Object reply = ask(system.actorSelection(arbiter.address() + "/user/" + ClusterAgent.NAME), request,
+                timeout.multipliedBy(3), what, ClusterAgent.nodeIdOf(arbiter));
+        NameReply r = (NameReply) reply;
+        if (!r.error().isEmpty()) {
+            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=" + what
+                    + ", arbiter=" + arbiter.address() + ", reason=" + r.error()
+                    + "; a majority of the cluster must be reachable");
+        }
+        return r;
+    }
+
+    /** The oldest live data member: the one whose agent arbitrates bindings. */
+    private Member arbiter() {
+        Member oldest = null;
+        for (Member m : cluster.state().getMembers()) {
+            if (m.status() == MemberStatus.up() && m.hasRole(ClusterAgent.NODE_ROLE)
+                    && (oldest == null || m.isOlderThan(oldest))) {
+                oldest = m;
+            }
+        }
+        if (oldest == null) {
+            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: no member is Up"
+                    + " (this node has not joined the cluster, or was downed)");
+        }
+        return oldest;
+    }
+
+    private static Object ask(Object target, Object message, Duration wait, String what, int nodeId) {
+        try {
+            var stage = target instanceof ActorRef ref ? Patterns.ask(ref, message, wait)
+                    : Patterns.ask((org.apache.pekko.actor.ActorSelection) target, message, wait);
+            return stage.toCompletableFuture().get(wait.toMillis() + 500, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof org.apache.pekko.pattern.AskTimeoutException) {
+                throw new DsmTimeoutException(what, nodeId, wait);
+            }
+            throw new DsmException(ErrorCode.INTERNAL, "name registry failed: operation=" + what + ": " + e.getCause(),
+                    e.getCause());
+        } catch (TimeoutException e) {
+            throw new DsmTimeoutException(what, nodeId, wait);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DsmException(ErrorCode.INTERNAL, "interrupted: operation=" + what, e);
+        }
+    }
+}

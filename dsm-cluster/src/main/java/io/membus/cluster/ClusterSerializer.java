@@ -1,0 +1,202 @@
+package io.membus.cluster;
+
+import io.membus.cluster.ClusterMessage.Bind;
+import io.membus.cluster.ClusterMessage.MemberRow;
+import io.membus.cluster.ClusterMessage.NameReply;
+import io.membus.cluster.ClusterMessage.NodeEntry;
+import io.membus.cluster.ClusterMessage.StatusReply;
+import io.membus.cluster.ClusterMessage.StatusRequest;
+import io.membus.cluster.ClusterMessage.Unbind;
+import io.membus.core.SegmentDescriptor;
+import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.serialization.SerializerWithStringManifest;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.NotSerializableException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Compact binary form of every {@link ClusterMessage} for Pekko remoting and
+ * Distributed Data. Each message is a one-letter manifest and a
+ * {@link DataOutputStream} body: fixed-width numbers, length-prefixed UTF-8 strings,
+ * counted lists. Unknown manifests and malformed bodies are refused with
+ * {@link NotSerializableException}, never guessed at.
+ *
+ * <p><b>Note:</b> stateless; thread-safe (Pekko shares one instance per actor system).
+ */
+public final class ClusterSerializer extends SerializerWithStringManifest {
+    /** Fixed identifier (also set in reference.conf); never reuse for another format. */
+    public static final int IDENTIFIER = 7461;
+
+    private static final int MAX_LIST = 1 << 16;
+
+    public ClusterSerializer(ExtendedActorSystem system) {
+    }
+
+    @Override
+    public int identifier() {
+        return IDENTIFIER;
+    }
+
+    @Override
+    public String manifest(Object o) {
+        if (o instanceof NodeEntry) {
+            return "E";
+        } else if (o instanceof Bind) {
+            return "B";
+        } else if (o instanceof Unbind) {
+            return "U";
+        } else if (o instanceof NameReply) {
+            return "N";
+        } else if (o instanceof StatusRequest) {
+            return "Q";
+        } else if (o instanceof StatusReply) {
+            return "S";
+        } else if (o instanceof MemberRow) {
+            return "M";
+        }
+        throw new IllegalArgumentException("not a membus cluster message: " + o.getClass().getName());
+    }
+
+    @Override
+    public byte[] toBinary(Object o) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64);
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            if (o instanceof NodeEntry e) {
+                writeEntry(out, e);
+            } else if (o instanceof Bind b) {
+                out.writeUTF(b.name());
+                out.writeLong(b.ptr());
+            } else if (o instanceof Unbind u) {
+                out.writeUTF(u.name());
+            } else if (o instanceof NameReply r) {
+                out.writeLong(r.ptr());
+                out.writeUTF(r.error());
+            } else if (o instanceof StatusRequest) {
+                out.writeByte(0);
+            } else if (o instanceof StatusReply s) {
+                out.writeInt(s.fromNode());
+                out.writeUTF(s.leader());
+                out.writeInt(s.members().size());
+                for (MemberRow m : s.members()) {
+                    writeRow(out, m);
+                }
+                out.writeInt(s.names());
+            } else if (o instanceof MemberRow m) {
+                writeRow(out, m);
+            } else {
+                throw new IllegalArgumentException("not a membus cluster message: " + o.getClass().getName());
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
+    }
+
+    @Override
+    public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
+            Object o = switch (manifest) {
+                case "E" -> readEntry(in);
+                case "B" -> new Bind(in.readUTF(), in.readLong());
+                case "U" -> new Unbind(in.readUTF());
+                case "N" -> new NameReply(in.readLong(), in.readUTF());
+                case "Q" -> {
+                    in.readByte();
+                    yield new StatusRequest();
+                }
+                case "S" -> {
+                    int from = in.readInt();
+                    String leader = in.readUTF();
+                    int n = count(in);
+                    List<MemberRow> rows = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        rows.add(readRow(in));
+                    }
+                    yield new StatusReply(from, leader, rows, in.readInt());
+                }
+                case "M" -> readRow(in);
+                default -> throw new NotSerializableException("unknown membus manifest: manifest=" + manifest
+                        + ", allowed=E,B,U,N,Q,S,M (a peer running another Membus version?)");
+            };
+            if (in.available() != 0) {
+                throw new NotSerializableException("trailing bytes in membus message: manifest=" + manifest
+                        + ", trailing=" + in.available());
+            }
+            return o;
+        } catch (NotSerializableException e) {
+            throw e;
+        } catch (IOException | RuntimeException e) {
+            NotSerializableException n = new NotSerializableException("malformed membus message: manifest=" + manifest
+                    + ", length=" + bytes.length + ": " + e);
+            n.initCause(e);
+            throw n;
+        }
+    }
+
+    private static int count(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n < 0 || n > MAX_LIST) {
+            throw new IOException("list length out of range: length=" + n + ", allowed=0.." + MAX_LIST);
+        }
+        return n;
+    }
+
+    private static void writeEntry(DataOutputStream out, NodeEntry e) throws IOException {
+        out.writeInt(e.nodeId());
+        out.writeLong(e.incarnation());
+        out.writeUTF(e.memberAddress());
+        out.writeLong(e.memberUid());
+        out.writeUTF(e.transport());
+        out.writeUTF(e.transportAddress());
+        out.writeInt(e.segments().size());
+        for (SegmentDescriptor d : e.segments()) {
+            out.writeShort(d.index());
+            out.writeLong(d.size());
+            out.writeByte(d.flags());
+            out.writeLong(d.remoteKey());
+        }
+    }
+
+    private static NodeEntry readEntry(DataInputStream in) throws IOException {
+        int node = in.readInt();
+        long incarnation = in.readLong();
+        String address = in.readUTF();
+        long uid = in.readLong();
+        String transport = in.readUTF();
+        String transportAddress = in.readUTF();
+        int n = count(in);
+        List<SegmentDescriptor> segments = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            segments.add(new SegmentDescriptor(node, incarnation, in.readShort(), in.readLong(), in.readByte(),
+                    in.readLong()));
+        }
+        return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments);
+    }
+
+    private static void writeRow(DataOutputStream out, MemberRow m) throws IOException {
+        out.writeUTF(m.address());
+        out.writeUTF(m.status());
+        out.writeBoolean(m.reachable());
+        out.writeInt(m.nodeId());
+        out.writeBoolean(m.entry() != null);
+        if (m.entry() != null) {
+            writeEntry(out, m.entry());
+        }
+    }
+
+    private static MemberRow readRow(DataInputStream in) throws IOException {
+        String address = in.readUTF();
+        String status = in.readUTF();
+        boolean reachable = in.readBoolean();
+        int node = in.readInt();
+        NodeEntry entry = in.readBoolean() ? readEntry(in) : null;
+        return new MemberRow(address, status, reachable, node, entry);
+    }
+}

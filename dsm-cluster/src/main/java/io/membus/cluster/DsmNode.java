@@ -1,0 +1,463 @@
+package io.membus.cluster;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.membus.cluster.ClusterMessage.NodeEntry;
+import io.membus.core.RemoteMemory;
+import io.membus.core.Segment;
+import io.membus.core.SegmentDescriptor;
+import io.membus.core.directory.NameRegistry;
+import io.membus.core.directory.SegmentDirectory;
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.UnknownSegmentException;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportConfig;
+import io.membus.core.transport.Transports;
+import org.apache.pekko.actor.ActorRef;
+import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.AddressFromURIString;
+import org.apache.pekko.actor.CoordinatedShutdown;
+import org.apache.pekko.cluster.Cluster;
+import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.ddata.DistributedData;
+import org.apache.pekko.cluster.ddata.LWWMap;
+import org.apache.pekko.cluster.ddata.Replicator;
+import org.apache.pekko.pattern.Patterns;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * One Membus node, assembled from its config: it joins the Pekko cluster, claims its
+ * compact node id, starts its transport (chosen by name through {@code ServiceLoader}),
+ * exports its segments, publishes them in the replicated directory, and from then on
+ * follows membership — fencing members that are downed, and stopping itself (and
+ * saying why, {@link #downReason()}) when it is downed.
+ *
+ * <pre>
+ *   try (DsmNode node = DsmNode.start(Path.of("node.conf"))) {
+ *       node.awaitMembers(3, Duration.ofSeconds(30));
+ *       RemoteMemory mem = node.remoteMemory();
+ *       long ptr = node.directory().segment(2, 0).orElseThrow().pointer(64);
+ *       mem.fetchAndAddSync(ptr, 1);
+ *   }
+ * </pre>
+ *
+ * <p>Start order: Pekko first, then the node-id claim, then the transport, so a node
+ * whose id is taken never touches the memory (or the shm files) of the node that
+ * holds it. Each start is a new incarnation (a wall-clock based number that grows),
+ * with new remote keys; file-backed segments keep their bytes.
+ *
+ * <p><b>Note:</b> thread-safe. {@link #close()} is called once by the owner; it leaves
+ * the cluster gracefully (bounded), then closes the transport and its segments.
+ */
+public final class DsmNode implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(DsmNode.class);
+
+    private final NodeConfig config;
+    private final long incarnation;
+    private final ActorSystem system;
+    private final Cluster cluster;
+    private final ClusterDirectory directory = new ClusterDirectory();
+    private final AtomicReference<Map<String, Long>> nameSnapshot = new AtomicReference<>(Map.of());
+    private final AtomicReference<Transport> transportRef = new AtomicReference<>();
+    private final ClusterNames names;
+    private volatile RemoteMemory memory;
+    private volatile String downReason;
+    private volatile boolean closing;
+    private final long startedNanos = System.nanoTime();
+
+    private DsmNode(NodeConfig config) {
+        this.config = config;
+        this.incarnation = System.currentTimeMillis() * 1000 + (System.nanoTime() & 0x3ff);
+        this.system = ActorSystem.create(config.clusterName(), pekkoConfig(config));
+        this.cluster = Cluster.get(system);
+        ActorRef replicator = DistributedData.get(system).replicator();
+        this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
+        system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
+                config.operationTimeout()), ClusterAgent.NAME);
+    }
+
+    /** Starts a node from {@code application.conf} and system properties (over the defaults). */
+    public static DsmNode start() {
+        return start(NodeConfig.load());
+    }
+
+    /** Starts a node from the {@code membus} section of {@code config} (over the defaults). */
+    public static DsmNode start(Config config) {
+        return start(NodeConfig.from(config));
+    }
+
+    /** Starts a node from a HOCON file. */
+    public static DsmNode start(Path configFile) {
+        return start(NodeConfig.load(configFile));
+    }
+
+    /**
+     * Starts a node: joins the cluster, claims the node id, starts the transport,
+     * exports and publishes the segments. Waits at most {@code membus.start-timeout}.
+     *
+     * @throws DsmConfigException when the node id is held by a live member, or the
+     *                            transport's settings are bad
+     * @throws DsmException       ({@link ErrorCode#TIMEOUT}) when the cluster could not be joined in time
+     */
+    public static DsmNode start(NodeConfig config) {
+        DsmNode node;
+        try {
+            node = new DsmNode(config);
+        } catch (RuntimeException e) {
+            if (e instanceof DsmException d) {
+                throw d;
+            }
+            throw new DsmConfigException("membus.port", config.host() + ":" + config.port(),
+                    "an address this node can listen on (free port, local interface): the cluster membership could"
+                            + " not start: " + e.getMessage(), e);
+        }
+        try {
+            node.join();
+            return node;
+        } catch (RuntimeException e) {
+            node.closing = true;
+            node.shutdown(Duration.ofSeconds(5));
+            throw e;
+        }
+    }
+
+    /** Pekko settings: identity from the node config (wins), then the config's own pekko section, then tuning. */
+    static Config pekkoConfig(NodeConfig c) {
+        Map<String, Object> identity = new HashMap<>();
+        identity.put("pekko.actor.provider", "cluster");
+        identity.put("pekko.remote.artery.canonical.hostname", c.host());
+        identity.put("pekko.remote.artery.canonical.port", c.port());
+        identity.put("pekko.cluster.roles", List.of(ClusterAgent.NODE_ROLE, ClusterAgent.ID_ROLE_PREFIX + c.nodeId()));
+        identity.put("pekko.cluster.seed-nodes", List.of());
+        Map<String, Object> tuning = new HashMap<>();
+        tuning.put("pekko.loggers", List.of("org.apache.pekko.event.slf4j.Slf4jLogger"));
+        tuning.put("pekko.logging-filter", "org.apache.pekko.event.slf4j.Slf4jLoggingFilter");
+        tuning.put("pekko.log-dead-letters-during-shutdown", "off");
+        tuning.put("pekko.log-dead-letters", "off");
+        tuning.put("pekko.cluster.downing-provider-class", "org.apache.pekko.cluster.sbr.SplitBrainResolverProvider");
+        tuning.put("pekko.cluster.split-brain-resolver.active-strategy", "keep-majority");
+        tuning.put("pekko.cluster.split-brain-resolver.keep-majority.role", ClusterAgent.NODE_ROLE);
+        tuning.put("pekko.cluster.split-brain-resolver.stable-after", ms(c.stableAfter()));
+        tuning.put("pekko.cluster.failure-detector.heartbeat-interval", ms(c.heartbeatInterval()));
+        tuning.put("pekko.cluster.failure-detector.acceptable-heartbeat-pause", ms(c.acceptableHeartbeatPause()));
+        tuning.put("pekko.cluster.failure-detector.threshold", c.phiThreshold());
+        tuning.put("pekko.cluster.gossip-interval", ms(c.gossipInterval()));
+        tuning.put("pekko.cluster.leader-actions-interval", ms(c.gossipInterval()));
+        tuning.put("pekko.cluster.unreachable-nodes-reaper-interval", ms(c.gossipInterval()));
+        tuning.put("pekko.cluster.distributed-data.gossip-interval", ms(c.gossipInterval()));
+        tuning.put("pekko.cluster.distributed-data.notify-subscribers-interval", "100ms");
+        tuning.put("pekko.cluster.jmx.enabled", "off");
+        tuning.put("pekko.coordinated-shutdown.exit-jvm", "off");
+        Config user = c.raw().hasPath("pekko") ? c.raw().withOnlyPath("pekko") : ConfigFactory.empty();
+        // ConfigFactory.load() below is application.conf and system properties over every reference.conf
+        return ConfigFactory.parseMap(identity)
+                .withFallback(user)
+                .withFallback(ConfigFactory.parseMap(tuning))
+                .withFallback(ConfigFactory.load(DsmNode.class.getClassLoader()));
+    }
+
+    private static String ms(Duration d) {
+        return d.toMillis() + "ms";
+    }
+
+    private void join() {
+        long deadline = System.nanoTime() + config.startTimeout().toNanos();
+        CompletableFuture<Void> up = new CompletableFuture<>();
+        cluster.registerOnMemberUp(() -> up.complete(null));
+        cluster.registerOnMemberRemoved(() -> selfDowned("this node was removed from the cluster"));
+        List<Address> seeds = new ArrayList<>();
+        for (String s : config.seedNodes()) {
+            String[] hp = NodeConfig.parseHostPort("seed-nodes", s);
+            seeds.add(AddressFromURIString.parse("pekko://" + config.clusterName() + "@" + hp[0] + ":" + hp[1]));
+        }
+        if (seeds.isEmpty()) {
+            cluster.join(cluster.selfAddress());
+        } else {
+            cluster.joinSeedNodes(seeds);
+        }
+        try {
+            up.get(left(deadline), TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new DsmException(ErrorCode.TIMEOUT, "could not join the cluster: node=" + config.nodeId()
+                    + ", seed-nodes=" + config.seedNodes() + ", cluster-name=" + config.clusterName() + ", waited="
+                    + config.startTimeout().toMillis() + "ms; check that a seed node runs, is reachable from "
+                    + config.host() + " and uses the same cluster-name");
+        } catch (Exception e) {
+            throw new DsmException(ErrorCode.INTERNAL, "joining the cluster failed: " + e, e);
+        }
+        claimNodeId(deadline);
+
+        TransportConfig tc = TransportConfig.builder(config.nodeId()).incarnation(incarnation)
+                .operationTimeout(config.operationTimeout()).connectTimeout(config.connectTimeout())
+                .properties(config.transportProperties()).build();
+        Transport transport = Transports.create(config.transport(), tc);
+        transportRef.set(transport);
+        List<SegmentDescriptor> exported = new ArrayList<>();
+        for (int i = 0; i < config.segmentCount(); i++) {
+            Segment s = transport.export(new SegmentSpec(i, config.segmentSize(), config.segmentAccess(),
+                    config.fileBacked() ? segmentFile(i) : null));
+            exported.add(s.descriptor());
+        }
+        this.memory = new RemoteMemory(transport, directory, config.operationTimeout());
+        NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
+                cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported);
+        publish(entry);
+        while (!directory.entries().containsKey(config.nodeId())
+                || directory.entries().get(config.nodeId()).incarnation() != incarnation) {
+            if (left(deadline) <= 0) {
+                throw new DsmException(ErrorCode.TIMEOUT, "this node's directory entry did not appear: node="
+                        + config.nodeId() + ", waited=" + config.startTimeout().toMillis() + "ms");
+            }
+            pause();
+        }
+        LOG.info("membus node {} started: incarnation={}, member={}, transport={} at {}, segments={} x {} B{}",
+                config.nodeId(), incarnation, cluster.selfAddress(), transport.name(), transport.localAddress(),
+                config.segmentCount(), config.segmentSize(), config.fileBacked() ? " (file-backed)" : "");
+    }
+
+    /** Refuses to start when a live member holds this node id; waits for an unreachable holder to be downed. */
+    private void claimNodeId(long deadline) {
+        while (true) {
+            Member holder = null;
+            boolean reachable = false;
+            var state = cluster.state();
+            for (Member m : state.getMembers()) {
+                if (ClusterAgent.nodeIdOf(m) == config.nodeId() && !m.uniqueAddress().equals(cluster.selfUniqueAddress())
+                        && m.status() != MemberStatus.down() && m.status() != MemberStatus.removed()
+                        && m.status() != MemberStatus.exiting()) {
+                    holder = m;
+                    reachable = !state.getUnreachable().contains(m);
+                }
+            }
+            if (holder == null) {
+                return;
+            }
+            if (reachable || left(deadline) <= 0) {
+                throw new DsmConfigException("membus.node-id", config.nodeId(), "an id no live member holds: node "
+                        + config.nodeId() + " is member " + holder.address() + " (" + holder.status()
+                        + (reachable ? "" : ", unreachable but not yet downed") + "); give this node another"
+                        + " membus.node-id, or stop that member first");
+            }
+            pause();
+        }
+    }
+
+    private void publish(NodeEntry entry) {
+        ActorRef replicator = DistributedData.get(system).replicator();
+        var selfAddress = DistributedData.get(system).selfUniqueAddress();
+        Duration t = config.operationTimeout();
+        try {
+            Object r = Patterns.ask(replicator, new Replicator.Update<LWWMap<String, NodeEntry>>(ClusterAgent.NODES,
+                            LWWMap.create(), new Replicator.WriteMajority(t),
+                            m -> m.put(selfAddress, Integer.toString(entry.nodeId()), entry)), t.multipliedBy(2))
+                    .toCompletableFuture().get(t.toMillis() * 2 + 500, TimeUnit.MILLISECONDS);
+            if (!(r instanceof Replicator.UpdateSuccess)) {
+                LOG.warn("node {}: the directory entry reached no majority within {} ms ({}); it spreads by gossip",
+                        entry.nodeId(), t.toMillis(), r.getClass().getSimpleName());
+            }
+        } catch (Exception e) {
+            LOG.warn("node {}: publishing the directory entry did not complete: {}; it spreads by gossip",
+                    entry.nodeId(), e.toString());
+        }
+    }
+
+    private Path segmentFile(int index) {
+        if (config.transport().equals("shm")) {
+            String dir = config.transportProperties().getOrDefault("shm.dir", "/dev/shm/membus");
+            return Path.of(dir).toAbsolutePath().resolve("node-" + config.nodeId() + "-persistent-" + index + ".seg");
+        }
+        return config.segmentDir().toAbsolutePath().resolve("node-" + config.nodeId() + "-seg-" + index + ".seg");
+    }
+
+    private void selfDowned(String reason) {
+        if (closing || downReason != null) {
+            return;
+        }
+        downReason = reason;
+        LOG.error("membus node {} is DOWN and stops serving: {}", config.nodeId(), reason);
+        Thread t = new Thread(() -> {
+            Transport tr = transportRef.get();
+            if (tr != null) {
+                tr.close();
+            }
+            system.terminate();
+        }, "membus-node-" + config.nodeId() + "-down");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static long left(long deadline) {
+        return deadline - System.nanoTime();
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(50);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DsmException(ErrorCode.INTERNAL, "interrupted while starting the node", e);
+        }
+    }
+
+    /**
+     * Waits until the directory shows at least {@code count} live members (this one
+     * included) with their segments.
+     *
+     * @return the number of members seen
+     * @throws DsmException ({@link ErrorCode#TIMEOUT}) when they do not appear in time
+     */
+    public int awaitMembers(int count, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (directory.entries().size() < count) {
+            if (downReason != null) {
+                throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "node " + config.nodeId() + " is down: " + downReason);
+            }
+            if (left(deadline) <= 0) {
+                throw new DsmException(ErrorCode.TIMEOUT, "members did not join in time: expected=" + count + ", seen="
+                        + directory.entries().keySet() + ", waited=" + timeout.toMillis() + "ms; start the other nodes"
+                        + " with seed-nodes pointing at a running node");
+            }
+            pause();
+        }
+        return directory.entries().size();
+    }
+
+    public int nodeId() {
+        return config.nodeId();
+    }
+
+    public long incarnation() {
+        return incarnation;
+    }
+
+    public NodeConfig config() {
+        return config;
+    }
+
+    /** Verbs on any pointer of the cluster, through the directory and this node's transport. */
+    public RemoteMemory remoteMemory() {
+        return memory;
+    }
+
+    public Transport transport() {
+        return transportRef.get();
+    }
+
+    /** The replicated segment directory (live members only). */
+    public SegmentDirectory directory() {
+        return directory;
+    }
+
+    /** The replicated name registry. */
+    public NameRegistry names() {
+        return names;
+    }
+
+    /** This node's segment {@code index}. */
+    public Segment localSegment(int index) {
+        Transport t = transportRef.get();
+        Segment s = t == null ? null : t.table().get(index);
+        if (s == null) {
+            throw new UnknownSegmentException(io.membus.core.RemotePtr.pack(config.nodeId(), index, 0), 0);
+        }
+        return s;
+    }
+
+    /** The Pekko address of this node's member, {@code pekko://name@host:port}. */
+    public String memberAddress() {
+        return cluster.selfAddress().toString();
+    }
+
+    /** Why this node was downed (it no longer serves), or {@code null} while it runs. */
+    public String downReason() {
+        return downReason;
+    }
+
+    public boolean isDown() {
+        return downReason != null;
+    }
+
+    /** One line on the node's state, for a console. */
+    public String statusLine() {
+        if (downReason != null) {
+            return String.format(Locale.ROOT, "node %d DOWN: %s", config.nodeId(), downReason);
+        }
+        Map<Integer, NodeEntry> live = directory.entries();
+        long bytes = 0;
+        int segments = 0;
+        for (NodeEntry e : live.values()) {
+            bytes += e.exportedBytes();
+            segments += e.segments().size();
+        }
+        int unreachable = closing ? 0 : cluster.state().getUnreachable().size();
+        Transport t = transportRef.get();
+        return String.format(Locale.ROOT, "node %d UP | members %d %s | unreachable %d | segments %d (%s) | names %d"
+                        + " | transport %s | incarnation %d | up %ds", config.nodeId(), live.size(),
+                new java.util.TreeSet<>(live.keySet()),
+                unreachable, segments, human(bytes), nameSnapshot.get().size(), t == null ? "-" : t.name(),
+                incarnation, (System.nanoTime() - startedNanos) / 1_000_000_000L);
+    }
+
+    /** {@code 64.0 MiB}-style size. */
+    public static String human(long bytes) {
+        if (bytes < 1024) {
+            return bytes + " B";
+        }
+        String[] units = {"KiB", "MiB", "GiB", "TiB"};
+        double v = bytes;
+        int u = -1;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+    }
+
+    /** Leaves the cluster (bounded), then closes the transport and its segments. Idempotent. */
+    @Override
+    public void close() {
+        if (closing) {
+            return;
+        }
+        closing = true;
+        shutdown(Duration.ofSeconds(15));
+    }
+
+    private void shutdown(Duration wait) {
+        try {
+            CoordinatedShutdown.get(system).run(CoordinatedShutdown.clusterLeavingReason());
+            system.getWhenTerminated().toCompletableFuture().get(wait.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            LOG.warn("node {}: the actor system did not stop within {} ms: {}", config.nodeId(), wait.toMillis(),
+                    e.toString());
+            system.terminate();
+        } finally {
+            Transport t = transportRef.get();
+            if (t != null) {
+                t.close();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "DsmNode{node=" + config.nodeId() + ", incarnation=" + incarnation + ", member=" + memberAddress() + "}";
+    }
+}

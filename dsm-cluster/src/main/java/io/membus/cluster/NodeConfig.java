@@ -1,0 +1,358 @@
+package io.membus.cluster;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigValue;
+import io.membus.core.Access;
+import io.membus.core.RemotePtr;
+import io.membus.core.error.DsmConfigException;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A node's settings, read from the {@code membus} section of a HOCON config
+ * ({@code reference.conf} of this module holds and documents every default). Every
+ * value is checked here, so a bad config fails before anything starts, with a
+ * {@link DsmConfigException} naming the key ({@code membus.segments.size}), the value
+ * and what is allowed.
+ *
+ * <p>The config's own {@code pekko} section, if any, is kept ({@link #raw()}) so tests
+ * and operators can tune Pekko directly; Membus' derived settings (address, seeds,
+ * roles, failure detection) are laid over it in {@link DsmNode}.
+ *
+ * <p><b>Note:</b> immutable; thread-safe.
+ */
+public final class NodeConfig {
+    /** Transports Membus knows; a transport's module must also be on the class path. */
+    public static final Set<String> TRANSPORTS = Set.of("tcp", "shm", "local", "rdma");
+
+    private final Config raw;
+    private final int nodeId;
+    private final String clusterName;
+    private final String host;
+    private final int port;
+    private final List<String> seedNodes;
+    private final String secret;
+    private final String transport;
+    private final Map<String, String> transportProperties;
+    private final Duration operationTimeout;
+    private final Duration connectTimeout;
+    private final Duration startTimeout;
+    private final int segmentCount;
+    private final long segmentSize;
+    private final int segmentAccess;
+    private final boolean fileBacked;
+    private final Path segmentDir;
+    private final Duration heartbeatInterval;
+    private final Duration acceptableHeartbeatPause;
+    private final double phiThreshold;
+    private final Duration stableAfter;
+    private final Duration gossipInterval;
+
+    private NodeConfig(Config config, Config given) {
+        this.raw = given;
+        Config m = config.getConfig("membus");
+        this.nodeId = intIn(m, "node-id", 1, RemotePtr.MAX_NODE_ID, "an integer 1.." + RemotePtr.MAX_NODE_ID
+                + " unique in the cluster (there is no default: set membus.node-id)");
+        this.clusterName = string(m, "cluster-name");
+        if (!clusterName.matches("[A-Za-z0-9][A-Za-z0-9_-]*")) {
+            throw bad("cluster-name", clusterName, "letters, digits, '-' and '_', starting with a letter or digit");
+        }
+        this.host = string(m, "host");
+        if (host.isBlank()) {
+            throw bad("host", host, "a host name or IP address this node's members can reach, e.g. 127.0.0.1");
+        }
+        this.port = intIn(m, "port", 0, 65535, "a TCP port 0..65535 (0: ephemeral)");
+        this.seedNodes = new ArrayList<>();
+        try {
+            for (String s : m.getStringList("seed-nodes")) {
+                parseHostPort("seed-nodes", s);
+                seedNodes.add(s.trim());
+            }
+        } catch (ConfigException.WrongType e) {
+            throw bad("seed-nodes", m.getValue("seed-nodes").render(), "a list of \"host:port\" strings", e);
+        }
+        this.secret = string(m, "secret");
+        this.transport = string(m, "transport");
+        if (!TRANSPORTS.contains(transport)) {
+            throw bad("transport", transport, "one of tcp, shm, local, rdma");
+        }
+        this.transportProperties = new LinkedHashMap<>();
+        try {
+            Config tp = m.getConfig("transport-properties");
+            for (Map.Entry<String, ConfigValue> e : tp.entrySet()) {
+                transportProperties.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
+            }
+        } catch (ConfigException.WrongType e) {
+            throw bad("transport-properties", m.getValue("transport-properties").render(),
+                    "an object of transport properties, e.g. { \"tcp.port\" = 0 }", e);
+        }
+        this.operationTimeout = duration(m, "operation-timeout");
+        this.connectTimeout = duration(m, "connect-timeout");
+        this.startTimeout = duration(m, "start-timeout");
+        this.segmentCount = intIn(m, "segments.count", 0, RemotePtr.MAX_SEGMENT_INDEX + 1,
+                "an integer 0.." + (RemotePtr.MAX_SEGMENT_INDEX + 1));
+        this.segmentSize = bytes(m, "segments.size", 4096, RemotePtr.MAX_OFFSET + 1);
+        String access = string(m, "segments.access");
+        try {
+            this.segmentAccess = Access.parse(access);
+        } catch (IllegalArgumentException e) {
+            throw bad("segments.access", access, "a non-empty mix of the letters r (read), w (write), a (atomics)", e);
+        }
+        this.fileBacked = bool(m, "segments.file-backed");
+        this.segmentDir = Path.of(string(m, "segments.dir"));
+        this.heartbeatInterval = duration(m, "failure-detection.heartbeat-interval");
+        this.acceptableHeartbeatPause = duration(m, "failure-detection.acceptable-heartbeat-pause");
+        this.stableAfter = duration(m, "failure-detection.stable-after");
+        this.gossipInterval = duration(m, "failure-detection.gossip-interval");
+        try {
+            this.phiThreshold = m.getDouble("failure-detection.threshold");
+        } catch (ConfigException.WrongType e) {
+            throw bad("failure-detection.threshold", m.getValue("failure-detection.threshold").render(),
+                    "a number above 1, e.g. 8.0", e);
+        }
+        if (!(phiThreshold > 1.0)) {
+            throw bad("failure-detection.threshold", phiThreshold, "a number above 1, e.g. 8.0");
+        }
+    }
+
+    /** Reads {@code config} (its {@code membus} section over this module's defaults). */
+    public static NodeConfig from(Config config) {
+        try {
+            return new NodeConfig(config.withFallback(ConfigFactory.defaultReference(NodeConfig.class.getClassLoader()))
+                    .resolve(), config);
+        } catch (ConfigException e) {
+            throw new DsmConfigException(e.origin() == null ? "membus" : String.valueOf(e.origin().description()),
+                    "<unreadable>", "valid HOCON: " + e.getMessage(), e);
+        }
+    }
+
+    /** Reads a HOCON file (its {@code membus} section), over this module's defaults. */
+    public static NodeConfig load(Path file) {
+        if (!Files.isRegularFile(file)) {
+            throw new DsmConfigException("config file", file, "a readable HOCON file (e.g. node.conf with a membus { } section)");
+        }
+        try {
+            return from(ConfigFactory.parseFile(file.toFile()));
+        } catch (ConfigException e) {
+            throw new DsmConfigException("config file", file, "valid HOCON: " + e.getMessage(), e);
+        }
+    }
+
+    /** {@code application.conf} (and system properties) over this module's defaults. */
+    public static NodeConfig load() {
+        return from(ConfigFactory.systemProperties()
+                .withFallback(ConfigFactory.defaultApplication(NodeConfig.class.getClassLoader())));
+    }
+
+    /** Parses HOCON text, e.g. {@code "membus.node-id = 3"}. */
+    public static NodeConfig parse(String hocon) {
+        try {
+            return from(ConfigFactory.parseString(hocon));
+        } catch (ConfigException e) {
+            throw new DsmConfigException("config", "<text>", "valid HOCON: " + e.getMessage(), e);
+        }
+    }
+
+    /** Splits {@code host:port}; names {@code key} when it is not one. */
+    public static String[] parseHostPort(String key, String value) {
+        String v = value.trim();
+        int colon = v.lastIndexOf(':');
+        if (colon <= 0 || colon == v.length() - 1) {
+            throw bad(key, value, "host:port, e.g. 127.0.0.1:2551");
+        }
+        try {
+            int p = Integer.parseInt(v.substring(colon + 1));
+            if (p < 1 || p > 65535) {
+                throw bad(key, value, "host:port with a port 1..65535");
+            }
+        } catch (NumberFormatException e) {
+            throw bad(key, value, "host:port with a numeric port, e.g. 127.0.0.1:2551", e);
+        }
+        return new String[]{v.substring(0, colon), v.substring(colon + 1)};
+    }
+
+    private static DsmConfigException bad(String key, Object value, String allowed) {
+        return new DsmConfigException("membus." + key, value, allowed);
+    }
+
+    private static DsmConfigException bad(String key, Object value, String allowed, Throwable cause) {
+        return new DsmConfigException("membus." + key, value, allowed, cause);
+    }
+
+    private static String render(Config m, String key) {
+        return m.hasPath(key) ? m.getValue(key).render() : "<missing>";
+    }
+
+    private static String string(Config m, String key) {
+        try {
+            return m.getString(key);
+        } catch (ConfigException e) {
+            throw bad(key, render(m, key), "a string", e);
+        }
+    }
+
+    private static boolean bool(Config m, String key) {
+        try {
+            return m.getBoolean(key);
+        } catch (ConfigException e) {
+            throw bad(key, render(m, key), "true or false", e);
+        }
+    }
+
+    private static int intIn(Config m, String key, int min, int max, String allowed) {
+        int v;
+        try {
+            v = m.getInt(key);
+        } catch (ConfigException e) {
+            throw bad(key, render(m, key), allowed, e);
+        }
+        if (v < min || v > max) {
+            throw bad(key, v, allowed);
+        }
+        return v;
+    }
+
+    private static long bytes(Config m, String key, long min, long max) {
+        String allowed = "a size " + min + ".." + max + " bytes, a multiple of 8 (HOCON sizes such as 64MiB work)";
+        long v;
+        try {
+            v = m.getBytes(key);
+        } catch (ConfigException e) {
+            throw bad(key, render(m, key), allowed, e);
+        }
+        if (v < min || v > max || v % 8 != 0) {
+            throw bad(key, v, allowed);
+        }
+        return v;
+    }
+
+    private static Duration duration(Config m, String key) {
+        Duration d;
+        try {
+            d = m.getDuration(key);
+        } catch (ConfigException e) {
+            throw bad(key, render(m, key), "a positive duration such as 250ms, 5s or 2m", e);
+        }
+        if (d.isNegative() || d.isZero()) {
+            throw bad(key, d, "a positive duration such as 250ms, 5s or 2m");
+        }
+        return d;
+    }
+
+    /** The config as given (without defaults), including any {@code pekko} section. */
+    public Config raw() {
+        return raw;
+    }
+
+    public int nodeId() {
+        return nodeId;
+    }
+
+    public String clusterName() {
+        return clusterName;
+    }
+
+    public String host() {
+        return host;
+    }
+
+    public int port() {
+        return port;
+    }
+
+    public List<String> seedNodes() {
+        return List.copyOf(seedNodes);
+    }
+
+    /** The cluster secret; empty when none is set. Never printed. */
+    public String secret() {
+        return secret;
+    }
+
+    public String transport() {
+        return transport;
+    }
+
+    /**
+     * The properties handed to the transport: {@code transport-properties}, plus
+     * {@code <transport>.secret} and {@code <transport>.host} from {@code secret} and
+     * {@code host} unless set there.
+     */
+    public Map<String, String> transportProperties() {
+        Map<String, String> p = new LinkedHashMap<>(transportProperties);
+        if (!secret.isEmpty()) {
+            p.putIfAbsent(transport + ".secret", secret);
+        }
+        p.putIfAbsent(transport + ".host", host);
+        return p;
+    }
+
+    public Duration operationTimeout() {
+        return operationTimeout;
+    }
+
+    public Duration connectTimeout() {
+        return connectTimeout;
+    }
+
+    public Duration startTimeout() {
+        return startTimeout;
+    }
+
+    public int segmentCount() {
+        return segmentCount;
+    }
+
+    public long segmentSize() {
+        return segmentSize;
+    }
+
+    public int segmentAccess() {
+        return segmentAccess;
+    }
+
+    public boolean fileBacked() {
+        return fileBacked;
+    }
+
+    public Path segmentDir() {
+        return segmentDir;
+    }
+
+    public Duration heartbeatInterval() {
+        return heartbeatInterval;
+    }
+
+    public Duration acceptableHeartbeatPause() {
+        return acceptableHeartbeatPause;
+    }
+
+    public double phiThreshold() {
+        return phiThreshold;
+    }
+
+    public Duration stableAfter() {
+        return stableAfter;
+    }
+
+    public Duration gossipInterval() {
+        return gossipInterval;
+    }
+
+    @Override
+    public String toString() {
+        return "NodeConfig{node-id=" + nodeId + ", cluster-name=" + clusterName + ", host=" + host + ", port=" + port
+                + ", seed-nodes=" + seedNodes + ", secret=" + (secret.isEmpty() ? "<none>" : "<hidden>")
+                + ", transport=" + transport + ", segments=" + segmentCount + "x" + segmentSize + " "
+                + Access.toString(segmentAccess) + (fileBacked ? " file-backed" : "") + "}";
+    }
+}

@@ -1,0 +1,122 @@
+package io.membus.cluster;
+
+import io.membus.core.RemoteMemory;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.test.TestJvm;
+import io.membus.core.transport.PeerInfo;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import static io.membus.cluster.TestClusters.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A cluster across processes over shm: nodes 1 and 2 in this JVM, node 3 in a child
+ * JVM with file-backed segments. Killing node 3's process gets it downed, fenced and
+ * its pointers failing fast; restarting it with the same identity brings its data back
+ * as a new incarnation, and the old incarnation's connections are refused.
+ */
+class MultiProcessClusterTest {
+    private final List<DsmNode> nodes = new ArrayList<>();
+    private Path shmDir;
+
+    @AfterEach
+    void cleanUp() throws IOException {
+        for (DsmNode n : nodes) {
+            n.close();
+        }
+        if (shmDir != null && Files.exists(shmDir)) {
+            try (Stream<Path> walk = Files.walk(shmDir)) {
+                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aKilledNodeIsFencedAndARestartBringsItsFileBackedDataBack() throws Exception {
+        Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
+        shmDir = Files.createTempDirectory(root, "membus-cluster-test-");
+        String shm = "membus.transport-properties { \"shm.dir\" = \"" + shmDir + "\" }\n";
+        int p1 = TestClusters.freePort();
+        int p3 = TestClusters.freePort();
+        DsmNode n1 = DsmNode.start(NodeConfig.parse(TestClusters.config(1, p1, p1, "shm", shm)));
+        nodes.add(n1);
+        DsmNode n2 = DsmNode.start(NodeConfig.parse(TestClusters.config(2, 0, p1, "shm", shm)));
+        nodes.add(n2);
+        Path conf3 = shmDir.resolve("node-3.conf");
+        Files.writeString(conf3, TestClusters.config(3, p3, p1, "shm", shm + "membus.segments.file-backed = true\n"));
+
+        try (TestJvm jvm = new TestJvm()) {
+            Process first = jvm.start(NodeProcess.class, List.of(conf3.toString()));
+            awaitNode3(n1, n2, jvm, 0);
+            PeerInfo before = n1.directory().member(3).orElseThrow();
+            long ptr = n1.directory().segment(3, 1).orElseThrow().pointer(64);
+            n1.remoteMemory().writeLongSync(ptr, 0xC0FFEEL);
+            assertEquals(0xC0FFEEL, n2.remoteMemory().readLongSync(ptr));
+            assertEquals(0, n2.remoteMemory().fetchAndAddSync(n2.directory().segment(3, 0).orElseThrow().pointer(0), 3));
+
+            long kill = System.nanoTime();
+            first.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+
+            await("node 3 removed from both directories after its process was killed", Duration.ofSeconds(40),
+                    () -> n1.directory().member(3).isEmpty() && n2.directory().member(3).isEmpty());
+            await("node 3 fenced", Duration.ofSeconds(10), () -> n1.transport().isFenced(3) && n2.transport().isFenced(3));
+            System.out.printf("MEASURE kill -9 of node 3 -> fenced and gone from both directories: %d ms%n",
+                    (System.nanoTime() - kill) / 1_000_000);
+            long failStart = System.nanoTime();
+            assertThrows(NodeUnavailableException.class, () -> n1.remoteMemory().readLongSync(ptr));
+            System.out.printf("MEASURE a verb on the removed node's pointer fails in: %d us%n",
+                    (System.nanoTime() - failStart) / 1_000);
+            for (DsmNode n : List.of(n1, n2)) {
+                NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
+                        () -> n.remoteMemory().readLongSync(ptr));
+                assertEquals(3, e.nodeId(), e.getMessage());
+                assertTrue(e.getMessage().contains("node=3"), e.getMessage());
+            }
+
+            long restart = System.nanoTime();
+            jvm.start(NodeProcess.class, List.of(conf3.toString()));
+            awaitNode3(n1, n2, jvm, 1);
+            System.out.printf("MEASURE restart of node 3 (new JVM) -> back in both directories with its data: %d ms%n",
+                    (System.nanoTime() - restart) / 1_000_000);
+            PeerInfo after = n1.directory().member(3).orElseThrow();
+            assertNotEquals(before.incarnation(), after.incarnation());
+            assertTrue(after.incarnation() > before.incarnation());
+            assertFalse(n1.transport().isFenced(3), "the fence is lifted for the new incarnation");
+            assertEquals(0xC0FFEEL, n1.remoteMemory().readLongSync(ptr), "file-backed data is back after the restart");
+            assertEquals(3, n2.remoteMemory().readLongSync(n2.directory().segment(3, 0).orElseThrow().pointer(0)));
+            StaleIncarnationException stale = assertThrows(StaleIncarnationException.class,
+                    () -> RemoteMemory.await(n2.transport().connect(before), Duration.ofSeconds(5)));
+            assertEquals(before.incarnation(), stale.expected());
+            assertEquals(after.incarnation(), stale.actual());
+        }
+    }
+
+    private static void awaitNode3(DsmNode n1, DsmNode n2, TestJvm jvm, int child) {
+        try {
+            await("node 3 (child process) in both directories", Duration.ofSeconds(60),
+                    () -> n1.directory().member(3).isPresent() && n2.directory().member(3).isPresent());
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; child output:\n" + jvm.output(child), e);
+        }
+    }
+}

@@ -1,0 +1,137 @@
+package io.membus.cluster;
+
+import io.membus.core.Access;
+import io.membus.core.error.DsmConfigException;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class NodeConfigTest {
+
+    private static DsmConfigException bad(String hocon) {
+        return assertThrows(DsmConfigException.class, () -> NodeConfig.parse(hocon));
+    }
+
+    @Test
+    void defaultsComeFromReferenceConf() {
+        NodeConfig c = NodeConfig.parse("membus.node-id = 7");
+        assertEquals(7, c.nodeId());
+        assertEquals("membus", c.clusterName());
+        assertEquals("127.0.0.1", c.host());
+        assertEquals(2551, c.port());
+        assertEquals(List.of(), c.seedNodes());
+        assertEquals("tcp", c.transport());
+        assertEquals(Duration.ofSeconds(5), c.operationTimeout());
+        assertEquals(1, c.segmentCount());
+        assertEquals(64L << 20, c.segmentSize());
+        assertEquals(Access.ALL, c.segmentAccess());
+        assertFalse(c.fileBacked());
+        assertEquals(Duration.ofSeconds(7), c.stableAfter());
+        assertEquals(Map.of("tcp.host", "127.0.0.1"), c.transportProperties(), "no secret set: none passed");
+    }
+
+    @Test
+    void secretAndHostGoToTheTransportUnlessItsPropertiesSetThem() {
+        NodeConfig c = NodeConfig.parse("""
+                membus { node-id = 1, transport = tcp, secret = "0123456789abcdef0123", host = "10.0.0.5"
+                  transport-properties { "tcp.port" = 0 } }
+                """);
+        assertEquals(Map.of("tcp.port", "0", "tcp.secret", "0123456789abcdef0123", "tcp.host", "10.0.0.5"),
+                c.transportProperties());
+        assertFalse(c.toString().contains("0123456789abcdef"), "the secret is never printed: " + c);
+        NodeConfig own = NodeConfig.parse("""
+                membus { node-id = 1, transport = tcp, secret = "0123456789abcdef0123", host = "10.0.0.5"
+                  transport-properties { "tcp.secret" = "ffffffffffffffffffff", "tcp.host" = "0.0.0.0" } }
+                """);
+        assertEquals("ffffffffffffffffffff", own.transportProperties().get("tcp.secret"));
+        assertEquals("0.0.0.0", own.transportProperties().get("tcp.host"));
+    }
+
+    @Test
+    void aMissingNodeIdIsRefusedWithWhatToSet() {
+        DsmConfigException e = bad("membus.port = 1");
+        assertEquals("membus.node-id", e.key());
+        assertTrue(e.getMessage().contains("value=0"), e.getMessage());
+        assertTrue(e.getMessage().contains("allowed=an integer 1..65535"), e.getMessage());
+    }
+
+    @Test
+    void everyBadValueNamesItsKeyAndWhatIsAllowed() {
+        String id = "membus.node-id = 1\n";
+        assertEquals("membus.node-id", bad("membus.node-id = 70000").key());
+        assertEquals("membus.node-id", bad("membus.node-id = three").key());
+        DsmConfigException t = bad(id + "membus.transport = carrier-pigeon");
+        assertEquals("membus.transport", t.key());
+        assertTrue(t.getMessage().contains("value=carrier-pigeon, allowed=one of tcp, shm, local, rdma"), t.getMessage());
+        DsmConfigException s = bad(id + "membus.seed-nodes = [\"localhost\"]");
+        assertEquals("membus.seed-nodes", s.key());
+        assertTrue(s.getMessage().contains("host:port"), s.getMessage());
+        assertEquals("membus.seed-nodes", bad(id + "membus.seed-nodes = [\"h:99999\"]").key());
+        assertEquals("membus.port", bad(id + "membus.port = -1").key());
+        DsmConfigException size = bad(id + "membus.segments.size = 12 bytes");
+        assertEquals("membus.segments.size", size.key());
+        assertTrue(size.getMessage().contains("a multiple of 8"), size.getMessage());
+        assertEquals("membus.segments.size", bad(id + "membus.segments.size = lots").key());
+        assertEquals("membus.segments.count", bad(id + "membus.segments.count = 257").key());
+        DsmConfigException access = bad(id + "membus.segments.access = rx");
+        assertEquals("membus.segments.access", access.key());
+        assertTrue(access.getMessage().contains("r (read), w (write), a (atomics)"), access.getMessage());
+        assertEquals("membus.segments.file-backed", bad(id + "membus.segments.file-backed = maybe").key());
+        DsmConfigException timeout = bad(id + "membus.operation-timeout = soon");
+        assertEquals("membus.operation-timeout", timeout.key());
+        assertTrue(timeout.getMessage().contains("250ms, 5s or 2m"), timeout.getMessage());
+        assertEquals("membus.connect-timeout", bad(id + "membus.connect-timeout = 0s").key());
+        assertEquals("membus.failure-detection.threshold", bad(id + "membus.failure-detection.threshold = 0.5").key());
+        assertEquals("membus.cluster-name", bad(id + "membus.cluster-name = \"a b\"").key());
+    }
+
+    @Test
+    void aConfigFileIsReadAndAMissingOneIsNamed(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path f = dir.resolve("node.conf");
+        Files.writeString(f, "membus { node-id = 4, transport = shm, segments { count = 3, size = 1MiB, file-backed = on } }");
+        NodeConfig c = NodeConfig.load(f);
+        assertEquals(4, c.nodeId());
+        assertEquals(3, c.segmentCount());
+        assertEquals(1L << 20, c.segmentSize());
+        assertTrue(c.fileBacked());
+        DsmConfigException missing = assertThrows(DsmConfigException.class, () -> NodeConfig.load(dir.resolve("nope.conf")));
+        assertTrue(missing.getMessage().contains("nope.conf"), missing.getMessage());
+        Files.writeString(f, "membus { node-id = ");
+        DsmConfigException broken = assertThrows(DsmConfigException.class, () -> NodeConfig.load(f));
+        assertTrue(broken.getMessage().contains("valid HOCON"), broken.getMessage());
+    }
+
+    @Test
+    void aPortInUseIsReportedAsABadPort() throws Exception {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            DsmConfigException e = assertThrows(DsmConfigException.class, () -> DsmNode.start(NodeConfig.parse(
+                    "membus { node-id = 1, transport = local, port = " + taken.getLocalPort() + " }")));
+            assertEquals("membus.port", e.key());
+            assertTrue(e.getMessage().contains("value=127.0.0.1:" + taken.getLocalPort()), e.getMessage());
+        }
+    }
+
+    @Test
+    void pekkoSettingsOfTheConfigWinOverMembusTuningButNotOverIdentity() {
+        NodeConfig c = NodeConfig.parse("""
+                membus { node-id = 9, port = 4000, failure-detection.stable-after = 3s }
+                pekko.cluster.split-brain-resolver.stable-after = 11s
+                pekko.remote.artery.canonical.port = 1234
+                """);
+        var p = DsmNode.pekkoConfig(c);
+        assertEquals(Duration.ofSeconds(11), p.getDuration("pekko.cluster.split-brain-resolver.stable-after"));
+        assertEquals(4000, p.getInt("pekko.remote.artery.canonical.port"));
+        assertEquals("keep-majority", p.getString("pekko.cluster.split-brain-resolver.active-strategy"));
+        assertEquals(List.of("membus-node", "membus-node-9"), p.getStringList("pekko.cluster.roles"));
+        assertEquals("membus", p.getString("pekko.actor.serialization-bindings.\"io.membus.cluster.ClusterMessage\""));
+    }
+}

@@ -1,0 +1,73 @@
+package io.membus.cluster;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Configs for test clusters on loopback with Pekko tuned so that formation and
+ * downing take seconds, and polling helpers with deadlines.
+ */
+final class TestClusters {
+    private TestClusters() {
+    }
+
+    /** Timeouts that make a test cluster form in about a second and down a lost member in a few. */
+    static final String FAST = """
+            membus.start-timeout = 30s
+            membus.operation-timeout = 2s
+            membus.connect-timeout = 2s
+            membus.failure-detection {
+              heartbeat-interval = 200ms
+              acceptable-heartbeat-pause = 1200ms
+              threshold = 8.0
+              stable-after = 2s
+              gossip-interval = 200ms
+            }
+            pekko.cluster.seed-node-timeout = 1s
+            pekko.cluster.retry-unsuccessful-join-after = 500ms
+            pekko.cluster.failure-detector.expected-response-after = 400ms
+            pekko.cluster.split-brain-resolver.down-all-when-unstable = off
+            pekko.remote.artery.advanced.test-mode = on
+            pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+            """;
+
+    static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** A node's config: id, its port, the seed's port, the transport and its properties (HOCON lines). */
+    static String config(int id, int port, int seedPort, String transport, String extra) {
+        return FAST + "membus.node-id = " + id + "\n"
+                + "membus.cluster-name = test\n"
+                + "membus.host = \"127.0.0.1\"\n"
+                + "membus.port = " + port + "\n"
+                + "membus.seed-nodes = [\"127.0.0.1:" + seedPort + "\"]\n"
+                + "membus.transport = " + transport + "\n"
+                + "membus.segments.count = 2\n"
+                + "membus.segments.size = 64KiB\n"
+                + extra;
+    }
+
+    /** Polls {@code condition} every 20 ms until it holds; fails with {@code what} at the deadline. */
+    static void await(String what, Duration timeout, BooleanSupplier condition) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("timed out after " + timeout.toMillis() + " ms waiting for: " + what);
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted waiting for: " + what);
+            }
+        }
+    }
+}

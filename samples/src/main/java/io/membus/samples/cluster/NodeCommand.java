@@ -1,0 +1,74 @@
+package io.membus.samples.cluster;
+
+import io.membus.cluster.DsmNode;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code membus node --config FILE}: runs one node in the foreground, printing its
+ * status line every few seconds, until it is stopped (Ctrl-C: it leaves the cluster
+ * gracefully) or downed by the cluster (it says why and exits with code 3).
+ *
+ * <p><b>Note:</b> one instance per process.
+ */
+@Command(name = "node", mixinStandardHelpOptions = true,
+        description = "Run a Membus node in the foreground from a HOCON config file (a membus { } section).")
+public final class NodeCommand implements Callable<Integer> {
+
+    @Option(names = "--config", required = true, description = "the node's config file (see reference.conf of dsm-cluster)")
+    Path config;
+
+    @Option(names = "--status-interval", defaultValue = "5",
+            description = "seconds between status lines (default: ${DEFAULT-VALUE})")
+    int statusInterval;
+
+    @Option(names = "--run-for", defaultValue = "0",
+            description = "stop after this many seconds; 0 runs until stopped (default: ${DEFAULT-VALUE})")
+    int runFor;
+
+    @Override
+    public Integer call() throws Exception {
+        if (statusInterval < 1) {
+            throw new IllegalArgumentException("--status-interval " + statusInterval + " is out of range; allowed: 1 or more");
+        }
+        PrintStream out = System.out;
+        DsmNode node = DsmNode.start(config);
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread hook = new Thread(() -> {
+            out.println("membus node " + node.nodeId() + ": stopping, leaving the cluster");
+            node.close();
+            stopped.countDown();
+        }, "membus-node-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        out.println("membus node " + node.nodeId() + " running (member " + node.memberAddress() + "); Ctrl-C stops it");
+        long until = runFor > 0 ? System.nanoTime() + TimeUnit.SECONDS.toNanos(runFor) : Long.MAX_VALUE;
+        while (true) {
+            out.println(node.statusLine());
+            out.flush();
+            if (node.isDown()) {
+                Runtime.getRuntime().removeShutdownHook(hook);
+                node.close();
+                System.err.println("membus node " + node.nodeId() + " is down: " + node.downReason());
+                return 3;
+            }
+            if (runFor > 0 && System.nanoTime() - until >= 0) {
+                Runtime.getRuntime().removeShutdownHook(hook);
+                node.close();
+                return 0;
+            }
+            long wait = TimeUnit.SECONDS.toMillis(statusInterval);
+            if (runFor > 0) {
+                wait = Math.max(1, Math.min(wait, (until - System.nanoTime()) / 1_000_000));
+            }
+            if (stopped.await(wait, TimeUnit.MILLISECONDS)) {
+                return 0;
+            }
+        }
+    }
+}

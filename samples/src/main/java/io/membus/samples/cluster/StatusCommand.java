@@ -1,0 +1,43 @@
+package io.membus.samples.cluster;
+
+import io.membus.cluster.ClusterMessage;
+import io.membus.cluster.ClusterStatus;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.time.Duration;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code membus status --seed HOST:PORT}: asks one running node (without joining the
+ * cluster) for the members, their state, their segments and the memory they export,
+ * and prints them as a table.
+ *
+ * <p><b>Note:</b> one instance per process.
+ */
+@Command(name = "status", mixinStandardHelpOptions = true,
+        description = "Print a Membus cluster's members, their state, segments and memory, asking one node.")
+public final class StatusCommand implements Callable<Integer> {
+
+    @Option(names = "--seed", required = true, description = "a node's Pekko address as host:port (its membus.host:port)")
+    String seed;
+
+    @Option(names = "--cluster-name", defaultValue = "membus",
+            description = "the cluster's membus.cluster-name (default: ${DEFAULT-VALUE}; the demo's is membus-demo)")
+    String clusterName;
+
+    @Option(names = "--bind-host", defaultValue = "127.0.0.1",
+            description = "the local address the query listens on for the answer (default: ${DEFAULT-VALUE})")
+    String bindHost;
+
+    @Option(names = "--timeout", defaultValue = "10", description = "seconds to wait for the answer (default: ${DEFAULT-VALUE})")
+    int timeoutSeconds;
+
+    @Override
+    public Integer call() {
+        ClusterMessage.StatusReply reply = ClusterStatus.query(seed, clusterName, bindHost,
+                Duration.ofSeconds(Math.max(1, timeoutSeconds)));
+        System.out.print(ClusterStatus.format(reply));
+        return 0;
+    }
+}

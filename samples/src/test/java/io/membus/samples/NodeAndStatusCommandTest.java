@@ -1,0 +1,105 @@
+package io.membus.samples;
+
+import io.membus.cluster.DsmNode;
+import io.membus.cluster.NodeConfig;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class NodeAndStatusCommandTest {
+
+    private static final String FAST = """
+            membus.cluster-name = cli-test
+            membus.transport = local
+            membus.segments { count = 1, size = 1MiB }
+            membus.failure-detection.gossip-interval = 200ms
+            pekko.cluster.seed-node-timeout = 1s
+            pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+            """;
+
+    private static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private record Run(int code, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        ByteArrayOutputStream o = new ByteArrayOutputStream();
+        ByteArrayOutputStream e = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(o, true, StandardCharsets.UTF_8));
+        System.setErr(new PrintStream(e, true, StandardCharsets.UTF_8));
+        int code;
+        try {
+            code = MembusCli.run(args);
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
+        Run r = new Run(code, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
+        System.out.println(r.out + r.err);
+        return r;
+    }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aNodeRunsFromItsConfigFileAndStatusShowsTheCluster(@TempDir Path dir) throws Exception {
+        String fabric = "cli-" + System.nanoTime();
+        int seed = freePort();
+        try (DsmNode first = DsmNode.start(NodeConfig.parse(FAST + "membus { node-id = 1, port = " + seed
+                + ", seed-nodes = [\"127.0.0.1:" + seed + "\"], transport-properties { \"local.fabric\" = \"" + fabric
+                + "\" } }"))) {
+            Path conf = dir.resolve("node5.conf");
+            Files.writeString(conf, FAST + "membus { node-id = 5, port = 0, seed-nodes = [\"127.0.0.1:" + seed
+                    + "\"], transport-properties { \"local.fabric\" = \"" + fabric + "\" } }");
+            CompletableFuture<Run> node = CompletableFuture.supplyAsync(() -> run("node", "--config", conf.toString(),
+                    "--status-interval", "1", "--run-for", "8"));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (first.directory().member(5).isEmpty()) {
+                assertTrue(System.nanoTime() < deadline, "node 5 did not join");
+                Thread.sleep(50);
+            }
+            Run status = run("status", "--seed", "127.0.0.1:" + seed, "--cluster-name", "cli-test");
+            assertEquals(0, status.code(), status.err());
+            assertTrue(status.out().contains("2 members (2 Up), 2 segments, 2.0 MiB exported"), status.out());
+            assertTrue(status.out().matches("(?s).*\\n5 +pekko://cli-test@127\\.0\\.0\\.1:\\d+ +Up +yes +local .*"),
+                    status.out());
+            Run done = node.get(60, TimeUnit.SECONDS);
+            assertEquals(0, done.code(), done.err());
+            assertTrue(done.out().contains("node 5 UP | members 2 [1, 5]"), done.out());
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void badConfigsAndUnreachableSeedsAreReportedClearly(@TempDir Path dir) throws Exception {
+        Path conf = dir.resolve("bad.conf");
+        Files.writeString(conf, "membus { node-id = 3, segments.access = \"rx\" }");
+        Run bad = run("node", "--config", conf.toString());
+        assertEquals(1, bad.code());
+        assertTrue(bad.err().contains("key=membus.segments.access, value=rx"), bad.err());
+        Run missing = run("node", "--config", dir.resolve("missing.conf").toString());
+        assertEquals(1, missing.code());
+        assertTrue(missing.err().contains("missing.conf"), missing.err());
+        Run none = run("status", "--seed", "127.0.0.1:" + freePort(), "--timeout", "2");
+        assertEquals(1, none.code());
+        assertTrue(none.err().contains("no answer from a membus node"), none.err());
+        assertEquals(1, run("status", "--seed", "nonsense").code());
+    }
+}
