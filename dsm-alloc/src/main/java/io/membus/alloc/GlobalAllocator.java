@@ -94,6 +94,7 @@ public final class GlobalAllocator implements AutoCloseable {
     private static final int MAX_CAS_RETRIES = 100_000;
 
     private final RemoteMemory memory;
+    private final Remote remote;
     private final SegmentDirectory directory;
     private final AllocatorConfig config;
     private final int self;
@@ -112,6 +113,7 @@ public final class GlobalAllocator implements AutoCloseable {
      */
     public GlobalAllocator(RemoteMemory memory, AllocatorConfig config) {
         this.memory = memory;
+        this.remote = new Remote(memory);
         this.directory = memory.directory();
         this.config = config;
         this.self = memory.localNodeId();
@@ -203,7 +205,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
     private boolean format(SegmentDescriptor d) {
         long base = d.pointer(0);
-        byte[] hdr = memory.readSync(base, HeapLayout.HEADER_LENGTH);
+        byte[] hdr = remote.read(base, HeapLayout.HEADER_LENGTH);
         long magic = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET);
         if (magic != 0) {
             geometry(d, hdr); // validates, throws HeapCorruptedException
@@ -225,7 +227,7 @@ public final class GlobalAllocator implements AutoCloseable {
         }
         long dataStart = HeapLayout.dataStart(count);
         for (long off = HeapLayout.TABLE_OFFSET; off < dataStart; off += TABLE_READ_PIECE) {
-            memory.writeSync(base + off, new byte[(int) Math.min(TABLE_READ_PIECE, dataStart - off)]);
+            remote.write(base + off, new byte[(int) Math.min(TABLE_READ_PIECE, dataStart - off)]);
         }
         byte[] fields = new byte[HeapLayout.HEADER_LENGTH - 8];
         Words.putInt(fields, HeapLayout.VERSION_OFFSET - 8, HeapLayout.LAYOUT_VERSION);
@@ -234,8 +236,8 @@ public final class GlobalAllocator implements AutoCloseable {
         Words.putLong(fields, HeapLayout.DATA_START_OFFSET - 8, dataStart);
         Words.putLong(fields, HeapLayout.CHECK_OFFSET - 8,
                 HeapLayout.checkWord(HeapLayout.LAYOUT_VERSION, shift, count, dataStart));
-        memory.writeSync(base + 8, fields);
-        memory.writeLongSync(base + HeapLayout.MAGIC_OFFSET, HeapLayout.MAGIC); // last: readers that see it see the rest
+        remote.write(base + 8, fields);
+        remote.writeLong(base + HeapLayout.MAGIC_OFFSET, HeapLayout.MAGIC); // last: readers that see it see the rest
         heaps.remove(key(d.nodeId(), d.index()));
         LOG.info("formatted heap segment: node={}, segment={}, chunkSize={}, chunks={}", d.nodeId(), d.index(),
                 1 << shift, count);
@@ -298,7 +300,7 @@ public final class GlobalAllocator implements AutoCloseable {
         synchronized (heaps) {
             h = heaps.get(k);
             if (h == null || h.incarnation != d.incarnation() || !h.formatted) {
-                byte[] hdr = memory.readSync(d.pointer(0), HeapLayout.HEADER_LENGTH);
+                byte[] hdr = remote.read(d.pointer(0), HeapLayout.HEADER_LENGTH);
                 h = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET) == 0 ? new Heap(d) : geometry(d, hdr);
                 heaps.put(k, h);
             }
@@ -466,7 +468,7 @@ public final class GlobalAllocator implements AutoCloseable {
                     + Long.toHexString(expected));
         }
         long freed = HeapLayout.nextHeader(expected);
-        long witness = memory.compareAndSwapSync(ptr, expected, freed);
+        long witness = remote.compareAndSwap(ptr, expected, freed);
         if (witness != expected) {
             if (kindOf(witness) == kind && blockClassOf(witness) == blockClassOf(expected)
                     && generationOf(witness) > generationOf(expected)) {
@@ -498,14 +500,14 @@ public final class GlobalAllocator implements AutoCloseable {
         long ptr = ref.ptr();
         byte[] out;
         if (offset <= 256) {
-            byte[] b = memory.readSync(ptr, (int) (BLOCK_HEADER_LENGTH + offset + length));
+            byte[] b = remote.read(ptr, (int) (BLOCK_HEADER_LENGTH + offset + length));
             checkHeader(ref, Words.getLong(b, 0), "read");
             out = Arrays.copyOfRange(b, (int) (BLOCK_HEADER_LENGTH + offset), b.length);
         } else {
-            checkHeader(ref, memory.readLongSync(ptr), "read");
-            out = memory.readSync(ref.payload() + offset, length);
+            checkHeader(ref, remote.readLong(ptr), "read");
+            out = remote.read(ref.payload() + offset, length);
         }
-        checkHeader(ref, memory.readLongSync(ptr), "read");
+        checkHeader(ref, remote.readLong(ptr), "read");
         return out;
     }
 
@@ -525,9 +527,9 @@ public final class GlobalAllocator implements AutoCloseable {
     public void write(BlockRef ref, long offset, byte[] src) {
         checkBounds(ref, offset, src.length);
         long ptr = ref.ptr();
-        checkHeader(ref, memory.readLongSync(ptr), "write");
-        memory.writeSync(ref.payload() + offset, src);
-        checkHeader(ref, memory.readLongSync(ptr), "write");
+        checkHeader(ref, remote.readLong(ptr), "write");
+        remote.write(ref.payload() + offset, src);
+        checkHeader(ref, remote.readLong(ptr), "write");
     }
 
     /** Writes the little-endian payload word at {@code offset} (checked like {@link #write}). */
@@ -539,7 +541,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
     /** Whether {@code ref}'s block is still the one it was allocated as (one read of the header). */
     public boolean isLive(BlockRef ref) {
-        return memory.readLongSync(ref.ptr()) == ref.header();
+        return remote.readLong(ref.ptr()) == ref.header();
     }
 
     private static void checkBounds(BlockRef ref, long offset, long length) {
@@ -595,7 +597,7 @@ public final class GlobalAllocator implements AutoCloseable {
                     long st = t[c * 4];
                     if (stateOf(st) != FREE && ownerOf(st) == nodeId) {
                         long mine = (st & ~(0xffffL << 36)) | ((long) self << 36);
-                        if (memory.compareAndSwapSync(h.entry(c), st, mine) == st) {
+                        if (remote.compareAndSwap(h.entry(c), st, mine) == st) {
                             adopted++;
                         }
                     }
@@ -715,9 +717,16 @@ public final class GlobalAllocator implements AutoCloseable {
             return;
         }
         try {
-            trim();
-        } catch (DsmException e) {
-            LOG.warn("allocator close: could not return every cached block: node={}", self, e);
+            for (Heap h : heaps.values()) {
+                if (h.formatted) {
+                    try {
+                        h.trim();
+                    } catch (DsmException e) {
+                        LOG.warn("allocator close: cached blocks of node={} segment={} not returned (they stay"
+                                + " unused until their chunk is adopted): {}", h.node, h.segment, e.getMessage());
+                    }
+                }
+            }
         } finally {
             closed = true;
             directory.removeListener(listener);
@@ -804,7 +813,7 @@ public final class GlobalAllocator implements AutoCloseable {
             long bytes = (long) chunkCount * ENTRY_LENGTH;
             for (long off = 0; off < bytes; off += TABLE_READ_PIECE) {
                 int len = (int) Math.min(TABLE_READ_PIECE, bytes - off);
-                byte[] b = memory.readSync(base + HeapLayout.TABLE_OFFSET + off, len);
+                byte[] b = remote.read(base + HeapLayout.TABLE_OFFSET + off, len);
                 for (int i = 0; i < len; i += 8) {
                     t[(int) ((off + i) >> 3)] = Words.getLong(b, i);
                 }
@@ -859,7 +868,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 for (; claimed < span; claimed++) {
                     long w = t[(start + claimed) * 4];
                     long mine = state(claimed == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
-                    if (memory.compareAndSwapSync(entry(start + claimed), w, mine) != w) {
+                    if (remote.compareAndSwap(entry(start + claimed), w, mine) != w) {
                         break;
                     }
                 }
@@ -867,7 +876,7 @@ public final class GlobalAllocator implements AutoCloseable {
                     for (int i = 0; i < claimed; i++) { // roll back: these chunks are free again (new epoch)
                         long w = t[(start + i) * 4];
                         long mine = state(i == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
-                        long back = memory.compareAndSwapSync(entry(start + i), mine, state(FREE, 0, 0, epochOf(w) + 1));
+                        long back = remote.compareAndSwap(entry(start + i), mine, state(FREE, 0, 0, epochOf(w) + 1));
                         if (back != mine) {
                             throw new HeapCorruptedException(node, segment, "a chunk claimed by this node changed"
                                     + " under it: chunk=" + (start + i) + ", state=0x" + Long.toHexString(back));
@@ -875,9 +884,9 @@ public final class GlobalAllocator implements AutoCloseable {
                     }
                     continue;
                 }
-                memory.writeLongSync(entry(start) + COUNT_WORD, span);
+                remote.writeLong(entry(start) + COUNT_WORD, span);
                 long hdr = blockHeader(HeapLayout.firstGeneration(epoch), LARGE_CLASS, KIND_LARGE);
-                memory.writeLongSync(chunk(start), hdr);
+                remote.writeLong(chunk(start), hdr);
                 return new BlockRef(chunk(start), hdr, ((long) span << chunkShift) - BLOCK_HEADER_LENGTH);
             }
             return null;
@@ -895,22 +904,22 @@ public final class GlobalAllocator implements AutoCloseable {
         }
 
         void freeLarge(int chunk) {
-            long head = memory.readLongSync(entry(chunk));
-            long span = memory.readLongSync(entry(chunk) + COUNT_WORD);
+            long head = remote.readLong(entry(chunk));
+            long span = remote.readLong(entry(chunk) + COUNT_WORD);
             if (stateOf(head) != LARGE_HEAD || span < 1 || span > chunkCount - chunk) {
                 throw new HeapCorruptedException(node, segment, "large object's chunk entry is wrong: chunk=" + chunk
                         + ", state=0x" + Long.toHexString(head) + ", span=" + span);
             }
             for (int i = 0; i < span; i++) {
                 long e = entry(chunk + i);
-                long st = i == 0 ? head : memory.readLongSync(e);
+                long st = i == 0 ? head : remote.readLong(e);
                 for (int tries = 0; ; tries++) {
                     int s = stateOf(st);
                     if (s != (i == 0 ? LARGE_HEAD : LARGE_TAIL) || tries > MAX_CAS_RETRIES) {
                         throw new HeapCorruptedException(node, segment, "large object's chunk entry is wrong: chunk="
                                 + (chunk + i) + ", state=0x" + Long.toHexString(st));
                     }
-                    long w = memory.compareAndSwapSync(e, st, state(FREE, 0, 0, epochOf(st)));
+                    long w = remote.compareAndSwap(e, st, state(FREE, 0, 0, epochOf(st)));
                     if (w == st) {
                         break;
                     }
@@ -933,12 +942,12 @@ public final class GlobalAllocator implements AutoCloseable {
         /** Pushes a free block on its chunk's free list (tagged Treiber stack), then counts it. */
         void push(int chunk, long ptr, long blockIndex) {
             long e = entry(chunk);
-            long top = memory.readLongSync(e + FREE_HEAD_WORD);
+            long top = remote.readLong(e + FREE_HEAD_WORD);
             for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
-                memory.writeLongSync(ptr + BLOCK_HEADER_LENGTH, headIndex(top));
-                long w = memory.compareAndSwapSync(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, blockIndex + 1));
+                remote.writeLong(ptr + BLOCK_HEADER_LENGTH, headIndex(top));
+                long w = remote.compareAndSwap(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, blockIndex + 1));
                 if (w == top) {
-                    memory.fetchAndAddSync(e + COUNT_WORD, 1);
+                    remote.fetchAndAdd(e + COUNT_WORD, 1);
                     return;
                 }
                 top = w;
@@ -966,7 +975,7 @@ public final class GlobalAllocator implements AutoCloseable {
                         int cls = classOf(st);
                         long carved = Math.min(t[c * 4 + 1], perChunk(cls));
                         if (t[c * 4 + 3] == carved
-                                && memory.compareAndSwapSync(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
+                                && remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
                             released++;
                             if (ps[cls] != null) {
                                 ps[cls].owned.clear(c);
@@ -1093,9 +1102,9 @@ public final class GlobalAllocator implements AutoCloseable {
                     continue;
                 }
                 long epoch = epochOf(st) + 1;
-                if (memory.compareAndSwapSync(heap.entry(c), st, state(SMALL, cls, self, epoch)) == st) {
+                if (remote.compareAndSwap(heap.entry(c), st, state(SMALL, cls, self, epoch)) == st) {
                     // the chunk is ours: no other node touches its words until we give it back
-                    memory.writeSync(heap.entry(c) + BUMP_WORD, new byte[ENTRY_LENGTH - BUMP_WORD]);
+                    remote.write(heap.entry(c) + BUMP_WORD, new byte[ENTRY_LENGTH - BUMP_WORD]);
                     owned.set(c);
                     cursor = c;
                     cursorEpoch = epoch;
@@ -1109,7 +1118,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
         /** Carves the next batch from the cursor chunk with one fetch-and-add. */
         private boolean bump() {
-            long old = memory.fetchAndAddSync(heap.entry(cursor) + BUMP_WORD, batch);
+            long old = remote.fetchAndAdd(heap.entry(cursor) + BUMP_WORD, batch);
             if (old >= perChunk) {
                 cursor = -1;
                 return false;
@@ -1118,13 +1127,13 @@ public final class GlobalAllocator implements AutoCloseable {
             long first = heap.chunk(cursor) + old * blockSize;
             long hdr = blockHeader(HeapLayout.firstGeneration(cursorEpoch), cls, KIND_SMALL);
             if (k == 1) {
-                memory.writeLongSync(first, hdr);
+                remote.writeLong(first, hdr);
             } else {
                 byte[] region = new byte[k * blockSize];
                 for (int i = 0; i < k; i++) {
                     Words.putLong(region, i * blockSize, hdr);
                 }
-                memory.writeSync(first, region);
+                remote.write(first, region);
             }
             for (int i = k - 1; i >= 0; i--) {
                 add(first + (long) i * blockSize, hdr);
@@ -1142,7 +1151,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 if (headIndex(top) == 0) {
                     return;
                 }
-                long w = memory.compareAndSwapSync(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, 0));
+                long w = remote.compareAndSwap(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, 0));
                 if (w == top) {
                     break;
                 }
@@ -1161,7 +1170,7 @@ public final class GlobalAllocator implements AutoCloseable {
                             + " chunk=" + chunk + ", index=" + (index - 1) + ", walked=" + count);
                 }
                 long p = chunkBase + (index - 1) * blockSize;
-                byte[] b = memory.readSync(p, 16);
+                byte[] b = remote.read(p, 16);
                 long hdr = Words.getLong(b, 0);
                 if (kindOf(hdr) != KIND_SMALL || blockClassOf(hdr) != cls) {
                     throw new HeapCorruptedException(heap.node, heap.segment, "free block with a wrong header: chunk="
@@ -1171,7 +1180,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 count++;
                 index = Words.getLong(b, 8);
             }
-            memory.fetchAndAddSync(e + COUNT_WORD, -count);
+            remote.fetchAndAdd(e + COUNT_WORD, -count);
         }
     }
 }
