@@ -8,14 +8,19 @@ import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Comparator;
+import java.util.stream.Stream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Nodes of one JVM over the {@code local} transport sharing one
+ * Nodes of one JVM over the {@code local} (or {@code shm}) transport sharing one
  * {@link StaticDirectory}, each exporting a non-heap segment 0 and a heap segment 1
  * and running a {@link GlobalAllocator}. Closed by the test (every transport and
  * allocator it made).
@@ -27,6 +32,8 @@ final class AllocCluster implements AutoCloseable {
 
     final StaticDirectory directory = new StaticDirectory();
     final String fabric = "alloc-" + System.nanoTime();
+    final String transport;
+    final Path shmDir;
     final Map<Integer, Transport> transports = new TreeMap<>();
     final Map<Integer, GlobalAllocator> allocators = new TreeMap<>();
     private final List<AutoCloseable> closeables = new ArrayList<>();
@@ -36,14 +43,31 @@ final class AllocCluster implements AutoCloseable {
     }
 
     AllocCluster(int nodes, long heapSize, AllocatorConfig config) {
+        this("local", nodes, heapSize, config);
+    }
+
+    /** Nodes over {@code transport} ({@code local} or {@code shm}; shm files go to a fresh directory under /dev/shm). */
+    AllocCluster(String transport, int nodes, long heapSize, AllocatorConfig config) {
+        this.transport = transport;
+        if (transport.equals("shm")) {
+            Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
+                    : Path.of(System.getProperty("java.io.tmpdir"));
+            shmDir = root.resolve("membus-alloc-test-" + System.nanoTime());
+        } else {
+            shmDir = null;
+        }
         for (int id = 1; id <= nodes; id++) {
             addNode(id, heapSize, config);
         }
     }
 
     GlobalAllocator addNode(int id, long heapSize, AllocatorConfig config) {
-        Transport t = Transports.create("local", TransportConfig.builder(id).property("local.fabric", fabric)
-                .operationTimeout(Duration.ofSeconds(5)).build());
+        TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
+                .operationTimeout(Duration.ofSeconds(5));
+        if (shmDir != null) {
+            b.property("shm.dir", shmDir.toString());
+        }
+        Transport t = Transports.create(transport, b.build());
         closeables.add(t);
         transports.put(id, t);
         directory.addMember(t.self());
@@ -86,6 +110,13 @@ final class AllocCluster implements AutoCloseable {
                 if (first == null) {
                     first = new RuntimeException("closing the test cluster", e);
                 }
+            }
+        }
+        if (shmDir != null) {
+            try (Stream<Path> walk = Files.walk(shmDir)) {
+                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (IOException e) {
+                System.err.println("could not remove " + shmDir + ": " + e);
             }
         }
         if (first != null) {

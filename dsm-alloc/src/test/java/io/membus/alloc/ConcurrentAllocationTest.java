@@ -10,9 +10,11 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -53,6 +55,7 @@ class ConcurrentAllocationTest {
         cluster = new AllocCluster(NODES, 512 << 10, 16 << 10);
         Map<Long, Long> live = new ConcurrentHashMap<>(); // block ptr -> stamp of its owner
         Set<Long> everAllocated = ConcurrentHashMap.newKeySet();
+        Queue<Object[]> handoff = new ConcurrentLinkedQueue<>();
         AtomicLong allocations = new AtomicLong();
         AtomicLong outOfMemory = new AtomicLong();
         ExecutorService exec = Executors.newFixedThreadPool(NODES * THREADS_PER_NODE);
@@ -64,7 +67,7 @@ class ConcurrentAllocationTest {
                 long stampBase = ((long) n << 32) | ((long) t << 24);
                 SplittableRandom rnd = new SplittableRandom(seed + n * 31L + t);
                 done.add(exec.submit(() -> {
-                    worker(a, rnd, stampBase, live, everAllocated, allocations, outOfMemory);
+                    worker(a, rnd, stampBase, live, everAllocated, allocations, outOfMemory, handoff);
                     return null;
                 }));
             }
@@ -78,6 +81,11 @@ class ConcurrentAllocationTest {
         assertTrue(everAllocated.size() < total / 2, "freed blocks are handed out again: distinct="
                 + everAllocated.size() + ", allocations=" + total);
         // free everything left, from a node chosen by the block's address, then trim: every chunk comes back
+        for (Object[] given; (given = handoff.poll()) != null; ) { // handed off after every worker's last poll
+            BlockRef r = (BlockRef) given[0];
+            assertTrue(live.remove(r.ptr(), (Long) given[1]));
+            cluster.node(1).free(r);
+        }
         for (Map.Entry<Long, Long> e : live.entrySet()) {
             fail("worker left a live block " + RemotePtr.toString(e.getKey()));
         }
@@ -91,15 +99,32 @@ class ConcurrentAllocationTest {
         }
     }
 
-    private static void worker(GlobalAllocator a, SplittableRandom rnd, long stampBase, Map<Long, Long> live,
-                               Set<Long> everAllocated, AtomicLong allocations, AtomicLong outOfMemory) {
+    /**
+     * One worker: allocates, stamps, checks and frees blocks; hands some blocks to
+     * {@code handoff}, from which any worker (usually on another node) frees them.
+     */
+    static void worker(GlobalAllocator a, SplittableRandom rnd, long stampBase, Map<Long, Long> live,
+                       Set<Long> everAllocated, AtomicLong allocations, AtomicLong outOfMemory,
+                       Queue<Object[]> handoff) {
         List<BlockRef> mine = new ArrayList<>();
         List<Long> stamps = new ArrayList<>();
         long next = 0;
         int[] sizes = {8, 24, 56, 120, 300, 1000, 3000};
-        Placement[] placements = {Placement.local(), Placement.roundRobin(), Placement.node(1 + rnd.nextInt(NODES)),
+        int nodes = a.memory().directory().members().size();
+        Placement[] placements = {Placement.local(), Placement.roundRobin(), Placement.node(1 + rnd.nextInt(nodes)),
                 Placement.byKey(rnd.nextLong())};
-        for (int op = 0; op < 3000; op++) {
+        for (int op = 0; op < 5000; op++) {
+            if (rnd.nextInt(100) < 10) {
+                Object[] given = handoff.poll();
+                if (given != null) { // free a block another worker allocated, from this node
+                    BlockRef r = (BlockRef) given[0];
+                    long stamp = (Long) given[1];
+                    assertEquals(stamp, a.readLong(r, 0), "a handed-off block still holds its stamp: " + r);
+                    assertTrue(live.remove(r.ptr(), stamp));
+                    a.free(r);
+                    continue;
+                }
+            }
             boolean alloc = mine.isEmpty() || (mine.size() < 200 && rnd.nextInt(100) < 55);
             if (alloc) {
                 BlockRef r;
@@ -123,8 +148,12 @@ class ConcurrentAllocationTest {
                 long stamp = stamps.get(i);
                 byte[] b = a.read(r, 0, 8);
                 assertEquals(stamp, Words.getLong(b, 0), "the block still holds its owner's stamp: " + r);
-                assertTrue(live.remove(r.ptr(), stamp), "the verifier knew the block as ours");
-                a.free(r); // after the verifier drops it: the next owner may get it at once
+                if (rnd.nextInt(100) < 25) {
+                    handoff.add(new Object[]{r, stamp});
+                } else {
+                    assertTrue(live.remove(r.ptr(), stamp), "the verifier knew the block as ours");
+                    a.free(r); // after the verifier drops it: the next owner may get it at once
+                }
                 mine.set(i, mine.get(mine.size() - 1));
                 mine.remove(mine.size() - 1);
                 stamps.set(i, stamps.get(stamps.size() - 1));
@@ -134,6 +163,11 @@ class ConcurrentAllocationTest {
         for (int i = 0; i < mine.size(); i++) {
             assertTrue(live.remove(mine.get(i).ptr(), stamps.get(i)));
             a.free(mine.get(i));
+        }
+        for (Object[] given; (given = handoff.poll()) != null; ) {
+            BlockRef r = (BlockRef) given[0];
+            assertTrue(live.remove(r.ptr(), (Long) given[1]));
+            a.free(r);
         }
     }
 
