@@ -92,6 +92,7 @@ public final class GlobalAllocator implements AutoCloseable {
     private static final long UNFORMATTED_RECHECK_NANOS = 200_000_000L;
     private static final int TABLE_READ_PIECE = 1 << 20;
     private static final int MAX_CAS_RETRIES = 100_000;
+    private static final int SCAN_SLICE = 256;
 
     private final RemoteMemory memory;
     private final Remote remote;
@@ -599,6 +600,9 @@ public final class GlobalAllocator implements AutoCloseable {
                         long mine = (st & ~(0xffffL << 36)) | ((long) self << 36);
                         if (remote.compareAndSwap(h.entry(c), st, mine) == st) {
                             adopted++;
+                            if (stateOf(st) == SMALL) {
+                                h.pool(classOf(st)).adopted(c);
+                            }
                         }
                     }
                 }
@@ -751,6 +755,8 @@ public final class GlobalAllocator implements AutoCloseable {
         final long dataStart;
         final int smallLimit;
         final Pool[] pools;
+        /** Where the last claim succeeded: scans for a free chunk start there. */
+        volatile int claimHint;
 
         /** An unformatted segment. */
         Heap(SegmentDescriptor d) {
@@ -809,24 +815,60 @@ public final class GlobalAllocator implements AutoCloseable {
 
         /** The whole chunk table: four words per chunk. */
         long[] readTable() {
-            long[] t = new long[chunkCount * 4];
-            long bytes = (long) chunkCount * ENTRY_LENGTH;
+            return readEntries(0, chunkCount);
+        }
+
+        /** Entries {@code from .. from+count-1}: four words each, validated. */
+        long[] readEntries(int from, int count) {
+            long[] t = new long[count * 4];
+            long bytes = (long) count * ENTRY_LENGTH;
+            long at = base + HeapLayout.entryOffset(from);
             for (long off = 0; off < bytes; off += TABLE_READ_PIECE) {
                 int len = (int) Math.min(TABLE_READ_PIECE, bytes - off);
-                byte[] b = remote.read(base + HeapLayout.TABLE_OFFSET + off, len);
+                byte[] b = remote.read(at + off, len);
                 for (int i = 0; i < len; i += 8) {
                     t[(int) ((off + i) >> 3)] = Words.getLong(b, i);
                 }
             }
-            for (int c = 0; c < chunkCount; c++) {
+            for (int c = 0; c < count; c++) {
                 long st = t[c * 4];
                 int state = stateOf(st);
                 if (state > LARGE_TAIL || (state == SMALL && classOf(st) >= SizeClasses.count())) {
                     throw new HeapCorruptedException(node, segment, "chunk table entry in no valid state: chunk="
-                            + c + ", state=0x" + Long.toHexString(st));
+                            + (from + c) + ", state=0x" + Long.toHexString(st));
                 }
             }
             return t;
+        }
+
+        /** The free-list hint bitmap. */
+        long[] readHints() {
+            int words = HeapLayout.hintWords(chunkCount);
+            byte[] b = remote.read(base + HeapLayout.hintsOffset(chunkCount), words * 8);
+            long[] bits = new long[words];
+            for (int i = 0; i < words; i++) {
+                bits[i] = Words.getLong(b, i * 8);
+            }
+            return bits;
+        }
+
+        /** Sets ({@code set}) or clears chunk {@code c}'s hint bit with a CAS loop on its word. */
+        void hint(int c, boolean set) {
+            long word = base + HeapLayout.hintsOffset(chunkCount) + (long) (c >>> 6) * 8;
+            long bit = 1L << (c & 63);
+            long w = remote.readLong(word);
+            for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
+                if (((w & bit) != 0) == set) {
+                    return;
+                }
+                long witness = remote.compareAndSwap(word, w, set ? w | bit : w & ~bit);
+                if (witness == w) {
+                    return;
+                }
+                w = witness;
+            }
+            LOG.warn("free-list hint not updated after {} tries: node={}, segment={}, chunk={} (a hint only)",
+                    MAX_CAS_RETRIES, node, segment, c);
         }
 
         Pool pool(int cls) {
@@ -948,6 +990,9 @@ public final class GlobalAllocator implements AutoCloseable {
                 long w = remote.compareAndSwap(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, blockIndex + 1));
                 if (w == top) {
                     remote.fetchAndAdd(e + COUNT_WORD, 1);
+                    if (headIndex(top) == 0) {
+                        hint(chunk, true); // the list was empty: tell the owner where to look
+                    }
                     return;
                 }
                 top = w;
@@ -979,6 +1024,7 @@ public final class GlobalAllocator implements AutoCloseable {
                             released++;
                             if (ps[cls] != null) {
                                 ps[cls].owned.clear(c);
+                                ps[cls].roomy.clear(c);
                             }
                         }
                     }
@@ -1006,7 +1052,10 @@ public final class GlobalAllocator implements AutoCloseable {
         final int batch;
         final int cacheLimit;
         final ReentrantLock lock = new ReentrantLock();
+        /** Chunks of this class this node owns (as far as it knows). */
         final BitSet owned = new BitSet();
+        /** Owned chunks whose bump word may still be below the capacity. */
+        final BitSet roomy = new BitSet();
         long[] ptrs = new long[64];
         long[] headers = new long[64];
         int size;
@@ -1019,7 +1068,7 @@ public final class GlobalAllocator implements AutoCloseable {
             this.blockSize = SizeClasses.blockSize(cls);
             this.perChunk = heap.perChunk(cls);
             this.batch = Math.max(1, Math.min(64, Math.min(perChunk, config.batchBytes() / blockSize)));
-            this.cacheLimit = Math.max(8, 4 * batch);
+            this.cacheLimit = Math.max(32, 4 * batch);
         }
 
         BlockRef allocate() {
@@ -1069,48 +1118,114 @@ public final class GlobalAllocator implements AutoCloseable {
             cursor = -1;
         }
 
-        /** Caller holds the lock. Fills the cache: bump, else pop free lists, else claim a chunk. */
+        /** A chunk this node adopted: it is ours now, and may have room to carve. */
+        void adopted(int chunk) {
+            lock.lock();
+            try {
+                owned.set(chunk);
+                roomy.set(chunk);
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /**
+         * Caller holds the lock. Fills the cache: carve from an owned chunk with room;
+         * else take the free lists the hint bitmap points at; else scan the table from
+         * the claim hint, claiming a free chunk (and finding owned chunks this node did
+         * not know of, e.g. after a restart).
+         */
         private boolean refill() {
-            if (cursor >= 0 && bump()) {
+            if (carve()) {
                 return true;
             }
-            long[] t = heap.readTable();
-            for (int c = 0; c < heap.chunkCount; c++) {
-                long st = t[c * 4];
-                if (stateOf(st) == SMALL && ownerOf(st) == self && classOf(st) == cls) {
-                    owned.set(c);
-                    if (size < batch && headIndex(t[c * 4 + 2]) != 0) {
-                        popAll(c, t[c * 4 + 2]);
+            if (!owned.isEmpty()) {
+                long[] bits = heap.readHints();
+                for (int w = 0; w < bits.length && size < batch; w++) {
+                    long word = bits[w];
+                    while (word != 0 && size < batch) {
+                        int c = (w << 6) + Long.numberOfTrailingZeros(word);
+                        word &= word - 1;
+                        if (owned.get(c)) {
+                            heap.hint(c, false); // before the pop: a later push sets it again
+                            popAll(c, remote.readLong(heap.entry(c) + FREE_HEAD_WORD));
+                        }
                     }
-                    if (cursor < 0 && t[c * 4 + 1] < perChunk) {
-                        cursor = c;
-                        cursorEpoch = epochOf(st);
-                    }
-                } else {
-                    owned.clear(c);
+                }
+                if (size > 0) {
+                    return true;
                 }
             }
-            if (size > 0) {
-                return true;
-            }
-            if (cursor >= 0 && bump()) {
-                return true;
-            }
-            for (int c = 0; c < heap.chunkCount; c++) {
-                long st = t[c * 4];
-                if (stateOf(st) != FREE) {
-                    continue;
-                }
-                long epoch = epochOf(st) + 1;
-                if (remote.compareAndSwap(heap.entry(c), st, state(SMALL, cls, self, epoch)) == st) {
-                    // the chunk is ours: no other node touches its words until we give it back
-                    remote.write(heap.entry(c) + BUMP_WORD, new byte[ENTRY_LENGTH - BUMP_WORD]);
-                    owned.set(c);
+            return scanAndClaim();
+        }
+
+        /** Carves from the cursor chunk, or from the next owned chunk that may have room. */
+        private boolean carve() {
+            while (true) {
+                if (cursor < 0) {
+                    int c = roomy.nextSetBit(0);
+                    if (c < 0) {
+                        return false;
+                    }
+                    long st = remote.readLong(heap.entry(c));
+                    if (stateOf(st) != SMALL || ownerOf(st) != self || classOf(st) != cls) {
+                        roomy.clear(c);
+                        owned.clear(c);
+                        continue;
+                    }
                     cursor = c;
-                    cursorEpoch = epoch;
-                    if (bump()) {
-                        return true;
+                    cursorEpoch = epochOf(st);
+                }
+                if (bump()) {
+                    return true;
+                }
+            }
+        }
+
+        private boolean scanAndClaim() {
+            int n = heap.chunkCount;
+            int slices = (n + SCAN_SLICE - 1) / SCAN_SLICE;
+            int first = Math.floorMod(heap.claimHint, n) / SCAN_SLICE;
+            for (int i = 0; i < slices; i++) {
+                int from = ((first + i) % slices) * SCAN_SLICE;
+                int count = Math.min(SCAN_SLICE, n - from);
+                long[] t = heap.readEntries(from, count);
+                for (int j = 0; j < count; j++) {
+                    int c = from + j;
+                    long st = t[j * 4];
+                    if (stateOf(st) == SMALL && ownerOf(st) == self && classOf(st) == cls) {
+                        owned.set(c);
+                        if (t[j * 4 + 1] < perChunk) {
+                            roomy.set(c);
+                        }
+                        if (headIndex(t[j * 4 + 2]) != 0 && size < batch) {
+                            heap.hint(c, false);
+                            popAll(c, t[j * 4 + 2]);
+                        }
+                    } else if (stateOf(st) == FREE) {
+                        if (size > 0) {
+                            return true; // found freed blocks before a free chunk: use them first
+                        }
+                        long epoch = epochOf(st) + 1;
+                        if (remote.compareAndSwap(heap.entry(c), st, state(SMALL, cls, self, epoch)) == st) {
+                            // the chunk is ours: no other node touches its words until we give it back
+                            remote.write(heap.entry(c) + BUMP_WORD, new byte[ENTRY_LENGTH - BUMP_WORD]);
+                            heap.claimHint = c;
+                            owned.set(c);
+                            roomy.set(c);
+                            cursor = c;
+                            cursorEpoch = epoch;
+                            if (bump()) {
+                                return true;
+                            }
+                        }
+                    } else {
+                        owned.clear(c);
+                        roomy.clear(c);
                     }
+                }
+                if (size > 0 || carve()) {
+                    return true;
                 }
             }
             return false;
@@ -1120,6 +1235,7 @@ public final class GlobalAllocator implements AutoCloseable {
         private boolean bump() {
             long old = remote.fetchAndAdd(heap.entry(cursor) + BUMP_WORD, batch);
             if (old >= perChunk) {
+                roomy.clear(cursor);
                 cursor = -1;
                 return false;
             }
@@ -1139,6 +1255,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 add(first + (long) i * blockSize, hdr);
             }
             if (old + k >= perChunk) {
+                roomy.clear(cursor);
                 cursor = -1;
             }
             return true;

@@ -13,6 +13,12 @@ package io.membus.alloc;
  *  |                   | (32)    | shift   |                   | (offset of chunk  | (mix of the words |
  *  |                   |         | (32)    |                   |  0, 64-aligned)   |  before it)       |
  *  +-------------------+---------+---------+-------------------+-------------------+-------------------+---- - -
+ *
+ *  0        64                                  hintsOffset          dataStart
+ *  +--------+-----------------------------------+--------------------+---------+---------+- - -
+ *  | header | chunk table (32 bytes per chunk)  | hint bitmap (1 bit | chunk 0 | chunk 1 |
+ *  |        |                                   |  per chunk, words) |         |         |
+ *  +--------+-----------------------------------+--------------------+---------+---------+- - -
  * </pre>
  * The magic word is written last when formatting: a reader that sees it sees the
  * rest. A header with the magic but a wrong version, check word or geometry is
@@ -34,6 +40,13 @@ package io.membus.alloc;
  *   word 3  COUNT     SMALL: blocks on the free list (+1 by a freer after its push, -n by the owner after a pop-all)
  *                    LARGE_HEAD: the number of chunks the object spans
  * </pre>
+ *
+ * <h2>Free-list hints (one bit per chunk, after the table)</h2>
+ * A freer that pushes onto an empty free list sets its chunk's bit (CAS on the
+ * bitmap word); the owner clears the bit before it takes the list. A set bit means
+ * "the list may be non-empty": the owner finds freed blocks by reading the bitmap
+ * (chunkCount / 8 bytes) instead of the whole table. The bits are hints only: no
+ * safety property depends on them.
  *
  * <h2>Block header (8 bytes at the start of every block)</h2>
  * <pre>
@@ -182,15 +195,28 @@ public final class HeapLayout {
     /** Chunks that fit in a data area of {@code size} bytes with chunks of {@code 1 << shift}. */
     public static int chunkCount(long size, int shift) {
         long chunk = 1L << shift;
-        long n = Math.max(0, (size - HEADER_LENGTH) / (chunk + ENTRY_LENGTH));
+        long n = Math.max(0, (size - HEADER_LENGTH) / (chunk + ENTRY_LENGTH + 1));
+        while (dataStart(n + 1) + (n + 1) * chunk <= size) {
+            n++;
+        }
         while (n > 0 && dataStart(n) + n * chunk > size) {
             n--;
         }
         return (int) Math.min(n, Integer.MAX_VALUE);
     }
 
-    /** Offset of chunk 0 for a table of {@code chunkCount} entries. */
+    /** Offset of the free-list hint bitmap, right after a table of {@code chunkCount} entries. */
+    public static long hintsOffset(long chunkCount) {
+        return TABLE_OFFSET + chunkCount * ENTRY_LENGTH;
+    }
+
+    /** 8-byte words of the hint bitmap: one bit per chunk. */
+    public static int hintWords(long chunkCount) {
+        return (int) ((chunkCount + 63) / 64);
+    }
+
+    /** Offset of chunk 0 for a table of {@code chunkCount} entries (after the hint bitmap, 64-aligned). */
     public static long dataStart(long chunkCount) {
-        return (TABLE_OFFSET + chunkCount * ENTRY_LENGTH + 63) & ~63L;
+        return (hintsOffset(chunkCount) + (long) hintWords(chunkCount) * 8 + 63) & ~63L;
     }
 }
