@@ -64,12 +64,24 @@ public final class FragmentationReport {
             }
             long askedBytes = asked.stream().mapToLong(Long::longValue).sum();
             long blockBytes = live.stream().mapToLong(r -> r.capacity() + 8).sum();
+            long smallAsked = 0;
+            long smallBlocks = 0;
+            for (int i = 0; i < live.size(); i++) {
+                if (!live.get(i).isLarge()) {
+                    smallAsked += asked.get(i);
+                    smallBlocks += live.get(i).capacity() + 8;
+                }
+            }
             HeapUsage before = cluster.node(1).usage();
             cluster.allocators.forEach(GlobalAllocator::trim);
             HeapUsage after = cluster.node(1).usage();
             System.out.printf(Locale.ROOT, "seed=%d ops=%d liveBlocks=%d outOfMemory=%d%n", seed, ops, live.size(), ooms);
             System.out.printf(Locale.ROOT, "asked=%d B, blocks=%d B (internal overhead %.1f%%)%n", askedBytes,
                     blockBytes, 100.0 * (blockBytes - askedBytes) / blockBytes);
+            System.out.printf(Locale.ROOT, "  small blocks: asked=%d B, blocks=%d B (overhead %.1f%%);"
+                            + " large objects: asked=%d B, chunks=%d B (overhead %.1f%%)%n", smallAsked, smallBlocks,
+                    100.0 * (smallBlocks - smallAsked) / smallBlocks, askedBytes - smallAsked, blockBytes - smallBlocks,
+                    100.0 * ((blockBytes - smallBlocks) - (askedBytes - smallAsked)) / (blockBytes - smallBlocks));
             System.out.printf(Locale.ROOT, "claimed chunks before trim=%d B: live blocks fill %.1f%% of them%n",
                     before.usedBytes(), 100.0 * blockBytes / before.usedBytes());
             System.out.printf(Locale.ROOT, "claimed chunks after trim=%d B: live blocks fill %.1f%% of them%n",
