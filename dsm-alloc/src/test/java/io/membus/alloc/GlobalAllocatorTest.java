@@ -235,6 +235,61 @@ class GlobalAllocatorTest {
     }
 
     @Test
+    void everyFreedBlockIsHandedOutAgainBeforeTheHeapIsFull() {
+        cluster = new AllocCluster(2, 128 << 10, 8 << 10);
+        GlobalAllocator a = cluster.node(1);
+        Set<Long> first = new HashSet<>();
+        List<BlockRef> refs = new ArrayList<>();
+        while (true) {
+            try {
+                BlockRef r = a.allocate(100, Placement.node(2));
+                first.add(r.ptr());
+                refs.add(r);
+            } catch (OutOfRemoteMemoryException e) {
+                break;
+            }
+        }
+        for (BlockRef r : refs) {
+            cluster.node(2).free(r); // remote frees: onto the chunks' free lists, hinted in the bitmap
+        }
+        Set<Long> second = new HashSet<>();
+        for (int i = 0; i < first.size(); i++) {
+            assertTrue(second.add(a.allocate(100, Placement.node(2)).ptr()), "no block twice");
+        }
+        assertEquals(first, second, "exactly the freed blocks come back");
+        assertThrows(OutOfRemoteMemoryException.class, () -> a.allocate(100, Placement.node(2)));
+    }
+
+    @Test
+    void aRestartedNodeFindsTheChunksItOwnedBefore() {
+        cluster = new AllocCluster(3, 128 << 10, 8 << 10);
+        List<BlockRef> refs = new ArrayList<>();
+        while (true) {
+            try {
+                refs.add(cluster.node(1).allocate(200, Placement.node(2)));
+            } catch (OutOfRemoteMemoryException e) {
+                break;
+            }
+        }
+        cluster.leave(1);
+        GlobalAllocator again = cluster.addNode(1, 128 << 10, cluster.node(2).config());
+        assertEquals(Set.of(), again.orphanedNodes());
+        assertEquals(0, again.adoptOrphans(1), "its own chunks: nothing to adopt");
+        for (int i = 0; i < refs.size(); i += 2) {
+            cluster.node(3).free(refs.get(i));
+        }
+        int reused = 0;
+        for (int i = 0; i < refs.size(); i += 2) {
+            again.allocate(200, Placement.node(2));
+            reused++;
+        }
+        assertEquals((refs.size() + 1) / 2, reused, "blocks freed into the old incarnation's chunks are reused");
+        for (int i = 1; i < refs.size(); i += 2) {
+            again.free(refs.get(i)); // and blocks the old incarnation allocated are still valid
+        }
+    }
+
+    @Test
     void formattingIsIdempotentAndCorruptionIsRefused() {
         cluster = new AllocCluster(2, 1 << 20, 16 << 10);
         GlobalAllocator a = cluster.node(1);
