@@ -17,7 +17,6 @@ import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.BitSet;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -28,31 +27,20 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.ReentrantLock;
 
 import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
-import static io.membus.alloc.HeapLayout.BUMP_WORD;
-import static io.membus.alloc.HeapLayout.COUNT_WORD;
 import static io.membus.alloc.HeapLayout.ENTRY_LENGTH;
 import static io.membus.alloc.HeapLayout.FREE;
-import static io.membus.alloc.HeapLayout.FREE_HEAD_WORD;
 import static io.membus.alloc.HeapLayout.KIND_LARGE;
 import static io.membus.alloc.HeapLayout.KIND_SMALL;
-import static io.membus.alloc.HeapLayout.LARGE_CLASS;
 import static io.membus.alloc.HeapLayout.LARGE_HEAD;
 import static io.membus.alloc.HeapLayout.LARGE_TAIL;
 import static io.membus.alloc.HeapLayout.SMALL;
 import static io.membus.alloc.HeapLayout.blockClassOf;
-import static io.membus.alloc.HeapLayout.blockHeader;
 import static io.membus.alloc.HeapLayout.classOf;
-import static io.membus.alloc.HeapLayout.epochOf;
 import static io.membus.alloc.HeapLayout.generationOf;
-import static io.membus.alloc.HeapLayout.head;
-import static io.membus.alloc.HeapLayout.headIndex;
-import static io.membus.alloc.HeapLayout.headTag;
 import static io.membus.alloc.HeapLayout.kindOf;
 import static io.membus.alloc.HeapLayout.ownerOf;
-import static io.membus.alloc.HeapLayout.state;
 import static io.membus.alloc.HeapLayout.stateOf;
 
 /**
@@ -90,16 +78,13 @@ public final class GlobalAllocator implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GlobalAllocator.class);
     private static final Set<Transport> IN_USE = Collections.newSetFromMap(new IdentityHashMap<>());
     private static final long UNFORMATTED_RECHECK_NANOS = 200_000_000L;
-    private static final int TABLE_READ_PIECE = 1 << 20;
-    private static final int MAX_CAS_RETRIES = 100_000;
-    private static final int SCAN_SLICE = 256;
 
     private final RemoteMemory memory;
     private final Remote remote;
     private final SegmentDirectory directory;
     private final AllocatorConfig config;
     private final int self;
-    private final Map<Long, Heap> heaps = new ConcurrentHashMap<>();
+    private final Map<Long, HeapSegment> heaps = new ConcurrentHashMap<>();
     private final AtomicInteger roundRobin = new AtomicInteger();
     private final Set<Integer> orphaned = ConcurrentHashMap.newKeySet();
     private final DirectoryListener listener;
@@ -227,8 +212,8 @@ public final class GlobalAllocator implements AutoCloseable {
                     + " has " + d.size() + " bytes, too small for one chunk");
         }
         long dataStart = HeapLayout.dataStart(count);
-        for (long off = HeapLayout.TABLE_OFFSET; off < dataStart; off += TABLE_READ_PIECE) {
-            remote.write(base + off, new byte[(int) Math.min(TABLE_READ_PIECE, dataStart - off)]);
+        for (long off = HeapLayout.TABLE_OFFSET; off < dataStart; off += HeapSegment.TABLE_READ_PIECE) {
+            remote.write(base + off, new byte[(int) Math.min(HeapSegment.TABLE_READ_PIECE, dataStart - off)]);
         }
         byte[] fields = new byte[HeapLayout.HEADER_LENGTH - 8];
         Words.putInt(fields, HeapLayout.VERSION_OFFSET - 8, HeapLayout.LAYOUT_VERSION);
@@ -246,7 +231,7 @@ public final class GlobalAllocator implements AutoCloseable {
     }
 
     /** The heap geometry in a header with the magic, validated. */
-    private Heap geometry(SegmentDescriptor d, byte[] hdr) {
+    private HeapSegment geometry(SegmentDescriptor d, byte[] hdr) {
         long magic = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET);
         int version = Words.getInt(hdr, HeapLayout.VERSION_OFFSET);
         int shift = Words.getInt(hdr, HeapLayout.CHUNK_SHIFT_OFFSET);
@@ -269,7 +254,7 @@ public final class GlobalAllocator implements AutoCloseable {
                     + ", chunkCount=" + count + ", dataStart=" + dataStart + ", segmentSize=" + d.size()
                     + ", checkWordValid=" + (check == HeapLayout.checkWord(version, shift, count, dataStart)));
         }
-        return new Heap(d, shift, (int) count, dataStart);
+        return new HeapSegment(remote, self, config, d, shift, (int) count, dataStart);
     }
 
     // ------------------------------------------------------------------ finding heaps
@@ -287,13 +272,13 @@ public final class GlobalAllocator implements AutoCloseable {
     }
 
     /** The formatted heap in that segment, or {@code null} when it is not exported or not formatted. */
-    private Heap heap(int node, int segment) {
+    private HeapSegment heap(int node, int segment) {
         SegmentDescriptor d = descriptor(node, segment);
         if (d == null) {
             return null;
         }
         long k = key(node, segment);
-        Heap h = heaps.get(k);
+        HeapSegment h = heaps.get(k);
         if (h != null && h.incarnation == d.incarnation()
                 && (h.formatted || System.nanoTime() - h.checkedAt < UNFORMATTED_RECHECK_NANOS)) {
             return h.formatted ? h : null;
@@ -302,21 +287,21 @@ public final class GlobalAllocator implements AutoCloseable {
             h = heaps.get(k);
             if (h == null || h.incarnation != d.incarnation() || !h.formatted) {
                 byte[] hdr = remote.read(d.pointer(0), HeapLayout.HEADER_LENGTH);
-                h = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET) == 0 ? new Heap(d) : geometry(d, hdr);
+                h = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET) == 0 ? new HeapSegment(remote, self, config, d) : geometry(d, hdr);
                 heaps.put(k, h);
             }
         }
         return h.formatted ? h : null;
     }
 
-    private Heap heapOfPointer(long ptr) {
+    private HeapSegment heapOfPointer(long ptr) {
         int node = RemotePtr.nodeId(ptr);
         int seg = RemotePtr.segmentIndex(ptr);
         if (ptr == RemotePtr.NULL || !config.isHeapSegment(seg)) {
             throw new InvalidBlockException(ptr, "not in a heap segment (heap segments: "
                     + Arrays.toString(config.heapSegments()) + ")");
         }
-        Heap h = heap(node, seg);
+        HeapSegment h = heap(node, seg);
         if (h == null) {
             memory.segmentOf(ptr); // throws the typed error of a missing node or segment
             throw new InvalidBlockException(ptr, "the segment is not a formatted heap");
@@ -345,9 +330,9 @@ public final class GlobalAllocator implements AutoCloseable {
         return nodes;
     }
 
-    private void addHeapsOf(int node, List<Heap> out) {
+    private void addHeapsOf(int node, List<HeapSegment> out) {
         for (int seg : config.heapSegments()) {
-            Heap h = heap(node, seg);
+            HeapSegment h = heap(node, seg);
             if (h != null) {
                 out.add(h);
             }
@@ -355,8 +340,8 @@ public final class GlobalAllocator implements AutoCloseable {
     }
 
     /** The heaps a placement may use, in the order to try them. */
-    private List<Heap> targets(Placement placement) {
-        List<Heap> out = new ArrayList<>(4);
+    private List<HeapSegment> targets(Placement placement) {
+        List<HeapSegment> out = new ArrayList<>(4);
         switch (placement.kind()) {
             case LOCAL -> addHeapsOf(self, out);
             case NODE -> {
@@ -417,11 +402,11 @@ public final class GlobalAllocator implements AutoCloseable {
         if (size <= 0 || size > Integer.MAX_VALUE - BLOCK_HEADER_LENGTH) {
             throw new AllocationSizeException(size, Integer.MAX_VALUE - BLOCK_HEADER_LENGTH);
         }
-        List<Heap> targets = null;
+        List<HeapSegment> targets = null;
         for (int round = 0; round < 2; round++) {
             targets = targets(placement);
             long largest = 0;
-            for (Heap h : targets) {
+            for (HeapSegment h : targets) {
                 largest = Math.max(largest, h.maxObject());
                 if (size <= h.maxObject()) {
                     BlockRef r = h.allocate(size);
@@ -453,7 +438,7 @@ public final class GlobalAllocator implements AutoCloseable {
         long ptr = ref.ptr();
         long expected = ref.header();
         int kind = kindOf(expected);
-        Heap h = heapOfPointer(ptr);
+        HeapSegment h = heapOfPointer(ptr);
         int chunk = h.chunkOf(ptr);
         long inChunk = RemotePtr.offset(ptr) - h.dataStart - ((long) chunk << h.chunkShift);
         if (chunk < 0) {
@@ -589,7 +574,7 @@ public final class GlobalAllocator implements AutoCloseable {
         int adopted = 0;
         for (int node : heapNodes()) {
             for (int seg : config.heapSegments()) {
-                Heap h = heap(node, seg);
+                HeapSegment h = heap(node, seg);
                 if (h == null) {
                     continue;
                 }
@@ -629,7 +614,7 @@ public final class GlobalAllocator implements AutoCloseable {
      */
     public int trim() {
         int released = 0;
-        for (Heap h : heaps.values()) {
+        for (HeapSegment h : heaps.values()) {
             if (h.formatted) {
                 released += h.trim();
             }
@@ -650,9 +635,9 @@ public final class GlobalAllocator implements AutoCloseable {
         return new HeapUsage(rows);
     }
 
-    private HeapUsage usageOf(List<Heap> targets) {
+    private HeapUsage usageOf(List<HeapSegment> targets) {
         List<HeapUsage.SegmentUsage> rows = new ArrayList<>();
-        for (Heap h : targets) {
+        for (HeapSegment h : targets) {
             rows.add(usageOf(h.node, h.segment));
         }
         return new HeapUsage(rows);
@@ -660,7 +645,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
     private HeapUsage.SegmentUsage usageOf(int node, int seg) {
         try {
-            Heap h = heap(node, seg);
+            HeapSegment h = heap(node, seg);
             if (h == null) {
                 return new HeapUsage.SegmentUsage(node, seg, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(), "not formatted");
             }
@@ -721,7 +706,7 @@ public final class GlobalAllocator implements AutoCloseable {
             return;
         }
         try {
-            for (Heap h : heaps.values()) {
+            for (HeapSegment h : heaps.values()) {
                 if (h.formatted) {
                     try {
                         h.trim();
@@ -740,564 +725,4 @@ public final class GlobalAllocator implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ one heap segment
-
-    /** A heap segment as this node sees it: geometry, and this node's pools of its size classes. */
-    private final class Heap {
-        final int node;
-        final int segment;
-        final long incarnation;
-        final boolean formatted;
-        final long checkedAt;
-        final long base;
-        final int chunkShift;
-        final int chunkCount;
-        final long dataStart;
-        final int smallLimit;
-        final Pool[] pools;
-        /** Where the last claim succeeded: scans for a free chunk start there. */
-        volatile int claimHint;
-
-        /** An unformatted segment. */
-        Heap(SegmentDescriptor d) {
-            this.node = d.nodeId();
-            this.segment = d.index();
-            this.incarnation = d.incarnation();
-            this.formatted = false;
-            this.checkedAt = System.nanoTime();
-            this.base = d.pointer(0);
-            this.chunkShift = 0;
-            this.chunkCount = 0;
-            this.dataStart = 0;
-            this.smallLimit = 0;
-            this.pools = new Pool[0];
-        }
-
-        Heap(SegmentDescriptor d, int chunkShift, int chunkCount, long dataStart) {
-            this.node = d.nodeId();
-            this.segment = d.index();
-            this.incarnation = d.incarnation();
-            this.formatted = true;
-            this.checkedAt = System.nanoTime();
-            this.base = d.pointer(0);
-            this.chunkShift = chunkShift;
-            this.chunkCount = chunkCount;
-            this.dataStart = dataStart;
-            this.smallLimit = (1 << chunkShift) / 4;
-            this.pools = new Pool[SizeClasses.count()];
-        }
-
-        long maxObject() {
-            return ((long) chunkCount << chunkShift) - BLOCK_HEADER_LENGTH;
-        }
-
-        long entry(int chunk) {
-            return base + HeapLayout.entryOffset(chunk);
-        }
-
-        long chunk(int chunk) {
-            return base + dataStart + ((long) chunk << chunkShift);
-        }
-
-        /** The chunk {@code ptr} falls in, or -1. */
-        int chunkOf(long ptr) {
-            long off = RemotePtr.offset(ptr) - dataStart;
-            if (off < 0) {
-                return -1;
-            }
-            long c = off >> chunkShift;
-            return c < chunkCount ? (int) c : -1;
-        }
-
-        int perChunk(int cls) {
-            return cls < SizeClasses.count() ? (1 << chunkShift) / SizeClasses.blockSize(cls) : 0;
-        }
-
-        /** The whole chunk table: four words per chunk. */
-        long[] readTable() {
-            return readEntries(0, chunkCount);
-        }
-
-        /** Entries {@code from .. from+count-1}: four words each, validated. */
-        long[] readEntries(int from, int count) {
-            long[] t = new long[count * 4];
-            long bytes = (long) count * ENTRY_LENGTH;
-            long at = base + HeapLayout.entryOffset(from);
-            for (long off = 0; off < bytes; off += TABLE_READ_PIECE) {
-                int len = (int) Math.min(TABLE_READ_PIECE, bytes - off);
-                byte[] b = remote.read(at + off, len);
-                for (int i = 0; i < len; i += 8) {
-                    t[(int) ((off + i) >> 3)] = Words.getLong(b, i);
-                }
-            }
-            for (int c = 0; c < count; c++) {
-                long st = t[c * 4];
-                int state = stateOf(st);
-                if (state > LARGE_TAIL || (state == SMALL && classOf(st) >= SizeClasses.count())) {
-                    throw new HeapCorruptedException(node, segment, "chunk table entry in no valid state: chunk="
-                            + (from + c) + ", state=0x" + Long.toHexString(st));
-                }
-            }
-            return t;
-        }
-
-        /** The free-list hint bitmap. */
-        long[] readHints() {
-            int words = HeapLayout.hintWords(chunkCount);
-            byte[] b = remote.read(base + HeapLayout.hintsOffset(chunkCount), words * 8);
-            long[] bits = new long[words];
-            for (int i = 0; i < words; i++) {
-                bits[i] = Words.getLong(b, i * 8);
-            }
-            return bits;
-        }
-
-        /** Sets ({@code set}) or clears chunk {@code c}'s hint bit with a CAS loop on its word. */
-        void hint(int c, boolean set) {
-            long word = base + HeapLayout.hintsOffset(chunkCount) + (long) (c >>> 6) * 8;
-            long bit = 1L << (c & 63);
-            long w = remote.readLong(word);
-            for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
-                if (((w & bit) != 0) == set) {
-                    return;
-                }
-                long witness = remote.compareAndSwap(word, w, set ? w | bit : w & ~bit);
-                if (witness == w) {
-                    return;
-                }
-                w = witness;
-            }
-            LOG.warn("free-list hint not updated after {} tries: node={}, segment={}, chunk={} (a hint only)",
-                    MAX_CAS_RETRIES, node, segment, c);
-        }
-
-        Pool pool(int cls) {
-            Pool p = pools[cls];
-            if (p == null) {
-                synchronized (pools) {
-                    p = pools[cls];
-                    if (p == null) {
-                        p = new Pool(this, cls);
-                        pools[cls] = p;
-                    }
-                }
-            }
-            return p;
-        }
-
-        BlockRef allocate(long size) {
-            int cls = SizeClasses.classFor(size + BLOCK_HEADER_LENGTH);
-            if (cls >= 0 && SizeClasses.blockSize(cls) <= smallLimit) {
-                return pool(cls).allocate();
-            }
-            return allocateLarge(size);
-        }
-
-        BlockRef allocateLarge(long size) {
-            long chunkSize = 1L << chunkShift;
-            int span = (int) ((size + BLOCK_HEADER_LENGTH + chunkSize - 1) >> chunkShift);
-            if (span > chunkCount) {
-                return null;
-            }
-            for (int attempt = 0; attempt < config.claimAttempts(); attempt++) {
-                long[] t = readTable();
-                int start = freeRun(t, span);
-                if (start < 0) {
-                    return null;
-                }
-                long epoch = epochOf(t[start * 4]) + 1;
-                int claimed = 0;
-                for (; claimed < span; claimed++) {
-                    long w = t[(start + claimed) * 4];
-                    long mine = state(claimed == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
-                    if (remote.compareAndSwap(entry(start + claimed), w, mine) != w) {
-                        break;
-                    }
-                }
-                if (claimed < span) {
-                    for (int i = 0; i < claimed; i++) { // roll back: these chunks are free again (new epoch)
-                        long w = t[(start + i) * 4];
-                        long mine = state(i == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
-                        long back = remote.compareAndSwap(entry(start + i), mine, state(FREE, 0, 0, epochOf(w) + 1));
-                        if (back != mine) {
-                            throw new HeapCorruptedException(node, segment, "a chunk claimed by this node changed"
-                                    + " under it: chunk=" + (start + i) + ", state=0x" + Long.toHexString(back));
-                        }
-                    }
-                    continue;
-                }
-                remote.writeLong(entry(start) + COUNT_WORD, span);
-                long hdr = blockHeader(HeapLayout.firstGeneration(epoch), LARGE_CLASS, KIND_LARGE);
-                remote.writeLong(chunk(start), hdr);
-                return new BlockRef(chunk(start), hdr, ((long) span << chunkShift) - BLOCK_HEADER_LENGTH);
-            }
-            return null;
-        }
-
-        private int freeRun(long[] t, int span) {
-            int run = 0;
-            for (int c = 0; c < chunkCount; c++) {
-                run = stateOf(t[c * 4]) == FREE ? run + 1 : 0;
-                if (run == span) {
-                    return c - span + 1;
-                }
-            }
-            return -1;
-        }
-
-        void freeLarge(int chunk) {
-            long head = remote.readLong(entry(chunk));
-            long span = remote.readLong(entry(chunk) + COUNT_WORD);
-            if (stateOf(head) != LARGE_HEAD || span < 1 || span > chunkCount - chunk) {
-                throw new HeapCorruptedException(node, segment, "large object's chunk entry is wrong: chunk=" + chunk
-                        + ", state=0x" + Long.toHexString(head) + ", span=" + span);
-            }
-            for (int i = 0; i < span; i++) {
-                long e = entry(chunk + i);
-                long st = i == 0 ? head : remote.readLong(e);
-                for (int tries = 0; ; tries++) {
-                    int s = stateOf(st);
-                    if (s != (i == 0 ? LARGE_HEAD : LARGE_TAIL) || tries > MAX_CAS_RETRIES) {
-                        throw new HeapCorruptedException(node, segment, "large object's chunk entry is wrong: chunk="
-                                + (chunk + i) + ", state=0x" + Long.toHexString(st));
-                    }
-                    long w = remote.compareAndSwap(e, st, state(FREE, 0, 0, epochOf(st)));
-                    if (w == st) {
-                        break;
-                    }
-                    st = w; // an adoption changed the owner: retry with the new word
-                }
-            }
-        }
-
-        void freeSmall(int chunk, long ptr, int cls, long blockIndex, long freedHeader) {
-            if (HeapLayout.generationExhausted(freedHeader)) {
-                return; // retired: its generations are used up; never handed out again
-            }
-            Pool p = pools[cls];
-            if (p != null && p.cacheFreed(chunk, ptr, freedHeader)) {
-                return;
-            }
-            push(chunk, ptr, blockIndex);
-        }
-
-        /** Pushes a free block on its chunk's free list (tagged Treiber stack), then counts it. */
-        void push(int chunk, long ptr, long blockIndex) {
-            long e = entry(chunk);
-            long top = remote.readLong(e + FREE_HEAD_WORD);
-            for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
-                remote.writeLong(ptr + BLOCK_HEADER_LENGTH, headIndex(top));
-                long w = remote.compareAndSwap(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, blockIndex + 1));
-                if (w == top) {
-                    remote.fetchAndAdd(e + COUNT_WORD, 1);
-                    if (headIndex(top) == 0) {
-                        hint(chunk, true); // the list was empty: tell the owner where to look
-                    }
-                    return;
-                }
-                top = w;
-            }
-            throw new DsmException(ErrorCode.TIMEOUT, "free-list push kept losing its CAS: node=" + node + ", segment="
-                    + segment + ", chunk=" + chunk + ", tries=" + MAX_CAS_RETRIES + "; the block stays freed (retired)");
-        }
-
-        int trim() {
-            Pool[] ps = pools.clone();
-            List<Pool> locked = new ArrayList<>();
-            try {
-                for (Pool p : ps) {
-                    if (p != null) {
-                        p.lock.lock();
-                        locked.add(p);
-                        p.returnCached();
-                    }
-                }
-                int released = 0;
-                long[] t = readTable();
-                for (int c = 0; c < chunkCount; c++) {
-                    long st = t[c * 4];
-                    if (stateOf(st) == SMALL && ownerOf(st) == self) {
-                        int cls = classOf(st);
-                        long carved = Math.min(t[c * 4 + 1], perChunk(cls));
-                        if (t[c * 4 + 3] == carved
-                                && remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
-                            released++;
-                            if (ps[cls] != null) {
-                                ps[cls].owned.clear(c);
-                                ps[cls].roomy.clear(c);
-                            }
-                        }
-                    }
-                }
-                return released;
-            } finally {
-                for (Pool p : locked) {
-                    p.lock.unlock();
-                }
-            }
-        }
-    }
-
-    // ------------------------------------------------------------------ one size class of one heap
-
-    /**
-     * This node's blocks of one size class in one heap segment: a cache of blocks
-     * ready to hand out, and the chunk it carves from. Guarded by {@link #lock}.
-     */
-    private final class Pool {
-        final Heap heap;
-        final int cls;
-        final int blockSize;
-        final int perChunk;
-        final int batch;
-        final int cacheLimit;
-        final ReentrantLock lock = new ReentrantLock();
-        /** Chunks of this class this node owns (as far as it knows). */
-        final BitSet owned = new BitSet();
-        /** Owned chunks whose bump word may still be below the capacity. */
-        final BitSet roomy = new BitSet();
-        long[] ptrs = new long[64];
-        long[] headers = new long[64];
-        int size;
-        int cursor = -1;
-        long cursorEpoch;
-
-        Pool(Heap heap, int cls) {
-            this.heap = heap;
-            this.cls = cls;
-            this.blockSize = SizeClasses.blockSize(cls);
-            this.perChunk = heap.perChunk(cls);
-            this.batch = Math.max(1, Math.min(64, Math.min(perChunk, config.batchBytes() / blockSize)));
-            this.cacheLimit = Math.max(32, 4 * batch);
-        }
-
-        BlockRef allocate() {
-            lock.lock();
-            try {
-                if (size == 0 && !refill()) {
-                    return null;
-                }
-                size--;
-                return new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /** Takes a block freed by this node into the cache when this node owns its chunk. */
-        boolean cacheFreed(int chunk, long ptr, long header) {
-            lock.lock();
-            try {
-                if (size >= cacheLimit || !owned.get(chunk)) {
-                    return false;
-                }
-                add(ptr, header);
-                return true;
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        private void add(long ptr, long header) {
-            if (size == ptrs.length) {
-                ptrs = Arrays.copyOf(ptrs, size * 2);
-                headers = Arrays.copyOf(headers, size * 2);
-            }
-            ptrs[size] = ptr;
-            headers[size++] = header;
-        }
-
-        /** Caller holds the lock. Pushes every cached block back on its chunk's free list. */
-        void returnCached() {
-            while (size > 0) {
-                long p = ptrs[size - 1];
-                int c = heap.chunkOf(p);
-                heap.push(c, p, (p - heap.chunk(c)) / blockSize);
-                size--;
-            }
-            cursor = -1;
-        }
-
-        /** A chunk this node adopted: it is ours now, and may have room to carve. */
-        void adopted(int chunk) {
-            lock.lock();
-            try {
-                owned.set(chunk);
-                roomy.set(chunk);
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /**
-         * Caller holds the lock. Fills the cache: carve from an owned chunk with room;
-         * else take the free lists the hint bitmap points at; else scan the table from
-         * the claim hint, claiming a free chunk (and finding owned chunks this node did
-         * not know of, e.g. after a restart).
-         */
-        private boolean refill() {
-            if (carve()) {
-                return true;
-            }
-            if (!owned.isEmpty()) {
-                long[] bits = heap.readHints();
-                for (int w = 0; w < bits.length && size < batch; w++) {
-                    long word = bits[w];
-                    while (word != 0 && size < batch) {
-                        int c = (w << 6) + Long.numberOfTrailingZeros(word);
-                        word &= word - 1;
-                        if (owned.get(c)) {
-                            heap.hint(c, false); // before the pop: a later push sets it again
-                            popAll(c, remote.readLong(heap.entry(c) + FREE_HEAD_WORD));
-                        }
-                    }
-                }
-                if (size > 0) {
-                    return true;
-                }
-            }
-            return scanAndClaim();
-        }
-
-        /** Carves from the cursor chunk, or from the next owned chunk that may have room. */
-        private boolean carve() {
-            while (true) {
-                if (cursor < 0) {
-                    int c = roomy.nextSetBit(0);
-                    if (c < 0) {
-                        return false;
-                    }
-                    long st = remote.readLong(heap.entry(c));
-                    if (stateOf(st) != SMALL || ownerOf(st) != self || classOf(st) != cls) {
-                        roomy.clear(c);
-                        owned.clear(c);
-                        continue;
-                    }
-                    cursor = c;
-                    cursorEpoch = epochOf(st);
-                }
-                if (bump()) {
-                    return true;
-                }
-            }
-        }
-
-        private boolean scanAndClaim() {
-            int n = heap.chunkCount;
-            int slices = (n + SCAN_SLICE - 1) / SCAN_SLICE;
-            int first = Math.floorMod(heap.claimHint, n) / SCAN_SLICE;
-            for (int i = 0; i < slices; i++) {
-                int from = ((first + i) % slices) * SCAN_SLICE;
-                int count = Math.min(SCAN_SLICE, n - from);
-                long[] t = heap.readEntries(from, count);
-                for (int j = 0; j < count; j++) {
-                    int c = from + j;
-                    long st = t[j * 4];
-                    if (stateOf(st) == SMALL && ownerOf(st) == self && classOf(st) == cls) {
-                        owned.set(c);
-                        if (t[j * 4 + 1] < perChunk) {
-                            roomy.set(c);
-                        }
-                        if (headIndex(t[j * 4 + 2]) != 0 && size < batch) {
-                            heap.hint(c, false);
-                            popAll(c, t[j * 4 + 2]);
-                        }
-                    } else if (stateOf(st) == FREE) {
-                        if (size > 0) {
-                            return true; // found freed blocks before a free chunk: use them first
-                        }
-                        long epoch = epochOf(st) + 1;
-                        if (remote.compareAndSwap(heap.entry(c), st, state(SMALL, cls, self, epoch)) == st) {
-                            // the chunk is ours: no other node touches its words until we give it back
-                            remote.write(heap.entry(c) + BUMP_WORD, new byte[ENTRY_LENGTH - BUMP_WORD]);
-                            heap.claimHint = c;
-                            owned.set(c);
-                            roomy.set(c);
-                            cursor = c;
-                            cursorEpoch = epoch;
-                            if (bump()) {
-                                return true;
-                            }
-                        }
-                    } else {
-                        owned.clear(c);
-                        roomy.clear(c);
-                    }
-                }
-                if (size > 0 || carve()) {
-                    return true;
-                }
-            }
-            return false;
-        }
-
-        /** Carves the next batch from the cursor chunk with one fetch-and-add. */
-        private boolean bump() {
-            long old = remote.fetchAndAdd(heap.entry(cursor) + BUMP_WORD, batch);
-            if (old >= perChunk) {
-                roomy.clear(cursor);
-                cursor = -1;
-                return false;
-            }
-            int k = (int) Math.min(batch, perChunk - old);
-            long first = heap.chunk(cursor) + old * blockSize;
-            long hdr = blockHeader(HeapLayout.firstGeneration(cursorEpoch), cls, KIND_SMALL);
-            if (k == 1) {
-                remote.writeLong(first, hdr);
-            } else {
-                byte[] region = new byte[k * blockSize];
-                for (int i = 0; i < k; i++) {
-                    Words.putLong(region, i * blockSize, hdr);
-                }
-                remote.write(first, region);
-            }
-            for (int i = k - 1; i >= 0; i--) {
-                add(first + (long) i * blockSize, hdr);
-            }
-            if (old + k >= perChunk) {
-                roomy.clear(cursor);
-                cursor = -1;
-            }
-            return true;
-        }
-
-        /** Takes the whole free list of a chunk this node owns with one CAS, then walks it. */
-        private void popAll(int chunk, long top) {
-            long e = heap.entry(chunk);
-            for (int tries = 0; ; tries++) {
-                if (headIndex(top) == 0) {
-                    return;
-                }
-                long w = remote.compareAndSwap(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, 0));
-                if (w == top) {
-                    break;
-                }
-                if (tries > MAX_CAS_RETRIES) {
-                    throw new DsmException(ErrorCode.TIMEOUT, "free-list pop kept losing its CAS: node=" + heap.node
-                            + ", segment=" + heap.segment + ", chunk=" + chunk + ", tries=" + tries);
-                }
-                top = w;
-            }
-            long chunkBase = heap.chunk(chunk);
-            long index = headIndex(top);
-            int count = 0;
-            while (index != 0) {
-                if (index > perChunk || count >= perChunk) {
-                    throw new HeapCorruptedException(heap.node, heap.segment, "free list leaves its chunk or loops:"
-                            + " chunk=" + chunk + ", index=" + (index - 1) + ", walked=" + count);
-                }
-                long p = chunkBase + (index - 1) * blockSize;
-                byte[] b = remote.read(p, 16);
-                long hdr = Words.getLong(b, 0);
-                if (kindOf(hdr) != KIND_SMALL || blockClassOf(hdr) != cls) {
-                    throw new HeapCorruptedException(heap.node, heap.segment, "free block with a wrong header: chunk="
-                            + chunk + ", block=" + RemotePtr.toString(p) + ", header=0x" + Long.toHexString(hdr));
-                }
-                add(p, hdr);
-                count++;
-                index = Words.getLong(b, 8);
-            }
-            remote.fetchAndAdd(e + COUNT_WORD, -count);
-        }
-    }
 }
