@@ -1,0 +1,728 @@
+package io.membus.alloc;
+
+import io.membus.core.RemoteMemory;
+import io.membus.core.RemotePtr;
+import io.membus.core.Segment;
+import io.membus.core.SegmentDescriptor;
+import io.membus.core.Words;
+import io.membus.core.directory.DirectoryListener;
+import io.membus.core.directory.SegmentDirectory;
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.Transport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
+import static io.membus.alloc.HeapLayout.ENTRY_LENGTH;
+import static io.membus.alloc.HeapLayout.FREE;
+import static io.membus.alloc.HeapLayout.KIND_LARGE;
+import static io.membus.alloc.HeapLayout.KIND_SMALL;
+import static io.membus.alloc.HeapLayout.LARGE_HEAD;
+import static io.membus.alloc.HeapLayout.LARGE_TAIL;
+import static io.membus.alloc.HeapLayout.SMALL;
+import static io.membus.alloc.HeapLayout.blockClassOf;
+import static io.membus.alloc.HeapLayout.classOf;
+import static io.membus.alloc.HeapLayout.generationOf;
+import static io.membus.alloc.HeapLayout.kindOf;
+import static io.membus.alloc.HeapLayout.ownerOf;
+import static io.membus.alloc.HeapLayout.stateOf;
+
+/**
+ * The global allocator of one node: allocates blocks in the heap segments of any
+ * node of the cluster, with no coordinator. Every decision that other nodes must
+ * agree on is one remote atomic on the target segment's chunk table or on a block
+ * header (see {@link HeapLayout} and docs/allocator.md):
+ * <ul>
+ *   <li>a chunk is claimed with one CAS on its table entry (owner node, epoch);</li>
+ *   <li>the owner carves blocks of one size class from it in batches with one
+ *       fetch-and-add on the chunk's bump word, and hands them out from a local cache,
+ *       so most allocations make no remote access at all;</li>
+ *   <li>a block is freed, from any node, with one CAS on its header that moves its
+ *       generation on (the linearization point of the free: a second free or a use
+ *       through the old reference fails from then on), then pushed on the chunk's
+ *       free list in remote memory (a tagged Treiber stack); the owner takes the whole
+ *       list with one CAS when its batches run out;</li>
+ *   <li>large objects take a run of whole chunks, each claimed by CAS, rolled back
+ *       when another node wins one of them.</li>
+ * </ul>
+ *
+ * <p>One allocator per node (per {@link Transport}); it learns about members and
+ * segments only through the {@link SegmentDirectory} SPI, so a replicated directory
+ * drops in. Every remote operation is one synchronous verb with the deadline of
+ * {@link RemoteMemory}; each waits for the one before it, so no step depends on the
+ * order of verbs in flight.
+ *
+ * <p><b>Note:</b> thread-safe: any number of threads may allocate, free, read and
+ * write concurrently. A block's bytes written through {@link #write} by one node are
+ * seen by a {@link #read} on any node issued after the write returned (the
+ * visibility rule of the verbs); {@link #allocate} and {@link #free} are atomic with
+ * respect to each other on every node.
+ */
+public final class GlobalAllocator implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(GlobalAllocator.class);
+    private static final Set<Transport> IN_USE = Collections.newSetFromMap(new IdentityHashMap<>());
+    private static final long UNFORMATTED_RECHECK_NANOS = 200_000_000L;
+
+    private final RemoteMemory memory;
+    private final Remote remote;
+    private final SegmentDirectory directory;
+    private final AllocatorConfig config;
+    private final int self;
+    private final Map<Long, HeapSegment> heaps = new ConcurrentHashMap<>();
+    private final AtomicInteger roundRobin = new AtomicInteger();
+    private final Set<Integer> orphaned = ConcurrentHashMap.newKeySet();
+    private final DirectoryListener listener;
+    private volatile int[] heapNodes;
+    private volatile boolean closed;
+
+    /**
+     * An allocator for the node of {@code memory}'s transport. Registers a directory
+     * listener (removed by {@link #close()}).
+     *
+     * @throws DsmConfigException when another open allocator uses the same transport
+     */
+    public GlobalAllocator(RemoteMemory memory, AllocatorConfig config) {
+        this.memory = memory;
+        this.remote = new Remote(memory);
+        this.directory = memory.directory();
+        this.config = config;
+        this.self = memory.localNodeId();
+        synchronized (IN_USE) {
+            if (!IN_USE.add(memory.transport())) {
+                throw new DsmConfigException("alloc", "node " + self, "one open GlobalAllocator per node:"
+                        + " close the other one, or share it between threads (it is thread-safe)");
+            }
+        }
+        this.listener = new DirectoryListener() {
+            @Override
+            public void memberUp(PeerInfo member) {
+                heapNodes = null;
+            }
+
+            @Override
+            public void memberRemoved(PeerInfo member, String reason) {
+                heapNodes = null;
+                heaps.keySet().removeIf(k -> (int) (k >>> 8) == member.nodeId());
+                if (member.nodeId() != self) {
+                    orphaned.add(member.nodeId());
+                    if (GlobalAllocator.this.config.adoptOrphans()) {
+                        CompletableFuture.runAsync(() -> adoptOrphans(member.nodeId())).exceptionally(e -> {
+                            LOG.warn("adopting the chunks of node {} failed; call adoptOrphans({}) again",
+                                    member.nodeId(), member.nodeId(), e);
+                            return null;
+                        });
+                    }
+                }
+            }
+
+            @Override
+            public void segmentAdded(SegmentDescriptor segment) {
+                heapNodes = null;
+            }
+
+            @Override
+            public void segmentRemoved(SegmentDescriptor segment) {
+                heapNodes = null;
+                heaps.remove(key(segment.nodeId(), segment.index()));
+            }
+        };
+        directory.addListener(listener);
+    }
+
+    public AllocatorConfig config() {
+        return config;
+    }
+
+    public RemoteMemory memory() {
+        return memory;
+    }
+
+    // ------------------------------------------------------------------ formatting
+
+    /**
+     * Formats this node's heap segments that are not formatted yet (their data area
+     * must be zero, as a fresh segment is). A segment already formatted is left as it
+     * is, with the chunk size it was formatted with (its blocks stay valid).
+     *
+     * @return how many segments were formatted by this call
+     * @throws DsmConfigException     when none of the configured heap segments is exported
+     *                                here, or the chunk size does not fit a segment
+     * @throws HeapCorruptedException when a segment's header is neither zero nor a valid heap header
+     */
+    public synchronized int formatLocalSegments() {
+        checkOpen();
+        int formatted = 0;
+        int present = 0;
+        for (int index : config.heapSegments()) {
+            Segment s = memory.transport().table().get(index);
+            if (s == null) {
+                continue;
+            }
+            present++;
+            if (format(s.descriptor())) {
+                formatted++;
+            }
+        }
+        if (present == 0) {
+            throw new DsmConfigException("alloc.heap-segments", Arrays.toString(config.heapSegments()),
+                    "indexes of segments this node exports (node " + self + " exports "
+                            + memory.transport().table().all().stream().map(Segment::index).toList()
+                            + "); export the heap segments before formatting them");
+        }
+        heapNodes = null;
+        return formatted;
+    }
+
+    private boolean format(SegmentDescriptor d) {
+        long base = d.pointer(0);
+        byte[] hdr = remote.read(base, HeapLayout.HEADER_LENGTH);
+        long magic = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET);
+        if (magic != 0) {
+            geometry(d, hdr); // validates, throws HeapCorruptedException
+            heaps.remove(key(d.nodeId(), d.index()));
+            return false;
+        }
+        for (byte b : hdr) {
+            if (b != 0) {
+                throw new HeapCorruptedException(d.nodeId(), d.index(), "the header holds bytes that are not a heap"
+                        + " header (magic=0), so the segment is in use for something else");
+            }
+        }
+        int shift = config.chunkShift();
+        int count = HeapLayout.chunkCount(d.size(), shift);
+        if (count < 1) {
+            throw new DsmConfigException("alloc.chunk-size", config.chunkSize(), "at most about "
+                    + (d.size() - HeapLayout.HEADER_LENGTH - ENTRY_LENGTH) + " bytes: segment " + d.index()
+                    + " has " + d.size() + " bytes, too small for one chunk");
+        }
+        long dataStart = HeapLayout.dataStart(count);
+        for (long off = HeapLayout.TABLE_OFFSET; off < dataStart; off += HeapSegment.TABLE_READ_PIECE) {
+            remote.write(base + off, new byte[(int) Math.min(HeapSegment.TABLE_READ_PIECE, dataStart - off)]);
+        }
+        byte[] fields = new byte[HeapLayout.HEADER_LENGTH - 8];
+        Words.putInt(fields, HeapLayout.VERSION_OFFSET - 8, HeapLayout.LAYOUT_VERSION);
+        Words.putInt(fields, HeapLayout.CHUNK_SHIFT_OFFSET - 8, shift);
+        Words.putLong(fields, HeapLayout.CHUNK_COUNT_OFFSET - 8, count);
+        Words.putLong(fields, HeapLayout.DATA_START_OFFSET - 8, dataStart);
+        Words.putLong(fields, HeapLayout.CHECK_OFFSET - 8,
+                HeapLayout.checkWord(HeapLayout.LAYOUT_VERSION, shift, count, dataStart));
+        remote.write(base + 8, fields);
+        remote.writeLong(base + HeapLayout.MAGIC_OFFSET, HeapLayout.MAGIC); // last: readers that see it see the rest
+        heaps.remove(key(d.nodeId(), d.index()));
+        LOG.info("formatted heap segment: node={}, segment={}, chunkSize={}, chunks={}", d.nodeId(), d.index(),
+                1 << shift, count);
+        return true;
+    }
+
+    /** The heap geometry in a header with the magic, validated. */
+    private HeapSegment geometry(SegmentDescriptor d, byte[] hdr) {
+        long magic = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET);
+        int version = Words.getInt(hdr, HeapLayout.VERSION_OFFSET);
+        int shift = Words.getInt(hdr, HeapLayout.CHUNK_SHIFT_OFFSET);
+        long count = Words.getLong(hdr, HeapLayout.CHUNK_COUNT_OFFSET);
+        long dataStart = Words.getLong(hdr, HeapLayout.DATA_START_OFFSET);
+        long check = Words.getLong(hdr, HeapLayout.CHECK_OFFSET);
+        if (magic != HeapLayout.MAGIC) {
+            throw new HeapCorruptedException(d.nodeId(), d.index(), "wrong magic: magic=0x" + Long.toHexString(magic)
+                    + ", expected=0x" + Long.toHexString(HeapLayout.MAGIC));
+        }
+        if (version != HeapLayout.LAYOUT_VERSION) {
+            throw new HeapCorruptedException(d.nodeId(), d.index(), "layout version=" + version + ", expected="
+                    + HeapLayout.LAYOUT_VERSION + " (formatted by another Membus version)");
+        }
+        if (check != HeapLayout.checkWord(version, shift, count, dataStart)
+                || shift < HeapLayout.MIN_CHUNK_SHIFT || shift > HeapLayout.MAX_CHUNK_SHIFT || count < 1
+                || count > Integer.MAX_VALUE || dataStart != HeapLayout.dataStart(count)
+                || dataStart + (count << shift) > d.size()) {
+            throw new HeapCorruptedException(d.nodeId(), d.index(), "header fields do not agree: chunkShift=" + shift
+                    + ", chunkCount=" + count + ", dataStart=" + dataStart + ", segmentSize=" + d.size()
+                    + ", checkWordValid=" + (check == HeapLayout.checkWord(version, shift, count, dataStart)));
+        }
+        return new HeapSegment(remote, self, config, d, shift, (int) count, dataStart);
+    }
+
+    // ------------------------------------------------------------------ finding heaps
+
+    private static long key(int node, int segment) {
+        return ((long) node << 8) | segment;
+    }
+
+    private SegmentDescriptor descriptor(int node, int segment) {
+        if (node == self) {
+            Segment s = memory.transport().table().get(segment);
+            return s == null ? null : s.descriptor();
+        }
+        return directory.segment(node, segment).orElse(null);
+    }
+
+    /** The formatted heap in that segment, or {@code null} when it is not exported or not formatted. */
+    private HeapSegment heap(int node, int segment) {
+        SegmentDescriptor d = descriptor(node, segment);
+        if (d == null) {
+            return null;
+        }
+        long k = key(node, segment);
+        HeapSegment h = heaps.get(k);
+        if (h != null && h.incarnation == d.incarnation()
+                && (h.formatted || System.nanoTime() - h.checkedAt < UNFORMATTED_RECHECK_NANOS)) {
+            return h.formatted ? h : null;
+        }
+        synchronized (heaps) {
+            h = heaps.get(k);
+            if (h == null || h.incarnation != d.incarnation() || !h.formatted) {
+                byte[] hdr = remote.read(d.pointer(0), HeapLayout.HEADER_LENGTH);
+                h = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET) == 0 ? new HeapSegment(remote, self, config, d) : geometry(d, hdr);
+                heaps.put(k, h);
+            }
+        }
+        return h.formatted ? h : null;
+    }
+
+    private HeapSegment heapOfPointer(long ptr) {
+        int node = RemotePtr.nodeId(ptr);
+        int seg = RemotePtr.segmentIndex(ptr);
+        if (ptr == RemotePtr.NULL || !config.isHeapSegment(seg)) {
+            throw new InvalidBlockException(ptr, "not in a heap segment (heap segments: "
+                    + Arrays.toString(config.heapSegments()) + ")");
+        }
+        HeapSegment h = heap(node, seg);
+        if (h == null) {
+            memory.segmentOf(ptr); // throws the typed error of a missing node or segment
+            throw new InvalidBlockException(ptr, "the segment is not a formatted heap");
+        }
+        return h;
+    }
+
+    /** Nodes with at least one heap segment, ascending. */
+    private int[] heapNodes() {
+        int[] nodes = heapNodes;
+        if (nodes == null) {
+            TreeSet<Integer> set = new TreeSet<>();
+            for (int seg : config.heapSegments()) {
+                if (memory.transport().table().get(seg) != null) {
+                    set.add(self);
+                }
+            }
+            for (SegmentDescriptor d : directory.segments()) {
+                if (config.isHeapSegment(d.index()) && d.nodeId() != self) {
+                    set.add(d.nodeId());
+                }
+            }
+            nodes = set.stream().mapToInt(Integer::intValue).toArray();
+            heapNodes = nodes;
+        }
+        return nodes;
+    }
+
+    private void addHeapsOf(int node, List<HeapSegment> out) {
+        for (int seg : config.heapSegments()) {
+            HeapSegment h = heap(node, seg);
+            if (h != null) {
+                out.add(h);
+            }
+        }
+    }
+
+    /** The heaps a placement may use, in the order to try them. */
+    private List<HeapSegment> targets(Placement placement) {
+        List<HeapSegment> out = new ArrayList<>(4);
+        switch (placement.kind()) {
+            case LOCAL -> addHeapsOf(self, out);
+            case NODE -> {
+                int n = placement.nodeId();
+                if (n != self && directory.member(n).isEmpty()) {
+                    throw new PlacementException(placement.toString(), n, "not a live member of the cluster");
+                }
+                addHeapsOf(n, out);
+            }
+            case ROUND_ROBIN -> {
+                int[] nodes = heapNodes();
+                int start = nodes.length == 0 ? 0 : Math.floorMod(roundRobin.getAndIncrement(), nodes.length);
+                for (int i = 0; i < nodes.length; i++) {
+                    addHeapsOf(nodes[(start + i) % nodes.length], out);
+                }
+            }
+            case KEY -> {
+                int[] nodes = heapNodes();
+                Integer[] order = new Integer[nodes.length];
+                for (int i = 0; i < nodes.length; i++) {
+                    order[i] = nodes[i];
+                }
+                long key = placement.keyHash();
+                Arrays.sort(order, (a, b) -> Long.compareUnsigned(Placement.score(key, b), Placement.score(key, a)));
+                for (int n : order) {
+                    addHeapsOf(n, out);
+                }
+            }
+            default -> throw new IllegalStateException("unknown placement " + placement);
+        }
+        if (out.isEmpty()) {
+            int node = placement.kind() == Placement.Kind.NODE ? placement.nodeId() : self;
+            throw new PlacementException(placement.toString(), node, "no formatted heap segment "
+                    + Arrays.toString(config.heapSegments()) + " is exported"
+                    + (placement.kind() == Placement.Kind.LOCAL || placement.kind() == Placement.Kind.NODE
+                    ? " by that node" : " by any live member"));
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------ allocation
+
+    /** Allocates {@code size} payload bytes with the configured default placement. */
+    public BlockRef allocate(long size) {
+        return allocate(size, config.defaultPlacement());
+    }
+
+    /**
+     * Allocates a block of at least {@code size} payload bytes where the placement says.
+     * The contents of the block are unspecified (zero for a block never used before).
+     *
+     * @throws AllocationSizeException     when size is not positive or larger than any heap can hold
+     * @throws PlacementException          when the placement names no usable heap
+     * @throws OutOfRemoteMemoryException  when every heap the placement allows is full
+     */
+    public BlockRef allocate(long size, Placement placement) {
+        checkOpen();
+        if (size <= 0 || size > Integer.MAX_VALUE - BLOCK_HEADER_LENGTH) {
+            throw new AllocationSizeException(size, Integer.MAX_VALUE - BLOCK_HEADER_LENGTH);
+        }
+        List<HeapSegment> targets = null;
+        for (int round = 0; round < 2; round++) {
+            targets = targets(placement);
+            long largest = 0;
+            for (HeapSegment h : targets) {
+                largest = Math.max(largest, h.maxObject());
+                if (size <= h.maxObject()) {
+                    BlockRef r = h.allocate(size);
+                    if (r != null) {
+                        return r;
+                    }
+                }
+            }
+            if (size > largest) {
+                throw new AllocationSizeException(size, largest);
+            }
+            if (round == 0 && trim() == 0) {
+                break; // nothing released here: a retry cannot succeed
+            }
+        }
+        throw new OutOfRemoteMemoryException(size, placement.toString(), usageOf(targets));
+    }
+
+    /**
+     * Frees a block, from any node. The free takes effect (for every node) at the CAS
+     * that moves the block's generation on; the block is then on its chunk's free list
+     * or in its owner's cache, and will be handed out again.
+     *
+     * @throws DoubleFreeException   when the block was freed since {@code ref} was allocated
+     * @throws InvalidBlockException when {@code ref} names no block of a heap
+     */
+    public void free(BlockRef ref) {
+        checkOpen();
+        long ptr = ref.ptr();
+        long expected = ref.header();
+        int kind = kindOf(expected);
+        HeapSegment h = heapOfPointer(ptr);
+        int chunk = h.chunkOf(ptr);
+        long inChunk = RemotePtr.offset(ptr) - h.dataStart - ((long) chunk << h.chunkShift);
+        if (chunk < 0) {
+            throw new InvalidBlockException(ptr, "outside the chunks of the heap");
+        }
+        if (kind == KIND_SMALL) {
+            int cls = blockClassOf(expected);
+            if (cls >= SizeClasses.count() || inChunk % SizeClasses.blockSize(cls) != 0) {
+                throw new InvalidBlockException(ptr, "not at a block boundary of class " + cls);
+            }
+        } else if (kind != KIND_LARGE || inChunk != 0) {
+            throw new InvalidBlockException(ptr, "the reference's header is not a block header: header=0x"
+                    + Long.toHexString(expected));
+        }
+        long freed = HeapLayout.nextHeader(expected);
+        long witness = remote.compareAndSwap(ptr, expected, freed);
+        if (witness != expected) {
+            if (kindOf(witness) == kind && blockClassOf(witness) == blockClassOf(expected)
+                    && generationOf(witness) > generationOf(expected)) {
+                throw new DoubleFreeException(ptr, ref.generation(), generationOf(witness));
+            }
+            throw new InvalidBlockException(ptr, "the header there is not this reference's block: header=0x"
+                    + Long.toHexString(witness) + ", expected=0x" + Long.toHexString(expected)
+                    + " (freed long ago and its chunk reused for other sizes, or never allocated)");
+        }
+        if (kind == KIND_LARGE) {
+            h.freeLarge(chunk);
+        } else {
+            h.freeSmall(chunk, ptr, blockClassOf(expected), inChunk / SizeClasses.blockSize(blockClassOf(expected)),
+                    freed);
+        }
+    }
+
+    /**
+     * Reads {@code length} payload bytes from {@code offset}. The block's header is read
+     * with (or before) the bytes and again after them; the bytes are returned only when
+     * both equal the reference's, so nothing written by a later owner of the block is
+     * ever returned.
+     *
+     * @throws UseAfterFreeException when the block was freed since {@code ref} was allocated
+     * @throws BlockBoundsException  when the range leaves the block
+     */
+    public byte[] read(BlockRef ref, long offset, int length) {
+        checkBounds(ref, offset, length);
+        long ptr = ref.ptr();
+        byte[] out;
+        if (offset <= 256) {
+            byte[] b = remote.read(ptr, (int) (BLOCK_HEADER_LENGTH + offset + length));
+            checkHeader(ref, Words.getLong(b, 0), "read");
+            out = Arrays.copyOfRange(b, (int) (BLOCK_HEADER_LENGTH + offset), b.length);
+        } else {
+            checkHeader(ref, remote.readLong(ptr), "read");
+            out = remote.read(ref.payload() + offset, length);
+        }
+        checkHeader(ref, remote.readLong(ptr), "read");
+        return out;
+    }
+
+    /** Reads the little-endian payload word at {@code offset} (checked like {@link #read}). */
+    public long readLong(BlockRef ref, long offset) {
+        return Words.getLong(read(ref, offset, Long.BYTES), 0);
+    }
+
+    /**
+     * Writes {@code src} at payload {@code offset}. The header is checked before the
+     * write (a stale reference writes nothing) and after it: a free that races with
+     * this write (an application data race on the block) is reported after the fact.
+     *
+     * @throws UseAfterFreeException when the block was freed since {@code ref} was allocated
+     * @throws BlockBoundsException  when the range leaves the block
+     */
+    public void write(BlockRef ref, long offset, byte[] src) {
+        checkBounds(ref, offset, src.length);
+        long ptr = ref.ptr();
+        checkHeader(ref, remote.readLong(ptr), "write");
+        remote.write(ref.payload() + offset, src);
+        checkHeader(ref, remote.readLong(ptr), "write");
+    }
+
+    /** Writes the little-endian payload word at {@code offset} (checked like {@link #write}). */
+    public void writeLong(BlockRef ref, long offset, long value) {
+        byte[] b = new byte[Long.BYTES];
+        Words.putLong(b, 0, value);
+        write(ref, offset, b);
+    }
+
+    /** Whether {@code ref}'s block is still the one it was allocated as (one read of the header). */
+    public boolean isLive(BlockRef ref) {
+        return remote.readLong(ref.ptr()) == ref.header();
+    }
+
+    private static void checkBounds(BlockRef ref, long offset, long length) {
+        if (offset < 0 || length < 0 || offset > ref.capacity() - length) {
+            throw new BlockBoundsException(ref.ptr(), offset, length, ref.capacity());
+        }
+    }
+
+    private static void checkHeader(BlockRef ref, long header, String op) {
+        if (header == ref.header()) {
+            return;
+        }
+        if (kindOf(header) == kindOf(ref.header()) && blockClassOf(header) == blockClassOf(ref.header())
+                && generationOf(header) < generationOf(ref.header())) {
+            throw new InvalidBlockException(ref.ptr(), "the reference's generation " + ref.generation()
+                    + " is newer than the block's " + generationOf(header) + ": it was not made by allocate");
+        }
+        boolean sameKind = kindOf(header) == kindOf(ref.header()) && blockClassOf(header) == blockClassOf(ref.header());
+        throw new UseAfterFreeException(ref.ptr(), ref.generation(), sameKind ? generationOf(header) : -1, op);
+    }
+
+    // ------------------------------------------------------------------ orphans, trim, usage
+
+    /**
+     * Takes over the chunks that {@code nodeId} owned in every live heap segment: the
+     * blocks it allocated stay valid (their headers are untouched), blocks freed into
+     * those chunks are reused by this node, and large objects can be freed as before.
+     * Blocks the departed node had carved but not yet handed out are lost (at most one
+     * batch per size class and chunk). Any number of nodes may call this at once: each
+     * chunk goes to exactly one of them (one CAS per chunk).
+     *
+     * @return the number of chunks this call adopted
+     * @throws PlacementException when {@code nodeId} is a live member (its chunks are not orphans)
+     */
+    public int adoptOrphans(int nodeId) {
+        checkOpen();
+        if (nodeId == self) {
+            return 0; // a restarted node finds its chunks by their owner field: nothing to adopt
+        }
+        if (directory.member(nodeId).isPresent()) {
+            throw new PlacementException("adopt(" + nodeId + ")", nodeId, "the node is a live member; only the"
+                    + " chunks of a node that left the cluster can be adopted");
+        }
+        int adopted = 0;
+        for (int node : heapNodes()) {
+            for (int seg : config.heapSegments()) {
+                HeapSegment h = heap(node, seg);
+                if (h == null) {
+                    continue;
+                }
+                long[] t = h.readTable();
+                for (int c = 0; c < h.chunkCount; c++) {
+                    long st = t[c * 4];
+                    if (stateOf(st) != FREE && ownerOf(st) == nodeId) {
+                        long mine = (st & ~(0xffffL << 36)) | ((long) self << 36);
+                        if (remote.compareAndSwap(h.entry(c), st, mine) == st) {
+                            adopted++;
+                            if (stateOf(st) == SMALL) {
+                                h.pool(classOf(st)).adopted(c);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        orphaned.remove(nodeId);
+        if (adopted > 0) {
+            LOG.info("adopted orphaned chunks: fromNode={}, chunks={}, byNode={}", nodeId, adopted, self);
+        }
+        return adopted;
+    }
+
+    /** Members that left since this allocator started and whose chunks this node has not adopted. */
+    public Set<Integer> orphanedNodes() {
+        return Set.copyOf(orphaned);
+    }
+
+    /**
+     * Returns this node's cached blocks to their chunks' free lists and gives back
+     * every chunk this node owns whose blocks are all free, so other nodes and other
+     * size classes can claim it.
+     *
+     * @return the number of chunks released
+     */
+    public int trim() {
+        int released = 0;
+        for (HeapSegment h : heaps.values()) {
+            if (h.formatted) {
+                released += h.trim();
+            }
+        }
+        return released;
+    }
+
+    /** Usage of every heap segment of every live member (one table read per segment). */
+    public HeapUsage usage() {
+        List<HeapUsage.SegmentUsage> rows = new ArrayList<>();
+        for (int node : heapNodes()) {
+            for (int seg : config.heapSegments()) {
+                if (descriptor(node, seg) != null) {
+                    rows.add(usageOf(node, seg));
+                }
+            }
+        }
+        return new HeapUsage(rows);
+    }
+
+    private HeapUsage usageOf(List<HeapSegment> targets) {
+        List<HeapUsage.SegmentUsage> rows = new ArrayList<>();
+        for (HeapSegment h : targets) {
+            rows.add(usageOf(h.node, h.segment));
+        }
+        return new HeapUsage(rows);
+    }
+
+    private HeapUsage.SegmentUsage usageOf(int node, int seg) {
+        try {
+            HeapSegment h = heap(node, seg);
+            if (h == null) {
+                return new HeapUsage.SegmentUsage(node, seg, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(), "not formatted");
+            }
+            long[] t = h.readTable();
+            int free = 0;
+            int small = 0;
+            int large = 0;
+            int objects = 0;
+            long inUse = 0;
+            long onLists = 0;
+            Map<Integer, Integer> owners = new TreeMap<>();
+            for (int c = 0; c < h.chunkCount; c++) {
+                long st = t[c * 4];
+                switch (stateOf(st)) {
+                    case FREE -> free++;
+                    case SMALL -> {
+                        small++;
+                        long carved = Math.min(t[c * 4 + 1], h.perChunk(classOf(st)));
+                        long count = Math.max(0, t[c * 4 + 3]);
+                        onLists += count;
+                        inUse += Math.max(0, carved - count);
+                    }
+                    case LARGE_HEAD -> {
+                        large++;
+                        objects++;
+                    }
+                    case LARGE_TAIL -> large++;
+                    default -> {
+                    }
+                }
+                if (stateOf(st) != FREE) {
+                    owners.merge(ownerOf(st), 1, Integer::sum);
+                }
+            }
+            return new HeapUsage.SegmentUsage(node, seg, 1 << h.chunkShift, h.chunkCount, free, small, large, inUse,
+                    onLists, objects, owners, null);
+        } catch (DsmException e) {
+            return new HeapUsage.SegmentUsage(node, seg, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(),
+                    "unreadable: " + e.code() + " " + e.getMessage());
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new DsmException(ErrorCode.CONFIG, "allocator closed: node=" + self
+                    + "; create a new GlobalAllocator for this node");
+        }
+    }
+
+    /**
+     * Returns cached blocks to their free lists and releases empty chunks (best effort:
+     * segments that cannot be reached are skipped), then detaches from the directory.
+     * Blocks allocated through this allocator stay valid. Idempotent.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        try {
+            for (HeapSegment h : heaps.values()) {
+                if (h.formatted) {
+                    try {
+                        h.trim();
+                    } catch (DsmException e) {
+                        LOG.warn("allocator close: cached blocks of node={} segment={} not returned (they stay"
+                                + " unused until their chunk is adopted): {}", h.node, h.segment, e.getMessage());
+                    }
+                }
+            }
+        } finally {
+            closed = true;
+            directory.removeListener(listener);
+            synchronized (IN_USE) {
+                IN_USE.remove(memory.transport());
+            }
+        }
+    }
+
+}

@@ -1,0 +1,354 @@
+package io.membus.alloc;
+
+import io.membus.core.RemotePtr;
+import io.membus.core.SegmentDescriptor;
+import io.membus.core.Words;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
+import static io.membus.alloc.HeapLayout.COUNT_WORD;
+import static io.membus.alloc.HeapLayout.ENTRY_LENGTH;
+import static io.membus.alloc.HeapLayout.FREE;
+import static io.membus.alloc.HeapLayout.FREE_HEAD_WORD;
+import static io.membus.alloc.HeapLayout.KIND_LARGE;
+import static io.membus.alloc.HeapLayout.LARGE_CLASS;
+import static io.membus.alloc.HeapLayout.LARGE_HEAD;
+import static io.membus.alloc.HeapLayout.LARGE_TAIL;
+import static io.membus.alloc.HeapLayout.SMALL;
+import static io.membus.alloc.HeapLayout.blockHeader;
+import static io.membus.alloc.HeapLayout.chunkCount;
+import static io.membus.alloc.HeapLayout.classOf;
+import static io.membus.alloc.HeapLayout.dataStart;
+import static io.membus.alloc.HeapLayout.epochOf;
+import static io.membus.alloc.HeapLayout.head;
+import static io.membus.alloc.HeapLayout.headIndex;
+import static io.membus.alloc.HeapLayout.headTag;
+import static io.membus.alloc.HeapLayout.ownerOf;
+import static io.membus.alloc.HeapLayout.state;
+import static io.membus.alloc.HeapLayout.stateOf;
+
+/**
+ * A heap segment as this node sees it: its geometry (read once from its header),
+ * the verbs on its chunk table, hint bitmap and free lists, large objects, and this
+ * node's {@link ClassPool}s of its size classes. Cached by {@link GlobalAllocator}
+ * per segment and incarnation.
+ *
+ * <p><b>Note:</b> thread-safe: the geometry is immutable; every shared word is in
+ * remote memory and changed only by CAS or fetch-and-add; the pools guard their own
+ * state. {@link #trim()} takes every pool's lock, in class order.
+ */
+final class HeapSegment {
+    static final int MAX_CAS_RETRIES = 100_000;
+    static final int SCAN_SLICE = 256;
+    static final int TABLE_READ_PIECE = 1 << 20;
+    private static final Logger LOG = LoggerFactory.getLogger(HeapSegment.class);
+
+    final Remote remote;
+    final int self;
+    final AllocatorConfig config;
+    final int node;
+    final int segment;
+    final long incarnation;
+    final boolean formatted;
+    final long checkedAt;
+    final long base;
+    final int chunkShift;
+    final int chunkCount;
+    final long dataStart;
+    final int smallLimit;
+    final ClassPool[] pools;
+    /** Where the last claim succeeded: scans for a free chunk start there. */
+    volatile int claimHint;
+
+    /** An unformatted segment. */
+    HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d) {
+        this.remote = remote;
+        this.self = self;
+        this.config = config;
+        this.node = d.nodeId();
+        this.segment = d.index();
+        this.incarnation = d.incarnation();
+        this.formatted = false;
+        this.checkedAt = System.nanoTime();
+        this.base = d.pointer(0);
+        this.chunkShift = 0;
+        this.chunkCount = 0;
+        this.dataStart = 0;
+        this.smallLimit = 0;
+        this.pools = new ClassPool[0];
+    }
+
+    HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d, int chunkShift, int chunkCount,
+                long dataStart) {
+        this.remote = remote;
+        this.self = self;
+        this.config = config;
+        this.node = d.nodeId();
+        this.segment = d.index();
+        this.incarnation = d.incarnation();
+        this.formatted = true;
+        this.checkedAt = System.nanoTime();
+        this.base = d.pointer(0);
+        this.chunkShift = chunkShift;
+        this.chunkCount = chunkCount;
+        this.dataStart = dataStart;
+        this.smallLimit = (1 << chunkShift) / 4;
+        this.pools = new ClassPool[SizeClasses.count()];
+    }
+
+    long maxObject() {
+        return ((long) chunkCount << chunkShift) - BLOCK_HEADER_LENGTH;
+    }
+
+    long entry(int chunk) {
+        return base + HeapLayout.entryOffset(chunk);
+    }
+
+    long chunk(int chunk) {
+        return base + dataStart + ((long) chunk << chunkShift);
+    }
+
+    /** The chunk {@code ptr} falls in, or -1. */
+    int chunkOf(long ptr) {
+        long off = RemotePtr.offset(ptr) - dataStart;
+        if (off < 0) {
+            return -1;
+        }
+        long c = off >> chunkShift;
+        return c < chunkCount ? (int) c : -1;
+    }
+
+    int perChunk(int cls) {
+        return cls < SizeClasses.count() ? (1 << chunkShift) / SizeClasses.blockSize(cls) : 0;
+    }
+
+    /** The whole chunk table: four words per chunk. */
+    long[] readTable() {
+        return readEntries(0, chunkCount);
+    }
+
+    /** Entries {@code from .. from+count-1}: four words each, validated. */
+    long[] readEntries(int from, int count) {
+        long[] t = new long[count * 4];
+        long bytes = (long) count * ENTRY_LENGTH;
+        long at = base + HeapLayout.entryOffset(from);
+        for (long off = 0; off < bytes; off += TABLE_READ_PIECE) {
+            int len = (int) Math.min(TABLE_READ_PIECE, bytes - off);
+            byte[] b = remote.read(at + off, len);
+            for (int i = 0; i < len; i += 8) {
+                t[(int) ((off + i) >> 3)] = Words.getLong(b, i);
+            }
+        }
+        for (int c = 0; c < count; c++) {
+            long st = t[c * 4];
+            int state = stateOf(st);
+            if (state > LARGE_TAIL || (state == SMALL && classOf(st) >= SizeClasses.count())) {
+                throw new HeapCorruptedException(node, segment, "chunk table entry in no valid state: chunk="
+                        + (from + c) + ", state=0x" + Long.toHexString(st));
+            }
+        }
+        return t;
+    }
+
+    /** The free-list hint bitmap. */
+    long[] readHints() {
+        int words = HeapLayout.hintWords(chunkCount);
+        byte[] b = remote.read(base + HeapLayout.hintsOffset(chunkCount), words * 8);
+        long[] bits = new long[words];
+        for (int i = 0; i < words; i++) {
+            bits[i] = Words.getLong(b, i * 8);
+        }
+        return bits;
+    }
+
+    /** Sets ({@code set}) or clears chunk {@code c}'s hint bit with a CAS loop on its word. */
+    void hint(int c, boolean set) {
+        long word = base + HeapLayout.hintsOffset(chunkCount) + (long) (c >>> 6) * 8;
+        long bit = 1L << (c & 63);
+        long w = remote.readLong(word);
+        for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
+            if (((w & bit) != 0) == set) {
+                return;
+            }
+            long witness = remote.compareAndSwap(word, w, set ? w | bit : w & ~bit);
+            if (witness == w) {
+                return;
+            }
+            w = witness;
+        }
+        LOG.warn("free-list hint not updated after {} tries: node={}, segment={}, chunk={} (a hint only)",
+                MAX_CAS_RETRIES, node, segment, c);
+    }
+
+    ClassPool pool(int cls) {
+        ClassPool p = pools[cls];
+        if (p == null) {
+            synchronized (pools) {
+                p = pools[cls];
+                if (p == null) {
+                    p = new ClassPool(this, cls);
+                    pools[cls] = p;
+                }
+            }
+        }
+        return p;
+    }
+
+    BlockRef allocate(long size) {
+        int cls = SizeClasses.classFor(size + BLOCK_HEADER_LENGTH);
+        if (cls >= 0 && SizeClasses.blockSize(cls) <= smallLimit) {
+            return pool(cls).allocate();
+        }
+        return allocateLarge(size);
+    }
+
+    BlockRef allocateLarge(long size) {
+        long chunkSize = 1L << chunkShift;
+        int span = (int) ((size + BLOCK_HEADER_LENGTH + chunkSize - 1) >> chunkShift);
+        if (span > chunkCount) {
+            return null;
+        }
+        for (int attempt = 0; attempt < config.claimAttempts(); attempt++) {
+            long[] t = readTable();
+            int start = freeRun(t, span);
+            if (start < 0) {
+                return null;
+            }
+            long epoch = epochOf(t[start * 4]) + 1;
+            int claimed = 0;
+            for (; claimed < span; claimed++) {
+                long w = t[(start + claimed) * 4];
+                long mine = state(claimed == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
+                if (remote.compareAndSwap(entry(start + claimed), w, mine) != w) {
+                    break;
+                }
+            }
+            if (claimed < span) {
+                for (int i = 0; i < claimed; i++) { // roll back: these chunks are free again (new epoch)
+                    long w = t[(start + i) * 4];
+                    long mine = state(i == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
+                    long back = remote.compareAndSwap(entry(start + i), mine, state(FREE, 0, 0, epochOf(w) + 1));
+                    if (back != mine) {
+                        throw new HeapCorruptedException(node, segment, "a chunk claimed by this node changed"
+                                + " under it: chunk=" + (start + i) + ", state=0x" + Long.toHexString(back));
+                    }
+                }
+                continue;
+            }
+            remote.writeLong(entry(start) + COUNT_WORD, span);
+            long hdr = blockHeader(HeapLayout.firstGeneration(epoch), LARGE_CLASS, KIND_LARGE);
+            remote.writeLong(chunk(start), hdr);
+            return new BlockRef(chunk(start), hdr, ((long) span << chunkShift) - BLOCK_HEADER_LENGTH);
+        }
+        return null;
+    }
+
+    private int freeRun(long[] t, int span) {
+        int run = 0;
+        for (int c = 0; c < chunkCount; c++) {
+            run = stateOf(t[c * 4]) == FREE ? run + 1 : 0;
+            if (run == span) {
+                return c - span + 1;
+            }
+        }
+        return -1;
+    }
+
+    void freeLarge(int chunk) {
+        long head = remote.readLong(entry(chunk));
+        long span = remote.readLong(entry(chunk) + COUNT_WORD);
+        if (stateOf(head) != LARGE_HEAD || span < 1 || span > chunkCount - chunk) {
+            throw new HeapCorruptedException(node, segment, "large object's chunk entry is wrong: chunk=" + chunk
+                    + ", state=0x" + Long.toHexString(head) + ", span=" + span);
+        }
+        for (int i = 0; i < span; i++) {
+            long e = entry(chunk + i);
+            long st = i == 0 ? head : remote.readLong(e);
+            for (int tries = 0; ; tries++) {
+                int s = stateOf(st);
+                if (s != (i == 0 ? LARGE_HEAD : LARGE_TAIL) || tries > MAX_CAS_RETRIES) {
+                    throw new HeapCorruptedException(node, segment, "large object's chunk entry is wrong: chunk="
+                            + (chunk + i) + ", state=0x" + Long.toHexString(st));
+                }
+                long w = remote.compareAndSwap(e, st, state(FREE, 0, 0, epochOf(st)));
+                if (w == st) {
+                    break;
+                }
+                st = w; // an adoption changed the owner: retry with the new word
+            }
+        }
+    }
+
+    void freeSmall(int chunk, long ptr, int cls, long blockIndex, long freedHeader) {
+        if (HeapLayout.generationExhausted(freedHeader)) {
+            return; // retired: its generations are used up; never handed out again
+        }
+        ClassPool p = pools[cls];
+        if (p != null && p.cacheFreed(chunk, ptr, freedHeader)) {
+            return;
+        }
+        push(chunk, ptr, blockIndex);
+    }
+
+    /** Pushes a free block on its chunk's free list (tagged Treiber stack), then counts it. */
+    void push(int chunk, long ptr, long blockIndex) {
+        long e = entry(chunk);
+        long top = remote.readLong(e + FREE_HEAD_WORD);
+        for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
+            remote.writeLong(ptr + BLOCK_HEADER_LENGTH, headIndex(top));
+            long w = remote.compareAndSwap(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, blockIndex + 1));
+            if (w == top) {
+                remote.fetchAndAdd(e + COUNT_WORD, 1);
+                if (headIndex(top) == 0) {
+                    hint(chunk, true); // the list was empty: tell the owner where to look
+                }
+                return;
+            }
+            top = w;
+        }
+        throw new DsmException(ErrorCode.TIMEOUT, "free-list push kept losing its CAS: node=" + node + ", segment="
+                + segment + ", chunk=" + chunk + ", tries=" + MAX_CAS_RETRIES + "; the block stays freed (retired)");
+    }
+
+    int trim() {
+        ClassPool[] ps = pools.clone();
+        List<ClassPool> locked = new ArrayList<>();
+        try {
+            for (ClassPool p : ps) {
+                if (p != null) {
+                    p.lock.lock();
+                    locked.add(p);
+                    p.returnCached();
+                }
+            }
+            int released = 0;
+            long[] t = readTable();
+            for (int c = 0; c < chunkCount; c++) {
+                long st = t[c * 4];
+                if (stateOf(st) == SMALL && ownerOf(st) == self) {
+                    int cls = classOf(st);
+                    long carved = Math.min(t[c * 4 + 1], perChunk(cls));
+                    if (t[c * 4 + 3] == carved
+                            && remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
+                        released++;
+                        if (ps[cls] != null) {
+                            ps[cls].owned.clear(c);
+                            ps[cls].roomy.clear(c);
+                        }
+                    }
+                }
+            }
+            return released;
+        } finally {
+            for (ClassPool p : locked) {
+                p.lock.unlock();
+            }
+        }
+    }
+}

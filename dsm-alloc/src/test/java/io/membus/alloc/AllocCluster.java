@@ -1,0 +1,126 @@
+package io.membus.alloc;
+
+import io.membus.core.RemoteMemory;
+import io.membus.core.Segment;
+import io.membus.core.directory.StaticDirectory;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportConfig;
+import io.membus.core.transport.Transports;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.stream.Stream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Nodes of one JVM over the {@code local} (or {@code shm}) transport sharing one
+ * {@link StaticDirectory}, each exporting a non-heap segment 0 and a heap segment 1
+ * and running a {@link GlobalAllocator}. Closed by the test (every transport and
+ * allocator it made).
+ *
+ * <p><b>Note:</b> not thread-safe to build; the allocators it hands out are.
+ */
+final class AllocCluster implements AutoCloseable {
+    static final int HEAP = 1;
+
+    final StaticDirectory directory = new StaticDirectory();
+    final String fabric = "alloc-" + System.nanoTime();
+    final String transport;
+    final Path shmDir;
+    final Map<Integer, Transport> transports = new TreeMap<>();
+    final Map<Integer, GlobalAllocator> allocators = new TreeMap<>();
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+
+    AllocCluster(int nodes, long heapSize, int chunkSize) {
+        this(nodes, heapSize, AllocatorConfig.builder().heapSegments(HEAP).chunkSize(chunkSize).build());
+    }
+
+    AllocCluster(int nodes, long heapSize, AllocatorConfig config) {
+        this("local", nodes, heapSize, config);
+    }
+
+    /** Nodes over {@code transport} ({@code local} or {@code shm}; shm files go to a fresh directory under /dev/shm). */
+    AllocCluster(String transport, int nodes, long heapSize, AllocatorConfig config) {
+        this.transport = transport;
+        if (transport.equals("shm")) {
+            Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
+                    : Path.of(System.getProperty("java.io.tmpdir"));
+            shmDir = root.resolve("membus-alloc-test-" + System.nanoTime());
+        } else {
+            shmDir = null;
+        }
+        for (int id = 1; id <= nodes; id++) {
+            addNode(id, heapSize, config);
+        }
+    }
+
+    GlobalAllocator addNode(int id, long heapSize, AllocatorConfig config) {
+        TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
+                .operationTimeout(Duration.ofSeconds(5));
+        if (shmDir != null) {
+            b.property("shm.dir", shmDir.toString());
+        }
+        Transport t = Transports.create(transport, b.build());
+        closeables.add(t);
+        transports.put(id, t);
+        directory.addMember(t.self());
+        directory.addSegment(t.export(SegmentSpec.of(0, 4096)).descriptor());
+        Segment heap = t.export(SegmentSpec.of(HEAP, heapSize));
+        GlobalAllocator a = new GlobalAllocator(new RemoteMemory(t, directory, Duration.ofSeconds(5)), config);
+        closeables.add(0, a);
+        a.formatLocalSegments();
+        directory.addSegment(heap.descriptor());
+        allocators.put(id, a);
+        return a;
+    }
+
+    GlobalAllocator node(int id) {
+        return allocators.get(id);
+    }
+
+    /** The node leaves: removed from the directory, its allocator dropped, its transport closed. */
+    void leave(int id) {
+        directory.removeMember(id, "test: node left");
+        GlobalAllocator a = allocators.remove(id);
+        Transport t = transports.remove(id);
+        t.close();
+        closeables.remove(t);
+        closeables.remove(a);
+        try {
+            a.close(); // its own segments are gone: close is best effort and must not throw
+        } catch (RuntimeException e) {
+            throw new AssertionError("close after leaving threw", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        RuntimeException first = null;
+        for (AutoCloseable c : closeables) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                if (first == null) {
+                    first = new RuntimeException("closing the test cluster", e);
+                }
+            }
+        }
+        if (shmDir != null) {
+            try (Stream<Path> walk = Files.walk(shmDir)) {
+                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (IOException e) {
+                System.err.println("could not remove " + shmDir + ": " + e);
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+}
