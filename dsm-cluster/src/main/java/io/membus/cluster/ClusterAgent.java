@@ -36,7 +36,9 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * The node's cluster agent (one actor, {@code /user/membus-agent}): follows Pekko
@@ -68,6 +70,7 @@ final class ClusterAgent extends AbstractActor {
     private final AtomicReference<Transport> transport;
     private final Consumer<String> selfDowned;
     private final Duration timeout;
+    private final Supplier<String> heapUsage;
 
     private final Map<UniqueAddress, Member> members = new HashMap<>();
     private final Set<UniqueAddress> unreachable = new HashSet<>();
@@ -75,7 +78,8 @@ final class ClusterAgent extends AbstractActor {
     private Map<String, NodeEntry> entries = Map.of();
 
     private ClusterAgent(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
-                         AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout) {
+                         AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
+                         Supplier<String> heapUsage) {
         this.nodeId = nodeId;
         this.cluster = Cluster.get(getContext().getSystem());
         this.replicator = DistributedData.get(getContext().getSystem()).replicator();
@@ -85,12 +89,14 @@ final class ClusterAgent extends AbstractActor {
         this.transport = transport;
         this.selfDowned = selfDowned;
         this.timeout = timeout;
+        this.heapUsage = heapUsage;
     }
 
     static Props props(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
-                       AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout) {
+                       AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
+                       Supplier<String> heapUsage) {
         return Props.create(ClusterAgent.class,
-                () -> new ClusterAgent(nodeId, directory, names, transport, selfDowned, timeout));
+                () -> new ClusterAgent(nodeId, directory, names, transport, selfDowned, timeout, heapUsage));
     }
 
     /** The compact node id a member carries in its roles, or 0 (an observer). */
@@ -153,7 +159,7 @@ final class ClusterAgent extends AbstractActor {
                 })
                 .match(Bind.class, this::bind)
                 .match(Unbind.class, this::unbind)
-                .match(StatusRequest.class, r -> getSender().tell(status(), getSelf()))
+                .match(StatusRequest.class, r -> answerStatus())
                 .build();
     }
 
@@ -283,7 +289,22 @@ final class ClusterAgent extends AbstractActor {
         });
     }
 
-    private StatusReply status() {
+    /**
+     * Answers a status query: the membership from this actor's state now, then the heap
+     * usage, which reads every heap segment's chunk table with remote verbs and so runs
+     * off the actor's thread (bounded by the verbs' deadlines).
+     */
+    private void answerStatus() {
+        StatusReply members = status("");
+        ActorRef replyTo = getSender();
+        ActorRef me = getSelf();
+        CompletableFuture.supplyAsync(heapUsage, getContext().getDispatcher())
+                .exceptionally(e -> "heap usage could not be read: " + (e.getCause() != null ? e.getCause() : e) + "\n")
+                .thenAccept(heap -> replyTo.tell(new StatusReply(members.fromNode(), members.leader(),
+                        members.members(), members.names(), heap), me));
+    }
+
+    private StatusReply status(String heap) {
         List<MemberRow> rows = new ArrayList<>();
         Map<Integer, NodeEntry> live = directory.entries();
         for (Member m : members.values()) {
@@ -296,6 +317,6 @@ final class ClusterAgent extends AbstractActor {
         rows.sort((a, b) -> Integer.compare(a.nodeId(), b.nodeId()));
         String leader = cluster.state().getLeader() == null ? "" : cluster.state().getLeader().toString();
         Map<String, Long> n = names.get();
-        return new StatusReply(nodeId, leader, rows, n == null ? 0 : n.size());
+        return new StatusReply(nodeId, leader, rows, n == null ? 0 : n.size(), heap);
     }
 }

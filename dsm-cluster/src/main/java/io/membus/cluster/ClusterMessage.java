@@ -64,8 +64,13 @@ public sealed interface ClusterMessage {
             implements ClusterMessage {
     }
 
-    /** The answer to {@link StatusRequest}. */
-    record StatusReply(int fromNode, String leader, List<MemberRow> members, int names) implements ClusterMessage {
+    /**
+     * The answer to {@link StatusRequest}; {@code heap} is the answering node's table of
+     * the cluster's heap usage (empty when it runs no allocator, or a line saying why it
+     * could not be read).
+     */
+    record StatusReply(int fromNode, String leader, List<MemberRow> members, int names, String heap)
+            implements ClusterMessage {
         public StatusReply {
             members = List.copyOf(members);
         }

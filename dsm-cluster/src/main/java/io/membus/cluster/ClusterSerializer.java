@@ -35,6 +35,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
     public static final int IDENTIFIER = 7461;
 
     private static final int MAX_LIST = 1 << 16;
+    private static final int MAX_TEXT = 1 << 20;
 
     public ClusterSerializer(ExtendedActorSystem system) {
     }
@@ -88,6 +89,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                     writeRow(out, m);
                 }
                 out.writeInt(s.names());
+                writeLongString(out, s.heap());
             } else if (o instanceof MemberRow m) {
                 writeRow(out, m);
             } else {
@@ -119,7 +121,8 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                     for (int i = 0; i < n; i++) {
                         rows.add(readRow(in));
                     }
-                    yield new StatusReply(from, leader, rows, in.readInt());
+                    int names = in.readInt();
+                    yield new StatusReply(from, leader, rows, names, readLongString(in));
                 }
                 case "M" -> readRow(in);
                 default -> throw new NotSerializableException("unknown membus manifest: manifest=" + manifest
@@ -138,6 +141,25 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             n.initCause(e);
             throw n;
         }
+    }
+
+    /** A string that may pass writeUTF's 64 KiB: length-prefixed UTF-8, bounded by MAX_TEXT. */
+    private static void writeLongString(DataOutputStream out, String s) throws IOException {
+        byte[] b = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (b.length > MAX_TEXT) {
+            b = java.util.Arrays.copyOf(b, MAX_TEXT);
+        }
+        out.writeInt(b.length);
+        out.write(b);
+    }
+
+    private static String readLongString(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n < 0 || n > MAX_TEXT || n > in.available()) {
+            throw new IOException("text length out of range: length=" + n + ", allowed=0.." + Math.min(MAX_TEXT,
+                    in.available()));
+        }
+        return new String(in.readNBytes(n), java.nio.charset.StandardCharsets.UTF_8);
     }
 
     private static int count(DataInputStream in) throws IOException {

@@ -107,6 +107,10 @@ public final class ClusterStatus {
                 "%d members (%d Up), %d segments, %s exported, %d names bound; answered by node %d; leader %s%n",
                 reply.members().size(), up, totalSegments, DsmNode.human(totalBytes), reply.names(), reply.fromNode(),
                 reply.leader().isEmpty() ? "-" : reply.leader()));
+        if (!reply.heap().isEmpty()) {
+            sb.append("\nheap segments (global allocator), read by node ").append(reply.fromNode()).append(":\n")
+                    .append(reply.heap());
+        }
         return sb.toString();
     }
 }

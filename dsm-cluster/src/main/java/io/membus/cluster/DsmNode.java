@@ -3,6 +3,8 @@ package io.membus.cluster;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.ClusterMessage.NodeEntry;
+import io.membus.alloc.AllocatorConfig;
+import io.membus.alloc.GlobalAllocator;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
@@ -78,6 +80,7 @@ public final class DsmNode implements AutoCloseable {
     private final AtomicReference<Transport> transportRef = new AtomicReference<>();
     private final ClusterNames names;
     private volatile RemoteMemory memory;
+    private volatile GlobalAllocator allocator;
     private volatile String downReason;
     private volatile boolean closing;
     private final long startedNanos = System.nanoTime();
@@ -90,7 +93,7 @@ public final class DsmNode implements AutoCloseable {
         ActorRef replicator = DistributedData.get(system).replicator();
         this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
         system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
-                config.operationTimeout()), ClusterAgent.NAME);
+                config.operationTimeout(), this::heapUsageTable), ClusterAgent.NAME);
     }
 
     /** Starts a node from {@code application.conf} and system properties (over the defaults). */
@@ -216,6 +219,14 @@ public final class DsmNode implements AutoCloseable {
             exported.add(s.descriptor());
         }
         this.memory = new RemoteMemory(transport, directory, config.operationTimeout());
+        if (!config.heapSegments().isEmpty()) {
+            // formatted before the entry is published: no peer ever sees an unformatted heap
+            GlobalAllocator a = new GlobalAllocator(memory, AllocatorConfig.builder()
+                    .heapSegments(config.heapSegments().stream().mapToInt(Integer::intValue).toArray())
+                    .chunkSize(config.heapChunkSize()).build());
+            a.formatLocalSegments();
+            this.allocator = a;
+        }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
                 cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported);
         publish(entry);
@@ -356,6 +367,27 @@ public final class DsmNode implements AutoCloseable {
         return memory;
     }
 
+    /**
+     * The global allocator: blocks in any node's heap segments ({@code membus.heap}).
+     *
+     * @throws DsmConfigException when this node has no heap segments configured
+     */
+    public GlobalAllocator allocator() {
+        GlobalAllocator a = allocator;
+        if (a == null) {
+            throw new DsmConfigException("membus.heap.segments", "[]", "the indexes of the segments to format as"
+                    + " allocator heaps, e.g. [0] (the same on every node): node " + config.nodeId()
+                    + " runs no allocator");
+        }
+        return a;
+    }
+
+    /** The cluster's heap usage as a table (for {@code membus status}), or "" without an allocator. */
+    private String heapUsageTable() {
+        GlobalAllocator a = allocator;
+        return a == null ? "" : a.usage().format();
+    }
+
     public Transport transport() {
         return transportRef.get();
     }
@@ -441,6 +473,14 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private void shutdown(Duration wait) {
+        GlobalAllocator a = allocator;
+        if (a != null && downReason == null) {
+            try {
+                a.close(); // returns cached blocks to remote free lists: while the peers are still members
+            } catch (RuntimeException e) {
+                LOG.warn("node {}: closing the allocator: {}", config.nodeId(), e.toString());
+            }
+        }
         try {
             CoordinatedShutdown.get(system).run(CoordinatedShutdown.clusterLeavingReason());
             system.getWhenTerminated().toCompletableFuture().get(wait.toMillis(), TimeUnit.MILLISECONDS);

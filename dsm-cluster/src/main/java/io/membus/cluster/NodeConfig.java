@@ -51,6 +51,8 @@ public final class NodeConfig {
     private final int segmentAccess;
     private final boolean fileBacked;
     private final Path segmentDir;
+    private final List<Integer> heapSegments;
+    private final int heapChunkSize;
     private final Duration heartbeatInterval;
     private final Duration acceptableHeartbeatPause;
     private final double phiThreshold;
@@ -109,6 +111,29 @@ public final class NodeConfig {
         }
         this.fileBacked = bool(m, "segments.file-backed");
         this.segmentDir = Path.of(string(m, "segments.dir"));
+        String heapAllowed = "a list of this node's segment indexes 0.." + (segmentCount - 1)
+                + " (membus.segments.count=" + segmentCount + "), each once; [] for no heap";
+        this.heapSegments = new ArrayList<>();
+        try {
+            for (int i : m.getIntList("heap.segments")) {
+                if (i < 0 || i >= segmentCount || heapSegments.contains(i)) {
+                    throw bad("heap.segments", m.getValue("heap.segments").render(), heapAllowed);
+                }
+                heapSegments.add(i);
+            }
+        } catch (ConfigException e) {
+            throw bad("heap.segments", render(m, "heap.segments"), heapAllowed, e);
+        }
+        long chunk;
+        try {
+            chunk = m.getBytes("heap.chunk-size");
+        } catch (ConfigException e) {
+            throw bad("heap.chunk-size", render(m, "heap.chunk-size"), "a power of two 4KiB..1GiB", e);
+        }
+        if (chunk < 4096 || chunk > (1L << 30) || Long.bitCount(chunk) != 1) {
+            throw bad("heap.chunk-size", chunk, "a power of two 4KiB..1GiB");
+        }
+        this.heapChunkSize = (int) chunk;
         this.heartbeatInterval = duration(m, "failure-detection.heartbeat-interval");
         this.acceptableHeartbeatPause = duration(m, "failure-detection.acceptable-heartbeat-pause");
         this.stableAfter = duration(m, "failure-detection.stable-after");
@@ -318,6 +343,15 @@ public final class NodeConfig {
 
     public int segmentAccess() {
         return segmentAccess;
+    }
+
+    /** Segment indexes formatted as allocator heaps; empty when this node runs no allocator. */
+    public List<Integer> heapSegments() {
+        return List.copyOf(heapSegments);
+    }
+
+    public int heapChunkSize() {
+        return heapChunkSize;
     }
 
     public boolean fileBacked() {

@@ -37,7 +37,8 @@ class ClusterSerializerTest {
         List<Object> all = List.of(entry(), new Bind("queue/é", 0x0001_0200_0000_0040L), new Unbind("x"),
                 new NameReply(5, ""), new NameReply(0, "no majority"), new StatusRequest(),
                 new StatusReply(3, "pekko://membus@h:1", List.of(new MemberRow("pekko://membus@h:1", "Up", true, 12, entry()),
-                        new MemberRow("pekko://membus@h:2", "Joining", false, 0, null)), 4));
+                        new MemberRow("pekko://membus@h:2", "Joining", false, 0, null)), 4,
+                        "node  seg  used\n1     1    12.5% é\n"));
         for (Object o : all) {
             assertEquals(o, roundTrip(o));
         }
@@ -54,9 +55,12 @@ class ClusterSerializerTest {
         assertTrue(truncated.getMessage().contains("malformed membus message: manifest=E"), truncated.getMessage());
         byte[] longer = Arrays.copyOf(good, good.length + 1);
         assertThrows(NotSerializableException.class, () -> serializer.fromBinary(longer, "E"));
-        byte[] hugeList = serializer.toBinary(new StatusReply(1, "", List.of(), 0));
+        byte[] hugeList = serializer.toBinary(new StatusReply(1, "", List.of(), 0, ""));
         hugeList[4 + 2] = 0x7f; // list count follows the int and the empty UTF string
         assertThrows(NotSerializableException.class, () -> serializer.fromBinary(hugeList, "S"));
+        byte[] longText = serializer.toBinary(new StatusReply(1, "", List.of(), 0, "x"));
+        longText[longText.length - 2] = 0x7f; // heap text length beyond the bytes that follow
+        assertThrows(NotSerializableException.class, () -> serializer.fromBinary(longText, "S"));
         assertThrows(IllegalArgumentException.class, () -> serializer.manifest("a string"));
     }
 }

@@ -1,5 +1,8 @@
 package io.membus.cluster;
 
+import io.membus.alloc.BlockRef;
+import io.membus.alloc.Placement;
+import io.membus.alloc.UseAfterFreeException;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.SegmentDescriptor;
@@ -40,7 +43,8 @@ class InJvmClusterTest {
 
     private DsmNode start(int id, int port, int seedPort) {
         DsmNode n = DsmNode.start(NodeConfig.parse(TestClusters.config(id, port, seedPort, "local",
-                "membus.transport-properties { \"local.fabric\" = \"" + fabric + "\" }\n")));
+                "membus.transport-properties { \"local.fabric\" = \"" + fabric + "\" }\n"
+                        + "membus.heap { segments = [1], chunk-size = 4KiB }\n")));
         nodes.add(n);
         return n;
     }
@@ -75,7 +79,7 @@ class InJvmClusterTest {
         }
         // every node adds to a counter on node 3 and on node 1
         long counter3 = all.get(2).directory().segment(3, 0).orElseThrow().pointer(8);
-        long counter1 = all.get(2).directory().segment(1, 1).orElseThrow().pointer(16);
+        long counter1 = all.get(2).directory().segment(1, 0).orElseThrow().pointer(16);
         for (DsmNode n : all) {
             for (int i = 0; i < 10; i++) {
                 n.remoteMemory().fetchAndAddSync(counter3, 1);
@@ -83,7 +87,18 @@ class InJvmClusterTest {
             }
         }
         assertEquals(30, all.get(2).localSegment(0).readLong(8));
-        assertEquals(60, all.get(0).localSegment(1).readLong(16));
+        assertEquals(60, all.get(0).localSegment(0).readLong(16));
+
+        // the allocator: node 1 allocates on node 3, node 2 reads it, node 3 frees it
+        BlockRef block = all.get(0).allocator().allocate(100, Placement.node(3));
+        assertEquals(3, block.nodeId());
+        all.get(0).allocator().writeLong(block, 0, 0xfeedL);
+        BlockRef shared = BlockRef.of(block.ptr(), block.header(), block.capacity());
+        assertEquals(0xfeedL, all.get(1).allocator().readLong(shared, 0));
+        all.get(2).allocator().free(shared);
+        assertThrows(UseAfterFreeException.class, () -> all.get(1).allocator().readLong(shared, 0));
+        BlockRef large = all.get(1).allocator().allocate(3 * 4096, Placement.node(1));
+        assertTrue(large.isLarge());
         assertEquals(30, all.get(0).remoteMemory().readLongSync(counter3));
 
         // membus status: ask node 2 from outside the cluster
@@ -99,6 +114,10 @@ class InJvmClusterTest {
         }
         assertTrue(table.contains("3 members (3 Up), 6 segments, 384.0 KiB exported"), table);
         assertEquals(3, all.get(0).directory().members().size(), "the status query did not join the cluster");
+        assertTrue(table.contains("heap segments (global allocator), read by node 2"), table);
+        assertEquals(3, reply.heap().lines().filter(l -> l.matches("[123] +1 +4KiB .*")).count(), reply.heap());
+        assertTrue(reply.heap().lines().anyMatch(l -> l.matches("1 +1 .*") && l.contains("{2=")),
+                "node 2 holds chunks of node 1 for its large object:\n" + reply.heap());
     }
 
     @Test

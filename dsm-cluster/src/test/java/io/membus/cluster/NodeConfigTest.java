@@ -57,6 +57,24 @@ class NodeConfigTest {
     }
 
     @Test
+    void heapSegmentsMustBeThisNodesSegmentsAndTheChunkAPowerOfTwo() {
+        NodeConfig none = NodeConfig.parse("membus.node-id = 1");
+        assertEquals(List.of(), none.heapSegments(), "no heap unless asked for");
+        NodeConfig c = NodeConfig.parse("membus { node-id = 1, segments.count = 3, heap { segments = [2, 0],"
+                + " chunk-size = 1MiB } }");
+        assertEquals(List.of(2, 0), c.heapSegments());
+        assertEquals(1 << 20, c.heapChunkSize());
+        DsmConfigException outside = bad("membus { node-id = 1, segments.count = 2, heap.segments = [2] }");
+        assertTrue(outside.getMessage().contains("membus.heap.segments") && outside.getMessage().contains("0..1"),
+                outside.getMessage());
+        bad("membus { node-id = 1, segments.count = 2, heap.segments = [1, 1] }");
+        bad("membus { node-id = 1, heap.segments = \"zero\" }");
+        DsmConfigException chunk = bad("membus { node-id = 1, heap.chunk-size = 5000 }");
+        assertTrue(chunk.getMessage().contains("membus.heap.chunk-size") && chunk.getMessage().contains("power of two"),
+                chunk.getMessage());
+    }
+
+    @Test
     void aMissingNodeIdIsRefusedWithWhatToSet() {
         DsmConfigException e = bad("membus.port = 1");
         assertEquals("membus.node-id", e.key());

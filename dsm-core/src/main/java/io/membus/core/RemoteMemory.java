@@ -98,7 +98,7 @@ public final class RemoteMemory {
         if (opening == null) {
             CompletableFuture<Connection> c = transport.connect(peer);
             if (c.isDone()) {
-                return c.isCompletedExceptionally() ? c.thenCompose(verb) : verb.apply(c.join());
+                return c.isCompletedExceptionally() ? failedLike(c) : verb.apply(c.join());
             }
             Opening fresh = new Opening(c);
             opening = openings.putIfAbsent(node, fresh);
@@ -108,6 +108,13 @@ public final class RemoteMemory {
             }
         }
         return opening.submit(verb);
+    }
+
+    /** A future failed with the typed cause of {@code failed} (not wrapped in a CompletionException). */
+    private static <T> CompletableFuture<T> failedLike(CompletableFuture<?> failed) {
+        Throwable cause = failed.handle((v, e) -> e).join();
+        return CompletableFuture.failedFuture(cause instanceof CompletionException && cause.getCause() != null
+                ? cause.getCause() : cause);
     }
 
     /** Runs, in issue order, the verbs that waited for a connection to open. */
@@ -141,7 +148,7 @@ public final class RemoteMemory {
                 }
             }
             // Opened (or failed) and every earlier verb submitted: the future is done.
-            return connection.thenCompose(verb);
+            return connection.isCompletedExceptionally() ? failedLike(connection) : verb.apply(connection.join());
         }
 
         synchronized void drain() {
@@ -154,7 +161,7 @@ public final class RemoteMemory {
         private <T> void relay(Function<Verbs, CompletableFuture<T>> verb, CompletableFuture<T> result) {
             CompletableFuture<T> issued;
             try {
-                issued = connection.thenCompose(verb);
+                issued = connection.isCompletedExceptionally() ? failedLike(connection) : verb.apply(connection.join());
             } catch (RuntimeException e) {
                 issued = CompletableFuture.failedFuture(e);
             }

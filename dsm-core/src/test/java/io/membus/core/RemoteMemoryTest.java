@@ -21,6 +21,7 @@ import java.util.concurrent.CompletableFuture;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class RemoteMemoryTest {
     private final List<Transport> nodes = new ArrayList<>();
@@ -113,5 +114,16 @@ class RemoteMemoryTest {
         gate.complete(null);
         issued.forEach(memory::await);
         assertEquals(1064, memory.readLongSync(word), "the writes ran in issue order, then the add");
+    }
+
+    @Test
+    void aConnectionThatCannotOpenFailsTheVerbWithTheTypedCauseUnwrapped() {
+        RemoteMemory one = node(1);
+        node(2);
+        nodes.get(1).close(); // node 2 is gone but still listed, as between a crash and its removal
+        CompletableFuture<byte[]> read = one.read(RemotePtr.pack(2, 0, 0), 8);
+        Throwable failure = read.handle((v, e) -> e).join();
+        assertTrue(failure instanceof NodeUnavailableException, "the future's own cause is typed: " + failure);
+        assertEquals(2, ((NodeUnavailableException) failure).nodeId());
     }
 }

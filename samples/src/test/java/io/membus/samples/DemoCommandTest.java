@@ -43,6 +43,12 @@ class DemoCommandTest {
         String out = run(0, "demo", "--transport", "shm", "--nodes", "3", "--ops", "500", "--blocks", "8");
         assertTrue(out.contains("as separate processes over shm"), out);
         assertTrue(out.contains("demo OK"), out);
+        assertTrue(out.contains("heap blocks read back equal to what was written"), out);
+        // the heap table that node 1 read from every node's chunk table: one row per node, chunks claimed
+        for (int node = 1; node <= 3; node++) {
+            String row = "  " + node + " +1 +64KiB .*\\{[123]=[1-9].*";
+            assertTrue(out.lines().anyMatch(l -> l.matches(row)), "no heap row for node " + node + ":\n" + out);
+        }
     }
 
     @Test

@@ -78,7 +78,7 @@ public final class DemoCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         validate();
-        long segmentSize = roundUp(DemoNode.BLOCK_AREA + (long) nodes * blocks * blockSize, 4096);
+        long segmentSize = DemoNode.segmentSizeFor(blocks, blockSize);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
         List<Handle> handles = new ArrayList<>();
         Path shmDir = null;
@@ -109,7 +109,7 @@ public final class DemoCommand implements Callable<Integer> {
             }
             out.printf("membus demo: %d nodes %s%n", nodes, where);
             out.printf("  each node: %,d fetch-and-adds on the next node's ring counter and %,d on node 1's shared counter,"
-                    + " %d blocks of %,d B written to the next node and read back%n%n", ops, ops, blocks, blockSize);
+                    + " %d blocks of %,d B allocated in the next node's heap (global allocator), written and read back%n%n", ops, ops, blocks, blockSize);
 
             int seedPort = freePort();
             for (int id = 1; id <= nodes; id++) {
@@ -136,6 +136,8 @@ public final class DemoCommand implements Callable<Integer> {
                 counters.add(h.counters(deadline));
             }
             int code = report(results, counters);
+            out.printf("%nHeap segments after the work (global allocator; read by node 1 from every chunk table):%n");
+            handles.get(0).heap(deadline).lines().forEach(l -> out.println("  " + l));
             if (holdSeconds > 0) {
                 out.printf("%nthe cluster stays up for %d s; from another terminal:%n"
                         + "  ./membus status --seed 127.0.0.1:%d --cluster-name %s%n", holdSeconds, seedPort,
@@ -177,7 +179,7 @@ public final class DemoCommand implements Callable<Integer> {
 
     private int report(List<DemoNode.Result> results, List<long[]> counters) {
         String header = String.format(Locale.ROOT, "%-5s %-8s %-6s %15s %9s %9s %12s %12s %8s",
-                "node", "pid", "ring->", "fetch-and-adds", "written", "verified", "FAA p50 us", "FAA p99 us", "ms");
+                "node", "pid", "ring->", "fetch-and-adds", "allocated", "verified", "FAA p50 us", "FAA p99 us", "ms");
         out.println(header);
         out.println("-".repeat(header.length()));
         long verified = 0;
@@ -195,7 +197,7 @@ public final class DemoCommand implements Callable<Integer> {
                     i == 0 ? nodes : i), counters.get(i)[0], ops);
         }
         ok &= check("shared counter on node 1 (incremented by every node)", counters.get(0)[1], (long) ops * nodes);
-        ok &= check("blocks read back equal to what was written", verified, (long) blocks * nodes);
+        ok &= check("heap blocks read back equal to what was written", verified, (long) blocks * nodes);
         out.println();
         out.println(ok ? "demo OK: every remote fetch-and-add and every block is accounted for."
                 : "demo FAILED: a total does not match (see above).");
@@ -243,6 +245,9 @@ public final class DemoCommand implements Callable<Integer> {
 
         long[] counters(long deadline) throws Exception;
 
+        /** The cluster's heap usage table, as this node reads it. */
+        String heap(long deadline) throws Exception;
+
         @Override
         void close();
     }
@@ -274,6 +279,11 @@ public final class DemoCommand implements Callable<Integer> {
         @Override
         public long[] counters(long deadline) {
             return node.counters();
+        }
+
+        @Override
+        public String heap(long deadline) {
+            return node.heapUsage();
         }
 
         @Override
@@ -374,6 +384,16 @@ public final class DemoCommand implements Callable<Integer> {
             send("VERIFY");
             String[] f = expect("COUNTERS ", deadline).split(" ");
             return new long[]{Long.parseLong(f[0]), Long.parseLong(f[1])};
+        }
+
+        @Override
+        public String heap(long deadline) throws Exception {
+            send("HEAP");
+            StringBuilder table = new StringBuilder();
+            for (String line; !(line = expect("HEAP", deadline)).equals("END"); ) {
+                table.append(line).append('\n');
+            }
+            return table.toString();
         }
 
         @Override

@@ -1,13 +1,15 @@
 package io.membus.samples.demo;
 
 import com.typesafe.config.ConfigFactory;
+import io.membus.alloc.BlockRef;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.Placement;
 import io.membus.cluster.DsmNode;
 import io.membus.cluster.NodeConfig;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
 import org.HdrHistogram.Histogram;
 
@@ -17,21 +19,20 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 
 /**
  * One node of the demo: a {@link DsmNode} (Pekko cluster member, replicated
- * directory, transport) that exports one segment; on {@link #work} it increments a
- * counter word on the next node of the ring and a shared counter on node 1 with
- * fetch-and-add, writes blocks into the next node's segment and reads them back. It
- * finds every other node's segment in the replicated directory, nothing is passed to
- * it by hand.
+ * directory, transport, global allocator) that exports two segments; on {@link #work}
+ * it increments a counter word on the next node of the ring and a shared counter on
+ * node 1 with fetch-and-add, allocates blocks in the next node's heap with the
+ * global allocator, writes them and reads them back. It finds every other node's
+ * segments in the replicated directory; nothing is passed to it by hand.
  *
  * <pre>
- * segment 0 of every demo node:
+ * segment 0 of every demo node (raw words):
  *   0     ring counter     (fetch-and-add by the previous node of the ring)
  *   8     shared counter   (node 1 only: fetch-and-add by every node)
- *   4096  block area       (writer w owns blocks [w-1]*blocks .. w*blocks-1)
+ * segment 1 of every demo node: a heap of the global allocator (membus.heap.segments = [1])
  * </pre>
  *
  * <p><b>Note:</b> not thread-safe; one driver thread calls its methods in order.
@@ -39,10 +40,12 @@ import java.util.concurrent.CompletableFuture;
 public final class DemoNode implements AutoCloseable {
     static final long RING_COUNTER = 0;
     static final long SHARED_COUNTER = 8;
-    static final long BLOCK_AREA = 4096;
+    static final int HEAP_SEGMENT = 1;
+    static final int HEAP_CHUNK = 64 << 10;
     static final String CLUSTER_NAME = "membus-demo";
 
     private final DsmNode node;
+    private final List<BlockRef> blocks = new ArrayList<>();
 
     /**
      * What a node did.
@@ -51,7 +54,7 @@ public final class DemoNode implements AutoCloseable {
      * @param pid            its process
      * @param ringTarget     the node whose ring counter it incremented
      * @param adds           fetch-and-adds issued (ring + shared)
-     * @param blocksWritten  blocks written into the ring target
+     * @param blocksWritten  blocks allocated in the ring target's heap and written
      * @param blocksVerified blocks read back and found equal
      * @param p50Micros      median fetch-and-add latency
      * @param p99Micros      99th percentile fetch-and-add latency
@@ -78,7 +81,8 @@ public final class DemoNode implements AutoCloseable {
      *
      * @param port       this node's Pekko port (0: ephemeral)
      * @param seedPort   node 1's Pekko port, the seed every node joins
-     * @param properties transport properties (shm.dir, local.fabric, tcp.*)
+     * @param segmentSize bytes of each of the node's two segments (the second is its heap)
+     * @param properties  transport properties (shm.dir, local.fabric, tcp.*)
      */
     public DemoNode(String transport, int nodeId, int port, int seedPort, long segmentSize,
                     Map<String, String> properties) {
@@ -91,8 +95,10 @@ public final class DemoNode implements AutoCloseable {
         m.put("membus.transport", transport);
         m.put("membus.transport-properties", properties);
         m.put("membus.operation-timeout", "10s");
-        m.put("membus.segments.count", 1);
+        m.put("membus.segments.count", 2);
         m.put("membus.segments.size", segmentSize);
+        m.put("membus.heap.segments", List.of(HEAP_SEGMENT));
+        m.put("membus.heap.chunk-size", HEAP_CHUNK);
         // a demo on one machine: form and converge quickly
         m.put("membus.failure-detection.gossip-interval", "200ms");
         m.put("pekko.cluster.seed-node-timeout", "1s");
@@ -122,20 +128,16 @@ public final class DemoNode implements AutoCloseable {
     }
 
     /**
-     * Where writer {@code me}'s block {@code b} lives in the target's segment.
-     *
-     * <p>ALLOCATOR: this fixed layout is where the global allocator (dsm-alloc) plugs
-     * in: allocate each block with the allocator's placement "explicit node" on the
-     * ring target, keep the returned pointers, and free them after the check.
+     * Bytes a demo node's segments need so that its heap holds the {@code blocks}
+     * blocks of {@code blockSize} its ring predecessor allocates there, with room for
+     * the chunk table and for size-class batches cached by the allocating node.
      */
-    private static long blockPointer(SegmentDescriptor target, int me, int blocks, int blockSize, int b) {
-        long base = BLOCK_AREA + (long) (me - 1) * blocks * blockSize;
-        if (base + (long) blocks * blockSize > target.size()) {
-            throw new DsmException(ErrorCode.OUT_OF_BOUNDS, "demo blocks do not fit: node=" + target.nodeId()
-                    + ", segmentSize=" + target.size() + ", needed=" + (base + (long) blocks * blockSize)
-                    + "; give the demo fewer --blocks or a smaller --block-size");
-        }
-        return target.pointer(base + (long) b * blockSize);
+    public static long segmentSizeFor(int blocks, int blockSize) {
+        long perBlock = blockSize <= HEAP_CHUNK / 4
+                ? Long.highestOneBit(blockSize + 63L) << 1
+                : (blockSize + 63L + HEAP_CHUNK - 1) / HEAP_CHUNK * HEAP_CHUNK;
+        long bytes = 2 * blocks * perBlock + 16L * HEAP_CHUNK;
+        return (bytes + HEAP_CHUNK - 1) / HEAP_CHUNK * HEAP_CHUNK;
     }
 
     /** Does the demo's work against the cluster of {@code nodes} nodes (1..nodes). */
@@ -157,14 +159,16 @@ public final class DemoNode implements AutoCloseable {
             mem.fetchAndAddSync(shared, 1);
             adds += 2;
         }
-        List<CompletableFuture<Void>> writes = new ArrayList<>();
+        GlobalAllocator alloc = node.allocator();
+        Placement onNext = Placement.node(nextId);
         for (int b = 0; b < blocks; b++) {
-            writes.add(mem.write(blockPointer(next, me, blocks, blockSize, b), pattern(me, b, blockSize)));
+            BlockRef ref = alloc.allocate(blockSize, onNext);
+            this.blocks.add(ref);
+            alloc.write(ref, 0, pattern(me, b, blockSize));
         }
-        writes.forEach(mem::await);
         long verified = 0;
         for (int b = 0; b < blocks; b++) {
-            byte[] back = mem.readSync(blockPointer(next, me, blocks, blockSize, b), blockSize);
+            byte[] back = alloc.read(this.blocks.get(b), 0, blockSize);
             if (Arrays.equals(back, pattern(me, b, blockSize))) {
                 verified++;
             }
@@ -187,8 +191,23 @@ public final class DemoNode implements AutoCloseable {
         return node.nodeId();
     }
 
+    /** The heap usage of the whole cluster, as this node reads it from every chunk table. */
+    public String heapUsage() {
+        return node.allocator().usage().format();
+    }
+
+    /** Frees this node's blocks (they live in the next node's heap), then leaves the cluster. */
     @Override
     public void close() {
-        node.close();
+        try {
+            for (BlockRef ref : blocks) {
+                node.allocator().free(ref);
+            }
+        } catch (DsmException e) {
+            System.err.println("demo node " + node.nodeId() + ": freeing its blocks failed: " + e.getMessage());
+        } finally {
+            blocks.clear();
+            node.close();
+        }
     }
 }

@@ -21,6 +21,8 @@ import java.util.concurrent.Callable;
  *   node  -> demo : RESULT &lt;result&gt;
  *   demo  -> node : VERIFY
  *   node  -> demo : COUNTERS &lt;ring&gt; &lt;shared&gt;
+ *   demo  -> node : HEAP                    (after RESULT: the cluster's heap usage)
+ *   node  -> demo : HEAP &lt;table line&gt; ... then HEAPEND
  *   demo  -> node : STATUS                  (any time after READY)
  *   node  -> demo : STATUS &lt;status line&gt;
  *   demo  -> node : EXIT                    (the node leaves the cluster and exits)
@@ -76,6 +78,9 @@ public final class DemoNodeCommand implements Callable<Integer> {
                 } else if (line.equals("VERIFY")) {
                     long[] c = node.counters();
                     out.println("COUNTERS " + c[0] + " " + c[1]);
+                } else if (line.equals("HEAP")) {
+                    node.heapUsage().lines().forEach(l -> out.println("HEAP " + l));
+                    out.println("HEAPEND");
                 } else if (line.equals("STATUS")) {
                     out.println("STATUS " + node.statusLine());
                 } else if (line.equals("EXIT")) {
