@@ -167,6 +167,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         Throwable c = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+        if (state == CLOSED) {
+            ctx.close(); // refused already: the rest of its bytes are not looked at
+            return;
+        }
         if (c instanceof ProtocolException pe) {
             LOG.warn("{}; disconnected (node {})", pe.getMessage(), initiatorNode);
             refuse(ErrorCode.PROTOCOL, 0, pe.getMessage());

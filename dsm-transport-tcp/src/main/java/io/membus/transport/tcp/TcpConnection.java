@@ -679,6 +679,14 @@ final class TcpConnection implements Connection {
         }
 
         @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            if (authenticated && !backlog.isEmpty()) {
+                send(); // responses freed window slots: waiting verbs go out, one flush
+            }
+            ctx.fireChannelReadComplete();
+        }
+
+        @Override
         public void channelInactive(ChannelHandlerContext ctx) {
             if (authenticated) {
                 lost(closedBy != null ? closedBy : "the peer closed the connection", closedBy != null);

@@ -173,6 +173,23 @@ public final class TcpTransport extends AbstractTransport {
         return newer[0];
     }
 
+    /**
+     * Closes the connections {@code nodeId} opened to this node, without fencing
+     * it: its verbs in flight fail, and it may reconnect. For operators and tests.
+     *
+     * @return how many connections were closed
+     */
+    public int disconnect(int nodeId, String reason) {
+        int[] n = {0};
+        served.forEach((ch, h) -> {
+            if (h.initiatorNode() == nodeId) {
+                h.drop(reason);
+                n[0]++;
+            }
+        });
+        return n[0];
+    }
+
     @Override
     protected void fenced(int nodeId, String reason) {
         served.forEach((ch, h) -> {
@@ -196,6 +213,11 @@ public final class TcpTransport extends AbstractTransport {
         serverChannel.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
         for (ServerHandler h : served.values()) {
             h.drop("node " + nodeId() + " is shutting down"); // peers learn why, and fail their verbs at once
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+        for (Channel ch : served.keySet()) {
+            // the goodbye frames go out before the I/O threads stop
+            ch.closeFuture().awaitUninterruptibly(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         }
         // the timeout bounds close(); quiet period 0: nothing is left to run on the loops
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
