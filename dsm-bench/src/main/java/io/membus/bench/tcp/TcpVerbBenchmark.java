@@ -2,11 +2,13 @@ package io.membus.bench.tcp;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
+import io.membus.core.transport.Batch;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
+import io.membus.core.transport.Verbs;
 import io.netty.channel.EventLoopGroup;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -46,6 +48,8 @@ import java.util.concurrent.TimeUnit;
  * <p>{@link #roundTrip}: one verb in flight, the caller waits for it (latency).
  * {@link #pipelined}: 64 verbs issued back to back, then the caller waits for the
  * last (completion is in issue order); reported per verb (throughput).
+ * {@link #batched}: the same 64 verbs posted as one {@link Batch}. The floor of
+ * both is 64 pings in one flush.
  *
  * <p><b>Note:</b> JMH state; one benchmark thread.
  */
@@ -151,6 +155,11 @@ public class TcpVerbBenchmark {
     }
 
     private CompletableFuture<?> issue() {
+        return issue(connection);
+    }
+
+    private CompletableFuture<?> issue(io.membus.core.transport.Verbs on) {
+        Verbs connection = on;
         return switch (verb) {
             case "read8" -> connection.read(ptr, key, 8);
             case "read4k" -> connection.read(ptr, key, 4096);
@@ -165,8 +174,12 @@ public class TcpVerbBenchmark {
         };
     }
 
-    /** One verb in flight: its round trip. */
+    /**
+     * One verb in flight: its round trip. Sampled, so the median can be read
+     * beside the mean: on a shared machine the mean carries scheduler noise.
+     */
     @Benchmark
+    @BenchmarkMode(Mode.SampleTime)
     public Object roundTrip() {
         if (floor != null) {
             floor.roundTrips(1);
@@ -188,5 +201,22 @@ public class TcpVerbBenchmark {
             window.add(issue());
         }
         return window.get(PIPELINE - 1).join(); // completion is in issue order: the last completes last
+    }
+
+    /** {@value #PIPELINE} verbs in one {@link Batch}: one wake-up of the I/O thread, one flush; time per verb. */
+    @Benchmark
+    @OperationsPerInvocation(PIPELINE)
+    public Object batched() {
+        if (floor != null) {
+            floor.roundTrips(PIPELINE);
+            return floor;
+        }
+        Batch batch = connection.batch();
+        CompletableFuture<?> last = null;
+        for (int i = 0; i < PIPELINE; i++) {
+            last = issue(batch);
+        }
+        batch.submit();
+        return last.join();
     }
 }
