@@ -5,6 +5,7 @@ import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.test.TestJvm;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.PeerInfo;
@@ -99,6 +100,44 @@ class TcpConnectionLossTest {
         }
         assertEquals(0L, await(ba.fetchAndAdd(ptr, key, 1)), "no lost verb was resent after the reconnect");
         assertEquals(1, seg.readLong(0));
+    }
+
+    @Test
+    void aTargetRestartedAtTheSameAddressIsNeverReachedThroughTheOldConnection() throws Exception {
+        int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = probe.getLocalPort();
+        }
+        Transport first = nodes.start(1, "tcp.port", Integer.toString(port));
+        Transport b = nodes.start(2);
+        Segment seg = first.export(SegmentSpec.of(0, 4096));
+        Connection ba = connect(b, first);
+        assertEquals(0L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        PeerInfo old = first.self();
+        first.close();
+
+        Transport second = nodes.start(1, "tcp.port", Integer.toString(port)); // a new incarnation, same address
+        assertEquals(old.address(), second.localAddress());
+        Segment again = second.export(SegmentSpec.of(0, 4096));
+        // the old connection's reconnect meets the new incarnation and gives up for good
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (true) {
+            Throwable t = failure(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1));
+            NodeUnavailableException e = assertInstanceOf(NodeUnavailableException.class, t);
+            if (e.getMessage().contains("stale incarnation")) {
+                break;
+            }
+            if (System.nanoTime() > deadline) {
+                fail("the old connection did not close on the new incarnation: " + e.getMessage());
+            }
+            Thread.sleep(10);
+        }
+        assertFalse(ba.isOpen());
+        StaleIncarnationException stale = assertThrows(StaleIncarnationException.class,
+                () -> RemoteMemory.await(b.connect(old), WAIT));
+        assertEquals(second.incarnation(), stale.actual());
+        assertEquals(0, again.readLong(0), "the new incarnation's memory was never reached");
+        assertEquals(0L, await(connect(b, second).fetchAndAdd(again.pointer(0), again.remoteKey(), 1)));
     }
 
     @Test
