@@ -254,6 +254,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         if (handshakeTimer != null) {
             handshakeTimer.cancel(false);
         }
+        FrameDecoder decoder = ctx.pipeline().get(FrameDecoder.class);
+        if (decoder != null) {
+            decoder.authenticated();
+        }
         ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH);
         Frame.writeWelcome(b);
         ctx.writeAndFlush(b, ctx.voidPromise());

@@ -665,6 +665,10 @@ final class TcpConnection implements Connection {
                     return;
                 }
                 authenticated = true;
+                FrameDecoder decoder = ctx.pipeline().get(FrameDecoder.class);
+                if (decoder != null) {
+                    decoder.authenticated();
+                }
                 channel = ctx.channel();
                 state = OPEN;
                 ready.complete(null);

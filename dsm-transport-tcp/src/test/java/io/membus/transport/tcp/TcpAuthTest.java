@@ -98,6 +98,20 @@ class TcpAuthTest {
     }
 
     @Test
+    void anUnauthenticatedPeerCannotMakeTheNodeBufferALargeFrame() throws Exception {
+        Transport a = nodes.start(1);
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            // a length far below tcp.max-frame, but far above any handshake frame: refused from its header alone
+            p.send(b -> b.writeIntLE(100_000).writeZero(12));
+            byte[] answer = p.readFrame();
+            assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(answer));
+            assertTrue(RawPeer.errorMessage(answer).contains("frameLength=100000, allowed=12..1060 (before the handshake)"),
+                    RawPeer.errorMessage(answer));
+            p.awaitClosed();
+        }
+    }
+
+    @Test
     void aReplayedHandshakeDoesNotAuthenticate() throws Exception {
         Transport a = nodes.start(1);
         Segment seg = a.export(SegmentSpec.of(0, 4096));
