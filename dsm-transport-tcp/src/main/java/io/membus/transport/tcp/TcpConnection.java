@@ -119,6 +119,7 @@ final class TcpConnection implements Connection {
         long deadlineNanos;
         long releaseNanos;
         long correlationId;
+        boolean timedOut; // failed by the sweep while on the wire (I/O thread)
 
         Op(byte opcode, long ptr, long remoteKey, int length, long a, long b, byte[] data) {
             this.opcode = opcode;
@@ -420,7 +421,7 @@ final class TcpConnection implements Connection {
                 throw new ProtocolException(peer.toString(), "correlationId=" + corr + " answers no verb in flight");
             }
             inFlight.poll();
-            if (op.future.isDone()) {
+            if (op.timedOut) {
                 timedOutInFlight--;
             }
             if (op.correlationId == corr) {
@@ -431,6 +432,15 @@ final class TcpConnection implements Connection {
                 orphans.add(op);
             }
         }
+        try {
+            complete(op, f);
+        } catch (ProtocolException e) {
+            op.future.completeExceptionally(e); // the connection closes next; this verb must not be left hanging
+            throw e;
+        }
+    }
+
+    private void complete(Op op, Frame f) {
         if (f.opcode() == Frame.OP_ERROR) {
             op.future.completeExceptionally(decodeError(f));
             return;
@@ -484,8 +494,10 @@ final class TcpConnection implements Connection {
     private void sweep() {
         long now = System.nanoTime();
         for (Op op : inFlight) {
-            if (!op.future.isDone() && op.deadlineNanos - now <= 0 && timeout(op)) {
+            if (!op.timedOut && op.deadlineNanos - now <= 0) {
+                op.timedOut = true; // it no longer holds a window slot
                 timedOutInFlight++;
+                timeout(op);
             }
         }
         backlog.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));

@@ -46,7 +46,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Note:</b> thread-safe. Verbs it serves run on its I/O threads, one
  * connection's verbs on one thread in arrival order; their memory effects are
- * those of {@link io.membus.core.transport.SegmentTable}.
+ * those of {@link io.membus.core.transport.SegmentTable}. {@link #close()} waits
+ * for the I/O threads to stop, so it must not be called on one of them (from a
+ * verb's callback).
  */
 public final class TcpTransport extends AbstractTransport {
     private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);

@@ -143,7 +143,8 @@ class TcpConnectionLossTest {
     @Test
     void aVerbDroppedByTheTargetTimesOutAndLaterVerbsStillComplete() throws Exception {
         Transport a = nodes.start(1);
-        Transport b = nodes.start(2, Duration.ofMillis(300));
+        // a window of one: the unanswered verb must give its slot back when its deadline passes
+        Transport b = nodes.start(2, Duration.ofMillis(300), "tcp.max-in-flight", "1");
         Segment seg = a.export(SegmentSpec.of(0, 4096));
         Connection ba = connect(b, a);
         a.faults().drop(2);
