@@ -150,7 +150,8 @@ final class TcpConnection implements Connection {
             throw new NodeUnavailableException(peer.nodeId(), "address=" + peer.address()
                     + " is not host:port; the directory entry of the node is not a tcp address");
         }
-        this.host = peer.address().substring(0, colon);
+        String h = peer.address().substring(0, colon);
+        this.host = h.startsWith("[") && h.endsWith("]") ? h.substring(1, h.length() - 1) : h; // [IPv6]:port
         try {
             this.port = Integer.parseInt(peer.address().substring(colon + 1));
         } catch (NumberFormatException e) {

@@ -110,7 +110,9 @@ public final class TcpTransport extends AbstractTransport {
                     + ", tcp.port=" + settings.port + ": " + e + "; choose a free port (0 = any) or another host", e);
         }
         int port = ((InetSocketAddress) serverChannel.localAddress()).getPort();
-        this.localAddress = settings.advertiseHost + ":" + port;
+        String host = settings.advertiseHost.contains(":") && !settings.advertiseHost.startsWith("[")
+                ? "[" + settings.advertiseHost + "]" : settings.advertiseHost; // an IPv6 literal
+        this.localAddress = host + ":" + port;
         LOG.debug("node {} (incarnation {}) serves tcp verbs at {} ({})", nodeId(), incarnation(), localAddress,
                 epoll ? "epoll" : "nio");
     }

@@ -197,6 +197,22 @@ class TcpAuthTest {
     }
 
     @Test
+    void ipv6LoopbackAddressesWork() {
+        Transport a;
+        try {
+            a = nodes.start(1, "tcp.host", "::1");
+        } catch (io.membus.core.error.TransportUnavailableException noIpv6) {
+            System.out.println("no IPv6 loopback on this machine: " + noIpv6.getMessage());
+            return; // nothing to test here; every other test covers IPv4
+        }
+        assertTrue(a.localAddress().startsWith("[::1]:"), a.localAddress());
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        Transport b = nodes.start(2);
+        assertEquals(0L, RemoteMemory.await(connect(b, a.self()).fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1),
+                Duration.ofSeconds(20)));
+    }
+
+    @Test
     void theSecretIsRequiredAndLongEnough() {
         DsmConfigException missing = assertThrows(DsmConfigException.class, () -> Transports.create("tcp",
                 TransportConfig.builder(1).property("tcp.port", "0").build()));
