@@ -171,11 +171,15 @@ final class TcpConnection implements Connection {
             } else {
                 long period = Math.max(TimeUnit.MILLISECONDS.toNanos(1),
                         Math.min(timeoutNanos / 8, TimeUnit.MILLISECONDS.toNanos(100)));
-                loop.execute(() -> {
-                    if (state != CLOSED) {
-                        sweepTimer = loop.scheduleAtFixedRate(this::sweep, period, period, TimeUnit.NANOSECONDS);
-                    }
-                });
+                try {
+                    loop.execute(() -> {
+                        if (state != CLOSED) {
+                            sweepTimer = loop.scheduleAtFixedRate(this::sweep, period, period, TimeUnit.NANOSECONDS);
+                        }
+                    });
+                } catch (RejectedExecutionException shuttingDown) {
+                    close("the initiator's tcp transport is closed");
+                }
             }
         });
     }
@@ -195,9 +199,19 @@ final class TcpConnection implements Connection {
                     }
                 });
         ChannelFuture cf;
+        ScheduledFuture<?> timer;
+        long handshakeNanos = transport.settings.connectTimeout.toNanos();
         try {
             cf = b.connect(host, port);
-        } catch (RuntimeException | Error e) {
+            Channel c = cf.channel();
+            timer = loop.schedule(() -> {
+                if (ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(),
+                        "no authenticated connection to " + peer.address() + " within the connect timeout ("
+                                + transport.settings.connectTimeout.toMillis() + " ms)"))) {
+                    c.close();
+                }
+            }, handshakeNanos, TimeUnit.NANOSECONDS);
+        } catch (RuntimeException e) { // the I/O threads are shutting down, or the address is unusable
             ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "cannot connect to "
                     + peer.address() + ": " + e, e));
             return;
@@ -209,14 +223,6 @@ final class TcpConnection implements Connection {
                         + peer.address() + ": " + f.cause(), f.cause()));
             }
         });
-        long handshakeNanos = transport.settings.connectTimeout.toNanos();
-        ScheduledFuture<?> timer = loop.schedule(() -> {
-            if (ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "no authenticated connection to "
-                    + peer.address() + " within the connect timeout (" + transport.settings.connectTimeout.toMillis()
-                    + " ms)"))) {
-                ch.close();
-            }
-        }, handshakeNanos, TimeUnit.NANOSECONDS);
         ready.whenComplete((v, e) -> {
             timer.cancel(false);
             if (e != null) {
@@ -567,6 +573,9 @@ final class TcpConnection implements Connection {
         long backoff = Math.min(max, min << Math.min(20, reconnectAttempt));
         backoff = backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1); // jitter
         reconnectAttempt++;
+        if (loop.isShuttingDown()) {
+            return; // the transport is closing: close() fails what is left
+        }
         reconnectTimer = loop.schedule(() -> {
             if (state == CLOSED) {
                 return;

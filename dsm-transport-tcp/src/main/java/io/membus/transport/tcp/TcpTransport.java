@@ -138,13 +138,12 @@ public final class TcpTransport extends AbstractTransport {
 
     @Override
     protected CompletableFuture<Connection> open(PeerInfo peer) {
-        TcpConnection c;
         try {
-            c = new TcpConnection(this, peer, group.next());
+            TcpConnection c = new TcpConnection(this, peer, group.next());
+            return c.start().thenApply(x -> c);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
-        return c.start().thenApply(x -> c);
     }
 
     Class<? extends SocketChannel> socketChannelClass() {
