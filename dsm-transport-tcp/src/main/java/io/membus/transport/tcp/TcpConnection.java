@@ -402,7 +402,10 @@ final class TcpConnection implements Connection {
             }
             backlog.poll();
             if (out == null) {
-                out = ch.alloc().ioBuffer(Math.max(256, op.frameLength()));
+                // sized for what the window lets out now, so a burst is encoded without re-allocation
+                int room = maxInFlight - (inFlight.size() - timedOutInFlight);
+                long burst = Math.min((long) op.frameLength() * Math.min(room, backlog.size() + 1), 1 << 20);
+                out = ch.alloc().ioBuffer((int) Math.max(Math.max(256, burst), op.frameLength()));
             }
             op.correlationId = ++nextCorrelationId;
             switch (op.opcode) {
