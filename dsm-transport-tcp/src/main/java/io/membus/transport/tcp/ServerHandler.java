@@ -104,8 +104,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         long timeout = transport.settings.handshakeTimeout.toNanos();
         handshakeTimer = ctx.executor().schedule(() -> {
             if (state < OPEN) {
-                LOG.warn("peer {} did not complete the handshake within {} ms: disconnected", peer,
-                        transport.settings.handshakeTimeout.toMillis());
+                transport.refusals.warn("peer " + peer + " did not complete the handshake within "
+                        + transport.settings.handshakeTimeout.toMillis() + " ms: disconnected");
                 closeNow();
             }
         }, timeout, TimeUnit.NANOSECONDS);
@@ -172,7 +172,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         if (c instanceof ProtocolException pe) {
-            LOG.warn("{}; disconnected (node {})", pe.getMessage(), initiatorNode);
+            transport.refusals.warn(pe.getMessage() + "; disconnected (node " + initiatorNode + ")");
             refuse(ErrorCode.PROTOCOL, 0, pe.getMessage());
         } else if (c instanceof java.io.IOException) {
             LOG.debug("connection from {} failed: {}", peer, c.toString());
@@ -219,7 +219,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         if (!Handshake.matches(expected, received)) {
             AuthenticationException e = new AuthenticationException(peer + " (claims node " + initiatorNode + ")",
                     "reason=the client proof does not verify under this node's cluster secret");
-            LOG.warn("{}; disconnected", e.getMessage());
+            transport.refusals.warn(e.getMessage() + "; disconnected");
             refuse(ErrorCode.AUTHENTICATION, 0, e.getMessage());
             return;
         }
@@ -244,8 +244,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         long newer = transport.admitInitiator(initiatorNode, claimedIncarnation, ctx.channel());
         if (newer != 0) {
             StaleIncarnationException e = new StaleIncarnationException(initiatorNode, claimedIncarnation, newer);
-            LOG.warn("peer {} authenticated as an earlier incarnation of node {}: {}", peer, initiatorNode,
-                    e.getMessage());
+            transport.refusals.warn("peer " + peer + " authenticated as an earlier incarnation of node "
+                    + initiatorNode + ": " + e.getMessage());
             refuseWithDetail(ErrorCode.STALE_INCARNATION, newer, e.getMessage());
             return;
         }
@@ -391,7 +391,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private void protocolError(String detail) {
         ProtocolException e = new ProtocolException(peer + (initiatorNode >= 0 ? " (node " + initiatorNode + ")" : ""),
                 detail);
-        LOG.warn("{}; disconnected", e.getMessage());
+        transport.refusals.warn(e.getMessage() + "; disconnected");
         refuse(ErrorCode.PROTOCOL, 0, e.getMessage());
     }
 

@@ -55,6 +55,8 @@ public final class TcpTransport extends AbstractTransport {
 
     final TcpSettings settings;
     final Handshake handshake;
+    /** Where refused peers are logged, rate-limited. */
+    final RefusalLog refusals = new RefusalLog(LoggerFactory.getLogger(ServerHandler.class));
     private final EventLoopGroup group;
     private final Class<? extends SocketChannel> socketChannel;
     private final Channel serverChannel;
