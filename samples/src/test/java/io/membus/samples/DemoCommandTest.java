@@ -52,6 +52,14 @@ class DemoCommandTest {
     }
 
     @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void theDemoRunsItsNodesAsProcessesOverTcp() {
+        String out = run(0, "demo", "--transport", "tcp", "--nodes", "3", "--ops", "500", "--blocks", "8");
+        assertTrue(out.contains("as separate processes over tcp"), out);
+        assertTrue(out.contains("demo OK"), out);
+    }
+
+    @Test
     void badOptionsAreRefusedWithWhatIsAllowed() {
         assertEquals(1, MembusCli.run("demo", "--nodes", "1"));
         assertEquals(1, MembusCli.run("demo", "--transport", "carrier-pigeon", "--nodes", "2"));

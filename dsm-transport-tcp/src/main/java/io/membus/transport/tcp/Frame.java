@@ -1,0 +1,307 @@
+package io.membus.transport.tcp;
+
+import io.netty.buffer.ByteBuf;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The wire format of the tcp transport: offset constants, opcodes, a flyweight
+ * over one received frame, and the encoders. Every integer is little-endian
+ * (the byte order of {@link io.membus.core.Words}).
+ *
+ * <pre>
+ * Every frame:
+ *   0               4       5       6               8                               16
+ *   +---------------+-------+-------+---------------+-------------------------------+------ ... --+
+ *   | frame length  |version|opcode |   reserved    |        correlation id         |    body     |
+ *   |    int32      | uint8 | uint8 |   (zero)      |            int64              |             |
+ *   +---------------+-------+-------+---------------+-------------------------------+------ ... --+
+ *   frame length = the bytes after the length field = 12 + body length; at most max-frame - 4.
+ *
+ * Requests (initiator -> target), body offsets from 16:
+ *   READ   ptr int64 | remoteKey int64 | length int32                          (20 bytes)
+ *   WRITE  ptr int64 | remoteKey int64 | length int32 | data[length]          (20 + length)
+ *   CAS    ptr int64 | remoteKey int64 | expected int64 | update int64         (32 bytes)
+ *   FAA    ptr int64 | remoteKey int64 | delta int64                           (24 bytes)
+ *
+ * Responses (target -> initiator) carry the request's correlation id, in request order:
+ *   OK     the result: read: data[length]; write: nothing; CAS, FAA: the old value int64
+ *   ERROR  code uint8 | reserved[3] | length int32 | ptr int64 | detail int64 | message UTF-8 (rest)
+ *
+ * Handshake (correlation id 0), before any verb:
+ *   HELLO     nodeId int32 | incarnation int64 | targetNode int32 | targetIncarnation int64 | nonce[32]  (56)
+ *   CHALLENGE nodeId int32 | incarnation int64 | nonce[32] | serverProof[32]                            (76)
+ *   AUTH      clientProof[32]                                                                            (32)
+ *   WELCOME   nothing
+ *   a refused handshake gets an ERROR frame (code AUTHENTICATION, STALE_INCARNATION, NODE_UNAVAILABLE
+ *   or PROTOCOL) and the connection is closed.
+ * </pre>
+ *
+ * <p><b>Note:</b> a {@code Frame} flyweight is not thread-safe: one I/O thread
+ * wraps and reads it. The static encoders are stateless.
+ */
+public final class Frame {
+    /** Version of this wire format; a frame with another version is a protocol error. */
+    public static final byte VERSION = 1;
+
+    public static final int LENGTH_FIELD_OFFSET = 0;
+    public static final int VERSION_FIELD_OFFSET = 4;
+    public static final int OPCODE_FIELD_OFFSET = 5;
+    public static final int RESERVED_FIELD_OFFSET = 6;
+    public static final int CORRELATION_ID_FIELD_OFFSET = 8;
+    /** Bytes of the header, the length field included; the body starts here. */
+    public static final int HEADER_LENGTH = 16;
+    /** Smallest value of the length field: a frame with an empty body. */
+    public static final int MIN_LENGTH_FIELD = HEADER_LENGTH - 4;
+
+    // verb request body
+    public static final int PTR_FIELD_OFFSET = HEADER_LENGTH;
+    public static final int REMOTE_KEY_FIELD_OFFSET = PTR_FIELD_OFFSET + 8;
+    public static final int VERB_LENGTH_FIELD_OFFSET = REMOTE_KEY_FIELD_OFFSET + 8;
+    public static final int WRITE_DATA_FIELD_OFFSET = VERB_LENGTH_FIELD_OFFSET + 4;
+    public static final int EXPECTED_FIELD_OFFSET = REMOTE_KEY_FIELD_OFFSET + 8;
+    public static final int UPDATE_FIELD_OFFSET = EXPECTED_FIELD_OFFSET + 8;
+    public static final int DELTA_FIELD_OFFSET = REMOTE_KEY_FIELD_OFFSET + 8;
+    public static final int READ_BODY_LENGTH = 20;
+    public static final int WRITE_FIXED_BODY_LENGTH = 20;
+    public static final int CAS_BODY_LENGTH = 32;
+    public static final int FAA_BODY_LENGTH = 24;
+
+    // error body
+    public static final int ERROR_CODE_FIELD_OFFSET = HEADER_LENGTH;
+    public static final int ERROR_LENGTH_FIELD_OFFSET = HEADER_LENGTH + 4;
+    public static final int ERROR_PTR_FIELD_OFFSET = HEADER_LENGTH + 8;
+    public static final int ERROR_DETAIL_FIELD_OFFSET = HEADER_LENGTH + 16;
+    public static final int ERROR_MESSAGE_FIELD_OFFSET = HEADER_LENGTH + 24;
+    /** Longest error message carried; longer ones are cut. */
+    public static final int MAX_ERROR_MESSAGE = 1024;
+
+    // handshake bodies
+    public static final int NONCE_LENGTH = 32;
+    public static final int PROOF_LENGTH = 32;
+    public static final int HELLO_NODE_FIELD_OFFSET = HEADER_LENGTH;
+    public static final int HELLO_INCARNATION_FIELD_OFFSET = HEADER_LENGTH + 4;
+    public static final int HELLO_TARGET_NODE_FIELD_OFFSET = HEADER_LENGTH + 12;
+    public static final int HELLO_TARGET_INCARNATION_FIELD_OFFSET = HEADER_LENGTH + 16;
+    public static final int HELLO_NONCE_FIELD_OFFSET = HEADER_LENGTH + 24;
+    public static final int HELLO_BODY_LENGTH = 24 + NONCE_LENGTH;
+    public static final int CHALLENGE_NODE_FIELD_OFFSET = HEADER_LENGTH;
+    public static final int CHALLENGE_INCARNATION_FIELD_OFFSET = HEADER_LENGTH + 4;
+    public static final int CHALLENGE_NONCE_FIELD_OFFSET = HEADER_LENGTH + 12;
+    public static final int CHALLENGE_PROOF_FIELD_OFFSET = CHALLENGE_NONCE_FIELD_OFFSET + NONCE_LENGTH;
+    public static final int CHALLENGE_BODY_LENGTH = 12 + NONCE_LENGTH + PROOF_LENGTH;
+    public static final int AUTH_PROOF_FIELD_OFFSET = HEADER_LENGTH;
+    public static final int AUTH_BODY_LENGTH = PROOF_LENGTH;
+
+    // opcodes
+    public static final byte OP_READ = 1;
+    public static final byte OP_WRITE = 2;
+    public static final byte OP_CAS = 3;
+    public static final byte OP_FAA = 4;
+    public static final byte OP_HELLO = 0x10;
+    public static final byte OP_CHALLENGE = 0x11;
+    public static final byte OP_AUTH = 0x12;
+    public static final byte OP_WELCOME = 0x13;
+    public static final byte OP_OK = (byte) 0x81;
+    public static final byte OP_ERROR = (byte) 0x82;
+
+    /** Default largest frame: a read or write of {@link io.membus.core.transport.SegmentTable#MAX_VERB_LENGTH} plus header. */
+    public static final int DEFAULT_MAX_FRAME = io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH + 64;
+
+    private ByteBuf buffer;
+    private int offset;
+
+    /** Wraps the frame that starts at {@code offset} of {@code buffer} (its length field included). */
+    public Frame wrap(ByteBuf buffer, int offset) {
+        this.buffer = buffer;
+        this.offset = offset;
+        return this;
+    }
+
+    /** Bytes of the whole frame, the length field included. */
+    public int frameLength() {
+        return buffer.getIntLE(offset + LENGTH_FIELD_OFFSET) + 4;
+    }
+
+    public int bodyLength() {
+        return frameLength() - HEADER_LENGTH;
+    }
+
+    public byte version() {
+        return buffer.getByte(offset + VERSION_FIELD_OFFSET);
+    }
+
+    public byte opcode() {
+        return buffer.getByte(offset + OPCODE_FIELD_OFFSET);
+    }
+
+    public long correlationId() {
+        return buffer.getLongLE(offset + CORRELATION_ID_FIELD_OFFSET);
+    }
+
+    /** The int32 at {@code fieldOffset} (one of the {@code *_FIELD_OFFSET} constants). */
+    public int intAt(int fieldOffset) {
+        return buffer.getIntLE(offset + fieldOffset);
+    }
+
+    /** The int64 at {@code fieldOffset}. */
+    public long longAt(int fieldOffset) {
+        return buffer.getLongLE(offset + fieldOffset);
+    }
+
+    /** Copies {@code length} bytes at {@code fieldOffset} into {@code dst}. */
+    public void bytesAt(int fieldOffset, byte[] dst, int dstOffset, int length) {
+        buffer.getBytes(offset + fieldOffset, dst, dstOffset, length);
+    }
+
+    public byte[] bytesAt(int fieldOffset, int length) {
+        byte[] b = new byte[length];
+        bytesAt(fieldOffset, b, 0, length);
+        return b;
+    }
+
+    /** The error message of an ERROR frame. */
+    public String errorMessage() {
+        int n = frameLength() - ERROR_MESSAGE_FIELD_OFFSET;
+        return n <= 0 ? "" : buffer.toString(offset + ERROR_MESSAGE_FIELD_OFFSET, n, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Checks the version and that the body length is what {@code opcode} requires.
+     *
+     * @return {@code null} when valid, else what is wrong (key=value)
+     */
+    public String validate() {
+        if (version() != VERSION) {
+            return "version=" + version() + ", supported=" + VERSION;
+        }
+        int body = bodyLength();
+        byte op = opcode();
+        int expected = switch (op) {
+            case OP_READ -> READ_BODY_LENGTH;
+            case OP_WRITE -> body < WRITE_FIXED_BODY_LENGTH ? WRITE_FIXED_BODY_LENGTH
+                    : WRITE_FIXED_BODY_LENGTH + intAt(VERB_LENGTH_FIELD_OFFSET);
+            case OP_CAS -> CAS_BODY_LENGTH;
+            case OP_FAA -> FAA_BODY_LENGTH;
+            case OP_HELLO -> HELLO_BODY_LENGTH;
+            case OP_CHALLENGE -> CHALLENGE_BODY_LENGTH;
+            case OP_AUTH -> AUTH_BODY_LENGTH;
+            case OP_WELCOME -> 0;
+            case OP_OK -> body;
+            case OP_ERROR -> body < ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH ? ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH
+                    : body;
+            default -> -1;
+        };
+        if (expected < 0) {
+            return "opcode=" + op + " (unknown)";
+        }
+        if (body != expected) {
+            return "opcode=" + opName(op) + ", bodyLength=" + body + ", expected=" + expected;
+        }
+        return null;
+    }
+
+    public static String opName(byte opcode) {
+        return switch (opcode) {
+            case OP_READ -> "read";
+            case OP_WRITE -> "write";
+            case OP_CAS -> "compareAndSwap";
+            case OP_FAA -> "fetchAndAdd";
+            case OP_HELLO -> "HELLO";
+            case OP_CHALLENGE -> "CHALLENGE";
+            case OP_AUTH -> "AUTH";
+            case OP_WELCOME -> "WELCOME";
+            case OP_OK -> "OK";
+            case OP_ERROR -> "ERROR";
+            default -> "0x" + Integer.toHexString(opcode & 0xff);
+        };
+    }
+
+    // ---------------------------------------------------------------- encoders
+
+    /** Appends a header for a frame with {@code bodyLength} bytes of body; the caller appends the body. */
+    public static void writeHeader(ByteBuf out, byte opcode, long correlationId, int bodyLength) {
+        out.writeIntLE(MIN_LENGTH_FIELD + bodyLength);
+        out.writeByte(VERSION);
+        out.writeByte(opcode);
+        out.writeShortLE(0);
+        out.writeLongLE(correlationId);
+    }
+
+    public static void writeRead(ByteBuf out, long correlationId, long ptr, long remoteKey, int length) {
+        writeHeader(out, OP_READ, correlationId, READ_BODY_LENGTH);
+        out.writeLongLE(ptr);
+        out.writeLongLE(remoteKey);
+        out.writeIntLE(length);
+    }
+
+    public static void writeWrite(ByteBuf out, long correlationId, long ptr, long remoteKey, byte[] src, int srcOffset,
+                                  int length) {
+        writeHeader(out, OP_WRITE, correlationId, WRITE_FIXED_BODY_LENGTH + length);
+        out.writeLongLE(ptr);
+        out.writeLongLE(remoteKey);
+        out.writeIntLE(length);
+        out.writeBytes(src, srcOffset, length);
+    }
+
+    public static void writeCas(ByteBuf out, long correlationId, long ptr, long remoteKey, long expected, long update) {
+        writeHeader(out, OP_CAS, correlationId, CAS_BODY_LENGTH);
+        out.writeLongLE(ptr);
+        out.writeLongLE(remoteKey);
+        out.writeLongLE(expected);
+        out.writeLongLE(update);
+    }
+
+    public static void writeFaa(ByteBuf out, long correlationId, long ptr, long remoteKey, long delta) {
+        writeHeader(out, OP_FAA, correlationId, FAA_BODY_LENGTH);
+        out.writeLongLE(ptr);
+        out.writeLongLE(remoteKey);
+        out.writeLongLE(delta);
+    }
+
+    public static void writeOkValue(ByteBuf out, long correlationId, long value) {
+        writeHeader(out, OP_OK, correlationId, 8);
+        out.writeLongLE(value);
+    }
+
+    public static void writeError(ByteBuf out, long correlationId, byte code, int length, long ptr, long detail,
+                                  String message) {
+        byte[] msg = message == null ? new byte[0] : message.getBytes(StandardCharsets.UTF_8);
+        int n = Math.min(msg.length, MAX_ERROR_MESSAGE);
+        writeHeader(out, OP_ERROR, correlationId, ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH + n);
+        out.writeByte(code);
+        out.writeByte(0);
+        out.writeShortLE(0);
+        out.writeIntLE(length);
+        out.writeLongLE(ptr);
+        out.writeLongLE(detail);
+        out.writeBytes(msg, 0, n);
+    }
+
+    public static void writeHello(ByteBuf out, int nodeId, long incarnation, int targetNode, long targetIncarnation,
+                                  byte[] nonce) {
+        writeHeader(out, OP_HELLO, 0, HELLO_BODY_LENGTH);
+        out.writeIntLE(nodeId);
+        out.writeLongLE(incarnation);
+        out.writeIntLE(targetNode);
+        out.writeLongLE(targetIncarnation);
+        out.writeBytes(nonce);
+    }
+
+    public static void writeChallenge(ByteBuf out, int nodeId, long incarnation, byte[] nonce, byte[] proof) {
+        writeHeader(out, OP_CHALLENGE, 0, CHALLENGE_BODY_LENGTH);
+        out.writeIntLE(nodeId);
+        out.writeLongLE(incarnation);
+        out.writeBytes(nonce);
+        out.writeBytes(proof);
+    }
+
+    public static void writeAuth(ByteBuf out, byte[] proof) {
+        writeHeader(out, OP_AUTH, 0, AUTH_BODY_LENGTH);
+        out.writeBytes(proof);
+    }
+
+    public static void writeWelcome(ByteBuf out) {
+        writeHeader(out, OP_WELCOME, 0, 0);
+    }
+}

@@ -1,0 +1,434 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.Access;
+import io.membus.core.RemotePtr;
+import io.membus.core.Segment;
+import io.membus.core.error.AuthenticationException;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.ProtocolException;
+import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.error.VerbException;
+import io.membus.core.transport.FaultInjector;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.DecoderException;
+import io.netty.util.concurrent.ScheduledFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The target side of one accepted connection: the handshake state machine, then
+ * the soft NIC that executes the peer's verbs on this node's segment table, on
+ * this channel's I/O thread, in arrival order, writing responses in the same
+ * order and flushing once per read batch.
+ *
+ * <p>Until the peer has proven it holds the cluster secret, nothing but the
+ * handshake frames is looked at: any other frame, a wrong proof, a malformed or
+ * oversized frame closes the connection and is logged, and no verb of it runs.
+ * After the handshake, a frame that is not a valid verb closes the connection
+ * too (it cannot be resynchronised); a valid verb that fails its checks is
+ * answered with its typed error and the connection stays.
+ *
+ * <p><b>Note:</b> confined to its channel's I/O thread, except {@link #drop},
+ * {@link #initiatorNode()} and {@link #initiatorIncarnation()} (volatile).
+ */
+final class ServerHandler extends ChannelInboundHandlerAdapter {
+    private static final Logger LOG = LoggerFactory.getLogger(ServerHandler.class);
+    private static final int AWAIT_HELLO = 0;
+    private static final int AWAIT_AUTH = 1;
+    private static final int OPEN = 2;
+    private static final int CLOSED = 3;
+    private static final int SCRATCH_KEEP = 64 * 1024;
+
+    private final TcpTransport transport;
+    private final String peer;
+    private final Frame frame = new Frame();
+    private int state = AWAIT_HELLO;
+    private volatile int initiatorNode = -1;
+    private volatile long initiatorIncarnation;
+    private int targetNodeClaimed;
+    private long targetIncarnationClaimed;
+    private byte[] clientNonce;
+    private byte[] serverNonce;
+    private ChannelHandlerContext ctx;
+    private ScheduledFuture<?> handshakeTimer;
+    private ByteBuf out;
+    private byte[] scratch = new byte[4096];
+    /** Verbs held by an injected delay, in arrival order (retained frames). */
+    private final ArrayDeque<Held> held = new ArrayDeque<>();
+
+    private record Held(long releaseNanos, ByteBuf frame) {
+    }
+
+    ServerHandler(TcpTransport transport, String peer) {
+        this.transport = transport;
+        this.peer = peer;
+    }
+
+    int initiatorNode() {
+        return initiatorNode;
+    }
+
+    long initiatorIncarnation() {
+        return initiatorIncarnation;
+    }
+
+    /** Closes this connection from any thread (fencing, a restarted initiator, shutdown). */
+    void drop(String reason) {
+        ChannelHandlerContext c = ctx;
+        if (c == null) {
+            return;
+        }
+        c.executor().execute(() -> {
+            if (state != CLOSED) {
+                LOG.info("closing connection from node {} at {}: {}", initiatorNode, peer, reason);
+                refuse(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " closed this connection: "
+                        + reason);
+            }
+        });
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        long timeout = transport.settings.handshakeTimeout.toNanos();
+        handshakeTimer = ctx.executor().schedule(() -> {
+            if (state < OPEN) {
+                transport.refusals.warn("peer " + peer + " did not complete the handshake within "
+                        + transport.settings.handshakeTimeout.toMillis() + " ms: disconnected");
+                closeNow();
+            }
+        }, timeout, TimeUnit.NANOSECONDS);
+        ctx.fireChannelActive();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        ByteBuf buf = (ByteBuf) msg;
+        try {
+            if (state == CLOSED) {
+                return;
+            }
+            frame.wrap(buf, buf.readerIndex());
+            String invalid = frame.validate();
+            if (invalid != null) {
+                protocolError(invalid);
+                return;
+            }
+            switch (state) {
+                case AWAIT_HELLO -> onHello();
+                case AWAIT_AUTH -> onAuth();
+                default -> {
+                    if (onVerb(buf)) {
+                        buf = null; // held: released when it runs
+                    }
+                }
+            }
+        } finally {
+            if (buf != null) {
+                buf.release();
+            }
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        flush();
+        ctx.fireChannelReadComplete();
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        // a peer that does not read its responses stops being read: TCP pushes back on it
+        ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (state < OPEN && state != CLOSED) {
+            LOG.info("peer {} disconnected during the handshake", peer);
+        }
+        state = CLOSED;
+        cleanUp();
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        Throwable c = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+        if (state == CLOSED) {
+            ctx.close(); // refused already: the rest of its bytes are not looked at
+            return;
+        }
+        if (c instanceof ProtocolException pe) {
+            transport.refusals.warn(pe.getMessage() + "; disconnected (node " + initiatorNode + ")");
+            refuse(ErrorCode.PROTOCOL, 0, pe.getMessage());
+        } else if (c instanceof java.io.IOException) {
+            LOG.debug("connection from {} failed: {}", peer, c.toString());
+            closeNow();
+        } else {
+            LOG.warn("connection from {} failed: {}", peer, c.toString(), c);
+            closeNow();
+        }
+    }
+
+    // ------------------------------------------------------------- handshake
+
+    private void onHello() {
+        if (frame.opcode() != Frame.OP_HELLO) {
+            protocolError("opcode=" + Frame.opName(frame.opcode()) + " before the handshake (expected HELLO)");
+            return;
+        }
+        initiatorNode = frame.intAt(Frame.HELLO_NODE_FIELD_OFFSET);
+        long claimedIncarnation = frame.longAt(Frame.HELLO_INCARNATION_FIELD_OFFSET);
+        targetNodeClaimed = frame.intAt(Frame.HELLO_TARGET_NODE_FIELD_OFFSET);
+        targetIncarnationClaimed = frame.longAt(Frame.HELLO_TARGET_INCARNATION_FIELD_OFFSET);
+        clientNonce = frame.bytesAt(Frame.HELLO_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
+        initiatorIncarnation = 0; // not trusted until AUTH verifies
+        serverNonce = Handshake.nonce();
+        byte[] proof = transport.handshake.proof(Handshake.SERVER, initiatorNode, claimedIncarnation,
+                transport.nodeId(), transport.incarnation(), clientNonce, serverNonce);
+        this.claimedIncarnation = claimedIncarnation;
+        ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.CHALLENGE_BODY_LENGTH);
+        Frame.writeChallenge(b, transport.nodeId(), transport.incarnation(), serverNonce, proof);
+        ctx.writeAndFlush(b, ctx.voidPromise());
+        state = AWAIT_AUTH;
+    }
+
+    private long claimedIncarnation;
+
+    private void onAuth() {
+        if (frame.opcode() != Frame.OP_AUTH) {
+            protocolError("opcode=" + Frame.opName(frame.opcode()) + " before the handshake completed (expected AUTH)");
+            return;
+        }
+        byte[] expected = transport.handshake.proof(Handshake.CLIENT, initiatorNode, claimedIncarnation,
+                transport.nodeId(), transport.incarnation(), clientNonce, serverNonce);
+        byte[] received = frame.bytesAt(Frame.AUTH_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
+        if (!Handshake.matches(expected, received)) {
+            AuthenticationException e = new AuthenticationException(peer + " (claims node " + initiatorNode + ")",
+                    "reason=the client proof does not verify under this node's cluster secret");
+            transport.refusals.warn(e.getMessage() + "; disconnected");
+            refuse(ErrorCode.AUTHENTICATION, 0, e.getMessage());
+            return;
+        }
+        if (targetNodeClaimed != transport.nodeId()) {
+            refuse(ErrorCode.NODE_UNAVAILABLE, 0, "this address serves node " + transport.nodeId() + ", not node "
+                    + targetNodeClaimed + "; the directory entry of node " + targetNodeClaimed + " is out of date");
+            return;
+        }
+        if (targetIncarnationClaimed != transport.incarnation()) {
+            StaleIncarnationException e = new StaleIncarnationException(transport.nodeId(), targetIncarnationClaimed,
+                    transport.incarnation());
+            LOG.info("peer node {} at {} asked for an earlier incarnation: {}", initiatorNode, peer, e.getMessage());
+            refuseWithDetail(ErrorCode.STALE_INCARNATION, transport.incarnation(), e.getMessage());
+            return;
+        }
+        String fence = transport.fenceReason(initiatorNode);
+        if (fence != null || !transport.serving()) {
+            refuse(ErrorCode.NODE_UNAVAILABLE, 0, fence != null ? "node " + transport.nodeId() + " fenced node "
+                    + initiatorNode + ": " + fence : "node " + transport.nodeId() + " is shutting down");
+            return;
+        }
+        long newer = transport.admitInitiator(initiatorNode, claimedIncarnation, ctx.channel());
+        if (newer != 0) {
+            StaleIncarnationException e = new StaleIncarnationException(initiatorNode, claimedIncarnation, newer);
+            transport.refusals.warn("peer " + peer + " authenticated as an earlier incarnation of node "
+                    + initiatorNode + ": " + e.getMessage());
+            refuseWithDetail(ErrorCode.STALE_INCARNATION, newer, e.getMessage());
+            return;
+        }
+        initiatorIncarnation = claimedIncarnation;
+        state = OPEN;
+        if (handshakeTimer != null) {
+            handshakeTimer.cancel(false);
+        }
+        FrameDecoder decoder = ctx.pipeline().get(FrameDecoder.class);
+        if (decoder != null) {
+            decoder.authenticated();
+        }
+        ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH);
+        Frame.writeWelcome(b);
+        ctx.writeAndFlush(b, ctx.voidPromise());
+        LOG.debug("node {} (incarnation {}) at {} authenticated", initiatorNode, claimedIncarnation, peer);
+    }
+
+    // ------------------------------------------------------------- verbs
+
+    /** @return whether the frame was held (and so must not be released now) */
+    private boolean onVerb(ByteBuf buf) {
+        byte op = frame.opcode();
+        if (op < Frame.OP_READ || op > Frame.OP_FAA) {
+            protocolError("opcode=" + Frame.opName(op) + " is not a verb");
+            return false;
+        }
+        FaultInjector faults = transport.faults();
+        if (faults.active() || !held.isEmpty()) {
+            FaultInjector.Rule rule = faults.rule(initiatorNode);
+            if (rule != null && rule.drop()) {
+                return false; // never executed, never answered
+            }
+            long delay = rule == null ? 0 : rule.delayNanos();
+            if (delay > 0 || !held.isEmpty()) {
+                long release = System.nanoTime() + delay;
+                if (!held.isEmpty()) {
+                    release = Math.max(release, held.peekLast().releaseNanos());
+                }
+                held.add(new Held(release, buf));
+                ctx.executor().schedule(this::releaseHeld, Math.max(0, release - System.nanoTime()),
+                        TimeUnit.NANOSECONDS);
+                return true;
+            }
+        }
+        execute();
+        return false;
+    }
+
+    private void releaseHeld() {
+        while (!held.isEmpty() && held.peek().releaseNanos() - System.nanoTime() <= 0) {
+            ByteBuf b = held.poll().frame();
+            try {
+                if (state == OPEN) {
+                    frame.wrap(b, b.readerIndex());
+                    execute();
+                }
+            } finally {
+                b.release();
+            }
+        }
+        flush();
+    }
+
+    private void execute() {
+        long corr = frame.correlationId();
+        long ptr = frame.longAt(Frame.PTR_FIELD_OFFSET);
+        long key = frame.longAt(Frame.REMOTE_KEY_FIELD_OFFSET);
+        byte op = frame.opcode();
+        int length = switch (op) {
+            case Frame.OP_READ, Frame.OP_WRITE -> frame.intAt(Frame.VERB_LENGTH_FIELD_OFFSET);
+            default -> 8;
+        };
+        ByteBuf o = out();
+        try {
+            if (transport.isFenced(initiatorNode)) {
+                throw new io.membus.core.error.NodeUnavailableException(transport.nodeId(), "node "
+                        + transport.nodeId() + " fenced node " + initiatorNode + ": " + transport.fenceReason(initiatorNode));
+            }
+            switch (op) {
+                case Frame.OP_READ -> {
+                    Segment s = transport.table().check(ptr, key, length, Access.READ, false);
+                    byte[] dst = scratch(length);
+                    s.read(RemotePtr.offset(ptr), dst, 0, length);
+                    Frame.writeHeader(o, Frame.OP_OK, corr, length);
+                    o.writeBytes(dst, 0, length);
+                }
+                case Frame.OP_WRITE -> {
+                    Segment s = transport.table().check(ptr, key, length, Access.WRITE, false);
+                    byte[] src = scratch(length);
+                    frame.bytesAt(Frame.WRITE_DATA_FIELD_OFFSET, src, 0, length);
+                    s.write(RemotePtr.offset(ptr), src, 0, length);
+                    Frame.writeHeader(o, Frame.OP_OK, corr, 0);
+                }
+                case Frame.OP_CAS -> Frame.writeOkValue(o, corr, transport.table().compareAndSwap(ptr, key,
+                        frame.longAt(Frame.EXPECTED_FIELD_OFFSET), frame.longAt(Frame.UPDATE_FIELD_OFFSET)));
+                default -> Frame.writeOkValue(o, corr, transport.table().fetchAndAdd(ptr, key,
+                        frame.longAt(Frame.DELTA_FIELD_OFFSET)));
+            }
+        } catch (VerbException e) {
+            Frame.writeError(o, corr, e.code().wire(), e.length(), e.ptr(), e.detail(), null);
+        } catch (DsmException e) {
+            Frame.writeError(o, corr, e.code().wire(), length, ptr, 0, e.getMessage());
+        } catch (RuntimeException e) {
+            LOG.warn("verb {} from node {} failed unexpectedly", Frame.opName(op), initiatorNode, e);
+            Frame.writeError(o, corr, ErrorCode.INTERNAL.wire(), length, ptr, 0, "verb failed on node "
+                    + transport.nodeId() + ": " + e);
+        }
+    }
+
+    private byte[] scratch(int length) {
+        if (length <= scratch.length) {
+            return scratch;
+        }
+        byte[] b = new byte[length];
+        if (length <= SCRATCH_KEEP) {
+            scratch = b;
+        }
+        return b;
+    }
+
+    private ByteBuf out() {
+        if (out == null) {
+            out = ctx.alloc().ioBuffer(4096);
+        }
+        return out;
+    }
+
+    private void flush() {
+        ByteBuf o = out;
+        if (o != null) {
+            out = null;
+            if (o.isReadable() && state != CLOSED) {
+                ctx.writeAndFlush(o, ctx.voidPromise());
+            } else {
+                o.release();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------- refusal
+
+    private void protocolError(String detail) {
+        ProtocolException e = new ProtocolException(peer + (initiatorNode >= 0 ? " (node " + initiatorNode + ")" : ""),
+                detail);
+        transport.refusals.warn(e.getMessage() + "; disconnected");
+        refuse(ErrorCode.PROTOCOL, 0, e.getMessage());
+    }
+
+    private void refuse(ErrorCode code, long detail, String message) {
+        refuseWithDetail(code, detail, message);
+    }
+
+    /** Sends one ERROR frame (correlation id 0), then closes; nothing more of this peer is read. */
+    private void refuseWithDetail(ErrorCode code, long detail, String message) {
+        if (state == CLOSED) {
+            return;
+        }
+        flush(); // responses to verbs executed before the refusal still go out, in order
+        state = CLOSED;
+        ctx.channel().config().setAutoRead(false);
+        ByteBuf b = ctx.alloc().ioBuffer(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE);
+        Frame.writeError(b, 0, code.wire(), 0, 0, detail, message);
+        ctx.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
+        cleanUp();
+    }
+
+    private void closeNow() {
+        state = CLOSED;
+        ctx.close();
+        cleanUp();
+    }
+
+    private void cleanUp() {
+        if (handshakeTimer != null) {
+            handshakeTimer.cancel(false);
+        }
+        if (out != null) {
+            out.release();
+            out = null;
+        }
+        while (!held.isEmpty()) {
+            held.poll().frame().release();
+        }
+    }
+}

@@ -1,0 +1,811 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.error.AuthenticationException;
+import io.membus.core.error.BadLengthException;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.ProtocolException;
+import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.error.VerbException;
+import io.membus.core.transport.Batch;
+import io.membus.core.transport.Connection;
+import io.membus.core.transport.Deadlines;
+import io.membus.core.transport.FaultInjector;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.SegmentTable;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.DecoderException;
+import io.netty.util.concurrent.ScheduledFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The initiator's end of a tcp connection to one peer incarnation.
+ *
+ * <h2>Issue, pipelining and order</h2>
+ * Any thread issues a verb: it is appended to a lock-free issue queue and the
+ * connection's I/O thread is woken at most once per burst. The I/O thread moves
+ * issued verbs to its backlog, sends up to {@code tcp.max-in-flight} of them in
+ * one buffer with one flush, and keeps the sent ones in issue order. The target
+ * executes a connection's verbs in arrival order and answers in that order, so
+ * responses complete the futures in issue order, on the I/O thread.
+ *
+ * <h2>Backpressure</h2>
+ * A verb beyond {@code tcp.max-in-flight} waits in the backlog (no thread blocks)
+ * until a response frees a slot, under its own deadline: one that times out
+ * while waiting is never sent.
+ *
+ * <h2>Deadlines and failures</h2>
+ * Each verb's deadline is its issue time plus the operation timeout; a sweep on
+ * the I/O thread fails expired verbs with {@link DsmTimeoutException} (no timer
+ * per verb). A lost connection fails every verb in flight or waiting at once
+ * with {@link NodeUnavailableException}, and the connection reconnects with
+ * exponential backoff ({@code tcp.reconnect-min-backoff}..{@code max-backoff});
+ * while it is down, {@link #isOpen()} is false and verbs fail at once. No verb is
+ * ever sent twice: a verb that failed may or may not have been executed.
+ * A reconnect that meets another incarnation of the peer, a wrong secret or a
+ * fence closes the connection for good.
+ *
+ * <p><b>Note:</b> thread-safe: any thread may issue verbs; the order guarantee
+ * holds for verbs issued by one thread (or ordered by the callers). Futures
+ * complete on the connection's I/O thread: callbacks must not block.
+ */
+final class TcpConnection implements Connection {
+    private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
+    private static final int CONNECTING = 0;
+    private static final int OPEN = 1;
+    private static final int DOWN = 2;
+    private static final int CLOSED = 3;
+
+    private final TcpTransport transport;
+    private final PeerInfo peer;
+    private final String host;
+    private final int port;
+    private final EventLoop loop;
+    private final long timeoutNanos;
+    private final int maxInFlight;
+
+    private volatile int state = CONNECTING;
+    private volatile String downReason = "connection not open";
+    private volatile Channel channel;
+
+    // issue side: any thread
+    private final ConcurrentLinkedQueue<Op> issued = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean drainScheduled = new AtomicBoolean();
+    private final Runnable drainTask = this::drain;
+
+    // I/O-thread confined
+    private final ArrayDeque<Op> backlog = new ArrayDeque<>();
+    private final ArrayDeque<Op> inFlight = new ArrayDeque<>();
+    private final ArrayDeque<Op> orphans = new ArrayDeque<>();
+    private int timedOutInFlight;
+    private long nextCorrelationId;
+    private ScheduledFuture<?> releaseTimer;
+    private ScheduledFuture<?> sweepTimer;
+    private ScheduledFuture<?> reconnectTimer;
+    private int reconnectAttempt;
+
+    /** One verb. */
+    static final class Op {
+        final byte opcode;
+        final long ptr;
+        final long remoteKey;
+        final int length;
+        final long a;
+        final long b;
+        final byte[] data;
+        final CompletableFuture<Object> future = new CompletableFuture<>();
+        long deadlineNanos;
+        long releaseNanos;
+        long correlationId;
+        boolean timedOut; // failed by the sweep while on the wire (I/O thread)
+
+        Op(byte opcode, long ptr, long remoteKey, int length, long a, long b, byte[] data) {
+            this.opcode = opcode;
+            this.ptr = ptr;
+            this.remoteKey = remoteKey;
+            this.length = length;
+            this.a = a;
+            this.b = b;
+            this.data = data;
+        }
+
+        int frameLength() {
+            return Frame.HEADER_LENGTH + switch (opcode) {
+                case Frame.OP_READ -> Frame.READ_BODY_LENGTH;
+                case Frame.OP_WRITE -> Frame.WRITE_FIXED_BODY_LENGTH + length;
+                case Frame.OP_CAS -> Frame.CAS_BODY_LENGTH;
+                default -> Frame.FAA_BODY_LENGTH;
+            };
+        }
+    }
+
+    TcpConnection(TcpTransport transport, PeerInfo peer, EventLoop loop) {
+        this.transport = transport;
+        this.peer = peer;
+        this.loop = loop;
+        int colon = peer.address().lastIndexOf(':');
+        if (colon <= 0) {
+            throw new NodeUnavailableException(peer.nodeId(), "address=" + peer.address()
+                    + " is not host:port; the directory entry of the node is not a tcp address");
+        }
+        String h = peer.address().substring(0, colon);
+        this.host = h.startsWith("[") && h.endsWith("]") ? h.substring(1, h.length() - 1) : h; // [IPv6]:port
+        try {
+            this.port = Integer.parseInt(peer.address().substring(colon + 1));
+        } catch (NumberFormatException e) {
+            throw new NodeUnavailableException(peer.nodeId(), "address=" + peer.address() + " has no valid port", e);
+        }
+        this.timeoutNanos = transport.settings.operationTimeout.toNanos();
+        this.maxInFlight = transport.settings.maxInFlight;
+    }
+
+    /** Connects and authenticates; completes when verbs may be posted. */
+    CompletableFuture<Void> start() {
+        CompletableFuture<Void> ready = new CompletableFuture<>();
+        attempt(ready);
+        return ready.whenComplete((v, e) -> {
+            if (e != null) {
+                close(e.getMessage());
+            } else {
+                long period = Math.max(TimeUnit.MILLISECONDS.toNanos(1),
+                        Math.min(timeoutNanos / 8, TimeUnit.MILLISECONDS.toNanos(100)));
+                try {
+                    loop.execute(() -> {
+                        if (state != CLOSED) {
+                            sweepTimer = loop.scheduleAtFixedRate(this::sweep, period, period, TimeUnit.NANOSECONDS);
+                        }
+                    });
+                } catch (RejectedExecutionException shuttingDown) {
+                    close("the initiator's tcp transport is closed");
+                }
+            }
+        });
+    }
+
+    /** One connect + handshake; completes {@code ready} with its outcome. */
+    private void attempt(CompletableFuture<Void> ready) {
+        Bootstrap b = new Bootstrap()
+                .group(loop)
+                .channel(transport.socketChannelClass())
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.max(1, transport.settings.connectTimeout.toMillis()))
+                .handler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast(new FrameDecoder(transport.settings.maxFrame, peer.toString()),
+                                new Handler(ready));
+                    }
+                });
+        ChannelFuture cf;
+        ScheduledFuture<?> timer;
+        long handshakeNanos = transport.settings.connectTimeout.toNanos();
+        try {
+            cf = b.connect(host, port);
+            Channel c = cf.channel();
+            timer = loop.schedule(() -> {
+                if (ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(),
+                        "no authenticated connection to " + peer.address() + " within the connect timeout ("
+                                + transport.settings.connectTimeout.toMillis() + " ms)"))) {
+                    c.close();
+                }
+            }, handshakeNanos, TimeUnit.NANOSECONDS);
+        } catch (RuntimeException e) { // the I/O threads are shutting down, or the address is unusable
+            ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "cannot connect to "
+                    + peer.address() + ": " + e, e));
+            return;
+        }
+        Channel ch = cf.channel();
+        cf.addListener(f -> {
+            if (!f.isSuccess()) {
+                ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "cannot connect to "
+                        + peer.address() + ": " + f.cause(), f.cause()));
+            }
+        });
+        ready.whenComplete((v, e) -> {
+            timer.cancel(false);
+            if (e != null) {
+                ch.close();
+            }
+        });
+    }
+
+    @Override
+    public PeerInfo peer() {
+        return peer;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return state == OPEN;
+    }
+
+    @Override
+    public void close() {
+        close("connection closed by its owner");
+    }
+
+    /** Closes for good: fails every verb in flight or waiting with {@code reason}, stops reconnecting. */
+    void close(String reason) {
+        if (state == CLOSED) {
+            return;
+        }
+        downReason = reason;
+        state = CLOSED;
+        Channel ch = channel;
+        if (ch != null) {
+            ch.close();
+        }
+        try {
+            loop.execute(() -> {
+                if (sweepTimer != null) {
+                    sweepTimer.cancel(false);
+                }
+                if (reconnectTimer != null) {
+                    reconnectTimer.cancel(false);
+                }
+                failAll(reason);
+            });
+        } catch (RejectedExecutionException e) {
+            failIssued(reason); // the I/O threads are gone: only the issue queue can hold verbs
+        }
+    }
+
+    // ------------------------------------------------------------------ verbs
+
+    @Override
+    public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+        return cast(issue(new Op(Frame.OP_READ, ptr, remoteKey, length, 0, 0, null)));
+    }
+
+    @Override
+    public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+        if (offset < 0 || length < 0 || offset > src.length - length) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
+                    + offset + ", length=" + length + ", array=" + src.length));
+        }
+        if (length > SegmentTable.MAX_VERB_LENGTH) {
+            return CompletableFuture.failedFuture(new BadLengthException(ptr, length, SegmentTable.MAX_VERB_LENGTH));
+        }
+        byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
+        return cast(issue(new Op(Frame.OP_WRITE, ptr, remoteKey, length, 0, 0, copy)));
+    }
+
+    @Override
+    public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+        return cast(issue(new Op(Frame.OP_CAS, ptr, remoteKey, 8, expected, update, null)));
+    }
+
+    @Override
+    public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
+        return cast(issue(new Op(Frame.OP_FAA, ptr, remoteKey, 8, delta, 0, null)));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> CompletableFuture<T> cast(CompletableFuture<Object> f) {
+        return (CompletableFuture<T>) (CompletableFuture<?>) f;
+    }
+
+    @Override
+    public Batch batch() {
+        return new TcpBatch();
+    }
+
+    private CompletableFuture<Object> issue(Op op) {
+        if (!admit(op)) {
+            return op.future;
+        }
+        issued.offer(op);
+        wake();
+        return op.future;
+    }
+
+    /** Stamps deadline and injected faults; false when the verb is already finished (closed, dropped). */
+    private boolean admit(Op op) {
+        if (state != OPEN) {
+            op.future.completeExceptionally(unavailable());
+            return false;
+        }
+        long now = System.nanoTime();
+        op.deadlineNanos = now + timeoutNanos;
+        FaultInjector faults = transport.faults();
+        if (faults.active()) {
+            FaultInjector.Rule rule = faults.rule(peer.nodeId());
+            if (rule != null) {
+                if (rule.drop()) {
+                    // never sent, never answered: the deadline fires
+                    Deadlines.within(op.future, transport.settings.operationTimeout, Frame.opName(op.opcode),
+                            peer.nodeId());
+                    return false;
+                }
+                op.releaseNanos = now + rule.delayNanos();
+            }
+        }
+        return true;
+    }
+
+    private void wake() {
+        if (drainScheduled.compareAndSet(false, true)) {
+            try {
+                loop.execute(drainTask);
+            } catch (RejectedExecutionException e) {
+                failIssued("the initiator's tcp transport is closed");
+            }
+        }
+    }
+
+    private NodeUnavailableException unavailable() {
+        return new NodeUnavailableException(peer.nodeId(), downReason + " (peer " + peer + ")");
+    }
+
+    // ------------------------------------------------------------------ I/O thread
+
+    private void drain() {
+        drainScheduled.set(false);
+        Op op;
+        while ((op = issued.poll()) != null) {
+            backlog.add(op);
+        }
+        if (state != OPEN) {
+            failAll(downReason);
+            return;
+        }
+        send();
+    }
+
+    /** Sends waiting verbs in order while the window allows; one buffer, one flush. */
+    private void send() {
+        Channel ch = channel;
+        if (ch == null || backlog.isEmpty()) {
+            return;
+        }
+        ByteBuf out = null;
+        long now = 0;
+        while (!backlog.isEmpty() && inFlight.size() - timedOutInFlight < maxInFlight) {
+            Op op = backlog.peek();
+            if (op.future.isDone()) {
+                backlog.poll(); // timed out while waiting: never sent
+                continue;
+            }
+            if (op.releaseNanos != 0) {
+                if (now == 0) {
+                    now = System.nanoTime();
+                }
+                long wait = op.releaseNanos - now;
+                if (wait > 0) {
+                    if (releaseTimer == null || releaseTimer.isDone()) {
+                        releaseTimer = loop.schedule(this::send, wait, TimeUnit.NANOSECONDS);
+                    }
+                    break; // later verbs wait behind a held one: the order holds
+                }
+            }
+            backlog.poll();
+            if (out == null) {
+                // sized for what the window lets out now, so a burst is encoded without re-allocation
+                int room = maxInFlight - (inFlight.size() - timedOutInFlight);
+                long burst = Math.min((long) op.frameLength() * Math.min(room, backlog.size() + 1), 1 << 20);
+                out = ch.alloc().ioBuffer((int) Math.max(Math.max(256, burst), op.frameLength()));
+            }
+            op.correlationId = ++nextCorrelationId;
+            switch (op.opcode) {
+                case Frame.OP_READ -> Frame.writeRead(out, op.correlationId, op.ptr, op.remoteKey, op.length);
+                case Frame.OP_WRITE -> Frame.writeWrite(out, op.correlationId, op.ptr, op.remoteKey, op.data, 0,
+                        op.length);
+                case Frame.OP_CAS -> Frame.writeCas(out, op.correlationId, op.ptr, op.remoteKey, op.a, op.b);
+                default -> Frame.writeFaa(out, op.correlationId, op.ptr, op.remoteKey, op.a);
+            }
+            inFlight.add(op);
+        }
+        if (out != null) {
+            ch.writeAndFlush(out, ch.voidPromise());
+        }
+    }
+
+    private void onResponse(Frame f) {
+        long corr = f.correlationId();
+        Op op;
+        while (true) {
+            op = inFlight.peek();
+            if (op == null || op.correlationId > corr) {
+                throw new ProtocolException(peer.toString(), "correlationId=" + corr + " answers no verb in flight");
+            }
+            inFlight.poll();
+            if (op.timedOut) {
+                timedOutInFlight--;
+            }
+            if (op.correlationId == corr) {
+                break;
+            }
+            // the target dropped this verb (injected fault): it is never answered
+            if (!op.future.isDone()) {
+                orphans.add(op);
+            }
+        }
+        try {
+            complete(op, f);
+        } catch (ProtocolException e) {
+            op.future.completeExceptionally(e); // the connection closes next; this verb must not be left hanging
+            throw e;
+        }
+    }
+
+    private void complete(Op op, Frame f) {
+        if (f.opcode() == Frame.OP_ERROR) {
+            op.future.completeExceptionally(decodeError(f));
+            return;
+        }
+        int body = f.bodyLength();
+        switch (op.opcode) {
+            case Frame.OP_READ -> {
+                if (body != op.length) {
+                    throw new ProtocolException(peer.toString(), "read response bodyLength=" + body + ", expected="
+                            + op.length);
+                }
+                op.future.complete(f.bytesAt(Frame.HEADER_LENGTH, body));
+            }
+            case Frame.OP_WRITE -> {
+                if (body != 0) {
+                    throw new ProtocolException(peer.toString(), "write response bodyLength=" + body + ", expected=0");
+                }
+                op.future.complete(null);
+            }
+            default -> {
+                if (body != 8) {
+                    throw new ProtocolException(peer.toString(), Frame.opName(op.opcode) + " response bodyLength="
+                            + body + ", expected=8");
+                }
+                op.future.complete(f.longAt(Frame.HEADER_LENGTH));
+            }
+        }
+    }
+
+    private DsmException decodeError(Frame f) {
+        ErrorCode code = ErrorCode.fromWire(f.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff);
+        long ptr = f.longAt(Frame.ERROR_PTR_FIELD_OFFSET);
+        int length = f.intAt(Frame.ERROR_LENGTH_FIELD_OFFSET);
+        long detail = f.longAt(Frame.ERROR_DETAIL_FIELD_OFFSET);
+        VerbException v = VerbException.decode(code, ptr, length, detail);
+        if (v != null) {
+            return v;
+        }
+        String message = f.errorMessage();
+        return switch (code) {
+            case NODE_UNAVAILABLE -> new NodeUnavailableException(peer.nodeId(), message);
+            case STALE_INCARNATION -> new StaleIncarnationException(peer.nodeId(), peer.incarnation(), detail);
+            case AUTHENTICATION -> new AuthenticationException(peer.toString(), "reason=refused by the peer: " + message);
+            case PROTOCOL -> new ProtocolException(peer.toString(), "refused by the peer: " + message);
+            default -> new DsmException(code, message.isEmpty() ? "verb failed on node " + peer.nodeId() + ": code="
+                    + code : message);
+        };
+    }
+
+    /** Fails expired verbs; on the I/O thread, every sweep period. */
+    private void sweep() {
+        long now = System.nanoTime();
+        for (Op op : inFlight) {
+            if (!op.timedOut && op.deadlineNanos - now <= 0) {
+                op.timedOut = true; // it no longer holds a window slot
+                timedOutInFlight++;
+                timeout(op);
+            }
+        }
+        backlog.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
+        orphans.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
+        if (!backlog.isEmpty()) {
+            send(); // timed-out verbs may have freed the window
+        }
+    }
+
+    private boolean timeout(Op op) {
+        op.future.completeExceptionally(new DsmTimeoutException(Frame.opName(op.opcode), peer.nodeId(),
+                transport.settings.operationTimeout));
+        return true;
+    }
+
+    /** Fails every verb this connection holds; on the I/O thread. */
+    private void failAll(String reason) {
+        NodeUnavailableException e = new NodeUnavailableException(peer.nodeId(), reason + " (peer " + peer + ")");
+        Op op;
+        while ((op = issued.poll()) != null) {
+            backlog.add(op);
+        }
+        // issue order: the oldest verbs fail first
+        List<ArrayDeque<Op>> queues = List.of(orphans, inFlight, backlog);
+        for (ArrayDeque<Op> q : queues) {
+            while ((op = q.poll()) != null) {
+                op.future.completeExceptionally(e);
+            }
+        }
+        timedOutInFlight = 0;
+    }
+
+    private void failIssued(String reason) {
+        NodeUnavailableException e = new NodeUnavailableException(peer.nodeId(), reason + " (peer " + peer + ")");
+        Op op;
+        while ((op = issued.poll()) != null) {
+            op.future.completeExceptionally(e);
+        }
+    }
+
+    /** The channel is gone: fail what it carried and reconnect with backoff (I/O thread). */
+    private void lost(String reason, boolean orderly) {
+        channel = null;
+        if (state == CLOSED) {
+            failAll(downReason);
+            return;
+        }
+        downReason = "connection lost: " + reason + "; verbs in flight may or may not have been executed";
+        state = DOWN;
+        if (orderly) {
+            LOG.info("connection to {} closed by the peer: {}", peer, reason);
+        } else {
+            LOG.warn("connection to {} lost: {}", peer, reason);
+        }
+        failAll(downReason);
+        downReason = "connection down, reconnecting: " + reason;
+        scheduleReconnect();
+    }
+
+    private void scheduleReconnect() {
+        if (state == CLOSED || !transport.serving()) {
+            return;
+        }
+        long min = transport.settings.reconnectMinBackoff.toNanos();
+        long max = transport.settings.reconnectMaxBackoff.toNanos();
+        long backoff = Math.min(max, min << Math.min(20, reconnectAttempt));
+        backoff = backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1); // jitter
+        reconnectAttempt++;
+        if (loop.isShuttingDown()) {
+            return; // the transport is closing: close() fails what is left
+        }
+        reconnectTimer = loop.schedule(() -> {
+            if (state == CLOSED) {
+                return;
+            }
+            CompletableFuture<Void> ready = new CompletableFuture<>();
+            attempt(ready);
+            ready.whenComplete((v, e) -> {
+                if (e == null) {
+                    reconnectAttempt = 0;
+                    LOG.info("reconnected to {}", peer);
+                } else if (e instanceof StaleIncarnationException || e instanceof AuthenticationException
+                        || (e instanceof NodeUnavailableException && e.getMessage().contains("fenced"))) {
+                    LOG.warn("connection to {} closed for good: {}", peer, e.getMessage());
+                    close(e.getMessage());
+                } else {
+                    loop.execute(this::scheduleReconnect);
+                }
+            });
+        }, backoff, TimeUnit.NANOSECONDS);
+    }
+
+    /** The pipeline end of one channel: handshake, then responses. */
+    private final class Handler extends ChannelInboundHandlerAdapter {
+        private final CompletableFuture<Void> ready;
+        private final Frame frame = new Frame();
+        private byte[] nonce;
+        private boolean authenticated;
+        private boolean challenged;
+        private String closedBy; // the peer's reason, when it closed in order
+
+        Handler(CompletableFuture<Void> ready) {
+            this.ready = ready;
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            nonce = Handshake.nonce();
+            ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.HELLO_BODY_LENGTH);
+            Frame.writeHello(b, transport.nodeId(), transport.incarnation(), peer.nodeId(), peer.incarnation(), nonce);
+            ctx.writeAndFlush(b, ctx.voidPromise());
+            ctx.fireChannelActive();
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf buf = (ByteBuf) msg;
+            try {
+                frame.wrap(buf, buf.readerIndex());
+                String invalid = frame.validate();
+                if (invalid != null) {
+                    throw new ProtocolException(peer.toString(), invalid);
+                }
+                if (authenticated) {
+                    if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) {
+                        closedBy = decodeError(frame).getMessage();
+                        ctx.close();
+                        return;
+                    }
+                    if (frame.opcode() != Frame.OP_OK && frame.opcode() != Frame.OP_ERROR) {
+                        throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
+                                + " where a response was expected");
+                    }
+                    onResponse(frame);
+                } else {
+                    handshake(ctx);
+                }
+            } finally {
+                buf.release();
+            }
+        }
+
+        private void handshake(ChannelHandlerContext ctx) {
+            byte op = frame.opcode();
+            if (op == Frame.OP_ERROR) {
+                fail(ctx, decodeError(frame));
+            } else if (op == Frame.OP_CHALLENGE && !challenged) {
+                challenged = true;
+                int node = frame.intAt(Frame.CHALLENGE_NODE_FIELD_OFFSET);
+                long incarnation = frame.longAt(Frame.CHALLENGE_INCARNATION_FIELD_OFFSET);
+                byte[] serverNonce = frame.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
+                byte[] proof = frame.bytesAt(Frame.CHALLENGE_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
+                byte[] expected = transport.handshake.proof(Handshake.SERVER, transport.nodeId(),
+                        transport.incarnation(), node, incarnation, nonce, serverNonce);
+                if (!Handshake.matches(expected, proof)) {
+                    AuthenticationException e = new AuthenticationException(peer.toString(),
+                            "reason=the server proof does not verify under this node's cluster secret");
+                    LOG.warn("{}; disconnected", e.getMessage());
+                    fail(ctx, e);
+                    return;
+                }
+                if (node != peer.nodeId()) {
+                    fail(ctx, new NodeUnavailableException(peer.nodeId(), "address " + peer.address()
+                            + " serves node " + node + ", not node " + peer.nodeId()
+                            + "; the directory entry is out of date"));
+                    return;
+                }
+                if (incarnation != peer.incarnation()) {
+                    fail(ctx, new StaleIncarnationException(peer.nodeId(), peer.incarnation(), incarnation));
+                    return;
+                }
+                byte[] mine = transport.handshake.proof(Handshake.CLIENT, transport.nodeId(), transport.incarnation(),
+                        node, incarnation, nonce, serverNonce);
+                ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.AUTH_BODY_LENGTH);
+                Frame.writeAuth(b, mine);
+                ctx.writeAndFlush(b, ctx.voidPromise());
+            } else if (op == Frame.OP_WELCOME && challenged) {
+                if (state == CLOSED || ready.isDone()) {
+                    ctx.close();
+                    return;
+                }
+                authenticated = true;
+                FrameDecoder decoder = ctx.pipeline().get(FrameDecoder.class);
+                if (decoder != null) {
+                    decoder.authenticated();
+                }
+                channel = ctx.channel();
+                state = OPEN;
+                ready.complete(null);
+            } else {
+                throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(op) + " during the handshake");
+            }
+        }
+
+        private void fail(ChannelHandlerContext ctx, DsmException e) {
+            ready.completeExceptionally(e);
+            ctx.close();
+        }
+
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            if (authenticated && !backlog.isEmpty()) {
+                send(); // responses freed window slots: waiting verbs go out, one flush
+            }
+            ctx.fireChannelReadComplete();
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            if (authenticated) {
+                lost(closedBy != null ? closedBy : "the peer closed the connection", closedBy != null);
+            } else {
+                ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "the connection to "
+                        + peer.address() + " closed during the handshake"));
+            }
+            ctx.fireChannelInactive();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            Throwable c = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+            if (c instanceof ProtocolException) {
+                LOG.warn("{}; disconnected", c.getMessage());
+            } else {
+                LOG.debug("connection to {} failed", peer, c);
+            }
+            if (!authenticated) {
+                ready.completeExceptionally(c instanceof DsmException d ? d
+                        : new NodeUnavailableException(peer.nodeId(), "connection to " + peer.address()
+                        + " failed: " + c, c));
+            }
+            ctx.close();
+        }
+    }
+
+    /** Verbs kept until {@link #submit()}, then issued together: one wake-up, one flush. */
+    private final class TcpBatch implements Batch {
+        private final List<Op> ops = new ArrayList<>();
+        private boolean submitted;
+
+        @Override
+        public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+            return cast(add(new Op(Frame.OP_READ, ptr, remoteKey, length, 0, 0, null)));
+        }
+
+        @Override
+        public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+            if (offset < 0 || length < 0 || offset > src.length - length) {
+                throw new IllegalArgumentException("source range out of bounds: offset=" + offset + ", length="
+                        + length + ", array=" + src.length);
+            }
+            return cast(add(new Op(Frame.OP_WRITE, ptr, remoteKey, length, 0, 0,
+                    java.util.Arrays.copyOfRange(src, offset, offset + length))));
+        }
+
+        @Override
+        public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+            return cast(add(new Op(Frame.OP_CAS, ptr, remoteKey, 8, expected, update, null)));
+        }
+
+        @Override
+        public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
+            return cast(add(new Op(Frame.OP_FAA, ptr, remoteKey, 8, delta, 0, null)));
+        }
+
+        private CompletableFuture<Object> add(Op op) {
+            if (submitted) {
+                throw new IllegalStateException("batch already submitted: start a new batch");
+            }
+            ops.add(op);
+            return op.future;
+        }
+
+        @Override
+        public void submit() {
+            if (submitted) {
+                throw new IllegalStateException("batch already submitted: start a new batch");
+            }
+            submitted = true;
+            boolean any = false;
+            for (Op op : ops) {
+                if (op.opcode == Frame.OP_WRITE && op.length > SegmentTable.MAX_VERB_LENGTH) {
+                    op.future.completeExceptionally(new BadLengthException(op.ptr, op.length,
+                            SegmentTable.MAX_VERB_LENGTH));
+                } else if (admit(op)) {
+                    issued.offer(op);
+                    any = true;
+                }
+            }
+            ops.clear();
+            if (any) {
+                wake();
+            }
+        }
+
+        @Override
+        public int size() {
+            return submitted ? 0 : ops.size();
+        }
+    }
+}

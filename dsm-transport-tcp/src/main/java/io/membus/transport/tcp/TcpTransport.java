@@ -1,0 +1,235 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.Segment;
+import io.membus.core.error.TransportUnavailableException;
+import io.membus.core.transport.AbstractTransport;
+import io.membus.core.transport.Connection;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.TransportConfig;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.InetSocketAddress;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The {@code tcp} transport: every node runs a "soft NIC", a Netty server that
+ * executes one-sided verbs from authenticated peers on its I/O threads against
+ * {@link #table()} (never on application threads), and opens
+ * {@link TcpConnection}s to peers. See {@link Frame} for the wire format,
+ * {@link Handshake} for authentication, and docs/tcp-transport.md for the
+ * design; {@link TcpSettings} lists the {@code tcp.*} properties.
+ *
+ * <p>Epoll is used where the kernel has it ({@code tcp.io=auto}), NIO elsewhere.
+ *
+ * <p><b>Note:</b> thread-safe. Verbs it serves run on its I/O threads, one
+ * connection's verbs on one thread in arrival order; their memory effects are
+ * those of {@link io.membus.core.transport.SegmentTable}. {@link #close()} waits
+ * for the I/O threads to stop, so it must not be called on one of them (from a
+ * verb's callback).
+ */
+public final class TcpTransport extends AbstractTransport {
+    private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
+
+    final TcpSettings settings;
+    final Handshake handshake;
+    /** Where refused peers are logged, rate-limited. */
+    final RefusalLog refusals = new RefusalLog(LoggerFactory.getLogger(ServerHandler.class));
+    private final EventLoopGroup group;
+    private final Class<? extends SocketChannel> socketChannel;
+    private final Channel serverChannel;
+    private final String localAddress;
+    /** Authenticated (or handshaking) server-side channels. */
+    private final Map<Channel, ServerHandler> served = new ConcurrentHashMap<>();
+    /** The newest incarnation each initiator node authenticated with: older ones are refused. */
+    private final Map<Integer, Long> initiatorIncarnations = new ConcurrentHashMap<>();
+
+    public TcpTransport(TransportConfig config) {
+        super(config);
+        this.settings = new TcpSettings(config);
+        this.handshake = new Handshake(settings.secret);
+        boolean epoll = switch (settings.io) {
+            case "epoll" -> {
+                if (!Epoll.isAvailable()) {
+                    throw new TransportUnavailableException("tcp", "tcp.io=epoll but epoll is not available here ("
+                            + Epoll.unavailabilityCause() + "); use tcp.io=auto or tcp.io=nio",
+                            Epoll.unavailabilityCause());
+                }
+                yield true;
+            }
+            case "nio" -> false;
+            default -> Epoll.isAvailable();
+        };
+        IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        this.group = new MultiThreadIoEventLoopGroup(settings.ioThreads,
+                new DefaultThreadFactory("membus-tcp-" + config.nodeId(), true), io);
+        this.socketChannel = epoll ? EpollSocketChannel.class : NioSocketChannel.class;
+        Class<? extends ServerChannel> serverClass = epoll ? EpollServerSocketChannel.class
+                : NioServerSocketChannel.class;
+        try {
+            ServerBootstrap b = new ServerBootstrap()
+                    .group(group)
+                    .channel(serverClass)
+                    .option(ChannelOption.SO_REUSEADDR, true)
+                    .childOption(ChannelOption.TCP_NODELAY, true)
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 1024 * 1024))
+                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel ch) {
+                            String peer = String.valueOf(ch.remoteAddress());
+                            ServerHandler handler = new ServerHandler(TcpTransport.this, peer);
+                            served.put(ch, handler);
+                            ch.closeFuture().addListener(f -> served.remove(ch));
+                            ch.pipeline().addLast(new FrameDecoder(settings.maxFrame, peer), handler);
+                        }
+                    });
+            this.serverChannel = b.bind(settings.host, settings.port).syncUninterruptibly().channel();
+        } catch (RuntimeException e) {
+            group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
+            throw new TransportUnavailableException("tcp", "cannot listen on tcp.host=" + settings.host
+                    + ", tcp.port=" + settings.port + ": " + e + "; choose a free port (0 = any) or another host", e);
+        }
+        int port = ((InetSocketAddress) serverChannel.localAddress()).getPort();
+        String host = settings.advertiseHost.contains(":") && !settings.advertiseHost.startsWith("[")
+                ? "[" + settings.advertiseHost + "]" : settings.advertiseHost; // an IPv6 literal
+        this.localAddress = host + ":" + port;
+        LOG.debug("node {} (incarnation {}) serves tcp verbs at {} ({})", nodeId(), incarnation(), localAddress,
+                epoll ? "epoll" : "nio");
+    }
+
+    @Override
+    public String name() {
+        return TcpTransportProvider.NAME;
+    }
+
+    @Override
+    public String localAddress() {
+        return localAddress;
+    }
+
+    @Override
+    protected Segment createSegment(SegmentSpec spec) {
+        if (spec.file() != null) {
+            return Segment.createOrOpenFile(spec.file(), nodeId(), incarnation(), spec.index(), spec.size(),
+                    spec.flags(), false);
+        }
+        return Segment.allocate(nodeId(), incarnation(), spec.index(), spec.size(), spec.flags());
+    }
+
+    @Override
+    protected CompletableFuture<Connection> open(PeerInfo peer) {
+        try {
+            TcpConnection c = new TcpConnection(this, peer, group.next());
+            return c.start().thenApply(x -> c);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    Class<? extends SocketChannel> socketChannelClass() {
+        return socketChannel;
+    }
+
+    /**
+     * Records that {@code nodeId} authenticated with {@code incarnation}.
+     *
+     * @return the newer incarnation already seen, or {@code 0} when this one is current
+     */
+    long admitInitiator(int nodeId, long incarnation, Channel channel) {
+        long[] newer = {0};
+        initiatorIncarnations.merge(nodeId, incarnation, (old, now) -> {
+            if (old > now) {
+                newer[0] = old;
+                return old;
+            }
+            return now;
+        });
+        if (newer[0] == 0) {
+            // a restarted initiator: its earlier incarnation's channels are closed
+            served.forEach((ch, h) -> {
+                if (ch != channel && h.initiatorNode() == nodeId && h.initiatorIncarnation() != 0
+                        && h.initiatorIncarnation() < incarnation) {
+                    h.drop("node " + nodeId + " restarted with incarnation " + incarnation);
+                }
+            });
+        }
+        return newer[0];
+    }
+
+    /**
+     * Closes the connections {@code nodeId} opened to this node, without fencing
+     * it: its verbs in flight fail, and it may reconnect. For operators and tests.
+     *
+     * @return how many connections were closed
+     */
+    public int disconnect(int nodeId, String reason) {
+        int[] n = {0};
+        served.forEach((ch, h) -> {
+            if (h.initiatorNode() == nodeId) {
+                h.drop(reason);
+                n[0]++;
+            }
+        });
+        return n[0];
+    }
+
+    @Override
+    protected void fenced(int nodeId, String reason) {
+        served.forEach((ch, h) -> {
+            if (h.initiatorNode() == nodeId) {
+                h.drop("fenced: " + reason);
+            }
+        });
+    }
+
+    @Override
+    protected void closeConnection(Connection connection, String reason) {
+        if (connection instanceof TcpConnection tc) {
+            tc.close(reason);
+        } else {
+            connection.close();
+        }
+    }
+
+    @Override
+    protected void closeTransport() {
+        serverChannel.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
+        for (ServerHandler h : served.values()) {
+            h.drop("node " + nodeId() + " is shutting down"); // peers learn why, and fail their verbs at once
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+        for (Channel ch : served.keySet()) {
+            // the goodbye frames go out before the I/O threads stop
+            ch.closeFuture().awaitUninterruptibly(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        }
+        // the timeout bounds close(); quiet period 0: nothing is left to run on the loops
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
+
+    /** Whether this transport still serves (not closed). */
+    boolean serving() {
+        return !isClosed();
+    }
+}

@@ -1,0 +1,117 @@
+package io.membus.transport.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+/** The wire layout: every field at its documented offset, and the exact validation messages. */
+class FrameTest {
+    private final ByteBuf buf = Unpooled.buffer();
+    private final Frame frame = new Frame();
+
+    @AfterEach
+    void release() {
+        buf.release();
+    }
+
+    @Test
+    void verbsSitAtTheirOffsetsInLittleEndian() {
+        Frame.writeCas(buf, 0x1122334455667788L, 0x0102030405060708L, -2L, 7L, 9L);
+        frame.wrap(buf, 0);
+        assertEquals(Frame.HEADER_LENGTH + Frame.CAS_BODY_LENGTH, buf.readableBytes());
+        assertEquals(Frame.HEADER_LENGTH + Frame.CAS_BODY_LENGTH, frame.frameLength());
+        assertEquals(Frame.MIN_LENGTH_FIELD + Frame.CAS_BODY_LENGTH, buf.getIntLE(Frame.LENGTH_FIELD_OFFSET));
+        assertEquals(Frame.VERSION, buf.getByte(Frame.VERSION_FIELD_OFFSET));
+        assertEquals(Frame.OP_CAS, frame.opcode());
+        assertEquals(0, buf.getShortLE(Frame.RESERVED_FIELD_OFFSET));
+        assertEquals((byte) 0x88, buf.getByte(Frame.CORRELATION_ID_FIELD_OFFSET), "little-endian");
+        assertEquals(0x1122334455667788L, frame.correlationId());
+        assertEquals(0x0102030405060708L, frame.longAt(Frame.PTR_FIELD_OFFSET));
+        assertEquals(-2L, frame.longAt(Frame.REMOTE_KEY_FIELD_OFFSET));
+        assertEquals(7L, frame.longAt(Frame.EXPECTED_FIELD_OFFSET));
+        assertEquals(9L, frame.longAt(Frame.UPDATE_FIELD_OFFSET));
+        assertNull(frame.validate());
+
+        buf.clear();
+        byte[] data = {1, 2, 3, 4, 5};
+        Frame.writeWrite(buf, 3, 10, 11, data, 1, 3);
+        frame.wrap(buf, 0);
+        assertEquals(Frame.HEADER_LENGTH + Frame.WRITE_FIXED_BODY_LENGTH + 3, frame.frameLength());
+        assertEquals(3, frame.intAt(Frame.VERB_LENGTH_FIELD_OFFSET));
+        assertArrayEquals(new byte[]{2, 3, 4}, frame.bytesAt(Frame.WRITE_DATA_FIELD_OFFSET, 3));
+        assertNull(frame.validate());
+    }
+
+    @Test
+    void errorsCarryCodePointerLengthDetailAndMessage() {
+        Frame.writeError(buf, 5, (byte) 2, 8, 0xabcL, 65536L, "wrong remote key: ptr=…");
+        frame.wrap(buf, 0);
+        assertNull(frame.validate());
+        assertEquals(Frame.OP_ERROR, frame.opcode());
+        assertEquals(2, buf.getByte(Frame.ERROR_CODE_FIELD_OFFSET));
+        assertEquals(8, frame.intAt(Frame.ERROR_LENGTH_FIELD_OFFSET));
+        assertEquals(0xabcL, frame.longAt(Frame.ERROR_PTR_FIELD_OFFSET));
+        assertEquals(65536L, frame.longAt(Frame.ERROR_DETAIL_FIELD_OFFSET));
+        assertEquals("wrong remote key: ptr=…", frame.errorMessage());
+    }
+
+    @Test
+    void validationNamesWhatIsWrong() {
+        Frame.writeFaa(buf, 1, 2, 3, 4);
+        buf.setByte(Frame.VERSION_FIELD_OFFSET, 9);
+        assertEquals("version=9, supported=1", frame.wrap(buf, 0).validate());
+
+        buf.clear();
+        Frame.writeHeader(buf, Frame.OP_FAA, 1, 23);
+        buf.writeZero(23);
+        assertEquals("opcode=fetchAndAdd, bodyLength=23, expected=24", frame.wrap(buf, 0).validate());
+
+        buf.clear();
+        Frame.writeHeader(buf, (byte) 0x42, 1, 0);
+        assertEquals("opcode=66 (unknown)", frame.wrap(buf, 0).validate());
+
+        buf.clear();
+        Frame.writeWrite(buf, 1, 2, 3, new byte[16], 0, 16);
+        buf.setIntLE(Frame.VERB_LENGTH_FIELD_OFFSET, 17); // claims one byte more than it carries
+        assertEquals("opcode=write, bodyLength=36, expected=37", frame.wrap(buf, 0).validate());
+    }
+
+    @Test
+    void handshakeFramesHaveFixedBodies() {
+        byte[] nonce = Handshake.nonce();
+        Frame.writeHello(buf, 2, 77, 1, 88, nonce);
+        frame.wrap(buf, 0);
+        assertNull(frame.validate());
+        assertEquals(2, frame.intAt(Frame.HELLO_NODE_FIELD_OFFSET));
+        assertEquals(77, frame.longAt(Frame.HELLO_INCARNATION_FIELD_OFFSET));
+        assertEquals(1, frame.intAt(Frame.HELLO_TARGET_NODE_FIELD_OFFSET));
+        assertEquals(88, frame.longAt(Frame.HELLO_TARGET_INCARNATION_FIELD_OFFSET));
+        assertArrayEquals(nonce, frame.bytesAt(Frame.HELLO_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH));
+        assertEquals(Frame.HEADER_LENGTH + Frame.HELLO_BODY_LENGTH, frame.frameLength());
+    }
+
+    @Test
+    void proofsDependOnRoleSecretIdentitiesAndNonces() {
+        Handshake h = new Handshake(RawPeer.secret(Nodes.SECRET));
+        byte[] c = Handshake.nonce();
+        byte[] s = Handshake.nonce();
+        byte[] proof = h.proof(Handshake.CLIENT, 2, 5, 1, 6, c, s);
+        assertEquals(32, proof.length);
+        assertArrayEquals(proof, h.proof(Handshake.CLIENT, 2, 5, 1, 6, c, s), "deterministic");
+        assertFalseMatch(proof, h.proof(Handshake.SERVER, 2, 5, 1, 6, c, s));
+        assertFalseMatch(proof, h.proof(Handshake.CLIENT, 2, 4, 1, 6, c, s));
+        assertFalseMatch(proof, h.proof(Handshake.CLIENT, 2, 5, 1, 7, c, s));
+        assertFalseMatch(proof, h.proof(Handshake.CLIENT, 2, 5, 1, 6, s, c));
+        assertFalseMatch(proof, new Handshake(RawPeer.secret("another-secret-of-16+")).proof(Handshake.CLIENT,
+                2, 5, 1, 6, c, s));
+    }
+
+    private static void assertFalseMatch(byte[] a, byte[] b) {
+        org.junit.jupiter.api.Assertions.assertFalse(Handshake.matches(a, b));
+    }
+}

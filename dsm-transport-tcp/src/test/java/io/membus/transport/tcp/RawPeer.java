@@ -1,0 +1,135 @@
+package io.membus.transport.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.util.function.Consumer;
+
+/**
+ * A hand-driven peer for protocol tests: a blocking socket that sends whatever
+ * bytes a test builds (valid or not) and reads frames back. It knows the
+ * handshake only through {@link Handshake} and {@link Frame}, like a real peer.
+ *
+ * <p><b>Note:</b> not thread-safe; one test thread owns it.
+ */
+final class RawPeer implements AutoCloseable {
+    final Socket socket;
+    private final OutputStream out;
+    private final DataInputStream in;
+    byte[] clientNonce;
+
+    RawPeer(String address, int readTimeoutMillis) throws IOException {
+        int colon = address.lastIndexOf(':');
+        socket = new Socket();
+        socket.connect(new InetSocketAddress(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1))),
+                5000);
+        socket.setSoTimeout(readTimeoutMillis);
+        socket.setTcpNoDelay(true);
+        out = socket.getOutputStream();
+        InputStream is = socket.getInputStream();
+        in = new DataInputStream(is);
+    }
+
+    /** Encodes with {@code writer} and sends. */
+    void send(Consumer<ByteBuf> writer) throws IOException {
+        ByteBuf b = Unpooled.buffer();
+        writer.accept(b);
+        byte[] bytes = new byte[b.readableBytes()];
+        b.readBytes(bytes);
+        b.release();
+        send(bytes);
+    }
+
+    void send(byte[] bytes) throws IOException {
+        out.write(bytes);
+        out.flush();
+    }
+
+    /** One whole frame (its length field included), or {@code null} at end of stream. */
+    byte[] readFrame() throws IOException {
+        byte[] len = new byte[4];
+        try {
+            in.readFully(len);
+        } catch (EOFException e) {
+            return null;
+        }
+        int n = (len[0] & 0xff) | (len[1] & 0xff) << 8 | (len[2] & 0xff) << 16 | (len[3] & 0xff) << 24;
+        byte[] f = new byte[4 + n];
+        System.arraycopy(len, 0, f, 0, 4);
+        in.readFully(f, 4, n);
+        return f;
+    }
+
+    /** Reads until the peer closes; throws when it does not within the read timeout. */
+    void awaitClosed() throws IOException {
+        while (true) {
+            try {
+                if (in.read() < 0) {
+                    return;
+                }
+            } catch (SocketTimeoutException e) {
+                throw new AssertionError("the node did not close the connection", e);
+            } catch (IOException e) {
+                return; // reset by the node: closed too
+            }
+        }
+    }
+
+    static Frame wrap(byte[] frame) {
+        return new Frame().wrap(Unpooled.wrappedBuffer(frame), 0);
+    }
+
+    static String errorMessage(byte[] frame) {
+        Frame f = wrap(frame);
+        return f.errorMessage();
+    }
+
+    static int errorCode(byte[] frame) {
+        return wrap(frame).intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff;
+    }
+
+    /** Sends HELLO, reads CHALLENGE; returns it. */
+    byte[] hello(int nodeId, long incarnation, int targetNode, long targetIncarnation) throws IOException {
+        clientNonce = Handshake.nonce();
+        send(b -> Frame.writeHello(b, nodeId, incarnation, targetNode, targetIncarnation, clientNonce));
+        return readFrame();
+    }
+
+    /**
+     * A full handshake with {@code secret}.
+     *
+     * @return the frame that answered AUTH (WELCOME or ERROR)
+     */
+    byte[] handshake(byte[] secret, int nodeId, long incarnation, int targetNode, long targetIncarnation)
+            throws IOException {
+        byte[] challenge = hello(nodeId, incarnation, targetNode, targetIncarnation);
+        Frame c = wrap(challenge);
+        if (c.opcode() != Frame.OP_CHALLENGE) {
+            return challenge;
+        }
+        byte[] serverNonce = c.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
+        byte[] proof = new Handshake(secret).proof(Handshake.CLIENT, nodeId, incarnation,
+                c.intAt(Frame.CHALLENGE_NODE_FIELD_OFFSET), c.longAt(Frame.CHALLENGE_INCARNATION_FIELD_OFFSET),
+                clientNonce, serverNonce);
+        send(b -> Frame.writeAuth(b, proof));
+        return readFrame();
+    }
+
+    static byte[] secret(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public void close() throws IOException {
+        socket.close();
+    }
+}

@@ -1,0 +1,229 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.RemoteMemory;
+import io.membus.core.Segment;
+import io.membus.core.error.AuthenticationException;
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.transport.Connection;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportConfig;
+import io.membus.core.transport.Transports;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Peer authentication: a peer that has not proven it holds the cluster secret
+ * is disconnected and none of its frames runs; the handshake binds both node
+ * identities and incarnations.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class TcpAuthTest {
+    private final Nodes nodes = new Nodes();
+
+    @AfterEach
+    void close() {
+        nodes.close();
+    }
+
+    private static Connection connect(Transport from, PeerInfo to) {
+        return RemoteMemory.await(from.connect(to), Duration.ofSeconds(20));
+    }
+
+    @Test
+    void aNodeWithAnotherSecretIsRefusedAndNothingRuns() {
+        Transport a = nodes.start(1);
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        Transport intruder = nodes.start(2, "tcp.secret", "another-secret-of-enough-length");
+        AuthenticationException e = assertThrows(AuthenticationException.class, () -> connect(intruder, a.self()));
+        assertTrue(e.getMessage().startsWith("authentication failed: peer=node 1"), e.getMessage());
+        assertTrue(e.getMessage().contains("same cluster secret"), e.getMessage());
+        assertEquals(0, seg.readLong(0));
+        // the node keeps serving peers with the right secret
+        Transport friend = nodes.start(3);
+        assertEquals(0L, RemoteMemory.await(connect(friend, a.self()).fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1),
+                Duration.ofSeconds(20)));
+    }
+
+    @Test
+    void aWrongClientProofIsRefusedWithAnErrorAndTheConnectionClosed() throws Exception {
+        Transport a = nodes.start(1);
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            byte[] answer = p.handshake(RawPeer.secret("not-the-cluster-secret!!"), 2, 5, 1, a.incarnation());
+            assertEquals(Frame.OP_ERROR, RawPeer.wrap(answer).opcode());
+            assertEquals(ErrorCode.AUTHENTICATION.wire(), RawPeer.errorCode(answer));
+            assertTrue(RawPeer.errorMessage(answer).contains("the client proof does not verify"),
+                    RawPeer.errorMessage(answer));
+            // a verb sent right after is never executed: the node stopped reading
+            p.send(b -> Frame.writeFaa(b, 1, seg.pointer(0), seg.remoteKey(), 1));
+            p.awaitClosed();
+        }
+        assertEquals(0, seg.readLong(0));
+    }
+
+    @Test
+    void verbsBeforeTheHandshakeAreNeverExecuted() throws Exception {
+        Transport a = nodes.start(1);
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        // the right pointer and key, but no handshake at all
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            p.send(b -> Frame.writeFaa(b, 1, seg.pointer(0), seg.remoteKey(), 1));
+            byte[] answer = p.readFrame();
+            assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(answer));
+            assertTrue(RawPeer.errorMessage(answer).contains("before the handshake (expected HELLO)"),
+                    RawPeer.errorMessage(answer));
+            p.awaitClosed();
+        }
+        // HELLO, then a verb instead of AUTH
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p.hello(2, 5, 1, a.incarnation())).opcode());
+            p.send(b -> Frame.writeWrite(b, 1, seg.pointer(0), seg.remoteKey(), new byte[]{9, 9, 9, 9}, 0, 4));
+            assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(p.readFrame()));
+            p.awaitClosed();
+        }
+        assertEquals(0, seg.readLong(0));
+    }
+
+    @Test
+    void anUnauthenticatedPeerCannotMakeTheNodeBufferALargeFrame() throws Exception {
+        Transport a = nodes.start(1);
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            // a length far below tcp.max-frame, but far above any handshake frame: refused from its header alone
+            p.send(b -> b.writeIntLE(100_000).writeZero(12));
+            byte[] answer = p.readFrame();
+            assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(answer));
+            assertTrue(RawPeer.errorMessage(answer).contains("frameLength=100000, allowed=12..1060 (before the handshake)"),
+                    RawPeer.errorMessage(answer));
+            p.awaitClosed();
+        }
+    }
+
+    @Test
+    void aReplayedHandshakeDoesNotAuthenticate() throws Exception {
+        Transport a = nodes.start(1);
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        byte[] secret = RawPeer.secret(Nodes.SECRET);
+        // an eavesdropper records a genuine handshake...
+        byte[] recordedHello;
+        byte[] recordedAuth;
+        try (RawPeer genuine = new RawPeer(a.localAddress(), 10_000)) {
+            byte[] challenge = genuine.hello(2, 7, 1, a.incarnation());
+            Frame c = RawPeer.wrap(challenge);
+            byte[] proof = new Handshake(secret).proof(Handshake.CLIENT, 2, 7, 1, a.incarnation(), genuine.clientNonce,
+                    c.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH));
+            byte[] nonce = genuine.clientNonce;
+            recordedHello = bytes(b -> Frame.writeHello(b, 2, 7, 1, a.incarnation(), nonce));
+            recordedAuth = bytes(b -> Frame.writeAuth(b, proof));
+            genuine.send(recordedAuth);
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(genuine.readFrame()).opcode(), "the genuine peer is welcome");
+        }
+        // ...and replays it on a new connection, followed by a verb
+        try (RawPeer replay = new RawPeer(a.localAddress(), 10_000)) {
+            replay.send(recordedHello);
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(replay.readFrame()).opcode());
+            replay.send(recordedAuth);
+            replay.send(b -> Frame.writeFaa(b, 1, seg.pointer(0), seg.remoteKey(), 1));
+            byte[] answer = replay.readFrame();
+            assertEquals(ErrorCode.AUTHENTICATION.wire(), RawPeer.errorCode(answer), "a fresh nonce defeats the replay");
+            replay.awaitClosed();
+        }
+        assertEquals(0, seg.readLong(0), "the replayed peer's verb never ran");
+    }
+
+    private static byte[] bytes(java.util.function.Consumer<io.netty.buffer.ByteBuf> writer) {
+        io.netty.buffer.ByteBuf b = io.netty.buffer.Unpooled.buffer();
+        writer.accept(b);
+        byte[] out = new byte[b.readableBytes()];
+        b.readBytes(out);
+        b.release();
+        return out;
+    }
+
+    @Test
+    void staleIncarnationsAreRefusedOnBothSides() throws Exception {
+        Transport a = nodes.start(1);
+        Transport b = nodes.start(2);
+        // the initiator expects an earlier incarnation of the target
+        StaleIncarnationException e = assertThrows(StaleIncarnationException.class,
+                () -> connect(b, new PeerInfo(1, a.incarnation() - 1, a.localAddress())));
+        assertEquals(a.incarnation(), e.actual());
+        // the target checks it too, for a peer that does not check itself
+        byte[] secret = RawPeer.secret(Nodes.SECRET);
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            byte[] answer = p.handshake(secret, 2, b.incarnation(), 1, a.incarnation() - 5);
+            assertEquals(ErrorCode.STALE_INCARNATION.wire(), RawPeer.errorCode(answer));
+            assertEquals(a.incarnation(), RawPeer.wrap(answer).longAt(Frame.ERROR_DETAIL_FIELD_OFFSET));
+            p.awaitClosed();
+        }
+        // an initiator that authenticates as an earlier incarnation of a node the target has seen
+        connect(b, a.self());
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            byte[] answer = p.handshake(secret, 2, b.incarnation() - 1, 1, a.incarnation());
+            assertEquals(ErrorCode.STALE_INCARNATION.wire(), RawPeer.errorCode(answer));
+            assertTrue(RawPeer.errorMessage(answer).contains("stale incarnation: node=2"), RawPeer.errorMessage(answer));
+            p.awaitClosed();
+        }
+        // a wrong node id at the address is refused too
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            byte[] answer = p.handshake(secret, 2, b.incarnation(), 9, a.incarnation());
+            assertEquals(ErrorCode.NODE_UNAVAILABLE.wire(), RawPeer.errorCode(answer));
+            assertTrue(RawPeer.errorMessage(answer).contains("serves node 1, not node 9"), RawPeer.errorMessage(answer));
+        }
+    }
+
+    @Test
+    void aPeerThatNeverHandshakesIsDisconnected() throws Exception {
+        Transport a = nodes.start(1, "tcp.handshake-timeout", "200ms");
+        try (RawPeer p = new RawPeer(a.localAddress(), 20_000)) {
+            p.awaitClosed();
+        }
+        try (RawPeer p = new RawPeer(a.localAddress(), 20_000)) {
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p.hello(2, 5, 1, a.incarnation())).opcode());
+            p.awaitClosed(); // HELLO alone does not keep a connection
+        }
+    }
+
+    @Test
+    void ipv6LoopbackAddressesWork() {
+        Transport a;
+        try {
+            a = nodes.start(1, "tcp.host", "::1");
+        } catch (io.membus.core.error.TransportUnavailableException noIpv6) {
+            System.out.println("no IPv6 loopback on this machine: " + noIpv6.getMessage());
+            return; // nothing to test here; every other test covers IPv4
+        }
+        assertTrue(a.localAddress().startsWith("[::1]:"), a.localAddress());
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        Transport b = nodes.start(2);
+        assertEquals(0L, RemoteMemory.await(connect(b, a.self()).fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1),
+                Duration.ofSeconds(20)));
+    }
+
+    @Test
+    void theSecretIsRequiredAndLongEnough() {
+        DsmConfigException missing = assertThrows(DsmConfigException.class, () -> Transports.create("tcp",
+                TransportConfig.builder(1).property("tcp.port", "0").build()));
+        assertEquals("tcp.secret", missing.key());
+        assertTrue(missing.getMessage().startsWith("bad config: key=tcp.secret, value=<missing>"), missing.getMessage());
+        DsmConfigException shortOne = assertThrows(DsmConfigException.class, () -> Transports.create("tcp",
+                TransportConfig.builder(1).properties(Map.of("tcp.secret", "short", "tcp.port", "0")).build()));
+        assertEquals("tcp.secret", shortOne.key());
+        assertTrue(shortOne.getMessage().contains("5 bytes"), shortOne.getMessage());
+        assertTrue(!shortOne.getMessage().contains("short"), "the message never shows the secret");
+        DsmConfigException io = assertThrows(DsmConfigException.class, () -> nodes.start(1, "tcp.io", "kqueue"));
+        assertEquals("tcp.io", io.key());
+    }
+}

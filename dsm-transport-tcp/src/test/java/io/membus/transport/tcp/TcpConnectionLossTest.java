@@ -1,0 +1,249 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.RemoteMemory;
+import io.membus.core.RemotePtr;
+import io.membus.core.Segment;
+import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.test.TestJvm;
+import io.membus.core.transport.Connection;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * A lost connection fails every verb in flight at once with a typed error naming
+ * the peer, the connection comes back by itself, and no verb is ever executed
+ * twice; a bounded window of verbs in flight keeps the issue order.
+ */
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
+class TcpConnectionLossTest {
+    private static final Duration WAIT = Duration.ofSeconds(30);
+    private final Nodes nodes = new Nodes();
+
+    @AfterEach
+    void close() {
+        nodes.close();
+    }
+
+    private static Connection connect(Transport from, Transport to) {
+        return RemoteMemory.await(from.connect(to.self()), WAIT);
+    }
+
+    /** The failure of a future that must fail within {@code WAIT}. */
+    private static Throwable failure(CompletableFuture<?> f) throws InterruptedException {
+        try {
+            f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            return null;
+        } catch (ExecutionException e) {
+            return e.getCause();
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new AssertionError("a verb neither completed nor failed within " + WAIT, e);
+        }
+    }
+
+    @Test
+    void aCutFailsEveryVerbInFlightAtOnceAndTheConnectionComesBackWithoutResending() throws Exception {
+        Transport a = nodes.start(1);
+        Transport b = nodes.start(2);
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        Connection ba = connect(b, a);
+        long ptr = seg.pointer(0);
+        long key = seg.remoteKey();
+        assertEquals(0L, await(ba.compareAndSwap(ptr, key, 0, 0)));
+
+        a.faults().delay(2, Duration.ofMinutes(5)); // the target holds node 2's verbs: they cannot complete
+        List<CompletableFuture<Long>> inFlight = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            inFlight.add(ba.fetchAndAdd(ptr, key, 1));
+            inFlight.add(ba.compareAndSwap(ptr, key, i, i + 1));
+        }
+        assertTrue(((TcpTransport) a).disconnect(2, "cut by the test") >= 1);
+        for (CompletableFuture<Long> f : inFlight) {
+            Throwable t = failure(f);
+            NodeUnavailableException e = assertInstanceOf(NodeUnavailableException.class, t,
+                    "failed at once by the loss, not by the 20 s deadline");
+            assertEquals(1, e.nodeId());
+            assertTrue(e.getMessage().contains("cut by the test"), e.getMessage());
+            assertTrue(e.getMessage().contains("node 1 (incarnation " + a.incarnation() + ") at " + a.localAddress()),
+                    e.getMessage());
+        }
+        a.faults().clear();
+        assertEquals(0, seg.readLong(0), "held verbs of a lost connection are never executed");
+
+        // the same connection reconnects with backoff
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!ba.isOpen()) {
+            if (System.nanoTime() > deadline) {
+                fail("the connection did not come back within " + WAIT);
+            }
+            Thread.sleep(10);
+        }
+        assertEquals(0L, await(ba.fetchAndAdd(ptr, key, 1)), "no lost verb was resent after the reconnect");
+        assertEquals(1, seg.readLong(0));
+    }
+
+    @Test
+    void aTargetRestartedAtTheSameAddressIsNeverReachedThroughTheOldConnection() throws Exception {
+        int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = probe.getLocalPort();
+        }
+        Transport first = nodes.start(1, "tcp.port", Integer.toString(port));
+        Transport b = nodes.start(2);
+        Segment seg = first.export(SegmentSpec.of(0, 4096));
+        Connection ba = connect(b, first);
+        assertEquals(0L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        PeerInfo old = first.self();
+        first.close();
+
+        Transport second = nodes.start(1, "tcp.port", Integer.toString(port)); // a new incarnation, same address
+        assertEquals(old.address(), second.localAddress());
+        Segment again = second.export(SegmentSpec.of(0, 4096));
+        // the old connection's reconnect meets the new incarnation and gives up for good
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (true) {
+            Throwable t = failure(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1));
+            NodeUnavailableException e = assertInstanceOf(NodeUnavailableException.class, t);
+            if (e.getMessage().contains("stale incarnation")) {
+                break;
+            }
+            if (System.nanoTime() > deadline) {
+                fail("the old connection did not close on the new incarnation: " + e.getMessage());
+            }
+            Thread.sleep(10);
+        }
+        assertFalse(ba.isOpen());
+        StaleIncarnationException stale = assertThrows(StaleIncarnationException.class,
+                () -> RemoteMemory.await(b.connect(old), WAIT));
+        assertEquals(second.incarnation(), stale.actual());
+        assertEquals(0, again.readLong(0), "the new incarnation's memory was never reached");
+        assertEquals(0L, await(connect(b, second).fetchAndAdd(again.pointer(0), again.remoteKey(), 1)));
+    }
+
+    @Test
+    void aVerbDroppedByTheTargetTimesOutAndLaterVerbsStillComplete() throws Exception {
+        Transport a = nodes.start(1);
+        // a window of one: the unanswered verb must give its slot back when its deadline passes
+        Transport b = nodes.start(2, Duration.ofMillis(300), "tcp.max-in-flight", "1");
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        Connection ba = connect(b, a);
+        a.faults().drop(2);
+        CompletableFuture<Long> dropped = ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1);
+        DsmTimeoutException timeout = assertInstanceOf(DsmTimeoutException.class, failure(dropped));
+        assertEquals(1, timeout.nodeId());
+        assertEquals(0, seg.readLong(0), "a dropped verb is never executed");
+        a.faults().heal(2);
+        assertEquals(0L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        assertEquals(1, seg.readLong(0));
+        assertTrue(ba.isOpen());
+    }
+
+    @Test
+    void aSmallWindowKeepsIssueOrderAndExactValues() throws Exception {
+        Transport a = nodes.start(1);
+        Transport b = nodes.start(2, "tcp.max-in-flight", "4");
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        Connection ba = connect(b, a);
+        a.faults().delay(2, Duration.ofMillis(1));
+        int n = 300;
+        // the contract: when a verb's future completes, every verb issued before it has completed. (A list of
+        // callback invocations would not show it: a thread waiting in get() may run a callback itself.)
+        AtomicInteger outOfOrder = new AtomicInteger();
+        List<CompletableFuture<Long>> adds = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            CompletableFuture<Long> previous = i == 0 ? null : adds.get(i - 1);
+            CompletableFuture<Long> f = ba.fetchAndAdd(seg.pointer(8), seg.remoteKey(), 1);
+            f.whenComplete((v, e) -> {
+                if (previous != null && !previous.isDone()) {
+                    outOfOrder.incrementAndGet();
+                }
+            });
+            adds.add(f);
+        }
+        for (int i = 0; i < n; i++) {
+            assertEquals((long) i, await(adds.get(i)));
+        }
+        assertEquals(0, outOfOrder.get(), "verbs that completed before an earlier one");
+        assertEquals(n, seg.readLong(8));
+    }
+
+    @Test
+    void aKilledTargetProcessFailsVerbsWithNodeUnavailableNeverByDeadline() throws Exception {
+        Transport b = nodes.start(2);
+        try (TestJvm jvm = new TestJvm()) {
+            Process child = jvm.start(TcpNodeChild.class, List.of("1", Nodes.SECRET));
+            String ready = awaitLine(jvm, 0, "READY ");
+            String[] f = ready.split(" ");
+            PeerInfo target = new PeerInfo(1, Long.parseLong(f[1]), f[2]);
+            long key = Long.parseLong(f[3]);
+            long ptr = RemotePtr.pack(1, 0, 0);
+            Connection c = RemoteMemory.await(b.connect(target), WAIT);
+            assertEquals(0L, await(c.fetchAndAdd(ptr, key, 1)));
+
+            List<CompletableFuture<Long>> inFlight = new ArrayList<>();
+            for (int i = 0; i < 2000; i++) {
+                inFlight.add(c.fetchAndAdd(ptr, key, 1));
+            }
+            child.destroyForcibly();
+            long succeeded = 0;
+            long previous = 0;
+            for (CompletableFuture<Long> v : inFlight) {
+                Throwable t = failure(v);
+                if (t == null) {
+                    long old = v.join();
+                    assertTrue(old > previous, "values grow in issue order");
+                    previous = old;
+                    succeeded++;
+                } else {
+                    NodeUnavailableException e = assertInstanceOf(NodeUnavailableException.class, t);
+                    assertEquals(1, e.nodeId());
+                }
+            }
+            assertTrue(child.waitFor(30, TimeUnit.SECONDS));
+            // after the loss: verbs fail at once (the connection is down), and connecting again fails
+            NodeUnavailableException after = assertThrows(NodeUnavailableException.class,
+                    () -> RemoteMemory.await(c.fetchAndAdd(ptr, key, 1), WAIT));
+            assertEquals(1, after.nodeId());
+            assertFalse(c.isOpen());
+            assertThrows(NodeUnavailableException.class, () -> RemoteMemory.await(b.connect(target), WAIT));
+            System.out.println("verbs completed before the kill: " + succeeded + " of " + inFlight.size());
+        }
+    }
+
+    private static String awaitLine(TestJvm jvm, int child, String prefix) throws InterruptedException {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (System.nanoTime() < deadline) {
+            for (String line : jvm.output(child).split("\n")) {
+                if (line.startsWith(prefix)) {
+                    return line.trim();
+                }
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("child did not print " + prefix + " within " + WAIT + ":\n" + jvm.output(child));
+    }
+
+    private static <T> T await(CompletableFuture<T> f) {
+        return RemoteMemory.await(f, WAIT);
+    }
+}
