@@ -3,8 +3,6 @@ package io.membus.core.transport;
 import io.membus.core.error.NodeUnavailableException;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
 
@@ -109,7 +107,7 @@ public abstract class DirectConnection implements Connection {
 
     @Override
     public Batch batch() {
-        return new DirectBatch();
+        return new DeferredBatch(this);
     }
 
     private <T> CompletableFuture<T> run(String operation, Supplier<T> verb) {
@@ -197,62 +195,5 @@ public abstract class DirectConnection implements Connection {
     }
 
     private record Held(long release, Runnable run) {
-    }
-
-    /** Verbs queued until {@link #submit()}, then run in order. */
-    private final class DirectBatch implements Batch {
-        private final List<Runnable> posts = new ArrayList<>();
-        private boolean submitted;
-
-        @Override
-        public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-            return add(() -> DirectConnection.this.read(ptr, remoteKey, length));
-        }
-
-        @Override
-        public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-            byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
-            return add(() -> DirectConnection.this.write(ptr, remoteKey, copy, 0, length));
-        }
-
-        @Override
-        public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-            return add(() -> DirectConnection.this.compareAndSwap(ptr, remoteKey, expected, update));
-        }
-
-        @Override
-        public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
-            return add(() -> DirectConnection.this.fetchAndAdd(ptr, remoteKey, delta));
-        }
-
-        private <T> CompletableFuture<T> add(Supplier<CompletableFuture<T>> post) {
-            if (submitted) {
-                throw new IllegalStateException("batch already submitted: start a new batch");
-            }
-            CompletableFuture<T> result = new CompletableFuture<>();
-            posts.add(() -> post.get().whenComplete((v, e) -> {
-                if (e != null) {
-                    result.completeExceptionally(e);
-                } else {
-                    result.complete(v);
-                }
-            }));
-            return result;
-        }
-
-        @Override
-        public void submit() {
-            if (submitted) {
-                throw new IllegalStateException("batch already submitted: start a new batch");
-            }
-            submitted = true;
-            posts.forEach(Runnable::run);
-            posts.clear();
-        }
-
-        @Override
-        public int size() {
-            return submitted ? 0 : posts.size();
-        }
     }
 }

@@ -5,13 +5,11 @@ import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.Batch;
+import io.membus.core.transport.DeferredBatch;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.PeerInfo;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Supplier;
 
 /**
  * A reliable connection to one peer incarnation over {@code rdma}: verbs are
@@ -119,7 +117,7 @@ final class RdmaConnection implements Connection {
 
     @Override
     public Batch batch() {
-        return new RdmaBatch();
+        return new DeferredBatch(this);
     }
 
     /** Closes with a reason that verbs in flight and later verbs report. */
@@ -135,66 +133,5 @@ final class RdmaConnection implements Connection {
     @Override
     public void close() {
         close("connection closed");
-    }
-
-    /** Verbs held until {@link #submit()}, then checked and posted in order under one pass. */
-    private final class RdmaBatch implements Batch {
-        private final List<Runnable> posts = new ArrayList<>();
-        private boolean submitted;
-
-        @Override
-        public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-            return add(() -> RdmaConnection.this.read(ptr, remoteKey, length));
-        }
-
-        @Override
-        public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-            if (offset < 0 || length < 0 || offset > src.length - length) {
-                return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
-                        + offset + ", length=" + length + ", array=" + src.length));
-            }
-            byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
-            return add(() -> RdmaConnection.this.write(ptr, remoteKey, copy, 0, length));
-        }
-
-        @Override
-        public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-            return add(() -> RdmaConnection.this.compareAndSwap(ptr, remoteKey, expected, update));
-        }
-
-        @Override
-        public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
-            return add(() -> RdmaConnection.this.fetchAndAdd(ptr, remoteKey, delta));
-        }
-
-        private <T> CompletableFuture<T> add(Supplier<CompletableFuture<T>> post) {
-            if (submitted) {
-                throw new IllegalStateException("batch already submitted: start a new batch");
-            }
-            CompletableFuture<T> result = new CompletableFuture<>();
-            posts.add(() -> post.get().whenComplete((v, e) -> {
-                if (e != null) {
-                    result.completeExceptionally(e);
-                } else {
-                    result.complete(v);
-                }
-            }));
-            return result;
-        }
-
-        @Override
-        public void submit() {
-            if (submitted) {
-                throw new IllegalStateException("batch already submitted: start a new batch");
-            }
-            submitted = true;
-            posts.forEach(Runnable::run);
-            posts.clear();
-        }
-
-        @Override
-        public int size() {
-            return submitted ? 0 : posts.size();
-        }
     }
 }

@@ -756,8 +756,8 @@ final class TcpConnection implements Connection {
         @Override
         public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
             if (offset < 0 || length < 0 || offset > src.length - length) {
-                throw new IllegalArgumentException("source range out of bounds: offset=" + offset + ", length="
-                        + length + ", array=" + src.length);
+                return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds:"
+                        + " offset=" + offset + ", length=" + length + ", array=" + src.length));
             }
             return cast(add(new Op(Frame.OP_WRITE, ptr, remoteKey, length, 0, 0,
                     java.util.Arrays.copyOfRange(src, offset, offset + length))));
