@@ -66,7 +66,8 @@ public final class RdmaTransport extends AbstractTransport {
     private final Map<Integer, Fabric.Region> regions = new ConcurrentHashMap<>();
     private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
     private final Set<RdmaConnection> open = ConcurrentHashMap.newKeySet();
-    private final Map<RdmaConnection, Fabric.QueuePair> pairs = new ConcurrentHashMap<>();
+    /** The queue pairs the completion thread polls: copy-on-write, so its loop iterates without allocating. */
+    private volatile Polled[] polled = new Polled[0];
     private final Thread acceptor;
     private final Thread completions;
     private volatile boolean running = true;
@@ -90,6 +91,31 @@ public final class RdmaTransport extends AbstractTransport {
         acceptor = daemon(this::acceptLoop, "membus-rdma-control-" + nodeId());
         completions = daemon(this::completionLoop, "membus-rdma-cq-" + nodeId());
         LOG.info("rdma transport up: node={}, address={}, {}", nodeId(), localAddress(), settings);
+    }
+
+    /** An open connection and its queue pair, as the completion thread polls them. */
+    private record Polled(RdmaConnection connection, Fabric.QueuePair pair) {
+    }
+
+    private synchronized void track(RdmaConnection connection, Fabric.QueuePair pair) {
+        Polled[] old = polled;
+        Polled[] next = java.util.Arrays.copyOf(old, old.length + 1);
+        next[old.length] = new Polled(connection, pair);
+        polled = next;
+    }
+
+    private synchronized void untrack(RdmaConnection connection) {
+        polled = java.util.Arrays.stream(polled).filter(p -> p.connection() != connection).toArray(Polled[]::new);
+    }
+
+    /** The queue pair of an open connection (tests), or {@code null}. */
+    Fabric.QueuePair queuePair(Connection connection) {
+        for (Polled p : polled) {
+            if (p.connection() == connection) {
+                return p.pair();
+            }
+        }
+        return null;
     }
 
     private static Thread daemon(Runnable r, String name) {
@@ -280,12 +306,12 @@ public final class RdmaTransport extends AbstractTransport {
             RdmaConnection[] self = new RdmaConnection[1];
             RdmaConnection connection = new RdmaConnection(peer, catalog, engine, () -> {
                 open.remove(self[0]);
-                pairs.remove(self[0]);
+                untrack(self[0]);
                 closeQuietly(socket);
             });
             self[0] = connection;
             engine.onBroken(connection::close);
-            pairs.put(connection, pair);
+            track(connection, pair);
             open.add(connection);
             socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
             daemon(() -> catalogLoop(connection, in, out, nonceI, who, seq[0]), "membus-rdma-catalog-" + peer.nodeId());
@@ -333,11 +359,15 @@ public final class RdmaTransport extends AbstractTransport {
         int idle = 0;
         while (running) {
             int found = 0;
-            for (Fabric.QueuePair pair : pairs.values()) {
+            for (Polled p : polled) { // an array: no iterator allocated per spin
                 try {
-                    found += pair.poll();
+                    found += p.pair().poll();
                 } catch (IOException | RuntimeException e) {
-                    LOG.warn("polling a completion queue failed: {}", e.toString());
+                    // the CQ is unusable: its verbs would only time out; fail them now, once (no log per spin)
+                    LOG.warn("polling the completion queue of node {} failed: {}", p.connection().peer().nodeId(),
+                            e.toString());
+                    p.connection().close("polling the completion queue failed: " + e.getMessage()
+                            + "; the connection was closed: connect again");
                 }
             }
             if (found > 0) {
@@ -512,7 +542,7 @@ public final class RdmaTransport extends AbstractTransport {
     @Override
     protected void closeTransport() {
         running = false;
-        List<Fabric.QueuePair> queuePairs = List.copyOf(pairs.values());
+        List<Fabric.QueuePair> queuePairs = java.util.Arrays.stream(polled).map(Polled::pair).toList();
         for (RdmaConnection c : List.copyOf(open)) {
             c.close("the initiator's transport closed");
         }

@@ -5,6 +5,7 @@ import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownSegmentException;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.SegmentSpec;
@@ -104,6 +105,23 @@ class RdmaTransportSoftTest {
             Thread.onSpinWait();
             Thread.yield();
         }
+    }
+
+    @Test
+    void aCompletionQueueThatCannotBePolledFailsItsVerbsWithNodeUnavailableAndClosesTheConnection() {
+        Transport a = node(1, "a-secret-of-16-bytes");
+        Transport b = node(2, "a-secret-of-16-bytes");
+        Segment s = a.export(SegmentSpec.of(0, 4096));
+        Connection ba = await(b.connect(a.self()));
+        assertEquals(0L, await(ba.fetchAndAdd(s.pointer(0), s.remoteKey(), 1)));
+        ((SoftFabric.SoftQueuePair) ((RdmaTransport) b).queuePair(ba)).failPolls = true;
+        // not DsmTimeoutException after the operation timeout: the poll failure fails the verb at once
+        NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
+                () -> await(ba.fetchAndAdd(s.pointer(0), s.remoteKey(), 1)));
+        assertTrue(e.getMessage().contains("polling the completion queue failed"), e.getMessage());
+        assertFalse(ba.isOpen());
+        Connection again = await(b.connect(a.self()));
+        assertEquals(2L, await(again.fetchAndAdd(s.pointer(0), s.remoteKey(), 1)), "a new connection works");
     }
 
     @Test

@@ -136,6 +136,8 @@ final class SoftFabric implements Fabric {
         private final ConcurrentLinkedQueue<long[]> completions = new ConcurrentLinkedQueue<>();
         private final Object pollLock = new Object();
         volatile boolean targetGone;
+        /** Makes {@link #poll} fail as {@code ibv_poll_cq} does when the CQ is broken (tests). */
+        volatile boolean failPolls;
         private boolean error; // guarded by the engine's post lock
         private volatile boolean closed;
         private VerbEngine engine;
@@ -199,10 +201,13 @@ final class SoftFabric implements Fabric {
         }
 
         @Override
-        public int poll() {
+        public int poll() throws IOException {
             synchronized (pollLock) {
                 if (closed) {
                     return 0;
+                }
+                if (failPolls) {
+                    throw new IOException("Polling CQ failed");
                 }
                 int n = 0;
                 long[] c;
