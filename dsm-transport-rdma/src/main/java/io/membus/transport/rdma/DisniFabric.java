@@ -108,9 +108,16 @@ final class DisniFabric implements Fabric {
     }
 
     @Override
-    public void deregister(Region region) {
+    public boolean deregister(Region region) {
         IbvMr mr = (IbvMr) region.handle();
-        DisniQueuePair.quietly(() -> mr.deregMr().execute().free());
+        try {
+            mr.deregMr().execute().free();
+            return true;
+        } catch (IOException | RuntimeException e) {
+            LOG.error("ibv_dereg_mr failed: rkey=0x{}, lkey=0x{}: {}; the memory stays registered",
+                    Integer.toHexString(region.rkey()), Integer.toHexString(region.lkey()), e.toString());
+            return false;
+        }
     }
 
     @Override
@@ -122,25 +129,27 @@ final class DisniFabric implements Fabric {
     public void release(byte[] session) {
         String t = hex(session);
         expected.values().removeIf(e -> e.session().equals(t));
-        passive.values().removeIf(p -> {
-            if (p.session().equals(t)) {
-                destroy(p);
-                return true;
-            }
-            return false;
-        });
+        destroyPassive(p -> p.session().equals(t));
     }
 
     @Override
     public void dropPassive(int nodeId) {
         expected.values().removeIf(e -> e.nodeId() == nodeId);
-        passive.values().removeIf(p -> {
-            if (p.nodeId() == nodeId) {
-                destroy(p);
-                return true;
+        destroyPassive(p -> p.nodeId() == nodeId);
+    }
+
+    /**
+     * Destroys the passive queue pairs that match. Only the thread whose
+     * {@code remove(id, p)} succeeds destroys a queue pair: release, fencing, the CM
+     * thread's DISCONNECTED and close may race for the same one, and destroying a CM
+     * id twice frees native memory twice.
+     */
+    private void destroyPassive(java.util.function.Predicate<Passive> which) {
+        for (Map.Entry<RdmaCmId, Passive> e : passive.entrySet()) {
+            if (which.test(e.getValue()) && passive.remove(e.getKey(), e.getValue())) {
+                destroy(e.getValue());
             }
-            return false;
-        });
+        }
     }
 
     /** Every step (address, route, announcement, connect) waits at most until {@code deadlineNanos}. */
@@ -218,12 +227,15 @@ final class DisniFabric implements Fabric {
         return (int) Math.min(ms, Integer.MAX_VALUE);
     }
 
-    private static void await(RdmaEventChannel channel, RdmaCmEvent.EventType wanted, long deadlineNanos, String step,
+    private void await(RdmaEventChannel channel, RdmaCmEvent.EventType wanted, long deadlineNanos, String step,
                               InetSocketAddress target) throws IOException {
         while (true) {
             long ms = (deadlineNanos - System.nanoTime()) / 1_000_000;
             if (ms <= 0) {
                 throw new IOException(step + " timed out: target=" + target);
+            }
+            if (!open) {
+                throw new IOException(step + " abandoned: this node's rdma transport is closing");
             }
             RdmaCmEvent event = channel.getCmEvent((int) Math.min(ms, 100));
             if (event == null) {
@@ -317,8 +329,7 @@ final class DisniFabric implements Fabric {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        passive.values().forEach(DisniFabric::destroy);
-        passive.clear();
+        destroyPassive(p -> true);
         DisniQueuePair.quietly(compChannel::destroyCompChannel);
         try {
             pd.deallocPd();

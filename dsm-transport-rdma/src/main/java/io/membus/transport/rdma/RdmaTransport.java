@@ -287,6 +287,7 @@ public final class RdmaTransport extends AbstractTransport {
                 ControlFrames.writeCmSource(out, settings.secret(), nonceI, session, local);
                 byte[] scratch = new byte[ControlFrames.NONCE_BYTES];
                 while (true) { // catalog pushes may come before the target's READY
+                    socket.setSoTimeout(millisLeft(deadline)); // each wait ends by the connect deadline
                     int kind = in.readUnsignedByte();
                     if (kind == ControlFrames.CATALOG) {
                         catalog.replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, seq[0]++, scratch,

@@ -61,8 +61,8 @@ final class SoftFabric implements Fabric {
     }
 
     @Override
-    public void deregister(Region region) {
-        regions.remove(region.rkey());
+    public boolean deregister(Region region) {
+        return regions.remove(region.rkey()) != null;
     }
 
     @Override
