@@ -64,6 +64,7 @@ public final class RdmaTransport extends AbstractTransport {
     private final Fabric fabric;
     private final ServerSocket control;
     private final Map<Integer, Fabric.Region> regions = new ConcurrentHashMap<>();
+    private final Object exportLock = new Object();
     private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
     private final Set<RdmaConnection> open = ConcurrentHashMap.newKeySet();
     /** The queue pairs the completion thread polls: copy-on-write, so its loop iterates without allocating. */
@@ -177,6 +178,30 @@ public final class RdmaTransport extends AbstractTransport {
                         + "; check the locked-memory limit (ulimit -l) and the device's MR limits (ibv_devinfo -v)", e);
             }
         });
+    }
+
+    /**
+     * Serialised with {@link #unexport}: registration, publication in the table,
+     * deregistration of withdrawn regions and the catalog push of one change happen
+     * as one step. Concurrently, an unexport's {@link #segmentsChanged} took a segment
+     * registered but not yet in the table for a withdrawn one and deregistered it (the
+     * export then returned a segment no peer could reach), and one export could
+     * return on the acknowledgement of another's catalog push, before the peer had
+     * applied its own. Exports are rare; the lock is never taken on a verb's path.
+     */
+    @Override
+    public Segment export(SegmentSpec spec) {
+        synchronized (exportLock) {
+            return super.export(spec);
+        }
+    }
+
+    /** Serialised with {@link #export} (see there). */
+    @Override
+    public boolean unexport(int index, boolean keepFile) {
+        synchronized (exportLock) {
+            return super.unexport(index, keepFile);
+        }
     }
 
     /** Deregisters regions of withdrawn segments (before their memory is freed) and pushes the new catalog. */

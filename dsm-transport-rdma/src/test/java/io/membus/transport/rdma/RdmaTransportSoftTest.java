@@ -21,6 +21,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -62,6 +65,39 @@ class RdmaTransportSoftTest {
         assertTrue(a.unexport(5, false));
         assertThrows(UnknownSegmentException.class, () -> await(ba.read(late.pointer(0), late.remoteKey(), 8)));
         assertTrue(ba.isOpen(), "a refused verb posts nothing and leaves the connection up");
+    }
+
+    @Test
+    void concurrentExportsAndUnexportsAreEachReachableWhenTheirExportReturns() throws Exception {
+        Transport a = node(1, "a-secret-of-16-bytes");
+        Transport b = node(2, "a-secret-of-16-bytes");
+        Connection ba = await(b.connect(a.self()));
+        int threads = 6;
+        int rounds = 40;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int index = 10 + t;
+                done.add(pool.submit(() -> {
+                    for (int r = 0; r < rounds; r++) {
+                        Segment s = a.export(SegmentSpec.of(index, 4096));
+                        // another thread's push must not stand in for this export's, nor its unexport
+                        // deregister this segment's region before it is published
+                        assertEquals(0L, await(ba.fetchAndAdd(s.pointer(0), s.remoteKey(), 1)),
+                                "segment " + index + " round " + r);
+                        assertTrue(a.unexport(index, false));
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertTrue(ba.isOpen());
     }
 
     @Test
