@@ -257,6 +257,22 @@ class VerbEngineTest {
     }
 
     @Test
+    void aLateCompletionOfATimedOutVerbNeverCompletesTheVerbThatReusesItsSlot() {
+        VerbEngine e = engine(1, 64, Duration.ofSeconds(1), Access.ALL); // one slot: the next verb must reuse it
+        long key = segment.remoteKey();
+        nic.stall();
+        CompletableFuture<Long> timedOut = e.fetchAndAdd(ptr(0), key, addr(0), 5);
+        assertInstanceOf(DsmTimeoutException.class, failure(timedOut));
+        CompletableFuture<Long> next = e.fetchAndAdd(ptr(0), key, addr(0), 1); // waits: the slot is still posted
+        assertEquals(1, e.backlog());
+        nic.resume();
+        // wr id 0's completion (old value 0) is dropped; wr id 1 in the same slot carries this verb's old value
+        assertEquals(5L, await(next));
+        assertEquals(6L, segment.readLong(0));
+        assertEquals(null, e.brokenReason());
+    }
+
+    @Test
     void closeFailsVerbsInFlightAndLaterVerbs() {
         VerbEngine e = engine(4, 64, WAIT, Access.ALL);
         long key = segment.remoteKey();
