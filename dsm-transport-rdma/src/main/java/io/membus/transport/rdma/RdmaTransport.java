@@ -327,22 +327,38 @@ public final class RdmaTransport extends AbstractTransport {
                     }
                 }
             }, deadline);
-            VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog);
-            pair.attach(engine);
-            RdmaConnection[] self = new RdmaConnection[1];
-            RdmaConnection connection = new RdmaConnection(peer, catalog, engine, () -> {
-                open.remove(self[0]);
-                untrack(self[0]);
-                closeQuietly(socket);
-            });
-            self[0] = connection;
-            engine.onBroken(connection::close);
-            track(connection, pair);
-            open.add(connection);
-            socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
-            daemon(() -> catalogLoop(connection, in, out, nonceI, who, seq[0]), "membus-rdma-catalog-" + peer.nodeId());
-            ok = true;
-            return connection;
+            RdmaConnection connection = null;
+            try {
+                if (!running) {
+                    throw new NodeUnavailableException(peer.nodeId(), "this node's rdma transport closed while"
+                            + " connecting to " + who);
+                }
+                socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
+                VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog);
+                pair.attach(engine);
+                RdmaConnection[] self = new RdmaConnection[1];
+                connection = new RdmaConnection(peer, catalog, engine, () -> {
+                    open.remove(self[0]);
+                    untrack(self[0]);
+                    closeQuietly(socket);
+                });
+                self[0] = connection;
+                engine.onBroken(connection::close);
+                track(connection, pair);
+                open.add(connection);
+                RdmaConnection c = connection;
+                daemon(() -> catalogLoop(c, in, out, nonceI, who, seq[0]), "membus-rdma-catalog-" + peer.nodeId());
+                ok = true;
+                return connection;
+            } finally {
+                if (!ok) { // nothing may keep the queue pair: its connection is never handed out
+                    if (connection != null) {
+                        connection.close("connection setup failed");
+                    } else {
+                        pair.close();
+                    }
+                }
+            }
         } catch (java.net.SocketTimeoutException e) {
             throw new NodeUnavailableException(peer.nodeId(), "control channel timed out: " + who, e);
         } finally {
