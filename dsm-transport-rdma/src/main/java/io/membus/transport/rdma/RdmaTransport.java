@@ -54,7 +54,13 @@ import java.util.concurrent.locks.LockSupport;
  *       loopback connection to itself ({@code connect(self())}).</li>
  * </ul>
  *
- * <p><b>Note:</b> thread-safe.
+ * <p><b>Note:</b> thread-safe. {@link #export} and {@link #unexport} run one at a
+ * time and return after every connected peer acknowledged the new catalog, so a
+ * peer's verb issued after {@code export} returns is checked against a catalog that
+ * has the segment. A verb's future completes on the completion thread after its
+ * completion was polled (a read's bytes are in its array before that, so they
+ * happen-before the future's dependents); the order of one node's verbs to one peer
+ * is their issue order (one RC queue pair per connection).
  */
 public final class RdmaTransport extends AbstractTransport {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaTransport.class);

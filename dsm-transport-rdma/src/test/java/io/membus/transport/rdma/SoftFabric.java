@@ -1,7 +1,5 @@
 package io.membus.transport.rdma;
 
-import net.openhft.chronicle.core.UnsafeMemory;
-
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.HexFormat;
@@ -27,7 +25,6 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p><b>Note:</b> thread-safe; fabrics of one JVM find each other by port.
  */
 final class SoftFabric implements Fabric {
-    private static final UnsafeMemory MEMORY = UnsafeMemory.MEMORY;
     private static final Map<Integer, SoftFabric> BY_PORT = new ConcurrentHashMap<>();
     private static final AtomicInteger PORTS = new AtomicInteger(20_000);
     private static final AtomicInteger KEYS = new AtomicInteger(0x1000);
@@ -123,15 +120,11 @@ final class SoftFabric implements Fabric {
     }
 
     /** An initiator queue pair whose responder is another {@link SoftFabric}. */
-    static final class SoftQueuePair implements QueuePair {
+    static final class SoftQueuePair extends SoftRing implements QueuePair {
         private static final int LOCAL_KEY = 0x42;
         final SoftFabric target;
         final int initiatorNode;
         final String session;
-        private final int depth;
-        private final int stagingBytes;
-        private final long wrBase;
-        private final long stagingBase;
         private final SendWrFlyweight wr = new SendWrFlyweight();
         private final ConcurrentLinkedQueue<long[]> completions = new ConcurrentLinkedQueue<>();
         private final Object pollLock = new Object();
@@ -143,38 +136,15 @@ final class SoftFabric implements Fabric {
         private VerbEngine engine;
 
         SoftQueuePair(SoftFabric target, int initiatorNode, String session, int depth, int stagingBytes) {
+            super(depth, stagingBytes);
             this.target = target;
             this.initiatorNode = initiatorNode;
             this.session = session;
-            this.depth = depth;
-            this.stagingBytes = stagingBytes;
-            this.wrBase = MEMORY.allocate((long) depth * SendWrFlyweight.ENCODED_SIZE);
-            this.stagingBase = MEMORY.allocate((long) depth * stagingBytes);
         }
 
         @Override
         public void attach(VerbEngine engine) {
             this.engine = engine;
-        }
-
-        @Override
-        public int depth() {
-            return depth;
-        }
-
-        @Override
-        public long workRequestAddress(int slot) {
-            return wrBase + (long) slot * SendWrFlyweight.ENCODED_SIZE;
-        }
-
-        @Override
-        public long stagingAddress(int slot) {
-            return stagingBase + (long) slot * stagingBytes;
-        }
-
-        @Override
-        public int stagingBytes() {
-            return stagingBytes;
         }
 
         @Override
@@ -227,8 +197,7 @@ final class SoftFabric implements Fabric {
                 }
                 closed = true;
                 target.passive.remove(this);
-                MEMORY.freeMemory(wrBase, (long) depth * SendWrFlyweight.ENCODED_SIZE);
-                MEMORY.freeMemory(stagingBase, (long) depth * stagingBytes);
+                free();
             }
         }
     }
