@@ -278,20 +278,25 @@ public final class VerbEngine {
                 int part = slotParts[slot];
                 slotOps[slot] = null;
                 completedSeq++;
-                if (brokenReason != null || op.future.isDone()) {
-                    // failed already (engine broken, deadline): nothing to deliver
+                if (brokenReason != null) {
+                    // failed already with the engine: nothing to deliver
                 } else if (status != WcStatus.SUCCESS) {
-                    DsmException e = CompletionErrors.toException(status, vendorErr, op.kind, op.ptr, op.remoteKey,
-                            op.length, peerNode, catalog);
+                    // the queue pair is in error state now, even when this verb's deadline already fired
                     List<Op> failed = breakLocked("an earlier verb failed with " + WcStatus.name(status)
                             + " and the queue pair is in error state");
                     failed.remove(op);
                     NodeUnavailableException ne = new NodeUnavailableException(peerNode, brokenReason);
                     done = new ArrayList<>(failed.size() + 1);
-                    done.add(() -> op.future.completeExceptionally(e));
+                    if (!op.future.isDone()) {
+                        DsmException e = CompletionErrors.toException(status, vendorErr, op.kind, op.ptr,
+                                op.remoteKey, op.length, peerNode, catalog);
+                        done.add(() -> op.future.completeExceptionally(e));
+                    }
                     for (Op o : failed) {
                         done.add(() -> o.future.completeExceptionally(ne));
                     }
+                } else if (op.future.isDone()) {
+                    // its deadline fired: the late result is dropped, the slot is free again
                 } else {
                     long staging = queue.stagingAddress(slot);
                     switch (op.kind) {

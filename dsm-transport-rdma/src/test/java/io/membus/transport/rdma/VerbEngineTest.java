@@ -273,6 +273,22 @@ class VerbEngineTest {
     }
 
     @Test
+    void aFailedCompletionOfATimedOutVerbStillBreaksTheEngine() {
+        VerbEngine e = engine(4, 64, Duration.ofMillis(200), Access.ALL);
+        long key = segment.remoteKey();
+        nic.stall();
+        // past the registered region: the NIC refuses it, after its deadline fired
+        CompletableFuture<byte[]> bad = e.read(ptr(segment.size() - 4), key, addr(segment.size() - 4), 8);
+        assertInstanceOf(DsmTimeoutException.class, failure(bad));
+        nic.resume();
+        // the queue pair is in error state now: the engine must know, not wait for the next verb to be flushed
+        pollUntil(() -> e.brokenReason() != null, "the engine breaks on the failed completion");
+        assertTrue(e.brokenReason().contains("IBV_WC_REM_ACCESS_ERR"), e.brokenReason());
+        pollUntil(() -> brokenReported.get() != null, "the connection is told");
+        assertInstanceOf(NodeUnavailableException.class, failure(e.read(ptr(0), key, addr(0), 8)));
+    }
+
+    @Test
     void closeFailsVerbsInFlightAndLaterVerbs() {
         VerbEngine e = engine(4, 64, WAIT, Access.ALL);
         long key = segment.remoteKey();
