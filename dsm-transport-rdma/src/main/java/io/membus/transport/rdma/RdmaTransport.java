@@ -487,6 +487,10 @@ public final class RdmaTransport extends AbstractTransport {
             RANDOM.nextBytes(id);
             session = new Session(peerNode, socket, out, nonceI, id);
             sessions.add(session);
+            if (isFenced(peerNode) || !running) {
+                // fenced (or closed) since HELLO: fence() closes the sessions it sees, and it did not see this one
+                throw new ProtocolException(who, "node " + peerNode + " was fenced during its handshake");
+            }
             session.send();
             if (in.readUnsignedByte() != ControlFrames.ACK) { // the handshake's catalog: not a push's ack
                 throw new ProtocolException(who, "expected ACK of the first catalog");
