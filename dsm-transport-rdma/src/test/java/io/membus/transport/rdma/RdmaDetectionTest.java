@@ -105,6 +105,17 @@ class RdmaDetectionTest {
     }
 
     @Test
+    void aMissingRdmaCmDeviceIsNamedWithTheModuleToLoad(@TempDir Path dir) throws IOException {
+        Path sys = Files.createDirectories(dir.resolve("sys/mlx5_0"));
+        Path dev = Files.createDirectories(dir.resolve("dev"));
+        Files.createFile(dev.resolve("uverbs0")); // ib_uverbs loaded, rdma_ucm not: DiSNI's CM could not open
+        RdmaDetection.Probe p = RdmaDetection.probe(name -> { }, sys.getParent(), dev);
+        assertFalse(p.available());
+        String m = RdmaDetection.message(p, sys.getParent(), dev);
+        assertTrue(m.contains("missing=[RDMA CM device (no " + dev + "/rdma_cm: load the rdma_ucm module"), m);
+    }
+
+    @Test
     void libraryDeviceAndUverbsPresentIsAvailable(@TempDir Path dir) throws IOException {
         Path sys = Files.createDirectories(dir.resolve("sys"));
         Files.createDirectories(sys.resolve("mlx5_0"));
