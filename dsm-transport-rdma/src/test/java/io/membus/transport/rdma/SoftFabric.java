@@ -182,6 +182,9 @@ final class SoftFabric implements Fabric {
                 int n = 0;
                 long[] c;
                 while (n < 32 && (c = completions.poll()) != null) {
+                    if (failPolls) { // checked after taking it: a completion queued after failPolls is never delivered
+                        throw new IOException("Polling CQ failed");
+                    }
                     engine.complete(c[0], (int) c[1], c[1] == WcStatus.SUCCESS ? 0 : 0x81);
                     n++;
                 }
