@@ -221,8 +221,17 @@ public final class RdmaTransport extends AbstractTransport {
                 }
             }
         }
+        // every peer gets the new catalog first, then all are awaited against one deadline: an export
+        // waits at most one connect timeout, however many peers there are
+        long deadline = System.nanoTime() + config.connectTimeout().toNanos();
+        List<Session> sent = new ArrayList<>();
         for (Session s : sessions) {
-            s.push();
+            if (s.sendPush()) {
+                sent.add(s);
+            }
+        }
+        for (Session s : sent) {
+            s.awaitPush(deadline);
         }
     }
 
@@ -547,17 +556,25 @@ public final class RdmaTransport extends AbstractTransport {
             ControlFrames.writeReady(out, settings.secret(), nonceI, token, from);
         }
 
-        /** Sends the current catalog and waits (bounded) for the peer to apply it. */
-        void push() {
+        /** Sends the current catalog; on failure closes the session and returns false. */
+        boolean sendPush() {
             try {
                 send();
-                if (!acks.tryAcquire(config.connectTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
+                return true;
+            } catch (IOException e) {
+                closeQuietly(socket);
+                return false;
+            }
+        }
+
+        /** Waits until {@code deadlineNanos} for the peer to acknowledge the pushed catalog; closes it if not. */
+        void awaitPush(long deadlineNanos) {
+            try {
+                if (!acks.tryAcquire(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS)) {
                     LOG.warn("peer node {} did not acknowledge a catalog update within {}: closing its session",
                             peerNode, config.connectTimeout());
                     closeQuietly(socket);
                 }
-            } catch (IOException e) {
-                closeQuietly(socket);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
