@@ -42,6 +42,9 @@ import static io.membus.transport.rdma.SendWrLayout.IBV_WR_RDMA_READ;
  * <p><b>Note:</b> stateless; thread-safe.
  */
 public final class CompletionErrors {
+    /** {@code vendorErr} when the completion's vendor error is not known (DiSNI 2.1 reads it only on success). */
+    public static final int VENDOR_ERR_UNKNOWN = -1;
+
     private CompletionErrors() {
     }
 
@@ -54,7 +57,8 @@ public final class CompletionErrors {
     public static DsmException toException(int status, int vendorErr, int opcode, long ptr, long remoteKey, int length,
                                            int peerNode, RemoteCatalog catalog) {
         boolean atomic = opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-        String facts = "status=" + WcStatus.name(status) + ", vendorErr=0x" + Integer.toHexString(vendorErr)
+        String facts = "status=" + WcStatus.name(status) + ", vendorErr="
+                + (vendorErr == VENDOR_ERR_UNKNOWN ? "unknown" : "0x" + Integer.toHexString(vendorErr))
                 + ", opcode=" + SendWrLayout.opcodeName(opcode) + ", ptr=" + RemotePtr.toString(ptr)
                 + ", length=" + length;
         switch (status) {

@@ -21,6 +21,8 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * This node's RDMA device through DiSNI: the listening RDMA CM id (bound to
@@ -42,6 +44,7 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class DisniFabric implements Fabric {
     private static final Logger LOG = LoggerFactory.getLogger(DisniFabric.class);
+    private static final int CLOSE_WAIT_SECONDS = 5;
 
     private final RdmaSettings settings;
     private final RdmaEventChannel listenChannel;
@@ -53,6 +56,8 @@ final class DisniFabric implements Fabric {
     private final Map<InetSocketAddress, Expected> expected = new ConcurrentHashMap<>();
     private final Map<RdmaCmId, Passive> passive = new ConcurrentHashMap<>();
     private final Thread cmThread;
+    /** Read-held by every connect; write-taken by close before the PD and completion channel are freed. */
+    private final ReentrantReadWriteLock users = new ReentrantReadWriteLock();
     private volatile boolean open = true;
 
     /** A target-side queue pair of one peer, under the control session ({@code session}, hex) that announced it. */
@@ -108,9 +113,16 @@ final class DisniFabric implements Fabric {
     }
 
     @Override
-    public void deregister(Region region) {
+    public boolean deregister(Region region) {
         IbvMr mr = (IbvMr) region.handle();
-        DisniQueuePair.quietly(() -> mr.deregMr().execute().free());
+        try {
+            mr.deregMr().execute().free();
+            return true;
+        } catch (IOException | RuntimeException e) {
+            LOG.error("ibv_dereg_mr failed: rkey=0x{}, lkey=0x{}: {}; the memory stays registered",
+                    Integer.toHexString(region.rkey()), Integer.toHexString(region.lkey()), e.toString());
+            return false;
+        }
     }
 
     @Override
@@ -122,30 +134,52 @@ final class DisniFabric implements Fabric {
     public void release(byte[] session) {
         String t = hex(session);
         expected.values().removeIf(e -> e.session().equals(t));
-        passive.values().removeIf(p -> {
-            if (p.session().equals(t)) {
-                destroy(p);
-                return true;
-            }
-            return false;
-        });
+        destroyPassive(p -> p.session().equals(t));
     }
 
     @Override
     public void dropPassive(int nodeId) {
         expected.values().removeIf(e -> e.nodeId() == nodeId);
-        passive.values().removeIf(p -> {
-            if (p.nodeId() == nodeId) {
-                destroy(p);
-                return true;
-            }
-            return false;
-        });
+        destroyPassive(p -> p.nodeId() == nodeId);
     }
 
-    /** Every step (address, route, announcement, connect) waits at most until {@code deadlineNanos}. */
+    /**
+     * Destroys the passive queue pairs that match. Only the thread whose
+     * {@code remove(id, p)} succeeds destroys a queue pair: release, fencing, the CM
+     * thread's DISCONNECTED and close may race for the same one, and destroying a CM
+     * id twice frees native memory twice.
+     */
+    private void destroyPassive(java.util.function.Predicate<Passive> which) {
+        for (Map.Entry<RdmaCmId, Passive> e : passive.entrySet()) {
+            if (which.test(e.getValue()) && passive.remove(e.getKey(), e.getValue())) {
+                destroy(e.getValue());
+            }
+        }
+    }
+
+    /**
+     * Every step (address, route, announcement, connect) waits at most until
+     * {@code deadlineNanos}. Runs under {@link #users}' read lock: {@link #close}
+     * frees the protection domain and completion channel a connect uses only once
+     * no connect runs.
+     */
     @Override
     public DisniQueuePair connect(InetSocketAddress target, Announcer announce, long deadlineNanos) throws IOException {
+        if (!users.readLock().tryLock()) {
+            throw new IOException("this node's rdma transport is closing");
+        }
+        try {
+            if (!open) {
+                throw new IOException("this node's rdma transport is closing");
+            }
+            return connectNow(target, announce, deadlineNanos);
+        } finally {
+            users.readLock().unlock();
+        }
+    }
+
+    private DisniQueuePair connectNow(InetSocketAddress target, Announcer announce, long deadlineNanos)
+            throws IOException {
         RdmaEventChannel channel = RdmaEventChannel.createEventChannel();
         RdmaCmId id = null;
         IbvCQ cq = null;
@@ -218,12 +252,15 @@ final class DisniFabric implements Fabric {
         return (int) Math.min(ms, Integer.MAX_VALUE);
     }
 
-    private static void await(RdmaEventChannel channel, RdmaCmEvent.EventType wanted, long deadlineNanos, String step,
+    private void await(RdmaEventChannel channel, RdmaCmEvent.EventType wanted, long deadlineNanos, String step,
                               InetSocketAddress target) throws IOException {
         while (true) {
             long ms = (deadlineNanos - System.nanoTime()) / 1_000_000;
             if (ms <= 0) {
                 throw new IOException(step + " timed out: target=" + target);
+            }
+            if (!open) {
+                throw new IOException(step + " abandoned: this node's rdma transport is closing");
             }
             RdmaCmEvent event = channel.getCmEvent((int) Math.min(ms, 100));
             if (event == null) {
@@ -317,15 +354,27 @@ final class DisniFabric implements Fabric {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        passive.values().forEach(DisniFabric::destroy);
-        passive.clear();
+        destroyPassive(p -> true);
+        DisniQueuePair.quietly(listenId::destroyId);
+        DisniQueuePair.quietly(listenChannel::destroyEventChannel);
+        boolean quiet;
+        try {
+            // a connect sees open == false within 100 ms in its CM waits; its announcement ends by its deadline
+            quiet = users.writeLock().tryLock(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS); // kept: no connect after close
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            quiet = false;
+        }
+        if (!quiet) {
+            LOG.error("an rdma connect still runs {} s after close: the protection domain and completion channel"
+                    + " it uses are left allocated (leaked, not freed under it)", CLOSE_WAIT_SECONDS);
+            return;
+        }
         DisniQueuePair.quietly(compChannel::destroyCompChannel);
         try {
             pd.deallocPd();
         } catch (Exception e) {
             LOG.warn("rdma cleanup step failed: {}", e.toString());
         }
-        DisniQueuePair.quietly(listenId::destroyId);
-        DisniQueuePair.quietly(listenChannel::destroyEventChannel);
     }
 }

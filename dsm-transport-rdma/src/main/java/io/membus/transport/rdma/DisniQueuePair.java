@@ -68,41 +68,61 @@ final class DisniQueuePair implements Fabric.QueuePair {
         this.fabric = fabric;
         checkNativeLayout();
         long bytes = (long) depth * stagingBytes;
-        this.stagingBase = MEMORY.allocate(bytes);
-        Fabric.Region mr;
+        long base = MEMORY.allocate(bytes);
+        SVCPostSend[] calls = new SVCPostSend[depth];
+        long[] addresses = new long[depth];
+        Fabric.Region mr = null;
+        boolean built = false;
         try {
-            mr = fabric.register(stagingBase, bytes, SendWrLayout.IBV_ACCESS_LOCAL_WRITE);
-        } catch (IOException | RuntimeException e) {
-            MEMORY.freeMemory(stagingBase, bytes);
-            throw e;
+            mr = fabric.register(base, bytes, SendWrLayout.IBV_ACCESS_LOCAL_WRITE);
+            for (int slot = 0; slot < depth; slot++) {
+                IbvSge sge = new IbvSge();
+                sge.setAddr(base + (long) slot * stagingBytes);
+                sge.setLength(stagingBytes);
+                sge.setLkey(mr.lkey());
+                LinkedList<IbvSge> sges = new LinkedList<>();
+                sges.add(sge);
+                IbvSendWR wr = new IbvSendWR();
+                wr.setWr_id(slot);
+                wr.setSg_list(sges);
+                wr.setOpcode(SendWrLayout.IBV_WR_RDMA_READ);
+                wr.setSend_flags(SendWrLayout.IBV_SEND_SIGNALED);
+                List<IbvSendWR> list = new ArrayList<>(1);
+                list.add(wr);
+                SVCPostSend call = qp.postSend(list, null);
+                calls[slot] = call;
+                // the one work request's SGE follows it in the call's buffer: WR address = sg_list - sizeof(WR)
+                long address = ((NatIbvSendWR) call.getWrMod(0)).getPtr_sge_list() - SendWrLayout.SEND_WR_SIZE;
+                if (address == 0 || (address & 7) != 0) {
+                    throw new IOException("DiSNI placed a work request at an address that is not 8-byte aligned:"
+                            + " address=0x" + Long.toHexString(address) + "; see docs/rdma-transport.md");
+                }
+                addresses[slot] = address;
+            }
+            IbvWC[] polled = new IbvWC[Math.min(depth, 32)];
+            for (int i = 0; i < polled.length; i++) {
+                polled[i] = new IbvWC();
+            }
+            this.wcs = polled;
+            this.pollCall = cq.poll(polled, polled.length);
+            built = true;
+        } finally {
+            if (!built) {
+                // nothing was posted yet; the caller destroys the QP, CQ and CM id
+                for (SVCPostSend c : calls) {
+                    if (c != null) {
+                        c.free();
+                    }
+                }
+                if (mr == null || fabric.deregister(mr)) {
+                    MEMORY.freeMemory(base, bytes);
+                } // else: still registered: leaked rather than freed under the NIC (logged by deregister)
+            }
         }
+        this.stagingBase = base;
         this.stagingMr = mr;
-        this.posts = new SVCPostSend[depth];
-        this.wrAddresses = new long[depth];
-        for (int slot = 0; slot < depth; slot++) {
-            IbvSge sge = new IbvSge();
-            sge.setAddr(stagingAddress(slot));
-            sge.setLength(stagingBytes);
-            sge.setLkey(stagingMr.lkey());
-            LinkedList<IbvSge> sges = new LinkedList<>();
-            sges.add(sge);
-            IbvSendWR wr = new IbvSendWR();
-            wr.setWr_id(slot);
-            wr.setSg_list(sges);
-            wr.setOpcode(SendWrLayout.IBV_WR_RDMA_READ);
-            wr.setSend_flags(SendWrLayout.IBV_SEND_SIGNALED);
-            List<IbvSendWR> list = new ArrayList<>(1);
-            list.add(wr);
-            SVCPostSend call = qp.postSend(list, null);
-            posts[slot] = call;
-            // the one work request's SGE follows it in the call's buffer: WR address = sg_list - sizeof(WR)
-            wrAddresses[slot] = ((NatIbvSendWR) call.getWrMod(0)).getPtr_sge_list() - SendWrLayout.SEND_WR_SIZE;
-        }
-        this.wcs = new IbvWC[Math.min(depth, 32)];
-        for (int i = 0; i < wcs.length; i++) {
-            wcs[i] = new IbvWC();
-        }
-        this.pollCall = cq.poll(wcs, wcs.length);
+        this.posts = calls;
+        this.wrAddresses = addresses;
     }
 
     private static void checkNativeLayout() throws IOException {
@@ -167,7 +187,11 @@ final class DisniQueuePair implements Fabric.QueuePair {
             }
             int n = pollCall.execute().getPolls();
             for (int i = 0; i < n; i++) {
-                engine.complete(wcs[i].getWr_id(), wcs[i].getStatus(), wcs[i].getVendor_err());
+                IbvWC wc = wcs[i];
+                int status = wc.getStatus();
+                // DiSNI 2.1 copies vendor_err only for successful completions: for a failed one it is stale
+                engine.complete(wc.getWr_id(), status,
+                        status == WcStatus.SUCCESS ? wc.getVendor_err() : CompletionErrors.VENDOR_ERR_UNKNOWN);
             }
             return n;
         }
@@ -195,12 +219,14 @@ final class DisniQueuePair implements Fabric.QueuePair {
             } catch (IOException e) {
                 LOG.debug("disconnect failed", e);
             }
-            quietly(id::destroyQP);
-            fabric.deregister(stagingMr);
+            quietly(id::destroyQP); // no work request of ours runs from here on
+            boolean deregistered = fabric.deregister(stagingMr);
             quietly(cq::destroyCQ);
             quietly(id::destroyId);
             quietly(channel::destroyEventChannel);
-            MEMORY.freeMemory(stagingBase, (long) depth * stagingBytes);
+            if (deregistered) {
+                MEMORY.freeMemory(stagingBase, (long) depth * stagingBytes);
+            } // else: the region may still be live: leak the staging memory rather than free it under the NIC
         }
     }
 

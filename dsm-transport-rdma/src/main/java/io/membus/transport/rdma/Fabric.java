@@ -24,8 +24,13 @@ interface Fabric extends AutoCloseable {
     /** Registers {@code length} bytes at {@code address} with {@code ibv_access_flags}. */
     Region register(long address, long length, int access) throws IOException;
 
-    /** Deregisters; the region's rkey is refused by the NIC from then on. */
-    void deregister(Region region);
+    /**
+     * Deregisters; the region's rkey is refused by the NIC from then on.
+     *
+     * @return whether the region is gone: when {@code false} (logged) the NIC may still
+     *         access the memory, so its owner must not free it
+     */
+    boolean deregister(Region region);
 
     /**
      * Accepts one connect request from {@code initiator} (the CM address the peer

@@ -13,7 +13,8 @@ import java.util.stream.Stream;
 /**
  * Checks, before anything else of the {@code rdma} transport runs, that this
  * machine can run it: DiSNI's native library {@code libdisni} loads, and the kernel
- * shows at least one RDMA device with a user-space verbs node. When anything is
+ * shows at least one RDMA device with a user-space verbs node and the RDMA CM's
+ * user-space device. When anything is
  * missing, {@link #requireAvailable()} throws one
  * {@link TransportUnavailableException} that names everything missing, what to
  * install, and that {@code tcp} works instead.
@@ -32,10 +33,11 @@ public final class RdmaDetection {
      * @param libraryError why {@code libdisni} did not load, or {@code null} when it did
      * @param devices      RDMA devices under {@code /sys/class/infiniband}
      * @param uverbs       user-space verbs nodes under {@code /dev/infiniband}
+     * @param rdmaCm       whether {@code /dev/infiniband/rdma_cm} (the RDMA CM's user-space device) exists
      */
-    public record Probe(String libraryError, List<String> devices, List<String> uverbs) {
+    public record Probe(String libraryError, List<String> devices, List<String> uverbs, boolean rdmaCm) {
         public boolean available() {
-            return libraryError == null && !devices.isEmpty() && !uverbs.isEmpty();
+            return libraryError == null && !devices.isEmpty() && !uverbs.isEmpty() && rdmaCm;
         }
     }
 
@@ -55,7 +57,8 @@ public final class RdmaDetection {
         } catch (UnsatisfiedLinkError | SecurityException e) {
             libraryError = String.valueOf(e.getMessage());
         }
-        return new Probe(libraryError, list(sysfsDevices, ""), list(uverbsDir, "uverbs"));
+        return new Probe(libraryError, list(sysfsDevices, ""), list(uverbsDir, "uverbs"),
+                Files.exists(uverbsDir.resolve("rdma_cm")));
     }
 
     private static List<String> list(Path dir, String prefix) {
@@ -95,6 +98,10 @@ public final class RdmaDetection {
         } else if (p.uverbs().isEmpty()) {
             missing.add("user-space verbs device (devices " + p.devices() + " found but no " + uverbsDir
                     + "/uverbs*: load the ib_uverbs module and check its permissions)");
+        }
+        if (!p.devices().isEmpty() && !p.rdmaCm()) {
+            missing.add("RDMA CM device (no " + uverbsDir.resolve("rdma_cm") + ": load the rdma_ucm module"
+                    + " (modprobe rdma_ucm) and check its permissions; connections are set up through the RDMA CM)");
         }
         return "missing=[" + String.join("; ", missing) + "]"
                 + "; to run rdma: install rdma-core (Debian/Ubuntu: apt-get install rdma-core ibverbs-providers"

@@ -55,9 +55,14 @@ public record RdmaSettings(InetAddress address, String host, int controlPort, in
         if (!glob.equals("true") && !glob.equals("false")) {
             throw new DsmConfigException("rdma.atomic-glob", glob, "true or false");
         }
+        int staging = c.getInt("rdma.staging-bytes", 64 * 1024, 64, 16 << 20);
+        if ((long) depth * staging > Integer.MAX_VALUE) {
+            throw new DsmConfigException("rdma.staging-bytes", staging, "at most " + Integer.MAX_VALUE / depth
+                    + " with rdma.queue-depth=" + depth + ": each connection registers queue-depth x staging-bytes"
+                    + " as one memory region, and DiSNI 2.1 takes its length as an int (2 GiB - 1)");
+        }
         return new RdmaSettings(address, host, c.getInt("rdma.port", 0, 0, 65535), c.getInt("rdma.cm-port", 0, 0, 65535),
-                secret.getBytes(StandardCharsets.UTF_8), depth, c.getInt("rdma.staging-bytes", 64 * 1024, 64, 16 << 20),
-                Boolean.parseBoolean(glob));
+                secret.getBytes(StandardCharsets.UTF_8), depth, staging, Boolean.parseBoolean(glob));
     }
 
     @Override

@@ -54,7 +54,13 @@ import java.util.concurrent.locks.LockSupport;
  *       loopback connection to itself ({@code connect(self())}).</li>
  * </ul>
  *
- * <p><b>Note:</b> thread-safe.
+ * <p><b>Note:</b> thread-safe. {@link #export} and {@link #unexport} run one at a
+ * time and return after every connected peer acknowledged the new catalog, so a
+ * peer's verb issued after {@code export} returns is checked against a catalog that
+ * has the segment. A verb's future completes on the completion thread after its
+ * completion was polled (a read's bytes are in its array before that, so they
+ * happen-before the future's dependents); the order of one node's verbs to one peer
+ * is their issue order (one RC queue pair per connection).
  */
 public final class RdmaTransport extends AbstractTransport {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaTransport.class);
@@ -64,9 +70,11 @@ public final class RdmaTransport extends AbstractTransport {
     private final Fabric fabric;
     private final ServerSocket control;
     private final Map<Integer, Fabric.Region> regions = new ConcurrentHashMap<>();
+    private final Object exportLock = new Object();
     private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
     private final Set<RdmaConnection> open = ConcurrentHashMap.newKeySet();
-    private final Map<RdmaConnection, Fabric.QueuePair> pairs = new ConcurrentHashMap<>();
+    /** The queue pairs the completion thread polls: copy-on-write, so its loop iterates without allocating. */
+    private volatile Polled[] polled = new Polled[0];
     private final Thread acceptor;
     private final Thread completions;
     private volatile boolean running = true;
@@ -90,6 +98,31 @@ public final class RdmaTransport extends AbstractTransport {
         acceptor = daemon(this::acceptLoop, "membus-rdma-control-" + nodeId());
         completions = daemon(this::completionLoop, "membus-rdma-cq-" + nodeId());
         LOG.info("rdma transport up: node={}, address={}, {}", nodeId(), localAddress(), settings);
+    }
+
+    /** An open connection and its queue pair, as the completion thread polls them. */
+    private record Polled(RdmaConnection connection, Fabric.QueuePair pair) {
+    }
+
+    private synchronized void track(RdmaConnection connection, Fabric.QueuePair pair) {
+        Polled[] old = polled;
+        Polled[] next = java.util.Arrays.copyOf(old, old.length + 1);
+        next[old.length] = new Polled(connection, pair);
+        polled = next;
+    }
+
+    private synchronized void untrack(RdmaConnection connection) {
+        polled = java.util.Arrays.stream(polled).filter(p -> p.connection() != connection).toArray(Polled[]::new);
+    }
+
+    /** The queue pair of an open connection (tests), or {@code null}. */
+    Fabric.QueuePair queuePair(Connection connection) {
+        for (Polled p : polled) {
+            if (p.connection() == connection) {
+                return p.pair();
+            }
+        }
+        return null;
     }
 
     private static Thread daemon(Runnable r, String name) {
@@ -153,6 +186,30 @@ public final class RdmaTransport extends AbstractTransport {
         });
     }
 
+    /**
+     * Serialised with {@link #unexport}: registration, publication in the table,
+     * deregistration of withdrawn regions and the catalog push of one change happen
+     * as one step. Concurrently, an unexport's {@link #segmentsChanged} took a segment
+     * registered but not yet in the table for a withdrawn one and deregistered it (the
+     * export then returned a segment no peer could reach), and one export could
+     * return on the acknowledgement of another's catalog push, before the peer had
+     * applied its own. Exports are rare; the lock is never taken on a verb's path.
+     */
+    @Override
+    public Segment export(SegmentSpec spec) {
+        synchronized (exportLock) {
+            return super.export(spec);
+        }
+    }
+
+    /** Serialised with {@link #export} (see there). */
+    @Override
+    public boolean unexport(int index, boolean keepFile) {
+        synchronized (exportLock) {
+            return super.unexport(index, keepFile);
+        }
+    }
+
     /** Deregisters regions of withdrawn segments (before their memory is freed) and pushes the new catalog. */
     @Override
     protected void segmentsChanged() {
@@ -164,8 +221,17 @@ public final class RdmaTransport extends AbstractTransport {
                 }
             }
         }
+        // every peer gets the new catalog first, then all are awaited against one deadline: an export
+        // waits at most one connect timeout, however many peers there are
+        long deadline = System.nanoTime() + config.connectTimeout().toNanos();
+        List<Session> sent = new ArrayList<>();
         for (Session s : sessions) {
-            s.push();
+            if (s.sendPush()) {
+                sent.add(s);
+            }
+        }
+        for (Session s : sent) {
+            s.awaitPush(deadline);
         }
     }
 
@@ -261,6 +327,7 @@ public final class RdmaTransport extends AbstractTransport {
                 ControlFrames.writeCmSource(out, settings.secret(), nonceI, session, local);
                 byte[] scratch = new byte[ControlFrames.NONCE_BYTES];
                 while (true) { // catalog pushes may come before the target's READY
+                    socket.setSoTimeout(millisLeft(deadline)); // each wait ends by the connect deadline
                     int kind = in.readUnsignedByte();
                     if (kind == ControlFrames.CATALOG) {
                         catalog.replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, seq[0]++, scratch,
@@ -275,22 +342,38 @@ public final class RdmaTransport extends AbstractTransport {
                     }
                 }
             }, deadline);
-            VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog);
-            pair.attach(engine);
-            RdmaConnection[] self = new RdmaConnection[1];
-            RdmaConnection connection = new RdmaConnection(peer, catalog, engine, () -> {
-                open.remove(self[0]);
-                pairs.remove(self[0]);
-                closeQuietly(socket);
-            });
-            self[0] = connection;
-            engine.onBroken(connection::close);
-            pairs.put(connection, pair);
-            open.add(connection);
-            socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
-            daemon(() -> catalogLoop(connection, in, out, nonceI, who, seq[0]), "membus-rdma-catalog-" + peer.nodeId());
-            ok = true;
-            return connection;
+            RdmaConnection connection = null;
+            try {
+                if (!running) {
+                    throw new NodeUnavailableException(peer.nodeId(), "this node's rdma transport closed while"
+                            + " connecting to " + who);
+                }
+                socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
+                VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog);
+                pair.attach(engine);
+                RdmaConnection[] self = new RdmaConnection[1];
+                connection = new RdmaConnection(peer, catalog, engine, () -> {
+                    open.remove(self[0]);
+                    untrack(self[0]);
+                    closeQuietly(socket);
+                });
+                self[0] = connection;
+                engine.onBroken(connection::close);
+                track(connection, pair);
+                open.add(connection);
+                RdmaConnection c = connection;
+                daemon(() -> catalogLoop(c, in, out, nonceI, who, seq[0]), "membus-rdma-catalog-" + peer.nodeId());
+                ok = true;
+                return connection;
+            } finally {
+                if (!ok) { // nothing may keep the queue pair: its connection is never handed out
+                    if (connection != null) {
+                        connection.close("connection setup failed");
+                    } else {
+                        pair.close();
+                    }
+                }
+            }
         } catch (java.net.SocketTimeoutException e) {
             throw new NodeUnavailableException(peer.nodeId(), "control channel timed out: " + who, e);
         } finally {
@@ -333,11 +416,15 @@ public final class RdmaTransport extends AbstractTransport {
         int idle = 0;
         while (running) {
             int found = 0;
-            for (Fabric.QueuePair pair : pairs.values()) {
+            for (Polled p : polled) { // an array: no iterator allocated per spin
                 try {
-                    found += pair.poll();
+                    found += p.pair().poll();
                 } catch (IOException | RuntimeException e) {
-                    LOG.warn("polling a completion queue failed: {}", e.toString());
+                    // the CQ is unusable: its verbs would only time out; fail them now, once (no log per spin)
+                    LOG.warn("polling the completion queue of node {} failed: {}", p.connection().peer().nodeId(),
+                            e.toString());
+                    p.connection().close("polling the completion queue failed: " + e.getMessage()
+                            + "; the connection was closed: connect again");
                 }
             }
             if (found > 0) {
@@ -409,6 +496,10 @@ public final class RdmaTransport extends AbstractTransport {
             RANDOM.nextBytes(id);
             session = new Session(peerNode, socket, out, nonceI, id);
             sessions.add(session);
+            if (isFenced(peerNode) || !running) {
+                // fenced (or closed) since HELLO: fence() closes the sessions it sees, and it did not see this one
+                throw new ProtocolException(who, "node " + peerNode + " was fenced during its handshake");
+            }
             session.send();
             if (in.readUnsignedByte() != ControlFrames.ACK) { // the handshake's catalog: not a push's ack
                 throw new ProtocolException(who, "expected ACK of the first catalog");
@@ -465,17 +556,25 @@ public final class RdmaTransport extends AbstractTransport {
             ControlFrames.writeReady(out, settings.secret(), nonceI, token, from);
         }
 
-        /** Sends the current catalog and waits (bounded) for the peer to apply it. */
-        void push() {
+        /** Sends the current catalog; on failure closes the session and returns false. */
+        boolean sendPush() {
             try {
                 send();
-                if (!acks.tryAcquire(config.connectTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
+                return true;
+            } catch (IOException e) {
+                closeQuietly(socket);
+                return false;
+            }
+        }
+
+        /** Waits until {@code deadlineNanos} for the peer to acknowledge the pushed catalog; closes it if not. */
+        void awaitPush(long deadlineNanos) {
+            try {
+                if (!acks.tryAcquire(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS)) {
                     LOG.warn("peer node {} did not acknowledge a catalog update within {}: closing its session",
                             peerNode, config.connectTimeout());
                     closeQuietly(socket);
                 }
-            } catch (IOException e) {
-                closeQuietly(socket);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -512,7 +611,7 @@ public final class RdmaTransport extends AbstractTransport {
     @Override
     protected void closeTransport() {
         running = false;
-        List<Fabric.QueuePair> queuePairs = List.copyOf(pairs.values());
+        List<Fabric.QueuePair> queuePairs = java.util.Arrays.stream(polled).map(Polled::pair).toList();
         for (RdmaConnection c : List.copyOf(open)) {
             c.close("the initiator's transport closed");
         }

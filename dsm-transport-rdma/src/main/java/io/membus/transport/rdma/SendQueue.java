@@ -15,7 +15,11 @@ import java.io.IOException;
  * work request (every work request is signalled).
  *
  * <p><b>Note:</b> {@link #post} is called by one thread at a time (the engine's
- * post lock); the addresses are fixed for the queue's life.
+ * post lock); the addresses are fixed for the queue's life. The work request is
+ * written with plain stores before {@link #post}; the post (a JNI call to
+ * {@code ibv_post_send}, whose provider copies it into the send queue before the
+ * doorbell) orders them, so a slot's memory may be rewritten as soon as
+ * {@link #post} returns, and its staging buffer once its completion is reported.
  */
 public interface SendQueue {
 

@@ -253,7 +253,9 @@ public final class VerbEngine {
      * pair's completion thread, in completion order.
      */
     public void complete(long wrId, int status, int vendorErr) {
-        List<Runnable> done = new ArrayList<>(2);
+        Op single = null;        // the common case: one verb completes; no list, no lambda
+        Object singleValue = null;
+        List<Runnable> done = null; // failures: every verb they fail, in posting order
         synchronized (lock) {
             if (wrId != completedSeq || completedSeq == nextSeq) {
                 if (brokenReason == null) {
@@ -261,7 +263,10 @@ public final class VerbEngine {
                             + ", posted=" + nextSeq + ", status=" + WcStatus.name(status);
                     List<Op> failed = breakLocked(reason);
                     DsmException e = new DsmException(ErrorCode.INTERNAL, reason + "; the connection was closed");
-                    failed.forEach(op -> done.add(() -> op.future.completeExceptionally(e)));
+                    done = new ArrayList<>(failed.size());
+                    for (Op op : failed) {
+                        done.add(() -> op.future.completeExceptionally(e));
+                    }
                 }
                 // else: a flushed or late completion after the engine broke
                 if (wrId == completedSeq && completedSeq < nextSeq) {
@@ -273,17 +278,25 @@ public final class VerbEngine {
                 int part = slotParts[slot];
                 slotOps[slot] = null;
                 completedSeq++;
-                if (brokenReason != null || op.future.isDone()) {
-                    // failed already (engine broken, deadline): nothing to deliver
+                if (brokenReason != null) {
+                    // failed already with the engine: nothing to deliver
                 } else if (status != WcStatus.SUCCESS) {
-                    DsmException e = CompletionErrors.toException(status, vendorErr, op.kind, op.ptr, op.remoteKey,
-                            op.length, peerNode, catalog);
-                    done.add(() -> op.future.completeExceptionally(e));
+                    // the queue pair is in error state now, even when this verb's deadline already fired
                     List<Op> failed = breakLocked("an earlier verb failed with " + WcStatus.name(status)
                             + " and the queue pair is in error state");
                     failed.remove(op);
                     NodeUnavailableException ne = new NodeUnavailableException(peerNode, brokenReason);
-                    failed.forEach(o -> done.add(() -> o.future.completeExceptionally(ne)));
+                    done = new ArrayList<>(failed.size() + 1);
+                    if (!op.future.isDone()) {
+                        DsmException e = CompletionErrors.toException(status, vendorErr, op.kind, op.ptr,
+                                op.remoteKey, op.length, peerNode, catalog);
+                        done.add(() -> op.future.completeExceptionally(e));
+                    }
+                    for (Op o : failed) {
+                        done.add(() -> o.future.completeExceptionally(ne));
+                    }
+                } else if (op.future.isDone()) {
+                    // its deadline fired: the late result is dropped, the slot is free again
                 } else {
                     long staging = queue.stagingAddress(slot);
                     switch (op.kind) {
@@ -300,12 +313,12 @@ public final class VerbEngine {
                         }
                     }
                     if (part == op.parts(stagingBytes) - 1) {
-                        Object value = switch (op.kind) {
+                        single = op;
+                        singleValue = switch (op.kind) {
                             case IBV_WR_RDMA_READ -> op.data;
                             case IBV_WR_RDMA_WRITE -> null;
                             default -> op.result;
                         };
-                        done.add(() -> op.future.complete(value));
                     }
                 }
                 if (brokenReason == null) {
@@ -313,7 +326,12 @@ public final class VerbEngine {
                 }
             }
         }
-        done.forEach(Runnable::run);
+        if (single != null) {
+            single.future.complete(singleValue);
+        }
+        if (done != null) {
+            done.forEach(Runnable::run);
+        }
     }
 
     /** Posts waiting verbs in order while slots are free and the head is due. */

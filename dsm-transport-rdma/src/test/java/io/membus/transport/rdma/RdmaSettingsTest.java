@@ -38,6 +38,11 @@ class RdmaSettingsTest {
                 () -> RdmaSettings.from(base().property("rdma.queue-depth", "48").build())).key());
         assertEquals("rdma.atomic-glob", assertThrows(DsmConfigException.class,
                 () -> RdmaSettings.from(base().property("rdma.atomic-glob", "yes").build())).key());
+        // each connection registers queue-depth x staging-bytes as one region: DiSNI 2.1 takes an int length
+        DsmConfigException ring = assertThrows(DsmConfigException.class, () -> RdmaSettings.from(base()
+                .property("rdma.queue-depth", "4096").property("rdma.staging-bytes", "1048576").build()));
+        assertEquals("rdma.staging-bytes", ring.key());
+        assertTrue(ring.getMessage().contains("at most 524287 with rdma.queue-depth=4096"), ring.getMessage());
     }
 
     @Test

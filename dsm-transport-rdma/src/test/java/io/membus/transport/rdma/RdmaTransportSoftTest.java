@@ -5,6 +5,7 @@ import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownSegmentException;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.SegmentSpec;
@@ -20,6 +21,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -64,6 +68,39 @@ class RdmaTransportSoftTest {
     }
 
     @Test
+    void concurrentExportsAndUnexportsAreEachReachableWhenTheirExportReturns() throws Exception {
+        Transport a = node(1, "a-secret-of-16-bytes");
+        Transport b = node(2, "a-secret-of-16-bytes");
+        Connection ba = await(b.connect(a.self()));
+        int threads = 6;
+        int rounds = 40;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int index = 10 + t;
+                done.add(pool.submit(() -> {
+                    for (int r = 0; r < rounds; r++) {
+                        Segment s = a.export(SegmentSpec.of(index, 4096));
+                        // another thread's push must not stand in for this export's, nor its unexport
+                        // deregister this segment's region before it is published
+                        assertEquals(0L, await(ba.fetchAndAdd(s.pointer(0), s.remoteKey(), 1)),
+                                "segment " + index + " round " + r);
+                        assertTrue(a.unexport(index, false));
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertTrue(ba.isOpen());
+    }
+
+    @Test
     void closingAnOldConnectionLeavesTheNewOneOfTheSameNodeUp() {
         Transport a = node(1, "a-secret-of-16-bytes");
         Transport b = node(2, "a-secret-of-16-bytes");
@@ -104,6 +141,24 @@ class RdmaTransportSoftTest {
             Thread.onSpinWait();
             Thread.yield();
         }
+    }
+
+    @Test
+    void aCompletionQueueThatCannotBePolledFailsItsVerbsWithNodeUnavailableAndClosesTheConnection() {
+        Transport a = node(1, "a-secret-of-16-bytes");
+        Transport b = node(2, "a-secret-of-16-bytes");
+        Segment s = a.export(SegmentSpec.of(0, 4096));
+        Connection ba = await(b.connect(a.self()));
+        assertEquals(0L, await(ba.fetchAndAdd(s.pointer(0), s.remoteKey(), 1)));
+        ((SoftFabric.SoftQueuePair) ((RdmaTransport) b).queuePair(ba)).failPolls = true;
+        // not DsmTimeoutException after the operation timeout: the poll failure fails the verb at once
+        NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
+                () -> await(ba.fetchAndAdd(s.pointer(0), s.remoteKey(), 1)));
+        assertTrue(e.getMessage().contains("polling the completion queue failed"), e.getMessage());
+        assertFalse(ba.isOpen());
+        Connection again = await(b.connect(a.self()));
+        long word = s.readLong(0); // 1 or 2: the failed verb may or may not have reached the NIC before the close
+        assertEquals(word, await(again.fetchAndAdd(s.pointer(0), s.remoteKey(), 1)), "a new connection works");
     }
 
     @Test

@@ -1,7 +1,5 @@
 package io.membus.transport.rdma;
 
-import net.openhft.chronicle.core.UnsafeMemory;
-
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.HexFormat;
@@ -27,7 +25,6 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p><b>Note:</b> thread-safe; fabrics of one JVM find each other by port.
  */
 final class SoftFabric implements Fabric {
-    private static final UnsafeMemory MEMORY = UnsafeMemory.MEMORY;
     private static final Map<Integer, SoftFabric> BY_PORT = new ConcurrentHashMap<>();
     private static final AtomicInteger PORTS = new AtomicInteger(20_000);
     private static final AtomicInteger KEYS = new AtomicInteger(0x1000);
@@ -61,8 +58,8 @@ final class SoftFabric implements Fabric {
     }
 
     @Override
-    public void deregister(Region region) {
-        regions.remove(region.rkey());
+    public boolean deregister(Region region) {
+        return regions.remove(region.rkey()) != null;
     }
 
     @Override
@@ -123,56 +120,31 @@ final class SoftFabric implements Fabric {
     }
 
     /** An initiator queue pair whose responder is another {@link SoftFabric}. */
-    static final class SoftQueuePair implements QueuePair {
+    static final class SoftQueuePair extends SoftRing implements QueuePair {
         private static final int LOCAL_KEY = 0x42;
         final SoftFabric target;
         final int initiatorNode;
         final String session;
-        private final int depth;
-        private final int stagingBytes;
-        private final long wrBase;
-        private final long stagingBase;
         private final SendWrFlyweight wr = new SendWrFlyweight();
         private final ConcurrentLinkedQueue<long[]> completions = new ConcurrentLinkedQueue<>();
         private final Object pollLock = new Object();
         volatile boolean targetGone;
+        /** Makes {@link #poll} fail as {@code ibv_poll_cq} does when the CQ is broken (tests). */
+        volatile boolean failPolls;
         private boolean error; // guarded by the engine's post lock
         private volatile boolean closed;
         private VerbEngine engine;
 
         SoftQueuePair(SoftFabric target, int initiatorNode, String session, int depth, int stagingBytes) {
+            super(depth, stagingBytes);
             this.target = target;
             this.initiatorNode = initiatorNode;
             this.session = session;
-            this.depth = depth;
-            this.stagingBytes = stagingBytes;
-            this.wrBase = MEMORY.allocate((long) depth * SendWrFlyweight.ENCODED_SIZE);
-            this.stagingBase = MEMORY.allocate((long) depth * stagingBytes);
         }
 
         @Override
         public void attach(VerbEngine engine) {
             this.engine = engine;
-        }
-
-        @Override
-        public int depth() {
-            return depth;
-        }
-
-        @Override
-        public long workRequestAddress(int slot) {
-            return wrBase + (long) slot * SendWrFlyweight.ENCODED_SIZE;
-        }
-
-        @Override
-        public long stagingAddress(int slot) {
-            return stagingBase + (long) slot * stagingBytes;
-        }
-
-        @Override
-        public int stagingBytes() {
-            return stagingBytes;
         }
 
         @Override
@@ -199,14 +171,20 @@ final class SoftFabric implements Fabric {
         }
 
         @Override
-        public int poll() {
+        public int poll() throws IOException {
             synchronized (pollLock) {
                 if (closed) {
                     return 0;
                 }
+                if (failPolls) {
+                    throw new IOException("Polling CQ failed");
+                }
                 int n = 0;
                 long[] c;
                 while (n < 32 && (c = completions.poll()) != null) {
+                    if (failPolls) { // checked after taking it: a completion queued after failPolls is never delivered
+                        throw new IOException("Polling CQ failed");
+                    }
                     engine.complete(c[0], (int) c[1], c[1] == WcStatus.SUCCESS ? 0 : 0x81);
                     n++;
                 }
@@ -222,8 +200,7 @@ final class SoftFabric implements Fabric {
                 }
                 closed = true;
                 target.passive.remove(this);
-                MEMORY.freeMemory(wrBase, (long) depth * SendWrFlyweight.ENCODED_SIZE);
-                MEMORY.freeMemory(stagingBase, (long) depth * stagingBytes);
+                free();
             }
         }
     }

@@ -24,16 +24,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p><b>Note:</b> thread-safe; {@link #post} is called under the engine's lock.
  */
-final class SoftNic implements SendQueue, AutoCloseable {
+final class SoftNic extends SoftRing implements AutoCloseable {
     private static final UnsafeMemory MEMORY = UnsafeMemory.MEMORY;
 
     record Region(long address, long length, int access) {
     }
 
-    private final int depth;
-    private final int stagingBytes;
-    private final long wrBase;
-    private final long stagingBase;
     private final Map<Integer, Region> regions = new ConcurrentHashMap<>();
     private final AtomicInteger nextKey = new AtomicInteger(0x100);
     private final LinkedBlockingQueue<Long> work = new LinkedBlockingQueue<>();
@@ -47,10 +43,7 @@ final class SoftNic implements SendQueue, AutoCloseable {
     final AtomicInteger closed = new AtomicInteger();
 
     SoftNic(int depth, int stagingBytes) {
-        this.depth = depth;
-        this.stagingBytes = stagingBytes;
-        this.wrBase = MEMORY.allocate((long) depth * SendWrFlyweight.ENCODED_SIZE);
-        this.stagingBase = MEMORY.allocate((long) depth * stagingBytes);
+        super(depth, stagingBytes);
         this.thread = new Thread(this::run, "soft-nic");
         thread.setDaemon(true);
         thread.start();
@@ -85,26 +78,6 @@ final class SoftNic implements SendQueue, AutoCloseable {
     }
 
     @Override
-    public int depth() {
-        return depth;
-    }
-
-    @Override
-    public long workRequestAddress(int slot) {
-        return wrBase + (long) slot * SendWrFlyweight.ENCODED_SIZE;
-    }
-
-    @Override
-    public long stagingAddress(int slot) {
-        return stagingBase + (long) slot * stagingBytes;
-    }
-
-    @Override
-    public int stagingBytes() {
-        return stagingBytes;
-    }
-
-    @Override
     public int localKey() {
         return 0x77;
     }
@@ -129,8 +102,7 @@ final class SoftNic implements SendQueue, AutoCloseable {
         resume();
         thread.interrupt();
         thread.join(5_000);
-        MEMORY.freeMemory(wrBase, (long) depth * SendWrFlyweight.ENCODED_SIZE);
-        MEMORY.freeMemory(stagingBase, (long) depth * stagingBytes);
+        free();
     }
 
     private void run() {

@@ -257,6 +257,38 @@ class VerbEngineTest {
     }
 
     @Test
+    void aLateCompletionOfATimedOutVerbNeverCompletesTheVerbThatReusesItsSlot() {
+        VerbEngine e = engine(1, 64, Duration.ofSeconds(1), Access.ALL); // one slot: the next verb must reuse it
+        long key = segment.remoteKey();
+        nic.stall();
+        CompletableFuture<Long> timedOut = e.fetchAndAdd(ptr(0), key, addr(0), 5);
+        assertInstanceOf(DsmTimeoutException.class, failure(timedOut));
+        CompletableFuture<Long> next = e.fetchAndAdd(ptr(0), key, addr(0), 1); // waits: the slot is still posted
+        assertEquals(1, e.backlog());
+        nic.resume();
+        // wr id 0's completion (old value 0) is dropped; wr id 1 in the same slot carries this verb's old value
+        assertEquals(5L, await(next));
+        assertEquals(6L, segment.readLong(0));
+        assertEquals(null, e.brokenReason());
+    }
+
+    @Test
+    void aFailedCompletionOfATimedOutVerbStillBreaksTheEngine() {
+        VerbEngine e = engine(4, 64, Duration.ofMillis(200), Access.ALL);
+        long key = segment.remoteKey();
+        nic.stall();
+        // past the registered region: the NIC refuses it, after its deadline fired
+        CompletableFuture<byte[]> bad = e.read(ptr(segment.size() - 4), key, addr(segment.size() - 4), 8);
+        assertInstanceOf(DsmTimeoutException.class, failure(bad));
+        nic.resume();
+        // the queue pair is in error state now: the engine must know, not wait for the next verb to be flushed
+        pollUntil(() -> e.brokenReason() != null, "the engine breaks on the failed completion");
+        assertTrue(e.brokenReason().contains("IBV_WC_REM_ACCESS_ERR"), e.brokenReason());
+        pollUntil(() -> brokenReported.get() != null, "the connection is told");
+        assertInstanceOf(NodeUnavailableException.class, failure(e.read(ptr(0), key, addr(0), 8)));
+    }
+
+    @Test
     void closeFailsVerbsInFlightAndLaterVerbs() {
         VerbEngine e = engine(4, 64, WAIT, Access.ALL);
         long key = segment.remoteKey();
