@@ -192,10 +192,19 @@ final class ClassPool {
             for (int j = 0; j < count; j++) {
                 int c = from + j;
                 long st = t[j * 4];
-                if (stateOf(st) == SMALL && ownerOf(st) == self && classOf(st) == cls) {
-                    owned.set(c);
-                    if (t[j * 4 + 1] < perChunk) {
-                        roomy.set(c);
+                if (stateOf(st) == SMALL && ownerOf(st) == self && HeapLayout.isPending(st)) {
+                    heap.recoverPending(c); // a claim of this node that did not finish (a verb timed out)
+                } else if (stateOf(st) == SMALL && ownerOf(st) == self && classOf(st) == cls) {
+                    if (!owned.get(c)) {
+                        // not claimed by this allocator (an earlier incarnation's): take it over with a
+                        // CAS, so that an adopter of the earlier incarnation's chunks and we never both own it
+                        if (!heap.reown(c, st)) {
+                            continue;
+                        }
+                        owned.set(c);
+                        if (t[j * 4 + 1] < perChunk) {
+                            roomy.set(c);
+                        }
                     }
                     if (headIndex(t[j * 4 + 2]) != 0 && size < batch) {
                         heap.hint(c, false);
@@ -205,11 +214,8 @@ final class ClassPool {
                     if (size > 0) {
                         return true; // found freed blocks before a free chunk: use them first
                     }
-                    long epoch = epochOf(st) + 1;
-                    if (remote.compareAndSwap(heap.entry(c), st, state(SMALL, cls, self, epoch)) == st) {
-                        // the chunk is ours: no other node touches its words until we give it back
-                        remote.write(heap.entry(c) + BUMP_WORD, new byte[ENTRY_LENGTH - BUMP_WORD]);
-                        heap.claimHint = c;
+                    long epoch = heap.claimSmall(c, st, cls);
+                    if (epoch >= 0) {
                         owned.set(c);
                         roomy.set(c);
                         cursor = c;

@@ -98,8 +98,13 @@ public final class GlobalAllocator implements AutoCloseable {
      * @throws DsmConfigException when another open allocator uses the same transport
      */
     public GlobalAllocator(RemoteMemory memory, AllocatorConfig config) {
+        this(memory, config, new Remote(memory));
+    }
+
+    /** With the verbs of {@code remote} (tests inject verbs whose outcome a deadline leaves unknown). */
+    GlobalAllocator(RemoteMemory memory, AllocatorConfig config, Remote remote) {
         this.memory = memory;
-        this.remote = new Remote(memory);
+        this.remote = remote;
         this.directory = memory.directory();
         this.config = config;
         this.self = memory.localNodeId();
@@ -583,9 +588,11 @@ public final class GlobalAllocator implements AutoCloseable {
                     long st = t[c * 4];
                     if (stateOf(st) != FREE && ownerOf(st) == nodeId) {
                         long mine = (st & ~(0xffffL << 36)) | ((long) self << 36);
-                        if (remote.compareAndSwap(h.entry(c), st, mine) == st) {
+                        if (h.casResolved(h.entry(c), st, mine) == st) {
                             adopted++;
-                            if (stateOf(st) == SMALL) {
+                            if (stateOf(st) == SMALL && HeapLayout.isPending(st)) {
+                                h.recoverPending(c); // its claim never finished: nothing was carved
+                            } else if (stateOf(st) == SMALL) {
                                 h.pool(classOf(st)).adopted(c);
                             }
                         }
@@ -663,6 +670,9 @@ public final class GlobalAllocator implements AutoCloseable {
                     case FREE -> free++;
                     case SMALL -> {
                         small++;
+                        if (HeapLayout.isPending(st)) {
+                            break; // a claim in progress: its words are not this claim's yet
+                        }
                         long carved = Math.min(t[c * 4 + 1], h.perChunk(classOf(st)));
                         long count = Math.max(0, t[c * 4 + 3]);
                         onLists += count;

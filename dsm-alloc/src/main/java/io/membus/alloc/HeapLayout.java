@@ -28,9 +28,12 @@ package io.membus.alloc;
  * <pre>
  *   word 0  STATE     63    60 59       52 51            36 35  32 31                              0
  *                    +--------+-----------+----------------+------+--------------------------------+
- *                    | state  | class (8) | owner node (16)| rsvd |         epoch (32)             |
+ *                    | state  | class (8) | owner node (16)| P rsv|         epoch (32)             |
  *                    +--------+-----------+----------------+------+--------------------------------+
  *                    state: 0 FREE, 1 SMALL (blocks of one size class), 2 LARGE_HEAD, 3 LARGE_TAIL
+ *                    P (bit 32): a SMALL claim not finished yet: the other words may still be the
+ *                    previous claim's; only the owner touches the entry, and it either finishes the
+ *                    claim or rolls it back to FREE (a claim whose CAS or reset timed out)
  *                    epoch: +1 on every claim; kept when a chunk goes back to FREE or is adopted
  *   word 1  BUMP      blocks carved from the chunk so far (fetch-and-add by the owner; may pass the capacity)
  *   word 2  FREE_HEAD 63      40 39                            0
@@ -94,6 +97,8 @@ public final class HeapLayout {
     public static final long GENERATION_COUNT_MASK = (1L << GENERATION_COUNT_BITS) - 1;
     public static final long GENERATION_MASK = (1L << 40) - 1;
     public static final long EPOCH_MASK = 0xFFFF_FFFFL;
+    /** STATE word bit: a claim in progress (the BUMP/FREE_HEAD/COUNT words are not reset yet). */
+    public static final long PENDING = 1L << 32;
 
     public static final int MIN_CHUNK_SHIFT = 12;
     public static final int MAX_CHUNK_SHIFT = 30;
@@ -121,6 +126,10 @@ public final class HeapLayout {
 
     public static int ownerOf(long word) {
         return (int) (word >>> 36) & 0xffff;
+    }
+
+    public static boolean isPending(long word) {
+        return (word & PENDING) != 0;
     }
 
     public static long epochOf(long word) {

@@ -15,9 +15,12 @@ import java.util.concurrent.CompletionException;
  * unwraps it. Each call waits for its verb, so the allocator never has two verbs in
  * flight and never depends on their order.
  *
+ * <p>Not final so that tests can inject a verb that executes and then reports a
+ * timeout (the outcome a deadline leaves unknown).
+ *
  * <p><b>Note:</b> stateless apart from the memory; thread-safe.
  */
-final class Remote {
+class Remote {
     private final RemoteMemory memory;
 
     Remote(RemoteMemory memory) {
