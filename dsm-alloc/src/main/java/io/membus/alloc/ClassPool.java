@@ -248,11 +248,11 @@ final class ClassPool {
         long first = heap.chunk(cursor) + old * blockSize;
         long hdr = blockHeader(HeapLayout.firstGeneration(cursorEpoch), cls, KIND_SMALL);
         if (k == 1) {
-            remote.writeLong(first, hdr);
+            remote.writeLong(first, HeapLayout.seal(hdr, first));
         } else {
             byte[] region = new byte[k * blockSize];
             for (int i = 0; i < k; i++) {
-                Words.putLong(region, i * blockSize, hdr);
+                Words.putLong(region, i * blockSize, HeapLayout.seal(hdr, first + (long) i * blockSize));
             }
             remote.write(first, region);
         }
@@ -293,7 +293,7 @@ final class ClassPool {
             }
             long p = chunkBase + (index - 1) * blockSize;
             byte[] b = remote.read(p, 16);
-            long hdr = Words.getLong(b, 0);
+            long hdr = HeapLayout.unseal(Words.getLong(b, 0), p);
             if (kindOf(hdr) != KIND_SMALL || blockClassOf(hdr) != cls) {
                 throw new HeapCorruptedException(heap.node, heap.segment, "free block with a wrong header: chunk="
                         + chunk + ", block=" + RemotePtr.toString(p) + ", header=0x" + Long.toHexString(hdr));

@@ -459,7 +459,8 @@ public final class GlobalAllocator implements AutoCloseable {
                     + Long.toHexString(expected));
         }
         long freed = HeapLayout.nextHeader(expected);
-        long witness = remote.compareAndSwap(ptr, expected, freed);
+        long witness = HeapLayout.unseal(remote.compareAndSwap(ptr, HeapLayout.seal(expected, ptr),
+                HeapLayout.seal(freed, ptr)), ptr);
         if (witness != expected) {
             if (kindOf(witness) == kind && blockClassOf(witness) == blockClassOf(expected)
                     && generationOf(witness) > generationOf(expected)) {
@@ -532,7 +533,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
     /** Whether {@code ref}'s block is still the one it was allocated as (one read of the header). */
     public boolean isLive(BlockRef ref) {
-        return remote.readLong(ref.ptr()) == ref.header();
+        return remote.readLong(ref.ptr()) == HeapLayout.seal(ref.header(), ref.ptr());
     }
 
     private static void checkBounds(BlockRef ref, long offset, long length) {
@@ -541,10 +542,12 @@ public final class GlobalAllocator implements AutoCloseable {
         }
     }
 
-    private static void checkHeader(BlockRef ref, long header, String op) {
-        if (header == ref.header()) {
+    /** Checks the header word {@code raw} as read from memory (sealed) against the reference's. */
+    private static void checkHeader(BlockRef ref, long raw, String op) {
+        if (raw == HeapLayout.seal(ref.header(), ref.ptr())) {
             return;
         }
+        long header = HeapLayout.unseal(raw, ref.ptr());
         if (kindOf(header) == kindOf(ref.header()) && blockClassOf(header) == blockClassOf(ref.header())
                 && generationOf(header) < generationOf(ref.header())) {
             throw new InvalidBlockException(ref.ptr(), "the reference's generation " + ref.generation()

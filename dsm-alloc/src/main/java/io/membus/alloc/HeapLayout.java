@@ -51,7 +51,7 @@ package io.membus.alloc;
  * (chunkCount / 8 bytes) instead of the whole table. The bits are hints only: no
  * safety property depends on them.
  *
- * <h2>Block header (8 bytes at the start of every block)</h2>
+ * <h2>Block header (8 bytes at the start of every block, sealed: see below)</h2>
  * <pre>
  *   63                                      24 23              8 7        0
  *  +------------------------------------------+-----------------+----------+
@@ -63,11 +63,17 @@ package io.membus.alloc;
  * {@code e << 20}; every free adds one. A {@link BlockRef} carries the whole
  * header word it was allocated with.
  *
+ * <p>The word in memory is the header <em>sealed</em> with its own address
+ * ({@link #seal}: XOR with a mix of the pointer). A header value stored as data
+ * (a reference kept in a collection's block) therefore never passes for a header at
+ * any address: a stale reference whose address now lies inside another block's
+ * payload cannot be validated by a copy of its own header sitting there.
+ *
  * <p><b>Note:</b> constants and pure functions; thread-safe.
  */
 public final class HeapLayout {
     public static final long MAGIC = 0x3130504145484d42L; // "MBHEAP01" little-endian
-    public static final int LAYOUT_VERSION = 1;
+    public static final int LAYOUT_VERSION = 2;
 
     public static final int MAGIC_OFFSET = 0;
     public static final int VERSION_OFFSET = 8;
@@ -172,6 +178,22 @@ public final class HeapLayout {
 
     public static int kindOf(long header) {
         return (int) header & 0xff;
+    }
+
+    /** The header word as stored at block address {@code ptr}. */
+    public static long seal(long header, long ptr) {
+        return header ^ addressMask(ptr);
+    }
+
+    /** The header held by the word {@code raw} stored at block address {@code ptr}. */
+    public static long unseal(long raw, long ptr) {
+        return raw ^ addressMask(ptr);
+    }
+
+    private static long addressMask(long ptr) {
+        long z = (ptr ^ 0x4D42484541503032L) * 0x9E3779B97F4A7C15L;
+        z = (z ^ (z >>> 31)) * 0xBF58476D1CE4E5B9L;
+        return z ^ (z >>> 29);
     }
 
     /** The first generation of a block carved from a chunk claimed at {@code epoch}. */

@@ -341,7 +341,7 @@ final class HeapSegment {
             }
             remote.writeLong(entry(start) + COUNT_WORD, span);
             long hdr = blockHeader(HeapLayout.firstGeneration(epoch), LARGE_CLASS, KIND_LARGE);
-            remote.writeLong(chunk(start), hdr);
+            remote.writeLong(chunk(start), HeapLayout.seal(hdr, chunk(start)));
             return new BlockRef(chunk(start), hdr, ((long) span << chunkShift) - BLOCK_HEADER_LENGTH);
         }
         return null;

@@ -107,6 +107,41 @@ class GlobalAllocatorTest {
     }
 
     @Test
+    void staleReferenceIntoAChunkReusedForAnotherSizeNeverMatchesStoredReferences() {
+        cluster = new AllocCluster(1, 1 << 20, 16 << 10);
+        GlobalAllocator one = cluster.node(1);
+        BlockRef first = one.allocate(100);
+        BlockRef stale = one.allocate(100); // the second block of the chunk: inside a larger block later
+        one.free(first);
+        one.free(stale);
+        assertEquals(1, one.trim(), "the chunk is empty and given back");
+        BlockRef cover = null;
+        List<BlockRef> others = new ArrayList<>();
+        for (int i = 0; i < 200 && cover == null; i++) {
+            BlockRef r = one.allocate(1000);
+            if (r.payload() <= stale.ptr() && stale.ptr() + 8 <= r.payload() + r.capacity()) {
+                cover = r;
+            } else {
+                others.add(r);
+            }
+        }
+        assertTrue(cover != null, "the chunk is reused for 1000-byte blocks");
+        // the new owner stores references (ptr, header) in its payload, as collections do; one lands
+        // exactly where the stale reference's header was
+        long at = stale.ptr() - cover.payload();
+        BlockRef owner = cover;
+        one.writeLong(owner, at, stale.header());
+        one.writeLong(owner, at + 8, 42);
+        assertThrows(UseAfterFreeException.class, () -> one.read(stale, 0, 8), "the stale read returns nothing");
+        assertThrows(UseAfterFreeException.class, () -> one.write(stale, 0, new byte[]{1}));
+        assertThrows(DsmException.class, () -> one.free(stale), "a free through the stale reference is refused");
+        assertEquals(stale.header(), one.readLong(owner, at), "the new owner's bytes are untouched");
+        assertEquals(42, one.readLong(owner, at + 8));
+        one.free(owner);
+        others.forEach(one::free);
+    }
+
+    @Test
     void doubleFreeIsRefusedOnEveryNode() {
         cluster = new AllocCluster(2, 1 << 20, 16 << 10);
         BlockRef r = cluster.node(1).allocate(64, Placement.node(2));
