@@ -79,38 +79,30 @@ final class HeapSegment {
 
     /** An unformatted segment. */
     HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d) {
-        this.remote = remote;
-        this.self = self;
-        this.config = config;
-        this.node = d.nodeId();
-        this.segment = d.index();
-        this.incarnation = d.incarnation();
-        this.formatted = false;
-        this.checkedAt = System.nanoTime();
-        this.base = d.pointer(0);
-        this.chunkShift = 0;
-        this.chunkCount = 0;
-        this.dataStart = 0;
-        this.smallLimit = 0;
-        this.pools = new ClassPool[0];
+        this(remote, self, config, d, false, 0, 0, 0);
     }
 
     HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d, int chunkShift, int chunkCount,
                 long dataStart) {
+        this(remote, self, config, d, true, chunkShift, chunkCount, dataStart);
+    }
+
+    private HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d, boolean formatted,
+                        int chunkShift, int chunkCount, long dataStart) {
         this.remote = remote;
         this.self = self;
         this.config = config;
         this.node = d.nodeId();
         this.segment = d.index();
         this.incarnation = d.incarnation();
-        this.formatted = true;
+        this.formatted = formatted;
         this.checkedAt = System.nanoTime();
         this.base = d.pointer(0);
         this.chunkShift = chunkShift;
         this.chunkCount = chunkCount;
         this.dataStart = dataStart;
-        this.smallLimit = (1 << chunkShift) / 4;
-        this.pools = new ClassPool[SizeClasses.count()];
+        this.smallLimit = formatted ? (1 << chunkShift) / 4 : 0;
+        this.pools = new ClassPool[formatted ? SizeClasses.count() : 0];
     }
 
     long maxObject() {
@@ -353,7 +345,8 @@ final class HeapSegment {
             long w = t[(start + i) * 4];
             long mine = state(i == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
             long back = casResolved(entry(start + i), mine, state(FREE, 0, 0, epochOf(w) + 1));
-            if (back != mine) {
+            if (back != mine && !(stateOf(back) == FREE || epochOf(back) > epochOf(mine))) {
+                // (FREE or a later epoch: our rollback was executed, its verb timed out, someone claimed it since)
                 throw new HeapCorruptedException(node, segment, "a chunk claimed by this node changed"
                         + " under it: chunk=" + (start + i) + ", state=0x" + Long.toHexString(back));
             }
