@@ -167,7 +167,7 @@ final class ClassPool {
                     return false;
                 }
                 long st = remote.readLong(heap.entry(c));
-                if (stateOf(st) != SMALL || ownerOf(st) != self || classOf(st) != cls) {
+                if (stateOf(st) != SMALL || ownerOf(st) != self || classOf(st) != cls || HeapLayout.isPending(st)) {
                     roomy.clear(c);
                     owned.clear(c);
                     continue;
