@@ -438,12 +438,16 @@ final class HeapSegment {
                 if (stateOf(st) == SMALL && ownerOf(st) == self && !isPending(st)) {
                     int cls = classOf(st);
                     long carved = Math.min(t[c * 4 + 1], perChunk(cls));
-                    if (t[c * 4 + 3] == carved
-                            && remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
-                        released++;
+                    if (t[c * 4 + 3] == carved) {
+                        // forget the chunk before the CAS: if the CAS runs but its verb fails, this node
+                        // must not pop the list of a FREE chunk (another node may claim and carve it). If
+                        // it did not run, a later scan finds the chunk again and takes it over.
                         if (ps[cls] != null) {
                             ps[cls].owned.clear(c);
                             ps[cls].roomy.clear(c);
+                        }
+                        if (remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
+                            released++;
                         }
                     }
                 }

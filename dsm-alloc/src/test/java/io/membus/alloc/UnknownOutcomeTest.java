@@ -12,6 +12,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.function.LongPredicate;
 
 import static io.membus.alloc.HeapLayout.SMALL;
@@ -165,6 +166,39 @@ class UnknownOutcomeTest {
         HeapUsage.SegmentUsage u = one.usage().segments().stream().filter(s -> s.nodeId() == 1).findFirst()
                 .orElseThrow();
         assertEquals(Map.of(), u.chunksByOwner(), "no chunk stays owned: " + u);
+    }
+
+    @Test
+    void aReleaseWhoseCasTimedOutAfterExecutingNeverPopsTheFreeChunk() {
+        cluster = new AllocCluster(1, 1 << 20, CONFIG);
+        FaultyRemote[] faulty = new FaultyRemote[1];
+        GlobalAllocator two = cluster.addNode(2, 1 << 20, CONFIG, m -> faulty[0] = new FaultyRemote(m));
+        GlobalAllocator one = cluster.node(1);
+        int perChunk = CHUNK / 112; // 100-byte payloads are 112-byte blocks
+        List<BlockRef> blocks = new ArrayList<>();
+        for (int i = 0; i < perChunk; i++) {
+            blocks.add(two.allocate(100, Placement.node(1))); // exactly chunk 0, carved to the end
+        }
+        blocks.forEach(one::free); // onto chunk 0's free list; its hint bit is set
+        faulty[0].casExecutesThenTimesOut = u -> stateOf(u) == HeapLayout.FREE;
+        assertThrows(DsmTimeoutException.class, two::trim, "the release CAS ran, but node 2 saw a timeout");
+
+        // node 2 must not take the list of a chunk that is FREE (anyone may claim it and carve it anew)
+        List<BlockRef> live = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            live.add(two.allocate(100, Placement.node(1)));
+            live.add(one.allocate(300, Placement.node(1))); // claims a FREE chunk: chunk 0 first
+        }
+        TreeMap<Long, BlockRef> byStart = new TreeMap<>();
+        for (BlockRef r : live) {
+            byStart.put(r.ptr(), r);
+        }
+        long end = 0;
+        for (BlockRef r : byStart.values()) {
+            assertTrue(r.ptr() >= end, "two live blocks overlap at " + r);
+            end = r.payload() + r.capacity();
+        }
+        live.forEach(one::free);
     }
 
     @Test
