@@ -109,10 +109,9 @@ final class ClassPool {
     /** Caller holds the lock. Pushes every cached block back on its chunk's free list. */
     void returnCached() {
         while (size > 0) {
-            long p = ptrs[size - 1];
+            long p = ptrs[--size]; // out of the cache first: a push that fails may still have run
             int c = heap.chunkOf(p);
             heap.push(c, p, (p - heap.chunk(c)) / blockSize);
-            size--;
         }
         cursor = -1;
     }
@@ -283,25 +282,34 @@ final class ClassPool {
             }
             top = w;
         }
-        long chunkBase = heap.chunk(chunk);
-        long index = headIndex(top);
-        int count = 0;
-        while (index != 0) {
-            if (index > perChunk || count >= perChunk) {
-                throw new HeapCorruptedException(heap.node, heap.segment, "free list leaves its chunk or loops:"
-                        + " chunk=" + chunk + ", index=" + (index - 1) + ", walked=" + count);
+        // the chain is ours now. Its blocks join the cache only once COUNT has been lowered by as many:
+        // if a read or the fetch-and-add fails, they are dropped (leaked, still counted, so a release
+        // of the chunk recovers them) and COUNT never under-states what is live or cached.
+        int start = size;
+        try {
+            long chunkBase = heap.chunk(chunk);
+            long index = headIndex(top);
+            int count = 0;
+            while (index != 0) {
+                if (index > perChunk || count >= perChunk) {
+                    throw new HeapCorruptedException(heap.node, heap.segment, "free list leaves its chunk or loops:"
+                            + " chunk=" + chunk + ", index=" + (index - 1) + ", walked=" + count);
+                }
+                long p = chunkBase + (index - 1) * blockSize;
+                byte[] b = remote.read(p, 16);
+                long hdr = HeapLayout.unseal(Words.getLong(b, 0), p);
+                if (kindOf(hdr) != KIND_SMALL || blockClassOf(hdr) != cls) {
+                    throw new HeapCorruptedException(heap.node, heap.segment, "free block with a wrong header: chunk="
+                            + chunk + ", block=" + RemotePtr.toString(p) + ", header=0x" + Long.toHexString(hdr));
+                }
+                add(p, hdr);
+                count++;
+                index = Words.getLong(b, 8);
             }
-            long p = chunkBase + (index - 1) * blockSize;
-            byte[] b = remote.read(p, 16);
-            long hdr = HeapLayout.unseal(Words.getLong(b, 0), p);
-            if (kindOf(hdr) != KIND_SMALL || blockClassOf(hdr) != cls) {
-                throw new HeapCorruptedException(heap.node, heap.segment, "free block with a wrong header: chunk="
-                        + chunk + ", block=" + RemotePtr.toString(p) + ", header=0x" + Long.toHexString(hdr));
-            }
-            add(p, hdr);
-            count++;
-            index = Words.getLong(b, 8);
+            remote.fetchAndAdd(e + COUNT_WORD, -count);
+        } catch (RuntimeException x) {
+            size = start;
+            throw x;
         }
-        remote.fetchAndAdd(e + COUNT_WORD, -count);
     }
 }

@@ -174,16 +174,22 @@ final class HeapSegment {
     void hint(int c, boolean set) {
         long word = base + HeapLayout.hintsOffset(chunkCount) + (long) (c >>> 6) * 8;
         long bit = 1L << (c & 63);
-        long w = remote.readLong(word);
-        for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
-            if (((w & bit) != 0) == set) {
-                return;
+        try {
+            long w = remote.readLong(word);
+            for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
+                if (((w & bit) != 0) == set) {
+                    return;
+                }
+                long witness = remote.compareAndSwap(word, w, set ? w | bit : w & ~bit);
+                if (witness == w) {
+                    return;
+                }
+                w = witness;
             }
-            long witness = remote.compareAndSwap(word, w, set ? w | bit : w & ~bit);
-            if (witness == w) {
-                return;
-            }
-            w = witness;
+        } catch (DsmException e) {
+            // a hint only: the free it follows is complete; the owner's table scan finds the list anyway
+            LOG.debug("free-list hint not updated: node={}, segment={}, chunk={}: {}", node, segment, c, e.toString());
+            return;
         }
         LOG.warn("free-list hint not updated after {} tries: node={}, segment={}, chunk={} (a hint only)",
                 MAX_CAS_RETRIES, node, segment, c);

@@ -12,6 +12,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.function.LongPredicate;
 
@@ -47,6 +48,18 @@ class UnknownOutcomeTest {
         volatile boolean failNextRead;
         volatile int failWriteOfLength = -1;
         volatile Runnable beforeNextCas;
+        /** When set, each verb fails with this probability: half before it runs, half after (reads: before). */
+        volatile SplittableRandom chaos;
+        volatile double chaosRate;
+
+        /** 0: no fault; 1: fail before the verb runs; 2: fail after it ran. */
+        private int chaosRoll() {
+            SplittableRandom r = chaos;
+            if (r == null || r.nextDouble() >= chaosRate) {
+                return 0;
+            }
+            return r.nextBoolean() ? 1 : 2;
+        }
 
         FaultyRemote(RemoteMemory memory) {
             super(memory);
@@ -63,7 +76,14 @@ class UnknownOutcomeTest {
                 beforeNextCas = null;
                 before.run();
             }
+            int roll = chaosRoll();
+            if (roll == 1) {
+                throw timeout("compareAndSwap", ptr);
+            }
             long w = super.compareAndSwap(ptr, expected, update);
+            if (roll == 2) {
+                throw timeout("compareAndSwap", ptr);
+            }
             LongPredicate p = casExecutesThenTimesOut;
             if (p != null && p.test(update)) {
                 casExecutesThenTimesOut = null;
@@ -78,7 +98,23 @@ class UnknownOutcomeTest {
                 failNextRead = false;
                 throw timeout("read", ptr);
             }
+            if (chaosRoll() != 0) {
+                throw timeout("read", ptr);
+            }
             return super.read(ptr, length);
+        }
+
+        @Override
+        long fetchAndAdd(long ptr, long delta) {
+            int roll = chaosRoll();
+            if (roll == 1) {
+                throw timeout("fetchAndAdd", ptr);
+            }
+            long old = super.fetchAndAdd(ptr, delta);
+            if (roll == 2) {
+                throw timeout("fetchAndAdd", ptr);
+            }
+            return old;
         }
 
         @Override
@@ -87,7 +123,14 @@ class UnknownOutcomeTest {
                 failWriteOfLength = -1;
                 throw timeout("write", ptr);
             }
+            int roll = chaosRoll();
+            if (roll == 1) {
+                throw timeout("write", ptr);
+            }
             super.write(ptr, src);
+            if (roll == 2) {
+                throw timeout("write", ptr);
+            }
         }
     }
 
