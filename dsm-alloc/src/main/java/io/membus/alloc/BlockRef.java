@@ -13,7 +13,8 @@ import io.membus.core.RemotePtr;
  * {@link DoubleFreeException}), on every node, because the block's header
  * generation has moved on.
  *
- * <p><b>Note:</b> immutable value; thread-safe.
+ * <p><b>Note:</b> immutable value; thread-safe: every field is final, so any
+ * publication makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class BlockRef {
     private final long ptr;

@@ -69,7 +69,8 @@ package io.membus.alloc;
  * any address: a stale reference whose address now lies inside another block's
  * payload cannot be validated by a copy of its own header sitting there.
  *
- * <p><b>Note:</b> constants and pure functions; thread-safe.
+ * <p><b>Note:</b> constants and pure functions; thread-safe, no shared state, so no
+ * memory ordering applies. The words it describes are ordered by the verbs on them.
  */
 public final class HeapLayout {
     public static final long MAGIC = 0x3130504145484d42L; // "MBHEAP01" little-endian
