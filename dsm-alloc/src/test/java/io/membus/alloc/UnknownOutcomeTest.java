@@ -245,6 +245,32 @@ class UnknownOutcomeTest {
     }
 
     @Test
+    void anAdopterRollsBackAClaimTheDepartedNodeNeverFinished() {
+        cluster = new AllocCluster(2, 1 << 20, CONFIG);
+        FaultyRemote[] faulty = new FaultyRemote[1];
+        GlobalAllocator three = cluster.addNode(3, 1 << 20, CONFIG, m -> faulty[0] = new FaultyRemote(m));
+        faulty[0].casExecutesThenTimesOut = u -> {
+            if (stateOf(u) == SMALL && HeapLayout.isPending(u)) {
+                faulty[0].failNextRead = true; // and the read that would resolve it fails: the entry stays pending
+                return true;
+            }
+            return false;
+        };
+        assertThrows(DsmTimeoutException.class, () -> three.allocate(100, Placement.node(1)));
+        assertEquals(Map.of(3, 1), usageOfNode1().chunksByOwner(), "a pending claim of node 3");
+
+        cluster.leave(3);
+        assertEquals(1, cluster.node(2).adoptOrphans(3));
+        assertEquals(Map.of(), usageOfNode1().chunksByOwner(), "the adopter rolled the unfinished claim back");
+        BlockRef r = cluster.node(2).allocate(100, Placement.node(1)); // and the chunk is claimable again
+        cluster.node(1).free(r);
+    }
+
+    private HeapUsage.SegmentUsage usageOfNode1() {
+        return cluster.node(1).usage().segments().stream().filter(s -> s.nodeId() == 1).findFirst().orElseThrow();
+    }
+
+    @Test
     void aRestartedNodeAndAnAdopterNeverBothOwnItsEarlierChunk() {
         cluster = new AllocCluster(1, 1 << 20, CONFIG);
         FaultyRemote[] adopterVerbs = new FaultyRemote[1];
