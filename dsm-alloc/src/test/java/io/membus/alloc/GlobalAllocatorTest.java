@@ -169,6 +169,11 @@ class GlobalAllocatorTest {
         assertThrows(InvalidBlockException.class, () -> a.free(BlockRef.of(r.ptr(), 0x77, 8)));
         assertThrows(InvalidBlockException.class, () -> a.free(BlockRef.of(RemotePtr.pack(1, 1, 8), r.header(), 8)),
                 "in the chunk table");
+        InvalidBlockException c = assertThrows(InvalidBlockException.class,
+                () -> BlockRef.of(r.ptr(), r.header(), r.capacity() + 16), "a capacity past the block's class");
+        assertTrue(c.getMessage().contains("capacity=" + (r.capacity() + 16)), c.getMessage());
+        assertThrows(InvalidBlockException.class, () -> BlockRef.of(r.ptr(), r.header(), -1));
+        assertEquals(r, BlockRef.of(r.ptr(), r.header(), r.capacity()), "the reported capacity is accepted");
         assertTrue(a.isLive(r), "refused frees changed nothing");
         AllocationSizeException s = assertThrows(AllocationSizeException.class, () -> a.allocate(0));
         assertTrue(s.getMessage().contains("size=0"), s.getMessage());
