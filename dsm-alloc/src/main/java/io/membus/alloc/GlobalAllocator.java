@@ -344,6 +344,17 @@ public final class GlobalAllocator implements AutoCloseable {
         }
     }
 
+    /** {@link #addHeapsOf}, skipping a node whose heap headers cannot be read (for spreading placements). */
+    private void addReachableHeapsOf(int node, List<HeapSegment> out) {
+        try {
+            addHeapsOf(node, out);
+        } catch (HeapCorruptedException e) {
+            throw e;
+        } catch (DsmException e) {
+            LOG.debug("placement skips node {}: {}", node, e.toString());
+        }
+    }
+
     /** The heaps a placement may use, in the order to try them. */
     private List<HeapSegment> targets(Placement placement) {
         List<HeapSegment> out = new ArrayList<>(4);
@@ -360,7 +371,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 int[] nodes = heapNodes();
                 int start = nodes.length == 0 ? 0 : Math.floorMod(roundRobin.getAndIncrement(), nodes.length);
                 for (int i = 0; i < nodes.length; i++) {
-                    addHeapsOf(nodes[(start + i) % nodes.length], out);
+                    addReachableHeapsOf(nodes[(start + i) % nodes.length], out);
                 }
             }
             case KEY -> {
@@ -372,7 +383,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 long key = placement.keyHash();
                 Arrays.sort(order, (a, b) -> Long.compareUnsigned(Placement.score(key, b), Placement.score(key, a)));
                 for (int n : order) {
-                    addHeapsOf(n, out);
+                    addReachableHeapsOf(n, out);
                 }
             }
             default -> throw new IllegalStateException("unknown placement " + placement);
@@ -407,27 +418,66 @@ public final class GlobalAllocator implements AutoCloseable {
         if (size <= 0 || size > Integer.MAX_VALUE - BLOCK_HEADER_LENGTH) {
             throw new AllocationSizeException(size, Integer.MAX_VALUE - BLOCK_HEADER_LENGTH);
         }
+        // roundRobin and byKey move on past a heap that is full or cannot be reached; local and node do not
+        boolean spread = placement.kind() == Placement.Kind.ROUND_ROBIN || placement.kind() == Placement.Kind.KEY;
         List<HeapSegment> targets = null;
         for (int round = 0; round < 2; round++) {
             targets = targets(placement);
             long largest = 0;
+            DsmException unreachable = null;
+            int tried = 0;
             for (HeapSegment h : targets) {
                 largest = Math.max(largest, h.maxObject());
                 if (size <= h.maxObject()) {
-                    BlockRef r = h.allocate(size);
-                    if (r != null) {
-                        return r;
+                    tried++;
+                    try {
+                        BlockRef r = h.allocate(size);
+                        if (r != null) {
+                            return r;
+                        }
+                    } catch (HeapCorruptedException e) {
+                        throw e;
+                    } catch (DsmException e) {
+                        if (!spread) {
+                            throw e;
+                        }
+                        if (unreachable == null) {
+                            unreachable = e;
+                        } else {
+                            unreachable.addSuppressed(e);
+                        }
                     }
                 }
             }
             if (size > largest) {
                 throw new AllocationSizeException(size, largest);
             }
-            if (round == 0 && trim() == 0) {
+            if (unreachable != null && tried == 1 + unreachable.getSuppressed().length) {
+                throw unreachable; // every heap that could hold it failed: none was full
+            }
+            if (round == 0 && trimReachable() == 0) {
                 break; // nothing released here: a retry cannot succeed
             }
         }
         throw new OutOfRemoteMemoryException(size, placement.toString(), usageOf(targets));
+    }
+
+    /** {@link #trim()} of every heap that can be reached (before an out-of-memory is reported). */
+    private int trimReachable() {
+        int released = 0;
+        for (HeapSegment h : heaps.values()) {
+            if (h.formatted) {
+                try {
+                    released += h.trim();
+                } catch (HeapCorruptedException e) {
+                    throw e;
+                } catch (DsmException e) {
+                    LOG.debug("trim before out-of-memory skipped node={} segment={}: {}", h.node, h.segment,
+                            e.toString());
+                }
+            }
+        }
+        return released;
     }
 
     /**

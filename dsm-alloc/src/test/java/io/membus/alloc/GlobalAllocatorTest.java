@@ -142,6 +142,21 @@ class GlobalAllocatorTest {
     }
 
     @Test
+    void spreadingPlacementsSkipAnUnreachableNode() {
+        cluster = new AllocCluster(3, 1 << 20, 16 << 10);
+        GlobalAllocator one = cluster.node(1);
+        cluster.transports.get(2).close(); // still a member in the directory, but its memory is gone
+        Set<Integer> nodes = new HashSet<>();
+        for (int i = 0; i < 12; i++) {
+            nodes.add(one.allocate(100, Placement.roundRobin()).nodeId());
+            nodes.add(one.allocate(100, Placement.byKey(i)).nodeId());
+        }
+        assertEquals(Set.of(1, 3), nodes, "round-robin and by-key move on past node 2");
+        assertThrows(DsmException.class, () -> one.allocate(100, Placement.node(2)),
+                "an explicit placement reports the unreachable node");
+    }
+
+    @Test
     void doubleFreeIsRefusedOnEveryNode() {
         cluster = new AllocCluster(2, 1 << 20, 16 << 10);
         BlockRef r = cluster.node(1).allocate(64, Placement.node(2));
