@@ -7,7 +7,8 @@ import io.membus.core.error.ErrorCode;
  * An allocation asked for a size that is not positive or larger than the largest
  * object a heap segment can hold.
  *
- * <p><b>Note:</b> immutable; thread-safe.
+ * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
+ * makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class AllocationSizeException extends DsmException {
     private static final long serialVersionUID = 1L;

@@ -15,7 +15,8 @@ import java.util.Arrays;
  * AllocatorConfig cfg = AllocatorConfig.builder().heapSegments(1).chunkSize(64 << 10).build();
  * }</pre>
  *
- * <p><b>Note:</b> immutable; thread-safe. The builder is not thread-safe.
+ * <p><b>Note:</b> immutable; thread-safe: every field is final (final-field semantics:
+ * any publication makes it visible). The builder is not thread-safe.
  */
 public final class AllocatorConfig {
     public static final int DEFAULT_CHUNK_SIZE = 64 << 10;

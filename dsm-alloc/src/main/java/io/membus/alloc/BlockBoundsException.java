@@ -8,7 +8,8 @@ import io.membus.core.error.ErrorCode;
  * A read or write through a block reference reaches past the block's capacity.
  * Nothing was read or written.
  *
- * <p><b>Note:</b> immutable; thread-safe.
+ * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
+ * makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class BlockBoundsException extends DsmException {
     private static final long serialVersionUID = 1L;

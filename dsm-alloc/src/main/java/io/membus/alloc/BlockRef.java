@@ -13,7 +13,8 @@ import io.membus.core.RemotePtr;
  * {@link DoubleFreeException}), on every node, because the block's header
  * generation has moved on.
  *
- * <p><b>Note:</b> immutable value; thread-safe.
+ * <p><b>Note:</b> immutable value; thread-safe: every field is final, so any
+ * publication makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class BlockRef {
     private final long ptr;
@@ -28,10 +29,26 @@ public final class BlockRef {
 
     /**
      * Rebuilds a reference from the two words stored by {@link #ptr()} and
-     * {@link #header()}, with the capacity the allocator reported for it.
-     * Nothing is checked here; every use checks the header against the block's.
+     * {@link #header()}, with the capacity the allocator reported for it. Every use
+     * checks the header against the block's. The capacity bounds every read and write
+     * through the reference: for a small block it is checked here against what its
+     * size class holds; for a large object it is trusted (pass the reported one).
+     *
+     * @throws InvalidBlockException when the capacity is negative or larger than the
+     *                               block's size class holds
      */
     public static BlockRef of(long ptr, long header, long capacity) {
+        if (capacity < 0) {
+            throw new InvalidBlockException(ptr, "capacity=" + capacity + " is negative");
+        }
+        if (HeapLayout.kindOf(header) == HeapLayout.KIND_SMALL) {
+            int cls = HeapLayout.blockClassOf(header);
+            long max = cls < SizeClasses.count() ? SizeClasses.blockSize(cls) - HeapLayout.BLOCK_HEADER_LENGTH : -1;
+            if (capacity > max) {
+                throw new InvalidBlockException(ptr, "capacity=" + capacity + " is more than a block of class " + cls
+                        + " holds (" + Math.max(0, max) + " bytes): pass the capacity allocate reported");
+            }
+        }
         return new BlockRef(ptr, header, capacity);
     }
 

@@ -109,10 +109,9 @@ final class ClassPool {
     /** Caller holds the lock. Pushes every cached block back on its chunk's free list. */
     void returnCached() {
         while (size > 0) {
-            long p = ptrs[size - 1];
+            long p = ptrs[--size]; // out of the cache first: a push that fails may still have run
             int c = heap.chunkOf(p);
             heap.push(c, p, (p - heap.chunk(c)) / blockSize);
-            size--;
         }
         cursor = -1;
     }
@@ -167,7 +166,7 @@ final class ClassPool {
                     return false;
                 }
                 long st = remote.readLong(heap.entry(c));
-                if (stateOf(st) != SMALL || ownerOf(st) != self || classOf(st) != cls) {
+                if (stateOf(st) != SMALL || ownerOf(st) != self || classOf(st) != cls || HeapLayout.isPending(st)) {
                     roomy.clear(c);
                     owned.clear(c);
                     continue;
@@ -192,10 +191,19 @@ final class ClassPool {
             for (int j = 0; j < count; j++) {
                 int c = from + j;
                 long st = t[j * 4];
-                if (stateOf(st) == SMALL && ownerOf(st) == self && classOf(st) == cls) {
-                    owned.set(c);
-                    if (t[j * 4 + 1] < perChunk) {
-                        roomy.set(c);
+                if (stateOf(st) == SMALL && ownerOf(st) == self && HeapLayout.isPending(st)) {
+                    heap.recoverPending(c); // a claim of this node that did not finish (a verb timed out)
+                } else if (stateOf(st) == SMALL && ownerOf(st) == self && classOf(st) == cls) {
+                    if (!owned.get(c)) {
+                        // not claimed by this allocator (an earlier incarnation's): take it over with a
+                        // CAS, so that an adopter of the earlier incarnation's chunks and we never both own it
+                        if (!heap.reown(c, st)) {
+                            continue;
+                        }
+                        owned.set(c);
+                        if (t[j * 4 + 1] < perChunk) {
+                            roomy.set(c);
+                        }
                     }
                     if (headIndex(t[j * 4 + 2]) != 0 && size < batch) {
                         heap.hint(c, false);
@@ -205,11 +213,8 @@ final class ClassPool {
                     if (size > 0) {
                         return true; // found freed blocks before a free chunk: use them first
                     }
-                    long epoch = epochOf(st) + 1;
-                    if (remote.compareAndSwap(heap.entry(c), st, state(SMALL, cls, self, epoch)) == st) {
-                        // the chunk is ours: no other node touches its words until we give it back
-                        remote.write(heap.entry(c) + BUMP_WORD, new byte[ENTRY_LENGTH - BUMP_WORD]);
-                        heap.claimHint = c;
+                    long epoch = heap.claimSmall(c, st, cls);
+                    if (epoch >= 0) {
                         owned.set(c);
                         roomy.set(c);
                         cursor = c;
@@ -242,11 +247,11 @@ final class ClassPool {
         long first = heap.chunk(cursor) + old * blockSize;
         long hdr = blockHeader(HeapLayout.firstGeneration(cursorEpoch), cls, KIND_SMALL);
         if (k == 1) {
-            remote.writeLong(first, hdr);
+            remote.writeLong(first, HeapLayout.seal(hdr, first));
         } else {
             byte[] region = new byte[k * blockSize];
             for (int i = 0; i < k; i++) {
-                Words.putLong(region, i * blockSize, hdr);
+                Words.putLong(region, i * blockSize, HeapLayout.seal(hdr, first + (long) i * blockSize));
             }
             remote.write(first, region);
         }
@@ -277,25 +282,34 @@ final class ClassPool {
             }
             top = w;
         }
-        long chunkBase = heap.chunk(chunk);
-        long index = headIndex(top);
-        int count = 0;
-        while (index != 0) {
-            if (index > perChunk || count >= perChunk) {
-                throw new HeapCorruptedException(heap.node, heap.segment, "free list leaves its chunk or loops:"
-                        + " chunk=" + chunk + ", index=" + (index - 1) + ", walked=" + count);
+        // the chain is ours now. Its blocks join the cache only once COUNT has been lowered by as many:
+        // if a read or the fetch-and-add fails, they are dropped (leaked, still counted, so a release
+        // of the chunk recovers them) and COUNT never under-states what is live or cached.
+        int start = size;
+        try {
+            long chunkBase = heap.chunk(chunk);
+            long index = headIndex(top);
+            int count = 0;
+            while (index != 0) {
+                if (index > perChunk || count >= perChunk) {
+                    throw new HeapCorruptedException(heap.node, heap.segment, "free list leaves its chunk or loops:"
+                            + " chunk=" + chunk + ", index=" + (index - 1) + ", walked=" + count);
+                }
+                long p = chunkBase + (index - 1) * blockSize;
+                byte[] b = remote.read(p, 16);
+                long hdr = HeapLayout.unseal(Words.getLong(b, 0), p);
+                if (kindOf(hdr) != KIND_SMALL || blockClassOf(hdr) != cls) {
+                    throw new HeapCorruptedException(heap.node, heap.segment, "free block with a wrong header: chunk="
+                            + chunk + ", block=" + RemotePtr.toString(p) + ", header=0x" + Long.toHexString(hdr));
+                }
+                add(p, hdr);
+                count++;
+                index = Words.getLong(b, 8);
             }
-            long p = chunkBase + (index - 1) * blockSize;
-            byte[] b = remote.read(p, 16);
-            long hdr = Words.getLong(b, 0);
-            if (kindOf(hdr) != KIND_SMALL || blockClassOf(hdr) != cls) {
-                throw new HeapCorruptedException(heap.node, heap.segment, "free block with a wrong header: chunk="
-                        + chunk + ", block=" + RemotePtr.toString(p) + ", header=0x" + Long.toHexString(hdr));
-            }
-            add(p, hdr);
-            count++;
-            index = Words.getLong(b, 8);
+            remote.fetchAndAdd(e + COUNT_WORD, -count);
+        } catch (RuntimeException x) {
+            size = start;
+            throw x;
         }
-        remote.fetchAndAdd(e + COUNT_WORD, -count);
     }
 }

@@ -8,7 +8,8 @@ import io.membus.core.error.ErrorCode;
  * A block was freed through a reference whose generation is no longer the block's:
  * it was freed already (and maybe reallocated). Nothing was changed.
  *
- * <p><b>Note:</b> immutable; thread-safe.
+ * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
+ * makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class DoubleFreeException extends DsmException {
     private static final long serialVersionUID = 1L;

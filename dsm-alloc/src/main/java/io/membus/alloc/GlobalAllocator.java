@@ -98,8 +98,13 @@ public final class GlobalAllocator implements AutoCloseable {
      * @throws DsmConfigException when another open allocator uses the same transport
      */
     public GlobalAllocator(RemoteMemory memory, AllocatorConfig config) {
+        this(memory, config, new Remote(memory));
+    }
+
+    /** With the verbs of {@code remote} (tests inject verbs whose outcome a deadline leaves unknown). */
+    GlobalAllocator(RemoteMemory memory, AllocatorConfig config, Remote remote) {
         this.memory = memory;
-        this.remote = new Remote(memory);
+        this.remote = remote;
         this.directory = memory.directory();
         this.config = config;
         this.self = memory.localNodeId();
@@ -339,6 +344,17 @@ public final class GlobalAllocator implements AutoCloseable {
         }
     }
 
+    /** {@link #addHeapsOf}, skipping a node whose heap headers cannot be read (for spreading placements). */
+    private void addReachableHeapsOf(int node, List<HeapSegment> out) {
+        try {
+            addHeapsOf(node, out);
+        } catch (HeapCorruptedException e) {
+            throw e;
+        } catch (DsmException e) {
+            LOG.debug("placement skips node {}: {}", node, e.toString());
+        }
+    }
+
     /** The heaps a placement may use, in the order to try them. */
     private List<HeapSegment> targets(Placement placement) {
         List<HeapSegment> out = new ArrayList<>(4);
@@ -355,7 +371,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 int[] nodes = heapNodes();
                 int start = nodes.length == 0 ? 0 : Math.floorMod(roundRobin.getAndIncrement(), nodes.length);
                 for (int i = 0; i < nodes.length; i++) {
-                    addHeapsOf(nodes[(start + i) % nodes.length], out);
+                    addReachableHeapsOf(nodes[(start + i) % nodes.length], out);
                 }
             }
             case KEY -> {
@@ -367,7 +383,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 long key = placement.keyHash();
                 Arrays.sort(order, (a, b) -> Long.compareUnsigned(Placement.score(key, b), Placement.score(key, a)));
                 for (int n : order) {
-                    addHeapsOf(n, out);
+                    addReachableHeapsOf(n, out);
                 }
             }
             default -> throw new IllegalStateException("unknown placement " + placement);
@@ -402,27 +418,66 @@ public final class GlobalAllocator implements AutoCloseable {
         if (size <= 0 || size > Integer.MAX_VALUE - BLOCK_HEADER_LENGTH) {
             throw new AllocationSizeException(size, Integer.MAX_VALUE - BLOCK_HEADER_LENGTH);
         }
+        // roundRobin and byKey move on past a heap that is full or cannot be reached; local and node do not
+        boolean spread = placement.kind() == Placement.Kind.ROUND_ROBIN || placement.kind() == Placement.Kind.KEY;
         List<HeapSegment> targets = null;
         for (int round = 0; round < 2; round++) {
             targets = targets(placement);
             long largest = 0;
+            DsmException unreachable = null;
+            int tried = 0;
             for (HeapSegment h : targets) {
                 largest = Math.max(largest, h.maxObject());
                 if (size <= h.maxObject()) {
-                    BlockRef r = h.allocate(size);
-                    if (r != null) {
-                        return r;
+                    tried++;
+                    try {
+                        BlockRef r = h.allocate(size);
+                        if (r != null) {
+                            return r;
+                        }
+                    } catch (HeapCorruptedException e) {
+                        throw e;
+                    } catch (DsmException e) {
+                        if (!spread) {
+                            throw e;
+                        }
+                        if (unreachable == null) {
+                            unreachable = e;
+                        } else {
+                            unreachable.addSuppressed(e);
+                        }
                     }
                 }
             }
             if (size > largest) {
                 throw new AllocationSizeException(size, largest);
             }
-            if (round == 0 && trim() == 0) {
+            if (unreachable != null && tried == 1 + unreachable.getSuppressed().length) {
+                throw unreachable; // every heap that could hold it failed: none was full
+            }
+            if (round == 0 && trimReachable() == 0) {
                 break; // nothing released here: a retry cannot succeed
             }
         }
         throw new OutOfRemoteMemoryException(size, placement.toString(), usageOf(targets));
+    }
+
+    /** {@link #trim()} of every heap that can be reached (before an out-of-memory is reported). */
+    private int trimReachable() {
+        int released = 0;
+        for (HeapSegment h : heaps.values()) {
+            if (h.formatted) {
+                try {
+                    released += h.trim();
+                } catch (HeapCorruptedException e) {
+                    throw e;
+                } catch (DsmException e) {
+                    LOG.debug("trim before out-of-memory skipped node={} segment={}: {}", h.node, h.segment,
+                            e.toString());
+                }
+            }
+        }
+        return released;
     }
 
     /**
@@ -454,7 +509,8 @@ public final class GlobalAllocator implements AutoCloseable {
                     + Long.toHexString(expected));
         }
         long freed = HeapLayout.nextHeader(expected);
-        long witness = remote.compareAndSwap(ptr, expected, freed);
+        long witness = HeapLayout.unseal(remote.compareAndSwap(ptr, HeapLayout.seal(expected, ptr),
+                HeapLayout.seal(freed, ptr)), ptr);
         if (witness != expected) {
             if (kindOf(witness) == kind && blockClassOf(witness) == blockClassOf(expected)
                     && generationOf(witness) > generationOf(expected)) {
@@ -527,7 +583,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
     /** Whether {@code ref}'s block is still the one it was allocated as (one read of the header). */
     public boolean isLive(BlockRef ref) {
-        return remote.readLong(ref.ptr()) == ref.header();
+        return remote.readLong(ref.ptr()) == HeapLayout.seal(ref.header(), ref.ptr());
     }
 
     private static void checkBounds(BlockRef ref, long offset, long length) {
@@ -536,10 +592,12 @@ public final class GlobalAllocator implements AutoCloseable {
         }
     }
 
-    private static void checkHeader(BlockRef ref, long header, String op) {
-        if (header == ref.header()) {
+    /** Checks the header word {@code raw} as read from memory (sealed) against the reference's. */
+    private static void checkHeader(BlockRef ref, long raw, String op) {
+        if (raw == HeapLayout.seal(ref.header(), ref.ptr())) {
             return;
         }
+        long header = HeapLayout.unseal(raw, ref.ptr());
         if (kindOf(header) == kindOf(ref.header()) && blockClassOf(header) == blockClassOf(ref.header())
                 && generationOf(header) < generationOf(ref.header())) {
             throw new InvalidBlockException(ref.ptr(), "the reference's generation " + ref.generation()
@@ -583,9 +641,11 @@ public final class GlobalAllocator implements AutoCloseable {
                     long st = t[c * 4];
                     if (stateOf(st) != FREE && ownerOf(st) == nodeId) {
                         long mine = (st & ~(0xffffL << 36)) | ((long) self << 36);
-                        if (remote.compareAndSwap(h.entry(c), st, mine) == st) {
+                        if (h.casResolved(h.entry(c), st, mine) == st) {
                             adopted++;
-                            if (stateOf(st) == SMALL) {
+                            if (stateOf(st) == SMALL && HeapLayout.isPending(st)) {
+                                h.recoverPending(c); // its claim never finished: nothing was carved
+                            } else if (stateOf(st) == SMALL) {
                                 h.pool(classOf(st)).adopted(c);
                             }
                         }
@@ -663,6 +723,9 @@ public final class GlobalAllocator implements AutoCloseable {
                     case FREE -> free++;
                     case SMALL -> {
                         small++;
+                        if (HeapLayout.isPending(st)) {
+                            break; // a claim in progress: its words are not this claim's yet
+                        }
                         long carved = Math.min(t[c * 4 + 1], h.perChunk(classOf(st)));
                         long count = Math.max(0, t[c * 4 + 3]);
                         onLists += count;

@@ -8,7 +8,8 @@ import io.membus.core.error.ErrorCode;
  * a wrong magic/version/check word, or a table entry in an impossible state. The
  * allocator refuses to use the segment rather than hand out overlapping blocks.
  *
- * <p><b>Note:</b> immutable; thread-safe.
+ * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
+ * makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class HeapCorruptedException extends DsmException {
     private static final long serialVersionUID = 1L;

@@ -28,9 +28,12 @@ package io.membus.alloc;
  * <pre>
  *   word 0  STATE     63    60 59       52 51            36 35  32 31                              0
  *                    +--------+-----------+----------------+------+--------------------------------+
- *                    | state  | class (8) | owner node (16)| rsvd |         epoch (32)             |
+ *                    | state  | class (8) | owner node (16)| P rsv|         epoch (32)             |
  *                    +--------+-----------+----------------+------+--------------------------------+
  *                    state: 0 FREE, 1 SMALL (blocks of one size class), 2 LARGE_HEAD, 3 LARGE_TAIL
+ *                    P (bit 32): a SMALL claim not finished yet: the other words may still be the
+ *                    previous claim's; only the owner touches the entry, and it either finishes the
+ *                    claim or rolls it back to FREE (a claim whose CAS or reset timed out)
  *                    epoch: +1 on every claim; kept when a chunk goes back to FREE or is adopted
  *   word 1  BUMP      blocks carved from the chunk so far (fetch-and-add by the owner; may pass the capacity)
  *   word 2  FREE_HEAD 63      40 39                            0
@@ -48,7 +51,7 @@ package io.membus.alloc;
  * (chunkCount / 8 bytes) instead of the whole table. The bits are hints only: no
  * safety property depends on them.
  *
- * <h2>Block header (8 bytes at the start of every block)</h2>
+ * <h2>Block header (8 bytes at the start of every block, sealed: see below)</h2>
  * <pre>
  *   63                                      24 23              8 7        0
  *  +------------------------------------------+-----------------+----------+
@@ -60,11 +63,18 @@ package io.membus.alloc;
  * {@code e << 20}; every free adds one. A {@link BlockRef} carries the whole
  * header word it was allocated with.
  *
- * <p><b>Note:</b> constants and pure functions; thread-safe.
+ * <p>The word in memory is the header <em>sealed</em> with its own address
+ * ({@link #seal}: XOR with a mix of the pointer). A header value stored as data
+ * (a reference kept in a collection's block) therefore never passes for a header at
+ * any address: a stale reference whose address now lies inside another block's
+ * payload cannot be validated by a copy of its own header sitting there.
+ *
+ * <p><b>Note:</b> constants and pure functions; thread-safe, no shared state, so no
+ * memory ordering applies. The words it describes are ordered by the verbs on them.
  */
 public final class HeapLayout {
     public static final long MAGIC = 0x3130504145484d42L; // "MBHEAP01" little-endian
-    public static final int LAYOUT_VERSION = 1;
+    public static final int LAYOUT_VERSION = 2;
 
     public static final int MAGIC_OFFSET = 0;
     public static final int VERSION_OFFSET = 8;
@@ -94,6 +104,8 @@ public final class HeapLayout {
     public static final long GENERATION_COUNT_MASK = (1L << GENERATION_COUNT_BITS) - 1;
     public static final long GENERATION_MASK = (1L << 40) - 1;
     public static final long EPOCH_MASK = 0xFFFF_FFFFL;
+    /** STATE word bit: a claim in progress (the BUMP/FREE_HEAD/COUNT words are not reset yet). */
+    public static final long PENDING = 1L << 32;
 
     public static final int MIN_CHUNK_SHIFT = 12;
     public static final int MAX_CHUNK_SHIFT = 30;
@@ -121,6 +133,10 @@ public final class HeapLayout {
 
     public static int ownerOf(long word) {
         return (int) (word >>> 36) & 0xffff;
+    }
+
+    public static boolean isPending(long word) {
+        return (word & PENDING) != 0;
     }
 
     public static long epochOf(long word) {
@@ -163,6 +179,22 @@ public final class HeapLayout {
 
     public static int kindOf(long header) {
         return (int) header & 0xff;
+    }
+
+    /** The header word as stored at block address {@code ptr}. */
+    public static long seal(long header, long ptr) {
+        return header ^ addressMask(ptr);
+    }
+
+    /** The header held by the word {@code raw} stored at block address {@code ptr}. */
+    public static long unseal(long raw, long ptr) {
+        return raw ^ addressMask(ptr);
+    }
+
+    private static long addressMask(long ptr) {
+        long z = (ptr ^ 0x4D42484541503032L) * 0x9E3779B97F4A7C15L;
+        z = (z ^ (z >>> 31)) * 0xBF58476D1CE4E5B9L;
+        return z ^ (z >>> 29);
     }
 
     /** The first generation of a block carved from a chunk claimed at {@code epoch}. */

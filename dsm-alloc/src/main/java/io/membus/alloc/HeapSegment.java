@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
+import static io.membus.alloc.HeapLayout.BUMP_WORD;
 import static io.membus.alloc.HeapLayout.COUNT_WORD;
 import static io.membus.alloc.HeapLayout.ENTRY_LENGTH;
 import static io.membus.alloc.HeapLayout.FREE;
@@ -26,9 +27,11 @@ import static io.membus.alloc.HeapLayout.chunkCount;
 import static io.membus.alloc.HeapLayout.classOf;
 import static io.membus.alloc.HeapLayout.dataStart;
 import static io.membus.alloc.HeapLayout.epochOf;
+import static io.membus.alloc.HeapLayout.PENDING;
 import static io.membus.alloc.HeapLayout.head;
 import static io.membus.alloc.HeapLayout.headIndex;
 import static io.membus.alloc.HeapLayout.headTag;
+import static io.membus.alloc.HeapLayout.isPending;
 import static io.membus.alloc.HeapLayout.ownerOf;
 import static io.membus.alloc.HeapLayout.state;
 import static io.membus.alloc.HeapLayout.stateOf;
@@ -47,6 +50,8 @@ final class HeapSegment {
     static final int MAX_CAS_RETRIES = 100_000;
     static final int SCAN_SLICE = 256;
     static final int TABLE_READ_PIECE = 1 << 20;
+    /** BUMP, FREE_HEAD and COUNT of a fresh claim (a write copies its buffer: shared). */
+    private static final byte[] ZERO_WORDS = new byte[ENTRY_LENGTH - BUMP_WORD];
     private static final Logger LOG = LoggerFactory.getLogger(HeapSegment.class);
 
     final Remote remote;
@@ -65,41 +70,39 @@ final class HeapSegment {
     final ClassPool[] pools;
     /** Where the last claim succeeded: scans for a free chunk start there. */
     volatile int claimHint;
+    /**
+     * Held from a small claim's CAS until the claim is finished, and while an unfinished
+     * claim is rolled back, so this node never rolls back a claim one of its threads is
+     * still making. Taken after a pool's lock, never before.
+     */
+    private final Object claimLock = new Object();
 
     /** An unformatted segment. */
     HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d) {
-        this.remote = remote;
-        this.self = self;
-        this.config = config;
-        this.node = d.nodeId();
-        this.segment = d.index();
-        this.incarnation = d.incarnation();
-        this.formatted = false;
-        this.checkedAt = System.nanoTime();
-        this.base = d.pointer(0);
-        this.chunkShift = 0;
-        this.chunkCount = 0;
-        this.dataStart = 0;
-        this.smallLimit = 0;
-        this.pools = new ClassPool[0];
+        this(remote, self, config, d, false, 0, 0, 0);
     }
 
     HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d, int chunkShift, int chunkCount,
                 long dataStart) {
+        this(remote, self, config, d, true, chunkShift, chunkCount, dataStart);
+    }
+
+    private HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d, boolean formatted,
+                        int chunkShift, int chunkCount, long dataStart) {
         this.remote = remote;
         this.self = self;
         this.config = config;
         this.node = d.nodeId();
         this.segment = d.index();
         this.incarnation = d.incarnation();
-        this.formatted = true;
+        this.formatted = formatted;
         this.checkedAt = System.nanoTime();
         this.base = d.pointer(0);
         this.chunkShift = chunkShift;
         this.chunkCount = chunkCount;
         this.dataStart = dataStart;
-        this.smallLimit = (1 << chunkShift) / 4;
-        this.pools = new ClassPool[SizeClasses.count()];
+        this.smallLimit = formatted ? (1 << chunkShift) / 4 : 0;
+        this.pools = new ClassPool[formatted ? SizeClasses.count() : 0];
     }
 
     long maxObject() {
@@ -171,19 +174,111 @@ final class HeapSegment {
     void hint(int c, boolean set) {
         long word = base + HeapLayout.hintsOffset(chunkCount) + (long) (c >>> 6) * 8;
         long bit = 1L << (c & 63);
-        long w = remote.readLong(word);
-        for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
-            if (((w & bit) != 0) == set) {
-                return;
+        try {
+            long w = remote.readLong(word);
+            for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
+                if (((w & bit) != 0) == set) {
+                    return;
+                }
+                long witness = remote.compareAndSwap(word, w, set ? w | bit : w & ~bit);
+                if (witness == w) {
+                    return;
+                }
+                w = witness;
             }
-            long witness = remote.compareAndSwap(word, w, set ? w | bit : w & ~bit);
-            if (witness == w) {
-                return;
-            }
-            w = witness;
+        } catch (DsmException e) {
+            // a hint only: the free it follows is complete; the owner's table scan finds the list anyway
+            LOG.debug("free-list hint not updated: node={}, segment={}, chunk={}: {}", node, segment, c, e.toString());
+            return;
         }
         LOG.warn("free-list hint not updated after {} tries: node={}, segment={}, chunk={} (a hint only)",
                 MAX_CAS_RETRIES, node, segment, c);
+    }
+
+    /**
+     * A CAS whose update only this node can write (it names this node as owner at a new
+     * epoch, or undoes such a word). When the verb fails (its deadline fired, the
+     * connection broke) its outcome is unknown: the word is read again — the read follows
+     * the CAS on the same connection, so it sees the CAS if it was executed — and the
+     * witness is inferred: {@code expected} when the word holds {@code update}. When the
+     * word still holds {@code expected} (the CAS was not executed) or cannot be read, the
+     * first error is thrown and nothing changed.
+     */
+    long casResolved(long ptr, long expected, long update) {
+        try {
+            return remote.compareAndSwap(ptr, expected, update);
+        } catch (DsmException e) {
+            long now;
+            try {
+                now = remote.readLong(ptr);
+            } catch (DsmException again) {
+                e.addSuppressed(again);
+                throw e;
+            }
+            if (now == update) {
+                return expected;
+            }
+            if (now == expected) {
+                throw e;
+            }
+            return now;
+        }
+    }
+
+    /**
+     * Claims FREE chunk {@code c} (whose STATE word was {@code st}) for class {@code cls}:
+     * CAS to {@code SMALL|PENDING(cls, me, e+1)}, reset BUMP/FREE_HEAD/COUNT, CAS the
+     * pending bit away. A claim that fails half-way (a verb timed out) leaves the entry
+     * pending and owned by this node; {@link #recoverPending} rolls it back later.
+     *
+     * @return the chunk's new epoch, or -1 when another node won it
+     */
+    long claimSmall(int c, long st, int cls) {
+        long epoch = (epochOf(st) + 1) & HeapLayout.EPOCH_MASK;
+        long pending = state(SMALL, cls, self, epoch) | PENDING;
+        synchronized (claimLock) {
+            if (casResolved(entry(c), st, pending) != st) {
+                return -1;
+            }
+            // the chunk is ours: no other node touches its words until we give it back
+            remote.write(entry(c) + BUMP_WORD, ZERO_WORDS);
+            if (casResolved(entry(c), pending, state(SMALL, cls, self, epoch)) != pending) {
+                return -1; // adopted by another node meanwhile (it rolls the claim back)
+            }
+            claimHint = c;
+            return epoch;
+        }
+    }
+
+    /**
+     * Rolls back an unfinished claim of this node (SMALL, PENDING, owner = this node):
+     * resets the words and sets the entry FREE at the claim's epoch. Nothing was carved
+     * from a pending chunk, so nothing is lost.
+     */
+    void recoverPending(int c) {
+        synchronized (claimLock) {
+            long st = remote.readLong(entry(c));
+            if (stateOf(st) != SMALL || !isPending(st) || ownerOf(st) != self) {
+                return;
+            }
+            remote.write(entry(c) + BUMP_WORD, ZERO_WORDS);
+            if (remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
+                LOG.info("rolled back an unfinished chunk claim: node={}, segment={}, chunk={}", node, segment, c);
+            }
+        }
+    }
+
+    /**
+     * Takes over a SMALL chunk that carries this node's id but that this allocator did
+     * not claim (an earlier incarnation's), by moving its epoch on with one CAS: an
+     * adopter's CAS expects the old word, so exactly one of them owns the chunk. Blocks
+     * carved from now on start above every generation the chunk has had.
+     *
+     * @return whether this node owns the chunk now
+     */
+    boolean reown(int c, long st) {
+        long mine = state(SMALL, classOf(st), self, (epochOf(st) + 1) & HeapLayout.EPOCH_MASK);
+        return casResolved(entry(c), st, mine) == st;
     }
 
     ClassPool pool(int cls) {
@@ -222,31 +317,46 @@ final class HeapSegment {
             }
             long epoch = epochOf(t[start * 4]) + 1;
             int claimed = 0;
-            for (; claimed < span; claimed++) {
-                long w = t[(start + claimed) * 4];
-                long mine = state(claimed == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
-                if (remote.compareAndSwap(entry(start + claimed), w, mine) != w) {
-                    break;
-                }
-            }
-            if (claimed < span) {
-                for (int i = 0; i < claimed; i++) { // roll back: these chunks are free again (new epoch)
-                    long w = t[(start + i) * 4];
-                    long mine = state(i == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
-                    long back = remote.compareAndSwap(entry(start + i), mine, state(FREE, 0, 0, epochOf(w) + 1));
-                    if (back != mine) {
-                        throw new HeapCorruptedException(node, segment, "a chunk claimed by this node changed"
-                                + " under it: chunk=" + (start + i) + ", state=0x" + Long.toHexString(back));
+            try {
+                for (; claimed < span; claimed++) {
+                    long w = t[(start + claimed) * 4];
+                    long mine = state(claimed == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
+                    if (casResolved(entry(start + claimed), w, mine) != w) {
+                        break;
                     }
                 }
+            } catch (DsmException e) {
+                try {
+                    rollBackLarge(t, start, claimed); // the chunk whose CAS is unknown stays ours (see docs)
+                } catch (DsmException again) {
+                    e.addSuppressed(again);
+                }
+                throw e;
+            }
+            if (claimed < span) {
+                rollBackLarge(t, start, claimed);
                 continue;
             }
             remote.writeLong(entry(start) + COUNT_WORD, span);
             long hdr = blockHeader(HeapLayout.firstGeneration(epoch), LARGE_CLASS, KIND_LARGE);
-            remote.writeLong(chunk(start), hdr);
+            remote.writeLong(chunk(start), HeapLayout.seal(hdr, chunk(start)));
             return new BlockRef(chunk(start), hdr, ((long) span << chunkShift) - BLOCK_HEADER_LENGTH);
         }
         return null;
+    }
+
+    /** Sets the first {@code claimed} chunks of a large claim that lost a race FREE again (new epoch). */
+    private void rollBackLarge(long[] t, int start, int claimed) {
+        for (int i = 0; i < claimed; i++) {
+            long w = t[(start + i) * 4];
+            long mine = state(i == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
+            long back = casResolved(entry(start + i), mine, state(FREE, 0, 0, epochOf(w) + 1));
+            if (back != mine && !(stateOf(back) == FREE || epochOf(back) > epochOf(mine))) {
+                // (FREE or a later epoch: our rollback was executed, its verb timed out, someone claimed it since)
+                throw new HeapCorruptedException(node, segment, "a chunk claimed by this node changed"
+                        + " under it: chunk=" + (start + i) + ", state=0x" + Long.toHexString(back));
+            }
+        }
     }
 
     private int freeRun(long[] t, int span) {
@@ -331,15 +441,19 @@ final class HeapSegment {
             long[] t = readTable();
             for (int c = 0; c < chunkCount; c++) {
                 long st = t[c * 4];
-                if (stateOf(st) == SMALL && ownerOf(st) == self) {
+                if (stateOf(st) == SMALL && ownerOf(st) == self && !isPending(st)) {
                     int cls = classOf(st);
                     long carved = Math.min(t[c * 4 + 1], perChunk(cls));
-                    if (t[c * 4 + 3] == carved
-                            && remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
-                        released++;
+                    if (t[c * 4 + 3] == carved) {
+                        // forget the chunk before the CAS: if the CAS runs but its verb fails, this node
+                        // must not pop the list of a FREE chunk (another node may claim and carve it). If
+                        // it did not run, a later scan finds the chunk again and takes it over.
                         if (ps[cls] != null) {
                             ps[cls].owned.clear(c);
                             ps[cls].roomy.clear(c);
+                        }
+                        if (remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
+                            released++;
                         }
                     }
                 }

@@ -10,7 +10,8 @@ import java.util.TreeMap;
  * from the chunk tables at one moment (each row is one read of one table; rows
  * are not a consistent snapshot of the whole cluster).
  *
- * <p><b>Note:</b> immutable value; thread-safe.
+ * <p><b>Note:</b> immutable value; thread-safe: every field is final, so any
+ * publication makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class HeapUsage {
     /**

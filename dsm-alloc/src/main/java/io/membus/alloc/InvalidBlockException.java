@@ -9,7 +9,8 @@ import io.membus.core.error.ErrorCode;
  * chunk, not at a block boundary, or the bytes there are not a block header of the
  * kind and class the reference says. Nothing was changed.
  *
- * <p><b>Note:</b> immutable; thread-safe.
+ * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
+ * makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class InvalidBlockException extends DsmException {
     private static final long serialVersionUID = 1L;

@@ -9,7 +9,8 @@ import io.membus.core.error.ErrorCode;
  * unchanged by the failed attempt. The message carries the usage of every heap
  * segment the allocator tried.
  *
- * <p><b>Note:</b> immutable; thread-safe.
+ * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
+ * makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class OutOfRemoteMemoryException extends DsmException {
     private static final long serialVersionUID = 1L;

@@ -14,7 +14,8 @@ package io.membus.alloc;
  *       went; when the chosen node is full the next one in the key's order is used.</li>
  * </ul>
  *
- * <p><b>Note:</b> immutable value; thread-safe.
+ * <p><b>Note:</b> immutable value; thread-safe: every field is final, so any
+ * publication makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class Placement {
     /** The kinds of placement. */

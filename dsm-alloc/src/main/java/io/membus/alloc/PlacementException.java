@@ -7,7 +7,8 @@ import io.membus.core.error.ErrorCode;
  * A placement names no heap the allocator can use: the node is not a live member,
  * has no heap segments, or none of its heap segments is formatted.
  *
- * <p><b>Note:</b> immutable; thread-safe.
+ * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
+ * makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class PlacementException extends DsmException {
     private static final long serialVersionUID = 1L;

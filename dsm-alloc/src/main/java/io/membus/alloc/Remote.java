@@ -2,22 +2,19 @@ package io.membus.alloc;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
-import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
-
-import java.util.concurrent.CompletionException;
 
 /**
- * The synchronous verbs the allocator uses, on {@link RemoteMemory}, with every
- * failure surfaced as its typed {@link DsmException}. {@code RemoteMemory} can throw
- * a {@link CompletionException} wrapping the typed error when the connection to a
- * peer has already failed (its {@code getNow} on the failed connect future); this
- * unwraps it. Each call waits for its verb, so the allocator never has two verbs in
- * flight and never depends on their order.
+ * The synchronous verbs the allocator uses, on {@link RemoteMemory} (which rethrows
+ * every failure as its typed {@link io.membus.core.error.DsmException} and bounds
+ * every wait by the operation deadline). Each call waits for its verb, so the
+ * allocator never has two verbs in flight and never depends on their order.
+ *
+ * <p>Not final so that tests can inject a verb that executes and then reports a
+ * timeout (the outcome a deadline leaves unknown).
  *
  * <p><b>Note:</b> stateless apart from the memory; thread-safe.
  */
-final class Remote {
+class Remote {
     private final RemoteMemory memory;
 
     Remote(RemoteMemory memory) {
@@ -25,11 +22,7 @@ final class Remote {
     }
 
     byte[] read(long ptr, int length) {
-        try {
-            return memory.readSync(ptr, length);
-        } catch (CompletionException e) {
-            throw unwrap(e);
-        }
+        return memory.readSync(ptr, length);
     }
 
     long readLong(long ptr) {
@@ -37,11 +30,7 @@ final class Remote {
     }
 
     void write(long ptr, byte[] src) {
-        try {
-            memory.writeSync(ptr, src);
-        } catch (CompletionException e) {
-            throw unwrap(e);
-        }
+        memory.writeSync(ptr, src);
     }
 
     void writeLong(long ptr, long value) {
@@ -51,26 +40,10 @@ final class Remote {
     }
 
     long compareAndSwap(long ptr, long expected, long update) {
-        try {
-            return memory.compareAndSwapSync(ptr, expected, update);
-        } catch (CompletionException e) {
-            throw unwrap(e);
-        }
+        return memory.compareAndSwapSync(ptr, expected, update);
     }
 
     long fetchAndAdd(long ptr, long delta) {
-        try {
-            return memory.fetchAndAddSync(ptr, delta);
-        } catch (CompletionException e) {
-            throw unwrap(e);
-        }
-    }
-
-    static DsmException unwrap(CompletionException e) {
-        Throwable cause = e.getCause();
-        if (cause instanceof DsmException d) {
-            return d;
-        }
-        return new DsmException(ErrorCode.INTERNAL, "verb failed: " + cause, cause != null ? cause : e);
+        return memory.fetchAndAddSync(ptr, delta);
     }
 }

@@ -7,7 +7,8 @@ package io.membus.alloc;
  * Objects whose block would be larger than a quarter of a chunk are large objects
  * and take whole chunks.
  *
- * <p><b>Note:</b> constants and pure functions; thread-safe.
+ * <p><b>Note:</b> constants and pure functions; thread-safe, no shared state, so no
+ * memory ordering applies. The words it describes are ordered by the verbs on them.
  */
 public final class SizeClasses {
     private static final int[] SIZES;

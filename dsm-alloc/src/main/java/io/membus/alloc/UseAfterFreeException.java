@@ -9,7 +9,8 @@ import io.membus.core.error.ErrorCode;
  * block's: the block was freed (and maybe handed to a new owner) since the reference
  * was made. Nothing of the block's current contents was returned.
  *
- * <p><b>Note:</b> immutable; thread-safe.
+ * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
+ * makes it fully visible (final-field semantics); no other memory ordering.
  */
 public final class UseAfterFreeException extends DsmException {
     private static final long serialVersionUID = 1L;

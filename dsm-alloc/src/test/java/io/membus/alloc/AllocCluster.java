@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Function;
 
 /**
  * Nodes of one JVM over the {@code local} (or {@code shm}) transport sharing one
@@ -62,6 +63,11 @@ final class AllocCluster implements AutoCloseable {
     }
 
     GlobalAllocator addNode(int id, long heapSize, AllocatorConfig config) {
+        return addNode(id, heapSize, config, Remote::new);
+    }
+
+    /** A node whose allocator issues its verbs through {@code remotes} (a fault-injecting {@link Remote}). */
+    GlobalAllocator addNode(int id, long heapSize, AllocatorConfig config, Function<RemoteMemory, Remote> remotes) {
         TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
                 .operationTimeout(Duration.ofSeconds(5));
         if (shmDir != null) {
@@ -73,10 +79,27 @@ final class AllocCluster implements AutoCloseable {
         directory.addMember(t.self());
         directory.addSegment(t.export(SegmentSpec.of(0, 4096)).descriptor());
         Segment heap = t.export(SegmentSpec.of(HEAP, heapSize));
-        GlobalAllocator a = new GlobalAllocator(new RemoteMemory(t, directory, Duration.ofSeconds(5)), config);
+        RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(5));
+        GlobalAllocator a = new GlobalAllocator(memory, config, remotes.apply(memory));
         closeables.add(0, a);
         a.formatLocalSegments();
         directory.addSegment(heap.descriptor());
+        allocators.put(id, a);
+        return a;
+    }
+
+    /**
+     * The node's allocator is closed and a new one opened on the same transport, as a
+     * restarted process that reuses its (file-backed) heap would: it knows nothing of
+     * the chunks the old one claimed. {@code close} returns the old one's cached blocks.
+     */
+    GlobalAllocator reopen(int id, AllocatorConfig config) {
+        GlobalAllocator old = allocators.get(id);
+        old.close();
+        closeables.remove(old);
+        GlobalAllocator a = new GlobalAllocator(old.memory(), config);
+        closeables.add(0, a);
+        a.formatLocalSegments();
         allocators.put(id, a);
         return a;
     }

@@ -107,6 +107,56 @@ class GlobalAllocatorTest {
     }
 
     @Test
+    void staleReferenceIntoAChunkReusedForAnotherSizeNeverMatchesStoredReferences() {
+        cluster = new AllocCluster(1, 1 << 20, 16 << 10);
+        GlobalAllocator one = cluster.node(1);
+        BlockRef first = one.allocate(100);
+        BlockRef stale = one.allocate(100); // the second block of the chunk: inside a larger block later
+        one.free(first);
+        one.free(stale);
+        assertEquals(1, one.trim(), "the chunk is empty and given back");
+        BlockRef cover = null;
+        List<BlockRef> others = new ArrayList<>();
+        for (int i = 0; i < 200 && cover == null; i++) {
+            BlockRef r = one.allocate(1000);
+            if (r.payload() <= stale.ptr() && stale.ptr() + 8 <= r.payload() + r.capacity()) {
+                cover = r;
+            } else {
+                others.add(r);
+            }
+        }
+        assertTrue(cover != null, "the chunk is reused for 1000-byte blocks");
+        // the new owner stores references (ptr, header) in its payload, as collections do; one lands
+        // exactly where the stale reference's header was
+        long at = stale.ptr() - cover.payload();
+        BlockRef owner = cover;
+        one.writeLong(owner, at, stale.header());
+        one.writeLong(owner, at + 8, 42);
+        assertThrows(UseAfterFreeException.class, () -> one.read(stale, 0, 8), "the stale read returns nothing");
+        assertThrows(UseAfterFreeException.class, () -> one.write(stale, 0, new byte[]{1}));
+        assertThrows(DsmException.class, () -> one.free(stale), "a free through the stale reference is refused");
+        assertEquals(stale.header(), one.readLong(owner, at), "the new owner's bytes are untouched");
+        assertEquals(42, one.readLong(owner, at + 8));
+        one.free(owner);
+        others.forEach(one::free);
+    }
+
+    @Test
+    void spreadingPlacementsSkipAnUnreachableNode() {
+        cluster = new AllocCluster(3, 1 << 20, 16 << 10);
+        GlobalAllocator one = cluster.node(1);
+        cluster.transports.get(2).close(); // still a member in the directory, but its memory is gone
+        Set<Integer> nodes = new HashSet<>();
+        for (int i = 0; i < 12; i++) {
+            nodes.add(one.allocate(100, Placement.roundRobin()).nodeId());
+            nodes.add(one.allocate(100, Placement.byKey(i)).nodeId());
+        }
+        assertEquals(Set.of(1, 3), nodes, "round-robin and by-key move on past node 2");
+        assertThrows(DsmException.class, () -> one.allocate(100, Placement.node(2)),
+                "an explicit placement reports the unreachable node");
+    }
+
+    @Test
     void doubleFreeIsRefusedOnEveryNode() {
         cluster = new AllocCluster(2, 1 << 20, 16 << 10);
         BlockRef r = cluster.node(1).allocate(64, Placement.node(2));
@@ -134,6 +184,11 @@ class GlobalAllocatorTest {
         assertThrows(InvalidBlockException.class, () -> a.free(BlockRef.of(r.ptr(), 0x77, 8)));
         assertThrows(InvalidBlockException.class, () -> a.free(BlockRef.of(RemotePtr.pack(1, 1, 8), r.header(), 8)),
                 "in the chunk table");
+        InvalidBlockException c = assertThrows(InvalidBlockException.class,
+                () -> BlockRef.of(r.ptr(), r.header(), r.capacity() + 16), "a capacity past the block's class");
+        assertTrue(c.getMessage().contains("capacity=" + (r.capacity() + 16)), c.getMessage());
+        assertThrows(InvalidBlockException.class, () -> BlockRef.of(r.ptr(), r.header(), -1));
+        assertEquals(r, BlockRef.of(r.ptr(), r.header(), r.capacity()), "the reported capacity is accepted");
         assertTrue(a.isLive(r), "refused frees changed nothing");
         AllocationSizeException s = assertThrows(AllocationSizeException.class, () -> a.allocate(0));
         assertTrue(s.getMessage().contains("size=0"), s.getMessage());
