@@ -101,6 +101,8 @@ final class TcpConnection implements Connection {
     private final ArrayDeque<Op> orphans = new ArrayDeque<>();
     private int timedOutInFlight;
     private long nextCorrelationId;
+    /** Highest correlation id of a timed-out verb dropped from the head of {@link #inFlight}: a late answer is ignored. */
+    private long discardedThrough;
     private ScheduledFuture<?> releaseTimer;
     private ScheduledFuture<?> sweepTimer;
     private ScheduledFuture<?> reconnectTimer;
@@ -190,6 +192,7 @@ final class TcpConnection implements Connection {
                 .group(loop)
                 .channel(transport.socketChannelClass())
                 .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, TcpTransport.WATER_MARK)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.max(1, transport.settings.connectTimeout.toMillis()))
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
@@ -355,6 +358,11 @@ final class TcpConnection implements Connection {
         }
     }
 
+    /** Verbs on the wire (timed-out ones not yet forgotten included), read on the I/O thread; for tests. */
+    CompletableFuture<Integer> inFlightCount() {
+        return CompletableFuture.supplyAsync(inFlight::size, loop);
+    }
+
     private NodeUnavailableException unavailable() {
         return new NodeUnavailableException(peer.nodeId(), downReason + " (peer " + peer + ")");
     }
@@ -377,8 +385,8 @@ final class TcpConnection implements Connection {
     /** Sends waiting verbs in order while the window allows; one buffer, one flush. */
     private void send() {
         Channel ch = channel;
-        if (ch == null || backlog.isEmpty()) {
-            return;
+        if (ch == null || backlog.isEmpty() || !ch.isWritable()) {
+            return; // not writable: the peer is not reading; verbs wait (under their deadlines) until it drains
         }
         ByteBuf out = null;
         long now = 0;
@@ -428,6 +436,9 @@ final class TcpConnection implements Connection {
         while (true) {
             op = inFlight.peek();
             if (op == null || op.correlationId > corr) {
+                if (corr > 0 && corr <= discardedThrough) {
+                    return; // the late answer to a verb that timed out and was dropped from the window
+                }
                 throw new ProtocolException(peer.toString(), "correlationId=" + corr + " answers no verb in flight");
             }
             inFlight.poll();
@@ -509,6 +520,14 @@ final class TcpConnection implements Connection {
                 timedOutInFlight++;
                 timeout(op);
             }
+        }
+        // timed-out verbs at the head are forgotten (their late answers are recognised by correlation id), so a
+        // peer that never answers cannot make the window grow without bound
+        Op head;
+        while ((head = inFlight.peek()) != null && head.timedOut) {
+            inFlight.poll();
+            timedOutInFlight--;
+            discardedThrough = head.correlationId;
         }
         backlog.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
         orphans.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
@@ -713,6 +732,14 @@ final class TcpConnection implements Connection {
                 send(); // responses freed window slots: waiting verbs go out, one flush
             }
             ctx.fireChannelReadComplete();
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+            if (authenticated && ctx.channel().isWritable() && !backlog.isEmpty()) {
+                send(); // the peer read what was queued: waiting verbs go out
+            }
+            ctx.fireChannelWritabilityChanged();
         }
 
         @Override

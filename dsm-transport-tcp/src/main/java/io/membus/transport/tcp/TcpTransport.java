@@ -52,6 +52,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class TcpTransport extends AbstractTransport {
     private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
+    /** Outbound bytes queued per channel above which it stops taking more (both sides). */
+    static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 * 1024, 1024 * 1024);
 
     final TcpSettings settings;
     final Handshake handshake;
@@ -94,7 +96,7 @@ public final class TcpTransport extends AbstractTransport {
                     .channel(serverClass)
                     .option(ChannelOption.SO_REUSEADDR, true)
                     .childOption(ChannelOption.TCP_NODELAY, true)
-                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 1024 * 1024))
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {

@@ -159,6 +159,64 @@ class TcpConnectionLossTest {
     }
 
     @Test
+    void verbsThatTimeOutOnTheWireAreForgottenSoASilentTargetCannotGrowTheWindow() throws Exception {
+        Transport a = nodes.start(1);
+        Transport b = nodes.start(2, Duration.ofMillis(100), "tcp.max-in-flight", "4");
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        TcpConnection ba = (TcpConnection) connect(b, a);
+        a.faults().drop(2); // the target takes every verb and never answers
+        for (int burst = 0; burst < 10; burst++) {
+            List<CompletableFuture<Long>> fs = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                fs.add(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1));
+            }
+            for (CompletableFuture<Long> f : fs) {
+                assertInstanceOf(DsmTimeoutException.class, failure(f));
+            }
+        }
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        int held;
+        while ((held = ba.inFlightCount().get(WAIT.toSeconds(), TimeUnit.SECONDS)) > 0
+                && System.nanoTime() - deadline < 0) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, held, "timed-out verbs still held in the window of a target that never answers");
+        a.faults().heal(2);
+        assertEquals(0L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        assertTrue(ba.isOpen());
+    }
+
+    @Test
+    void aLateAnswerToAForgottenVerbIsIgnoredAndTheConnectionStays() throws Exception {
+        Transport a = nodes.start(1);
+        Transport b = nodes.start(2, Duration.ofMillis(100), "tcp.max-in-flight", "4");
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        TcpConnection ba = (TcpConnection) connect(b, a);
+        a.faults().delay(2, Duration.ofMillis(400)); // answered, but after the deadline
+        List<CompletableFuture<Long>> late = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            late.add(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1));
+        }
+        for (CompletableFuture<Long> f : late) {
+            assertInstanceOf(DsmTimeoutException.class, failure(f));
+        }
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (ba.inFlightCount().get(WAIT.toSeconds(), TimeUnit.SECONDS) > 0 && System.nanoTime() - deadline < 0) {
+            Thread.sleep(10);
+        }
+        a.faults().heal(2);
+        while (seg.readLong(0) < 3 && System.nanoTime() - deadline < 0) {
+            Thread.sleep(10); // the held verbs run late at the target, and their answers go out
+        }
+        // on the stream behind the late answers: they arrive first and must be ignored
+        assertEquals(3L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        assertTrue(ba.isOpen(), "a late answer closed the connection");
+        for (CompletableFuture<Long> f : late) {
+            assertInstanceOf(DsmTimeoutException.class, failure(f), "a timed-out verb was reported twice");
+        }
+    }
+
+    @Test
     void aSmallWindowKeepsIssueOrderAndExactValues() throws Exception {
         Transport a = nodes.start(1);
         Transport b = nodes.start(2, "tcp.max-in-flight", "4");
