@@ -149,8 +149,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        // a peer that does not read its responses stops being read: TCP pushes back on it
-        ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+        // a peer that does not read its responses stops being read: TCP pushes back on it. A refused peer
+        // (CLOSED) is never read again, writable or not.
+        if (state != CLOSED) {
+            ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+        }
         ctx.fireChannelWritabilityChanged();
     }
 
@@ -399,7 +402,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         refuseWithDetail(code, detail, message);
     }
 
-    /** Sends one ERROR frame (correlation id 0), then closes; nothing more of this peer is read. */
+    /**
+     * Sends one ERROR frame (correlation id 0), then closes; nothing more of this peer is read. A peer that
+     * does not read (its responses fill the socket, so the frame cannot leave) is closed anyway after
+     * {@code tcp.handshake-timeout}: a stopped or hostile peer cannot keep a refused channel open.
+     */
     private void refuseWithDetail(ErrorCode code, long detail, String message) {
         if (state == CLOSED) {
             return;
@@ -410,6 +417,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         ByteBuf b = ctx.alloc().ioBuffer(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE);
         Frame.writeError(b, 0, code.wire(), 0, 0, detail, message);
         ctx.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
+        if (ctx.channel().isActive()) {
+            ctx.executor().schedule((Runnable) ctx::close, transport.settings.handshakeTimeout.toNanos(),
+                    TimeUnit.NANOSECONDS);
+        }
         cleanUp();
     }
 

@@ -230,6 +230,11 @@ public final class TcpTransport extends AbstractTransport {
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
     }
 
+    /** Accepted channels not yet closed (handshaking or authenticated); for tests. */
+    int servedCount() {
+        return served.size();
+    }
+
     /** Whether this transport still serves (not closed). */
     boolean serving() {
         return !isClosed();

@@ -197,6 +197,33 @@ class TcpAuthTest {
     }
 
     @Test
+    void aDroppedPeerThatDoesNotReadIsStillDisconnected() throws Exception {
+        Transport a = nodes.start(1, "tcp.handshake-timeout", "300ms");
+        Segment seg = a.export(SegmentSpec.of(0, 1 << 20));
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.handshake(RawPeer.secret(Nodes.SECRET), 2, 42, 1,
+                    a.incarnation())).opcode());
+            // one fetch-and-add, then 32 MiB of reads whose answers this peer never takes: the node's socket
+            // and outbound buffer fill, so a goodbye frame cannot leave
+            p.send(b -> {
+                Frame.writeFaa(b, 1, seg.pointer(0), seg.remoteKey(), 1);
+                for (int i = 0; i < 2048; i++) {
+                    Frame.writeRead(b, 2 + i, seg.pointer(0), seg.remoteKey(), 16 * 1024);
+                }
+            });
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (seg.readLong(0) == 0 && System.nanoTime() - deadline < 0) {
+                Thread.sleep(10);
+            }
+            assertEquals(1, ((TcpTransport) a).disconnect(2, "test"));
+            while (((TcpTransport) a).servedCount() > 0 && System.nanoTime() - deadline < 0) {
+                Thread.sleep(10);
+            }
+            assertEquals(0, ((TcpTransport) a).servedCount(), "a dropped peer that does not read keeps its channel");
+        }
+    }
+
+    @Test
     void ipv6LoopbackAddressesWork() {
         Transport a;
         try {
