@@ -58,6 +58,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private byte[] serverNonce;
     private ChannelHandlerContext ctx;
     private ScheduledFuture<?> handshakeTimer;
+    /** Whether this connection still counts in {@link TcpTransport#handshaking}. */
+    private boolean handshaking = true;
     private ByteBuf out;
     private byte[] scratch = new byte[4096];
     /** Verbs held by an injected delay, in arrival order (retained frames). */
@@ -254,6 +256,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         initiatorIncarnation = claimedIncarnation;
         state = OPEN;
+        leaveHandshake();
         if (handshakeTimer != null) {
             handshakeTimer.cancel(false);
         }
@@ -430,7 +433,15 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         cleanUp();
     }
 
+    private void leaveHandshake() {
+        if (handshaking) {
+            handshaking = false;
+            transport.handshaking.decrementAndGet();
+        }
+    }
+
     private void cleanUp() {
+        leaveHandshake();
         if (handshakeTimer != null) {
             handshakeTimer.cancel(false);
         }

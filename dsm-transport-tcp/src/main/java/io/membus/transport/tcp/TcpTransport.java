@@ -33,6 +33,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The {@code tcp} transport: every node runs a "soft NIC", a Netty server that
@@ -65,6 +66,8 @@ public final class TcpTransport extends AbstractTransport {
     private final String localAddress;
     /** Authenticated (or handshaking) server-side channels. */
     private final Map<Channel, ServerHandler> served = new ConcurrentHashMap<>();
+    /** Accepted connections that have not authenticated yet: at most {@code tcp.max-handshaking}. */
+    final AtomicInteger handshaking = new AtomicInteger();
     /** The newest incarnation each initiator node authenticated with: older ones are refused. */
     private final Map<Integer, Long> initiatorIncarnations = new ConcurrentHashMap<>();
 
@@ -101,6 +104,16 @@ public final class TcpTransport extends AbstractTransport {
                         @Override
                         protected void initChannel(SocketChannel ch) {
                             String peer = String.valueOf(ch.remoteAddress());
+                            if (handshaking.incrementAndGet() > settings.maxHandshaking) {
+                                // a connection flood: each unauthenticated connection would hold a channel, a
+                                // timer and a buffer for tcp.handshake-timeout
+                                handshaking.decrementAndGet();
+                                refusals.warn("peer " + peer + " refused: " + settings.maxHandshaking
+                                        + " connections are already in the handshake (tcp.max-handshaking);"
+                                        + " disconnected");
+                                ch.close();
+                                return;
+                            }
                             ServerHandler handler = new ServerHandler(TcpTransport.this, peer);
                             served.put(ch, handler);
                             ch.closeFuture().addListener(f -> served.remove(ch));

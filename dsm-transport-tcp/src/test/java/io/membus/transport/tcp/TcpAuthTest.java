@@ -197,6 +197,40 @@ class TcpAuthTest {
     }
 
     @Test
+    void aFloodOfUnauthenticatedConnectionsIsBoundedAndAuthenticatedOnesDoNotCount() throws Exception {
+        Transport a = nodes.start(1, "tcp.handshake-timeout", "30s", "tcp.max-handshaking", "2");
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        try (RawPeer p1 = new RawPeer(a.localAddress(), 10_000); RawPeer p2 = new RawPeer(a.localAddress(), 10_000)) {
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p1.hello(2, 5, 1, a.incarnation())).opcode());
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p2.hello(2, 6, 1, a.incarnation())).opcode());
+            try (RawPeer p3 = new RawPeer(a.localAddress(), 10_000)) {
+                p3.awaitClosed(); // the third half-open connection is closed at once, not after 30 s
+            }
+        }
+        // the two slots free up as the node sees the closes; then a real peer gets in
+        Transport b = nodes.start(3);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        Connection ba = null;
+        while (ba == null) {
+            try {
+                ba = connect(b, a.self());
+            } catch (io.membus.core.error.NodeUnavailableException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                Thread.sleep(20);
+            }
+        }
+        assertEquals(0L, RemoteMemory.await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1),
+                Duration.ofSeconds(20)));
+        // an authenticated connection holds no handshake slot
+        try (RawPeer p4 = new RawPeer(a.localAddress(), 10_000); RawPeer p5 = new RawPeer(a.localAddress(), 10_000)) {
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p4.hello(2, 7, 1, a.incarnation())).opcode());
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p5.hello(2, 8, 1, a.incarnation())).opcode());
+        }
+    }
+
+    @Test
     void aDroppedPeerThatDoesNotReadIsStillDisconnected() throws Exception {
         Transport a = nodes.start(1, "tcp.handshake-timeout", "300ms");
         Segment seg = a.export(SegmentSpec.of(0, 1 << 20));
