@@ -30,6 +30,8 @@ import io.netty.util.concurrent.ScheduledFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -86,6 +88,17 @@ final class TcpConnection implements Connection {
     private final long timeoutNanos;
     private final int maxInFlight;
 
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(TcpConnection.class, "state", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** CONNECTING, OPEN, DOWN or CLOSED; CLOSED is final (every change out of another state is a CAS). */
     private volatile int state = CONNECTING;
     private volatile String downReason = "connection not open";
     private volatile Channel channel;
@@ -254,14 +267,24 @@ final class TcpConnection implements Connection {
         if (state == CLOSED) {
             return;
         }
-        downReason = reason;
-        state = CLOSED;
+        downReason = reason; // before the state: whoever sees CLOSED reads this reason
+        int s;
+        do {
+            s = state;
+            if (s == CLOSED) {
+                return;
+            }
+        } while (!STATE.compareAndSet(this, s, CLOSED));
         Channel ch = channel;
         if (ch != null) {
             ch.close();
         }
         try {
             loop.execute(() -> {
+                Channel c = channel;
+                if (c != null) {
+                    c.close(); // the I/O thread may have published it after the read above
+                }
                 if (sweepTimer != null) {
                     sweepTimer.cancel(false);
                 }
@@ -570,12 +593,12 @@ final class TcpConnection implements Connection {
     /** The channel is gone: fail what it carried and reconnect with backoff (I/O thread). */
     private void lost(String reason, boolean orderly) {
         channel = null;
-        if (state == CLOSED) {
+        String lostReason = "connection lost: " + reason + "; verbs in flight may or may not have been executed";
+        if (!STATE.compareAndSet(this, OPEN, DOWN)) { // closed by its owner meanwhile: no reconnect
             failAll(downReason);
             return;
         }
-        downReason = "connection lost: " + reason + "; verbs in flight may or may not have been executed";
-        state = DOWN;
+        downReason = lostReason;
         if (orderly) {
             LOG.info("connection to {} closed by the peer: {}", peer, reason);
         } else {
@@ -704,7 +727,16 @@ final class TcpConnection implements Connection {
                 Frame.writeAuth(b, mine);
                 ctx.writeAndFlush(b, ctx.voidPromise());
             } else if (op == Frame.OP_WELCOME && challenged) {
-                if (state == CLOSED || ready.isDone()) {
+                if (ready.isDone()) {
+                    ctx.close();
+                    return;
+                }
+                channel = ctx.channel();
+                int s = state;
+                if (s == CLOSED || !STATE.compareAndSet(TcpConnection.this, s, OPEN)) {
+                    // closed by its owner during this handshake: the close must win, or the connection would
+                    // come back to life (and reconnect) after close()
+                    channel = null;
                     ctx.close();
                     return;
                 }
@@ -713,8 +745,6 @@ final class TcpConnection implements Connection {
                 if (decoder != null) {
                     decoder.authenticated();
                 }
-                channel = ctx.channel();
-                state = OPEN;
                 ready.complete(null);
             } else {
                 throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(op) + " during the handshake");
