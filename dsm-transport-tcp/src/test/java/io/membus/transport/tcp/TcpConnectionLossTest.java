@@ -217,6 +217,38 @@ class TcpConnectionLossTest {
     }
 
     @Test
+    void closingTheTransportsLeavesNoIoThreadsAndFailsWhatWasInFlight() throws Exception {
+        Transport a = nodes.start(77);
+        Transport b = nodes.start(78);
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        Connection ba = connect(b, a);
+        assertEquals(0L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        a.faults().delay(78, Duration.ofSeconds(60));
+        CompletableFuture<Long> held = ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1);
+        assertTrue(threads("membus-tcp-77-") > 0 && threads("membus-tcp-78-") > 0);
+        b.close();
+        assertInstanceOf(NodeUnavailableException.class, failure(held));
+        a.close();
+        // close() returns when the loops have terminated; a thread may take a moment more to exit after that
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith("membus-tcp-77-") || t.getName().startsWith("membus-tcp-78-")) {
+                t.join(WAIT.toMillis());
+            }
+        }
+        assertEquals(0, threads("membus-tcp-77-") + threads("membus-tcp-78-"), "I/O threads alive after close()");
+    }
+
+    private static int threads(String prefix) {
+        int n = 0;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith(prefix) && t.isAlive()) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    @Test
     void aSmallWindowKeepsIssueOrderAndExactValues() throws Exception {
         Transport a = nodes.start(1);
         Transport b = nodes.start(2, "tcp.max-in-flight", "4");
