@@ -1,11 +1,9 @@
 package io.membus.transport.tcp;
 
-import io.membus.core.Segment;
 import io.membus.core.error.TransportUnavailableException;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.PeerInfo;
-import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.TransportConfig;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -142,15 +140,6 @@ public final class TcpTransport extends AbstractTransport {
     @Override
     public String localAddress() {
         return localAddress;
-    }
-
-    @Override
-    protected Segment createSegment(SegmentSpec spec) {
-        if (spec.file() != null) {
-            return Segment.createOrOpenFile(spec.file(), nodeId(), incarnation(), spec.index(), spec.size(),
-                    spec.flags(), false);
-        }
-        return Segment.allocate(nodeId(), incarnation(), spec.index(), spec.size(), spec.flags());
     }
 
     @Override
