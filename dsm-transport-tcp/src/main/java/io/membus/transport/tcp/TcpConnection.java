@@ -87,6 +87,9 @@ final class TcpConnection implements Connection {
     private final EventLoop loop;
     private final long timeoutNanos;
     private final int maxInFlight;
+    /** Longest read / write whose frame fits {@code tcp.max-frame} (and {@link SegmentTable#MAX_VERB_LENGTH}). */
+    private final int maxReadLength;
+    private final int maxWriteLength;
 
     private static final VarHandle STATE;
 
@@ -174,6 +177,10 @@ final class TcpConnection implements Connection {
         }
         this.timeoutNanos = transport.settings.operationTimeout.toNanos();
         this.maxInFlight = transport.settings.maxInFlight;
+        int maxFrame = transport.settings.maxFrame;
+        this.maxReadLength = Math.min(SegmentTable.MAX_VERB_LENGTH, maxFrame - Frame.HEADER_LENGTH);
+        this.maxWriteLength = Math.min(SegmentTable.MAX_VERB_LENGTH,
+                maxFrame - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH);
     }
 
     /** Connects and authenticates; completes when verbs may be posted. */
@@ -311,8 +318,8 @@ final class TcpConnection implements Connection {
             return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
                     + offset + ", length=" + length + ", array=" + src.length));
         }
-        if (length > SegmentTable.MAX_VERB_LENGTH) {
-            return CompletableFuture.failedFuture(new BadLengthException(ptr, length, SegmentTable.MAX_VERB_LENGTH));
+        if (length > maxWriteLength) { // before the copy
+            return CompletableFuture.failedFuture(new BadLengthException(ptr, length, maxWriteLength));
         }
         byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
         return cast(issue(new Op(Frame.OP_WRITE, ptr, remoteKey, length, 0, 0, copy)));
@@ -347,8 +354,16 @@ final class TcpConnection implements Connection {
         return op.future;
     }
 
-    /** Stamps deadline and injected faults; false when the verb is already finished (closed, dropped). */
+    /** Stamps deadline and injected faults; false when the verb is already finished (too long, closed, dropped). */
     private boolean admit(Op op) {
+        int max = op.opcode == Frame.OP_READ ? maxReadLength : op.opcode == Frame.OP_WRITE ? maxWriteLength
+                : Integer.MAX_VALUE;
+        if (op.length > max) {
+            // its frame would exceed tcp.max-frame: the peer would refuse it as a protocol error and close the
+            // connection, failing every other verb in flight
+            op.future.completeExceptionally(new BadLengthException(op.ptr, op.length, max));
+            return false;
+        }
         if (state != OPEN) {
             op.future.completeExceptionally(unavailable());
             return false;
@@ -846,10 +861,7 @@ final class TcpConnection implements Connection {
             submitted = true;
             boolean any = false;
             for (Op op : ops) {
-                if (op.opcode == Frame.OP_WRITE && op.length > SegmentTable.MAX_VERB_LENGTH) {
-                    op.future.completeExceptionally(new BadLengthException(op.ptr, op.length,
-                            SegmentTable.MAX_VERB_LENGTH));
-                } else if (admit(op)) {
+                if (admit(op)) {
                     issued.offer(op);
                     any = true;
                 }

@@ -249,6 +249,26 @@ class TcpConnectionLossTest {
     }
 
     @Test
+    void aVerbTooLargeForTcpMaxFrameIsRefusedAtIssueAndTheConnectionStays() throws Exception {
+        Transport a = nodes.start(1, "tcp.max-frame", "65536");
+        Transport b = nodes.start(2, "tcp.max-frame", "65536");
+        Segment seg = a.export(SegmentSpec.of(0, 1 << 20));
+        Connection ba = connect(b, a);
+        CompletableFuture<Long> before = ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1);
+        io.membus.core.error.BadLengthException w = assertInstanceOf(io.membus.core.error.BadLengthException.class,
+                failure(ba.write(seg.pointer(8), seg.remoteKey(), new byte[65536], 0, 65536)));
+        assertEquals(65536 - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH, w.maxLength());
+        io.membus.core.error.BadLengthException r = assertInstanceOf(io.membus.core.error.BadLengthException.class,
+                failure(ba.read(seg.pointer(8), seg.remoteKey(), 65536)));
+        assertEquals(65536 - Frame.HEADER_LENGTH, r.maxLength());
+        assertEquals(0L, await(before), "a verb issued before the refused ones");
+        assertEquals(1L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        assertEquals(65536 - Frame.HEADER_LENGTH, await(ba.read(seg.pointer(0), seg.remoteKey(),
+                65536 - Frame.HEADER_LENGTH)).length);
+        assertTrue(ba.isOpen());
+    }
+
+    @Test
     void aSmallWindowKeepsIssueOrderAndExactValues() throws Exception {
         Transport a = nodes.start(1);
         Transport b = nodes.start(2, "tcp.max-in-flight", "4");
