@@ -45,6 +45,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private static final int OPEN = 2;
     private static final int CLOSED = 3;
     private static final int SCRATCH_KEEP = 64 * 1024;
+    /** Responses buffered in a read batch beyond this many bytes are written at once, not at the batch's end. */
+    static final int FLUSH_AT = 256 * 1024;
 
     private final TcpTransport transport;
     private final String peer;
@@ -62,7 +64,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private boolean handshaking = true;
     private ByteBuf out;
     private byte[] scratch = new byte[4096];
-    /** Verbs held by an injected delay, in arrival order (retained frames). */
+    /**
+     * Verbs not yet executed, in arrival order (retained frames): held by an injected delay, or parked while
+     * the channel is not writable (the peer does not take its responses as fast as it asks).
+     */
     private final ArrayDeque<Held> held = new ArrayDeque<>();
 
     private record Held(long releaseNanos, ByteBuf frame) {
@@ -154,7 +159,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         // a peer that does not read its responses stops being read: TCP pushes back on it. A refused peer
         // (CLOSED) is never read again, writable or not.
         if (state != CLOSED) {
-            ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+            boolean writable = ctx.channel().isWritable();
+            ctx.channel().config().setAutoRead(writable);
+            if (writable && !held.isEmpty()) {
+                // parked verbs run now; not inline: this event may fire inside a flush of execute()
+                ctx.executor().execute(this::releaseHeld);
+            }
         }
         ctx.fireChannelWritabilityChanged();
     }
@@ -280,20 +290,23 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             return false;
         }
         FaultInjector faults = transport.faults();
-        if (faults.active() || !held.isEmpty()) {
-            FaultInjector.Rule rule = faults.rule(initiatorNode);
+        boolean backedUp = !ctx.channel().isWritable();
+        if (faults.active() || !held.isEmpty() || backedUp) {
+            FaultInjector.Rule rule = faults.active() ? faults.rule(initiatorNode) : null;
             if (rule != null && rule.drop()) {
                 return false; // never executed, never answered
             }
             long delay = rule == null ? 0 : rule.delayNanos();
-            if (delay > 0 || !held.isEmpty()) {
+            if (delay > 0 || !held.isEmpty() || backedUp) {
                 long release = System.nanoTime() + delay;
                 if (!held.isEmpty()) {
                     release = Math.max(release, held.peekLast().releaseNanos());
                 }
                 held.add(new Held(release, buf));
-                ctx.executor().schedule(this::releaseHeld, Math.max(0, release - System.nanoTime()),
-                        TimeUnit.NANOSECONDS);
+                if (delay > 0 || !backedUp) {
+                    ctx.executor().schedule(this::releaseHeld, Math.max(0, release - System.nanoTime()),
+                            TimeUnit.NANOSECONDS);
+                } // else: channelWritabilityChanged releases it
                 return true;
             }
         }
@@ -301,8 +314,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         return false;
     }
 
+    /** Runs the held verbs that are due, in order, while the channel takes their responses. */
     private void releaseHeld() {
-        while (!held.isEmpty() && held.peek().releaseNanos() - System.nanoTime() <= 0) {
+        while (!held.isEmpty() && held.peek().releaseNanos() - System.nanoTime() <= 0
+                && (state != OPEN || ctx.channel().isWritable())) {
             ByteBuf b = held.poll().frame();
             try {
                 if (state == OPEN) {
@@ -359,6 +374,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             LOG.warn("verb {} from node {} failed unexpectedly", Frame.opName(op), initiatorNode, e);
             Frame.writeError(o, corr, ErrorCode.INTERNAL.wire(), length, ptr, 0, "verb failed on node "
                     + transport.nodeId() + ": " + e);
+        }
+        if (o.readableBytes() >= FLUSH_AT) {
+            // large answers leave now: a batch of big reads must not build one huge buffer, and once the
+            // channel is not writable the rest of the batch waits in held instead of executing
+            flush();
         }
     }
 

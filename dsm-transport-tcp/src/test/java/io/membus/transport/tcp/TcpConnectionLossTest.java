@@ -269,6 +269,33 @@ class TcpConnectionLossTest {
     }
 
     @Test
+    void aBurstOfLargeReadsIsAnsweredWithoutBufferingEveryAnswerOnTheTarget() throws Exception {
+        // 280 reads of 4 MiB in one write: 1.1 GiB of answers, more than this JVM's direct memory (-Xmx1g). The
+        // target must stream them out as the peer takes them, not build them all in one batch buffer.
+        Transport a = nodes.start(1);
+        int size = 4 << 20;
+        int n = 280;
+        Segment seg = a.export(SegmentSpec.of(0, size));
+        seg.writeLong(size - 8, 42);
+        try (RawPeer p = new RawPeer(a.localAddress(), 30_000)) {
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.handshake(RawPeer.secret(Nodes.SECRET), 2, 42, 1,
+                    a.incarnation())).opcode());
+            p.send(b -> {
+                for (int i = 1; i <= n; i++) {
+                    Frame.writeRead(b, i, seg.pointer(0), seg.remoteKey(), size);
+                }
+            });
+            for (int i = 1; i <= n; i++) {
+                Frame f = p.readHeaderSkippingBody();
+                assertTrue(f != null, "the target closed the connection after " + (i - 1) + " answers");
+                assertEquals(Frame.OP_OK, f.opcode());
+                assertEquals(i, f.correlationId());
+                assertEquals(size, f.bodyLength());
+            }
+        }
+    }
+
+    @Test
     void aSmallWindowKeepsIssueOrderAndExactValues() throws Exception {
         Transport a = nodes.start(1);
         Transport b = nodes.start(2, "tcp.max-in-flight", "4");
