@@ -26,7 +26,11 @@ import java.util.concurrent.TimeUnit;
  * The target side of one accepted connection: the handshake state machine, then
  * the soft NIC that executes the peer's verbs on this node's segment table, on
  * this channel's I/O thread, in arrival order, writing responses in the same
- * order and flushing once per read batch.
+ * order and flushing once per read batch (or per {@link #FLUSH_AT} bytes of
+ * responses). While the channel is not writable, verbs wait in arrival order
+ * and reading stops, so a peer that does not take its answers cannot make the
+ * node buffer more than about one read of requests and the write-buffer high
+ * water mark of answers.
  *
  * <p>Until the peer has proven it holds the cluster secret, nothing but the
  * handshake frames is looked at: any other frame, a wrong proof, a malformed or

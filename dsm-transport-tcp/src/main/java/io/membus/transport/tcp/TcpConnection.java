@@ -56,12 +56,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <h2>Backpressure</h2>
  * A verb beyond {@code tcp.max-in-flight} waits in the backlog (no thread blocks)
  * until a response frees a slot, under its own deadline: one that times out
- * while waiting is never sent.
+ * while waiting is never sent. Nothing is written while the channel is not
+ * writable (the peer does not read): verbs wait in the backlog the same way.
  *
  * <h2>Deadlines and failures</h2>
  * Each verb's deadline is its issue time plus the operation timeout; a sweep on
  * the I/O thread fails expired verbs with {@link DsmTimeoutException} (no timer
- * per verb). A lost connection fails every verb in flight or waiting at once
+ * per verb). A verb that timed out on the wire frees its window slot; once it
+ * reaches the head of the window it is forgotten, and its late answer is
+ * recognised by correlation id and ignored, so the window stays bounded when a
+ * peer never answers. A future completes once: a timed-out verb is never also
+ * reported as executed. A lost connection fails every verb in flight or waiting at once
  * with {@link NodeUnavailableException}, and the connection reconnects with
  * exponential backoff ({@code tcp.reconnect-min-backoff}..{@code max-backoff});
  * while it is down, {@link #isOpen()} is false and verbs fail at once. No verb is
