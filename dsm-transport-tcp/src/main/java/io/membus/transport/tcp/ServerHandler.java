@@ -67,7 +67,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     /** Whether this connection still counts in {@link TcpTransport#handshaking}. */
     private boolean handshaking = true;
     private ByteBuf out;
-    private byte[] scratch = new byte[4096];
+    /** Copy buffer of reads and writes; allocated at the first verb, so a peer that never authenticates costs none. */
+    private byte[] scratch = new byte[0];
     /**
      * Verbs not yet executed, in arrival order (retained frames): held by an injected delay, or parked while
      * the channel is not writable (the peer does not take its responses as fast as it asks).
@@ -390,8 +391,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         if (length <= scratch.length) {
             return scratch;
         }
-        byte[] b = new byte[length];
-        if (length <= SCRATCH_KEEP) {
+        byte[] b = new byte[Math.max(length, 4096)];
+        if (b.length <= SCRATCH_KEEP) {
             scratch = b;
         }
         return b;
