@@ -58,8 +58,18 @@ public abstract class AbstractTransport implements Transport {
         return faults;
     }
 
-    /** Creates (does not yet publish) the memory of a segment. */
-    protected abstract Segment createSegment(SegmentSpec spec);
+    /**
+     * Creates (does not yet publish) the memory of a segment. By default: a
+     * file-backed segment when the spec names a file, else native memory of
+     * this process (what a transport whose peers never map it needs).
+     */
+    protected Segment createSegment(SegmentSpec spec) {
+        if (spec.file() != null) {
+            return Segment.createOrOpenFile(spec.file(), nodeId(), incarnation(), spec.index(), spec.size(),
+                    spec.flags(), false);
+        }
+        return Segment.allocate(nodeId(), incarnation(), spec.index(), spec.size(), spec.flags());
+    }
 
     /** Opens a new connection to a peer that is not fenced; completes within the connect timeout. */
     protected abstract CompletableFuture<Connection> open(PeerInfo peer);

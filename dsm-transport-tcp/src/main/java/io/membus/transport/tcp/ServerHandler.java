@@ -26,7 +26,11 @@ import java.util.concurrent.TimeUnit;
  * The target side of one accepted connection: the handshake state machine, then
  * the soft NIC that executes the peer's verbs on this node's segment table, on
  * this channel's I/O thread, in arrival order, writing responses in the same
- * order and flushing once per read batch.
+ * order and flushing once per read batch (or per {@link #FLUSH_AT} bytes of
+ * responses). While the channel is not writable, verbs wait in arrival order
+ * and reading stops, so a peer that does not take its answers cannot make the
+ * node buffer more than about one read of requests and the write-buffer high
+ * water mark of answers.
  *
  * <p>Until the peer has proven it holds the cluster secret, nothing but the
  * handshake frames is looked at: any other frame, a wrong proof, a malformed or
@@ -45,6 +49,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private static final int OPEN = 2;
     private static final int CLOSED = 3;
     private static final int SCRATCH_KEEP = 64 * 1024;
+    /** Responses buffered in a read batch beyond this many bytes are written at once, not at the batch's end. */
+    static final int FLUSH_AT = 256 * 1024;
 
     private final TcpTransport transport;
     private final String peer;
@@ -58,9 +64,15 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private byte[] serverNonce;
     private ChannelHandlerContext ctx;
     private ScheduledFuture<?> handshakeTimer;
+    /** Whether this connection still counts in {@link TcpTransport#handshaking}. */
+    private boolean handshaking = true;
     private ByteBuf out;
-    private byte[] scratch = new byte[4096];
-    /** Verbs held by an injected delay, in arrival order (retained frames). */
+    /** Copy buffer of reads and writes; allocated at the first verb, so a peer that never authenticates costs none. */
+    private byte[] scratch = new byte[0];
+    /**
+     * Verbs not yet executed, in arrival order (retained frames): held by an injected delay, or parked while
+     * the channel is not writable (the peer does not take its responses as fast as it asks).
+     */
     private final ArrayDeque<Held> held = new ArrayDeque<>();
 
     private record Held(long releaseNanos, ByteBuf frame) {
@@ -149,8 +161,16 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        // a peer that does not read its responses stops being read: TCP pushes back on it
-        ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+        // a peer that does not read its responses stops being read: TCP pushes back on it. A refused peer
+        // (CLOSED) is never read again, writable or not.
+        if (state != CLOSED) {
+            boolean writable = ctx.channel().isWritable();
+            ctx.channel().config().setAutoRead(writable);
+            if (writable && !held.isEmpty()) {
+                // parked verbs run now; not inline: this event may fire inside a flush of execute()
+                ctx.executor().execute(this::releaseHeld);
+            }
+        }
         ctx.fireChannelWritabilityChanged();
     }
 
@@ -251,6 +271,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         initiatorIncarnation = claimedIncarnation;
         state = OPEN;
+        leaveHandshake();
         if (handshakeTimer != null) {
             handshakeTimer.cancel(false);
         }
@@ -274,20 +295,23 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             return false;
         }
         FaultInjector faults = transport.faults();
-        if (faults.active() || !held.isEmpty()) {
-            FaultInjector.Rule rule = faults.rule(initiatorNode);
+        boolean backedUp = !ctx.channel().isWritable();
+        if (faults.active() || !held.isEmpty() || backedUp) {
+            FaultInjector.Rule rule = faults.active() ? faults.rule(initiatorNode) : null;
             if (rule != null && rule.drop()) {
                 return false; // never executed, never answered
             }
             long delay = rule == null ? 0 : rule.delayNanos();
-            if (delay > 0 || !held.isEmpty()) {
+            if (delay > 0 || !held.isEmpty() || backedUp) {
                 long release = System.nanoTime() + delay;
                 if (!held.isEmpty()) {
                     release = Math.max(release, held.peekLast().releaseNanos());
                 }
                 held.add(new Held(release, buf));
-                ctx.executor().schedule(this::releaseHeld, Math.max(0, release - System.nanoTime()),
-                        TimeUnit.NANOSECONDS);
+                if (delay > 0 || !backedUp) {
+                    ctx.executor().schedule(this::releaseHeld, Math.max(0, release - System.nanoTime()),
+                            TimeUnit.NANOSECONDS);
+                } // else: channelWritabilityChanged releases it
                 return true;
             }
         }
@@ -295,8 +319,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         return false;
     }
 
+    /** Runs the held verbs that are due, in order, while the channel takes their responses. */
     private void releaseHeld() {
-        while (!held.isEmpty() && held.peek().releaseNanos() - System.nanoTime() <= 0) {
+        while (!held.isEmpty() && held.peek().releaseNanos() - System.nanoTime() <= 0
+                && (state != OPEN || ctx.channel().isWritable())) {
             ByteBuf b = held.poll().frame();
             try {
                 if (state == OPEN) {
@@ -354,14 +380,19 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             Frame.writeError(o, corr, ErrorCode.INTERNAL.wire(), length, ptr, 0, "verb failed on node "
                     + transport.nodeId() + ": " + e);
         }
+        if (o.readableBytes() >= FLUSH_AT) {
+            // large answers leave now: a batch of big reads must not build one huge buffer, and once the
+            // channel is not writable the rest of the batch waits in held instead of executing
+            flush();
+        }
     }
 
     private byte[] scratch(int length) {
         if (length <= scratch.length) {
             return scratch;
         }
-        byte[] b = new byte[length];
-        if (length <= SCRATCH_KEEP) {
+        byte[] b = new byte[Math.max(length, 4096)];
+        if (b.length <= SCRATCH_KEEP) {
             scratch = b;
         }
         return b;
@@ -399,7 +430,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         refuseWithDetail(code, detail, message);
     }
 
-    /** Sends one ERROR frame (correlation id 0), then closes; nothing more of this peer is read. */
+    /**
+     * Sends one ERROR frame (correlation id 0), then closes; nothing more of this peer is read. A peer that
+     * does not read (its responses fill the socket, so the frame cannot leave) is closed anyway after
+     * {@code tcp.handshake-timeout}: a stopped or hostile peer cannot keep a refused channel open.
+     */
     private void refuseWithDetail(ErrorCode code, long detail, String message) {
         if (state == CLOSED) {
             return;
@@ -410,6 +445,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         ByteBuf b = ctx.alloc().ioBuffer(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE);
         Frame.writeError(b, 0, code.wire(), 0, 0, detail, message);
         ctx.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
+        if (ctx.channel().isActive()) {
+            ctx.executor().schedule((Runnable) ctx::close, transport.settings.handshakeTimeout.toNanos(),
+                    TimeUnit.NANOSECONDS);
+        }
         cleanUp();
     }
 
@@ -419,7 +458,15 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         cleanUp();
     }
 
+    private void leaveHandshake() {
+        if (handshaking) {
+            handshaking = false;
+            transport.handshaking.decrementAndGet();
+        }
+    }
+
     private void cleanUp() {
+        leaveHandshake();
         if (handshakeTimer != null) {
             handshakeTimer.cancel(false);
         }

@@ -30,6 +30,8 @@ import io.netty.util.concurrent.ScheduledFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -54,12 +56,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <h2>Backpressure</h2>
  * A verb beyond {@code tcp.max-in-flight} waits in the backlog (no thread blocks)
  * until a response frees a slot, under its own deadline: one that times out
- * while waiting is never sent.
+ * while waiting is never sent. Nothing is written while the channel is not
+ * writable (the peer does not read): verbs wait in the backlog the same way.
  *
  * <h2>Deadlines and failures</h2>
  * Each verb's deadline is its issue time plus the operation timeout; a sweep on
  * the I/O thread fails expired verbs with {@link DsmTimeoutException} (no timer
- * per verb). A lost connection fails every verb in flight or waiting at once
+ * per verb). A verb that timed out on the wire frees its window slot; once it
+ * reaches the head of the window it is forgotten, and its late answer is
+ * recognised by correlation id and ignored, so the window stays bounded when a
+ * peer never answers. A future completes once: a timed-out verb is never also
+ * reported as executed. A lost connection fails every verb in flight or waiting at once
  * with {@link NodeUnavailableException}, and the connection reconnects with
  * exponential backoff ({@code tcp.reconnect-min-backoff}..{@code max-backoff});
  * while it is down, {@link #isOpen()} is false and verbs fail at once. No verb is
@@ -85,7 +92,21 @@ final class TcpConnection implements Connection {
     private final EventLoop loop;
     private final long timeoutNanos;
     private final int maxInFlight;
+    /** Longest read / write whose frame fits {@code tcp.max-frame} (and {@link SegmentTable#MAX_VERB_LENGTH}). */
+    private final int maxReadLength;
+    private final int maxWriteLength;
 
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(TcpConnection.class, "state", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** CONNECTING, OPEN, DOWN or CLOSED; CLOSED is final (every change out of another state is a CAS). */
     private volatile int state = CONNECTING;
     private volatile String downReason = "connection not open";
     private volatile Channel channel;
@@ -101,6 +122,8 @@ final class TcpConnection implements Connection {
     private final ArrayDeque<Op> orphans = new ArrayDeque<>();
     private int timedOutInFlight;
     private long nextCorrelationId;
+    /** Highest correlation id of a timed-out verb dropped from the head of {@link #inFlight}: a late answer is ignored. */
+    private long discardedThrough;
     private ScheduledFuture<?> releaseTimer;
     private ScheduledFuture<?> sweepTimer;
     private ScheduledFuture<?> reconnectTimer;
@@ -159,6 +182,10 @@ final class TcpConnection implements Connection {
         }
         this.timeoutNanos = transport.settings.operationTimeout.toNanos();
         this.maxInFlight = transport.settings.maxInFlight;
+        int maxFrame = transport.settings.maxFrame;
+        this.maxReadLength = Math.min(SegmentTable.MAX_VERB_LENGTH, maxFrame - Frame.HEADER_LENGTH);
+        this.maxWriteLength = Math.min(SegmentTable.MAX_VERB_LENGTH,
+                maxFrame - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH);
     }
 
     /** Connects and authenticates; completes when verbs may be posted. */
@@ -190,6 +217,7 @@ final class TcpConnection implements Connection {
                 .group(loop)
                 .channel(transport.socketChannelClass())
                 .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, TcpTransport.WATER_MARK)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.max(1, transport.settings.connectTimeout.toMillis()))
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
@@ -251,14 +279,24 @@ final class TcpConnection implements Connection {
         if (state == CLOSED) {
             return;
         }
-        downReason = reason;
-        state = CLOSED;
+        downReason = reason; // before the state: whoever sees CLOSED reads this reason
+        int s;
+        do {
+            s = state;
+            if (s == CLOSED) {
+                return;
+            }
+        } while (!STATE.compareAndSet(this, s, CLOSED));
         Channel ch = channel;
         if (ch != null) {
             ch.close();
         }
         try {
             loop.execute(() -> {
+                Channel c = channel;
+                if (c != null) {
+                    c.close(); // the I/O thread may have published it after the read above
+                }
                 if (sweepTimer != null) {
                     sweepTimer.cancel(false);
                 }
@@ -285,8 +323,8 @@ final class TcpConnection implements Connection {
             return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
                     + offset + ", length=" + length + ", array=" + src.length));
         }
-        if (length > SegmentTable.MAX_VERB_LENGTH) {
-            return CompletableFuture.failedFuture(new BadLengthException(ptr, length, SegmentTable.MAX_VERB_LENGTH));
+        if (length > maxWriteLength) { // before the copy
+            return CompletableFuture.failedFuture(new BadLengthException(ptr, length, maxWriteLength));
         }
         byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
         return cast(issue(new Op(Frame.OP_WRITE, ptr, remoteKey, length, 0, 0, copy)));
@@ -321,8 +359,16 @@ final class TcpConnection implements Connection {
         return op.future;
     }
 
-    /** Stamps deadline and injected faults; false when the verb is already finished (closed, dropped). */
+    /** Stamps deadline and injected faults; false when the verb is already finished (too long, closed, dropped). */
     private boolean admit(Op op) {
+        int max = op.opcode == Frame.OP_READ ? maxReadLength : op.opcode == Frame.OP_WRITE ? maxWriteLength
+                : Integer.MAX_VALUE;
+        if (op.length > max) {
+            // its frame would exceed tcp.max-frame: the peer would refuse it as a protocol error and close the
+            // connection, failing every other verb in flight
+            op.future.completeExceptionally(new BadLengthException(op.ptr, op.length, max));
+            return false;
+        }
         if (state != OPEN) {
             op.future.completeExceptionally(unavailable());
             return false;
@@ -355,6 +401,11 @@ final class TcpConnection implements Connection {
         }
     }
 
+    /** Verbs on the wire (timed-out ones not yet forgotten included), read on the I/O thread; for tests. */
+    CompletableFuture<Integer> inFlightCount() {
+        return CompletableFuture.supplyAsync(inFlight::size, loop);
+    }
+
     private NodeUnavailableException unavailable() {
         return new NodeUnavailableException(peer.nodeId(), downReason + " (peer " + peer + ")");
     }
@@ -377,8 +428,8 @@ final class TcpConnection implements Connection {
     /** Sends waiting verbs in order while the window allows; one buffer, one flush. */
     private void send() {
         Channel ch = channel;
-        if (ch == null || backlog.isEmpty()) {
-            return;
+        if (ch == null || backlog.isEmpty() || !ch.isWritable()) {
+            return; // not writable: the peer is not reading; verbs wait (under their deadlines) until it drains
         }
         ByteBuf out = null;
         long now = 0;
@@ -428,6 +479,9 @@ final class TcpConnection implements Connection {
         while (true) {
             op = inFlight.peek();
             if (op == null || op.correlationId > corr) {
+                if (corr > 0 && corr <= discardedThrough) {
+                    return; // the late answer to a verb that timed out and was dropped from the window
+                }
                 throw new ProtocolException(peer.toString(), "correlationId=" + corr + " answers no verb in flight");
             }
             inFlight.poll();
@@ -510,6 +564,14 @@ final class TcpConnection implements Connection {
                 timeout(op);
             }
         }
+        // timed-out verbs at the head are forgotten (their late answers are recognised by correlation id), so a
+        // peer that never answers cannot make the window grow without bound
+        Op head;
+        while ((head = inFlight.peek()) != null && head.timedOut) {
+            inFlight.poll();
+            timedOutInFlight--;
+            discardedThrough = head.correlationId;
+        }
         backlog.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
         orphans.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
         if (!backlog.isEmpty()) {
@@ -551,12 +613,12 @@ final class TcpConnection implements Connection {
     /** The channel is gone: fail what it carried and reconnect with backoff (I/O thread). */
     private void lost(String reason, boolean orderly) {
         channel = null;
-        if (state == CLOSED) {
+        String lostReason = "connection lost: " + reason + "; verbs in flight may or may not have been executed";
+        if (!STATE.compareAndSet(this, OPEN, DOWN)) { // closed by its owner meanwhile: no reconnect
             failAll(downReason);
             return;
         }
-        downReason = "connection lost: " + reason + "; verbs in flight may or may not have been executed";
-        state = DOWN;
+        downReason = lostReason;
         if (orderly) {
             LOG.info("connection to {} closed by the peer: {}", peer, reason);
         } else {
@@ -685,7 +747,16 @@ final class TcpConnection implements Connection {
                 Frame.writeAuth(b, mine);
                 ctx.writeAndFlush(b, ctx.voidPromise());
             } else if (op == Frame.OP_WELCOME && challenged) {
-                if (state == CLOSED || ready.isDone()) {
+                if (ready.isDone()) {
+                    ctx.close();
+                    return;
+                }
+                channel = ctx.channel();
+                int s = state;
+                if (s == CLOSED || !STATE.compareAndSet(TcpConnection.this, s, OPEN)) {
+                    // closed by its owner during this handshake: the close must win, or the connection would
+                    // come back to life (and reconnect) after close()
+                    channel = null;
                     ctx.close();
                     return;
                 }
@@ -694,8 +765,6 @@ final class TcpConnection implements Connection {
                 if (decoder != null) {
                     decoder.authenticated();
                 }
-                channel = ctx.channel();
-                state = OPEN;
                 ready.complete(null);
             } else {
                 throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(op) + " during the handshake");
@@ -713,6 +782,14 @@ final class TcpConnection implements Connection {
                 send(); // responses freed window slots: waiting verbs go out, one flush
             }
             ctx.fireChannelReadComplete();
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+            if (authenticated && ctx.channel().isWritable() && !backlog.isEmpty()) {
+                send(); // the peer read what was queued: waiting verbs go out
+            }
+            ctx.fireChannelWritabilityChanged();
         }
 
         @Override
@@ -789,10 +866,7 @@ final class TcpConnection implements Connection {
             submitted = true;
             boolean any = false;
             for (Op op : ops) {
-                if (op.opcode == Frame.OP_WRITE && op.length > SegmentTable.MAX_VERB_LENGTH) {
-                    op.future.completeExceptionally(new BadLengthException(op.ptr, op.length,
-                            SegmentTable.MAX_VERB_LENGTH));
-                } else if (admit(op)) {
+                if (admit(op)) {
                     issued.offer(op);
                     any = true;
                 }

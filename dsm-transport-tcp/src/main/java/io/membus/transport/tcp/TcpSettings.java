@@ -16,6 +16,8 @@ import java.time.Duration;
  *   <tr><td>{@code tcp.port}</td><td>port to bind, 0 = ephemeral (default 0)</td></tr>
  *   <tr><td>{@code tcp.advertise-host}</td><td>host peers reach this node at (default: tcp.host)</td></tr>
  *   <tr><td>{@code tcp.handshake-timeout}</td><td>a peer must authenticate within it (default 5s)</td></tr>
+ *   <tr><td>{@code tcp.max-handshaking}</td><td>accepted connections not yet authenticated; more are closed at
+ *   once (default 256)</td></tr>
  *   <tr><td>{@code tcp.reconnect-min-backoff}, {@code tcp.reconnect-max-backoff}</td><td>reconnect delays (50ms, 5s)</td></tr>
  *   <tr><td>{@code tcp.max-frame}</td><td>largest frame accepted (default 16 MiB + 64)</td></tr>
  *   <tr><td>{@code tcp.max-in-flight}</td><td>verbs on the wire per connection; more wait (default 1024)</td></tr>
@@ -33,6 +35,7 @@ final class TcpSettings {
     final int port;
     final String advertiseHost;
     final Duration handshakeTimeout;
+    final int maxHandshaking;
     final Duration reconnectMinBackoff;
     final Duration reconnectMaxBackoff;
     final int maxFrame;
@@ -62,6 +65,7 @@ final class TcpSettings {
                     + " set it when tcp.host is a wildcard address");
         }
         this.handshakeTimeout = config.getDuration("tcp.handshake-timeout", Duration.ofSeconds(5));
+        this.maxHandshaking = config.getInt("tcp.max-handshaking", 256, 1, 1 << 16);
         this.reconnectMinBackoff = config.getDuration("tcp.reconnect-min-backoff", Duration.ofMillis(50));
         this.reconnectMaxBackoff = config.getDuration("tcp.reconnect-max-backoff", Duration.ofSeconds(5));
         if (reconnectMaxBackoff.compareTo(reconnectMinBackoff) < 0) {

@@ -1,11 +1,9 @@
 package io.membus.transport.tcp;
 
-import io.membus.core.Segment;
 import io.membus.core.error.TransportUnavailableException;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.PeerInfo;
-import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.TransportConfig;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -33,6 +31,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The {@code tcp} transport: every node runs a "soft NIC", a Netty server that
@@ -52,6 +51,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class TcpTransport extends AbstractTransport {
     private static final Logger LOG = LoggerFactory.getLogger(TcpTransport.class);
+    /** Outbound bytes queued per channel above which it stops taking more (both sides). */
+    static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 * 1024, 1024 * 1024);
 
     final TcpSettings settings;
     final Handshake handshake;
@@ -63,6 +64,8 @@ public final class TcpTransport extends AbstractTransport {
     private final String localAddress;
     /** Authenticated (or handshaking) server-side channels. */
     private final Map<Channel, ServerHandler> served = new ConcurrentHashMap<>();
+    /** Accepted connections that have not authenticated yet: at most {@code tcp.max-handshaking}. */
+    final AtomicInteger handshaking = new AtomicInteger();
     /** The newest incarnation each initiator node authenticated with: older ones are refused. */
     private final Map<Integer, Long> initiatorIncarnations = new ConcurrentHashMap<>();
 
@@ -94,11 +97,21 @@ public final class TcpTransport extends AbstractTransport {
                     .channel(serverClass)
                     .option(ChannelOption.SO_REUSEADDR, true)
                     .childOption(ChannelOption.TCP_NODELAY, true)
-                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 1024 * 1024))
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
                             String peer = String.valueOf(ch.remoteAddress());
+                            if (handshaking.incrementAndGet() > settings.maxHandshaking) {
+                                // a connection flood: each unauthenticated connection would hold a channel, a
+                                // timer and a buffer for tcp.handshake-timeout
+                                handshaking.decrementAndGet();
+                                refusals.warn("peer " + peer + " refused: " + settings.maxHandshaking
+                                        + " connections are already in the handshake (tcp.max-handshaking);"
+                                        + " disconnected");
+                                ch.close();
+                                return;
+                            }
                             ServerHandler handler = new ServerHandler(TcpTransport.this, peer);
                             served.put(ch, handler);
                             ch.closeFuture().addListener(f -> served.remove(ch));
@@ -127,15 +140,6 @@ public final class TcpTransport extends AbstractTransport {
     @Override
     public String localAddress() {
         return localAddress;
-    }
-
-    @Override
-    protected Segment createSegment(SegmentSpec spec) {
-        if (spec.file() != null) {
-            return Segment.createOrOpenFile(spec.file(), nodeId(), incarnation(), spec.index(), spec.size(),
-                    spec.flags(), false);
-        }
-        return Segment.allocate(nodeId(), incarnation(), spec.index(), spec.size(), spec.flags());
     }
 
     @Override
@@ -226,6 +230,11 @@ public final class TcpTransport extends AbstractTransport {
         }
         // the timeout bounds close(); quiet period 0: nothing is left to run on the loops
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
+
+    /** Accepted channels not yet closed (handshaking or authenticated); for tests. */
+    int servedCount() {
+        return served.size();
     }
 
     /** Whether this transport still serves (not closed). */

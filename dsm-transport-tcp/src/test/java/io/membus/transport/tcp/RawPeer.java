@@ -69,6 +69,19 @@ final class RawPeer implements AutoCloseable {
         return f;
     }
 
+    /** The header of the next frame (its body skipped), or {@code null} at end of stream. */
+    Frame readHeaderSkippingBody() throws IOException {
+        byte[] h = new byte[Frame.HEADER_LENGTH];
+        try {
+            in.readFully(h);
+        } catch (EOFException e) {
+            return null;
+        }
+        Frame f = wrap(h);
+        in.skipNBytes(f.bodyLength());
+        return f;
+    }
+
     /** Reads until the peer closes; throws when it does not within the read timeout. */
     void awaitClosed() throws IOException {
         while (true) {

@@ -197,6 +197,67 @@ class TcpAuthTest {
     }
 
     @Test
+    void aFloodOfUnauthenticatedConnectionsIsBoundedAndAuthenticatedOnesDoNotCount() throws Exception {
+        Transport a = nodes.start(1, "tcp.handshake-timeout", "30s", "tcp.max-handshaking", "2");
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        try (RawPeer p1 = new RawPeer(a.localAddress(), 10_000); RawPeer p2 = new RawPeer(a.localAddress(), 10_000)) {
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p1.hello(2, 5, 1, a.incarnation())).opcode());
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p2.hello(2, 6, 1, a.incarnation())).opcode());
+            try (RawPeer p3 = new RawPeer(a.localAddress(), 10_000)) {
+                p3.awaitClosed(); // the third half-open connection is closed at once, not after 30 s
+            }
+        }
+        // the two slots free up as the node sees the closes; then a real peer gets in
+        Transport b = nodes.start(3);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        Connection ba = null;
+        while (ba == null) {
+            try {
+                ba = connect(b, a.self());
+            } catch (io.membus.core.error.NodeUnavailableException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                Thread.sleep(20);
+            }
+        }
+        assertEquals(0L, RemoteMemory.await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1),
+                Duration.ofSeconds(20)));
+        // an authenticated connection holds no handshake slot
+        try (RawPeer p4 = new RawPeer(a.localAddress(), 10_000); RawPeer p5 = new RawPeer(a.localAddress(), 10_000)) {
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p4.hello(2, 7, 1, a.incarnation())).opcode());
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p5.hello(2, 8, 1, a.incarnation())).opcode());
+        }
+    }
+
+    @Test
+    void aDroppedPeerThatDoesNotReadIsStillDisconnected() throws Exception {
+        Transport a = nodes.start(1, "tcp.handshake-timeout", "300ms");
+        Segment seg = a.export(SegmentSpec.of(0, 1 << 20));
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.handshake(RawPeer.secret(Nodes.SECRET), 2, 42, 1,
+                    a.incarnation())).opcode());
+            // one fetch-and-add, then 32 MiB of reads whose answers this peer never takes: the node's socket
+            // and outbound buffer fill, so a goodbye frame cannot leave
+            p.send(b -> {
+                Frame.writeFaa(b, 1, seg.pointer(0), seg.remoteKey(), 1);
+                for (int i = 0; i < 2048; i++) {
+                    Frame.writeRead(b, 2 + i, seg.pointer(0), seg.remoteKey(), 16 * 1024);
+                }
+            });
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (seg.readLong(0) == 0 && System.nanoTime() - deadline < 0) {
+                Thread.sleep(10);
+            }
+            assertEquals(1, ((TcpTransport) a).disconnect(2, "test"));
+            while (((TcpTransport) a).servedCount() > 0 && System.nanoTime() - deadline < 0) {
+                Thread.sleep(10);
+            }
+            assertEquals(0, ((TcpTransport) a).servedCount(), "a dropped peer that does not read keeps its channel");
+        }
+    }
+
+    @Test
     void ipv6LoopbackAddressesWork() {
         Transport a;
         try {

@@ -159,6 +159,143 @@ class TcpConnectionLossTest {
     }
 
     @Test
+    void verbsThatTimeOutOnTheWireAreForgottenSoASilentTargetCannotGrowTheWindow() throws Exception {
+        Transport a = nodes.start(1);
+        Transport b = nodes.start(2, Duration.ofMillis(100), "tcp.max-in-flight", "4");
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        TcpConnection ba = (TcpConnection) connect(b, a);
+        a.faults().drop(2); // the target takes every verb and never answers
+        for (int burst = 0; burst < 10; burst++) {
+            List<CompletableFuture<Long>> fs = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                fs.add(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1));
+            }
+            for (CompletableFuture<Long> f : fs) {
+                assertInstanceOf(DsmTimeoutException.class, failure(f));
+            }
+        }
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        int held;
+        while ((held = ba.inFlightCount().get(WAIT.toSeconds(), TimeUnit.SECONDS)) > 0
+                && System.nanoTime() - deadline < 0) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, held, "timed-out verbs still held in the window of a target that never answers");
+        a.faults().heal(2);
+        assertEquals(0L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        assertTrue(ba.isOpen());
+    }
+
+    @Test
+    void aLateAnswerToAForgottenVerbIsIgnoredAndTheConnectionStays() throws Exception {
+        Transport a = nodes.start(1);
+        Transport b = nodes.start(2, Duration.ofMillis(100), "tcp.max-in-flight", "4");
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        TcpConnection ba = (TcpConnection) connect(b, a);
+        a.faults().delay(2, Duration.ofMillis(400)); // answered, but after the deadline
+        List<CompletableFuture<Long>> late = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            late.add(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1));
+        }
+        for (CompletableFuture<Long> f : late) {
+            assertInstanceOf(DsmTimeoutException.class, failure(f));
+        }
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (ba.inFlightCount().get(WAIT.toSeconds(), TimeUnit.SECONDS) > 0 && System.nanoTime() - deadline < 0) {
+            Thread.sleep(10);
+        }
+        a.faults().heal(2);
+        while (seg.readLong(0) < 3 && System.nanoTime() - deadline < 0) {
+            Thread.sleep(10); // the held verbs run late at the target, and their answers go out
+        }
+        // on the stream behind the late answers: they arrive first and must be ignored
+        assertEquals(3L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        assertTrue(ba.isOpen(), "a late answer closed the connection");
+        for (CompletableFuture<Long> f : late) {
+            assertInstanceOf(DsmTimeoutException.class, failure(f), "a timed-out verb was reported twice");
+        }
+    }
+
+    @Test
+    void closingTheTransportsLeavesNoIoThreadsAndFailsWhatWasInFlight() throws Exception {
+        Transport a = nodes.start(77);
+        Transport b = nodes.start(78);
+        Segment seg = a.export(SegmentSpec.of(0, 4096));
+        Connection ba = connect(b, a);
+        assertEquals(0L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        a.faults().delay(78, Duration.ofSeconds(60));
+        CompletableFuture<Long> held = ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1);
+        assertTrue(threads("membus-tcp-77-") > 0 && threads("membus-tcp-78-") > 0);
+        b.close();
+        assertInstanceOf(NodeUnavailableException.class, failure(held));
+        a.close();
+        // close() returns when the loops have terminated; a thread may take a moment more to exit after that
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith("membus-tcp-77-") || t.getName().startsWith("membus-tcp-78-")) {
+                t.join(WAIT.toMillis());
+            }
+        }
+        assertEquals(0, threads("membus-tcp-77-") + threads("membus-tcp-78-"), "I/O threads alive after close()");
+    }
+
+    private static int threads(String prefix) {
+        int n = 0;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith(prefix) && t.isAlive()) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    @Test
+    void aVerbTooLargeForTcpMaxFrameIsRefusedAtIssueAndTheConnectionStays() throws Exception {
+        Transport a = nodes.start(1, "tcp.max-frame", "65536");
+        Transport b = nodes.start(2, "tcp.max-frame", "65536");
+        Segment seg = a.export(SegmentSpec.of(0, 1 << 20));
+        Connection ba = connect(b, a);
+        CompletableFuture<Long> before = ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1);
+        io.membus.core.error.BadLengthException w = assertInstanceOf(io.membus.core.error.BadLengthException.class,
+                failure(ba.write(seg.pointer(8), seg.remoteKey(), new byte[65536], 0, 65536)));
+        assertEquals(65536 - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH, w.maxLength());
+        io.membus.core.error.BadLengthException r = assertInstanceOf(io.membus.core.error.BadLengthException.class,
+                failure(ba.read(seg.pointer(8), seg.remoteKey(), 65536)));
+        assertEquals(65536 - Frame.HEADER_LENGTH, r.maxLength());
+        assertEquals(0L, await(before), "a verb issued before the refused ones");
+        assertEquals(1L, await(ba.fetchAndAdd(seg.pointer(0), seg.remoteKey(), 1)));
+        assertEquals(65536 - Frame.HEADER_LENGTH, await(ba.read(seg.pointer(0), seg.remoteKey(),
+                65536 - Frame.HEADER_LENGTH)).length);
+        assertTrue(ba.isOpen());
+    }
+
+    @Test
+    void aBurstOfLargeReadsIsAnsweredWithoutBufferingEveryAnswerOnTheTarget() throws Exception {
+        // 280 reads of 4 MiB in one write: 1.1 GiB of answers, more than this JVM's direct memory (-Xmx1g). The
+        // target must stream them out as the peer takes them, not build them all in one batch buffer.
+        Transport a = nodes.start(1);
+        int size = 4 << 20;
+        int n = 280;
+        Segment seg = a.export(SegmentSpec.of(0, size));
+        seg.writeLong(size - 8, 42);
+        try (RawPeer p = new RawPeer(a.localAddress(), 30_000)) {
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.handshake(RawPeer.secret(Nodes.SECRET), 2, 42, 1,
+                    a.incarnation())).opcode());
+            p.send(b -> {
+                for (int i = 1; i <= n; i++) {
+                    Frame.writeRead(b, i, seg.pointer(0), seg.remoteKey(), size);
+                }
+            });
+            for (int i = 1; i <= n; i++) {
+                Frame f = p.readHeaderSkippingBody();
+                assertTrue(f != null, "the target closed the connection after " + (i - 1) + " answers");
+                assertEquals(Frame.OP_OK, f.opcode());
+                assertEquals(i, f.correlationId());
+                assertEquals(size, f.bodyLength());
+            }
+        }
+    }
+
+    @Test
     void aSmallWindowKeepsIssueOrderAndExactValues() throws Exception {
         Transport a = nodes.start(1);
         Transport b = nodes.start(2, "tcp.max-in-flight", "4");

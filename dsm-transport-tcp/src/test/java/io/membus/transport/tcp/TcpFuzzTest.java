@@ -59,6 +59,7 @@ class TcpFuzzTest {
         Connection served = RemoteMemory.await(bystander.connect(target.self()), Duration.ofSeconds(20));
 
         int frames = 0;
+        int[] kinds = new int[KINDS.length];
         for (int round = 0; round < rounds; round++) {
             try (RawPeer p = new RawPeer(target.localAddress(), 20_000)) {
                 boolean authenticated = random.nextInt(4) != 0;
@@ -66,11 +67,22 @@ class TcpFuzzTest {
                     byte[] welcome = p.handshake(RawPeer.secret(Nodes.SECRET), 2, 42, 1, target.incarnation());
                     assertEquals(Frame.OP_WELCOME, RawPeer.wrap(welcome).opcode(), "seed " + seed);
                 }
-                int n = random.nextInt(1, 30);
+                // the node reads a stream up to its first frame that is not a valid verb. So that every kind is
+                // really met by the node, each stream is: well-formed verbs (authenticated peers only), one
+                // frame of a kind drawn uniformly, then random frames (met only when the drawn one was a verb)
                 ByteBuf stream = Unpooled.buffer();
+                int prefix = authenticated ? random.nextInt(0, 10) : 0;
+                for (int i = 0; i < prefix; i++) {
+                    fuzzFrame(stream, random, seg, random.nextInt(3)); // wrong-key verbs, right-key reads
+                    frames++;
+                }
+                int kind = random.nextInt(KINDS.length);
+                fuzzFrame(stream, random, seg, kind);
+                kinds[kind]++;
+                frames++;
+                int n = kind == TRUNCATED ? 0 : random.nextInt(0, 20);
                 for (int i = 0; i < n; i++) {
-                    boolean last = i == n - 1;
-                    fuzzFrame(stream, random, seg, last);
+                    fuzzFrame(stream, random, seg, i == n - 1);
                     frames++;
                 }
                 byte[] bytes = new byte[stream.readableBytes()];
@@ -89,7 +101,14 @@ class TcpFuzzTest {
                     Duration.ofSeconds(20));
             assertEquals(round, old, "seed " + seed + ", round " + round);
         }
-        System.out.println("[fuzz] " + frames + " frames over " + rounds + " connections, seed " + seed);
+        StringBuilder mix = new StringBuilder();
+        for (int k = 0; k < KINDS.length; k++) {
+            mix.append(k == 0 ? "" : ", ").append(KINDS[k]).append('=').append(kinds[k]);
+            // ~45 streams per kind in a run of the default size
+            assertTrue(kinds[k] > 0 || rounds < 100, "no stream met a frame of kind " + KINDS[k] + ", seed " + seed);
+        }
+        System.out.println("[fuzz] " + frames + " frames over " + rounds + " connections (kinds met by the node: "
+                + mix + "), seed " + seed);
         assertTrue(frames >= 1000 || rounds < 100, "enough frames: " + frames);
         assertEquals(before, checksum(seg), "segment bytes changed; replay with -Dmembus.fuzz.seed=" + seed);
         assertTrue(served.isOpen());
@@ -97,9 +116,17 @@ class TcpFuzzTest {
         assertEquals(fill[15], first[15]);
     }
 
+    private static final String[] KINDS = {"wrongKeyA", "wrongKeyB", "rightKeyRead", "unknownOpcode",
+        "wrongBodyLength", "badLengthField", "wrongVersion", "handshakeOutOfPlace", "bitFlips", "garbage",
+        "truncated"};
+    private static final int TRUNCATED = 10;
+
     /** Appends one fuzzed frame; truncation only as the last frame of a stream. */
     private static void fuzzFrame(ByteBuf out, SplittableRandom r, Segment seg, boolean last) {
-        int kind = r.nextInt(last ? 11 : 10);
+        fuzzFrame(out, r, seg, r.nextInt(last ? KINDS.length : TRUNCATED));
+    }
+
+    private static void fuzzFrame(ByteBuf out, SplittableRandom r, Segment seg, int kind) {
         switch (kind) {
             case 0, 1 -> wrongKeyVerb(out, r, seg);
             case 2 -> {

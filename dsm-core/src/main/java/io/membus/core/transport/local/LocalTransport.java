@@ -1,6 +1,5 @@
 package io.membus.core.transport.local;
 
-import io.membus.core.Segment;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.transport.AbstractTransport;
@@ -8,7 +7,6 @@ import io.membus.core.transport.Connection;
 import io.membus.core.transport.DirectConnection;
 import io.membus.core.transport.FaultInjector;
 import io.membus.core.transport.PeerInfo;
-import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.TransportConfig;
 
@@ -41,15 +39,6 @@ public final class LocalTransport extends AbstractTransport {
     @Override
     public String localAddress() {
         return "local:" + fabric.name();
-    }
-
-    @Override
-    protected Segment createSegment(SegmentSpec spec) {
-        if (spec.file() != null) {
-            return Segment.createOrOpenFile(spec.file(), nodeId(), incarnation(), spec.index(), spec.size(),
-                    spec.flags(), false);
-        }
-        return Segment.allocate(nodeId(), incarnation(), spec.index(), spec.size(), spec.flags());
     }
 
     @Override
