@@ -75,6 +75,10 @@ final class ClusterAgent extends AbstractActor {
     private final Map<UniqueAddress, Member> members = new HashMap<>();
     private final Set<UniqueAddress> unreachable = new HashSet<>();
     private final Map<Integer, String> leftReasons = new HashMap<>();
+    /** The member (incarnation) whose loss fenced each node id: only another member lifts the fence. */
+    private final Map<Integer, UniqueAddress> fencedMember = new HashMap<>();
+    /** This member is exiting, down or removed: peers' removals are its own shutdown, not theirs. */
+    private boolean selfGoing;
     private Map<String, NodeEntry> entries = Map.of();
 
     private ClusterAgent(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
@@ -166,15 +170,25 @@ final class ClusterAgent extends AbstractActor {
     private void memberChanged(Member m) {
         members.put(m.uniqueAddress(), m);
         int id = nodeIdOf(m);
-        if (id != 0 && id != nodeId && isLive(m.status())) {
+        if (m.uniqueAddress().equals(cluster.selfUniqueAddress()) && isGoing(m.status())) {
+            selfGoing = true;
+        }
+        UniqueAddress fencedFor = fencedMember.get(id);
+        if (id != 0 && id != nodeId && isLive(m.status()) && !m.uniqueAddress().equals(fencedFor)) {
             Transport t = transport.get();
             if (t != null && t.isFenced(id)) {
                 LOG.info("node {} is back as a new member {}: lifting its fence", id, m.address());
                 t.unfence(id);
             }
+            fencedMember.remove(id);
             leftReasons.remove(id);
         }
         publish();
+    }
+
+    /** Past leaving: this member's cluster is shutting down (while merely leaving it still fences). */
+    private static boolean isGoing(MemberStatus s) {
+        return s == MemberStatus.exiting() || s == MemberStatus.down() || s == MemberStatus.removed();
     }
 
     /**
@@ -191,7 +205,13 @@ final class ClusterAgent extends AbstractActor {
             members.put(m.uniqueAddress(), m);
         }
         if (m.uniqueAddress().equals(cluster.selfUniqueAddress())) {
+            selfGoing = true;
             selfDowned.accept("this node (" + m.address() + ") was " + what);
+            publish();
+            return;
+        }
+        if (selfGoing || cluster.isTerminated()) {
+            // this node is leaving: Pekko reports every other member as removed on the way out; they are not gone
             publish();
             return;
         }
@@ -202,6 +222,7 @@ final class ClusterAgent extends AbstractActor {
             leftReasons.put(id, reason);
             Transport t = transport.get();
             if (t != null && !successorLive && fence) {
+                fencedMember.put(id, m.uniqueAddress());
                 t.fence(id, reason);
             } else if (!fence) {
                 LOG.info("{}", reason);
