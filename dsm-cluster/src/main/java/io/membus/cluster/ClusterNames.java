@@ -36,6 +36,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * with a majority read, so no acknowledged binding is lost. Lookups read this node's
  * replica and, for a name it does not know yet, a majority.
  *
+ * <p>A null, empty or over-long name is refused with {@link InvalidNameException}.
+ *
  * <p><b>Note:</b> thread-safe; every call waits at most the operation timeout (twice,
  * for the arbiter's two majority steps) and fails with a typed {@link DsmException}.
  */
@@ -58,7 +60,7 @@ public final class ClusterNames implements NameRegistry {
 
     private static void checkName(String name) {
         if (name == null || name.isEmpty() || name.length() > MAX_NAME) {
-            throw new IllegalArgumentException("bad name: name=" + name + ", allowed=1.." + MAX_NAME + " characters");
+            throw new InvalidNameException(name, MAX_NAME);
         }
     }
 
