@@ -57,6 +57,7 @@ final class ClusterAgent extends AbstractActor {
     /** Role prefix naming the compact node id, e.g. {@code membus-node-3}. */
     static final String ID_ROLE_PREFIX = "membus-node-";
     static final String NAME = "membus-agent";
+    private static final String BLOCKING_DISPATCHER = "pekko.actor.default-blocking-io-dispatcher";
 
     static final Key<LWWMap<String, NodeEntry>> NODES = LWWMapKey.create("membus-nodes");
     static final Key<LWWMap<String, Long>> NAMES = LWWMapKey.create("membus-names");
@@ -115,6 +116,17 @@ final class ClusterAgent extends AbstractActor {
             }
         }
         return 0;
+    }
+
+    /** The oldest Up data member, whose agent arbitrates name bindings; {@code null} when no member is Up. */
+    static Member arbiter(Cluster cluster) {
+        Member oldest = null;
+        for (Member m : cluster.state().getMembers()) {
+            if (m.status() == MemberStatus.up() && m.hasRole(NODE_ROLE) && (oldest == null || m.isOlderThan(oldest))) {
+                oldest = m;
+            }
+        }
+        return oldest;
     }
 
     static boolean isLive(MemberStatus s) {
@@ -253,8 +265,28 @@ final class ClusterAgent extends AbstractActor {
         return new Replicator.WriteMajority(timeout);
     }
 
+    /**
+     * Whether this member is the arbiter in its own view (the oldest Up data member).
+     * A member that is not refuses to arbitrate, so two members that both see themselves
+     * as the arbiter are needed for a double win, not merely two clients whose views
+     * of the membership differ during a hand-over.
+     */
+    private String notArbiter() {
+        Member oldest = arbiter(cluster);
+        if (oldest != null && oldest.uniqueAddress().equals(cluster.selfUniqueAddress())) {
+            return null;
+        }
+        return "node " + nodeId + " is not the name arbiter (the oldest Up member is "
+                + (oldest == null ? "none" : oldest.address()) + "); membership is changing, retry";
+    }
+
     private void bind(Bind b) {
         ActorRef replyTo = getSender();
+        String refused = notArbiter();
+        if (refused != null) {
+            replyTo.tell(new NameReply(0, refused), getSelf());
+            return;
+        }
         CompletionStage<Object> chain = Patterns.ask(replicator,
                         new Replicator.Get<>(NAMES, new Replicator.ReadMajority(timeout)), timeout.multipliedBy(2))
                 .thenCompose(got -> {
@@ -282,14 +314,25 @@ final class ClusterAgent extends AbstractActor {
 
     private void unbind(Unbind u) {
         ActorRef replyTo = getSender();
+        String refused = notArbiter();
+        if (refused != null) {
+            replyTo.tell(new NameReply(0, refused), getSelf());
+            return;
+        }
         boolean[] had = new boolean[1];
         CompletionStage<Object> chain = Patterns.ask(replicator,
                         new Replicator.Get<>(NAMES, new Replicator.ReadMajority(timeout)), timeout.multipliedBy(2))
-                .thenCompose(got -> Patterns.ask(replicator, new Replicator.Update<LWWMap<String, Long>>(NAMES,
+                .thenCompose(got -> {
+                    if (got instanceof Replicator.GetFailure) {
+                        // without the majority's bindings, a name bound elsewhere would be reported as not bound
+                        throw new IllegalStateException("could not read the names from a majority within " + timeout);
+                    }
+                    return Patterns.ask(replicator, new Replicator.Update<LWWMap<String, Long>>(NAMES,
                         LWWMap.create(), writeMajority(), m -> {
                     had[0] = m.get(u.name()).isDefined();
                     return had[0] ? m.remove(self, u.name()) : m;
-                }), timeout.multipliedBy(2)))
+                }), timeout.multipliedBy(2));
+                })
                 .thenApply(updated -> {
                     if (!(updated instanceof Replicator.UpdateSuccess)) {
                         throw new IllegalStateException("could not write the removal to a majority within " + timeout);
@@ -319,7 +362,9 @@ final class ClusterAgent extends AbstractActor {
         StatusReply members = status("");
         ActorRef replyTo = getSender();
         ActorRef me = getSelf();
-        CompletableFuture.supplyAsync(heapUsage, getContext().getDispatcher())
+        // blocking verbs: on Pekko's blocking-io dispatcher, never on the one that runs heartbeats and gossip
+        CompletableFuture.supplyAsync(heapUsage, getContext().getSystem().dispatchers()
+                        .lookup(BLOCKING_DISPATCHER))
                 .exceptionally(e -> "heap usage could not be read: " + (e.getCause() != null ? e.getCause() : e) + "\n")
                 .thenAccept(heap -> replyTo.tell(new StatusReply(members.fromNode(), members.leader(),
                         members.members(), members.names(), heap), me));

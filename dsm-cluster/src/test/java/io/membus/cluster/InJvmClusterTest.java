@@ -150,7 +150,7 @@ class InJvmClusterTest {
 
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
-    void namesAreReplicatedAndTheFirstBinderWins() {
+    void namesAreReplicatedAndTheFirstBinderWins() throws Exception {
         List<DsmNode> all = threeNodes();
         long p2 = RemotePtr.pack(2, 0, 64);
         long p3 = RemotePtr.pack(3, 0, 128);
@@ -192,6 +192,14 @@ class InJvmClusterTest {
         } finally {
             pool.shutdownNow();
         }
+        // only the oldest Up member arbitrates: another agent refuses a bind instead of becoming a second arbiter
+        Object refused = org.apache.pekko.pattern.Patterns.ask(systemOf(all.get(2)).actorSelection(
+                        all.get(2).memberAddress() + "/user/" + ClusterAgent.NAME),
+                new ClusterMessage.Bind("elsewhere", p3), Duration.ofSeconds(10)).toCompletableFuture()
+                .get(15, TimeUnit.SECONDS);
+        assertTrue(((ClusterMessage.NameReply) refused).error().contains("node 3 is not the name arbiter"),
+                refused.toString());
+        assertTrue(all.get(0).names().lookup("elsewhere").isEmpty());
         assertThrows(InvalidNameException.class, () -> all.get(0).names().bind("", p2),
                 "an empty name is refused with a typed error");
         assertTrue(all.get(2).names().unbind("queue"));
