@@ -41,6 +41,10 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p><b>Note:</b> thread-safe; every call waits at most the operation timeout (twice,
  * for the arbiter's two majority steps) and fails with a typed {@link DsmException}.
+ * {@link #bindings()} and the local part of {@link #lookup} read an immutable snapshot
+ * that the cluster agent publishes with a volatile write (an {@code AtomicReference}) on
+ * every replicated change; a bind acknowledged by the arbiter is in a majority's replicas
+ * before it returns, and in this node's snapshot after the next change notification.
  */
 public final class ClusterNames implements NameRegistry {
     private static final int MAX_NAME = 1024;

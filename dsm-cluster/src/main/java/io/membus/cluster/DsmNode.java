@@ -65,8 +65,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * holds it. Each start is a new incarnation (a wall-clock based number that grows),
  * with new remote keys; file-backed segments keep their bytes.
  *
- * <p><b>Note:</b> thread-safe. {@link #close()} is called once by the owner; it leaves
- * the cluster gracefully (bounded), then closes the transport and its segments.
+ * <p><b>Note:</b> thread-safe. Everything {@link #start} sets up (transport, remote
+ * memory, allocator) is published through volatile fields before {@code start} returns,
+ * so any thread that receives the node sees it whole; {@link #downReason()} is a volatile
+ * read of what the cluster agent's thread wrote. {@link #close()} may be called from any
+ * thread, any number of times: the first call leaves the cluster gracefully (bounded),
+ * then closes the transport and its segments; the others return once that is done.
  */
 public final class DsmNode implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DsmNode.class);

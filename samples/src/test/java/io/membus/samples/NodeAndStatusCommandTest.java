@@ -103,5 +103,11 @@ class NodeAndStatusCommandTest {
         assertEquals(1, none.code());
         assertTrue(none.err().contains("no answer from a membus node"), none.err());
         assertEquals(1, run("status", "--seed", "nonsense").code());
+        Run badName = run("status", "--seed", "127.0.0.1:" + freePort(), "--cluster-name", "no spaces");
+        assertEquals(1, badName.code());
+        assertTrue(badName.err().contains("key=cluster-name, value=no spaces"), badName.err());
+        Run badHost = run("status", "--seed", "127.0.0.1:" + freePort(), "--bind-host", "192.0.2.1", "--timeout", "2");
+        assertEquals(1, badHost.code());
+        assertTrue(badHost.err().contains("key=bind-host, value=192.0.2.1"), badHost.err());
     }
 }
