@@ -37,16 +37,16 @@ public final class ClusterDirectory implements SegmentDirectory {
     private static final Optional<PeerInfo>[] NO_PEERS = peers(0);
     private static final Optional<SegmentDescriptor>[][] NO_SEGMENTS = new Optional[0][];
 
-    private volatile Map<Integer, NodeEntry> live = Map.of();
     /**
-     * Lookups by node id without allocation or boxing (every verb asks for its peer):
-     * built once per {@link #apply} and published, like {@link #live}, by a volatile write.
+     * The live entries, and lookups by node id without allocation or boxing (every verb
+     * asks for its peer): built once per {@link #apply} and published by one volatile write.
      */
-    private volatile View view = new View(NO_PEERS, NO_SEGMENTS);
+    private volatile View view = new View(Map.of(), NO_PEERS, NO_SEGMENTS);
     private final List<DirectoryListener> listeners = new CopyOnWriteArrayList<>();
 
     /** Peers and segments indexed by node id (and segment index); absent slots hold {@code Optional.empty()}. */
-    private record View(Optional<PeerInfo>[] peers, Optional<SegmentDescriptor>[][] segments) {
+    private record View(Map<Integer, NodeEntry> live, Optional<PeerInfo>[] peers,
+                        Optional<SegmentDescriptor>[][] segments) {
     }
 
     @SuppressWarnings("unchecked")
@@ -77,12 +77,12 @@ public final class ClusterDirectory implements SegmentDirectory {
             }
             segments[e.nodeId()] = byIndex;
         }
-        return new View(peers, segments);
+        return new View(entries, peers, segments);
     }
 
     /** The live entries by node id (a snapshot). */
     public Map<Integer, NodeEntry> entries() {
-        return live;
+        return view.live();
     }
 
     /**
@@ -92,11 +92,9 @@ public final class ClusterDirectory implements SegmentDirectory {
      * @param reasons why a node that is no longer in {@code next} left (by node id), if known
      */
     void apply(Map<Integer, NodeEntry> next, Map<Integer, String> reasons) {
-        Map<Integer, NodeEntry> prev = live;
+        Map<Integer, NodeEntry> prev = view.live();
         Map<Integer, NodeEntry> copy = Map.copyOf(next);
-        View nextView = viewOf(copy);
-        live = copy;
-        view = nextView;
+        view = viewOf(copy);
         for (Map.Entry<Integer, NodeEntry> e : prev.entrySet()) {
             NodeEntry now = copy.get(e.getKey());
             NodeEntry was = e.getValue();
@@ -147,7 +145,7 @@ public final class ClusterDirectory implements SegmentDirectory {
     @Override
     public Collection<PeerInfo> members() {
         List<PeerInfo> list = new ArrayList<>();
-        live.values().forEach(e -> list.add(e.peer()));
+        view.live().values().forEach(e -> list.add(e.peer()));
         return list;
     }
 
@@ -164,7 +162,7 @@ public final class ClusterDirectory implements SegmentDirectory {
     @Override
     public Collection<SegmentDescriptor> segments() {
         List<SegmentDescriptor> list = new ArrayList<>();
-        live.values().forEach(e -> list.addAll(e.segments()));
+        view.live().values().forEach(e -> list.addAll(e.segments()));
         return list;
     }
 
