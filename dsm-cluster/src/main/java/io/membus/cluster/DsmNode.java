@@ -82,6 +82,7 @@ public final class DsmNode implements AutoCloseable {
     private final ClusterDirectory directory = new ClusterDirectory();
     private final AtomicReference<Map<String, Long>> nameSnapshot = new AtomicReference<>(Map.of());
     private final AtomicReference<Transport> transportRef = new AtomicReference<>();
+    private final java.util.concurrent.atomic.AtomicBoolean transportClosed = new java.util.concurrent.atomic.AtomicBoolean();
     private final ClusterNames names;
     private volatile RemoteMemory memory;
     private volatile GlobalAllocator allocator;
@@ -343,10 +344,7 @@ public final class DsmNode implements AutoCloseable {
         downReason = reason;
         LOG.error("membus node {} is DOWN and stops serving: {}", config.nodeId(), reason);
         Thread t = new Thread(() -> {
-            Transport tr = transportRef.get();
-            if (tr != null) {
-                tr.close();
-            }
+            closeTransport();
             system.terminate();
         }, "membus-node-" + config.nodeId() + "-down");
         t.setDaemon(true);
@@ -554,13 +552,22 @@ public final class DsmNode implements AutoCloseable {
                     e.toString());
             system.terminate();
         } finally {
-            Transport t = transportRef.get();
-            if (t != null) {
-                try {
-                    t.close();
-                } catch (RuntimeException e) {
-                    LOG.warn("node {}: closing the transport: {}", config.nodeId(), e.toString());
-                }
+            closeTransport();
+        }
+    }
+
+    /**
+     * Closes the transport once: the thread of a downed node and {@link #close()} may both
+     * get here, and a transport's close is not meant to run twice at the same time; the
+     * second caller waits until the first has finished.
+     */
+    private synchronized void closeTransport() {
+        Transport t = transportRef.get();
+        if (t != null && transportClosed.compareAndSet(false, true)) {
+            try {
+                t.close();
+            } catch (RuntimeException e) {
+                LOG.warn("node {}: closing the transport: {}", config.nodeId(), e.toString());
             }
         }
     }
