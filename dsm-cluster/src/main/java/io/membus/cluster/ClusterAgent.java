@@ -246,15 +246,16 @@ final class ClusterAgent extends AbstractActor {
     /** Recomputes the live directory: entries whose member (this incarnation) is live. */
     private void publish() {
         Map<Integer, NodeEntry> next = new HashMap<>();
-        Map<String, Member> byAddress = new HashMap<>();
+        // keyed by address and uid: an old and a new incarnation on the same host:port are both members for a while
+        Map<String, Member> byIncarnation = new HashMap<>();
         for (Member m : members.values()) {
             if (isLive(m.status())) {
-                byAddress.put(m.uniqueAddress().address().toString(), m);
+                byIncarnation.put(m.uniqueAddress().address() + "#" + m.uniqueAddress().longUid(), m);
             }
         }
         for (NodeEntry e : entries.values()) {
-            Member m = byAddress.get(e.memberAddress());
-            if (m != null && m.uniqueAddress().longUid() == e.memberUid() && nodeIdOf(m) == e.nodeId()) {
+            Member m = byIncarnation.get(e.memberAddress() + "#" + e.memberUid());
+            if (m != null && nodeIdOf(m) == e.nodeId()) {
                 next.put(e.nodeId(), e);
             }
         }
