@@ -89,6 +89,7 @@ public final class DemoCommand implements Callable<Integer> {
             String where;
             switch (transport) {
                 case "local" -> {
+                    quietInProcessNodes();
                     props.put("local.fabric", "demo-" + ProcessHandle.current().pid());
                     where = "as threads of this JVM over local";
                 }
@@ -145,6 +146,10 @@ public final class DemoCommand implements Callable<Integer> {
             int code = report(results, counters);
             out.printf("%nHeap segments after the work (global allocator; read by node 1 from every chunk table):%n");
             handles.get(0).heap(deadline).lines().forEach(l -> out.println("  " + l));
+            // every node frees its blocks while every heap is still there, then they leave
+            for (Handle h : handles) {
+                h.free(deadline);
+            }
             if (holdSeconds > 0) {
                 out.printf("%nthe cluster stays up for %d s; from another terminal:%n"
                         + "  ./membus status --seed 127.0.0.1:%d --cluster-name %s%n", holdSeconds, seedPort,
@@ -230,6 +235,21 @@ public final class DemoCommand implements Callable<Integer> {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException e) {
                 // the JVM is shutting down: the hook runs, or ran, cleanUp (a no-op once done)
+            }
+        }
+    }
+
+    /**
+     * Nodes in this JVM log like the node processes do (warnings; Pekko errors only), so
+     * their INFO lines do not interleave with the demo's report. slf4j-simple reads these
+     * properties when its first logger is made, which is when the first node starts;
+     * settings given on the command line win.
+     */
+    private static void quietInProcessNodes() {
+        for (String option : QUIET_NODE) {
+            String[] kv = option.substring(2).split("=", 2);
+            if (System.getProperty(kv[0]) == null) {
+                System.setProperty(kv[0], kv[1]);
             }
         }
     }
@@ -322,6 +342,9 @@ public final class DemoCommand implements Callable<Integer> {
         /** The cluster's heap usage table, as this node reads it. */
         String heap(long deadline) throws Exception;
 
+        /** Frees the node's blocks (in the next node's heap); called on every node before any leaves. */
+        void free(long deadline) throws Exception;
+
         @Override
         void close();
     }
@@ -358,6 +381,11 @@ public final class DemoCommand implements Callable<Integer> {
         @Override
         public String heap(long deadline) {
             return node.heapUsage();
+        }
+
+        @Override
+        public void free(long deadline) {
+            node.freeBlocks();
         }
 
         @Override
@@ -471,6 +499,12 @@ public final class DemoCommand implements Callable<Integer> {
                 table.append(line).append('\n');
             }
             return table.toString();
+        }
+
+        @Override
+        public void free(long deadline) throws Exception {
+            send("FREE");
+            expect("FREED ", deadline);
         }
 
         @Override
