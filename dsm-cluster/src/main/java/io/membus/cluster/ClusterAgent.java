@@ -57,6 +57,7 @@ final class ClusterAgent extends AbstractActor {
     /** Role prefix naming the compact node id, e.g. {@code membus-node-3}. */
     static final String ID_ROLE_PREFIX = "membus-node-";
     static final String NAME = "membus-agent";
+    private static final String BLOCKING_DISPATCHER = "pekko.actor.default-blocking-io-dispatcher";
 
     static final Key<LWWMap<String, NodeEntry>> NODES = LWWMapKey.create("membus-nodes");
     static final Key<LWWMap<String, Long>> NAMES = LWWMapKey.create("membus-names");
@@ -75,6 +76,10 @@ final class ClusterAgent extends AbstractActor {
     private final Map<UniqueAddress, Member> members = new HashMap<>();
     private final Set<UniqueAddress> unreachable = new HashSet<>();
     private final Map<Integer, String> leftReasons = new HashMap<>();
+    /** The member (incarnation) whose loss fenced each node id: only another member lifts the fence. */
+    private final Map<Integer, UniqueAddress> fencedMember = new HashMap<>();
+    /** This member is exiting, down or removed: peers' removals are its own shutdown, not theirs. */
+    private boolean selfGoing;
     private Map<String, NodeEntry> entries = Map.of();
 
     private ClusterAgent(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
@@ -111,6 +116,17 @@ final class ClusterAgent extends AbstractActor {
             }
         }
         return 0;
+    }
+
+    /** The oldest Up data member, whose agent arbitrates name bindings; {@code null} when no member is Up. */
+    static Member arbiter(Cluster cluster) {
+        Member oldest = null;
+        for (Member m : cluster.state().getMembers()) {
+            if (m.status() == MemberStatus.up() && m.hasRole(NODE_ROLE) && (oldest == null || m.isOlderThan(oldest))) {
+                oldest = m;
+            }
+        }
+        return oldest;
     }
 
     static boolean isLive(MemberStatus s) {
@@ -166,15 +182,25 @@ final class ClusterAgent extends AbstractActor {
     private void memberChanged(Member m) {
         members.put(m.uniqueAddress(), m);
         int id = nodeIdOf(m);
-        if (id != 0 && id != nodeId && isLive(m.status())) {
+        if (m.uniqueAddress().equals(cluster.selfUniqueAddress()) && isGoing(m.status())) {
+            selfGoing = true;
+        }
+        UniqueAddress fencedFor = fencedMember.get(id);
+        if (id != 0 && id != nodeId && isLive(m.status()) && !m.uniqueAddress().equals(fencedFor)) {
             Transport t = transport.get();
             if (t != null && t.isFenced(id)) {
                 LOG.info("node {} is back as a new member {}: lifting its fence", id, m.address());
                 t.unfence(id);
             }
+            fencedMember.remove(id);
             leftReasons.remove(id);
         }
         publish();
+    }
+
+    /** Past leaving: this member's cluster is shutting down (while merely leaving it still fences). */
+    private static boolean isGoing(MemberStatus s) {
+        return s == MemberStatus.exiting() || s == MemberStatus.down() || s == MemberStatus.removed();
     }
 
     /**
@@ -191,7 +217,13 @@ final class ClusterAgent extends AbstractActor {
             members.put(m.uniqueAddress(), m);
         }
         if (m.uniqueAddress().equals(cluster.selfUniqueAddress())) {
+            selfGoing = true;
             selfDowned.accept("this node (" + m.address() + ") was " + what);
+            publish();
+            return;
+        }
+        if (selfGoing || cluster.isTerminated()) {
+            // this node is leaving: Pekko reports every other member as removed on the way out; they are not gone
             publish();
             return;
         }
@@ -202,6 +234,7 @@ final class ClusterAgent extends AbstractActor {
             leftReasons.put(id, reason);
             Transport t = transport.get();
             if (t != null && !successorLive && fence) {
+                fencedMember.put(id, m.uniqueAddress());
                 t.fence(id, reason);
             } else if (!fence) {
                 LOG.info("{}", reason);
@@ -213,15 +246,16 @@ final class ClusterAgent extends AbstractActor {
     /** Recomputes the live directory: entries whose member (this incarnation) is live. */
     private void publish() {
         Map<Integer, NodeEntry> next = new HashMap<>();
-        Map<String, Member> byAddress = new HashMap<>();
+        // keyed by address and uid: an old and a new incarnation on the same host:port are both members for a while
+        Map<String, Member> byIncarnation = new HashMap<>();
         for (Member m : members.values()) {
             if (isLive(m.status())) {
-                byAddress.put(m.uniqueAddress().address().toString(), m);
+                byIncarnation.put(m.uniqueAddress().address() + "#" + m.uniqueAddress().longUid(), m);
             }
         }
         for (NodeEntry e : entries.values()) {
-            Member m = byAddress.get(e.memberAddress());
-            if (m != null && m.uniqueAddress().longUid() == e.memberUid() && nodeIdOf(m) == e.nodeId()) {
+            Member m = byIncarnation.get(e.memberAddress() + "#" + e.memberUid());
+            if (m != null && nodeIdOf(m) == e.nodeId()) {
                 next.put(e.nodeId(), e);
             }
         }
@@ -232,8 +266,28 @@ final class ClusterAgent extends AbstractActor {
         return new Replicator.WriteMajority(timeout);
     }
 
+    /**
+     * Whether this member is the arbiter in its own view (the oldest Up data member).
+     * A member that is not refuses to arbitrate, so two members that both see themselves
+     * as the arbiter are needed for a double win, not merely two clients whose views
+     * of the membership differ during a hand-over.
+     */
+    private String notArbiter() {
+        Member oldest = arbiter(cluster);
+        if (oldest != null && oldest.uniqueAddress().equals(cluster.selfUniqueAddress())) {
+            return null;
+        }
+        return "node " + nodeId + " is not the name arbiter (the oldest Up member is "
+                + (oldest == null ? "none" : oldest.address()) + "); membership is changing, retry";
+    }
+
     private void bind(Bind b) {
         ActorRef replyTo = getSender();
+        String refused = notArbiter();
+        if (refused != null) {
+            replyTo.tell(new NameReply(0, refused), getSelf());
+            return;
+        }
         CompletionStage<Object> chain = Patterns.ask(replicator,
                         new Replicator.Get<>(NAMES, new Replicator.ReadMajority(timeout)), timeout.multipliedBy(2))
                 .thenCompose(got -> {
@@ -261,14 +315,25 @@ final class ClusterAgent extends AbstractActor {
 
     private void unbind(Unbind u) {
         ActorRef replyTo = getSender();
+        String refused = notArbiter();
+        if (refused != null) {
+            replyTo.tell(new NameReply(0, refused), getSelf());
+            return;
+        }
         boolean[] had = new boolean[1];
         CompletionStage<Object> chain = Patterns.ask(replicator,
                         new Replicator.Get<>(NAMES, new Replicator.ReadMajority(timeout)), timeout.multipliedBy(2))
-                .thenCompose(got -> Patterns.ask(replicator, new Replicator.Update<LWWMap<String, Long>>(NAMES,
+                .thenCompose(got -> {
+                    if (got instanceof Replicator.GetFailure) {
+                        // without the majority's bindings, a name bound elsewhere would be reported as not bound
+                        throw new IllegalStateException("could not read the names from a majority within " + timeout);
+                    }
+                    return Patterns.ask(replicator, new Replicator.Update<LWWMap<String, Long>>(NAMES,
                         LWWMap.create(), writeMajority(), m -> {
                     had[0] = m.get(u.name()).isDefined();
                     return had[0] ? m.remove(self, u.name()) : m;
-                }), timeout.multipliedBy(2)))
+                }), timeout.multipliedBy(2));
+                })
                 .thenApply(updated -> {
                     if (!(updated instanceof Replicator.UpdateSuccess)) {
                         throw new IllegalStateException("could not write the removal to a majority within " + timeout);
@@ -298,7 +363,9 @@ final class ClusterAgent extends AbstractActor {
         StatusReply members = status("");
         ActorRef replyTo = getSender();
         ActorRef me = getSelf();
-        CompletableFuture.supplyAsync(heapUsage, getContext().getDispatcher())
+        // blocking verbs: on Pekko's blocking-io dispatcher, never on the one that runs heartbeats and gossip
+        CompletableFuture.supplyAsync(heapUsage, getContext().getSystem().dispatchers()
+                        .lookup(BLOCKING_DISPATCHER))
                 .exceptionally(e -> "heap usage could not be read: " + (e.getCause() != null ? e.getCause() : e) + "\n")
                 .thenAccept(heap -> replyTo.tell(new StatusReply(members.fromNode(), members.leader(),
                         members.members(), members.names(), heap), me));

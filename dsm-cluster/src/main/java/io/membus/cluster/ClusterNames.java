@@ -13,7 +13,6 @@ import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.cluster.Cluster;
 import org.apache.pekko.cluster.Member;
-import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.ddata.LWWMap;
 import org.apache.pekko.cluster.ddata.Replicator;
 import org.apache.pekko.pattern.Patterns;
@@ -33,11 +32,19 @@ import java.util.concurrent.atomic.AtomicReference;
  * "bind unless bound" on its own replica (the replicator applies updates one at a
  * time, so the first binder wins), writes to a majority and answers with what is
  * bound. When the oldest member is downed, the next oldest takes over and starts
- * with a majority read, so no acknowledged binding is lost. Lookups read this node's
- * replica and, for a name it does not know yet, a majority.
+ * with a majority read, so no acknowledged binding is lost. An agent that is not the
+ * oldest Up member in its own view refuses to arbitrate (a typed failure, retry), so a
+ * client whose view lags during a hand-over cannot create a second arbiter. Lookups
+ * read this node's replica and, for a name it does not know yet, a majority.
+ *
+ * <p>A null, empty or over-long name is refused with {@link InvalidNameException}.
  *
  * <p><b>Note:</b> thread-safe; every call waits at most the operation timeout (twice,
  * for the arbiter's two majority steps) and fails with a typed {@link DsmException}.
+ * {@link #bindings()} and the local part of {@link #lookup} read an immutable snapshot
+ * that the cluster agent publishes with a volatile write (an {@code AtomicReference}) on
+ * every replicated change; a bind acknowledged by the arbiter is in a majority's replicas
+ * before it returns, and in this node's snapshot after the next change notification.
  */
 public final class ClusterNames implements NameRegistry {
     private static final int MAX_NAME = 1024;
@@ -58,7 +65,7 @@ public final class ClusterNames implements NameRegistry {
 
     private static void checkName(String name) {
         if (name == null || name.isEmpty() || name.length() > MAX_NAME) {
-            throw new IllegalArgumentException("bad name: name=" + name + ", allowed=1.." + MAX_NAME + " characters");
+            throw new InvalidNameException(name, MAX_NAME);
         }
     }
 
@@ -121,13 +128,7 @@ public final class ClusterNames implements NameRegistry {
 
     /** The oldest live data member: the one whose agent arbitrates bindings. */
     private Member arbiter() {
-        Member oldest = null;
-        for (Member m : cluster.state().getMembers()) {
-            if (m.status() == MemberStatus.up() && m.hasRole(ClusterAgent.NODE_ROLE)
-                    && (oldest == null || m.isOlderThan(oldest))) {
-                oldest = m;
-            }
-        }
+        Member oldest = ClusterAgent.arbiter(cluster);
         if (oldest == null) {
             throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: no member is Up"
                     + " (this node has not joined the cluster, or was downed)");

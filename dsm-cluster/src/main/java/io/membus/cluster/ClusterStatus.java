@@ -51,7 +51,17 @@ public final class ClusterStatus {
                         "pekko.log-dead-letters", "off",
                         "pekko.coordinated-shutdown.run-by-jvm-shutdown-hook", "off"))
                 .withFallback(ConfigFactory.load(ClusterStatus.class.getClassLoader()));
-        ActorSystem system = ActorSystem.create(clusterName, config);
+        if (clusterName == null || !clusterName.matches("[A-Za-z0-9][A-Za-z0-9_-]*")) {
+            throw new io.membus.core.error.DsmConfigException("cluster-name", clusterName,
+                    "the cluster's membus.cluster-name: letters, digits, '-' and '_', starting with a letter or digit");
+        }
+        ActorSystem system;
+        try {
+            system = ActorSystem.create(clusterName, config);
+        } catch (RuntimeException e) {
+            throw new io.membus.core.error.DsmConfigException("bind-host", bindHost, "a local address the query can"
+                    + " listen on for the answer (e.g. 127.0.0.1): " + e.getMessage(), e);
+        }
         try {
             ActorSelection agent = system.actorSelection("pekko://" + clusterName + "@" + hp[0] + ":" + hp[1] + "/user/"
                     + ClusterAgent.NAME);

@@ -65,8 +65,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * holds it. Each start is a new incarnation (a wall-clock based number that grows),
  * with new remote keys; file-backed segments keep their bytes.
  *
- * <p><b>Note:</b> thread-safe. {@link #close()} is called once by the owner; it leaves
- * the cluster gracefully (bounded), then closes the transport and its segments.
+ * <p><b>Note:</b> thread-safe. Everything {@link #start} sets up (transport, remote
+ * memory, allocator) is published through volatile fields before {@code start} returns,
+ * so any thread that receives the node sees it whole; {@link #downReason()} is a volatile
+ * read of what the cluster agent's thread wrote. {@link #close()} may be called from any
+ * thread, any number of times: the first call leaves the cluster gracefully (bounded),
+ * then closes the transport and its segments; the others return once that is done.
  */
 public final class DsmNode implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DsmNode.class);
@@ -78,22 +82,43 @@ public final class DsmNode implements AutoCloseable {
     private final ClusterDirectory directory = new ClusterDirectory();
     private final AtomicReference<Map<String, Long>> nameSnapshot = new AtomicReference<>(Map.of());
     private final AtomicReference<Transport> transportRef = new AtomicReference<>();
+    private final java.util.concurrent.atomic.AtomicBoolean transportClosed = new java.util.concurrent.atomic.AtomicBoolean();
     private final ClusterNames names;
     private volatile RemoteMemory memory;
     private volatile GlobalAllocator allocator;
     private volatile String downReason;
     private volatile boolean closing;
+    /** Set by the first {@link #close()}; later calls wait for it ({@link #closed}). */
+    private final java.util.concurrent.atomic.AtomicBoolean closeStarted = new java.util.concurrent.atomic.AtomicBoolean();
+    private final java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
     private final long startedNanos = System.nanoTime();
 
     private DsmNode(NodeConfig config) {
         this.config = config;
         this.incarnation = System.currentTimeMillis() * 1000 + (System.nanoTime() & 0x3ff);
         this.system = ActorSystem.create(config.clusterName(), pekkoConfig(config));
-        this.cluster = Cluster.get(system);
-        ActorRef replicator = DistributedData.get(system).replicator();
-        this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
-        system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
-                config.operationTimeout(), this::heapUsageTable), ClusterAgent.NAME);
+        try {
+            this.cluster = Cluster.get(system);
+            ActorRef replicator = DistributedData.get(system).replicator();
+            this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
+            system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
+                    config.operationTimeout(), this::heapUsageTable), ClusterAgent.NAME);
+        } catch (RuntimeException | Error e) {
+            // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
+            terminate(system, Duration.ofSeconds(5));
+            throw e;
+        }
+    }
+
+    private static void terminate(ActorSystem system, Duration wait) {
+        system.terminate();
+        try {
+            system.getWhenTerminated().toCompletableFuture().get(wait.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Exception e) {
+            LOG.warn("actor system {} did not terminate within {} ms: {}", system.name(), wait.toMillis(), e.toString());
+        }
     }
 
     /** Starts a node from {@code application.conf} and system properties (over the defaults). */
@@ -134,9 +159,17 @@ public final class DsmNode implements AutoCloseable {
         try {
             node.join();
             return node;
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // half started: the actor system, maybe the transport and its segments; release them all
+            node.closeStarted.set(true);
             node.closing = true;
-            node.shutdown(Duration.ofSeconds(5));
+            try {
+                node.shutdown(Duration.ofSeconds(5));
+            } catch (RuntimeException | Error s) {
+                e.addSuppressed(s);
+            } finally {
+                node.closed.countDown();
+            }
             throw e;
         }
     }
@@ -214,9 +247,16 @@ public final class DsmNode implements AutoCloseable {
         transportRef.set(transport);
         List<SegmentDescriptor> exported = new ArrayList<>();
         for (int i = 0; i < config.segmentCount(); i++) {
-            Segment s = transport.export(new SegmentSpec(i, config.segmentSize(), config.segmentAccess(),
-                    config.fileBacked() ? segmentFile(i) : null));
-            exported.add(s.descriptor());
+            Path file = config.fileBacked() ? segmentFile(i) : null;
+            try {
+                exported.add(transport.export(new SegmentSpec(i, config.segmentSize(), config.segmentAccess(), file))
+                        .descriptor());
+            } catch (java.io.UncheckedIOException e) {
+                throw new DsmConfigException(config.transport().equals("shm") ? "membus.transport-properties.shm.dir"
+                        : "membus.segments.dir", file == null ? "-" : file.getParent(), "a directory this node can"
+                        + " create its segment files in: segment " + i + " could not be created (" + e.getMessage()
+                        + ": " + e.getCause() + ")", e);
+            }
         }
         this.memory = new RemoteMemory(transport, directory, config.operationTimeout());
         if (!config.heapSegments().isEmpty()) {
@@ -304,10 +344,7 @@ public final class DsmNode implements AutoCloseable {
         downReason = reason;
         LOG.error("membus node {} is DOWN and stops serving: {}", config.nodeId(), reason);
         Thread t = new Thread(() -> {
-            Transport tr = transportRef.get();
-            if (tr != null) {
-                tr.close();
-            }
+            closeTransport();
             system.terminate();
         }, "membus-node-" + config.nodeId() + "-down");
         t.setDaemon(true);
@@ -318,7 +355,12 @@ public final class DsmNode implements AutoCloseable {
         return deadline - System.nanoTime();
     }
 
-    private static void pause() {
+    /** Waits a little between polls; fails at once when this node was downed meanwhile. */
+    private void pause() {
+        String down = downReason;
+        if (down != null) {
+            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "node " + config.nodeId() + " is down: " + down);
+        }
         try {
             Thread.sleep(50);
         } catch (InterruptedException e) {
@@ -462,15 +504,33 @@ public final class DsmNode implements AutoCloseable {
         return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
     }
 
-    /** Leaves the cluster (bounded), then closes the transport and its segments. Idempotent. */
+    /**
+     * Leaves the cluster (bounded: the allocator's verbs by their deadlines, the leave by
+     * 15 s), then closes the transport and its segments. Idempotent: a second call, from
+     * any thread, returns once the first one has finished (waiting at most as long).
+     */
     @Override
     public void close() {
-        if (closing) {
+        if (!closeStarted.compareAndSet(false, true)) {
+            try {
+                if (!closed.await(CLOSE_WAIT.toMillis() + config.operationTimeout().toMillis() * 2,
+                        TimeUnit.MILLISECONDS)) {
+                    LOG.warn("node {}: another close() is still running", config.nodeId());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             return;
         }
         closing = true;
-        shutdown(Duration.ofSeconds(15));
+        try {
+            shutdown(CLOSE_WAIT);
+        } finally {
+            closed.countDown();
+        }
     }
+
+    private static final Duration CLOSE_WAIT = Duration.ofSeconds(15);
 
     private void shutdown(Duration wait) {
         GlobalAllocator a = allocator;
@@ -485,13 +545,29 @@ public final class DsmNode implements AutoCloseable {
             CoordinatedShutdown.get(system).run(CoordinatedShutdown.clusterLeavingReason());
             system.getWhenTerminated().toCompletableFuture().get(wait.toMillis(), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
             LOG.warn("node {}: the actor system did not stop within {} ms: {}", config.nodeId(), wait.toMillis(),
                     e.toString());
             system.terminate();
         } finally {
-            Transport t = transportRef.get();
-            if (t != null) {
+            closeTransport();
+        }
+    }
+
+    /**
+     * Closes the transport once: the thread of a downed node and {@link #close()} may both
+     * get here, and a transport's close is not meant to run twice at the same time; the
+     * second caller waits until the first has finished.
+     */
+    private synchronized void closeTransport() {
+        Transport t = transportRef.get();
+        if (t != null && transportClosed.compareAndSet(false, true)) {
+            try {
                 t.close();
+            } catch (RuntimeException e) {
+                LOG.warn("node {}: closing the transport: {}", config.nodeId(), e.toString());
             }
         }
     }

@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ClusterDirectoryTest {
@@ -64,6 +65,30 @@ class ClusterDirectoryTest {
         assertTrue(d.segment(2, 0).isEmpty());
         assertTrue(d.member(2).isEmpty());
         assertEquals(11, d.segment(1, 0).orElseThrow().incarnation());
+    }
+
+    @Test
+    void lookupsOnTheVerbPathReturnSharedValuesForAnyNodeId() {
+        ClusterDirectory d = new ClusterDirectory();
+        assertTrue(d.member(7).isEmpty());
+        assertTrue(d.segment(-1, 0).isEmpty());
+        d.apply(Map.of(300, entry(300, 5, 0, 2), 2, entry(2, 6, 1)), Map.of());
+        // the same instances every time: nothing is allocated per verb, also above the Integer cache
+        assertSame(d.member(300), d.member(300));
+        assertSame(d.segment(300, 2), d.segment(300, 2));
+        assertEquals(5, d.member(300).orElseThrow().incarnation());
+        assertEquals(2, d.segment(300, 2).orElseThrow().index());
+        assertTrue(d.segment(300, 1).isEmpty());
+        assertTrue(d.segment(300, 3).isEmpty());
+        assertTrue(d.segment(2, 0).isEmpty());
+        assertEquals(1, d.segment(2, 1).orElseThrow().index());
+        assertTrue(d.member(1).isEmpty());
+        assertTrue(d.member(301).isEmpty());
+        assertTrue(d.member(65535).isEmpty());
+        d.apply(Map.of(2, entry(2, 6, 1)), Map.of(300, "downed"));
+        assertTrue(d.member(300).isEmpty());
+        assertTrue(d.segment(300, 2).isEmpty());
+        assertEquals(1, d.members().size());
     }
 
     /** Node 1's events before node 2's; within a node, the order of apply. */

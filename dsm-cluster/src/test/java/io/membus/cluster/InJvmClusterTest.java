@@ -41,20 +41,27 @@ class InJvmClusterTest {
         }
     }
 
-    private DsmNode start(int id, int port, int seedPort) {
-        DsmNode n = DsmNode.start(NodeConfig.parse(TestClusters.config(id, port, seedPort, "local",
-                "membus.transport-properties { \"local.fabric\" = \"" + fabric + "\" }\n"
-                        + "membus.heap { segments = [1], chunk-size = 4KiB }\n")));
+    private DsmNode start(String transport, int id, int port, int seedPort) {
+        String props = transport.equals("local")
+                ? "membus.transport-properties { \"local.fabric\" = \"" + fabric + "\" }\n"
+                // tcp, the default transport: peers authenticate with the cluster secret, ephemeral ports
+                : "membus.secret = \"in-jvm-test-secret\"\nmembus.transport-properties { \"tcp.port\" = \"0\" }\n";
+        DsmNode n = DsmNode.start(NodeConfig.parse(TestClusters.config(id, port, seedPort, transport,
+                props + "membus.heap { segments = [1], chunk-size = 4KiB }\n")));
         nodes.add(n);
         return n;
     }
 
     private List<DsmNode> threeNodes() {
+        return threeNodes("local");
+    }
+
+    private List<DsmNode> threeNodes(String transport) {
         int p1 = TestClusters.freePort();
         long t0 = System.nanoTime();
-        DsmNode n1 = start(1, p1, p1);
-        DsmNode n2 = start(2, 0, p1);
-        DsmNode n3 = start(3, 0, p1);
+        DsmNode n1 = start(transport, 1, p1, p1);
+        DsmNode n2 = start(transport, 2, 0, p1);
+        DsmNode n3 = start(transport, 3, 0, p1);
         for (DsmNode n : List.of(n1, n2, n3)) {
             n.awaitMembers(3, Duration.ofSeconds(20));
         }
@@ -65,8 +72,11 @@ class InJvmClusterTest {
 
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
-    void threeNodesFormTheDirectoryConvergesAndVerbsReachEveryNode() {
-        List<DsmNode> all = threeNodes();
+    void threeNodesOverTcpFormTheDirectoryConvergesVerbsReachEveryNodeAndTheyCloseCleanly() {
+        List<DsmNode> all = threeNodes("tcp");
+        for (DsmNode n : all) {
+            assertEquals("tcp", n.transport().name());
+        }
         for (DsmNode n : all) {
             assertEquals(6, n.directory().segments().size(), n.statusLine());
             for (int id = 1; id <= 3; id++) {
@@ -118,11 +128,29 @@ class InJvmClusterTest {
         assertEquals(3, reply.heap().lines().filter(l -> l.matches("[123] +1 +4KiB .*")).count(), reply.heap());
         assertTrue(reply.heap().lines().anyMatch(l -> l.matches("1 +1 .*") && l.contains("{2=")),
                 "node 2 holds chunks of node 1 for its large object:\n" + reply.heap());
+        assertTrue(table.lines().filter(l -> l.matches("[123] +pekko://test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"))
+                .count() == 3, "one Up tcp row per node:\n" + table);
+        all.get(1).allocator().free(large);
+
+        // they close cleanly: every node leaves, its tcp threads and actor system stop, nobody was downed
+        for (DsmNode n : all) {
+            n.close();
+        }
+        for (DsmNode n : all) {
+            assertEquals(null, n.downReason(), "node " + n.nodeId() + " left, it was not downed");
+            for (int other = 1; other <= 3; other++) {
+                // members that left gracefully, and peers seen 'removed' while this node exits, are never fenced
+                assertTrue(!n.transport().isFenced(other), "node " + n.nodeId() + " fenced node " + other);
+            }
+        }
+        await("no tcp transport or actor system threads left", Duration.ofSeconds(20), () -> Thread.getAllStackTraces()
+                .keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+                .noneMatch(t -> t.startsWith("membus-tcp-") || t.startsWith("test-pekko")));
     }
 
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
-    void namesAreReplicatedAndTheFirstBinderWins() {
+    void namesAreReplicatedAndTheFirstBinderWins() throws Exception {
         List<DsmNode> all = threeNodes();
         long p2 = RemotePtr.pack(2, 0, 64);
         long p3 = RemotePtr.pack(3, 0, 128);
@@ -134,6 +162,46 @@ class InJvmClusterTest {
                     () -> n.names().bindings().containsKey("queue"));
         }
         assertTrue(all.get(0).names().lookup("nothing-here").isEmpty());
+
+        // concurrent binds of one name from every node, several threads each: exactly one pointer wins everywhere
+        List<java.util.concurrent.CompletableFuture<Long>> binds = new ArrayList<>();
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(9);
+        try {
+            java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+            for (DsmNode n : all) {
+                for (int t = 0; t < 3; t++) {
+                    long mine = RemotePtr.pack(n.nodeId(), 0, 8L * (t + 1));
+                    binds.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                        try {
+                            go.await();
+                        } catch (InterruptedException e) {
+                            throw new IllegalStateException(e);
+                        }
+                        return n.names().bind("race", mine);
+                    }, pool));
+                }
+            }
+            go.countDown();
+            long winner = binds.get(0).join();
+            for (var b : binds) {
+                assertEquals(winner, b.join(), "every concurrent binder is told the same winner");
+            }
+            for (DsmNode n : all) {
+                assertEquals(winner, n.names().lookup("race").orElseThrow());
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        // only the oldest Up member arbitrates: another agent refuses a bind instead of becoming a second arbiter
+        Object refused = org.apache.pekko.pattern.Patterns.ask(systemOf(all.get(2)).actorSelection(
+                        all.get(2).memberAddress() + "/user/" + ClusterAgent.NAME),
+                new ClusterMessage.Bind("elsewhere", p3), Duration.ofSeconds(10)).toCompletableFuture()
+                .get(15, TimeUnit.SECONDS);
+        assertTrue(((ClusterMessage.NameReply) refused).error().contains("node 3 is not the name arbiter"),
+                refused.toString());
+        assertTrue(all.get(0).names().lookup("elsewhere").isEmpty());
+        assertThrows(InvalidNameException.class, () -> all.get(0).names().bind("", p2),
+                "an empty name is refused with a typed error");
         assertTrue(all.get(2).names().unbind("queue"));
         assertTrue(all.get(1).names().lookup("queue").isEmpty() || !all.get(1).names().unbind("queue"));
         assertEquals(p3, all.get(0).names().bind("queue", p3));

@@ -32,9 +32,15 @@ class DemoCommandTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void theDemoOverLocalChecksEveryTotal() {
-        String out = run(0, "demo", "--transport", "local", "--ops", "500", "--blocks", "8");
+        ByteArrayOutputStream sink = new ByteArrayOutputStream();
+        int code = runCapturing(sink, "demo", "--transport", "local", "--ops", "500", "--blocks", "8");
+        String out = sink.toString(StandardCharsets.UTF_8);
+        System.out.println(out);
+        assertEquals(0, code, out);
         assertTrue(out.contains("shared counter on node 1 (incremented by every node)"), out);
         assertTrue(out.contains("demo OK"), out);
+        // every node freed its blocks before any node left (they live in the next node's heap)
+        assertTrue(!out.contains("freeing its blocks failed"), out);
     }
 
     @Test
@@ -59,10 +65,64 @@ class DemoCommandTest {
         assertTrue(out.contains("demo OK"), out);
     }
 
+    /** Runs the CLI with stdout and stderr captured into {@code sink} (both), returning the exit code. */
+    private static int runCapturing(ByteArrayOutputStream sink, String... args) {
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        PrintStream both = new PrintStream(sink, true, StandardCharsets.UTF_8);
+        System.setOut(both);
+        System.setErr(both);
+        try {
+            return MembusCli.run(args);
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
+    }
+
     @Test
     void badOptionsAreRefusedWithWhatIsAllowed() {
-        assertEquals(1, MembusCli.run("demo", "--nodes", "1"));
-        assertEquals(1, MembusCli.run("demo", "--transport", "carrier-pigeon", "--nodes", "2"));
-        assertEquals(2, MembusCli.run("demo", "--no-such-option"));
+        ByteArrayOutputStream sink = new ByteArrayOutputStream();
+        assertEquals(1, runCapturing(sink, "demo", "--nodes", "1"));
+        assertEquals(1, runCapturing(sink, "demo", "--transport", "carrier-pigeon", "--nodes", "2"));
+        assertEquals(1, runCapturing(sink, "demo", "--ops", "0"));
+        assertEquals(2, runCapturing(sink, "demo", "--no-such-option"));
+        String text = sink.toString(StandardCharsets.UTF_8);
+        assertTrue(text.contains("membus: --nodes 1 is out of range; allowed: 2..16"), text);
+        assertTrue(text.contains("membus: --transport carrier-pigeon is unknown; allowed: shm, tcp, local"), text);
+        assertTrue(text.contains("--ops 0"), text);
+        assertTrue(text.contains("Unknown option: '--no-such-option'"), text);
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aNodeProcessKilledMidRunFailsTheDemoWhichStopsEveryNodeAndRemovesItsShmDirectory() throws Exception {
+        ByteArrayOutputStream sink = new ByteArrayOutputStream();
+        java.util.concurrent.CompletableFuture<Integer> demo = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> runCapturing(sink, "demo", "--transport", "shm", "--nodes", "3", "--ops", "100000000",
+                        "--blocks", "8", "--timeout", "100"));
+        java.util.regex.Pattern node2 = java.util.regex.Pattern.compile("node 2 UP .*\\(pid (\\d+)\\)");
+        long pid = -1;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (pid < 0 && System.nanoTime() - deadline < 0 && !demo.isDone()) {
+            java.util.regex.Matcher m = node2.matcher(sink.toString(StandardCharsets.UTF_8));
+            if (m.find()) {
+                pid = Long.parseLong(m.group(1));
+            } else {
+                Thread.sleep(50);
+            }
+        }
+        assertTrue(pid > 0, "node 2's pid was not printed:\n" + sink.toString(StandardCharsets.UTF_8));
+        String shmDir = sink.toString(StandardCharsets.UTF_8).replaceAll("(?s).*over shm \\(([^)]*)\\).*", "$1");
+        assertTrue(ProcessHandle.of(pid).orElseThrow().destroyForcibly(), "kill node 2");
+
+        int code = demo.get(90, TimeUnit.SECONDS);
+        String text = sink.toString(StandardCharsets.UTF_8);
+        System.out.println(text);
+        assertEquals(1, code, text);
+        assertTrue(text.contains("membus: demo FAILED: node 2 (pid " + pid + ") exited"), text);
+        assertTrue(ProcessHandle.current().descendants().noneMatch(p -> p.info().commandLine().orElse("")
+                .contains("demo-node")), "every node process is gone");
+        assertTrue(!java.nio.file.Files.exists(java.nio.file.Path.of(shmDir)), shmDir + " removed");
     }
 }

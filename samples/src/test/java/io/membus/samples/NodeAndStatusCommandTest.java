@@ -22,7 +22,9 @@ class NodeAndStatusCommandTest {
 
     private static final String FAST = """
             membus.cluster-name = cli-test
-            membus.transport = local
+            membus.transport = tcp
+            membus.secret = "cli-test-secret-0123"
+            membus.transport-properties { "tcp.port" = "0" }
             membus.segments { count = 1, size = 1MiB }
             membus.failure-detection.gossip-interval = 200ms
             pekko.cluster.seed-node-timeout = 1s
@@ -60,16 +62,16 @@ class NodeAndStatusCommandTest {
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aNodeRunsFromItsConfigFileAndStatusShowsTheCluster(@TempDir Path dir) throws Exception {
-        String fabric = "cli-" + System.nanoTime();
         int seed = freePort();
+        // over tcp, the default transport: both nodes authenticate with the cluster secret
         try (DsmNode first = DsmNode.start(NodeConfig.parse(FAST + "membus { node-id = 1, port = " + seed
-                + ", seed-nodes = [\"127.0.0.1:" + seed + "\"], transport-properties { \"local.fabric\" = \"" + fabric
-                + "\" } }"))) {
+                + ", seed-nodes = [\"127.0.0.1:" + seed + "\"] }"))) {
             Path conf = dir.resolve("node5.conf");
             Files.writeString(conf, FAST + "membus { node-id = 5, port = 0, seed-nodes = [\"127.0.0.1:" + seed
-                    + "\"], transport-properties { \"local.fabric\" = \"" + fabric + "\" } }");
+                    + "\"] }");
+            // node 5 runs for a bounded time from when it has joined: long enough for one status query
             CompletableFuture<Run> node = CompletableFuture.supplyAsync(() -> run("node", "--config", conf.toString(),
-                    "--status-interval", "1", "--run-for", "8"));
+                    "--status-interval", "1", "--run-for", "5"));
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (first.directory().member(5).isEmpty()) {
                 assertTrue(System.nanoTime() < deadline, "node 5 did not join");
@@ -78,7 +80,7 @@ class NodeAndStatusCommandTest {
             Run status = run("status", "--seed", "127.0.0.1:" + seed, "--cluster-name", "cli-test");
             assertEquals(0, status.code(), status.err());
             assertTrue(status.out().contains("2 members (2 Up), 2 segments, 2.0 MiB exported"), status.out());
-            assertTrue(status.out().matches("(?s).*\\n5 +pekko://cli-test@127\\.0\\.0\\.1:\\d+ +Up +yes +local .*"),
+            assertTrue(status.out().matches("(?s).*\\n5 +pekko://cli-test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"),
                     status.out());
             Run done = node.get(60, TimeUnit.SECONDS);
             assertEquals(0, done.code(), done.err());
@@ -101,5 +103,11 @@ class NodeAndStatusCommandTest {
         assertEquals(1, none.code());
         assertTrue(none.err().contains("no answer from a membus node"), none.err());
         assertEquals(1, run("status", "--seed", "nonsense").code());
+        Run badName = run("status", "--seed", "127.0.0.1:" + freePort(), "--cluster-name", "no spaces");
+        assertEquals(1, badName.code());
+        assertTrue(badName.err().contains("key=cluster-name, value=no spaces"), badName.err());
+        Run badHost = run("status", "--seed", "127.0.0.1:" + freePort(), "--bind-host", "192.0.2.1", "--timeout", "2");
+        assertEquals(1, badHost.code());
+        assertTrue(badHost.err().contains("key=bind-host, value=192.0.2.1"), badHost.err());
     }
 }

@@ -82,11 +82,14 @@ public final class DemoCommand implements Callable<Integer> {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
         List<Handle> handles = new ArrayList<>();
         Path shmDir = null;
+        Path[] hookShmDir = new Path[1];
+        Thread hook = installHook(handles, hookShmDir);
         try {
             Map<String, String> props = new LinkedHashMap<>();
             String where;
             switch (transport) {
                 case "local" -> {
+                    quietInProcessNodes();
                     props.put("local.fabric", "demo-" + ProcessHandle.current().pid());
                     where = "as threads of this JVM over local";
                 }
@@ -94,6 +97,7 @@ public final class DemoCommand implements Callable<Integer> {
                     Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
                     shmDir = root.resolve("membus-demo-" + ProcessHandle.current().pid());
                     props.put("shm.dir", shmDir.toString());
+                    hookShmDir[0] = shmDir;
                     where = "as separate processes over shm (" + shmDir + ")";
                 }
                 case "tcp" -> {
@@ -113,8 +117,11 @@ public final class DemoCommand implements Callable<Integer> {
 
             int seedPort = freePort();
             for (int id = 1; id <= nodes; id++) {
-                handles.add(transport.equals("local") ? new InProcess(id, seedPort, segmentSize, props)
-                        : new Child(id, seedPort, segmentSize, props));
+                Handle h = transport.equals("local") ? new InProcess(id, seedPort, segmentSize, props)
+                        : new Child(id, seedPort, segmentSize, props);
+                synchronized (handles) {
+                    handles.add(h);
+                }
             }
             List<String> joined = new ArrayList<>();
             for (Handle h : handles) {
@@ -127,9 +134,10 @@ public final class DemoCommand implements Callable<Integer> {
             for (Handle h : handles) {
                 running.add(h.go(ops, blocks, blockSize));
             }
+            awaitAll(running, deadline);
             List<DemoNode.Result> results = new ArrayList<>();
             for (CompletableFuture<DemoNode.Result> r : running) {
-                results.add(r.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
+                results.add(r.join());
             }
             List<long[]> counters = new ArrayList<>();
             for (Handle h : handles) {
@@ -138,6 +146,10 @@ public final class DemoCommand implements Callable<Integer> {
             int code = report(results, counters);
             out.printf("%nHeap segments after the work (global allocator; read by node 1 from every chunk table):%n");
             handles.get(0).heap(deadline).lines().forEach(l -> out.println("  " + l));
+            // every node frees its blocks while every heap is still there, then they leave
+            for (Handle h : handles) {
+                h.free(deadline);
+            }
             if (holdSeconds > 0) {
                 out.printf("%nthe cluster stays up for %d s; from another terminal:%n"
                         + "  ./membus status --seed 127.0.0.1:%d --cluster-name %s%n", holdSeconds, seedPort,
@@ -149,18 +161,95 @@ public final class DemoCommand implements Callable<Integer> {
                 }
             }
             return code;
-        } catch (Exception | Error e) {
+        } catch (RuntimeException | Error e) {
             aborting = true; // a node failed: stop the others now instead of waiting for them to give up
             throw e;
+        } catch (Exception e) {
+            aborting = true;
+            throw new IllegalStateException("demo FAILED: " + e, e);
         } finally {
+            cleanUp(handles, shmDir);
+            removeHook(hook);
+        }
+    }
+
+    /**
+     * Waits for every node's work; the first node that fails ends the wait (the others
+     * are then stopped by the caller instead of running on against a dead peer).
+     */
+    private static void awaitAll(List<CompletableFuture<DemoNode.Result>> running, long deadline) throws Exception {
+        CompletableFuture<Object> firstFailure = new CompletableFuture<>();
+        for (CompletableFuture<DemoNode.Result> r : running) {
+            r.whenComplete((ok, e) -> {
+                if (e != null) {
+                    firstFailure.completeExceptionally(e);
+                }
+            });
+        }
+        try {
+            CompletableFuture.anyOf(CompletableFuture.allOf(running.toArray(new CompletableFuture<?>[0])), firstFailure)
+                    .get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable c = e.getCause() instanceof java.util.concurrent.CompletionException && e.getCause().getCause() != null
+                    ? e.getCause().getCause() : e.getCause();
+            throw new IllegalStateException("demo FAILED: " + c.getMessage(), c);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("demo FAILED: the nodes did not finish their work within the demo's"
+                    + " --timeout; is the machine overloaded? (try fewer --ops or a longer --timeout)", e);
+        }
+    }
+
+    /** Stops every node (EXIT, then by force after a grace period) and removes the shm directory. */
+    private void cleanUp(List<Handle> handles, Path shmDir) {
+        synchronized (handles) {
             for (Handle h : handles) {
                 h.exit();
             }
             for (Handle h : handles) {
                 h.close();
             }
+            handles.clear();
             if (shmDir != null) {
                 deleteTree(shmDir);
+            }
+        }
+    }
+
+    /** On Ctrl-C (or a kill of this JVM): node processes are destroyed and the shm directory removed. */
+    private Thread installHook(List<Handle> handles, Path[] shmDir) {
+        Thread hook = new Thread(() -> {
+            aborting = true;
+            cleanUp(handles, shmDir[0]);
+        }, "membus-demo-cleanup");
+        try {
+            Runtime.getRuntime().addShutdownHook(hook);
+        } catch (IllegalStateException e) {
+            return null; // the JVM is shutting down already
+        }
+        return hook;
+    }
+
+    private static void removeHook(Thread hook) {
+        if (hook != null) {
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException e) {
+                // the JVM is shutting down: the hook runs, or ran, cleanUp (a no-op once done)
+            }
+        }
+    }
+
+    /**
+     * Nodes in this JVM log like the node processes do (warnings; Pekko errors only), so
+     * their INFO lines do not interleave with the demo's report. slf4j-simple reads these
+     * properties when its first logger is made, which is when the first node starts;
+     * settings given on the command line win.
+     */
+    private static void quietInProcessNodes() {
+        for (String option : QUIET_NODE) {
+            String[] kv = option.substring(2).split("=", 2);
+            if (System.getProperty(kv[0]) == null) {
+                System.setProperty(kv[0], kv[1]);
             }
         }
     }
@@ -170,10 +259,15 @@ public final class DemoCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--nodes " + nodes + " is out of range; allowed: 2..16");
         }
         if (ops < 1 || blocks < 1 || blockSize < 8 || blockSize > 1 << 20) {
-            throw new IllegalArgumentException("--ops and --blocks must be at least 1 and --block-size 8..1048576");
+            throw new IllegalArgumentException("--ops " + ops + ", --blocks " + blocks + ", --block-size " + blockSize
+                    + ": allowed --ops 1 or more, --blocks 1 or more, --block-size 8..1048576");
         }
-        if (timeoutSeconds < 1) {
-            throw new IllegalArgumentException("--timeout must be at least 1 second");
+        if (timeoutSeconds < 1 || holdSeconds < 0) {
+            throw new IllegalArgumentException("--timeout " + timeoutSeconds + ", --hold " + holdSeconds
+                    + ": allowed --timeout 1 or more seconds, --hold 0 or more");
+        }
+        if (!List.of("shm", "tcp", "local").contains(transport)) {
+            throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp, local");
         }
     }
 
@@ -248,6 +342,9 @@ public final class DemoCommand implements Callable<Integer> {
         /** The cluster's heap usage table, as this node reads it. */
         String heap(long deadline) throws Exception;
 
+        /** Frees the node's blocks (in the next node's heap); called on every node before any leaves. */
+        void free(long deadline) throws Exception;
+
         @Override
         void close();
     }
@@ -284,6 +381,11 @@ public final class DemoCommand implements Callable<Integer> {
         @Override
         public String heap(long deadline) {
             return node.heapUsage();
+        }
+
+        @Override
+        public void free(long deadline) {
+            node.freeBlocks();
         }
 
         @Override
@@ -345,8 +447,9 @@ public final class DemoCommand implements Callable<Integer> {
                     return line.substring(prefix.length()).trim();
                 }
                 if (line.startsWith("ERROR") || line.equals("EOF")) {
-                    throw new IllegalStateException("node " + id + " failed: " + line
-                            + (line.equals("EOF") ? " (the process exited, code " + exitCode() + ")" : ""));
+                    throw new IllegalStateException(line.equals("EOF")
+                            ? "node " + id + " (pid " + process.pid() + ") exited, code " + exitCode()
+                            : "node " + id + " failed: " + line.substring("ERROR".length()).trim());
                 }
                 System.err.println("[node " + id + "] " + line);
             }
@@ -373,8 +476,10 @@ public final class DemoCommand implements Callable<Integer> {
                 try {
                     send("GO " + ops + " " + blocks + " " + blockSize);
                     return DemoNode.Result.decode(expect("RESULT ", deadline));
+                } catch (IllegalStateException e) {
+                    throw e;
                 } catch (Exception e) {
-                    throw new IllegalStateException(e.getMessage(), e);
+                    throw new IllegalStateException("node " + id + ": " + e, e);
                 }
             });
         }
@@ -394,6 +499,12 @@ public final class DemoCommand implements Callable<Integer> {
                 table.append(line).append('\n');
             }
             return table.toString();
+        }
+
+        @Override
+        public void free(long deadline) throws Exception {
+            send("FREE");
+            expect("FREED ", deadline);
         }
 
         @Override

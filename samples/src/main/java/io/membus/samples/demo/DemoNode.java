@@ -196,17 +196,33 @@ public final class DemoNode implements AutoCloseable {
         return node.allocator().usage().format();
     }
 
-    /** Frees this node's blocks (they live in the next node's heap), then leaves the cluster. */
-    @Override
-    public void close() {
+    /**
+     * Frees this node's blocks (they live in the next node's heap). The demo asks every
+     * node to do this before any node leaves, so no block outlives the heap it is in.
+     *
+     * @return the number of blocks freed
+     */
+    public int freeBlocks() {
+        int freed = 0;
         try {
             for (BlockRef ref : blocks) {
                 node.allocator().free(ref);
+                freed++;
             }
+        } finally {
+            blocks.clear();
+        }
+        return freed;
+    }
+
+    /** Frees the blocks still held (after a failed run), then leaves the cluster. */
+    @Override
+    public void close() {
+        try {
+            freeBlocks();
         } catch (DsmException e) {
             System.err.println("demo node " + node.nodeId() + ": freeing its blocks failed: " + e.getMessage());
         } finally {
-            blocks.clear();
             node.close();
         }
     }

@@ -23,6 +23,8 @@ import java.util.concurrent.Callable;
  *   node  -> demo : COUNTERS &lt;ring&gt; &lt;shared&gt;
  *   demo  -> node : HEAP                    (after RESULT: the cluster's heap usage)
  *   node  -> demo : HEAP &lt;table line&gt; ... then HEAPEND
+ *   demo  -> node : FREE                    (every node, before any EXIT: blocks go back to their heaps)
+ *   node  -> demo : FREED &lt;blocks&gt;
  *   demo  -> node : STATUS                  (any time after READY)
  *   node  -> demo : STATUS &lt;status line&gt;
  *   demo  -> node : EXIT                    (the node leaves the cluster and exits)
@@ -81,6 +83,8 @@ public final class DemoNodeCommand implements Callable<Integer> {
                 } else if (line.equals("HEAP")) {
                     node.heapUsage().lines().forEach(l -> out.println("HEAP " + l));
                     out.println("HEAPEND");
+                } else if (line.equals("FREE")) {
+                    out.println("FREED " + node.freeBlocks());
                 } else if (line.equals("STATUS")) {
                     out.println("STATUS " + node.statusLine());
                 } else if (line.equals("EXIT")) {

@@ -1,0 +1,92 @@
+package io.membus.cluster;
+
+import io.membus.core.error.DsmException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static io.membus.cluster.TestClusters.await;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** DsmNode's start and close: a failed start leaves nothing running; close is idempotent from any thread. */
+class DsmNodeLifecycleTest {
+
+    /** A one-node cluster over tcp, its own seed, under a cluster name no other test uses. */
+    private static String config(String cluster, int id, int port, String extra) {
+        return TestClusters.FAST + "membus.node-id = " + id + "\n"
+                + "membus.cluster-name = " + cluster + "\n"
+                + "membus.host = \"127.0.0.1\"\n"
+                + "membus.port = " + port + "\n"
+                + "membus.seed-nodes = [\"127.0.0.1:" + port + "\"]\n"
+                + "membus.transport = tcp\n"
+                + "membus.secret = \"lifecycle-secret\"\n"
+                + "membus.transport-properties { \"tcp.port\" = \"0\" }\n"
+                + "membus.segments.count = 2\n"
+                + "membus.segments.size = 64KiB\n"
+                + extra;
+    }
+
+    /** Threads of the node's actor system ({@code <cluster>-...}) or of its tcp transport ({@code membus-tcp-<id>-...}). */
+    private static List<String> threadsOf(String cluster, int id) {
+        return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+                .filter(n -> n.startsWith(cluster + "-") || n.startsWith("membus-tcp-" + id + "-")).toList();
+    }
+
+    private static boolean portFree(int port) {
+        try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getByName("127.0.0.1"))) {
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aStartThatFailsHalfwayLeavesNoActorSystemTransportOrThreadBehind(@TempDir Path dir) throws IOException {
+        String cluster = "lifecycle-fail-" + System.nanoTime();
+        int id = 41;
+        Path notADirectory = Files.writeString(dir.resolve("a-file"), "not a directory");
+        int port = TestClusters.freePort();
+        // joins, claims the id, starts the tcp transport, then fails exporting a file-backed segment
+        DsmException e = assertThrows(DsmException.class, () -> DsmNode.start(NodeConfig.parse(config(cluster, id, port,
+                "membus.segments.file-backed = true\nmembus.segments.dir = \"" + notADirectory + "\"\n"))));
+        assertTrue(e.getMessage().contains(notADirectory.toString()), e.getMessage());
+        await("no thread of the failed node left: " + threadsOf(cluster, id), Duration.ofSeconds(15),
+                () -> threadsOf(cluster, id).isEmpty());
+        await("the failed node's Pekko port " + port + " is free again", Duration.ofSeconds(10), () -> portFree(port));
+        try (var files = Files.list(dir)) {
+            assertTrue(files.allMatch(p -> p.equals(notADirectory)), "no segment file was left behind");
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void closeIsIdempotentAndConcurrentClosesBothReturnWhenTheNodeIsGone() {
+        String cluster = "lifecycle-close-" + System.nanoTime();
+        int id = 42;
+        int port = TestClusters.freePort();
+        DsmNode node = DsmNode.start(NodeConfig.parse(config(cluster, id, port, "")));
+        node.awaitMembers(1, Duration.ofSeconds(10));
+        assertTrue(!threadsOf(cluster, id).isEmpty(), "the node runs threads");
+        CompletableFuture<Void> other = CompletableFuture.runAsync(node::close);
+        node.close();
+        other.join();
+        // both calls returned after the shutdown finished: the transport is closed, the system terminated
+        assertTrue(((io.membus.core.transport.AbstractTransport) node.transport()).isClosed(), "transport closed when close() returns");
+        await("no thread of the closed node left: " + threadsOf(cluster, id), Duration.ofSeconds(15),
+                () -> threadsOf(cluster, id).isEmpty());
+        node.close();
+        await("the closed node's Pekko port " + port + " is free again", Duration.ofSeconds(10), () -> portFree(port));
+    }
+}
