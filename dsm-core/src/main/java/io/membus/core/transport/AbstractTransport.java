@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * What every transport shares: identity, the exported {@link SegmentTable}, the
@@ -28,6 +29,7 @@ public abstract class AbstractTransport implements Transport {
     private final Map<Integer, String> fenced = new ConcurrentHashMap<>();
     private final Map<Integer, CompletableFuture<Connection>> connections = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    private final AtomicBoolean closeOnce = new AtomicBoolean();
 
     protected AbstractTransport(TransportConfig config) {
         this.config = config;
@@ -226,8 +228,8 @@ public abstract class AbstractTransport implements Transport {
 
     @Override
     public void close() {
-        if (closed) {
-            return;
+        if (!closeOnce.compareAndSet(false, true)) {
+            return; // closed, or being closed by another thread: its caller owns the sequence
         }
         closed = true;
         for (CompletableFuture<Connection> c : connections.values()) {
