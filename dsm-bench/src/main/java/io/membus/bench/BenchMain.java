@@ -28,6 +28,20 @@ public final class BenchMain {
         }
         String[] flags = p.getProperty("flags", "").trim().split("\\s+");
         CommandLineOptions cli = new CommandLineOptions(args);
-        new Runner(new OptionsBuilder().parent(cli).jvmArgsAppend(flags).build()).run();
+        Runner runner = new Runner(new OptionsBuilder().parent(cli).jvmArgsAppend(flags).build());
+        // JMH's informational options, as its own Main handles them: they run nothing
+        if (cli.shouldHelp()) {
+            cli.showHelp();
+        } else if (cli.shouldList()) {
+            runner.list();
+        } else if (cli.shouldListWithParams()) {
+            runner.listWithParams(cli);
+        } else if (cli.shouldListProfilers()) {
+            cli.listProfilers();
+        } else if (cli.shouldListResultFormats()) {
+            cli.listResultFormats();
+        } else {
+            runner.run();
+        }
     }
 }
