@@ -172,7 +172,7 @@ public abstract class AbstractTransport implements Transport {
         LOG.warn("fencing node {}: {}", nodeId, reason);
         CompletableFuture<Connection> c = connections.remove(nodeId);
         if (c != null) {
-            c.thenAccept(conn -> closeConnection(conn, "fenced: " + reason));
+            c.thenAccept(conn -> conn.close("fenced: " + reason));
         }
         fenced(nodeId, reason);
     }
@@ -188,14 +188,6 @@ public abstract class AbstractTransport implements Transport {
     protected void fenced(int nodeId, String reason) {
     }
 
-    /** Closes one connection, failing its verbs in flight with {@code reason}. */
-    protected void closeConnection(Connection connection, String reason) {
-        if (connection instanceof DirectConnection dc) {
-            dc.close(reason);
-        } else {
-            connection.close();
-        }
-    }
 
     @Override
     public boolean isFenced(int nodeId) {
@@ -233,7 +225,7 @@ public abstract class AbstractTransport implements Transport {
         }
         closed = true;
         for (CompletableFuture<Connection> c : connections.values()) {
-            c.thenAccept(conn -> closeConnection(conn, "the initiator's transport closed"));
+            c.thenAccept(conn -> conn.close("the initiator's transport closed"));
         }
         connections.clear();
         closeTransport();

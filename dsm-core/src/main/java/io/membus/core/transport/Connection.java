@@ -25,4 +25,11 @@ public interface Connection extends Verbs, AutoCloseable {
 
     @Override
     void close();
+
+    /**
+     * Closes the connection; verbs in flight and verbs posted later fail with
+     * {@link NodeUnavailableException} carrying {@code reason} (why the peer is gone:
+     * fenced, the transport closed, ...). Idempotent: the first reason stays.
+     */
+    void close(String reason);
 }

@@ -59,8 +59,11 @@ public abstract class DirectConnection implements Connection {
         return open;
     }
 
-    /** Closes with a reason that verbs posted afterwards report. */
-    public void close(String reason) {
+    @Override
+    public synchronized void close(String reason) {
+        if (!open) {
+            return; // the first reason stays
+        }
         closeReason = reason;
         open = false;
     }

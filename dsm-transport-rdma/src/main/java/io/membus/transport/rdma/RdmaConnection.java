@@ -121,7 +121,8 @@ final class RdmaConnection implements Connection {
     }
 
     /** Closes with a reason that verbs in flight and later verbs report. */
-    void close(String reason) {
+    @Override
+    public void close(String reason) {
         if (closeReason != null) {
             return;
         }

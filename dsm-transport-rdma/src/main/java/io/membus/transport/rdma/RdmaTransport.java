@@ -256,7 +256,7 @@ public final class RdmaTransport extends AbstractTransport {
             try {
                 Connection c = openNow(peer, deadline);
                 if (!result.complete(c)) {
-                    closeConnection(c, "the connect deadline passed"); // nobody will use it
+                    c.close("the connect deadline passed"); // nobody will use it
                 }
             } catch (DsmException e) {
                 result.completeExceptionally(e);
@@ -597,15 +597,6 @@ public final class RdmaTransport extends AbstractTransport {
             }
         }
         fabric.dropPassive(nodeId);
-    }
-
-    @Override
-    protected void closeConnection(Connection connection, String reason) {
-        if (connection instanceof RdmaConnection rc) {
-            rc.close(reason);
-        } else {
-            connection.close();
-        }
     }
 
     @Override

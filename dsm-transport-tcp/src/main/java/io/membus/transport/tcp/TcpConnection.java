@@ -275,7 +275,8 @@ final class TcpConnection implements Connection {
     }
 
     /** Closes for good: fails every verb in flight or waiting with {@code reason}, stops reconnecting. */
-    void close(String reason) {
+    @Override
+    public void close(String reason) {
         if (state == CLOSED) {
             return;
         }

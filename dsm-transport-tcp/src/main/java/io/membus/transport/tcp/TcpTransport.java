@@ -209,15 +209,6 @@ public final class TcpTransport extends AbstractTransport {
     }
 
     @Override
-    protected void closeConnection(Connection connection, String reason) {
-        if (connection instanceof TcpConnection tc) {
-            tc.close(reason);
-        } else {
-            connection.close();
-        }
-    }
-
-    @Override
     protected void closeTransport() {
         serverChannel.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
         for (ServerHandler h : served.values()) {
