@@ -243,7 +243,13 @@ public final class DsmNode implements AutoCloseable {
         TransportConfig tc = TransportConfig.builder(config.nodeId()).incarnation(incarnation)
                 .operationTimeout(config.operationTimeout()).connectTimeout(config.connectTimeout())
                 .properties(config.transportProperties()).build();
-        Transport transport = Transports.create(config.transport(), tc);
+        Transport transport;
+        try {
+            transport = Transports.create(config.transport(), tc);
+        } catch (DsmConfigException e) {
+            // name the key the user wrote: membus.secret, not the tcp.secret it became
+            throw e.key().startsWith(config.transport() + ".") ? e.reportedAs(config.keyOfTransportProperty(e.key())) : e;
+        }
         transportRef.set(transport);
         List<SegmentDescriptor> exported = new ArrayList<>();
         for (int i = 0; i < config.segmentCount(); i++) {

@@ -321,6 +321,20 @@ public final class NodeConfig {
         return p;
     }
 
+    /**
+     * Where the user sets a transport property: {@code membus.secret} / {@code membus.host}
+     * when the property came from them, else its entry in {@code membus.transport-properties}.
+     */
+    public String keyOfTransportProperty(String property) {
+        if (property.equals(transport + ".secret") && !transportProperties.containsKey(property)) {
+            return "membus.secret";
+        }
+        if (property.equals(transport + ".host") && !transportProperties.containsKey(property)) {
+            return "membus.host";
+        }
+        return "membus.transport-properties.\"" + property + "\"";
+    }
+
     public Duration operationTimeout() {
         return operationTimeout;
     }

@@ -1,5 +1,6 @@
 package io.membus.cluster;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -16,6 +17,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static io.membus.cluster.TestClusters.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -68,6 +71,21 @@ class DsmNodeLifecycleTest {
         try (var files = Files.list(dir)) {
             assertTrue(files.allMatch(p -> p.equals(notADirectory)), "no segment file was left behind");
         }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aSecretTheTransportRefusesIsReportedUnderTheKeyTheUserSet() {
+        String cluster = "lifecycle-secret-" + System.nanoTime();
+        int id = 43;
+        int port = TestClusters.freePort();
+        DsmConfigException e = assertThrows(DsmConfigException.class, () -> DsmNode.start(NodeConfig.parse(
+                config(cluster, id, port, "membus.secret = \"too-short\"\n"))));
+        assertEquals("membus.secret", e.key(), e.getMessage());
+        assertTrue(e.getMessage().contains("at least 16"), e.getMessage());
+        assertFalse(e.getMessage().contains("too-short"), "the secret is never printed: " + e.getMessage());
+        await("no thread of the refused node left: " + threadsOf(cluster, id), Duration.ofSeconds(15),
+                () -> threadsOf(cluster, id).isEmpty());
     }
 
     @Test

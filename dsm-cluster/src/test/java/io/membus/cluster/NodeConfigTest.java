@@ -57,6 +57,18 @@ class NodeConfigTest {
     }
 
     @Test
+    void aTransportPropertyIsTracedToTheKeyTheUserSetItUnder() {
+        NodeConfig c = NodeConfig.parse("""
+                membus { node-id = 1, transport = tcp, secret = "0123456789abcdef0123"
+                  transport-properties { "tcp.port" = 0, "tcp.host" = "0.0.0.0" } }
+                """);
+        assertEquals("membus.secret", c.keyOfTransportProperty("tcp.secret"));
+        assertEquals("membus.transport-properties.\"tcp.host\"", c.keyOfTransportProperty("tcp.host"));
+        assertEquals("membus.transport-properties.\"tcp.port\"", c.keyOfTransportProperty("tcp.port"));
+        assertEquals("membus.host", NodeConfig.parse("membus.node-id = 1").keyOfTransportProperty("tcp.host"));
+    }
+
+    @Test
     void heapSegmentsMustBeThisNodesSegmentsAndTheChunkAPowerOfTwo() {
         NodeConfig none = NodeConfig.parse("membus.node-id = 1");
         assertEquals(List.of(), none.heapSegments(), "no heap unless asked for");
