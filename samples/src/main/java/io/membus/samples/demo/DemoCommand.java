@@ -408,10 +408,19 @@ public final class DemoCommand implements Callable<Integer> {
                     Integer.toString(id == 1 ? seedPort : 0), "--seed-port", Integer.toString(seedPort),
                     "--segment-size", Long.toString(segmentSize), "--timeout", Integer.toString(timeoutSeconds)));
             props.forEach((k, v) -> {
-                args.add("--property");
-                args.add(k + "=" + v);
+                if (!k.endsWith(".secret")) {
+                    args.add("--property");
+                    args.add(k + "=" + v);
+                }
             });
-            this.process = JvmLauncher.membus(QUIET_NODE, args).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            ProcessBuilder pb = JvmLauncher.membus(QUIET_NODE, args).redirectError(ProcessBuilder.Redirect.INHERIT);
+            // secrets go through the environment (readable by this user only), never the command line (ps shows it)
+            props.forEach((k, v) -> {
+                if (k.endsWith(".secret")) {
+                    pb.environment().put(DemoNodeCommand.SECRET_ENV, k + "=" + v);
+                }
+            });
+            this.process = pb.start();
             this.stdin = new java.io.OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
             Thread reader = new Thread(() -> {
                 try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),

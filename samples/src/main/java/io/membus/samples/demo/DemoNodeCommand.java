@@ -62,11 +62,19 @@ public final class DemoNodeCommand implements Callable<Integer> {
     @Option(names = "--property", description = "transport property key=value")
     Map<String, String> properties = Map.of();
 
+    /** A transport secret as {@code key=value}, passed by the demo in the environment, not on the command line. */
+    static final String SECRET_ENV = "MEMBUS_DEMO_SECRET";
+
     @Override
     public Integer call() throws Exception {
         PrintStream out = System.out;
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        try (DemoNode node = new DemoNode(transport, nodeId, port, seedPort, segmentSize, properties)) {
+        Map<String, String> props = new java.util.LinkedHashMap<>(properties);
+        String secret = System.getenv(SECRET_ENV);
+        if (secret != null && secret.indexOf('=') > 0) {
+            props.put(secret.substring(0, secret.indexOf('=')), secret.substring(secret.indexOf('=') + 1));
+        }
+        try (DemoNode node = new DemoNode(transport, nodeId, port, seedPort, segmentSize, props)) {
             node.awaitCluster(nodes, Duration.ofSeconds(timeoutSeconds));
             out.println("READY " + node.statusLine());
             out.flush();
