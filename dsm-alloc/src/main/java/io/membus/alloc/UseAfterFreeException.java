@@ -1,8 +1,6 @@
 package io.membus.alloc;
 
 import io.membus.core.RemotePtr;
-import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
 
 /**
  * A block was read or written through a reference whose generation is older than the
@@ -12,31 +10,13 @@ import io.membus.core.error.ErrorCode;
  * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
  * makes it fully visible (final-field semantics); no other memory ordering.
  */
-public final class UseAfterFreeException extends DsmException {
+public final class UseAfterFreeException extends StaleBlockReferenceException {
     private static final long serialVersionUID = 1L;
 
-    private final long ptr;
-    private final long refGeneration;
-    private final long blockGeneration;
-
     public UseAfterFreeException(long ptr, long refGeneration, long blockGeneration, String op) {
-        super(ErrorCode.USE_AFTER_FREE, "use after free: op=" + op + ", block=" + RemotePtr.toString(ptr) + ", refGeneration=" + refGeneration
+        super("use after free: op=" + op + ", block=" + RemotePtr.toString(ptr) + ", refGeneration=" + refGeneration
                 + ", blockGeneration=" + blockGeneration
-                + "; the block was freed since this reference was allocated: drop the reference and allocate a new block");
-        this.ptr = ptr;
-        this.refGeneration = refGeneration;
-        this.blockGeneration = blockGeneration;
-    }
-
-    public long ptr() {
-        return ptr;
-    }
-
-    public long refGeneration() {
-        return refGeneration;
-    }
-
-    public long blockGeneration() {
-        return blockGeneration;
+                + "; the block was freed since this reference was allocated: drop the reference and allocate a new block",
+                ptr, refGeneration, blockGeneration);
     }
 }

@@ -33,10 +33,10 @@ public final class DeferredBatch implements Batch {
 
     @Override
     public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-        if (offset < 0 || length < 0 || offset > src.length - length) {
+        IllegalArgumentException badRange = Verbs.sourceRangeError(src, offset, length);
+        if (badRange != null) {
             checkOpen();
-            return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
-                    + offset + ", length=" + length + ", array=" + src.length));
+            return CompletableFuture.failedFuture(badRange);
         }
         byte[] copy = Arrays.copyOfRange(src, offset, offset + length);
         return add(() -> connection.write(ptr, remoteKey, copy, 0, length));

@@ -80,9 +80,9 @@ public abstract class DirectConnection implements Connection {
 
     @Override
     public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-        if (offset < 0 || length < 0 || offset > src.length - length) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
-                    + offset + ", length=" + length + ", array=" + src.length));
+        IllegalArgumentException badRange = Verbs.sourceRangeError(src, offset, length);
+        if (badRange != null) {
+            return CompletableFuture.failedFuture(badRange);
         }
         if (faults.active() || held > 0) {
             // the bytes must be copied now: the caller may reuse its buffer once write returns

@@ -43,8 +43,24 @@ public interface Verbs {
     /** Reads {@code length} bytes at {@code ptr}. */
     CompletableFuture<byte[]> read(long ptr, long remoteKey, int length);
 
-    /** Writes {@code src[offset..offset+length)} at {@code ptr}. */
+    /**
+     * Writes {@code src[offset..offset+length)} at {@code ptr}. A range outside
+     * {@code src} fails the future with {@link IllegalArgumentException} (see
+     * {@link #sourceRangeError}) and writes nothing.
+     */
     CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length);
+
+    /**
+     * The failure of a write whose source range lies outside its array, or {@code null}
+     * when the range is inside: the one check every transport's {@link #write} makes.
+     */
+    static IllegalArgumentException sourceRangeError(byte[] src, int offset, int length) {
+        if (offset < 0 || length < 0 || offset > src.length - length) {
+            return new IllegalArgumentException("source range out of bounds: offset=" + offset + ", length=" + length
+                    + ", array=" + src.length);
+        }
+        return null;
+    }
 
     /** Writes all of {@code src} at {@code ptr}. */
     default CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src) {

@@ -8,6 +8,7 @@ import io.membus.core.transport.Batch;
 import io.membus.core.transport.DeferredBatch;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.Verbs;
 
 import java.util.concurrent.CompletableFuture;
 
@@ -67,9 +68,9 @@ final class RdmaConnection implements Connection {
 
     @Override
     public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-        if (offset < 0 || length < 0 || offset > src.length - length) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
-                    + offset + ", length=" + length + ", array=" + src.length));
+        IllegalArgumentException badRange = Verbs.sourceRangeError(src, offset, length);
+        if (badRange != null) {
+            return CompletableFuture.failedFuture(badRange);
         }
         String reason = closeReason;
         if (reason != null) {

@@ -15,6 +15,7 @@ import io.membus.core.transport.Deadlines;
 import io.membus.core.transport.FaultInjector;
 import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.SegmentTable;
+import io.membus.core.transport.Verbs;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -320,9 +321,9 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-        if (offset < 0 || length < 0 || offset > src.length - length) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds: offset="
-                    + offset + ", length=" + length + ", array=" + src.length));
+        IllegalArgumentException badRange = Verbs.sourceRangeError(src, offset, length);
+        if (badRange != null) {
+            return CompletableFuture.failedFuture(badRange);
         }
         if (length > maxWriteLength) { // before the copy
             return CompletableFuture.failedFuture(new BadLengthException(ptr, length, maxWriteLength));
@@ -833,9 +834,9 @@ final class TcpConnection implements Connection {
 
         @Override
         public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-            if (offset < 0 || length < 0 || offset > src.length - length) {
-                return CompletableFuture.failedFuture(new IllegalArgumentException("source range out of bounds:"
-                        + " offset=" + offset + ", length=" + length + ", array=" + src.length));
+            IllegalArgumentException badRange = Verbs.sourceRangeError(src, offset, length);
+            if (badRange != null) {
+                return CompletableFuture.failedFuture(badRange);
             }
             return cast(add(new Op(Frame.OP_WRITE, ptr, remoteKey, length, 0, 0,
                     java.util.Arrays.copyOfRange(src, offset, offset + length))));
