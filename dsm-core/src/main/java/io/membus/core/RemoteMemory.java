@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /**
@@ -42,6 +43,8 @@ public final class RemoteMemory {
     private final SegmentDirectory directory;
     private final Duration syncWait;
     private final ConcurrentHashMap<Integer, Opening> openings = new ConcurrentHashMap<>();
+    /** Entries in {@code openings}, raised before one is added: zero lets a verb skip the map. */
+    private final AtomicInteger openingCount = new AtomicInteger();
 
     public RemoteMemory(Transport transport, SegmentDirectory directory, Duration operationTimeout) {
         this.transport = transport;
@@ -94,17 +97,20 @@ public final class RemoteMemory {
             return CompletableFuture.failedFuture(new NodeUnavailableException(node,
                     "not a live member of the cluster (pointer " + RemotePtr.toString(ptr) + ")"));
         }
-        Opening opening = openings.get(node);
+        Opening opening = openingCount.get() == 0 ? null : openings.get(node);
         if (opening == null) {
             CompletableFuture<Connection> c = transport.connect(peer);
             if (c.isDone()) {
                 return c.isCompletedExceptionally() ? failedLike(c) : verb.apply(c.join());
             }
             Opening fresh = new Opening(c);
+            openingCount.incrementAndGet();
             opening = openings.putIfAbsent(node, fresh);
             if (opening == null) {
                 opening = fresh;
                 c.whenComplete((connection, error) -> drain(node, fresh));
+            } else {
+                openingCount.decrementAndGet();
             }
         }
         return opening.submit(verb);
@@ -120,7 +126,9 @@ public final class RemoteMemory {
     /** Runs, in issue order, the verbs that waited for a connection to open. */
     private void drain(int node, Opening opening) {
         opening.drain();
-        openings.remove(node, opening);
+        if (openings.remove(node, opening)) {
+            openingCount.decrementAndGet();
+        }
     }
 
     /**
