@@ -22,7 +22,7 @@ class Remote {
     }
 
     byte[] read(long ptr, int length) {
-        return memory.readSync(ptr, length);
+        return memory.read(ptr, length);
     }
 
     long readLong(long ptr) {
@@ -30,7 +30,7 @@ class Remote {
     }
 
     void write(long ptr, byte[] src) {
-        memory.writeSync(ptr, src);
+        memory.write(ptr, src);
     }
 
     void writeLong(long ptr, long value) {
@@ -40,10 +40,10 @@ class Remote {
     }
 
     long compareAndSwap(long ptr, long expected, long update) {
-        return memory.compareAndSwapSync(ptr, expected, update);
+        return memory.compareAndSwap(ptr, expected, update);
     }
 
     long fetchAndAdd(long ptr, long delta) {
-        return memory.fetchAndAddSync(ptr, delta);
+        return memory.fetchAndAdd(ptr, delta);
     }
 }

@@ -56,7 +56,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *       node.awaitMembers(3, Duration.ofSeconds(30));
  *       RemoteMemory mem = node.remoteMemory();
  *       long ptr = node.directory().segment(2, 0).orElseThrow().pointer(64);
- *       mem.fetchAndAddSync(ptr, 1);
+ *       mem.fetchAndAdd(ptr, 1);
  *   }
  * </pre>
  *

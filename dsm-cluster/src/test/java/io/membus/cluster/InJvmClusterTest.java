@@ -92,8 +92,8 @@ class InJvmClusterTest {
         long counter1 = all.get(2).directory().segment(1, 0).orElseThrow().pointer(16);
         for (DsmNode n : all) {
             for (int i = 0; i < 10; i++) {
-                n.remoteMemory().fetchAndAddSync(counter3, 1);
-                n.remoteMemory().fetchAndAddSync(counter1, 2);
+                n.remoteMemory().fetchAndAdd(counter3, 1);
+                n.remoteMemory().fetchAndAdd(counter1, 2);
             }
         }
         assertEquals(30, all.get(2).localSegment(0).readLong(8));
@@ -109,7 +109,7 @@ class InJvmClusterTest {
         assertThrows(UseAfterFreeException.class, () -> all.get(1).allocator().readLong(shared, 0));
         BlockRef large = all.get(1).allocator().allocate(3 * 4096, Placement.node(1));
         assertTrue(large.isLarge());
-        assertEquals(30, all.get(0).remoteMemory().readLongSync(counter3));
+        assertEquals(30, all.get(0).remoteMemory().readLong(counter3));
 
         // membus status: ask node 2 from outside the cluster
         String seed = all.get(1).memberAddress().replaceAll("^.*@", "");
@@ -221,7 +221,7 @@ class InJvmClusterTest {
         for (DsmNode n : all) {
             assertEquals(3, n.directory().members().size());
         }
-        all.get(0).remoteMemory().writeLongSync(all.get(0).directory().segment(2, 0).orElseThrow().pointer(0), 42);
+        all.get(0).remoteMemory().writeLong(all.get(0).directory().segment(2, 0).orElseThrow().pointer(0), 42);
         assertEquals(42, all.get(1).localSegment(0).readLong(0));
     }
 
@@ -240,7 +240,7 @@ class InJvmClusterTest {
             }
         });
         long onThree = n1.directory().segment(3, 0).orElseThrow().pointer(0);
-        n1.remoteMemory().writeLongSync(onThree, 7);
+        n1.remoteMemory().writeLong(onThree, 7);
 
         long cut = System.nanoTime();
         blackhole(n3, n1);
@@ -259,7 +259,7 @@ class InJvmClusterTest {
         assertTrue(removed.stream().anyMatch(r -> r.startsWith("3: ")), removed.toString());
 
         NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
-                () -> n1.remoteMemory().readLongSync(onThree));
+                () -> n1.remoteMemory().readLong(onThree));
         assertEquals(3, e.nodeId());
         NodeUnavailableException c = assertThrows(NodeUnavailableException.class, () -> RemoteMemory.await(
                 n1.transport().connect(new PeerInfo(3, n3.incarnation(), "local:" + fabric)), Duration.ofSeconds(5)));
@@ -267,7 +267,7 @@ class InJvmClusterTest {
 
         // the majority keeps working: verbs and a majority write
         long onTwo = n1.directory().segment(2, 0).orElseThrow().pointer(8);
-        assertEquals(0, n1.remoteMemory().fetchAndAddSync(onTwo, 5));
+        assertEquals(0, n1.remoteMemory().fetchAndAdd(onTwo, 5));
         assertEquals(5, n2.localSegment(0).readLong(8));
         assertEquals(onTwo, n2.names().bind("after-partition", onTwo));
         assertEquals(onTwo, n1.names().lookup("after-partition").orElseThrow());

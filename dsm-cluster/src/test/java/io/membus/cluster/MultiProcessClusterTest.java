@@ -70,9 +70,9 @@ class MultiProcessClusterTest {
             awaitNode3(n1, n2, jvm, 0);
             PeerInfo before = n1.directory().member(3).orElseThrow();
             long ptr = n1.directory().segment(3, 1).orElseThrow().pointer(64);
-            n1.remoteMemory().writeLongSync(ptr, 0xC0FFEEL);
-            assertEquals(0xC0FFEEL, n2.remoteMemory().readLongSync(ptr));
-            assertEquals(0, n2.remoteMemory().fetchAndAddSync(n2.directory().segment(3, 0).orElseThrow().pointer(0), 3));
+            n1.remoteMemory().writeLong(ptr, 0xC0FFEEL);
+            assertEquals(0xC0FFEEL, n2.remoteMemory().readLong(ptr));
+            assertEquals(0, n2.remoteMemory().fetchAndAdd(n2.directory().segment(3, 0).orElseThrow().pointer(0), 3));
 
             long kill = System.nanoTime();
             first.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
@@ -83,12 +83,12 @@ class MultiProcessClusterTest {
             System.out.printf("MEASURE kill -9 of node 3 -> fenced and gone from both directories: %d ms%n",
                     (System.nanoTime() - kill) / 1_000_000);
             long failStart = System.nanoTime();
-            assertThrows(NodeUnavailableException.class, () -> n1.remoteMemory().readLongSync(ptr));
+            assertThrows(NodeUnavailableException.class, () -> n1.remoteMemory().readLong(ptr));
             System.out.printf("MEASURE a verb on the removed node's pointer fails in: %d us%n",
                     (System.nanoTime() - failStart) / 1_000);
             for (DsmNode n : List.of(n1, n2)) {
                 NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
-                        () -> n.remoteMemory().readLongSync(ptr));
+                        () -> n.remoteMemory().readLong(ptr));
                 assertEquals(3, e.nodeId(), e.getMessage());
                 assertTrue(e.getMessage().contains("node=3"), e.getMessage());
             }
@@ -102,8 +102,8 @@ class MultiProcessClusterTest {
             assertNotEquals(before.incarnation(), after.incarnation());
             assertTrue(after.incarnation() > before.incarnation());
             assertFalse(n1.transport().isFenced(3), "the fence is lifted for the new incarnation");
-            assertEquals(0xC0FFEEL, n1.remoteMemory().readLongSync(ptr), "file-backed data is back after the restart");
-            assertEquals(3, n2.remoteMemory().readLongSync(n2.directory().segment(3, 0).orElseThrow().pointer(0)));
+            assertEquals(0xC0FFEEL, n1.remoteMemory().readLong(ptr), "file-backed data is back after the restart");
+            assertEquals(3, n2.remoteMemory().readLong(n2.directory().segment(3, 0).orElseThrow().pointer(0)));
             StaleIncarnationException stale = assertThrows(StaleIncarnationException.class,
                     () -> RemoteMemory.await(n2.transport().connect(before), Duration.ofSeconds(5)));
             assertEquals(before.incarnation(), stale.expected());

@@ -32,8 +32,9 @@ import java.util.function.Function;
  * directly (same checks, no connection) when the transport's local atomics are
  * coherent with peers' verbs, and through a loopback connection otherwise.
  *
- * <p>The synchronous forms ({@code readSync}, ...) wait at most the operation
- * timeout plus a margin, and rethrow the typed {@link DsmException}.
+ * <p>Naming: plain names ({@code read}, {@code compareAndSwap}, ...) block; the
+ * {@code *Async} forms return a future. The blocking forms wait at most the
+ * operation timeout plus a margin, and rethrow the typed {@link DsmException}.
  *
  * <p><b>Note:</b> thread-safe; the ordering and visibility rules are those of
  * {@link Verbs}, per target node.
@@ -188,7 +189,7 @@ public final class RemoteMemory {
         return segmentOf(ptr).remoteKey();
     }
 
-    public CompletableFuture<byte[]> read(long ptr, int length) {
+    public CompletableFuture<byte[]> readAsync(long ptr, int length) {
         try {
             long key = keyOf(ptr);
             return on(ptr, v -> v.read(ptr, key, length));
@@ -197,7 +198,7 @@ public final class RemoteMemory {
         }
     }
 
-    public CompletableFuture<Void> write(long ptr, byte[] src, int offset, int length) {
+    public CompletableFuture<Void> writeAsync(long ptr, byte[] src, int offset, int length) {
         try {
             long key = keyOf(ptr);
             return on(ptr, v -> v.write(ptr, key, src, offset, length));
@@ -206,11 +207,11 @@ public final class RemoteMemory {
         }
     }
 
-    public CompletableFuture<Void> write(long ptr, byte[] src) {
-        return write(ptr, src, 0, src.length);
+    public CompletableFuture<Void> writeAsync(long ptr, byte[] src) {
+        return writeAsync(ptr, src, 0, src.length);
     }
 
-    public CompletableFuture<Long> compareAndSwap(long ptr, long expected, long update) {
+    public CompletableFuture<Long> compareAndSwapAsync(long ptr, long expected, long update) {
         try {
             long key = keyOf(ptr);
             return on(ptr, v -> v.compareAndSwap(ptr, key, expected, update));
@@ -219,7 +220,7 @@ public final class RemoteMemory {
         }
     }
 
-    public CompletableFuture<Long> fetchAndAdd(long ptr, long delta) {
+    public CompletableFuture<Long> fetchAndAddAsync(long ptr, long delta) {
         try {
             long key = keyOf(ptr);
             return on(ptr, v -> v.fetchAndAdd(ptr, key, delta));
@@ -228,33 +229,37 @@ public final class RemoteMemory {
         }
     }
 
-    public byte[] readSync(long ptr, int length) {
-        return await(read(ptr, length));
+    public byte[] read(long ptr, int length) {
+        return await(readAsync(ptr, length));
     }
 
     /** Reads the little-endian word at {@code ptr}. */
-    public long readLongSync(long ptr) {
-        byte[] b = readSync(ptr, Long.BYTES);
+    public long readLong(long ptr) {
+        byte[] b = read(ptr, Long.BYTES);
         return Words.getLong(b, 0);
     }
 
-    public void writeSync(long ptr, byte[] src) {
-        await(write(ptr, src));
+    public void write(long ptr, byte[] src) {
+        await(writeAsync(ptr, src));
+    }
+
+    public void write(long ptr, byte[] src, int offset, int length) {
+        await(writeAsync(ptr, src, offset, length));
     }
 
     /** Writes the little-endian word at {@code ptr}. */
-    public void writeLongSync(long ptr, long value) {
+    public void writeLong(long ptr, long value) {
         byte[] b = new byte[Long.BYTES];
         Words.putLong(b, 0, value);
-        writeSync(ptr, b);
+        write(ptr, b);
     }
 
-    public long compareAndSwapSync(long ptr, long expected, long update) {
-        return await(compareAndSwap(ptr, expected, update));
+    public long compareAndSwap(long ptr, long expected, long update) {
+        return await(compareAndSwapAsync(ptr, expected, update));
     }
 
-    public long fetchAndAddSync(long ptr, long delta) {
-        return await(fetchAndAdd(ptr, delta));
+    public long fetchAndAdd(long ptr, long delta) {
+        return await(fetchAndAddAsync(ptr, delta));
     }
 
     /**

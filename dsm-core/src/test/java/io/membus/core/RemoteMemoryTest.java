@@ -47,24 +47,24 @@ class RemoteMemoryTest {
         RemoteMemory one = node(1);
         RemoteMemory two = node(2);
         long onTwo = RemotePtr.pack(2, 0, 64);
-        one.writeLongSync(onTwo, 41);
-        assertEquals(41, two.readLongSync(onTwo), "own pointers run on the local table");
-        assertEquals(41, one.fetchAndAddSync(onTwo, 1));
-        assertEquals(42, one.compareAndSwapSync(onTwo, 42, 43));
-        one.writeSync(RemotePtr.pack(1, 0, 0), new byte[]{1, 2, 3});
-        assertArrayEquals(new byte[]{1, 2, 3}, two.readSync(RemotePtr.pack(1, 0, 0), 3));
+        one.writeLong(onTwo, 41);
+        assertEquals(41, two.readLong(onTwo), "own pointers run on the local table");
+        assertEquals(41, one.fetchAndAdd(onTwo, 1));
+        assertEquals(42, one.compareAndSwap(onTwo, 42, 43));
+        one.write(RemotePtr.pack(1, 0, 0), new byte[]{1, 2, 3});
+        assertArrayEquals(new byte[]{1, 2, 3}, two.read(RemotePtr.pack(1, 0, 0), 3));
     }
 
     @Test
     void pointersToUnknownSegmentsAndMembersFailWithTypedErrors() {
         RemoteMemory one = node(1);
         node(2);
-        assertThrows(UnknownSegmentException.class, () -> one.readSync(RemotePtr.pack(2, 9, 0), 8));
+        assertThrows(UnknownSegmentException.class, () -> one.read(RemotePtr.pack(2, 9, 0), 8));
         NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
-                () -> one.readSync(RemotePtr.pack(77, 0, 0), 8));
+                () -> one.read(RemotePtr.pack(77, 0, 0), 8));
         assertEquals(77, e.nodeId());
         directory.removeMember(2, "test");
-        assertThrows(NodeUnavailableException.class, () -> one.readSync(RemotePtr.pack(2, 0, 0), 8));
+        assertThrows(NodeUnavailableException.class, () -> one.read(RemotePtr.pack(2, 0, 0), 8));
     }
 
     @Test
@@ -74,7 +74,7 @@ class RemoteMemoryTest {
         SegmentDescriptor real = directory.segment(2, 0).orElseThrow();
         directory.addSegment(new SegmentDescriptor(2, real.incarnation(), 0, real.size(), real.flags(),
                 real.remoteKey() + 1));
-        assertThrows(WrongRemoteKeyException.class, () -> one.readLongSync(RemotePtr.pack(2, 0, 0)));
+        assertThrows(WrongRemoteKeyException.class, () -> one.readLong(RemotePtr.pack(2, 0, 0)));
     }
 
     /**
@@ -108,12 +108,12 @@ class RemoteMemoryTest {
         for (long v = 1; v <= 64; v++) {
             byte[] b = new byte[Long.BYTES];
             Words.putLong(b, 0, v);
-            issued.add(memory.write(word, b));
+            issued.add(memory.writeAsync(word, b));
         }
-        issued.add(memory.fetchAndAdd(word, 1000));
+        issued.add(memory.fetchAndAddAsync(word, 1000));
         gate.complete(null);
         issued.forEach(memory::await);
-        assertEquals(1064, memory.readLongSync(word), "the writes ran in issue order, then the add");
+        assertEquals(1064, memory.readLong(word), "the writes ran in issue order, then the add");
     }
 
     @Test
@@ -121,7 +121,7 @@ class RemoteMemoryTest {
         RemoteMemory one = node(1);
         node(2);
         nodes.get(1).close(); // node 2 is gone but still listed, as between a crash and its removal
-        CompletableFuture<byte[]> read = one.read(RemotePtr.pack(2, 0, 0), 8);
+        CompletableFuture<byte[]> read = one.readAsync(RemotePtr.pack(2, 0, 0), 8);
         Throwable failure = read.handle((v, e) -> e).join();
         assertTrue(failure instanceof NodeUnavailableException, "the future's own cause is typed: " + failure);
         assertEquals(2, ((NodeUnavailableException) failure).nodeId());

@@ -154,9 +154,9 @@ public final class DemoNode implements AutoCloseable {
         long shared = first.pointer(SHARED_COUNTER);
         for (int i = 0; i < ops; i++) {
             long t0 = System.nanoTime();
-            mem.fetchAndAddSync(ring, 1);
+            mem.fetchAndAdd(ring, 1);
             latency.recordValue(Math.max(1, System.nanoTime() - t0));
-            mem.fetchAndAddSync(shared, 1);
+            mem.fetchAndAdd(shared, 1);
             adds += 2;
         }
         GlobalAllocator alloc = node.allocator();
