@@ -40,6 +40,8 @@ public enum ErrorCode {
     OUT_OF_REMOTE_MEMORY(15),
     /** A verb's length is negative or larger than a transport can carry. */
     BAD_LENGTH(16),
+    /** A value could not be encoded or decoded (unregistered class, corrupt bytes, wrong codec). */
+    CODEC(17),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 
