@@ -1,5 +1,8 @@
 package io.membus.alloc;
 
+import java.nio.charset.StandardCharsets;
+import java.util.UUID;
+
 /**
  * Where an allocation goes: this node's heap, the heaps of all members in turn,
  * one named node's heap, or a node chosen from a key's hash.
@@ -49,9 +52,56 @@ public final class Placement {
         return new Placement(Kind.KEY, keyHash);
     }
 
-    /** Spread by {@code key.hashCode()}, mixed. */
+    /** Spread by the UTF-8 bytes of {@code key}: the same node in every JVM. */
+    public static Placement byKey(String key) {
+        return byKey(stableHash(key.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** Spread by the bytes of {@code key}: the same node in every JVM. */
+    public static Placement byKey(byte[] key) {
+        return byKey(stableHash(key));
+    }
+
+    /**
+     * Spread by a key whose hash is the same in every JVM: strings and other
+     * {@link CharSequence}s, the boxed integral numbers, {@link Character},
+     * {@link Boolean}, {@link UUID}, enums (by name) and {@code byte[]}. Any other
+     * type is refused: its {@code hashCode} may be an identity hash that differs
+     * between JVMs, which would place one key on different nodes. Hash such keys
+     * yourself (e.g. their encoded bytes) and use {@link #byKey(long)}.
+     *
+     * @throws IllegalArgumentException for a key type without a JVM-independent hash
+     */
     public static Placement byKey(Object key) {
-        return byKey(mix(key.hashCode()));
+        if (key instanceof CharSequence cs) {
+            return byKey(cs.toString());
+        } else if (key instanceof Long || key instanceof Integer || key instanceof Short || key instanceof Byte) {
+            return byKey(mix(((Number) key).longValue()));
+        } else if (key instanceof Character c) {
+            return byKey(mix(c));
+        } else if (key instanceof Boolean b) {
+            return byKey(mix(b ? 1 : 0));
+        } else if (key instanceof UUID u) {
+            return byKey(mix(u.getMostSignificantBits() ^ mix(u.getLeastSignificantBits())));
+        } else if (key instanceof Enum<?> e) {
+            return byKey(e.getDeclaringClass().getName() + "." + e.name());
+        } else if (key instanceof byte[] b) {
+            return byKey(b);
+        }
+        throw new IllegalArgumentException("key type=" + (key == null ? "null" : key.getClass().getName())
+                + ": its hashCode is not known to be the same in every JVM, so the key could be placed on"
+                + " different nodes; pass a String, a number, a UUID, an enum or byte[], or a stable 64-bit"
+                + " hash with Placement.byKey(long)");
+    }
+
+    /** FNV-1a over the bytes, then mixed: the same in every JVM. */
+    static long stableHash(byte[] bytes) {
+        long h = 0xcbf29ce484222325L;
+        for (byte b : bytes) {
+            h ^= b & 0xff;
+            h *= 0x100000001b3L;
+        }
+        return mix(h);
     }
 
     public Kind kind() {

@@ -20,9 +20,15 @@ import java.util.concurrent.CompletableFuture;
  *       any node) that is issued after the write's future completed.</li>
  *   <li><b>Atomicity.</b> {@link #compareAndSwap} and {@link #fetchAndAdd} act on one
  *       8-byte aligned little-endian word, atomically with respect to every other
- *       atomic and write on that word, across all connections and transports.</li>
- *   <li><b>Deadlines.</b> Every verb has a deadline (the transport's operation
- *       timeout); a verb not completed by then fails with
+ *       atomic on that word, across all connections. Against a plain {@link #write}
+ *       of the same word: on {@code local}, {@code shm} and {@code tcp} the write lands
+ *       whole before or after the atomic; on {@code rdma} the InfiniBand
+ *       specification promises atomicity only among atomics, so layers above never
+ *       race a plain write with an atomic on one word (they change such words by
+ *       CAS).</li>
+ *   <li><b>Deadlines.</b> Every verb has a deadline: the transport's operation
+ *       timeout, counted from the moment the verb is issued (time spent waiting for
+ *       room in an in-flight window counts); a verb not completed by then fails with
  *       {@link io.membus.core.error.DsmTimeoutException}. A lost connection fails
  *       every verb in flight on it with
  *       {@link io.membus.core.error.NodeUnavailableException}. A verb that failed
