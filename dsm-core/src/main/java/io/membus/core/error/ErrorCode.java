@@ -42,6 +42,8 @@ public enum ErrorCode {
     BAD_LENGTH(16),
     /** A value could not be encoded or decoded (unregistered class, corrupt bytes, wrong codec). */
     CODEC(17),
+    /** A blocking call was made on a transport thread, where waiting would deadlock. */
+    WRONG_THREAD(18),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 

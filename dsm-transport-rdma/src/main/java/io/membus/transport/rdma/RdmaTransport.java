@@ -9,6 +9,7 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.error.TransportUnavailableException;
+import io.membus.core.transport.TransportThreads;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.Deadlines;
@@ -126,10 +127,7 @@ public final class RdmaTransport extends AbstractTransport {
     }
 
     private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        t.start();
-        return t;
+        return TransportThreads.startDaemon(name, r);
     }
 
     @Override

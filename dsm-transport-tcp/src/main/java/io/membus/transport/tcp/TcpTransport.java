@@ -23,6 +23,7 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import io.membus.core.transport.TransportThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -87,7 +88,7 @@ public final class TcpTransport extends AbstractTransport {
         };
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.group = new MultiThreadIoEventLoopGroup(settings.ioThreads,
-                new DefaultThreadFactory("membus-tcp-" + config.nodeId(), true), io);
+                TransportThreads.marking(new DefaultThreadFactory("membus-tcp-" + config.nodeId(), true)), io);
         this.socketChannel = epoll ? EpollSocketChannel.class : NioSocketChannel.class;
         Class<? extends ServerChannel> serverClass = epoll ? EpollServerSocketChannel.class
                 : NioServerSocketChannel.class;
