@@ -7,6 +7,8 @@ import com.typesafe.config.ConfigValue;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.transport.TransportProvider;
+import io.membus.core.transport.Transports;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,7 +17,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * A node's settings, read from the {@code membus} section of a HOCON config
@@ -32,7 +33,6 @@ import java.util.Set;
  */
 public final class NodeConfig {
     /** Transports Membus knows; a transport's module must also be on the class path. */
-    public static final Set<String> TRANSPORTS = Set.of("tcp", "shm", "local", "rdma");
 
     private final Config raw;
     private final int nodeId;
@@ -84,8 +84,10 @@ public final class NodeConfig {
         }
         this.secret = string(m, "secret");
         this.transport = string(m, "transport");
-        if (!TRANSPORTS.contains(transport)) {
-            throw bad("transport", transport, "one of tcp, shm, local, rdma");
+        List<String> found = Transports.providers().stream().map(TransportProvider::name).sorted().toList();
+        if (!found.contains(transport)) {
+            throw bad("transport", transport, "one of " + String.join(", ", found)
+                    + " (the transports on the class path; add a transport's module, e.g. dsm-transport-rdma, to use it)");
         }
         this.transportProperties = new LinkedHashMap<>();
         try {
