@@ -98,10 +98,15 @@ public final class DsmNode implements AutoCloseable {
         this.incarnation = System.currentTimeMillis() * 1000 + (System.nanoTime() & 0x3ff);
         this.system = ActorSystem.create(config.clusterName(), pekkoConfig(config));
         if (!config.tls().enabled()) {
-            LOG.warn("membership traffic of node {} (Pekko Artery on {}:{}) is neither encrypted nor authenticated:"
-                    + " anyone who reaches that port can join the cluster. Set membus.tls (docs/cluster.md,"
-                    + " \"Membership over TLS\") on a network you do not trust.", config.nodeId(), config.host(),
-                    config.port());
+            // said once per start; at INFO on loopback, where only this machine can reach the port
+            String text = "membership traffic of node {} (Pekko Artery on {}:{}) is neither encrypted nor"
+                    + " authenticated: anyone who reaches that port can join the cluster. Set membus.tls"
+                    + " (docs/cluster.md, \"Membership over TLS\") on a network you do not trust.";
+            if (isLoopback(config.host())) {
+                LOG.info(text, config.nodeId(), config.host(), config.port());
+            } else {
+                LOG.warn(text, config.nodeId(), config.host(), config.port());
+            }
         }
         try {
             this.cluster = Cluster.get(system);
@@ -113,6 +118,14 @@ public final class DsmNode implements AutoCloseable {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
             terminate(system, Duration.ofSeconds(5));
             throw e;
+        }
+    }
+
+    private static boolean isLoopback(String host) {
+        try {
+            return java.net.InetAddress.getByName(host).isLoopbackAddress();
+        } catch (java.net.UnknownHostException e) {
+            return false;
         }
     }
 
