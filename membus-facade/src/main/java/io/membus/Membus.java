@@ -6,6 +6,8 @@ import io.membus.cluster.DsmNode;
 import io.membus.cluster.NodeConfig;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmCollections;
+import io.membus.collections.DsmDoubleArray;
+import io.membus.collections.DsmLongArray;
 import io.membus.core.RemoteMemory;
 
 import java.nio.file.Path;
@@ -100,6 +102,16 @@ public final class Membus implements AutoCloseable {
     /** The counter named {@code name} (created at zero when absent); see {@link DsmAtomicLong}. */
     public DsmAtomicLong atomicLong(String name) {
         return collections().atomicLong(name);
+    }
+
+    /** The array of {@code length} longs named {@code name}; see {@link DsmLongArray}. */
+    public DsmLongArray longArray(String name, int length) {
+        return collections().longArray(name, length);
+    }
+
+    /** The array of {@code length} doubles named {@code name}; see {@link DsmDoubleArray}. */
+    public DsmDoubleArray doubleArray(String name, int length) {
+        return collections().doubleArray(name, length);
     }
 
     // The map (issue 15) goes here: map(name, keyType, valueType) / map(name, keyCodec, valueCodec),

@@ -70,6 +70,10 @@ class MembusTest {
             assertEquals(300, a.get());
             assertEquals(300, b.get());
             assertEquals(a.address(), b.address());
+            one.longArray("arr", 10).addAll(new long[] {1, 2, 3});
+            assertEquals(3, two.longArray("arr", 10).get(2));
+            two.doubleArray("d", 4).set(1, 2.5);
+            assertEquals(2.5, one.doubleArray("d", 4).get(1));
             assertEquals(1, one.node().nodeId());
             assertSame(one.node().allocator(), one.allocator());
             assertSame(two.node().remoteMemory(), two.remoteMemory());

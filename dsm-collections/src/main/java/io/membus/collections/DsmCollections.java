@@ -53,6 +53,34 @@ public final class DsmCollections {
     }
 
     /**
+     * The array of {@code length} longs named {@code name}, created zeroed when absent,
+     * in stripes of {@value StripedWords#DEFAULT_STRIPE_LENGTH} elements.
+     *
+     * @throws CollectionTypeMismatchException when the name holds another type or another length
+     */
+    public DsmLongArray longArray(String name, int length) {
+        return longArray(name, length, StripedWords.DEFAULT_STRIPE_LENGTH);
+    }
+
+    /** As {@link #longArray(String, int)} with {@code stripeLength} elements per stripe when it creates the array. */
+    public DsmLongArray longArray(String name, int length, int stripeLength) {
+        return cached(name, DsmLongArray.class, CollectionKind.LONG_ARRAY + " " + DsmLongArray.descriptor(length),
+                () -> DsmLongArray.getOrCreate(roots, words, name, length, stripeLength));
+    }
+
+    /** The array of {@code length} doubles named {@code name}, created at +0.0 when absent. */
+    public DsmDoubleArray doubleArray(String name, int length) {
+        return doubleArray(name, length, StripedWords.DEFAULT_STRIPE_LENGTH);
+    }
+
+    /** As {@link #doubleArray(String, int)} with {@code stripeLength} elements per stripe when it creates the array. */
+    public DsmDoubleArray doubleArray(String name, int length, int stripeLength) {
+        return cached(name, DsmDoubleArray.class,
+                CollectionKind.DOUBLE_ARRAY + " " + DsmDoubleArray.descriptor(length),
+                () -> DsmDoubleArray.getOrCreate(roots, words, name, length, stripeLength));
+    }
+
+    /**
      * The handle cached for {@code name}, opened by {@code opener} the first time.
      * Opening runs outside the cache's lock (it makes round trips); two threads that
      * open at once get the same handle (the first cached wins).

@@ -26,6 +26,11 @@ final class WordVerbs {
         this.plainWriteAtomic = PLAIN_WRITE_ATOMIC.contains(memory.transport().name());
     }
 
+    /** Whether a plain write of a word lands whole against atomics on it (see the class comment). */
+    boolean plainWriteAtomic() {
+        return plainWriteAtomic;
+    }
+
     RemoteMemory memory() {
         return memory;
     }
