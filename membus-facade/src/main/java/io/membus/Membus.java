@@ -7,6 +7,7 @@ import io.membus.cluster.NodeConfig;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmCollections;
 import io.membus.collections.DsmDoubleArray;
+import io.membus.collections.DsmLock;
 import io.membus.collections.DsmLongArray;
 import io.membus.core.RemoteMemory;
 
@@ -112,6 +113,11 @@ public final class Membus implements AutoCloseable {
     /** The array of {@code length} doubles named {@code name}; see {@link DsmDoubleArray}. */
     public DsmDoubleArray doubleArray(String name, int length) {
         return collections().doubleArray(name, length);
+    }
+
+    /** The lock named {@code name}; see {@link DsmLock}. */
+    public DsmLock lock(String name) {
+        return collections().lock(name);
     }
 
     // The map (issue 15) goes here: map(name, keyType, valueType) / map(name, keyCodec, valueCodec),

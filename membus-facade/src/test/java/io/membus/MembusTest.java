@@ -74,6 +74,11 @@ class MembusTest {
             assertEquals(3, two.longArray("arr", 10).get(2));
             two.doubleArray("d", 4).set(1, 2.5);
             assertEquals(2.5, one.doubleArray("d", 4).get(1));
+            long t = one.lock("ledger").lockWithToken();
+            assertEquals(1, two.lock("ledger").holderNode());
+            one.lock("ledger").unlock();
+            assertEquals(t + 1, two.lock("ledger").lockWithToken());
+            two.lock("ledger").unlock();
             assertEquals(1, one.node().nodeId());
             assertSame(one.node().allocator(), one.allocator());
             assertSame(two.node().remoteMemory(), two.remoteMemory());

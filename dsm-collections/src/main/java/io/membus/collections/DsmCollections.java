@@ -80,6 +80,12 @@ public final class DsmCollections {
                 () -> DsmDoubleArray.getOrCreate(roots, words, name, length, stripeLength));
     }
 
+    /** The lock named {@code name}, created free when absent; one handle per name on this node. */
+    public DsmLock lock(String name) {
+        return cached(name, DsmLock.class, CollectionKind.LOCK + " " + DsmLock.DESCRIPTOR,
+                () -> DsmLock.getOrCreate(roots, name));
+    }
+
     /**
      * The handle cached for {@code name}, opened by {@code opener} the first time.
      * Opening runs outside the cache's lock (it makes round trips); two threads that
