@@ -9,6 +9,8 @@ import io.membus.collections.DsmCollections;
 import io.membus.collections.DsmDoubleArray;
 import io.membus.collections.DsmLock;
 import io.membus.collections.DsmLongArray;
+import io.membus.collections.DsmQueue;
+import io.membus.codec.Codec;
 import io.membus.core.RemoteMemory;
 
 import java.nio.file.Path;
@@ -118,6 +120,16 @@ public final class Membus implements AutoCloseable {
     /** The lock named {@code name}; see {@link DsmLock}. */
     public DsmLock lock(String name) {
         return collections().lock(name);
+    }
+
+    /** The bounded queue named {@code name} of {@code type} (codec {@code Codecs.of(type)}); see {@link DsmQueue}. */
+    public <E> DsmQueue<E> queue(String name, Class<E> type, int capacity) {
+        return collections().queue(name, type, capacity);
+    }
+
+    /** The bounded queue named {@code name} with elements encoded by {@code codec}; see {@link DsmQueue}. */
+    public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity) {
+        return collections().queue(name, codec, capacity);
     }
 
     // The map (issue 15) goes here: map(name, keyType, valueType) / map(name, keyCodec, valueCodec),

@@ -79,6 +79,8 @@ class MembusTest {
             one.lock("ledger").unlock();
             assertEquals(t + 1, two.lock("ledger").lockWithToken());
             two.lock("ledger").unlock();
+            one.queue("jobs", String.class, 8).add("job-1");
+            assertEquals("job-1", two.queue("jobs", String.class, 8).poll());
             assertEquals(1, one.node().nodeId());
             assertSame(one.node().allocator(), one.allocator());
             assertSame(two.node().remoteMemory(), two.remoteMemory());

@@ -1,6 +1,8 @@
 package io.membus.collections;
 
 import io.membus.alloc.GlobalAllocator;
+import io.membus.codec.Codec;
+import io.membus.codec.Codecs;
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.NameRegistry;
 
@@ -84,6 +86,30 @@ public final class DsmCollections {
     public DsmLock lock(String name) {
         return cached(name, DsmLock.class, CollectionKind.LOCK + " " + DsmLock.DESCRIPTOR,
                 () -> DsmLock.getOrCreate(roots, name));
+    }
+
+    /**
+     * The bounded queue named {@code name} of {@code capacity} elements encoded with
+     * {@code codec}, created empty when absent, with slots of
+     * {@value QueueDescriptor#DEFAULT_SLOT_BYTES} bytes (elements up to 56 encoded
+     * bytes inline).
+     *
+     * @throws CollectionTypeMismatchException when the name holds another type, capacity or codec
+     */
+    public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity) {
+        return queue(name, codec, capacity, QueueDescriptor.DEFAULT_SLOT_BYTES);
+    }
+
+    /** As {@link #queue(String, Codec, int)} with {@code slotBytes} per slot when it creates the queue. */
+    @SuppressWarnings("unchecked")
+    public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity, int slotBytes) {
+        return cached(name, DsmQueue.class, CollectionKind.QUEUE + " " + DsmQueue.descriptor(capacity, codec),
+                () -> DsmQueue.getOrCreate(roots, name, codec, capacity, slotBytes));
+    }
+
+    /** {@link #queue(String, Codec, int)} with {@link Codecs#of(Class, Class[])} for {@code type}. */
+    public <E> DsmQueue<E> queue(String name, Class<E> type, int capacity) {
+        return queue(name, Codecs.of(type), capacity);
     }
 
     /**
