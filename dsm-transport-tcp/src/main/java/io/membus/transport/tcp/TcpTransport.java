@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.TransportUnavailableException;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
@@ -39,7 +40,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * executes one-sided verbs from authenticated peers on its I/O threads against
  * {@link #table()} (never on application threads), and opens
  * {@link TcpConnection}s to peers. See {@link Frame} for the wire format,
- * {@link Handshake} for authentication, and docs/tcp-transport.md for the
+ * {@link PeerAuth} for authentication, and docs/tcp-transport.md for the
  * design; {@link TcpSettings} lists the {@code tcp.*} properties.
  *
  * <p>Epoll is used where the kernel has it ({@code tcp.io=auto}), NIO elsewhere.
@@ -56,7 +57,7 @@ public final class TcpTransport extends AbstractTransport {
     static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 * 1024, 1024 * 1024);
 
     final TcpSettings settings;
-    final Handshake handshake;
+    final PeerAuth handshake;
     /** Where refused peers are logged, rate-limited. */
     final RefusalLog refusals = new RefusalLog(LoggerFactory.getLogger(ServerHandler.class));
     private final EventLoopGroup group;
@@ -73,7 +74,7 @@ public final class TcpTransport extends AbstractTransport {
     public TcpTransport(TransportConfig config) {
         super(config);
         this.settings = new TcpSettings(config);
-        this.handshake = new Handshake(settings.secret);
+        this.handshake = new PeerAuth(settings.secret, "tcp");
         boolean epoll = switch (settings.io) {
             case "epoll" -> {
                 if (!Epoll.isAvailable()) {
