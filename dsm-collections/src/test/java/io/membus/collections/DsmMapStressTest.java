@@ -60,6 +60,11 @@ class DsmMapStressTest {
         run("shm", info);
     }
 
+    @Test
+    void perKeyChainsAreExactOverTcp(TestInfo info) throws Exception {
+        run("tcp", info);
+    }
+
     private void run(String transport, TestInfo info) throws Exception {
         long seed = Seeds.seed("membus.map.seed", info.getDisplayName());
         cluster = new MapCluster(transport, 3, 32 << 20);

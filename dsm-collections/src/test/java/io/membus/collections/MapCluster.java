@@ -22,7 +22,7 @@ import java.util.TreeMap;
 import java.util.stream.Stream;
 
 /**
- * Nodes of one JVM over {@code local} or {@code shm} sharing one {@link StaticDirectory},
+ * Nodes of one JVM over {@code local}, {@code shm} or {@code tcp} (loopback, ephemeral ports) sharing one {@link StaticDirectory},
  * each exporting a heap segment 1 with a {@link GlobalAllocator}: the cluster the map
  * tests run on. Closes everything it made, and removes its /dev/shm directory.
  *
@@ -53,6 +53,10 @@ final class MapCluster implements AutoCloseable {
                     .operationTimeout(Duration.ofSeconds(10));
             if (shmDir != null) {
                 b.property("shm.dir", shmDir.toString());
+            }
+            if (transport.equals("tcp")) {
+                b.property("tcp.secret", "map-test-secret-0123456789abcdef").property("tcp.host", "127.0.0.1")
+                        .property("tcp.port", "0").connectTimeout(Duration.ofSeconds(10));
             }
             Transport t = Transports.create(transport, b.build());
             closeables.add(t);
