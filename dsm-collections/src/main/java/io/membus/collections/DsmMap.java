@@ -92,9 +92,25 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         Objects.requireNonNull(keys, "keys");
         Objects.requireNonNull(values, "values");
         Objects.requireNonNull(options, "options");
+        BlockRef root = heap.allocate(ROOT_LENGTH, Placement.local());
+        try {
+            formatRoot(heap, root.payload(), keys, values, options);
+        } catch (RuntimeException e) {
+            heap.free(root);
+            throw e;
+        }
+        return openAt(heap, root.ptr(), root.payload(), keys, values);
+    }
+
+    /**
+     * Writes an empty map's root ({@link MapLayout}, {@link MapLayout#ROOT_LENGTH} bytes)
+     * at {@code body} and allocates its first table; the magic word is written last.
+     *
+     * @return the pointer of the first table (what {@link #discardRoot} frees)
+     */
+    static long formatRoot(GlobalAllocator heap, long body, Codec<?> keys, Codec<?> values, DsmMapOptions options) {
         int log2 = Integer.numberOfTrailingZeros(options.initialSlots());
         long table = MapStore.newTable(heap, log2, WINDOW, 0, Placement.local());
-        BlockRef root = heap.allocate(ROOT_LENGTH, Placement.local());
         byte[] b = new byte[ROOT_LENGTH];
         putInt(b, ROOT_VERSION_WINDOW, VERSION);
         putInt(b, ROOT_VERSION_WINDOW + 4, WINDOW);
@@ -103,9 +119,19 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         putLong(b, ROOT_GRACE, options.grace().toNanos() / 1000);
         putLong(b, ROOT_TABLE, table);
         putLong(b, ROOT_FIRST_TABLE, table);
-        heap.memory().write(root.payload(), b);
-        heap.memory().writeLong(root.payload() + ROOT_MAGIC, MAGIC); // the magic last: a root with it is whole
-        return new DsmMap<>(new MapStore(heap, root.ptr(), options.grace().toNanos(), WINDOW), keys, values);
+        heap.memory().write(body, b);
+        heap.memory().writeLong(body + ROOT_MAGIC, MAGIC); // the magic last: a root with it is whole
+        return table;
+    }
+
+    /** Frees the first table of a root {@link #formatRoot} wrote that was never used (a lost creation race). */
+    static void discardRoot(GlobalAllocator heap, long body) {
+        long table = heap.memory().readLong(body + ROOT_FIRST_TABLE);
+        if (table != 0) {
+            long header = HeapLayout.unseal(heap.memory().readLong(table - HeapLayout.BLOCK_HEADER_LENGTH),
+                    table - HeapLayout.BLOCK_HEADER_LENGTH);
+            heap.free(BlockRef.of(table - HeapLayout.BLOCK_HEADER_LENGTH, header, 0));
+        }
     }
 
     /**
@@ -119,9 +145,14 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         Objects.requireNonNull(heap, "heap");
         Objects.requireNonNull(keys, "keys");
         Objects.requireNonNull(values, "values");
+        return openAt(heap, rootPtr, rootPtr + HeapLayout.BLOCK_HEADER_LENGTH, keys, values);
+    }
+
+    /** Opens the map whose root layout starts at {@code body} inside the block at {@code rootPtr}. */
+    static <K, V> DsmMap<K, V> openAt(GlobalAllocator heap, long rootPtr, long body, Codec<K> keys, Codec<V> values) {
         String where = RemotePtr.toString(rootPtr);
-        byte[] b = heap.memory().read(rootPtr, HeapLayout.BLOCK_HEADER_LENGTH + ROOT_COUNTERS);
-        int p = HeapLayout.BLOCK_HEADER_LENGTH;
+        byte[] b = heap.memory().read(body, ROOT_COUNTERS);
+        int p = 0;
         if (getLong(b, p + ROOT_MAGIC) != MAGIC) {
             throw DsmMapException.notAMap(where, "magic=" + Long.toHexString(getLong(b, p + ROOT_MAGIC)));
         }
@@ -139,7 +170,10 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
                     values.id() + "#" + Long.toHexString(codecHash(values)));
         }
         long graceNanos = getLong(b, p + ROOT_GRACE) * 1000;
-        return new DsmMap<>(new MapStore(heap, rootPtr, graceNanos, window), keys, values);
+        if (graceNanos <= 0) {
+            throw DsmMapException.notAMap(where, "graceMicros=" + getLong(b, p + ROOT_GRACE));
+        }
+        return new DsmMap<>(new MapStore(heap, rootPtr, body, graceNanos, window), keys, values);
     }
 
     private static long codecHash(Codec<?> codec) {
@@ -174,8 +208,8 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      */
     public void destroy() {
         store.destroyTables();
-        long header = HeapLayout.unseal(store.mem.readLong(store.rootBlock), store.rootBlock);
         store.mem.writeLong(store.root + ROOT_MAGIC, 0);
+        long header = HeapLayout.unseal(store.mem.readLong(store.rootBlock), store.rootBlock);
         store.heap.free(BlockRef.of(store.rootBlock, header, 0));
     }
 

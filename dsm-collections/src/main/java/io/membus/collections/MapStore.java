@@ -129,7 +129,7 @@ final class MapStore {
     final RemoteMemory mem;
     /** Pointer of the root block's header. */
     final long rootBlock;
-    /** Pointer of the root's payload. */
+    /** Pointer of the root layout ({@link MapLayout}): the root block's payload, or the body of a named root. */
     final long root;
     final long graceNanos;
     final int window;
@@ -138,11 +138,11 @@ final class MapStore {
     private final long counter;
     private volatile RootView rootView;
 
-    MapStore(GlobalAllocator heap, long rootBlock, long graceNanos, int window) {
+    MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window) {
         this.heap = heap;
         this.mem = heap.memory();
         this.rootBlock = rootBlock;
-        this.root = rootBlock + HeapLayout.BLOCK_HEADER_LENGTH;
+        this.root = root;
         this.graceNanos = graceNanos;
         this.window = window;
         this.reclaimer = new Reclaimer(heap, graceNanos);

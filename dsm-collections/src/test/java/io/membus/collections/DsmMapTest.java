@@ -73,6 +73,46 @@ class DsmMapTest {
     }
 
     @Test
+    void openingWithOtherCodecsOrANonMapIsATypedError() {
+        cluster = new MapCluster("local", 2, 4 << 20);
+        DsmMap<String, String> m = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings());
+        DsmMapException e = assertThrows(DsmMapException.class,
+                () -> DsmMap.open(cluster.node(2), m.rootPtr(), Codecs.strings(), Codecs.longs()));
+        assertEquals("codec-mismatch", e.reason());
+        assertTrue(e.getMessage().contains("codec=value"), e.getMessage());
+        io.membus.alloc.BlockRef other = cluster.node(1).allocate(600);
+        cluster.node(1).write(other, 0, new byte[600]);
+        DsmMapException notMap = assertThrows(DsmMapException.class,
+                () -> DsmMap.open(cluster.node(2), other.ptr(), Codecs.strings(), Codecs.strings()));
+        assertEquals("not-a-map", notMap.reason());
+    }
+
+    @Test
+    void destroyFreesEveryBlock() {
+        cluster = new MapCluster("local", 2, 8 << 20);
+        long before = liveBlocks();
+        DsmMap<Long, Long> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().initialSlots(16).grace(Duration.ofMillis(20)));
+        for (long i = 0; i < 500; i++) {
+            m.put(i, i);
+        }
+        for (long i = 0; i < 500; i += 2) {
+            m.put(i, -i);
+            m.remove(i + 1);
+        }
+        m.close();
+        m.destroy();
+        assertEquals(before, liveBlocks(), "blocks left allocated after destroy");
+    }
+
+    private long liveBlocks() {
+        for (io.membus.alloc.GlobalAllocator a : cluster.allocators.values()) {
+            a.trim();
+        }
+        return cluster.node(1).usage().segments().stream().mapToLong(s -> s.blocksInUse() + s.largeObjects()).sum();
+    }
+
+    @Test
     void nullsAreRefusedAsConcurrentHashMapDoes() {
         cluster = new MapCluster("local", 1, 4 << 20);
         DsmMap<String, String> m = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings());
