@@ -99,7 +99,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
             heap.free(root);
             throw e;
         }
-        return openAt(heap, root.ptr(), root.payload(), keys, values);
+        return openAt(heap, root.ptr(), root.payload(), keys, values, options);
     }
 
     /**
@@ -142,14 +142,25 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      *                         differ from the ones the map was created with
      */
     public static <K, V> DsmMap<K, V> open(GlobalAllocator heap, long rootPtr, Codec<K> keys, Codec<V> values) {
+        return open(heap, rootPtr, keys, values, DsmMapOptions.defaults());
+    }
+
+    /**
+     * {@link #open(GlobalAllocator, long, Codec, Codec)} with this node's local options
+     * (the read cache's size; the grace and first table size are the creator's).
+     */
+    public static <K, V> DsmMap<K, V> open(GlobalAllocator heap, long rootPtr, Codec<K> keys, Codec<V> values,
+                                           DsmMapOptions options) {
         Objects.requireNonNull(heap, "heap");
         Objects.requireNonNull(keys, "keys");
         Objects.requireNonNull(values, "values");
-        return openAt(heap, rootPtr, rootPtr + HeapLayout.BLOCK_HEADER_LENGTH, keys, values);
+        Objects.requireNonNull(options, "options");
+        return openAt(heap, rootPtr, rootPtr + HeapLayout.BLOCK_HEADER_LENGTH, keys, values, options);
     }
 
     /** Opens the map whose root layout starts at {@code body} inside the block at {@code rootPtr}. */
-    static <K, V> DsmMap<K, V> openAt(GlobalAllocator heap, long rootPtr, long body, Codec<K> keys, Codec<V> values) {
+    static <K, V> DsmMap<K, V> openAt(GlobalAllocator heap, long rootPtr, long body, Codec<K> keys, Codec<V> values,
+                                      DsmMapOptions options) {
         String where = RemotePtr.toString(rootPtr);
         byte[] b = heap.memory().read(body, ROOT_COUNTERS);
         int p = 0;
@@ -173,7 +184,8 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         if (graceNanos <= 0) {
             throw DsmMapException.notAMap(where, "graceMicros=" + getLong(b, p + ROOT_GRACE));
         }
-        return new DsmMap<>(new MapStore(heap, rootPtr, body, graceNanos, window), keys, values);
+        return new DsmMap<>(new MapStore(heap, rootPtr, body, graceNanos, window, options.readCacheEntries()), keys,
+                values);
     }
 
     private static long codecHash(Codec<?> codec) {
@@ -211,6 +223,11 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         store.mem.writeLong(store.root + ROOT_MAGIC, 0);
         long header = HeapLayout.unseal(store.mem.readLong(store.rootBlock), store.rootBlock);
         store.heap.free(BlockRef.of(store.rootBlock, header, 0));
+    }
+
+    /** Gets this handle served from its read cache (one 8-byte read of the key's slot word). */
+    public long readCacheHits() {
+        return store.cacheHits();
     }
 
     /** Entry blocks this node retired that are not freed yet (waiting out the grace, or for an old table). */

@@ -137,8 +137,17 @@ final class MapStore {
     private final ConcurrentHashMap<Long, Table> tables = new ConcurrentHashMap<>();
     private final long counter;
     private volatile RootView rootView;
+    /** Validated read cache: key bytes to the slot word and value last seen (see {@link #cachedGet}). */
+    private final ConcurrentHashMap<ByteBuffer, Cached> cache = new ConcurrentHashMap<>();
+    private final int cacheMax;
+    private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
 
-    MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window) {
+    /** A key's slot word (at {@code slotPtr}) and value as seen by an operation that started at {@code at}. */
+    private record Cached(long slotPtr, long word, byte[] value, long at) {
+    }
+
+    MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window, int cacheMax) {
+        this.cacheMax = cacheMax;
         this.heap = heap;
         this.mem = heap.memory();
         this.rootBlock = rootBlock;
@@ -297,8 +306,62 @@ final class MapStore {
         return new Scan(Kind.FULL, -1, 0, null);
     }
 
-    /** The value bytes of {@code key}, or null. At most two verbs when the key's window holds it. */
+    /**
+     * The cached value of {@code key} when its slot word is still the one cached: one
+     * 8-byte read instead of a window and an entry. Entries never change and a replaced
+     * entry's block is not reused within a grace period, so an unchanged word read less
+     * than half a grace after the operation that cached it names the same entry: the
+     * value is current (linearized at this read). Null on a miss.
+     */
+    private byte[] cachedGet(ByteBuffer k) {
+        Cached c = cache.get(k);
+        if (c == null) {
+            return null;
+        }
+        if (System.nanoTime() - c.at < graceNanos / 2) {
+            long w = mem.readLong(c.slotPtr);
+            if (w == c.word && System.nanoTime() - c.at < graceNanos / 2) {
+                cacheHits.increment();
+                return c.value;
+            }
+        }
+        cache.remove(k, c);
+        return null;
+    }
+
+    private void remember(byte[] key, long slotPtr, long word, byte[] value, long at) {
+        if (cacheMax <= 0) {
+            return;
+        }
+        if (cache.size() >= cacheMax) {
+            Iterator<ByteBuffer> it = cache.keySet().iterator();
+            if (it.hasNext()) {
+                it.next();
+                it.remove();
+            }
+        }
+        cache.put(ByteBuffer.wrap(key), new Cached(slotPtr, word, value, at));
+    }
+
+    private void forget(byte[] key) {
+        if (cacheMax > 0) {
+            cache.remove(ByteBuffer.wrap(key));
+        }
+    }
+
+    /** Gets served by the read cache so far. */
+    long cacheHits() {
+        return cacheHits.sum();
+    }
+
+    /** The value bytes of {@code key}, or null. At most two verbs when the key's window holds it, one when cached. */
     byte[] get(byte[] key, long hash) {
+        if (cacheMax > 0) {
+            byte[] v = cachedGet(ByteBuffer.wrap(key));
+            if (v != null) {
+                return v;
+            }
+        }
         int restarts = 0;
         while (true) {
             long start = System.nanoTime();
@@ -315,7 +378,12 @@ final class MapStore {
                                 t = mustNext(t);
                                 continue;
                             }
-                            return isTomb(s.word) ? null : s.entry.value();
+                            if (isTomb(s.word)) {
+                                return null;
+                            }
+                            byte[] value = s.entry.value();
+                            remember(key, t.slot(s.index), s.word, value, start);
+                            return value;
                         case EMPTY:
                             return null;
                         case MOVED_EMPTY:
@@ -418,6 +486,9 @@ final class MapStore {
                     if (s.kind == Kind.FOUND) {
                         retireReplaced(t, s.word);
                     }
+                    remember(key, t.slot(s.index), update, next, start);
+                } else {
+                    forget(key);
                 }
                 if (current == null) {
                     mem.fetchAndAdd(counter, 1);

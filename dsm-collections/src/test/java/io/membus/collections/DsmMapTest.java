@@ -113,6 +113,28 @@ class DsmMapTest {
     }
 
     @Test
+    void theReadCacheServesRepeatedGetsAndNeverAStaleValue() {
+        cluster = new MapCluster("local", 3, 8 << 20);
+        DsmMap<String, String> one = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings());
+        DsmMap<String, String> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.strings(), Codecs.strings());
+        DsmMap<String, String> uncached = DsmMap.open(cluster.node(3), one.rootPtr(), Codecs.strings(),
+                Codecs.strings(), DsmMapOptions.defaults().readCacheEntries(0));
+        one.put("k", "v1");
+        assertEquals("v1", two.get("k"));
+        long hits = two.readCacheHits();
+        assertEquals("v1", two.get("k"));
+        assertEquals(hits + 1, two.readCacheHits(), "the second get is a cache hit");
+        uncached.put("k", "v2");                 // another node changes the key
+        assertEquals("v2", two.get("k"), "a cached value is never returned once its slot word changed");
+        uncached.remove("k");
+        assertNull(two.get("k"));
+        uncached.put("k", "v3");
+        assertEquals("v3", two.get("k"));
+        assertEquals("v3", uncached.get("k"));
+        assertEquals(0, uncached.readCacheHits());
+    }
+
+    @Test
     void nullsAreRefusedAsConcurrentHashMapDoes() {
         cluster = new MapCluster("local", 1, 4 << 20);
         DsmMap<String, String> m = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings());
