@@ -77,13 +77,13 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     // ================================================================ creating and opening
 
-    /** Creates an empty map with {@link DsmMapOptions#defaults()}; its root is allocated on this node. */
+    /** Creates an empty map with {@link DsmMapOptions#defaults()}. */
     public static <K, V> DsmMap<K, V> create(GlobalAllocator heap, Codec<K> keys, Codec<V> values) {
         return create(heap, keys, values, DsmMapOptions.defaults());
     }
 
     /**
-     * Creates an empty map: a root block on this node and a first table. Other nodes
+     * Creates an empty map: a root block and a first table (spread over the nodes with heaps). Other nodes
      * reach it with {@link #open} and {@link #rootPtr()} (bind the pointer to a name
      * to share it).
      */
@@ -92,7 +92,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         Objects.requireNonNull(keys, "keys");
         Objects.requireNonNull(values, "values");
         Objects.requireNonNull(options, "options");
-        BlockRef root = heap.allocate(ROOT_LENGTH, Placement.local());
+        BlockRef root = heap.allocate(ROOT_LENGTH, Placement.roundRobin()); // this node may have no heap
         try {
             formatRoot(heap, root.payload(), keys, values, options);
         } catch (RuntimeException e) {
@@ -110,7 +110,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      */
     static long formatRoot(GlobalAllocator heap, long body, Codec<?> keys, Codec<?> values, DsmMapOptions options) {
         int log2 = Integer.numberOfTrailingZeros(options.initialSlots());
-        long table = MapStore.newTable(heap, log2, WINDOW, 0, Placement.local());
+        long table = MapStore.newTable(heap, log2, WINDOW, 0, Placement.byKey(MapLayout.mix(body)));
         byte[] b = new byte[ROOT_LENGTH];
         putInt(b, ROOT_VERSION_WINDOW, VERSION);
         putInt(b, ROOT_VERSION_WINDOW + 4, WINDOW);

@@ -578,7 +578,8 @@ final class MapStore {
         }
         long live = size();
         int log2 = live * 4 >= t.homes() ? t.log2 + 1 : t.log2;
-        long fresh = newTable(heap, log2, window, t.seq + 1, Placement.local());
+        // spread tables over the nodes with heaps (this node may have none)
+        long fresh = newTable(heap, log2, window, t.seq + 1, Placement.byKey(MapLayout.mix(rootBlock ^ t.seq)));
         long witness = mem.compareAndSwap(t.ptr + TABLE_NEXT, 0, fresh);
         if (witness != 0) {
             freeTable(fresh); // another node's table won

@@ -36,6 +36,8 @@ final class MapCluster implements AutoCloseable {
     final Path shmDir;
     final String transport;
     final Map<Integer, GlobalAllocator> allocators = new TreeMap<>();
+    final Map<Integer, Transport> transports = new TreeMap<>();
+    final Map<Integer, io.membus.core.SegmentDescriptor> heaps = new TreeMap<>();
     private final List<AutoCloseable> closeables = new ArrayList<>();
 
     MapCluster(String transport, int nodes, long heapSize) {
@@ -60,6 +62,7 @@ final class MapCluster implements AutoCloseable {
             }
             Transport t = Transports.create(transport, b.build());
             closeables.add(t);
+            transports.put(id, t);
             directory.addMember(t.self());
             Segment heap = t.export(SegmentSpec.of(HEAP, heapSize));
             RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(10));
@@ -67,6 +70,7 @@ final class MapCluster implements AutoCloseable {
             closeables.add(0, a);
             a.formatLocalSegments();
             directory.addSegment(heap.descriptor());
+            heaps.put(id, heap.descriptor());
             allocators.put(id, a);
         }
     }
