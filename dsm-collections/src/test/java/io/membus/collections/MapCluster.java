@@ -41,6 +41,11 @@ final class MapCluster implements AutoCloseable {
     private final List<AutoCloseable> closeables = new ArrayList<>();
 
     MapCluster(String transport, int nodes, long heapSize) {
+        this(transport, nodes, heapSize, Duration.ofSeconds(10));
+    }
+
+    /** Nodes whose verbs time out after {@code operationTimeout}. */
+    MapCluster(String transport, int nodes, long heapSize, Duration operationTimeout) {
         this.transport = transport;
         if (transport.equals("shm")) {
             Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
@@ -52,7 +57,7 @@ final class MapCluster implements AutoCloseable {
         AllocatorConfig config = AllocatorConfig.builder().heapSegments(HEAP).chunkSize(64 << 10).build();
         for (int id = 1; id <= nodes; id++) {
             TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
-                    .operationTimeout(Duration.ofSeconds(10));
+                    .operationTimeout(operationTimeout);
             if (shmDir != null) {
                 b.property("shm.dir", shmDir.toString());
             }
@@ -65,7 +70,7 @@ final class MapCluster implements AutoCloseable {
             transports.put(id, t);
             directory.addMember(t.self());
             Segment heap = t.export(SegmentSpec.of(HEAP, heapSize));
-            RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(10));
+            RemoteMemory memory = new RemoteMemory(t, directory, operationTimeout);
             GlobalAllocator a = new GlobalAllocator(memory, config);
             closeables.add(0, a);
             a.formatLocalSegments();
