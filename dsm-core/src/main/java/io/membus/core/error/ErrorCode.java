@@ -42,6 +42,12 @@ public enum ErrorCode {
     BAD_LENGTH(16),
     /** A value could not be encoded or decoded (unregistered class, corrupt bytes, wrong codec). */
     CODEC(17),
+    /** A message named a channel no handler is registered for on its receiver. */
+    UNKNOWN_CHANNEL(18),
+    /** A message (or its reply) is larger than the receiver's maximum message size. */
+    MESSAGE_TOO_LARGE(19),
+    /** A message handler threw; the receiver logged it and answered with this failure. */
+    HANDLER_FAILED(20),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 
