@@ -25,6 +25,10 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -78,6 +82,8 @@ public final class GlobalAllocator implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GlobalAllocator.class);
     private static final Set<Transport> IN_USE = Collections.newSetFromMap(new IdentityHashMap<>());
     private static final long UNFORMATTED_RECHECK_NANOS = 200_000_000L;
+    private static final int ASYNC_THREADS = 4;
+    private static final int ASYNC_QUEUE = 4096;
 
     private final RemoteMemory memory;
     private final Remote remote;
@@ -90,6 +96,8 @@ public final class GlobalAllocator implements AutoCloseable {
     private final DirectoryListener listener;
     private volatile int[] heapNodes;
     private volatile boolean closed;
+    /** Runs the *Async forms and orphan adoption: daemon threads that end when idle. */
+    private final ThreadPoolExecutor async;
 
     /**
      * An allocator for the node of {@code memory}'s transport. Registers a directory
@@ -108,6 +116,13 @@ public final class GlobalAllocator implements AutoCloseable {
         this.directory = memory.directory();
         this.config = config;
         this.self = memory.localNodeId();
+        this.async = new ThreadPoolExecutor(ASYNC_THREADS, ASYNC_THREADS, 10, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(ASYNC_QUEUE), r -> {
+                    Thread t = new Thread(r, "membus-alloc-" + memory.localNodeId());
+                    t.setDaemon(true);
+                    return t;
+                });
+        this.async.allowCoreThreadTimeOut(true);
         synchronized (IN_USE) {
             if (!IN_USE.add(memory.transport())) {
                 throw new DsmConfigException("alloc", "node " + self, "one open GlobalAllocator per node:"
@@ -127,7 +142,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 if (member.nodeId() != self) {
                     orphaned.add(member.nodeId());
                     if (GlobalAllocator.this.config.adoptOrphans()) {
-                        CompletableFuture.runAsync(() -> adoptOrphans(member.nodeId())).exceptionally(e -> {
+                        runAsync(() -> adoptOrphans(member.nodeId())).exceptionally(e -> {
                             LOG.warn("adopting the chunks of node {} failed; call adoptOrphans({}) again",
                                     member.nodeId(), member.nodeId(), e);
                             return null;
@@ -529,6 +544,46 @@ public final class GlobalAllocator implements AutoCloseable {
     }
 
     /**
+     * {@link #allocate(long, Placement)} without blocking the caller: an allocation is a
+     * short chain of dependent verbs, run on the allocator's own threads (at most
+     * {@value #ASYNC_THREADS} at once, {@value #ASYNC_QUEUE} waiting; past that the stage
+     * fails at once with a typed error). The stage fails as {@code allocate} throws.
+     */
+    public CompletionStage<BlockRef> allocateAsync(long size, Placement placement) {
+        return supplyAsync(() -> allocate(size, placement));
+    }
+
+    /** {@link #allocate(long)} without blocking the caller (see {@link #allocateAsync(long, Placement)}). */
+    public CompletionStage<BlockRef> allocateAsync(long size) {
+        return supplyAsync(() -> allocate(size));
+    }
+
+    /** {@link #free(BlockRef)} without blocking the caller (see {@link #allocateAsync(long, Placement)}). */
+    public CompletionStage<Void> freeAsync(BlockRef ref) {
+        return runAsync(() -> free(ref));
+    }
+
+    private CompletableFuture<Void> runAsync(Runnable task) {
+        return supplyAsync(() -> {
+            task.run();
+            return null;
+        });
+    }
+
+    private <T> CompletableFuture<T> supplyAsync(java.util.function.Supplier<T> task) {
+        try {
+            checkOpen();
+            return CompletableFuture.supplyAsync(task, async);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            return CompletableFuture.failedFuture(new DsmException(ErrorCode.INTERNAL, "allocator busy: node=" + self
+                    + ", queued=" + ASYNC_QUEUE + ": too many *Async calls at once; wait for some to complete"
+                    + " or call the blocking forms from threads of your own", e));
+        } catch (DsmException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /**
      * Reads {@code length} payload bytes from {@code offset}. The block's header is read
      * with (or before) the bytes and again after them; the bytes are returned only when
      * both equal the reference's, so nothing written by a later owner of the block is
@@ -781,6 +836,7 @@ public final class GlobalAllocator implements AutoCloseable {
             }
         } finally {
             closed = true;
+            async.shutdown();
             directory.removeListener(listener);
             synchronized (IN_USE) {
                 IN_USE.remove(memory.transport());

@@ -409,4 +409,29 @@ class GlobalAllocatorTest {
         assertEquals(7, n2.largeChunks());
         assertEquals(Map.of(1, 7), n2.chunksByOwner());
     }
+
+    @Test
+    void asyncFormsCompleteOffTheCallerAndFailAsTheBlockingFormsThrow() throws Exception {
+        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        GlobalAllocator one = cluster.node(1);
+        java.util.List<java.util.concurrent.CompletableFuture<BlockRef>> pending = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            pending.add(one.allocateAsync(64, i % 2 == 0 ? Placement.node(2) : Placement.local()).toCompletableFuture());
+        }
+        java.util.Set<Long> ptrs = new java.util.HashSet<>();
+        for (var f : pending) {
+            BlockRef r = f.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(ptrs.add(r.ptr()), "every async allocation is its own block");
+        }
+        BlockRef some = pending.get(0).get();
+        one.freeAsync(some).toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertFalse(one.isLive(some));
+        var again = one.freeAsync(some).toCompletableFuture();
+        var failure = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> again.get(30, java.util.concurrent.TimeUnit.SECONDS));
+        assertTrue(failure.getCause() instanceof DoubleFreeException, "typed as free throws: " + failure.getCause());
+        var tooBig = one.allocateAsync(-1).toCompletableFuture();
+        assertTrue(assertThrows(java.util.concurrent.ExecutionException.class, tooBig::get).getCause()
+                instanceof AllocationSizeException);
+    }
 }

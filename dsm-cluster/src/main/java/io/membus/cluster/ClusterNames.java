@@ -3,6 +3,7 @@ package io.membus.cluster;
 import io.membus.cluster.ClusterMessage.Bind;
 import io.membus.cluster.ClusterMessage.NameReply;
 import io.membus.cluster.ClusterMessage.Unbind;
+import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.directory.NameRegistry;
 import io.membus.core.error.DsmException;
@@ -20,9 +21,8 @@ import org.apache.pekko.pattern.Patterns;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -39,8 +39,9 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>A null, empty or over-long name is refused with {@link InvalidNameException}.
  *
- * <p><b>Note:</b> thread-safe; every call waits at most the operation timeout (twice,
- * for the arbiter's two majority steps) and fails with a typed {@link DsmException}.
+ * <p><b>Note:</b> thread-safe; every blocking call waits at most the operation timeout
+ * (twice, for the arbiter's two majority steps; the {@code *Async} forms complete within
+ * the same bounds) and fails with a typed {@link DsmException}.
  * {@link #bindings()} and the local part of {@link #lookup} read an immutable snapshot
  * that the cluster agent publishes with a volatile write (an {@code AtomicReference}) on
  * every replicated change; a bind acknowledged by the arbiter is in a majority's replicas
@@ -71,40 +72,68 @@ public final class ClusterNames implements NameRegistry {
 
     @Override
     public Optional<Long> lookup(String name) {
-        checkName(name);
+        return RemoteMemory.await(lookupAsync(name).toCompletableFuture(), timeout.multipliedBy(2).plusSeconds(1));
+    }
+
+    @Override
+    public CompletionStage<Optional<Long>> lookupAsync(String name) {
+        try {
+            checkName(name);
+        } catch (DsmException e) {
+            return CompletableFuture.failedStage(e);
+        }
         Map<String, Long> local = snapshot.get();
         Long ptr = local == null ? null : local.get(name);
         if (ptr != null) {
-            return Optional.of(ptr);
+            return CompletableFuture.completedStage(Optional.of(ptr));
         }
-        Object got = ask(replicator, new Replicator.Get<>(ClusterAgent.NAMES, new Replicator.ReadMajority(timeout)),
-                timeout.multipliedBy(2), "lookup name=" + name, 0);
-        if (got instanceof Replicator.GetSuccess<?> s) {
-            @SuppressWarnings("unchecked")
-            LWWMap<String, Long> m = (LWWMap<String, Long>) s.dataValue();
-            return Optional.ofNullable(m.getEntries().get(name));
-        }
-        if (got instanceof Replicator.NotFound<?>) {
-            return Optional.empty();
-        }
-        throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=lookup, name=" + name
-                + ", reason=no majority of members answered within " + timeout.toMillis() + "ms;"
-                + " a majority of the cluster must be reachable");
+        return ask(replicator, new Replicator.Get<>(ClusterAgent.NAMES, new Replicator.ReadMajority(timeout)),
+                timeout.multipliedBy(2), "lookup name=" + name, 0).thenApply(got -> {
+                    if (got instanceof Replicator.GetSuccess<?> s) {
+                        @SuppressWarnings("unchecked")
+                        LWWMap<String, Long> m = (LWWMap<String, Long>) s.dataValue();
+                        return Optional.ofNullable(m.getEntries().get(name));
+                    }
+                    if (got instanceof Replicator.NotFound<?>) {
+                        return Optional.<Long>empty();
+                    }
+                    throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=lookup, name="
+                            + name + ", reason=no majority of members answered within " + timeout.toMillis() + "ms;"
+                            + " a majority of the cluster must be reachable");
+                }).minimalCompletionStage();
     }
 
     @Override
     public long bind(String name, long ptr) {
-        checkName(name);
-        if (ptr == RemotePtr.NULL) {
-            throw new InvalidPointerException(ptr, 0, 0);
+        return RemoteMemory.await(bindAsync(name, ptr).toCompletableFuture(), timeout.multipliedBy(3).plusSeconds(1));
+    }
+
+    @Override
+    public CompletionStage<Long> bindAsync(String name, long ptr) {
+        try {
+            checkName(name);
+            if (ptr == RemotePtr.NULL) {
+                throw new InvalidPointerException(ptr, 0, 0);
+            }
+            return arbitrate(new Bind(name, ptr), "bind name=" + name).thenApply(NameReply::ptr).minimalCompletionStage();
+        } catch (DsmException e) {
+            return CompletableFuture.failedStage(e);
         }
-        return arbitrate(new Bind(name, ptr), "bind name=" + name).ptr();
     }
 
     @Override
     public boolean unbind(String name) {
-        checkName(name);
-        return arbitrate(new Unbind(name), "unbind name=" + name).ptr() != 0;
+        return RemoteMemory.await(unbindAsync(name).toCompletableFuture(), timeout.multipliedBy(3).plusSeconds(1));
+    }
+
+    @Override
+    public CompletionStage<Boolean> unbindAsync(String name) {
+        try {
+            checkName(name);
+            return arbitrate(new Unbind(name), "unbind name=" + name).thenApply(r -> r.ptr() != 0).minimalCompletionStage();
+        } catch (DsmException e) {
+            return CompletableFuture.failedStage(e);
+        }
     }
 
     @Override
@@ -113,17 +142,18 @@ public final class ClusterNames implements NameRegistry {
         return local == null ? Map.of() : local;
     }
 
-    private NameReply arbitrate(ClusterMessage request, String what) {
+    private CompletableFuture<NameReply> arbitrate(ClusterMessage request, String what) {
         Member arbiter = arbiter();
-        Object reply = ask(system.actorSelection(arbiter.address() + "/user/" + ClusterAgent.NAME), request,
-                timeout.multipliedBy(3), what, ClusterAgent.nodeIdOf(arbiter));
-        NameReply r = (NameReply) reply;
-        if (!r.error().isEmpty()) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=" + what
-                    + ", arbiter=" + arbiter.address() + ", reason=" + r.error()
-                    + "; a majority of the cluster must be reachable");
-        }
-        return r;
+        return ask(system.actorSelection(arbiter.address() + "/user/" + ClusterAgent.NAME), request,
+                timeout.multipliedBy(3), what, ClusterAgent.nodeIdOf(arbiter)).thenApply(reply -> {
+                    NameReply r = (NameReply) reply;
+                    if (!r.error().isEmpty()) {
+                        throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=" + what
+                                + ", arbiter=" + arbiter.address() + ", reason=" + r.error()
+                                + "; a majority of the cluster must be reachable");
+                    }
+                    return r;
+                });
     }
 
     /** The oldest live data member: the one whose agent arbitrates bindings. */
@@ -136,22 +166,23 @@ public final class ClusterNames implements NameRegistry {
         return oldest;
     }
 
-    private static Object ask(Object target, Object message, Duration wait, String what, int nodeId) {
-        try {
-            var stage = target instanceof ActorRef ref ? Patterns.ask(ref, message, wait)
-                    : Patterns.ask((org.apache.pekko.actor.ActorSelection) target, message, wait);
-            return stage.toCompletableFuture().get(wait.toMillis() + 500, TimeUnit.MILLISECONDS);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof org.apache.pekko.pattern.AskTimeoutException) {
+    /** Asks and maps Pekko's failures to typed ones; the stage completes within {@code wait}. */
+    private static CompletableFuture<Object> ask(Object target, Object message, Duration wait, String what, int nodeId) {
+        var stage = target instanceof ActorRef ref ? Patterns.ask(ref, message, wait)
+                : Patterns.ask((org.apache.pekko.actor.ActorSelection) target, message, wait);
+        return stage.toCompletableFuture().handle((reply, failure) -> {
+            if (failure == null) {
+                return reply;
+            }
+            Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                    ? failure.getCause() : failure;
+            if (cause instanceof DsmException de) {
+                throw de;
+            }
+            if (cause instanceof org.apache.pekko.pattern.AskTimeoutException) {
                 throw new DsmTimeoutException(what, nodeId, wait);
             }
-            throw new DsmException(ErrorCode.INTERNAL, "name registry failed: operation=" + what + ": " + e.getCause(),
-                    e.getCause());
-        } catch (TimeoutException e) {
-            throw new DsmTimeoutException(what, nodeId, wait);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new DsmException(ErrorCode.INTERNAL, "interrupted: operation=" + what, e);
-        }
+            throw new DsmException(ErrorCode.INTERNAL, "name registry failed: operation=" + what + ": " + cause, cause);
+        });
     }
 }

@@ -38,8 +38,18 @@ public final class ClusterStatus {
      * @throws DsmTimeoutException when it does not answer within {@code timeout}
      */
     public static StatusReply query(String hostPort, String clusterName, String bindHost, Duration timeout) {
+        return query(hostPort, clusterName, bindHost, timeout, null);
+    }
+
+    /**
+     * As {@link #query(String, String, String, Duration)}, speaking TLS with the
+     * certificates of {@code tls} when it is enabled (a cluster with membus.tls on
+     * answers nobody else).
+     */
+    public static StatusReply query(String hostPort, String clusterName, String bindHost, Duration timeout,
+                                    NodeConfig.Tls tls) {
         String[] hp = NodeConfig.parseHostPort("seed", hostPort);
-        Config config = ConfigFactory.parseMap(Map.of(
+        Config config = ConfigFactory.parseMap(tls == null ? Map.of() : tls.arterySettings()).withFallback(ConfigFactory.parseMap(Map.of(
                         "pekko.actor.provider", "remote",
                         "pekko.remote.artery.canonical.hostname", bindHost,
                         "pekko.remote.artery.canonical.port", 0,
@@ -49,7 +59,7 @@ public final class ClusterStatus {
                         "pekko.remote.warn-about-direct-use", "off",
                         "pekko.remote.warn-unsafe-watch-outside-cluster", "off",
                         "pekko.log-dead-letters", "off",
-                        "pekko.coordinated-shutdown.run-by-jvm-shutdown-hook", "off"))
+                        "pekko.coordinated-shutdown.run-by-jvm-shutdown-hook", "off")))
                 .withFallback(ConfigFactory.load(ClusterStatus.class.getClassLoader()));
         if (clusterName == null || !clusterName.matches("[A-Za-z0-9][A-Za-z0-9_-]*")) {
             throw new io.membus.core.error.DsmConfigException("cluster-name", clusterName,

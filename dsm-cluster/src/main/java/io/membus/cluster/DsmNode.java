@@ -97,6 +97,17 @@ public final class DsmNode implements AutoCloseable {
         this.config = config;
         this.incarnation = System.currentTimeMillis() * 1000 + (System.nanoTime() & 0x3ff);
         this.system = ActorSystem.create(config.clusterName(), pekkoConfig(config));
+        if (!config.tls().enabled()) {
+            // said once per start; at INFO on loopback, where only this machine can reach the port
+            String text = "membership traffic of node {} (Pekko Artery on {}:{}) is neither encrypted nor"
+                    + " authenticated: anyone who reaches that port can join the cluster. Set membus.tls"
+                    + " (docs/cluster.md, \"Membership over TLS\") on a network you do not trust.";
+            if (isLoopback(config.host())) {
+                LOG.info(text, config.nodeId(), config.host(), config.port());
+            } else {
+                LOG.warn(text, config.nodeId(), config.host(), config.port());
+            }
+        }
         try {
             this.cluster = Cluster.get(system);
             ActorRef replicator = DistributedData.get(system).replicator();
@@ -107,6 +118,14 @@ public final class DsmNode implements AutoCloseable {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
             terminate(system, Duration.ofSeconds(5));
             throw e;
+        }
+    }
+
+    private static boolean isLoopback(String host) {
+        try {
+            return java.net.InetAddress.getByName(host).isLoopbackAddress();
+        } catch (java.net.UnknownHostException e) {
+            return false;
         }
     }
 
@@ -182,6 +201,7 @@ public final class DsmNode implements AutoCloseable {
         identity.put("pekko.remote.artery.canonical.port", c.port());
         identity.put("pekko.cluster.roles", List.of(ClusterAgent.NODE_ROLE, ClusterAgent.ID_ROLE_PREFIX + c.nodeId()));
         identity.put("pekko.cluster.seed-nodes", List.of());
+        identity.putAll(c.tls().arterySettings());
         Map<String, Object> tuning = new HashMap<>();
         tuning.put("pekko.loggers", List.of("org.apache.pekko.event.slf4j.Slf4jLogger"));
         tuning.put("pekko.logging-filter", "org.apache.pekko.event.slf4j.Slf4jLoggingFilter");

@@ -7,6 +7,8 @@ import com.typesafe.config.ConfigValue;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.transport.TransportProvider;
+import io.membus.core.transport.Transports;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,7 +17,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * A node's settings, read from the {@code membus} section of a HOCON config
@@ -32,7 +33,6 @@ import java.util.Set;
  */
 public final class NodeConfig {
     /** Transports Membus knows; a transport's module must also be on the class path. */
-    public static final Set<String> TRANSPORTS = Set.of("tcp", "shm", "local", "rdma");
 
     private final Config raw;
     private final int nodeId;
@@ -44,6 +44,7 @@ public final class NodeConfig {
     private final String transport;
     private final Map<String, String> transportProperties;
     private final Duration operationTimeout;
+    private final Tls tls;
     private final Duration connectTimeout;
     private final Duration startTimeout;
     private final int segmentCount;
@@ -84,8 +85,10 @@ public final class NodeConfig {
         }
         this.secret = string(m, "secret");
         this.transport = string(m, "transport");
-        if (!TRANSPORTS.contains(transport)) {
-            throw bad("transport", transport, "one of tcp, shm, local, rdma");
+        List<String> found = Transports.providers().stream().map(TransportProvider::name).sorted().toList();
+        if (!found.contains(transport)) {
+            throw bad("transport", transport, "one of " + String.join(", ", found)
+                    + " (the transports on the class path; add a transport's module, e.g. dsm-transport-rdma, to use it)");
         }
         this.transportProperties = new LinkedHashMap<>();
         try {
@@ -134,6 +137,7 @@ public final class NodeConfig {
             throw bad("heap.chunk-size", chunk, "a power of two 4KiB..1GiB");
         }
         this.heapChunkSize = (int) chunk;
+        this.tls = Tls.read(m);
         this.heartbeatInterval = duration(m, "failure-detection.heartbeat-interval");
         this.acceptableHeartbeatPause = duration(m, "failure-detection.acceptable-heartbeat-pause");
         this.stableAfter = duration(m, "failure-detection.stable-after");
@@ -335,6 +339,11 @@ public final class NodeConfig {
         return "membus.transport-properties.\"" + property + "\"";
     }
 
+    /** Membership TLS ({@code membus.tls}): Pekko Artery over TLS with mutual authentication. */
+    public Tls tls() {
+        return tls;
+    }
+
     public Duration operationTimeout() {
         return operationTimeout;
     }
@@ -402,5 +411,64 @@ public final class NodeConfig {
                 + ", seed-nodes=" + seedNodes + ", secret=" + (secret.isEmpty() ? "<none>" : "<hidden>")
                 + ", transport=" + transport + ", segments=" + segmentCount + "x" + segmentSize + " "
                 + Access.toString(segmentAccess) + (fileBacked ? " file-backed" : "") + "}";
+    }
+
+    /**
+     * {@code membus.tls}: membership traffic (Pekko Artery) over TLS with mutual
+     * authentication. Both stores are PKCS12 (or JKS) files; every node presents the
+     * key in its key store and accepts peers whose certificate its trust store vouches
+     * for, so only holders of a cluster certificate can join or talk to members.
+     *
+     * <p><b>Note:</b> immutable; thread-safe.
+     */
+    public record Tls(boolean enabled, String keyStore, String keyStorePassword, String trustStore,
+                      String trustStorePassword, String protocol) {
+
+        static Tls read(Config m) {
+            boolean enabled = bool(m, "tls.enabled");
+            Tls t = new Tls(enabled, string(m, "tls.key-store"), string(m, "tls.key-store-password"),
+                    string(m, "tls.trust-store"), string(m, "tls.trust-store-password"), string(m, "tls.protocol"));
+            if (enabled) {
+                for (String[] store : new String[][] {{"tls.key-store", t.keyStore}, {"tls.trust-store", t.trustStore}}) {
+                    if (store[1].isEmpty() || !Files.isReadable(Path.of(store[1]))) {
+                        throw bad(store[0], store[1], "a readable PKCS12 or JKS file (membus.tls.enabled = true;"
+                                + " see docs/cluster.md, \"Membership over TLS\")");
+                    }
+                }
+                if (!t.protocol.equals("TLSv1.3") && !t.protocol.equals("TLSv1.2")) {
+                    throw bad("tls.protocol", t.protocol, "TLSv1.3 or TLSv1.2");
+                }
+            }
+            return t;
+        }
+
+        /** The Artery settings of this TLS config (empty when disabled). */
+        public Map<String, Object> arterySettings() {
+            Map<String, Object> a = new LinkedHashMap<>();
+            if (!enabled) {
+                return a;
+            }
+            String engine = "pekko.remote.artery.ssl.config-ssl-engine.";
+            a.put("pekko.remote.artery.transport", "tls-tcp");
+            a.put("pekko.remote.artery.ssl.ssl-engine-provider", "org.apache.pekko.remote.artery.tcp.ConfigSSLEngineProvider");
+            a.put(engine + "key-store", keyStore);
+            a.put(engine + "key-store-password", keyStorePassword);
+            a.put(engine + "key-password", keyStorePassword);
+            a.put(engine + "trust-store", trustStore);
+            a.put(engine + "trust-store-password", trustStorePassword);
+            a.put(engine + "protocol", protocol);
+            a.put(engine + "enabled-algorithms", protocol.equals("TLSv1.3")
+                    ? List.of("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384")
+                    : List.of("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"));
+            a.put(engine + "require-mutual-authentication", "on");
+            a.put(engine + "hostname-verification", "off");
+            return a;
+        }
+
+        @Override
+        public String toString() {
+            return "Tls[enabled=" + enabled + ", keyStore=" + keyStore + ", trustStore=" + trustStore + ", protocol="
+                    + protocol + "]"; // never the passwords
+        }
     }
 }

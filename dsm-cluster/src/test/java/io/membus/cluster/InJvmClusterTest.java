@@ -162,6 +162,12 @@ class InJvmClusterTest {
                     () -> n.names().bindings().containsKey("queue"));
         }
         assertTrue(all.get(0).names().lookup("nothing-here").isEmpty());
+        // the async forms agree with the blocking ones
+        assertEquals(p2, all.get(0).names().bindAsync("queue", p3).toCompletableFuture().get(20, TimeUnit.SECONDS));
+        assertEquals(p2, all.get(2).names().lookupAsync("queue").toCompletableFuture().get(20, TimeUnit.SECONDS)
+                .orElseThrow());
+        assertTrue(all.get(1).names().unbindAsync("never-bound").toCompletableFuture().get(20, TimeUnit.SECONDS)
+                .equals(Boolean.FALSE));
 
         // concurrent binds of one name from every node, several threads each: exactly one pointer wins everywhere
         List<java.util.concurrent.CompletableFuture<Long>> binds = new ArrayList<>();

@@ -21,17 +21,43 @@ final class FixedCodecs {
         }
     }
 
-    static final Codec<Long> LONG = new Codec<>() {
+    /** A codec whose values all take {@code size} bytes: the length check is here once. */
+    private abstract static class Fixed<T> implements Codec<T> {
+        private final String id;
+        private final Class<T> type;
+        private final int size;
+
+        Fixed(String id, Class<T> type, int size) {
+            this.id = id;
+            this.type = type;
+            this.size = size;
+        }
+
+        abstract T read(byte[] src, int offset);
+
         @Override
-        public String id() {
-            return "long";
+        public final String id() {
+            return id;
         }
 
         @Override
-        public Class<Long> type() {
-            return Long.class;
+        public final Class<T> type() {
+            return type;
         }
 
+        @Override
+        public final T decode(byte[] src, int offset, int length) {
+            checkLength(id, size, src, offset, length);
+            return read(src, offset);
+        }
+
+        @Override
+        public final int fixedSize() {
+            return size;
+        }
+    }
+
+    static final Codec<Long> LONG = new Fixed<>("long", Long.class, Long.BYTES) {
         @Override
         public byte[] encode(Long value) {
             byte[] b = new byte[Long.BYTES];
@@ -40,28 +66,12 @@ final class FixedCodecs {
         }
 
         @Override
-        public Long decode(byte[] src, int offset, int length) {
-            checkLength(id(), Long.BYTES, src, offset, length);
+        Long read(byte[] src, int offset) {
             return Words.getLong(src, offset);
-        }
-
-        @Override
-        public int fixedSize() {
-            return Long.BYTES;
         }
     };
 
-    static final Codec<Integer> INT = new Codec<>() {
-        @Override
-        public String id() {
-            return "int";
-        }
-
-        @Override
-        public Class<Integer> type() {
-            return Integer.class;
-        }
-
+    static final Codec<Integer> INT = new Fixed<>("int", Integer.class, Integer.BYTES) {
         @Override
         public byte[] encode(Integer value) {
             int v = value;
@@ -69,29 +79,13 @@ final class FixedCodecs {
         }
 
         @Override
-        public Integer decode(byte[] src, int offset, int length) {
-            checkLength(id(), Integer.BYTES, src, offset, length);
+        Integer read(byte[] src, int offset) {
             return (src[offset] & 0xff) | (src[offset + 1] & 0xff) << 8
                     | (src[offset + 2] & 0xff) << 16 | (src[offset + 3] & 0xff) << 24;
         }
-
-        @Override
-        public int fixedSize() {
-            return Integer.BYTES;
-        }
     };
 
-    static final Codec<Double> DOUBLE = new Codec<>() {
-        @Override
-        public String id() {
-            return "double";
-        }
-
-        @Override
-        public Class<Double> type() {
-            return Double.class;
-        }
-
+    static final Codec<Double> DOUBLE = new Fixed<>("double", Double.class, Long.BYTES) {
         @Override
         public byte[] encode(Double value) {
             byte[] b = new byte[Long.BYTES];
@@ -100,14 +94,8 @@ final class FixedCodecs {
         }
 
         @Override
-        public Double decode(byte[] src, int offset, int length) {
-            checkLength(id(), Long.BYTES, src, offset, length);
+        Double read(byte[] src, int offset) {
             return Double.longBitsToDouble(Words.getLong(src, offset));
-        }
-
-        @Override
-        public int fixedSize() {
-            return Long.BYTES;
         }
     };
 

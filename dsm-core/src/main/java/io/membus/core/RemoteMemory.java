@@ -1,7 +1,9 @@
 package io.membus.core;
 
 import io.membus.core.directory.SegmentDirectory;
+import io.membus.core.error.BlockingCallOnTransportThreadException;
 import io.membus.core.error.DsmException;
+import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.InvalidPointerException;
 import io.membus.core.error.NodeUnavailableException;
@@ -9,6 +11,7 @@ import io.membus.core.error.UnknownSegmentException;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportThreads;
 import io.membus.core.transport.Verbs;
 
 import java.time.Duration;
@@ -287,19 +290,33 @@ public final class RemoteMemory {
         return await(future, syncWait);
     }
 
-    /** Waits at most {@code wait} for {@code future}; rethrows failures unwrapped. */
+    /**
+     * Waits at most {@code wait} for {@code future}. A failure is rethrown as its typed
+     * {@link DsmException} with the caller's stack ({@link DsmException#forCaller()}:
+     * the exception the transport thread threw is the cause); a wait that outlasts
+     * {@code wait} (a transport that did not enforce its own deadline) is a
+     * {@link DsmTimeoutException}.
+     *
+     * @throws BlockingCallOnTransportThreadException when called on a transport thread,
+     *         where waiting could deadlock (unless the future is already complete)
+     */
     public static <T> T await(CompletableFuture<T> future, Duration wait) {
+        if (!future.isDone() && TransportThreads.isTransportThread()) {
+            throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
+        }
         try {
             return future.get(wait.toNanos(), TimeUnit.NANOSECONDS);
         } catch (ExecutionException | CompletionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
+            if (cause instanceof DsmException de) {
+                throw de.forCaller();
+            }
             if (cause instanceof RuntimeException re) {
                 throw re;
             }
             throw new DsmException(ErrorCode.INTERNAL, "operation failed: " + cause, cause);
         } catch (TimeoutException e) {
-            throw new DsmException(ErrorCode.TIMEOUT, "timeout: waited=" + wait.toMillis()
-                    + "ms for a verb whose transport did not enforce its deadline", e);
+            throw new DsmTimeoutException("await (the transport did not enforce its deadline)", -1, wait);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new DsmException(ErrorCode.INTERNAL, "interrupted while waiting for a verb", e);

@@ -126,4 +126,50 @@ class RemoteMemoryTest {
         assertTrue(failure instanceof NodeUnavailableException, "the future's own cause is typed: " + failure);
         assertEquals(2, ((NodeUnavailableException) failure).nodeId());
     }
+
+    @Test
+    void aBlockingCallRethrowsTheTypedFailureWithTheCallersStackAndTheOriginalAsCause() {
+        CompletableFuture<Long> failed = new CompletableFuture<>();
+        NodeUnavailableException original = new NodeUnavailableException(7, "connection lost");
+        Thread io = new Thread(() -> failed.completeExceptionally(original), "fake-io");
+        io.start();
+        NodeUnavailableException thrown = assertThrows(NodeUnavailableException.class,
+                () -> RemoteMemory.await(failed, Duration.ofSeconds(5)));
+        assertTrue(thrown != original, "a copy for the caller, not the shared original");
+        assertEquals(original, thrown.getCause(), "the transport thread's exception is the cause");
+        assertEquals(original.getMessage(), thrown.getMessage());
+        assertTrue(java.util.Arrays.stream(thrown.getStackTrace())
+                        .anyMatch(f -> f.getMethodName().contains("aBlockingCallRethrows")),
+                "the caller's frames are in the stack");
+    }
+
+    @Test
+    void aWaitTheTransportDidNotBoundIsATypedTimeout() {
+        assertThrows(io.membus.core.error.DsmTimeoutException.class,
+                () -> RemoteMemory.await(new CompletableFuture<>(), Duration.ofMillis(50)));
+    }
+
+    @Test
+    void aBlockingCallOnATransportThreadFailsAtOnceInsteadOfDeadlocking() throws Exception {
+        RemoteMemory one = node(1);
+        node(2);
+        CompletableFuture<Throwable> seen = new CompletableFuture<>();
+        io.membus.core.transport.TransportThreads.startDaemon("fake-transport-io", () -> {
+            try {
+                RemoteMemory.await(new CompletableFuture<>(), Duration.ofSeconds(30)); // would hang 30 s
+                seen.complete(null);
+            } catch (Throwable t) {
+                seen.complete(t);
+            }
+        });
+        Throwable t = seen.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertTrue(t instanceof io.membus.core.error.BlockingCallOnTransportThreadException, "got " + t);
+        assertTrue(t.getMessage().contains("thread=fake-transport-io") && t.getMessage().contains("Async"), t.getMessage());
+        // a completed future is no wait: it may be read anywhere
+        CompletableFuture<Long> done = new CompletableFuture<>();
+        io.membus.core.transport.TransportThreads.startDaemon("fake-transport-io-2",
+                () -> done.complete(RemoteMemory.await(CompletableFuture.completedFuture(5L), Duration.ofSeconds(1))));
+        assertEquals(5L, done.get(10, java.util.concurrent.TimeUnit.SECONDS));
+        assertEquals(0, one.fetchAndAdd(RemotePtr.pack(2, 0, 8), 1), "ordinary threads block as before");
+    }
 }

@@ -2,11 +2,19 @@ package io.membus.core.directory;
 
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * Names of shared objects: name to the remote pointer of the object's root (a
  * collection, a counter). Replicated by the cluster module, in memory in
  * {@link StaticDirectory}.
+ *
+ * <p>Naming: the plain methods block (at most the operation deadline, then a
+ * typed failure); the {@code *Async} forms return a stage that completes the same
+ * way and never block the caller. An implementation whose calls never wait (the
+ * in-memory one) may keep the default {@code *Async} forms, which run the plain
+ * method at once.
  *
  * <p><b>Note:</b> implementations are thread-safe; {@link #bind} is atomic
  * (first binder wins, cluster-wide in the replicated implementation).
@@ -28,4 +36,27 @@ public interface NameRegistry {
 
     /** A snapshot of every binding. */
     Map<String, Long> bindings();
+
+    /** {@link #lookup} without blocking the caller. */
+    default CompletionStage<Optional<Long>> lookupAsync(String name) {
+        return now(() -> lookup(name));
+    }
+
+    /** {@link #bind} without blocking the caller. */
+    default CompletionStage<Long> bindAsync(String name, long ptr) {
+        return now(() -> bind(name, ptr));
+    }
+
+    /** {@link #unbind} without blocking the caller. */
+    default CompletionStage<Boolean> unbindAsync(String name) {
+        return now(() -> unbind(name));
+    }
+
+    private static <T> CompletionStage<T> now(java.util.function.Supplier<T> call) {
+        try {
+            return CompletableFuture.completedStage(call.get());
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedStage(e);
+        }
+    }
 }

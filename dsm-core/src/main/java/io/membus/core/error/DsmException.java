@@ -8,10 +8,12 @@ package io.membus.core.error;
  *
  * <p><b>Note:</b> immutable once thrown; thread-safe.
  */
-public class DsmException extends RuntimeException {
+public class DsmException extends RuntimeException implements Cloneable {
     private static final long serialVersionUID = 1L;
 
     private final ErrorCode code;
+    /** Set on a copy made by {@link #forCaller()}: the exception as the failing thread threw it. */
+    private transient DsmException thrownElsewhere;
 
     public DsmException(ErrorCode code, String message) {
         super(message);
@@ -25,5 +27,32 @@ public class DsmException extends RuntimeException {
 
     public ErrorCode code() {
         return code;
+    }
+
+    /**
+     * A copy of this exception for a thread that waited for the failed operation:
+     * the same type, fields and message, the stack of the calling thread (so the
+     * caller's own frames show where it waited), and this exception, with the stack
+     * of the thread that failed (an I/O or timer thread), as its
+     * {@linkplain #getCause() cause}. What a blocking call throws; the original is
+     * not changed, so one failure may be handed to many waiters.
+     */
+    public DsmException forCaller() {
+        DsmException copy;
+        try {
+            copy = (DsmException) clone();
+        } catch (CloneNotSupportedException e) {
+            throw new AssertionError("DsmException is Cloneable", e);
+        }
+        copy.thrownElsewhere = this;
+        StackTraceElement[] here = new Throwable().getStackTrace();
+        copy.setStackTrace(here.length > 1 ? java.util.Arrays.copyOfRange(here, 1, here.length) : here);
+        return copy;
+    }
+
+    /** The cause; for a {@link #forCaller()} copy, the exception the failing thread threw. */
+    @Override
+    public synchronized Throwable getCause() {
+        return thrownElsewhere != null ? thrownElsewhere : super.getCause();
     }
 }

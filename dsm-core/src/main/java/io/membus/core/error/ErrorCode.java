@@ -42,12 +42,14 @@ public enum ErrorCode {
     BAD_LENGTH(16),
     /** A value could not be encoded or decoded (unregistered class, corrupt bytes, wrong codec). */
     CODEC(17),
+    /** A blocking call was made on a transport thread, where waiting would deadlock. */
+    WRONG_THREAD(18),
     /** A message named a channel no handler is registered for on its receiver. */
-    UNKNOWN_CHANNEL(18),
+    UNKNOWN_CHANNEL(19),
     /** A message (or its reply) is larger than the receiver's maximum message size. */
-    MESSAGE_TOO_LARGE(19),
+    MESSAGE_TOO_LARGE(20),
     /** A message handler threw; the receiver logged it and answered with this failure. */
-    HANDLER_FAILED(20),
+    HANDLER_FAILED(21),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 

@@ -16,11 +16,12 @@ import java.util.concurrent.TimeUnit;
  * <p><b>Note:</b> thread-safe.
  */
 public final class Deadlines {
-    private static final ScheduledThreadPoolExecutor TIMER = new ScheduledThreadPoolExecutor(1, r -> {
-        Thread t = new Thread(r, "membus-timer");
-        t.setDaemon(true);
-        return t;
-    });
+    private static final ScheduledThreadPoolExecutor TIMER = new ScheduledThreadPoolExecutor(1,
+            TransportThreads.marking(r -> {
+                Thread t = new Thread(r, "membus-timer");
+                t.setDaemon(true);
+                return t;
+            }));
 
     static {
         TIMER.setRemoveOnCancelPolicy(true);

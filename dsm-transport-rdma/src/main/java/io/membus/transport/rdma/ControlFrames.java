@@ -1,16 +1,13 @@
 package io.membus.transport.rdma;
 
+import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.ProtocolException;
 
-import javax.crypto.Mac;
-import javax.crypto.spec.SecretKeySpec;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.security.GeneralSecurityException;
-import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -24,9 +21,9 @@ import java.util.List;
  * passive side, so a token there would never be seen).
  *
  * <pre>
- * initiator -> target  HELLO      magic "MBRD" | version 1 | node u16 | incarnation | target node u16 | target incarnation | nonceI[16]
+ * initiator -> target  HELLO      magic "MBRD" | version 2 | node u16 | incarnation | target node u16 | target incarnation | nonceI[32]
  * target -> initiator  CHALLENGE  status u8 (0 ok; 1 refused + UTF reason; 2 stale + UTF reason + incarnation)
- *                                 | node u16 | incarnation | nonceT[16] | macT[32]
+ *                                 | node u16 | incarnation | nonceT[32] | macT[32]
  * initiator -> target  PROOF      macI[32]
  * target -> initiator  CATALOG    kind 1 | session[16] | count u16 | count x (index u8 | address | size | remoteKey | flags u8) | mac[32]
  * initiator -> target  ACK        kind 1                       (after every CATALOG; export waits for it)
@@ -34,18 +31,22 @@ import java.util.List;
  * target -> initiator  READY      kind 2 | mac[32]             (the target now accepts a request from that address)
  * </pre>
  *
- * {@code macT = HMAC-SHA256(secret, "T" | nonceI | nonceT | ids)}, {@code macI} the same with "I"; every
- * later frame is MACed with the session id and a sequence number or its content, so
- * frames cannot be forged or replayed into another session. Integers are big-endian
- * ({@link DataOutputStream}).
+ * {@code macT} and {@code macI} are the target's and the initiator's proofs of {@link PeerAuth}, the
+ * handshake tcp uses too (both node ids and incarnations, both nonces, the role); every
+ * later frame is MACed ({@link PeerAuth#mac}) with the session id and a sequence number or its
+ * content, so frames cannot be forged or replayed into another session. Frame integers are
+ * big-endian ({@link DataOutputStream}); the MACed transcripts are little-endian, as in PeerAuth.
  *
  * <p><b>Note:</b> stateless helpers; thread-safe.
  */
 final class ControlFrames {
     static final int MAGIC = 0x4d425244; // "MBRD"
-    static final int VERSION = 1;
-    static final int NONCE_BYTES = 16;
-    static final int MAC_BYTES = 32;
+    static final int VERSION = 2;
+    /** Handshake nonces: {@link PeerAuth#NONCE_LENGTH}. */
+    static final int NONCE_BYTES = PeerAuth.NONCE_LENGTH;
+    /** Session ids and catalog tokens. */
+    static final int SESSION_BYTES = 16;
+    static final int MAC_BYTES = PeerAuth.PROOF_LENGTH;
     static final int STATUS_OK = 0;
     static final int STATUS_REFUSED = 1;
     static final int STATUS_STALE = 2;
@@ -62,26 +63,20 @@ final class ControlFrames {
     private ControlFrames() {
     }
 
-    static byte[] mac(byte[] secret, String role, byte[] nonceI, byte[] nonceT, long... facts) {
-        try {
-            Mac mac = Mac.getInstance("HmacSHA256");
-            mac.init(new SecretKeySpec(secret, "HmacSHA256"));
-            mac.update(role.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-            mac.update(nonceI);
-            mac.update(nonceT);
-            for (long f : facts) {
-                for (int i = 56; i >= 0; i -= 8) {
-                    mac.update((byte) (f >>> i));
-                }
-            }
-            return mac.doFinal();
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("HmacSHA256 unavailable in this JVM", e);
-        }
+    /** A MAC of a control frame (see {@link PeerAuth#mac}): the one authentication tcp uses too. */
+    static byte[] mac(byte[] secret, String label, byte[] nonceI, byte[] nonceT, long... facts) {
+        return new PeerAuth(secret, "rdma").mac(label, nonceI, nonceT, facts);
+    }
+
+    /** The handshake proof of {@code role} (see {@link PeerAuth#proof}). */
+    static byte[] proof(byte[] secret, PeerAuth.Role role, int initiatorNode, long initiatorIncarnation,
+                        int targetNode, long targetIncarnation, byte[] nonceI, byte[] nonceT) {
+        return new PeerAuth(secret, "rdma").proof(role, initiatorNode, initiatorIncarnation, targetNode,
+                targetIncarnation, nonceI, nonceT);
     }
 
     static void checkMac(byte[] expected, byte[] actual, String peer, String what) {
-        if (!MessageDigest.isEqual(expected, actual)) {
+        if (!PeerAuth.matches(expected, actual)) {
             throw new AuthenticationException(peer, "bad " + what + " (HMAC-SHA256 with rdma.secret does not match)");
         }
     }
@@ -120,7 +115,7 @@ final class ControlFrames {
     /** Reads and verifies one catalog (after its kind byte); returns the session id in {@code tokenOut}. */
     static List<CatalogEntry> readCatalog(DataInputStream in, byte[] secret, byte[] nonceI, long seq, byte[] tokenOut,
                                           String peer) throws IOException {
-        byte[] token = readBytes(in, NONCE_BYTES);
+        byte[] token = readBytes(in, SESSION_BYTES);
         int count = in.readUnsignedShort();
         if (count > MAX_ENTRIES) {
             throw new ProtocolException(peer, "catalog too long: count=" + count + ", max=" + MAX_ENTRIES);
@@ -148,7 +143,7 @@ final class ControlFrames {
             facts[f++] = flags;
         }
         checkMac(mac(secret, "C", nonceI, token, facts), readBytes(in, MAC_BYTES), peer, "catalog");
-        System.arraycopy(token, 0, tokenOut, 0, NONCE_BYTES);
+        System.arraycopy(token, 0, tokenOut, 0, SESSION_BYTES);
         return entries;
     }
 

@@ -9,6 +9,8 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.error.TransportUnavailableException;
+import io.membus.core.auth.PeerAuth;
+import io.membus.core.transport.TransportThreads;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.Deadlines;
@@ -126,10 +128,7 @@ public final class RdmaTransport extends AbstractTransport {
     }
 
     private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        t.start();
-        return t;
+        return TransportThreads.startDaemon(name, r);
     }
 
     @Override
@@ -306,14 +305,15 @@ public final class RdmaTransport extends AbstractTransport {
             long inc = in.readLong();
             byte[] nonceT = ControlFrames.readBytes(in, ControlFrames.NONCE_BYTES);
             byte[] macT = ControlFrames.readBytes(in, ControlFrames.MAC_BYTES);
-            ControlFrames.checkMac(ControlFrames.mac(settings.secret(), "T", nonceI, nonceT, node, inc, nodeId(),
-                    incarnation()), macT, who, "target proof");
+            ControlFrames.checkMac(ControlFrames.proof(settings.secret(), PeerAuth.Role.TARGET, nodeId(), incarnation(),
+                    node, inc, nonceI, nonceT), macT, who, "target proof");
             if (node != peer.nodeId() || inc != peer.incarnation()) {
                 throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), inc);
             }
-            out.write(ControlFrames.mac(settings.secret(), "I", nonceI, nonceT, node, inc, nodeId(), incarnation()));
+            out.write(ControlFrames.proof(settings.secret(), PeerAuth.Role.INITIATOR, nodeId(), incarnation(), node, inc,
+                    nonceI, nonceT));
             out.flush();
-            byte[] session = new byte[ControlFrames.NONCE_BYTES];
+            byte[] session = new byte[ControlFrames.SESSION_BYTES];
             RemoteCatalog catalog = new RemoteCatalog(peer.nodeId());
             if (in.readUnsignedByte() != ControlFrames.CATALOG) {
                 throw new ProtocolException(who, "expected the catalog after the handshake");
@@ -325,7 +325,7 @@ public final class RdmaTransport extends AbstractTransport {
             InetSocketAddress cmTarget = new InetSocketAddress(parts[0], Integer.parseInt(parts[2]));
             Fabric.QueuePair pair = fabric.connect(cmTarget, local -> {
                 ControlFrames.writeCmSource(out, settings.secret(), nonceI, session, local);
-                byte[] scratch = new byte[ControlFrames.NONCE_BYTES];
+                byte[] scratch = new byte[ControlFrames.SESSION_BYTES];
                 while (true) { // catalog pushes may come before the target's READY
                     socket.setSoTimeout(millisLeft(deadline)); // each wait ends by the connect deadline
                     int kind = in.readUnsignedByte();
@@ -386,7 +386,7 @@ public final class RdmaTransport extends AbstractTransport {
     /** Applies the target's catalog pushes for the connection's life; the connection closes with the channel. */
     private void catalogLoop(RdmaConnection connection, DataInputStream in, DataOutputStream out, byte[] nonceI,
                              String who, long firstSeq) {
-        byte[] token = new byte[ControlFrames.NONCE_BYTES];
+        byte[] token = new byte[ControlFrames.SESSION_BYTES];
         long seq = firstSeq;
         try {
             while (true) {
@@ -487,12 +487,13 @@ public final class RdmaTransport extends AbstractTransport {
             out.writeShort(nodeId());
             out.writeLong(incarnation());
             out.write(nonceT);
-            out.write(ControlFrames.mac(settings.secret(), "T", nonceI, nonceT, nodeId(), incarnation(), peerNode,
-                    peerInc));
+            out.write(ControlFrames.proof(settings.secret(), PeerAuth.Role.TARGET, peerNode, peerInc, nodeId(),
+                    incarnation(), nonceI, nonceT));
             out.flush();
-            ControlFrames.checkMac(ControlFrames.mac(settings.secret(), "I", nonceI, nonceT, nodeId(), incarnation(),
-                    peerNode, peerInc), ControlFrames.readBytes(in, ControlFrames.MAC_BYTES), who, "initiator proof");
-            byte[] id = new byte[ControlFrames.NONCE_BYTES];
+            ControlFrames.checkMac(ControlFrames.proof(settings.secret(), PeerAuth.Role.INITIATOR, peerNode, peerInc,
+                    nodeId(), incarnation(), nonceI, nonceT), ControlFrames.readBytes(in, ControlFrames.MAC_BYTES), who,
+                    "initiator proof");
+            byte[] id = new byte[ControlFrames.SESSION_BYTES];
             RANDOM.nextBytes(id);
             session = new Session(peerNode, socket, out, nonceI, id);
             sessions.add(session);

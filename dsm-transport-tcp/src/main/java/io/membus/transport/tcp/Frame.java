@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.auth.PeerAuth;
 import io.netty.buffer.ByteBuf;
 
 import java.nio.charset.StandardCharsets;
@@ -77,7 +78,7 @@ public final class Frame {
     public static final int MAX_ERROR_MESSAGE = 1024;
 
     // handshake bodies
-    public static final int NONCE_LENGTH = 32;
+    public static final int NONCE_LENGTH = io.membus.core.auth.PeerAuth.NONCE_LENGTH;
     public static final int PROOF_LENGTH = 32;
     public static final int HELLO_NODE_FIELD_OFFSET = HEADER_LENGTH;
     public static final int HELLO_INCARNATION_FIELD_OFFSET = HEADER_LENGTH + 4;

@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.auth.PeerAuth;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
@@ -216,8 +217,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         targetIncarnationClaimed = frame.longAt(Frame.HELLO_TARGET_INCARNATION_FIELD_OFFSET);
         clientNonce = frame.bytesAt(Frame.HELLO_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
         initiatorIncarnation = 0; // not trusted until AUTH verifies
-        serverNonce = Handshake.nonce();
-        byte[] proof = transport.handshake.proof(Handshake.SERVER, initiatorNode, claimedIncarnation,
+        serverNonce = PeerAuth.nonce();
+        byte[] proof = transport.handshake.proof(PeerAuth.Role.TARGET, initiatorNode, claimedIncarnation,
                 transport.nodeId(), transport.incarnation(), clientNonce, serverNonce);
         this.claimedIncarnation = claimedIncarnation;
         ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.CHALLENGE_BODY_LENGTH);
@@ -233,10 +234,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             protocolError("opcode=" + Frame.opName(frame.opcode()) + " before the handshake completed (expected AUTH)");
             return;
         }
-        byte[] expected = transport.handshake.proof(Handshake.CLIENT, initiatorNode, claimedIncarnation,
+        byte[] expected = transport.handshake.proof(PeerAuth.Role.INITIATOR, initiatorNode, claimedIncarnation,
                 transport.nodeId(), transport.incarnation(), clientNonce, serverNonce);
         byte[] received = frame.bytesAt(Frame.AUTH_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
-        if (!Handshake.matches(expected, received)) {
+        if (!PeerAuth.matches(expected, received)) {
             AuthenticationException e = new AuthenticationException(peer + " (claims node " + initiatorNode + ")",
                     "reason=the client proof does not verify under this node's cluster secret");
             transport.refusals.warn(e.getMessage() + "; disconnected");

@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmException;
@@ -679,7 +680,7 @@ final class TcpConnection implements Connection {
 
         @Override
         public void channelActive(ChannelHandlerContext ctx) {
-            nonce = Handshake.nonce();
+            nonce = PeerAuth.nonce();
             ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.HELLO_BODY_LENGTH);
             Frame.writeHello(b, transport.nodeId(), transport.incarnation(), peer.nodeId(), peer.incarnation(), nonce);
             ctx.writeAndFlush(b, ctx.voidPromise());
@@ -724,9 +725,9 @@ final class TcpConnection implements Connection {
                 long incarnation = frame.longAt(Frame.CHALLENGE_INCARNATION_FIELD_OFFSET);
                 byte[] serverNonce = frame.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
                 byte[] proof = frame.bytesAt(Frame.CHALLENGE_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
-                byte[] expected = transport.handshake.proof(Handshake.SERVER, transport.nodeId(),
+                byte[] expected = transport.handshake.proof(PeerAuth.Role.TARGET, transport.nodeId(),
                         transport.incarnation(), node, incarnation, nonce, serverNonce);
-                if (!Handshake.matches(expected, proof)) {
+                if (!PeerAuth.matches(expected, proof)) {
                     AuthenticationException e = new AuthenticationException(peer.toString(),
                             "reason=the server proof does not verify under this node's cluster secret");
                     LOG.warn("{}; disconnected", e.getMessage());
@@ -743,7 +744,7 @@ final class TcpConnection implements Connection {
                     fail(ctx, new StaleIncarnationException(peer.nodeId(), peer.incarnation(), incarnation));
                     return;
                 }
-                byte[] mine = transport.handshake.proof(Handshake.CLIENT, transport.nodeId(), transport.incarnation(),
+                byte[] mine = transport.handshake.proof(PeerAuth.Role.INITIATOR, transport.nodeId(), transport.incarnation(),
                         node, incarnation, nonce, serverNonce);
                 ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.AUTH_BODY_LENGTH);
                 Frame.writeAuth(b, mine);

@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.TransportUnavailableException;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
@@ -23,6 +24,7 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import io.membus.core.transport.TransportThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,7 +40,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * executes one-sided verbs from authenticated peers on its I/O threads against
  * {@link #table()} (never on application threads), and opens
  * {@link TcpConnection}s to peers. See {@link Frame} for the wire format,
- * {@link Handshake} for authentication, and docs/tcp-transport.md for the
+ * {@link PeerAuth} for authentication, and docs/tcp-transport.md for the
  * design; {@link TcpSettings} lists the {@code tcp.*} properties.
  *
  * <p>Epoll is used where the kernel has it ({@code tcp.io=auto}), NIO elsewhere.
@@ -55,7 +57,7 @@ public final class TcpTransport extends AbstractTransport {
     static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 * 1024, 1024 * 1024);
 
     final TcpSettings settings;
-    final Handshake handshake;
+    final PeerAuth handshake;
     /** Where refused peers are logged, rate-limited. */
     final RefusalLog refusals = new RefusalLog(LoggerFactory.getLogger(ServerHandler.class));
     private final EventLoopGroup group;
@@ -72,7 +74,7 @@ public final class TcpTransport extends AbstractTransport {
     public TcpTransport(TransportConfig config) {
         super(config);
         this.settings = new TcpSettings(config);
-        this.handshake = new Handshake(settings.secret);
+        this.handshake = new PeerAuth(settings.secret, "tcp");
         boolean epoll = switch (settings.io) {
             case "epoll" -> {
                 if (!Epoll.isAvailable()) {
@@ -87,7 +89,7 @@ public final class TcpTransport extends AbstractTransport {
         };
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.group = new MultiThreadIoEventLoopGroup(settings.ioThreads,
-                new DefaultThreadFactory("membus-tcp-" + config.nodeId(), true), io);
+                TransportThreads.marking(new DefaultThreadFactory("membus-tcp-" + config.nodeId(), true)), io);
         this.socketChannel = epoll ? EpollSocketChannel.class : NioSocketChannel.class;
         Class<? extends ServerChannel> serverClass = epoll ? EpollServerSocketChannel.class
                 : NioServerSocketChannel.class;

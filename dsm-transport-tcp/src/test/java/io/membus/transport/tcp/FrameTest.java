@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.auth.PeerAuth;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
@@ -83,7 +84,7 @@ class FrameTest {
 
     @Test
     void handshakeFramesHaveFixedBodies() {
-        byte[] nonce = Handshake.nonce();
+        byte[] nonce = PeerAuth.nonce();
         Frame.writeHello(buf, 2, 77, 1, 88, nonce);
         frame.wrap(buf, 0);
         assertNull(frame.validate());
@@ -97,21 +98,21 @@ class FrameTest {
 
     @Test
     void proofsDependOnRoleSecretIdentitiesAndNonces() {
-        Handshake h = new Handshake(RawPeer.secret(Nodes.SECRET));
-        byte[] c = Handshake.nonce();
-        byte[] s = Handshake.nonce();
-        byte[] proof = h.proof(Handshake.CLIENT, 2, 5, 1, 6, c, s);
+        PeerAuth h = new PeerAuth(RawPeer.secret(Nodes.SECRET), "tcp");
+        byte[] c = PeerAuth.nonce();
+        byte[] s = PeerAuth.nonce();
+        byte[] proof = h.proof(PeerAuth.Role.INITIATOR, 2, 5, 1, 6, c, s);
         assertEquals(32, proof.length);
-        assertArrayEquals(proof, h.proof(Handshake.CLIENT, 2, 5, 1, 6, c, s), "deterministic");
-        assertFalseMatch(proof, h.proof(Handshake.SERVER, 2, 5, 1, 6, c, s));
-        assertFalseMatch(proof, h.proof(Handshake.CLIENT, 2, 4, 1, 6, c, s));
-        assertFalseMatch(proof, h.proof(Handshake.CLIENT, 2, 5, 1, 7, c, s));
-        assertFalseMatch(proof, h.proof(Handshake.CLIENT, 2, 5, 1, 6, s, c));
-        assertFalseMatch(proof, new Handshake(RawPeer.secret("another-secret-of-16+")).proof(Handshake.CLIENT,
+        assertArrayEquals(proof, h.proof(PeerAuth.Role.INITIATOR, 2, 5, 1, 6, c, s), "deterministic");
+        assertFalseMatch(proof, h.proof(PeerAuth.Role.TARGET, 2, 5, 1, 6, c, s));
+        assertFalseMatch(proof, h.proof(PeerAuth.Role.INITIATOR, 2, 4, 1, 6, c, s));
+        assertFalseMatch(proof, h.proof(PeerAuth.Role.INITIATOR, 2, 5, 1, 7, c, s));
+        assertFalseMatch(proof, h.proof(PeerAuth.Role.INITIATOR, 2, 5, 1, 6, s, c));
+        assertFalseMatch(proof, new PeerAuth(RawPeer.secret("another-secret-of-16+"), "tcp").proof(PeerAuth.Role.INITIATOR,
                 2, 5, 1, 6, c, s));
     }
 
     private static void assertFalseMatch(byte[] a, byte[] b) {
-        org.junit.jupiter.api.Assertions.assertFalse(Handshake.matches(a, b));
+        org.junit.jupiter.api.Assertions.assertFalse(PeerAuth.matches(a, b));
     }
 }

@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.auth.PeerAuth;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 
@@ -17,7 +18,7 @@ import java.util.function.Consumer;
 /**
  * A hand-driven peer for protocol tests: a blocking socket that sends whatever
  * bytes a test builds (valid or not) and reads frames back. It knows the
- * handshake only through {@link Handshake} and {@link Frame}, like a real peer.
+ * handshake only through {@link PeerAuth} and {@link Frame}, like a real peer.
  *
  * <p><b>Note:</b> not thread-safe; one test thread owns it.
  */
@@ -112,7 +113,7 @@ final class RawPeer implements AutoCloseable {
 
     /** Sends HELLO, reads CHALLENGE; returns it. */
     byte[] hello(int nodeId, long incarnation, int targetNode, long targetIncarnation) throws IOException {
-        clientNonce = Handshake.nonce();
+        clientNonce = PeerAuth.nonce();
         send(b -> Frame.writeHello(b, nodeId, incarnation, targetNode, targetIncarnation, clientNonce));
         return readFrame();
     }
@@ -130,7 +131,7 @@ final class RawPeer implements AutoCloseable {
             return challenge;
         }
         byte[] serverNonce = c.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
-        byte[] proof = new Handshake(secret).proof(Handshake.CLIENT, nodeId, incarnation,
+        byte[] proof = new PeerAuth(secret, "tcp").proof(PeerAuth.Role.INITIATOR, nodeId, incarnation,
                 c.intAt(Frame.CHALLENGE_NODE_FIELD_OFFSET), c.longAt(Frame.CHALLENGE_INCARNATION_FIELD_OFFSET),
                 clientNonce, serverNonce);
         send(b -> Frame.writeAuth(b, proof));

@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.auth.PeerAuth;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.error.AuthenticationException;
@@ -122,7 +123,7 @@ class TcpAuthTest {
         try (RawPeer genuine = new RawPeer(a.localAddress(), 10_000)) {
             byte[] challenge = genuine.hello(2, 7, 1, a.incarnation());
             Frame c = RawPeer.wrap(challenge);
-            byte[] proof = new Handshake(secret).proof(Handshake.CLIENT, 2, 7, 1, a.incarnation(), genuine.clientNonce,
+            byte[] proof = new PeerAuth(secret, "tcp").proof(PeerAuth.Role.INITIATOR, 2, 7, 1, a.incarnation(), genuine.clientNonce,
                     c.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH));
             byte[] nonce = genuine.clientNonce;
             recordedHello = bytes(b -> Frame.writeHello(b, 2, 7, 1, a.incarnation(), nonce));

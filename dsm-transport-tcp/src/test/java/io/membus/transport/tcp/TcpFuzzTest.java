@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.auth.PeerAuth;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
@@ -176,8 +177,8 @@ class TcpFuzzTest {
             case 7 -> {
                 // handshake frames out of place
                 switch (r.nextInt(3)) {
-                    case 0 -> Frame.writeHello(out, 2, 42, 1, r.nextLong(), Handshake.nonce());
-                    case 1 -> Frame.writeAuth(out, Handshake.nonce());
+                    case 0 -> Frame.writeHello(out, 2, 42, 1, r.nextLong(), PeerAuth.nonce());
+                    case 1 -> Frame.writeAuth(out, PeerAuth.nonce());
                     default -> Frame.writeWelcome(out);
                 }
             }

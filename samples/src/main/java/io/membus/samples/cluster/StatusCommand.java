@@ -2,6 +2,7 @@ package io.membus.samples.cluster;
 
 import io.membus.cluster.ClusterMessage;
 import io.membus.cluster.ClusterStatus;
+import io.membus.cluster.NodeConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -22,6 +23,13 @@ public final class StatusCommand implements Callable<Integer> {
     @Option(names = "--seed", required = true, description = "a node's Pekko address as host:port (its membus.host:port)")
     String seed;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
+    private boolean clusterNameGiven() {
+        return spec != null && spec.commandLine().getParseResult().hasMatchedOption("--cluster-name");
+    }
+
     @Option(names = "--cluster-name", defaultValue = "membus",
             description = "the cluster's membus.cluster-name (default: ${DEFAULT-VALUE}; the demo's is membus-demo)")
     String clusterName;
@@ -33,10 +41,23 @@ public final class StatusCommand implements Callable<Integer> {
     @Option(names = "--timeout", defaultValue = "10", description = "seconds to wait for the answer (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
 
+    @Option(names = "--config", description = "a node's HOCON file: its membus.tls certificates are used to reach a"
+            + " cluster that runs membership over TLS (and its cluster-name when --cluster-name is not given)")
+    java.nio.file.Path config;
+
     @Override
     public Integer call() {
-        ClusterMessage.StatusReply reply = ClusterStatus.query(seed, clusterName, bindHost,
-                Duration.ofSeconds(Math.max(1, timeoutSeconds)));
+        NodeConfig.Tls tls = null;
+        String name = clusterName;
+        if (config != null) {
+            NodeConfig node = NodeConfig.load(config);
+            tls = node.tls();
+            if (!clusterNameGiven()) {
+                name = node.clusterName();
+            }
+        }
+        ClusterMessage.StatusReply reply = ClusterStatus.query(seed, name, bindHost,
+                Duration.ofSeconds(Math.max(1, timeoutSeconds)), tls);
         System.out.print(ClusterStatus.format(reply));
         return 0;
     }
