@@ -116,16 +116,32 @@ public final class Outbox {
         answered(correlation, null, failure);
     }
 
+    /**
+     * The receiver answered message {@code correlation} with a failure in its wire
+     * form (see {@link MessageFailures}); it is rebuilt with the message's channel.
+     */
+    public void failed(long correlation, io.membus.core.error.ErrorCode code, long detail, String text) {
+        answered(correlation, null, null, code, detail, text);
+    }
+
     private void answered(long correlation, byte[] reply, DsmException failure) {
+        answered(correlation, reply, failure, null, 0, null);
+    }
+
+    private void answered(long correlation, byte[] reply, DsmException failure, io.membus.core.error.ErrorCode code,
+                          long detail, String text) {
         Pending p;
         List<Runnable> done;
         synchronized (this) {
             p = inFlight.remove(correlation);
             if (p == null) {
-                return; // answer of a message failed by close: nothing waits for it
+                return; // answer of a message failed by close or reset: nothing waits for it
             }
             credits++;
             done = pumpLocked();
+        }
+        if (code != null) {
+            failure = MessageFailures.decode(peerNode, MessageEndpoint.key(p.channel), code, detail, text);
         }
         if (failure != null) {
             local.countError(p.channel);
@@ -166,6 +182,31 @@ public final class Outbox {
             failed.addAll(inFlight.values());
             waiting.clear();
             inFlight.clear();
+        }
+        for (Pending p : failed) {
+            if (p.future.completeExceptionally(cause)) {
+                local.countError(p.channel);
+            }
+        }
+    }
+
+    /**
+     * The connection was lost and will be re-established: fails every message
+     * waiting or in flight with {@code cause} and drops the credits until the
+     * receiver grants them again on the new connection. Posts meanwhile wait (under
+     * their deadlines). No effect once closed.
+     */
+    public void reset(DsmException cause) {
+        List<Pending> failed;
+        synchronized (this) {
+            if (closed != null) {
+                return;
+            }
+            failed = new ArrayList<>(waiting);
+            failed.addAll(inFlight.values());
+            waiting.clear();
+            inFlight.clear();
+            credits = 0;
         }
         for (Pending p : failed) {
             if (p.future.completeExceptionally(cause)) {
