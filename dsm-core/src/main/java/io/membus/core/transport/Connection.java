@@ -29,7 +29,7 @@ public interface Connection extends Verbs, AutoCloseable {
      */
     default CompletableFuture<Void> send(short channel, byte[] payload) {
         return CompletableFuture.failedFuture(new TransportUnavailableException(getClass().getSimpleName(),
-                "this transport carries no messages; use local, shm or tcp"));
+                "this connection carries no messages; use local, shm or tcp"));
     }
 
     /**
@@ -39,7 +39,7 @@ public interface Connection extends Verbs, AutoCloseable {
      */
     default CompletableFuture<byte[]> request(short channel, byte[] payload) {
         return CompletableFuture.failedFuture(new TransportUnavailableException(getClass().getSimpleName(),
-                "this transport carries no messages; use local, shm or tcp"));
+                "this connection carries no messages; use local, shm or tcp"));
     }
 
     /** A new batch of verbs on this connection. */

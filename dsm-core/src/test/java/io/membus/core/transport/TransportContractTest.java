@@ -78,6 +78,15 @@ public abstract class TransportContractTest {
     }
 
     /**
+     * Whether this transport carries two-sided messages. False only for {@code rdma}
+     * until its SEND/RECV path exists: the messages part then checks that messages
+     * are refused with {@link io.membus.core.error.TransportUnavailableException}.
+     */
+    protected boolean carriesMessages() {
+        return true;
+    }
+
+    /**
      * Whether a target refuses verbs from a node it fenced. False only for
      * transports where the target takes no part in a verb and cannot refuse it
      * ({@code shm}: the initiator's CPU runs it).
@@ -651,6 +660,9 @@ public abstract class TransportContractTest {
 
     @Test
     void messagesOfOneSenderAreHandledInOrderAndRequestsGetTheirReplies() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
         Transport a = node(1);
         Transport b = node(2);
         List<Long> seen = Collections.synchronizedList(new ArrayList<>());
@@ -713,6 +725,9 @@ public abstract class TransportContractTest {
 
     @Test
     void aMessageToAChannelWithoutHandlerIsAnsweredWithUnknownChannelAndAThrowingHandlerWithItsFailure() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
         Transport a = node(1);
         Transport b = node(2);
         b.messages().register(ECHO, "echo", (from, payload) -> {
@@ -751,6 +766,9 @@ public abstract class TransportContractTest {
 
     @Test
     void aMessageOrReplyLargerThanTheMaximumIsRefusedWithItsTypedError() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
         int max = 1000;
         Transport a = node(1, OP_TIMEOUT, Map.of("messages.max-size", Integer.toString(max)));
         Transport b = node(2, OP_TIMEOUT, Map.of("messages.max-size", Integer.toString(max)));
@@ -780,6 +798,9 @@ public abstract class TransportContractTest {
 
     @Test
     void aSlowHandlerSlowsItsSenderAndTheInboxNeverHoldsMoreThanItsCredits() throws Exception {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
         int credits = 4;
         Transport b = node(2, OP_TIMEOUT, Map.of("messages.inbox", Integer.toString(credits)));
         Transport a = node(1);
@@ -838,6 +859,9 @@ public abstract class TransportContractTest {
 
     @Test
     void theInboxOfASenderHoldsAtMostItsCredits() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
         int credits = 3;
         Transport b = node(2, OP_TIMEOUT, Map.of("messages.inbox", Integer.toString(credits)));
         Transport a = node(1);
@@ -874,6 +898,9 @@ public abstract class TransportContractTest {
 
     @Test
     void aRequestInFlightFailsWithNodeUnavailableWhenItsReceiverCloses() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
         Transport a = node(1);
         Transport b = node(2);
         CountDownLatch entered = new CountDownLatch(1);
@@ -910,6 +937,9 @@ public abstract class TransportContractTest {
 
     @Test
     void messagesToAFencedOrUnknownNodeFailAtOnceBothWays() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
         Transport a = node(1);
         Transport b = node(2);
         AtomicLong handledOnA = new AtomicLong();
@@ -956,7 +986,23 @@ public abstract class TransportContractTest {
     private static final short ECHO_OR_LOG = 9;
 
     @Test
+    void aTransportWithoutMessagesRefusesThemWithATypedError() {
+        if (carriesMessages()) {
+            return; // the rest of the messages part covers it
+        }
+        Transport a = node(1);
+        Transport b = node(2);
+        b.messages().register(ECHO, "echo", (from, payload) -> payload);
+        Connection ab = connect(a, b);
+        assertFails(io.membus.core.error.TransportUnavailableException.class, ab.send(ECHO, new byte[1]));
+        assertFails(io.membus.core.error.TransportUnavailableException.class, ab.request(ECHO, new byte[1]));
+    }
+
+    @Test
     void manySendersToOneReceiverEveryMessageIsHandledOnceInEachSendersOrder() throws Exception {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
         Transport receiver = node(1);
         List<Transport> senders = List.of(node(2), node(3), node(4));
         int threadsPerSender = 2;
@@ -1023,7 +1069,7 @@ public abstract class TransportContractTest {
 
     @Test
     void messagesFromSeparateProcessesAreAllHandledInOrder() throws Exception {
-        if (!multiProcess()) {
+        if (!multiProcess() || !carriesMessages()) {
             return; // this transport reaches only nodes of one JVM; the in-JVM tests cover it
         }
         Transport owner = node(1);
@@ -1061,7 +1107,7 @@ public abstract class TransportContractTest {
 
     @Test
     void aRequestToAProcessKilledWhileItsHandlerRunsFailsWithNodeUnavailable() throws Exception {
-        if (!multiProcess()) {
+        if (!multiProcess() || !carriesMessages()) {
             return;
         }
         Transport a = node(1);

@@ -112,6 +112,26 @@ final class RdmaConnection implements Connection {
         }
     }
 
+    /**
+     * Not carried yet: two-sided messages on {@code rdma} need SEND/RECV work
+     * requests with posted receive buffers on both queue-pair ends (see
+     * {@code docs/rdma-transport.md}). Refused with a typed error, nothing is posted.
+     */
+    @Override
+    public CompletableFuture<Void> send(short channel, byte[] payload) {
+        return CompletableFuture.failedFuture(noMessages());
+    }
+
+    @Override
+    public CompletableFuture<byte[]> request(short channel, byte[] payload) {
+        return CompletableFuture.failedFuture(noMessages());
+    }
+
+    private static io.membus.core.error.TransportUnavailableException noMessages() {
+        return new io.membus.core.error.TransportUnavailableException("rdma", "messages (send/request) are not carried"
+                + " by the rdma transport yet; use tcp or shm for a cluster that needs them");
+    }
+
     private <T> CompletableFuture<T> closed(String reason) {
         return CompletableFuture.failedFuture(new NodeUnavailableException(peer.nodeId(), reason));
     }

@@ -64,7 +64,7 @@ final class ShmMessaging implements AutoCloseable {
     private final Thread receiver;
     private volatile boolean running = true;
 
-    private record Sender(long incarnation, Inbox inbox) {
+    private record Sender(long incarnation, Inbox inbox, Responder responder) {
     }
 
     private record Attached(long incarnation, Outbox outbox) {
@@ -212,8 +212,8 @@ final class ShmMessaging implements AutoCloseable {
                             fromIncarnation, reg.incarnation());
                     return;
                 }
-                ShmRing replies = peerRing(from, fromIncarnation, dir, reg.inbox());
-                s = new Sender(fromIncarnation, endpoint.open(from, new RingResponder(replies)));
+                RingResponder responder = new RingResponder(peerRing(from, fromIncarnation, dir, reg.inbox()));
+                s = new Sender(fromIncarnation, endpoint.open(from, responder), responder);
             } catch (DsmException e) {
                 LOG.debug("message from node {} dropped: cannot answer it: {}", from, e.getMessage());
                 return;
@@ -224,7 +224,7 @@ final class ShmMessaging implements AutoCloseable {
             DsmException e = s.inbox.isClosed() ? new NodeUnavailableException(nodeId, "node " + nodeId
                     + " is shutting down") : new ProtocolException("node " + from, "message beyond the granted credits: "
                     + "credits=" + endpoint.inboxCapacity() + ", correlationId=" + correlation);
-            new RingResponder(peerRings.get(from).ring).fail(correlation, e);
+            s.responder.fail(correlation, e);
         }
     }
 
