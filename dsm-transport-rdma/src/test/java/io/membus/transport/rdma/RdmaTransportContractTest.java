@@ -25,7 +25,10 @@ class RdmaTransportContractTest extends TransportContractTest {
                 "rdma.secret", "contract-test-secret-" + testId.hashCode());
     }
 
-    /** rdma carries no messages yet (no SEND/RECV path): the suite checks the typed refusal instead. */
+    /**
+     * On a NIC, rdma carries no messages yet (DiSNI receive posting is still to write;
+     * the software fabric carries them): the suite checks the typed refusal instead.
+     */
     @Override
     protected boolean carriesMessages() {
         return false;

@@ -27,9 +27,4 @@ class SoftRdmaTransportContractTest extends TransportContractTest {
         return false;
     }
 
-    /** rdma carries no messages yet (no SEND/RECV path): the suite checks the typed refusal instead. */
-    @Override
-    protected boolean carriesMessages() {
-        return false;
-    }
 }
