@@ -309,16 +309,18 @@ final class RdmaMessages {
         abstract void closed(String reason);
     }
 
+    private static final long BYTE_ARRAY_OFFSET = UnsafeMemory.UNSAFE.arrayBaseOffset(byte[].class);
+
     private static void copyIn(byte[] src, long address, int length) {
-        for (int i = 0; i < length; i++) {
-            MEMORY.writeByte(address + i, src[i]);
+        if (length > 0) {
+            MEMORY.copyMemory(src, 0, address, length);
         }
     }
 
     private static byte[] copyOut(long address, int length) {
         byte[] b = new byte[length];
-        for (int i = 0; i < length; i++) {
-            b[i] = MEMORY.readByte(address + i);
+        if (length > 0) {
+            MEMORY.copyMemory(address, b, BYTE_ARRAY_OFFSET, length);
         }
         return b;
     }
