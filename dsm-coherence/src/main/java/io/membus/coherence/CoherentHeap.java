@@ -134,7 +134,8 @@ public final class CoherentHeap implements AutoCloseable {
     /** Allocates an object holding {@code initial}, placed as {@code placement} says. */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial, Placement placement) {
         byte[] bytes = codec.encode(initial);
-        int slotCapacity = Math.max(16, Math.min(Math.max(bytes.length, 8) * 2, 4096));
+        // at least the three words of an out-of-line value
+        int slotCapacity = Math.max(ObjectLayout.OUT_OF_LINE_BYTES + 8, Math.min(Math.max(bytes.length, 8) * 2, 4096));
         BlockRef block = allocator.allocate(ObjectLayout.objectSize(slotCapacity), placement);
         try {
             long version = ObjectLayout.firstVersion(HeapLayout.generationOf(block.header()));
