@@ -54,7 +54,14 @@ import static io.membus.collections.SlotState.WRITING;
  * <p><b>Waiting.</b> A blocked {@code put}/{@code take} (and the timed
  * {@code offer}/{@code poll}) retries with a pause that doubles from 20 µs to
  * 2 ms ({@link Backoff}), honouring its timeout and interruption
- * ({@link InterruptedException}; a large element's block is freed).
+ * ({@link InterruptedException}; a large element's block is freed). The
+ * non-blocking {@code poll()}/{@code peek()} wait, the same way, for an offer whose
+ * producer has claimed the head slot and is still writing it (its element comes
+ * before every later one), and {@code offer()} waits for a consumer that has
+ * claimed the slot it needs and is still emptying it: otherwise they could report
+ * an empty or full queue that is not (not linearizable). Such a wait lasts two
+ * verbs, or until the stalled node is taken for dead and its slot recovered. A
+ * timed {@code poll} that reaches its deadline in that state returns null.
  *
  * <p><b>Failures</b> (a node that is not a live member of the directory, or is
  * fenced, is dead; recovery relies on the cluster fencing a downed node's verbs):
@@ -260,8 +267,13 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         }
     }
 
-    /** One pass: puts {@code p} in the slot of the tail's ticket; false when the ring is full there. */
-    private boolean tryOffer(Prepared p) {
+    private static final int OFFERED = 0;
+    private static final int FULL_NOW = 1;
+    /** The slot is being emptied by a live consumer: room in a moment. */
+    private static final int BUSY = 2;
+
+    /** One pass: puts {@code p} in the slot of the tail's ticket: OFFERED, FULL_NOW or BUSY. */
+    private int tryOffer(Prepared p) {
         long t = tailHint.get();
         while (true) {
             checkTicket(t);
@@ -279,7 +291,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 helpAdvance(tailPtr, t);
                 tailHint.accumulateAndGet(t + 1, Math::max);
                 publish(t, mine, p);
-                return true;
+                return OFFERED;
             }
             inFlight.remove(t);
             long st = SlotState.ticket(w);
@@ -300,7 +312,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 // a hint ahead of the ring (not reachable by the invariants): re-read the tail word
                 tailHint.set(memory.readLong(tailPtr));
             }
-            return false;
+            // a consumer that claimed the element a lap earlier has taken it (linearized): wait for its room
+            return phase == READING ? BUSY : FULL_NOW;
         }
     }
 
@@ -336,14 +349,25 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         }
     }
 
+    /**
+     * Inserts {@code e} if the ring has room at the tail now. When the slot is still being
+     * emptied by a live consumer (which has taken its element), waits for that to finish
+     * (two verbs) rather than report a full queue that is not full.
+     */
     @Override
     public boolean offer(E e) {
         Prepared p = prepare(e);
         boolean done = false;
+        Backoff backoff = new Backoff();
         try {
-            done = tryOffer(p);
+            int r;
+            while ((r = tryOffer(p)) == BUSY) {
+                pauseUninterruptibly(backoff);
+            }
+            done = r == OFFERED;
             return done;
         } finally {
+            backoff.restoreInterrupt();
             if (!done) {
                 discard(p, null);
             }
@@ -367,7 +391,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         boolean done = false;
         try {
             Backoff backoff = new Backoff();
-            while (!(done = tryOffer(p))) {
+            while (!(done = tryOffer(p) == OFFERED)) {
                 if (!backoff.pause(deadline, true)) {
                     return false;
                 }
@@ -382,8 +406,11 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
     // ------------------------------------------------------------------ consumers
 
-    /** One pass: takes the element at the head; null when there is none now. */
-    private E tryPoll() {
+    /** What {@link #tryPoll} returns when the head's offer is still being written by a live producer. */
+    private static final Object WRITING_NOW = new Object();
+
+    /** One pass: the element at the head; null when there is none now; {@link #WRITING_NOW}. */
+    private Object tryPoll() {
         long t = headHint.get();
         while (true) {
             long full = SlotState.of(t, FULL, 0);
@@ -416,7 +443,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                     recover(w);
                     continue;
                 }
-                return null; // its offer has not completed
+                return WRITING_NOW; // its offer has claimed the head: it comes first, in a moment
             }
             if (st >= t) {
                 helpAdvance(headPtr, t);
@@ -466,9 +493,35 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         return codec.decode(bytes);
     }
 
+    /**
+     * The head element, or null when the queue is empty. When the head's slot is
+     * claimed by a live producer still writing it, waits for that offer (two verbs):
+     * its element is ahead of every later one, so returning null or a later
+     * element would not be linearizable.
+     */
     @Override
+    @SuppressWarnings("unchecked")
     public E poll() {
-        return tryPoll();
+        Backoff backoff = new Backoff();
+        try {
+            while (true) {
+                Object r = tryPoll();
+                if (r != WRITING_NOW) {
+                    return (E) r;
+                }
+                pauseUninterruptibly(backoff);
+            }
+        } finally {
+            backoff.restoreInterrupt();
+        }
+    }
+
+    private static void pauseUninterruptibly(Backoff backoff) {
+        try {
+            backoff.pause(Backoff.NO_DEADLINE, false);
+        } catch (InterruptedException e) {
+            throw new AssertionError("an uninterruptible pause threw", e);
+        }
     }
 
     @Override
@@ -488,20 +541,34 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         long deadline = Backoff.deadline(unit.toNanos(timeout));
         Backoff backoff = new Backoff();
         while (true) {
-            E e = tryPoll();
-            if (e != null) {
+            Object r = tryPoll();
+            if (r != null && r != WRITING_NOW) {
+                @SuppressWarnings("unchecked")
+                E e = (E) r;
                 return e;
             }
             if (!backoff.pause(deadline, true)) {
-                return null;
+                return null; // also when an offer at the head was still being written at the deadline
             }
         }
     }
 
-    /** The head element without taking it, or null (weakly consistent: it may be taken at once). */
+    /**
+     * The head element without taking it, or null (it may be taken at once). Waits for
+     * an offer in progress at the head, as {@link #poll()} does.
+     */
     @Override
     public E peek() {
         long t = headHint.get();
+        Backoff backoff = new Backoff();
+        try {
+            return peekFrom(t, backoff);
+        } finally {
+            backoff.restoreInterrupt();
+        }
+    }
+
+    private E peekFrom(long t, Backoff backoff) {
         while (true) {
             CompletableFuture<byte[]> stateRead = memory.readAsync(statePtr(t), Long.BYTES);
             CompletableFuture<byte[]> dataRead = memory.readAsync(dataPtr(t), slotBytes);
@@ -521,9 +588,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             if (st == t && phase == WRITING) {
                 if (holderDead(w)) {
                     recover(w);
-                    continue;
+                } else {
+                    pauseUninterruptibly(backoff);
                 }
-                return null;
+                continue;
             }
             if (st >= t) {
                 t = st >= t + capacity ? Math.max(t + 1, memory.readLong(headPtr)) : t + 1;
