@@ -13,7 +13,6 @@ import java.util.Collection;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -129,8 +128,11 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     private final long dataPtr;
     private final AtomicLong headHint = new AtomicLong();
     private final AtomicLong tailHint = new AtomicLong();
-    /** Tickets whose slot an operation of this handle holds (WRITING or READING) right now. */
-    private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
+    /**
+     * Tickets whose slot an operation of this handle holds (WRITING or READING) or is
+     * about to claim, with how many threads do (two threads may try one ticket at once).
+     */
+    private final ConcurrentHashMap<Long, Integer> inFlight = new ConcurrentHashMap<>();
 
     private DsmQueue(Root root, NamedRoots roots, Codec<E> codec, int capacity, int slotBytes) {
         this.root = root;
@@ -279,12 +281,12 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             checkTicket(t);
             long empty = SlotState.of(t, EMPTY, 0);
             long mine = SlotState.of(t, WRITING, self);
-            inFlight.add(t);
+            enter(t);
             long w;
             try {
                 w = memory.compareAndSwap(statePtr(t), empty, mine);
             } catch (RuntimeException e) {
-                inFlight.remove(t);
+                leave(t);
                 throw e;
             }
             if (w == empty) {
@@ -293,7 +295,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 publish(t, mine, p);
                 return OFFERED;
             }
-            inFlight.remove(t);
+            leave(t);
             long st = SlotState.ticket(w);
             int phase = SlotState.phase(w);
             if (st >= t) {
@@ -334,7 +336,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             giveBack(t, mine, SlotState.of(t + capacity, EMPTY, 0), p, e);
             throw e;
         } finally {
-            inFlight.remove(t);
+            leave(t);
         }
     }
 
@@ -415,7 +417,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         while (true) {
             long full = SlotState.of(t, FULL, 0);
             long mine = SlotState.of(t, READING, self);
-            inFlight.add(t);
+            enter(t);
             CompletableFuture<Long> cas;
             CompletableFuture<byte[]> data;
             long w;
@@ -424,7 +426,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 data = memory.readAsync(dataPtr(t), slotBytes);
                 w = memory.await(cas);
             } catch (RuntimeException e) {
-                inFlight.remove(t);
+                leave(t);
                 throw e;
             }
             if (w == full) {
@@ -432,7 +434,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 headHint.accumulateAndGet(t + 1, Math::max);
                 return consume(t, mine, data);
             }
-            inFlight.remove(t);
+            leave(t);
             long st = SlotState.ticket(w);
             int phase = SlotState.phase(w);
             if (st == t && phase == EMPTY) {
@@ -478,15 +480,15 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 throw new SlotLostException(root.name(), t, "consumer", SlotState.toString(w));
             }
         } catch (SlotLostException e) {
-            inFlight.remove(t);
+            leave(t);
             throw e;
         } catch (RuntimeException e) {
             // put it back for another consumer (as the recovery of a dead consumer would)
             giveBack(t, mine, SlotState.of(t + capacity, FULL, 0), null, e);
-            inFlight.remove(t);
+            leave(t);
             throw e;
         }
-        inFlight.remove(t);
+        leave(t);
         if (block != null) {
             allocator.free(block);
         }
@@ -635,11 +637,19 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
     // ------------------------------------------------------------------ recovery, hints
 
+    private void enter(long t) {
+        inFlight.merge(t, 1, Integer::sum);
+    }
+
+    private void leave(long t) {
+        inFlight.computeIfPresent(t, (k, n) -> n == 1 ? null : n - 1);
+    }
+
     /** Whether the node holding a WRITING/READING state is dead (see the class comment). */
     private boolean holderDead(long state) {
         int node = SlotState.node(state);
         if (node == self) {
-            return !inFlight.contains(SlotState.ticket(state));
+            return !inFlight.containsKey(SlotState.ticket(state));
         }
         return memory.directory().member(node).isEmpty() || memory.transport().isFenced(node);
     }
@@ -787,18 +797,18 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     /** Takes the element of FULL slot {@code t} out in place; false when it was taken already. */
     private boolean removeTicket(long t, long full) {
         long mine = SlotState.of(t, READING, self);
-        inFlight.add(t);
+        enter(t);
         CompletableFuture<Long> cas;
         CompletableFuture<byte[]> data;
         try {
             cas = memory.compareAndSwapAsync(statePtr(t), full, mine);
             data = memory.readAsync(dataPtr(t), slotBytes);
             if (memory.await(cas) != full) {
-                inFlight.remove(t);
+                leave(t);
                 return false;
             }
         } catch (RuntimeException e) {
-            inFlight.remove(t);
+            leave(t);
             throw e;
         }
         consume(t, mine, data);
