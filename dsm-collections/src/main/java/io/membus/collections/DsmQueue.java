@@ -51,8 +51,10 @@ import static io.membus.collections.SlotState.WRITING;
  * inline; larger ones in an allocator block that the consumer frees.
  *
  * <p><b>Waiting.</b> A blocked {@code put}/{@code take} (and the timed
- * {@code offer}/{@code poll}) retries with a pause that doubles from 20 µs to
- * 2 ms ({@link Backoff}), honouring its timeout and interruption
+ * {@code offer}/{@code poll}) retries after a few short pauses (20 µs doubling),
+ * then sleeps until a wake-up message ({@link WakeUps}: the take and put waiters
+ * words of the root; every publish wakes the takers' nodes, every take the
+ * putters'), looking again at least every 50 ms, honouring its timeout and interruption
  * ({@link InterruptedException}; a large element's block is freed). The
  * non-blocking {@code poll()}/{@code peek()} wait, the same way, for an offer whose
  * producer has claimed the head slot and is still writing it (its element comes
@@ -126,6 +128,9 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     private final long tailPtr;
     private final long statesPtr;
     private final long dataPtr;
+    private final long takeWaitersPtr;
+    private final long putWaitersPtr;
+    private final WakeUps wakeUps;
     private final AtomicLong headHint = new AtomicLong();
     private final AtomicLong tailHint = new AtomicLong();
     /**
@@ -134,7 +139,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      */
     private final ConcurrentHashMap<Long, Integer> inFlight = new ConcurrentHashMap<>();
 
-    private DsmQueue(Root root, NamedRoots roots, Codec<E> codec, int capacity, int slotBytes) {
+    private DsmQueue(Root root, NamedRoots roots, WakeUps wakeUps, Codec<E> codec, int capacity, int slotBytes) {
+        this.wakeUps = wakeUps;
         this.root = root;
         this.memory = roots.memory();
         this.allocator = roots.allocator();
@@ -147,6 +153,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         this.tailPtr = body + QueueDescriptor.TAIL_OFFSET;
         this.statesPtr = body + QueueDescriptor.STATES_OFFSET;
         this.dataPtr = body + QueueDescriptor.dataOffset(capacity);
+        this.takeWaitersPtr = body + QueueDescriptor.TAKE_WAITERS_OFFSET;
+        this.putWaitersPtr = body + QueueDescriptor.PUT_WAITERS_OFFSET;
         headHint.set(memory.readLong(headPtr));
         tailHint.set(memory.readLong(tailPtr));
     }
@@ -155,7 +163,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         return KIND_NAME + "(capacity=" + capacity + ",codec=" + codec.id() + ")";
     }
 
-    static <E> DsmQueue<E> getOrCreate(NamedRoots roots, String name, Codec<E> codec, int capacity, int slotBytes) {
+    static <E> DsmQueue<E> getOrCreate(NamedRoots roots, WakeUps wakeUps, String name, Codec<E> codec, int capacity,
+                                       int slotBytes) {
         Objects.requireNonNull(codec, "codec");
         if (capacity <= 0 || capacity > MAX_CAPACITY) {
             throw new CollectionArgumentException("capacity", capacity, "1.." + MAX_CAPACITY);
@@ -182,7 +191,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                     }
                 });
         int storedSlotBytes = (int) memory.readLong(root.bodyPtr() + QueueDescriptor.SLOT_BYTES_OFFSET);
-        return new DsmQueue<>(root, roots, codec, capacity, storedSlotBytes);
+        return new DsmQueue<>(root, roots, wakeUps, codec, capacity, storedSlotBytes);
     }
 
     @Override
@@ -330,6 +339,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 discard(p, null);
                 throw new SlotLostException(root.name(), t, "producer", SlotState.toString(w));
             }
+            wakeUps.notifyAfter(takeWaitersPtr);
         } catch (SlotLostException e) {
             throw e;
         } catch (RuntimeException e) {
@@ -391,15 +401,16 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         long deadline = Backoff.deadline(unit.toNanos(timeout));
         Prepared p = prepare(e);
         boolean done = false;
+        Waiting waiting = new Waiting(wakeUps, putWaitersPtr);
         try {
-            Backoff backoff = new Backoff();
             while (!(done = tryOffer(p) == OFFERED)) {
-                if (!backoff.pause(deadline, true)) {
+                if (!waiting.next(deadline, true)) {
                     return false;
                 }
             }
             return true;
         } finally {
+            waiting.done();
             if (!done) {
                 discard(p, null);
             }
@@ -479,6 +490,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             if (w != mine) {
                 throw new SlotLostException(root.name(), t, "consumer", SlotState.toString(w));
             }
+            wakeUps.notifyAfter(putWaitersPtr);
         } catch (SlotLostException e) {
             leave(t);
             throw e;
@@ -541,17 +553,21 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             throw new InterruptedException();
         }
         long deadline = Backoff.deadline(unit.toNanos(timeout));
-        Backoff backoff = new Backoff();
-        while (true) {
-            Object r = tryPoll();
-            if (r != null && r != WRITING_NOW) {
-                @SuppressWarnings("unchecked")
-                E e = (E) r;
-                return e;
+        Waiting waiting = new Waiting(wakeUps, takeWaitersPtr);
+        try {
+            while (true) {
+                Object r = tryPoll();
+                if (r != null && r != WRITING_NOW) {
+                    @SuppressWarnings("unchecked")
+                    E e = (E) r;
+                    return e;
+                }
+                if (!waiting.next(deadline, true)) {
+                    return null; // also when an offer at the head was still being written at the deadline
+                }
             }
-            if (!backoff.pause(deadline, true)) {
-                return null; // also when an offer at the head was still being written at the deadline
-            }
+        } finally {
+            waiting.done();
         }
     }
 
@@ -663,7 +679,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         long st = SlotState.ticket(state);
         long next = SlotState.phase(state) == WRITING ? SlotState.of(st + capacity, EMPTY, 0)
                 : SlotState.of(st + capacity, FULL, 0);
-        memory.compareAndSwap(statePtr(st), state, next);
+        if (memory.compareAndSwap(statePtr(st), state, next) == state) {
+            wakeUps.notifyAfter(takeWaitersPtr);
+            wakeUps.notifyAfter(putWaitersPtr);
+        }
     }
 
     /**
