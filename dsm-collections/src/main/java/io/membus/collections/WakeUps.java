@@ -7,6 +7,7 @@ import io.membus.core.message.Messaging;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.lang.ref.WeakReference;
 import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
@@ -45,7 +46,12 @@ final class WakeUps {
     /** The longest sleep of a waiter between looks when wake-ups are armed. */
     static final long FALLBACK_NANOS = 50_000_000L;
     private static final Logger LOG = LoggerFactory.getLogger(WakeUps.class);
-    private static final Map<MessageEndpoint, WakeUps> BY_ENDPOINT = new WeakHashMap<>();
+    /**
+     * One per endpoint. Weak both ways: a WakeUps reaches its endpoint (through its
+     * memory's transport), so a strong value would keep every closed node alive; the
+     * handler registered on the endpoint keeps the WakeUps while the endpoint lives.
+     */
+    private static final Map<MessageEndpoint, WeakReference<WakeUps>> BY_ENDPOINT = new WeakHashMap<>();
 
     private final RemoteMemory memory;
     private final Messaging messaging;
@@ -62,7 +68,8 @@ final class WakeUps {
     static WakeUps of(RemoteMemory memory) {
         MessageEndpoint endpoint = memory.transport().messages();
         synchronized (BY_ENDPOINT) {
-            WakeUps w = BY_ENDPOINT.get(endpoint);
+            WeakReference<WakeUps> ref = BY_ENDPOINT.get(endpoint);
+            WakeUps w = ref == null ? null : ref.get();
             if (w == null) {
                 w = new WakeUps(memory);
                 WakeUps registered = w;
@@ -70,7 +77,7 @@ final class WakeUps {
                     registered.wake(Words.getLong(payload, 0));
                     return null;
                 });
-                BY_ENDPOINT.put(endpoint, w);
+                BY_ENDPOINT.put(endpoint, new WeakReference<>(w));
             }
             return w;
         }
