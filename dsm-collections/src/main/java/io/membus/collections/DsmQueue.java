@@ -75,8 +75,10 @@ import static io.membus.collections.SlotState.WRITING;
  *       enqueued is lost; the half-written element is dropped (at most once).</li>
  *   <li>A consumer that died between claiming a slot and emptying it
  *       ({@code READING(t, dead)}): its {@code take} never returned the element, so
- *       it is delivered again: the next node that needs the slot moves it to
- *       {@code FULL(t + capacity)} and the element is taken as ticket
+ *       it is delivered again, once: a poll that finds the queue empty takes such
+ *       elements itself (they are older than anything queued; one scan of the state
+ *       words at most every 100 ms per handle), and the next node that needs the
+ *       slot a lap later moves it to {@code FULL(t + capacity)} and it is taken as ticket
  *       {@code t + capacity} (later than the elements offered after it: FIFO holds
  *       for every element but a redelivered one). Its large block, if any, was not
  *       freed yet (a consumer frees it after emptying the slot; a consumer that dies
@@ -131,6 +133,9 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     private final long takeWaitersPtr;
     private final long putWaitersPtr;
     private final WakeUps wakeUps;
+    /** How often a handle may look for elements stranded by dead consumers. */
+    static final long STRANDED_SCAN_NANOS = 100_000_000L;
+    private final AtomicLong lastStrandedScan = new AtomicLong(System.nanoTime() - STRANDED_SCAN_NANOS);
     private final AtomicLong headHint = new AtomicLong();
     private final AtomicLong tailHint = new AtomicLong();
     /**
@@ -449,7 +454,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             long st = SlotState.ticket(w);
             int phase = SlotState.phase(w);
             if (st == t && phase == EMPTY) {
-                return null;
+                return takeStranded();
             }
             if (st == t && phase == WRITING) {
                 if (holderDead(w)) {
@@ -468,8 +473,51 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 recover(w); // redelivered as ticket t
                 continue;
             }
-            return null; // ticket t not offered yet
+            return takeStranded(); // ticket t not offered yet
         }
+    }
+
+    /**
+     * The queue looked empty at its head: takes an element a dead consumer had claimed
+     * and not returned ({@code READING(x, dead)}), if there is one, instead of leaving it
+     * until the ring comes round to its slot. It is the oldest element there is, so
+     * taking it first keeps FIFO. One read of the state words, at most every
+     * {@value #STRANDED_SCAN_NANOS} ns per handle.
+     */
+    private Object takeStranded() {
+        long now = System.nanoTime();
+        long last = lastStrandedScan.get();
+        if (now - last < STRANDED_SCAN_NANOS || !lastStrandedScan.compareAndSet(last, now)) {
+            return null;
+        }
+        for (int from = 0; from < capacity; from += STATES_PER_READ) {
+            int n = Math.min(STATES_PER_READ, capacity - from);
+            byte[] states = memory.read(statesPtr + (long) from * Long.BYTES, n * Long.BYTES);
+            for (int i = 0; i < n; i++) {
+                long w = Words.getLong(states, i * Long.BYTES);
+                if (SlotState.phase(w) != READING || !holderDead(w)) {
+                    continue;
+                }
+                long x = SlotState.ticket(w);
+                long mine = SlotState.of(x, READING, self);
+                enter(x);
+                CompletableFuture<Long> cas;
+                CompletableFuture<byte[]> data;
+                try {
+                    cas = memory.compareAndSwapAsync(statePtr(x), w, mine);
+                    data = memory.readAsync(dataPtr(x), slotBytes);
+                    if (memory.await(cas) != w) {
+                        leave(x);
+                        continue;
+                    }
+                } catch (RuntimeException e) {
+                    leave(x);
+                    throw e;
+                }
+                return consume(x, mine, data);
+            }
+        }
+        return null;
     }
 
     /** Reads the claimed slot's element, empties the slot, frees a large element's block. */

@@ -229,6 +229,32 @@ class DsmQueueTest {
         }
     }
 
+    /**
+     * A consumer node claims the only element and dies, and nothing else is offered:
+     * the next poll that finds the queue empty takes the stranded element, once.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"local", "shm"})
+    void anElementStrandedByADeadConsumerIsTakenByTheNextPollThatFindsTheQueueEmpty(String transport) {
+        try (CollCluster c = new CollCluster(transport, 3)) {
+            int root = c.node(1).queue("q", String.class, 4).root().block().nodeId();
+            int dead = root == 3 ? 2 : 3;
+            int live = 6 - root - dead;
+            DsmQueue<String> q = c.node(live).queue("q", String.class, 4);
+            q.add("job");
+            claim(c.node(dead).memory(), q, 0, SlotState.READING, dead, SlotState.FULL);
+            assertNull(c.node(root).queue("q", String.class, 4).poll(), "the holder is alive: nothing to take");
+            c.forget(dead);
+            assertEquals("job", q.poll());
+            assertNull(q.poll());
+            assertNull(c.node(root).queue("q", String.class, 4).poll());
+            for (int i = 0; i < 10; i++) {
+                q.add("after-" + i);
+                assertEquals("after-" + i, c.node(root).queue("q", String.class, 4).poll());
+            }
+        }
+    }
+
     /** The CAS a producer or consumer of {@code node} makes on ticket {@code t}'s slot. */
     static void claim(RemoteMemory memory, DsmQueue<?> q, long t, int phase, int node, int fromPhase) {
         long states = q.root().bodyPtr() + QueueDescriptor.STATES_OFFSET;
