@@ -131,6 +131,38 @@ class DsmQueueTest {
         }
     }
 
+    /** A put blocked on a full ring (asleep, waiting for a wake-up) ends with InterruptedException and enqueues nothing. */
+    @Test
+    void aPutAsleepOnAFullRingIsInterruptedAndFreesItsLargeElement() throws Exception {
+        try (CollCluster c = new CollCluster("local", 2)) {
+            DsmQueue<String> q = c.node(1).queue("q", String.class, 1);
+            q.put("only");
+            String large = "L".repeat(400);
+            AtomicReference<Throwable> seen = new AtomicReference<>();
+            Thread putter = new Thread(() -> {
+                try {
+                    c.node(2).queue("q", String.class, 1).put(large);
+                } catch (Throwable t) {
+                    seen.set(t);
+                }
+            });
+            putter.start();
+            long waiters = q.root().bodyPtr() + QueueDescriptor.PUT_WAITERS_OFFSET;
+            await().atMost(Duration.ofSeconds(30)).until(() -> (c.node(1).memory().readLong(waiters) & 4L) != 0
+                    && putter.getState() == Thread.State.TIMED_WAITING);
+            putter.interrupt();
+            putter.join(30_000);
+            assertInstanceOf(InterruptedException.class, seen.get());
+            assertEquals(1, q.size());
+            assertEquals("only", q.poll());
+            assertNull(q.poll(), "the interrupted put enqueued nothing");
+            for (int i = 0; i < 300; i++) {
+                q.put(large + i);
+                assertEquals(large + i, q.take());
+            }
+        }
+    }
+
     @Test
     void iteratorIsWeaklyConsistentAndRemoves() {
         try (CollCluster c = new CollCluster("local", 2)) {
