@@ -477,7 +477,15 @@ final class MapStore {
                 }
                 checkTime(start);
                 long expected = s.kind == Kind.FOUND ? s.word : 0;
-                long witness = mem.compareAndSwap(t.slot(s.index), expected, update);
+                long witness;
+                try {
+                    witness = mem.compareAndSwap(t.slot(s.index), expected, update);
+                } catch (RuntimeException e) {
+                    // the CAS may have landed (a timeout leaves it unknown): the entry may be installed,
+                    // so it is never freed here (leaked if it was not)
+                    fresh = null;
+                    throw e;
+                }
                 if (witness != expected) {
                     continue; // another change won: look again and re-apply
                 }
