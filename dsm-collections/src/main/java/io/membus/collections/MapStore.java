@@ -43,8 +43,7 @@ final class MapStore {
     /** What a mutation function returns to leave the key as it is. */
     static final byte[] KEEP = new byte[0];
     private static final int MIGRATE_RANGE = 64;
-    private static final int SCAN_BATCH = 64;
-    private static final int MAX_RESTARTS = 10_000;
+    static final int MAX_RESTARTS = 10_000;
     private static final int ZERO_CHUNK = 64 << 10;
 
     /** A change of one key: from its current value bytes (null when absent) to new bytes, null (remove) or {@link #KEEP}. */
@@ -227,7 +226,7 @@ final class MapStore {
         return table(n);
     }
 
-    private Table mustNext(Table t) {
+    Table mustNext(Table t) {
         Table n = nextOf(t);
         if (n == null) {
             throw DsmMapException.corrupted(RemotePtr.toString(t.ptr), "a frozen slot but no next table");
@@ -243,7 +242,7 @@ final class MapStore {
         }
     }
 
-    private long[] readWords(long ptr, int count) {
+    long[] readWords(long ptr, int count) {
         byte[] b = mem.read(ptr, count * 8);
         long[] w = new long[count];
         for (int i = 0; i < count; i++) {
@@ -547,7 +546,7 @@ final class MapStore {
     }
 
     /** Puts {@code word} (a frozen key's entry) into {@code t} unless the key already reached it. */
-    private void copyInto(Table t, byte[] key, long hash, long word) {
+    void copyInto(Table t, byte[] key, long hash, long word) {
         long start = System.nanoTime();
         while (true) {
             Scan s;
@@ -700,93 +699,7 @@ final class MapStore {
      * the chain, skipping keys already returned.
      */
     Iterator<RawEntry> scan() {
-        return new ScanIterator(rootTable());
-    }
-
-    private final class ScanIterator implements Iterator<RawEntry> {
-        private Table table;
-        private int pos;
-        private long[] batch;
-        private int batchFrom;
-        private long batchAt;
-        private final Set<ByteBuffer> seen = new HashSet<>();
-        private RawEntry ahead;
-        private int failures;
-
-        ScanIterator(Table first) {
-            this.table = first;
-        }
-
-        @Override
-        public boolean hasNext() {
-            if (ahead == null) {
-                ahead = advance();
-            }
-            return ahead != null;
-        }
-
-        @Override
-        public RawEntry next() {
-            if (!hasNext()) {
-                throw new NoSuchElementException();
-            }
-            RawEntry e = ahead;
-            ahead = null;
-            return e;
-        }
-
-        private RawEntry advance() {
-            while (table != null) {
-                if (pos >= table.total()) {
-                    table = nextOf(table);
-                    pos = 0;
-                    batch = null;
-                    continue;
-                }
-                if (batch == null || pos >= batchFrom + batch.length) {
-                    readBatch();
-                }
-                long w = batch[pos - batchFrom];
-                if (!hasKey(w) || isTomb(w)) {
-                    pos++;
-                    continue;
-                }
-                Entry e;
-                try {
-                    e = readEntry(w, batchAt);
-                    failures = 0;
-                } catch (Restart r) {
-                    readBatch(); // the slot changed or the batch is old: read it again and redo this slot
-                    if (batch[0] == w && isMoved(w)) {
-                        // a frozen slot whose entry is gone: its table was passed, the key is in a later table
-                        pos++;
-                    } else if (++failures > MAX_RESTARTS) {
-                        throw DsmMapException.corrupted(RemotePtr.toString(table.slot(pos)), "entry never checks");
-                    }
-                    continue;
-                }
-                pos++;
-                if (isMoved(w)) {
-                    if (!isTomb(w)) {
-                        // make sure the key is in the next table before that table is walked
-                        copyInto(mustNext(table), e.key(), e.hash, identity(w) | COPIED);
-                    }
-                    continue;
-                }
-                byte[] k = e.key();
-                if (seen.add(ByteBuffer.wrap(k))) {
-                    return new RawEntry(k, e.value());
-                }
-            }
-            return null;
-        }
-
-        private void readBatch() {
-            int n = Math.min(SCAN_BATCH, table.total() - pos);
-            batchAt = System.nanoTime();
-            batch = readWords(table.slot(pos), n);
-            batchFrom = pos;
-        }
+        return new MapScanIterator(this, rootTable());
     }
 
     /** Every table of the chain from the first, for destroy. */

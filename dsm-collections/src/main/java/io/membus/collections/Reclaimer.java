@@ -30,8 +30,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * header is read, checked against the entry's own copy of it, and freed with the
  * generation CAS, so a block is never freed twice or freed as someone else's.
  *
- * <p><b>Note:</b> thread-safe: any thread retires; {@link #drain} frees on the calling
- * thread, outside the internal lock (the lock is never held across a verb).
+ * <p><b>Note:</b> thread-safe: any thread retires; {@link #drain} hands due blocks to one
+ * daemon freeing thread shared by the JVM's maps ({@link #drainAll} frees on the calling
+ * thread and waits for those in flight); the internal lock is never held across a verb.
  */
 final class Reclaimer {
     private static final Logger LOG = LoggerFactory.getLogger(Reclaimer.class);
@@ -45,6 +46,18 @@ final class Reclaimer {
     /** Blocks to retire once the root moved past the table of that sequence number. Guarded by {@link #lock}. */
     private final TreeMap<Long, List<Long>> afterTable = new TreeMap<>();
     private final java.util.concurrent.atomic.AtomicLong freed = new java.util.concurrent.atomic.AtomicLong();
+    /** Frees handed to {@link #FREER} and not finished yet. */
+    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+    /**
+     * One daemon thread for every map of this JVM: frees take two or three verbs, which
+     * changes should not wait for.
+     */
+    private static final java.util.concurrent.ExecutorService FREER = java.util.concurrent.Executors
+            .newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "membus-map-reclaim");
+                t.setDaemon(true);
+                return t;
+            });
 
     Reclaimer(GlobalAllocator heap, long graceNanos) {
         this.heap = heap;
@@ -89,10 +102,41 @@ final class Reclaimer {
         }
     }
 
-    /** Frees up to a batch of blocks whose grace has passed. Never blocks on another drainer. */
+    /** Hands up to a batch of blocks whose grace has passed to the freeing thread; never blocks. */
     void drain() {
-        if (!lock.tryLock()) {
+        long[] due = takeDue();
+        if (due.length == 0) {
             return;
+        }
+        inFlight.incrementAndGet();
+        try {
+            FREER.execute(() -> {
+                try {
+                    for (long p : due) {
+                        free(p);
+                    }
+                } finally {
+                    inFlight.decrementAndGet();
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            inFlight.decrementAndGet();
+            for (long p : due) {
+                free(p);
+            }
+        }
+    }
+
+    /** Frees, on this thread, up to a batch of blocks whose grace has passed. */
+    void drainHere() {
+        for (long p : takeDue()) {
+            free(p);
+        }
+    }
+
+    private long[] takeDue() {
+        if (!lock.tryLock()) {
+            return new long[0];
         }
         long[] due = new long[DRAIN_BATCH];
         int n = 0;
@@ -104,9 +148,7 @@ final class Reclaimer {
         } finally {
             lock.unlock();
         }
-        for (int i = 0; i < n; i++) {
-            free(due[i]);
-        }
+        return java.util.Arrays.copyOf(due, n);
     }
 
     /** Blocks waiting for their grace or for a table to be passed. */
@@ -127,18 +169,22 @@ final class Reclaimer {
         return freed.get();
     }
 
-    /** Waits out the grace of everything in limbo (at most one grace period) and frees it. */
+    /** Waits out the grace of everything in limbo (at most one grace period) and frees it, and the frees in flight. */
     void drainAll() {
-        long deadline = System.nanoTime() + graceNanos + 1_000_000_000L;
+        long deadline = System.nanoTime() + graceNanos + 30_000_000_000L;
         while (true) {
-            drain();
+            drainHere();
             long wait;
             lock.lock();
             try {
-                if (limbo.isEmpty()) {
+                if (limbo.isEmpty() && inFlight.get() == 0) {
                     return;
                 }
-                wait = graceNanos - (System.nanoTime() - limbo.peekFirst()[1]);
+                if (limbo.isEmpty()) {
+                    wait = 1_000_000;
+                } else {
+                    wait = graceNanos - (System.nanoTime() - limbo.peekFirst()[1]);
+                }
             } finally {
                 lock.unlock();
             }
