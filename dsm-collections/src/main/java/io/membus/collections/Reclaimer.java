@@ -37,9 +37,12 @@ import java.util.concurrent.locks.ReentrantLock;
 final class Reclaimer {
     private static final Logger LOG = LoggerFactory.getLogger(Reclaimer.class);
     private static final int DRAIN_BATCH = 32;
+    private static final int MAX_ATTEMPTS = 5;
 
     private final GlobalAllocator heap;
     private final long graceNanos;
+    /** Blocks whose free failed with a transient error: the header to free them with, and the attempts so far. */
+    private final java.util.concurrent.ConcurrentHashMap<Long, long[]> retries = new java.util.concurrent.ConcurrentHashMap<>();
     private final ReentrantLock lock = new ReentrantLock();
     /** Retired blocks with the time they were retired, oldest first. Guarded by {@link #lock}. */
     private final ArrayDeque<long[]> limbo = new ArrayDeque<>();
@@ -203,24 +206,40 @@ final class Reclaimer {
     }
 
     private void free(long ptr) {
+        long[] again = retries.get(ptr);
+        long header = again != null ? again[0] : 0;
         try {
-            byte[] b = heap.memory().read(ptr, 16);
-            long header = MapLayout.unsealHeader(MapLayout.getLong(b, 0), ptr);
-            long copy = MapLayout.getLong(b, 8);
-            if (header != copy) {
-                LOG.error("not freeing map entry block={}: its header {} is not the entry's copy {} (freed elsewhere?)",
-                        RemotePtr.toString(ptr), Long.toHexString(header), Long.toHexString(copy));
-                return;
+            if (header == 0) {
+                byte[] b = heap.memory().read(ptr, 16);
+                header = MapLayout.unsealHeader(MapLayout.getLong(b, 0), ptr);
+                long copy = MapLayout.getLong(b, 8);
+                if (header != copy) {
+                    LOG.error("not freeing map entry block={}: its header {} is not the entry's copy {} (freed elsewhere?)",
+                            RemotePtr.toString(ptr), Long.toHexString(header), Long.toHexString(copy));
+                    return;
+                }
             }
             long capacity = HeapLayout.kindOf(header) == HeapLayout.KIND_SMALL
                     ? SizeClasses.blockSize(HeapLayout.blockClassOf(header)) - HeapLayout.BLOCK_HEADER_LENGTH : 0;
             heap.free(BlockRef.of(ptr, header, capacity));
             freed.incrementAndGet();
         } catch (StaleBlockReferenceException e) {
-            LOG.error("map entry block={} was already freed: {}", RemotePtr.toString(ptr), e.getMessage());
+            // a retried free whose first CAS had landed after all: the block is free
+            if (again == null || again[0] == 0) {
+                LOG.error("map entry block={} was already freed: {}", RemotePtr.toString(ptr), e.getMessage());
+            }
         } catch (DsmException e) {
-            // unreachable node: the block stays allocated (it is reported, not retried forever)
-            LOG.warn("could not free map entry block={}: {}", RemotePtr.toString(ptr), e.getMessage());
+            // a slow or unreachable node: try again after another grace with the header read first (so a retry
+            // can only free this very generation of the block), a few times, then report and keep it
+            long[] state = retries.computeIfAbsent(ptr, p -> new long[]{0, 0});
+            state[0] = header;
+            if (++state[1] < MAX_ATTEMPTS) {
+                retire(ptr);
+                return;
+            }
+            LOG.warn("could not free map entry block={} after {} attempts: {}", RemotePtr.toString(ptr), state[1],
+                    e.getMessage());
         }
+        retries.remove(ptr);
     }
 }
