@@ -105,6 +105,27 @@ class DsmMapTest {
         assertEquals(before, liveBlocks(), "blocks left allocated after destroy");
     }
 
+    @Test
+    void replacedAndRemovedEntriesAreFreedAfterTheGrace() {
+        cluster = new MapCluster("local", 2, 8 << 20);
+        long before = liveBlocks();
+        DsmMap<Long, Long> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().initialSlots(64).grace(Duration.ofMillis(20)));
+        DsmMap<Long, Long> other = DsmMap.open(cluster.node(2), m.rootPtr(), Codecs.longs(), Codecs.longs());
+        for (int round = 0; round < 200; round++) {
+            for (long k = 0; k < 10; k++) {
+                (round % 2 == 0 ? m : other).put(k, round * 100 + k);
+            }
+        }
+        other.remove(3L);
+        m.put(3L, -3L); // replaces the tombstone's entry
+        m.close();
+        other.close();
+        assertEquals(0, m.pendingReclamation() + other.pendingReclamation());
+        // the root, one table and the ten live entries: every replaced entry went back to the heap
+        assertEquals(before + 12, liveBlocks(), "blocks allocated after 2000 overwrites");
+    }
+
     private long liveBlocks() {
         for (io.membus.alloc.GlobalAllocator a : cluster.allocators.values()) {
             a.trim();
