@@ -273,6 +273,11 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         store.heap.free(BlockRef.of(store.rootBlock, header, 0));
     }
 
+    /** The table engine (tests reach its internals through it). */
+    MapStore store() {
+        return store;
+    }
+
     /** Gets this handle served from its read cache (one 8-byte read of the key's slot word). */
     public long readCacheHits() {
         return store.cacheHits();

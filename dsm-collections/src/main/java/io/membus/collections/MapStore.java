@@ -77,6 +77,8 @@ final class MapStore {
         final long seed;
         final int window;
         volatile long next;
+        /** When this node first saw every range claimed but the migration unfinished (0: not seen). */
+        volatile long stalledSince;
 
         Table(long ptr, int log2, long seq, long seed, int window, long next) {
             this.ptr = ptr;
@@ -140,6 +142,7 @@ final class MapStore {
     private final ConcurrentHashMap<ByteBuffer, Cached> cache = new ConcurrentHashMap<>();
     private final int cacheMax;
     private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder repairs = new java.util.concurrent.atomic.LongAdder();
 
     /** A key's slot word (at {@code slotPtr}) and value as seen by an operation that started at {@code at}. */
     private record Cached(long slotPtr, long word, byte[] value, long at) {
@@ -617,6 +620,7 @@ final class MapStore {
         int total = t.total();
         long claim = mem.fetchAndAdd(t.ptr + TABLE_CURSOR, MIGRATE_RANGE);
         if (claim >= total) {
+            repairIfStalled(t);
             return false;
         }
         int from = (int) claim;
@@ -632,38 +636,90 @@ final class MapStore {
         return true;
     }
 
+    /**
+     * Freezes slot {@code i} of {@code t} (holding {@code w} when read) and copies a live
+     * key into the next table. Idempotent: a slot frozen before is only (re-)copied, so
+     * a repair sweep may run it again over a range whose claimer died.
+     */
     private void migrateSlot(Table t, int i, long w) {
-        while (true) {
-            if (isMoved(w)) {
-                return; // frozen before (only this range's claimer freezes; kept for idempotence)
-            }
+        while (!isMoved(w)) {
             long frozen = w == 0 ? MOVED : w | MOVED;
             long witness = mem.compareAndSwap(t.slot(i), w, frozen);
             if (witness != w) {
                 w = witness;
                 continue;
             }
-            if (w == 0) {
-                return;
-            }
             if (isTomb(w)) {
-                reclaimer.retireAfterTable(t.seq, pointerOf(w));
+                reclaimer.retireAfterTable(t.seq, pointerOf(w)); // only the freezer retires it
                 return;
             }
-            int failures = 0;
-            while (true) {
-                try {
-                    Entry e = readEntry(frozen, System.nanoTime());
-                    copyInto(mustNext(t), e.key(), e.hash, identity(w) | COPIED);
-                    return;
-                } catch (Restart r) {
-                    // a frozen live entry is not retired before the root passes t: a restart here is a slow read
-                    if (++failures > MAX_RESTARTS) {
-                        throw DsmMapException.corrupted(RemotePtr.toString(t.slot(i)), "frozen entry never checks");
-                    }
+            w = frozen;
+        }
+        if (!hasKey(w) || isTomb(w)) {
+            return;
+        }
+        int failures = 0;
+        while (true) {
+            try {
+                Entry e = readEntry(w, System.nanoTime());
+                copyInto(mustNext(t), e.key(), e.hash, identity(w) | COPIED);
+                return;
+            } catch (Restart r) {
+                // a frozen live entry is not retired before the root passes t: a restart here is a slow read
+                if (++failures > MAX_RESTARTS) {
+                    throw DsmMapException.corrupted(RemotePtr.toString(t.slot(i)), "frozen entry never checks");
                 }
             }
         }
+    }
+
+    /**
+     * Every range of {@code t} was claimed but the migrated count stays short: a
+     * claimer died (or its verbs failed) part-way. After a while (four graces, so a
+     * slow but live claimer usually finishes first), sweep the whole table again —
+     * freezing and copying are idempotent — then declare it migrated.
+     */
+    private void repairIfStalled(Table t) {
+        int total = t.total();
+        long done = mem.readLong(t.ptr + TABLE_DONE);
+        if (done >= total) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (t.stalledSince == 0) {
+            t.stalledSince = now;
+            return;
+        }
+        if (now - t.stalledSince < 4 * graceNanos) {
+            return;
+        }
+        for (int from = 0; from < total; from += MIGRATE_RANGE) {
+            int to = Math.min(total, from + MIGRATE_RANGE);
+            long[] w = readWords(t.slot(from), to - from);
+            for (int i = from; i < to; i++) {
+                migrateSlot(t, i, w[i - from]);
+            }
+        }
+        while (done < total) {
+            long witness = mem.compareAndSwap(t.ptr + TABLE_DONE, done, total);
+            if (witness == done) {
+                break;
+            }
+            done = witness;
+        }
+        repairs.increment();
+        advanceRoot();
+    }
+
+    /** Migrations finished by a repair sweep (see {@link #repairIfStalled}). */
+    long repairs() {
+        return repairs.sum();
+    }
+
+    /** {@link #advanceRoot} and the root table this node then sees. */
+    Table advanceRootAndGet() {
+        advanceRoot();
+        return rootTable();
     }
 
     /** Moves the root's TABLE along the chain past every fully migrated table. */
