@@ -99,6 +99,13 @@ class InJvmClusterTest {
         assertEquals(30, all.get(2).localSegment(0).readLong(8));
         assertEquals(60, all.get(0).localSegment(0).readLong(16));
 
+        // two-sided messages by node id: node 1 asks node 3, node 2 tells it, a stranger is unavailable
+        all.get(2).messaging().register((short) 40, "test-echo", (from, p) -> new byte[]{(byte) from, p[0]});
+        org.junit.jupiter.api.Assertions.assertArrayEquals(new byte[]{1, 9},
+                all.get(0).messaging().request(3, (short) 40, new byte[]{9}));
+        all.get(1).messaging().send(3, (short) 40, new byte[]{8});
+        assertThrows(NodeUnavailableException.class, () -> all.get(0).messaging().send(77, (short) 40, new byte[1]));
+
         // the allocator: node 1 allocates on node 3, node 2 reads it, node 3 frees it
         BlockRef block = all.get(0).allocator().allocate(100, Placement.node(3));
         assertEquals(3, block.nodeId());
@@ -126,6 +133,14 @@ class InJvmClusterTest {
         assertEquals(3, all.get(0).directory().members().size(), "the status query did not join the cluster");
         assertTrue(table.contains("heap segments (global allocator), read by node 2"), table);
         assertEquals(3, reply.heap().lines().filter(l -> l.matches("[123] +1 +4KiB .*")).count(), reply.heap());
+        // node 3's message counters: the echo channel handled one request and one one-way message
+        ClusterMessage.StatusReply three = ClusterStatus.query(all.get(2).memberAddress().replaceAll("^.*@", ""), "test",
+                "127.0.0.1", Duration.ofSeconds(10));
+        ClusterMessage.ChannelRow echo = three.channels().stream().filter(c -> c.name().equals("test-echo"))
+                .findFirst().orElseThrow(() -> new AssertionError("no test-echo channel in " + three.channels()));
+        assertEquals(40, echo.channel());
+        assertEquals(2, echo.messagesIn(), echo.toString());
+        assertTrue(ClusterStatus.format(three).contains("message channels of node 3"), ClusterStatus.format(three));
         assertTrue(reply.heap().lines().anyMatch(l -> l.matches("1 +1 .*") && l.contains("{2=")),
                 "node 2 holds chunks of node 1 for its large object:\n" + reply.heap());
         assertTrue(table.lines().filter(l -> l.matches("[123] +pekko://test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"))
