@@ -30,6 +30,7 @@ import java.util.stream.Stream;
  */
 final class MapCluster implements AutoCloseable {
     static final int HEAP = 1;
+    static final String TCP_SECRET = "map-test-secret-0123456789abcdef";
 
     final StaticDirectory directory = new StaticDirectory();
     final String fabric = "map-" + System.nanoTime();
@@ -62,7 +63,7 @@ final class MapCluster implements AutoCloseable {
                 b.property("shm.dir", shmDir.toString());
             }
             if (transport.equals("tcp")) {
-                b.property("tcp.secret", "map-test-secret-0123456789abcdef").property("tcp.host", "127.0.0.1")
+                b.property("tcp.secret", TCP_SECRET).property("tcp.host", "127.0.0.1")
                         .property("tcp.port", "0").connectTimeout(Duration.ofSeconds(10));
             }
             Transport t = Transports.create(transport, b.build());
