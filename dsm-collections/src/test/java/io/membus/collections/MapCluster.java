@@ -40,6 +40,8 @@ final class MapCluster implements AutoCloseable {
     final Map<Integer, Transport> transports = new TreeMap<>();
     final Map<Integer, io.membus.core.SegmentDescriptor> heaps = new TreeMap<>();
     private final List<AutoCloseable> closeables = new ArrayList<>();
+    /** Removes the /dev/shm directory if the JVM ends (e.g. a build timeout) before {@link #close()} did. */
+    private final Thread cleanup;
 
     MapCluster(String transport, int nodes, long heapSize) {
         this(transport, nodes, heapSize, Duration.ofSeconds(10));
@@ -54,6 +56,10 @@ final class MapCluster implements AutoCloseable {
             shmDir = root.resolve("membus-map-test-" + System.nanoTime());
         } else {
             shmDir = null;
+        }
+        cleanup = shmDir == null ? null : new Thread(this::removeShmDir, "map-test-shm-cleanup");
+        if (cleanup != null) {
+            Runtime.getRuntime().addShutdownHook(cleanup);
         }
         AllocatorConfig config = AllocatorConfig.builder().heapSegments(HEAP).chunkSize(64 << 10).build();
         for (int id = 1; id <= nodes; id++) {
@@ -81,6 +87,17 @@ final class MapCluster implements AutoCloseable {
         }
     }
 
+    private void removeShmDir() {
+        if (!Files.exists(shmDir)) {
+            return;
+        }
+        try (Stream<Path> walk = Files.walk(shmDir)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            System.err.println("could not remove " + shmDir + ": " + e);
+        }
+    }
+
     GlobalAllocator node(int id) {
         return allocators.get(id);
     }
@@ -97,11 +114,12 @@ final class MapCluster implements AutoCloseable {
                 }
             }
         }
-        if (shmDir != null) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                System.err.println("could not remove " + shmDir + ": " + e);
+        if (cleanup != null) {
+            removeShmDir();
+            try {
+                Runtime.getRuntime().removeShutdownHook(cleanup);
+            } catch (IllegalStateException e) {
+                // the JVM is already shutting down: the hook runs (and finds nothing left)
             }
         }
         if (first != null) {
