@@ -143,6 +143,7 @@ final class MapStore {
     private final int cacheMax;
     private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder repairs = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder restartCount = new java.util.concurrent.atomic.LongAdder();
 
     /** A key's slot word (at {@code slotPtr}) and value as seen by an operation that started at {@code at}. */
     private record Cached(long slotPtr, long word, byte[] value, long at) {
@@ -405,7 +406,13 @@ final class MapStore {
         }
     }
 
+    /** Operations this handle started over (a read outlived half the grace or met a reused entry). */
+    long restarts() {
+        return restartCount.sum();
+    }
+
     private int restarted(int restarts) {
+        restartCount.increment();
         if (restarts + 1 > MAX_RESTARTS) {
             throw new DsmMapException(ErrorCode.TIMEOUT, "restarts", "map operation kept restarting: restarts="
                     + MAX_RESTARTS + ", graceMillis=" + graceNanos / 1_000_000 + ", root=" + RemotePtr.toString(rootBlock)
