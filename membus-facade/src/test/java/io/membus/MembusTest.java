@@ -15,6 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 /** Two real nodes (Pekko membership, local transport) in one JVM reach the same named structures. */
@@ -86,6 +87,9 @@ class MembusTest {
             two.lock("ledger").unlock();
             one.queue("jobs", String.class, 8).add("job-1");
             assertEquals("job-1", two.queue("jobs", String.class, 8).poll());
+            assertNull(one.map("orders", String.class, Long.class).put("order-42", 42L));
+            assertEquals(42L, two.map("orders", String.class, Long.class).get("order-42"));
+            assertSame(two.map("orders", String.class, Long.class), two.map("orders", String.class, Long.class));
             assertEquals(1, one.node().nodeId());
             assertSame(one.node().allocator(), one.allocator());
             assertSame(two.node().remoteMemory(), two.remoteMemory());

@@ -115,6 +115,31 @@ public final class DsmCollections {
     }
 
     /**
+     * The {@link DsmMap} named {@code name} with keys and values encoded by
+     * {@code Codecs.of(type)}, created empty when absent.
+     *
+     * @throws CollectionTypeMismatchException when the name holds another kind or other key/value codecs
+     */
+    public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType) {
+        return map(name, Codecs.of(keyType), Codecs.of(valueType));
+    }
+
+    /** The map named {@code name} with these codecs (and {@link DsmMapOptions#defaults()} when it creates it). */
+    public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec) {
+        return map(name, keyCodec, valueCodec, DsmMapOptions.defaults());
+    }
+
+    /**
+     * The map named {@code name}; {@code options} size its first table and grace when
+     * this call creates it, and this node's read cache.
+     */
+    @SuppressWarnings("unchecked")
+    public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec, DsmMapOptions options) {
+        return cached(name, DsmMap.class, CollectionKind.MAP + " " + DsmMap.descriptor(keyCodec, valueCodec),
+                () -> DsmMap.getOrCreate(roots, name, keyCodec, valueCodec, options));
+    }
+
+    /**
      * The handle cached for {@code name}, opened by {@code opener} the first time.
      * Opening runs outside the cache's lock (it makes round trips); two threads that
      * open at once get the same handle (the first cached wins).
