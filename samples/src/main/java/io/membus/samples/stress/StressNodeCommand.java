@@ -1,0 +1,282 @@
+package io.membus.samples.stress;
+
+import com.typesafe.config.ConfigFactory;
+import io.membus.cluster.DsmNode;
+import io.membus.cluster.NodeConfig;
+import io.membus.core.SegmentDescriptor;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.time.SkewableClock;
+import io.membus.core.transport.FaultInjector;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * {@code membus stress-node}: one node process of {@code membus stress}, driven over
+ * its standard input and output, one line per step:
+ *
+ * <pre>
+ *   node   -> stress : READY &lt;nanoTime&gt; &lt;status line&gt;    (joined; every node's segment is in the directory)
+ *   stress -> node   : RUN &lt;workload&gt; &lt;clients&gt; &lt;keys&gt; &lt;fromNanos&gt; &lt;untilNanos&gt; &lt;seed&gt; &lt;gapNanos&gt; &lt;plant 0|1&gt; &lt;life&gt; &lt;history file&gt;
+ *   node   -> stress : RUNNING                     (clients started; they run from fromNanos to untilNanos)
+ *   node   -> stress : DONE &lt;ops&gt; &lt;unknown&gt;        (every client finished)
+ *   stress -> node   : DROP &lt;peer,peer,...&gt;        (partition: verbs to and from them are dropped)
+ *   stress -> node   : DELAY &lt;millis&gt; &lt;peer,...&gt;   (verbs to and from them are held)
+ *   stress -> node   : SKEW &lt;micros&gt;                (this node's lease clock runs ahead or behind)
+ *   stress -> node   : HEAL                        (no rule, no skew)
+ *   node   -> stress : FAULT &lt;what was done&gt;
+ *   stress -> node   : EXIT
+ * </pre>
+ *
+ * Every key is one 8-byte word: key {@code k} is word {@code k} of segment 0 of node
+ * {@code k % nodes + 1}. Segments are file-backed, so a node killed with
+ * {@code kill -9} and started again with the same id has its words back. A closed
+ * standard input ends the node. Not meant to be run by hand.
+ *
+ * <p><b>Note:</b> one instance per process; client threads share only the history
+ * log and the counters.
+ */
+@Command(name = "stress-node", hidden = true, description = "One node process of membus stress (driven by it).")
+public final class StressNodeCommand implements java.util.concurrent.Callable<Integer> {
+
+    static final String CLUSTER_NAME = "membus-stress";
+    static final String SECRET_ENV = "MEMBUS_STRESS_SECRET";
+
+    @Option(names = "--transport", required = true)
+    String transport;
+
+    @Option(names = "--node-id", required = true)
+    int nodeId;
+
+    @Option(names = "--nodes", required = true)
+    int nodes;
+
+    @Option(names = "--port", required = true)
+    int port;
+
+    @Option(names = "--seeds", required = true, split = ",")
+    List<String> seeds;
+
+    @Option(names = "--data-dir", required = true)
+    Path dataDir;
+
+    @Option(names = "--operation-timeout-ms", defaultValue = "1000")
+    int operationTimeoutMillis;
+
+    @Option(names = "--timeout", defaultValue = "90")
+    int timeoutSeconds;
+
+    @Option(names = "--property")
+    Map<String, String> properties = new HashMap<>();
+
+    private final SkewableClock clock = new SkewableClock();
+    private final PrintStream out = System.out;
+
+    @Override
+    public Integer call() throws Exception {
+        String secret = System.getenv(SECRET_ENV);
+        if (secret != null && secret.indexOf('=') > 0) {
+            properties.put(secret.substring(0, secret.indexOf('=')), secret.substring(secret.indexOf('=') + 1));
+        }
+        try (DsmNode node = DsmNode.start(NodeConfig.from(ConfigFactory.parseMap(config())))) {
+            node.awaitMembers(nodes, Duration.ofSeconds(timeoutSeconds));
+            answer("READY " + System.nanoTime() + " " + node.statusLine());
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            String line;
+            while ((line = in.readLine()) != null) {
+                String[] f = line.split(" ");
+                switch (f[0]) {
+                    case "RUN" -> run(node, f);
+                    case "DROP" -> {
+                        for (int peer : peers(f[1])) {
+                            node.transport().faults().drop(peer);
+                        }
+                        answer("FAULT dropping verbs to and from nodes " + f[1]);
+                    }
+                    case "DELAY" -> {
+                        Duration d = Duration.ofMillis(Long.parseLong(f[1]));
+                        for (int peer : peers(f[2])) {
+                            node.transport().faults().delay(peer, d);
+                        }
+                        answer("FAULT delaying verbs to and from nodes " + f[2] + " by " + d.toMillis() + " ms");
+                    }
+                    case "SKEW" -> {
+                        clock.skewMicros(Long.parseLong(f[1]));
+                        answer("FAULT clock skewed by " + f[1] + " us");
+                    }
+                    case "HEAL" -> {
+                        FaultInjector faults = node.transport().faults();
+                        faults.clear();
+                        clock.skewMicros(0);
+                        answer("FAULT healed");
+                    }
+                    case "EXIT" -> {
+                        stopClients();
+                        return 0;
+                    }
+                    default -> answer("ERROR unknown command: " + line);
+                }
+            }
+            stopClients();
+            System.err.println("stress-node " + nodeId + ": the stress run closed its pipe; shutting down");
+            return 2;
+        } catch (RuntimeException e) {
+            answer("ERROR " + String.valueOf(e.getMessage()).replace('\n', ' '));
+            throw e;
+        }
+    }
+
+    private Map<String, Object> config() {
+        Map<String, Object> m = new HashMap<>();
+        m.put("membus.node-id", nodeId);
+        m.put("membus.cluster-name", CLUSTER_NAME);
+        m.put("membus.host", "127.0.0.1");
+        m.put("membus.port", port);
+        m.put("membus.seed-nodes", seeds);
+        m.put("membus.transport", transport);
+        m.put("membus.transport-properties", properties);
+        m.put("membus.operation-timeout", operationTimeoutMillis + "ms");
+        m.put("membus.connect-timeout", "2s");
+        m.put("membus.start-timeout", timeoutSeconds + "s");
+        m.put("membus.segments.count", 1);
+        m.put("membus.segments.size", 64 << 10);
+        m.put("membus.segments.file-backed", true);
+        m.put("membus.segments.dir", dataDir.toString());
+        m.put("membus.failure-detection.gossip-interval", "200ms");
+        m.put("pekko.cluster.seed-node-timeout", "1s");
+        m.put("pekko.cluster.retry-unsuccessful-join-after", "1s");
+        m.put("pekko.loglevel", "WARNING");
+        return m;
+    }
+
+    private static int[] peers(String list) {
+        return java.util.Arrays.stream(list.split(",")).mapToInt(Integer::parseInt).toArray();
+    }
+
+    private void answer(String line) {
+        synchronized (out) {
+            out.println(line);
+            out.flush();
+        }
+    }
+
+    private final List<Thread> clients = new ArrayList<>();
+    private volatile boolean stop;
+
+    private void stopClients() throws InterruptedException {
+        stop = true;
+        for (Thread t : clients) {
+            t.join(10_000);
+        }
+    }
+
+    /** The word of key {@code k}: word k of segment 0 of node k % nodes + 1. */
+    private long word(DsmNode node, int key) {
+        int home = key % nodes + 1;
+        SegmentDescriptor s = node.directory().segment(home, 0).orElseThrow(() -> new NodeUnavailableException(home,
+                "segment 0 of node " + home + " is not in the directory; the node is down or restarting"));
+        return s.pointer(8L * key);
+    }
+
+    private void run(DsmNode node, String[] f) {
+        String workload = f[1];
+        int clientCount = Integer.parseInt(f[2]);
+        int keys = Integer.parseInt(f[3]);
+        long from = Long.parseLong(f[4]);
+        long until = Long.parseLong(f[5]);
+        long seed = Long.parseLong(f[6]);
+        long gapNanos = Long.parseLong(f[7]);
+        boolean plant = f[8].equals("1");
+        int life = Integer.parseInt(f[9]);
+        HistoryLog log = new HistoryLog(Path.of(f[10]));
+        AtomicLong ops = new AtomicLong();
+        AtomicLong unknown = new AtomicLong();
+        SplittableRandom seeds = new SplittableRandom(seed ^ (nodeId * 0x9E3779B97F4A7C15L) ^ life);
+        for (int c = 0; c < clientCount; c++) {
+            SplittableRandom random = seeds.split();
+            Workload w = switch (workload) {
+                case "register" -> new RawWordWorkloads.Register(node.remoteMemory(), k -> word(node, k), plant,
+                        random.split());
+                case "counter" -> new RawWordWorkloads.Counter(node.remoteMemory(), k -> word(node, k), plant,
+                        random.split());
+                default -> throw new IllegalArgumentException("workload " + workload + " is not built into this"
+                        + " node; allowed: register, counter");
+            };
+            long base = ((nodeId * 100L + life) * 100 + c) * 1_000_000L;
+            Thread t = new Thread(() -> client(w, random, keys, from, until, gapNanos, base, log, ops, unknown),
+                    "stress-client-" + nodeId + "-" + c);
+            t.setDaemon(true);
+            clients.add(t);
+        }
+        clients.forEach(Thread::start);
+        answer("RUNNING");
+        Thread waiter = new Thread(() -> {
+            try {
+                for (Thread t : clients) {
+                    t.join();
+                }
+                log.close();
+                answer("DONE " + ops.get() + " " + unknown.get());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "stress-done");
+        waiter.setDaemon(true);
+        waiter.start();
+    }
+
+    /**
+     * One client: invoke, run, complete, pause; until the deadline. After an operation
+     * with an unknown outcome the client continues as a new process (the old one may
+     * still have that operation in flight, as a Jepsen client would).
+     */
+    private void client(Workload w, SplittableRandom random, int keys, long from, long until, long gapNanos,
+                        long base, HistoryLog log, AtomicLong ops, AtomicLong unknown) {
+        for (long wait = from - System.nanoTime(); wait > 0 && !stop; wait = from - System.nanoTime()) {
+            LockSupport.parkNanos(wait);
+        }
+        long process = base;
+        while (!stop && System.nanoTime() - until < 0) {
+            int key = random.nextInt(keys);
+            Workload.Call call = w.next(random);
+            log.append(new Event(process, Event.Type.INVOKE, call.f(), key, call.a(), call.b(), System.nanoTime()));
+            Event.Type type;
+            long a = call.a();
+            long b = call.b();
+            try {
+                Workload.Outcome o = w.run(key, call);
+                type = o.type();
+                a = o.a();
+                b = o.b();
+            } catch (DsmException e) {
+                type = w.readOnly(call) ? Event.Type.FAIL : Event.Type.INFO;
+            } catch (RuntimeException e) {
+                System.err.println("stress client " + process + ": " + e);
+                type = w.readOnly(call) ? Event.Type.FAIL : Event.Type.INFO;
+            }
+            log.append(new Event(process, type, call.f(), key, a, b, System.nanoTime()));
+            ops.incrementAndGet();
+            if (type == Event.Type.INFO) {
+                unknown.incrementAndGet();
+                process++;
+            }
+            if (gapNanos > 0) {
+                LockSupport.parkNanos(gapNanos / 2 + random.nextLong(gapNanos));
+            }
+        }
+    }
+}
