@@ -8,6 +8,8 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -17,21 +19,15 @@ import java.util.concurrent.Callable;
  *
  * <pre>
  *   node  -> demo : READY &lt;status line&gt;     (joined; every node's segment is in the directory)
- *   demo  -> node : GO &lt;ops&gt; &lt;blocks&gt; &lt;blockSize&gt;
- *   node  -> demo : RESULT &lt;result&gt;
- *   demo  -> node : VERIFY
- *   node  -> demo : COUNTERS &lt;ring&gt; &lt;shared&gt;
- *   demo  -> node : HEAP                    (after RESULT: the cluster's heap usage)
- *   node  -> demo : HEAP &lt;table line&gt; ... then HEAPEND
- *   demo  -> node : FREE                    (every node, before any EXIT: blocks go back to their heaps)
- *   node  -> demo : FREED &lt;blocks&gt;
- *   demo  -> node : STATUS                  (any time after READY)
+ *   demo  -> node : RUN &lt;app&gt; &lt;phase&gt; &lt;arg&gt;...   (one phase of an app, see DemoApp)
+ *   node  -> demo : ANSWER &lt;one line&gt;
+ *   demo  -> node : STATUS                  (between phases)
  *   node  -> demo : STATUS &lt;status line&gt;
- *   demo  -> node : EXIT                    (the node leaves the cluster and exits)
+ *   demo  -> node : EXIT                    (the apps' state is closed, the node leaves and exits)
  * </pre>
  *
- * A closed standard input (the demo is gone) ends the node. Not meant to be run
- * by hand.
+ * A failed phase answers {@code ERROR <message>} and ends the process. A closed
+ * standard input (the demo is gone) ends the node. Not meant to be run by hand.
  *
  * <p><b>Note:</b> one instance per process.
  */
@@ -80,19 +76,10 @@ public final class DemoNodeCommand implements Callable<Integer> {
             out.flush();
             String line;
             while ((line = in.readLine()) != null) {
-                if (line.startsWith("GO ")) {
-                    String[] f = line.split(" ");
-                    DemoNode.Result r = node.work(nodes, Integer.parseInt(f[1]), Integer.parseInt(f[2]),
-                            Integer.parseInt(f[3]));
-                    out.println("RESULT " + r.encode());
-                } else if (line.equals("VERIFY")) {
-                    long[] c = node.counters();
-                    out.println("COUNTERS " + c[0] + " " + c[1]);
-                } else if (line.equals("HEAP")) {
-                    node.heapUsage().lines().forEach(l -> out.println("HEAP " + l));
-                    out.println("HEAPEND");
-                } else if (line.equals("FREE")) {
-                    out.println("FREED " + node.freeBlocks());
+                if (line.startsWith("RUN ")) {
+                    List<String> f = Arrays.asList(line.split(" "));
+                    String answer = node.run(f.get(1), nodes, f.get(2), f.subList(3, f.size()));
+                    out.println("ANSWER " + answer.replace('\n', '\t'));
                 } else if (line.equals("STATUS")) {
                     out.println("STATUS " + node.statusLine());
                 } else if (line.equals("EXIT")) {
