@@ -44,6 +44,8 @@ public enum ErrorCode {
     CODEC(17),
     /** A blocking call was made on a transport thread, where waiting would deadlock. */
     WRONG_THREAD(18),
+    /** A named structure exists with another type than the one asked for, or the name is not a structure's. */
+    WRONG_TYPE(19),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 

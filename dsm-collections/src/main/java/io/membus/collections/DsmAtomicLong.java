@@ -1,0 +1,254 @@
+package io.membus.collections;
+
+import io.membus.core.RemoteMemory;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.function.LongBinaryOperator;
+import java.util.function.LongUnaryOperator;
+
+/**
+ * A {@code long} shared by every node, with the API of
+ * {@link java.util.concurrent.atomic.AtomicLong}. It is one 8-byte word in the
+ * body of its root (no header): {@code get} is one read, {@code set} one write
+ * (a CAS loop on {@code rdma}, where a write is not atomic against atomics),
+ * {@code incrementAndGet}/{@code getAndAdd}/... one fetch-and-add,
+ * {@code compareAndSet} one compare-and-swap; {@code getAndSet} and the
+ * {@code update}/{@code accumulate} forms are CAS loops that start from a read
+ * and retry with the witness of each failed CAS (so a function may run more than
+ * once, as in {@code AtomicLong}).
+ *
+ * <pre>
+ *   root body:
+ *   0                   8
+ *   +-------------------+
+ *   | value (long, LE)  |
+ *   +-------------------+
+ * </pre>
+ *
+ * <p>Every operation is a remote verb with the node's operation timeout; a failure
+ * is a typed {@link io.membus.core.error.DsmException} (e.g. the owning node is
+ * down). A verb that timed out may or may not have taken effect.
+ *
+ * <p><b>Note:</b> thread-safe. Every operation is linearizable: atomics on the
+ * word are atomic across all nodes, and a read issued after a write or atomic
+ * completed sees it (or a later value). The memory-order variants
+ * ({@code getPlain}, {@code setRelease}, {@code lazySet}, {@code weakCompareAndSet*})
+ * are all as strong as their volatile forms.
+ */
+public final class DsmAtomicLong extends Number implements Rooted {
+    private static final long serialVersionUID = 1L;
+
+    /** The descriptor every atomic long root records. */
+    static final String DESCRIPTOR = "atomicLong";
+
+    private final transient Root root;
+    private final transient WordVerbs words;
+    private final transient RemoteMemory memory;
+    private final long ptr;
+
+    DsmAtomicLong(Root root, WordVerbs words) {
+        this.root = root;
+        this.words = words;
+        this.memory = words.memory();
+        this.ptr = root.bodyPtr();
+    }
+
+    static DsmAtomicLong getOrCreate(NamedRoots roots, WordVerbs words, String name) {
+        // a fresh block may hold old bytes: the body is zeroed before the name is bound
+        Root root = roots.getOrCreate(name, CollectionKind.ATOMIC_LONG, DESCRIPTOR, Long.BYTES,
+                r -> roots.memory().writeLong(r.bodyPtr(), 0L));
+        return new DsmAtomicLong(root, words);
+    }
+
+    @Override
+    public Root root() {
+        return root;
+    }
+
+    /** The name this counter is bound to. */
+    public String name() {
+        return root.name();
+    }
+
+    /** The remote pointer of the word. */
+    public long address() {
+        return ptr;
+    }
+
+    public long get() {
+        return memory.readLong(ptr);
+    }
+
+    public CompletableFuture<Long> getAsync() {
+        return memory.readAsync(ptr, Long.BYTES).thenApply(b -> io.membus.core.Words.getLong(b, 0));
+    }
+
+    public void set(long newValue) {
+        words.store(ptr, newValue);
+    }
+
+    /** As {@link #set}: a remote store has no weaker form. */
+    public void lazySet(long newValue) {
+        set(newValue);
+    }
+
+    public long getAndSet(long newValue) {
+        return words.swap(ptr, newValue);
+    }
+
+    public boolean compareAndSet(long expectedValue, long newValue) {
+        return memory.compareAndSwap(ptr, expectedValue, newValue) == expectedValue;
+    }
+
+    public CompletableFuture<Boolean> compareAndSetAsync(long expectedValue, long newValue) {
+        return memory.compareAndSwapAsync(ptr, expectedValue, newValue).thenApply(w -> w == expectedValue);
+    }
+
+    /** The witness value: {@code expectedValue} when the swap took place. One CAS. */
+    public long compareAndExchange(long expectedValue, long newValue) {
+        return memory.compareAndSwap(ptr, expectedValue, newValue);
+    }
+
+    /** As {@link #compareAndSet}: never fails spuriously. */
+    @Deprecated(since = "9")
+    public boolean weakCompareAndSet(long expectedValue, long newValue) {
+        return compareAndSet(expectedValue, newValue);
+    }
+
+    /** As {@link #compareAndSet}: never fails spuriously. */
+    public boolean weakCompareAndSetPlain(long expectedValue, long newValue) {
+        return compareAndSet(expectedValue, newValue);
+    }
+
+    /** As {@link #compareAndSet}. */
+    public boolean weakCompareAndSetVolatile(long expectedValue, long newValue) {
+        return compareAndSet(expectedValue, newValue);
+    }
+
+    /** As {@link #compareAndSet}. */
+    public boolean weakCompareAndSetAcquire(long expectedValue, long newValue) {
+        return compareAndSet(expectedValue, newValue);
+    }
+
+    /** As {@link #compareAndSet}. */
+    public boolean weakCompareAndSetRelease(long expectedValue, long newValue) {
+        return compareAndSet(expectedValue, newValue);
+    }
+
+    public long getAndIncrement() {
+        return memory.fetchAndAdd(ptr, 1);
+    }
+
+    public long getAndDecrement() {
+        return memory.fetchAndAdd(ptr, -1);
+    }
+
+    public long getAndAdd(long delta) {
+        return memory.fetchAndAdd(ptr, delta);
+    }
+
+    public long incrementAndGet() {
+        return memory.fetchAndAdd(ptr, 1) + 1;
+    }
+
+    public long decrementAndGet() {
+        return memory.fetchAndAdd(ptr, -1) - 1;
+    }
+
+    public long addAndGet(long delta) {
+        return memory.fetchAndAdd(ptr, delta) + delta;
+    }
+
+    /** One fetch-and-add, completed asynchronously; the value after the addition. */
+    public CompletableFuture<Long> addAndGetAsync(long delta) {
+        return memory.fetchAndAddAsync(ptr, delta).thenApply(before -> before + delta);
+    }
+
+    public long getAndUpdate(LongUnaryOperator updateFunction) {
+        long prev = get();
+        while (true) {
+            long next = updateFunction.applyAsLong(prev);
+            long witness = memory.compareAndSwap(ptr, prev, next);
+            if (witness == prev) {
+                return prev;
+            }
+            prev = witness;
+        }
+    }
+
+    public long updateAndGet(LongUnaryOperator updateFunction) {
+        long prev = get();
+        while (true) {
+            long next = updateFunction.applyAsLong(prev);
+            long witness = memory.compareAndSwap(ptr, prev, next);
+            if (witness == prev) {
+                return next;
+            }
+            prev = witness;
+        }
+    }
+
+    public long getAndAccumulate(long x, LongBinaryOperator accumulatorFunction) {
+        return getAndUpdate(v -> accumulatorFunction.applyAsLong(v, x));
+    }
+
+    public long accumulateAndGet(long x, LongBinaryOperator accumulatorFunction) {
+        return updateAndGet(v -> accumulatorFunction.applyAsLong(v, x));
+    }
+
+    /** As {@link #get}. */
+    public long getPlain() {
+        return get();
+    }
+
+    /** As {@link #set}. */
+    public void setPlain(long newValue) {
+        set(newValue);
+    }
+
+    /** As {@link #get}. */
+    public long getOpaque() {
+        return get();
+    }
+
+    /** As {@link #set}. */
+    public void setOpaque(long newValue) {
+        set(newValue);
+    }
+
+    /** As {@link #get}. */
+    public long getAcquire() {
+        return get();
+    }
+
+    /** As {@link #set}. */
+    public void setRelease(long newValue) {
+        set(newValue);
+    }
+
+    @Override
+    public int intValue() {
+        return (int) get();
+    }
+
+    @Override
+    public long longValue() {
+        return get();
+    }
+
+    @Override
+    public float floatValue() {
+        return (float) get();
+    }
+
+    @Override
+    public double doubleValue() {
+        return (double) get();
+    }
+
+    /** The current value, as {@code AtomicLong.toString} (one read). */
+    @Override
+    public String toString() {
+        return Long.toString(get());
+    }
+}

@@ -1,0 +1,144 @@
+package io.membus.collections;
+
+import io.membus.alloc.GlobalAllocator;
+import io.membus.codec.Codec;
+import io.membus.codec.Codecs;
+import io.membus.core.RemoteMemory;
+import io.membus.core.directory.NameRegistry;
+
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+
+/**
+ * The collections entry point of one node: gets or creates a named structure
+ * that is the same object on every node ({@code atomicLong("hits")} on node 1 and
+ * on node 3 count the same word). Creating one name concurrently from many nodes
+ * yields one structure ({@link NamedRoots}); asking for a name with another type
+ * than it was created with (kind, codec, length, capacity) is a
+ * {@link CollectionTypeMismatchException} naming both types.
+ *
+ * <p>Handles are cached per name in this object: asking twice returns the same
+ * handle (and one {@link DsmLock} per name per node, which its reentrancy needs).
+ * Use one {@code DsmCollections} per node (the {@code io.membus.Membus} facade
+ * holds it).
+ *
+ * <p><b>Note:</b> thread-safe; creation follows {@link NamedRoots}. A handle is
+ * safe to share between threads.
+ */
+public final class DsmCollections {
+    private final NamedRoots roots;
+    private final WordVerbs words;
+    private final ConcurrentHashMap<String, Object> open = new ConcurrentHashMap<>();
+
+    public DsmCollections(RemoteMemory memory, GlobalAllocator allocator, NameRegistry names) {
+        this.roots = new NamedRoots(memory, allocator, names);
+        this.words = new WordVerbs(memory);
+    }
+
+    /** The root mechanism, for structures built outside this class (the map). */
+    public NamedRoots roots() {
+        return roots;
+    }
+
+    public RemoteMemory memory() {
+        return roots.memory();
+    }
+
+    public GlobalAllocator allocator() {
+        return roots.allocator();
+    }
+
+    /** The counter named {@code name}, created at zero when absent. */
+    public DsmAtomicLong atomicLong(String name) {
+        return cached(name, DsmAtomicLong.class, CollectionKind.ATOMIC_LONG + " " + DsmAtomicLong.DESCRIPTOR,
+                () -> DsmAtomicLong.getOrCreate(roots, words, name));
+    }
+
+    /**
+     * The array of {@code length} longs named {@code name}, created zeroed when absent,
+     * in stripes of {@value StripedWords#DEFAULT_STRIPE_LENGTH} elements.
+     *
+     * @throws CollectionTypeMismatchException when the name holds another type or another length
+     */
+    public DsmLongArray longArray(String name, int length) {
+        return longArray(name, length, StripedWords.DEFAULT_STRIPE_LENGTH);
+    }
+
+    /** As {@link #longArray(String, int)} with {@code stripeLength} elements per stripe when it creates the array. */
+    public DsmLongArray longArray(String name, int length, int stripeLength) {
+        return cached(name, DsmLongArray.class, CollectionKind.LONG_ARRAY + " " + DsmLongArray.descriptor(length),
+                () -> DsmLongArray.getOrCreate(roots, words, name, length, stripeLength));
+    }
+
+    /** The array of {@code length} doubles named {@code name}, created at +0.0 when absent. */
+    public DsmDoubleArray doubleArray(String name, int length) {
+        return doubleArray(name, length, StripedWords.DEFAULT_STRIPE_LENGTH);
+    }
+
+    /** As {@link #doubleArray(String, int)} with {@code stripeLength} elements per stripe when it creates the array. */
+    public DsmDoubleArray doubleArray(String name, int length, int stripeLength) {
+        return cached(name, DsmDoubleArray.class,
+                CollectionKind.DOUBLE_ARRAY + " " + DsmDoubleArray.descriptor(length),
+                () -> DsmDoubleArray.getOrCreate(roots, words, name, length, stripeLength));
+    }
+
+    /** The lock named {@code name}, created free when absent; one handle per name on this node. */
+    public DsmLock lock(String name) {
+        return cached(name, DsmLock.class, CollectionKind.LOCK + " " + DsmLock.DESCRIPTOR,
+                () -> DsmLock.getOrCreate(roots, name));
+    }
+
+    /**
+     * The bounded queue named {@code name} of {@code capacity} elements encoded with
+     * {@code codec}, created empty when absent, with slots of
+     * {@value QueueDescriptor#DEFAULT_SLOT_BYTES} bytes (elements up to 56 encoded
+     * bytes inline).
+     *
+     * @throws CollectionTypeMismatchException when the name holds another type, capacity or codec
+     */
+    public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity) {
+        return queue(name, codec, capacity, QueueDescriptor.DEFAULT_SLOT_BYTES);
+    }
+
+    /** As {@link #queue(String, Codec, int)} with {@code slotBytes} per slot when it creates the queue. */
+    @SuppressWarnings("unchecked")
+    public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity, int slotBytes) {
+        return cached(name, DsmQueue.class, CollectionKind.QUEUE + " " + DsmQueue.descriptor(capacity, codec),
+                () -> DsmQueue.getOrCreate(roots, name, codec, capacity, slotBytes));
+    }
+
+    /** {@link #queue(String, Codec, int)} with {@link Codecs#of(Class, Class[])} for {@code type}. */
+    public <E> DsmQueue<E> queue(String name, Class<E> type, int capacity) {
+        return queue(name, Codecs.of(type), capacity);
+    }
+
+    /**
+     * The handle cached for {@code name}, opened by {@code opener} the first time.
+     * Opening runs outside the cache's lock (it makes round trips); two threads that
+     * open at once get the same handle (the first cached wins).
+     */
+    private <T> T cached(String name, Class<T> type, String requested, Supplier<T> opener) {
+        Object handle = open.get(name);
+        // the cache holds Rooted handles only
+        if (handle == null) {
+            T fresh = opener.get();
+            handle = open.putIfAbsent(name, fresh);
+            if (handle == null) {
+                return fresh;
+            }
+        }
+        if (!type.isInstance(handle)) {
+            throw new CollectionTypeMismatchException(name, describe(handle), requested);
+        }
+        T typed = type.cast(handle);
+        String existing = describe(typed);
+        if (!existing.equals(requested)) {
+            throw new CollectionTypeMismatchException(name, existing, requested);
+        }
+        return typed;
+    }
+
+    private static String describe(Object handle) {
+        return ((Rooted) handle).root().type();
+    }
+}

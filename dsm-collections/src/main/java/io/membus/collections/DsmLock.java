@@ -1,0 +1,275 @@
+package io.membus.collections;
+
+import io.membus.core.RemoteMemory;
+import io.membus.core.directory.SegmentDirectory;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A {@link Lock} shared by every node, reentrant per thread, whose every
+ * acquisition carries a <em>fencing token</em> that grows (Kleppmann's fencing):
+ * {@link #lockWithToken()} / {@link #token()}. A resource that remembers the
+ * largest token it has seen and refuses smaller ones is safe against a holder that
+ * lost the lock without knowing it.
+ *
+ * <p>The lock is one word in its root ({@link LockWord}: token, held bit, holder
+ * node). Threads of one node first take a local {@link ReentrantLock} (the
+ * <em>gate</em>: reentrancy, {@link IllegalMonitorStateException} for a non-holder's
+ * {@link #unlock()}, local fairness as {@code ReentrantLock}'s non-fair mode); the
+ * thread holding the gate then takes the word by CAS. A reentrant acquisition
+ * touches no remote memory and keeps the token.
+ *
+ * <p><b>Release on failure.</b> A holder whose node is not a live member of the
+ * {@link SegmentDirectory} (downed, removed) or is fenced by this node's transport
+ * is broken: a waiter takes the word by CAS with the next token. A word that names
+ * this very node while no thread of this node holds the gate was left by an earlier
+ * incarnation of the node and is broken the same way. The broken holder's
+ * {@link #unlock()} then fails with {@link LockLostException}.
+ *
+ * <p><b>Waiting.</b> A blocked acquisition re-reads the word with a pause that
+ * doubles from 20 µs to 2 ms ({@link Backoff}); {@code tryLock(time, unit)} and
+ * {@code lockInterruptibly()} honour their deadline and interruption between looks
+ * (a single verb in flight may outlast a deadline by up to the operation timeout).
+ * {@link #lock()} is not interruptible (the interrupt status is kept).
+ *
+ * <p>{@link #newCondition()} is not supported ({@link UnsupportedOperationException}):
+ * a condition would need waiting across nodes that this lock does not provide.
+ * Use one {@code DsmLock} per name per node (what {@link DsmCollections} hands out):
+ * two handles of one node would take each other for a stale incarnation.
+ *
+ * <p><b>Note:</b> thread-safe. Mutual exclusion across nodes holds while holders'
+ * nodes stay live members; an acquisition's CAS is its linearization point, and the
+ * verbs' visibility rule makes everything a holder wrote (with completed verbs)
+ * before {@link #unlock()} visible to the next holder's reads after its
+ * {@code lock()}. After a break, the tokens order the holders.
+ */
+public final class DsmLock implements Lock, Rooted {
+    static final String DESCRIPTOR = "lock";
+
+    private final Root root;
+    private final RemoteMemory memory;
+    private final long ptr;
+    private final int self;
+    private final ReentrantLock gate = new ReentrantLock();
+    /** The token of the current hold; written and read by the gate's holder only. */
+    private long token;
+
+    private DsmLock(Root root, RemoteMemory memory) {
+        this.root = root;
+        this.memory = memory;
+        this.ptr = root.bodyPtr();
+        this.self = memory.localNodeId();
+    }
+
+    static DsmLock getOrCreate(NamedRoots roots, String name) {
+        Root root = roots.getOrCreate(name, CollectionKind.LOCK, DESCRIPTOR, Long.BYTES,
+                r -> roots.memory().writeLong(r.bodyPtr(), 0L));
+        return new DsmLock(root, roots.memory());
+    }
+
+    @Override
+    public Root root() {
+        return root;
+    }
+
+    public String name() {
+        return root.name();
+    }
+
+    @Override
+    public void lock() {
+        try {
+            acquire(Backoff.NO_DEADLINE, false, true);
+        } catch (InterruptedException e) {
+            throw new AssertionError("an uninterruptible acquisition was interrupted", e);
+        }
+    }
+
+    /** {@link #lock()} and the hold's fencing token. */
+    public long lockWithToken() {
+        lock();
+        return token;
+    }
+
+    @Override
+    public void lockInterruptibly() throws InterruptedException {
+        acquire(Backoff.NO_DEADLINE, true, true);
+    }
+
+    /** One look: takes the lock if it is free (or held by a dead holder) now. */
+    @Override
+    public boolean tryLock() {
+        try {
+            return acquire(System.nanoTime(), false, false);
+        } catch (InterruptedException e) {
+            throw new AssertionError("a single try was interrupted", e);
+        }
+    }
+
+    @Override
+    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+        return acquire(Backoff.deadline(unit.toNanos(time)), true, true);
+    }
+
+    /**
+     * @param wait whether to wait until the deadline; else one look
+     * @return whether the lock is held by the calling thread afterwards
+     */
+    private boolean acquire(long deadline, boolean interruptible, boolean wait) throws InterruptedException {
+        if (interruptible && Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        boolean local;
+        if (!wait) {
+            local = gate.tryLock();
+        } else if (deadline == Backoff.NO_DEADLINE) {
+            if (interruptible) {
+                gate.lockInterruptibly();
+            } else {
+                gate.lock();
+            }
+            local = true;
+        } else {
+            local = gate.tryLock(Math.max(0, Backoff.remaining(deadline)), TimeUnit.NANOSECONDS);
+        }
+        if (!local) {
+            return false;
+        }
+        if (gate.getHoldCount() > 1) {
+            return true;
+        }
+        boolean acquired = false;
+        try {
+            acquired = acquireWord(deadline, interruptible, wait);
+            return acquired;
+        } finally {
+            if (!acquired) {
+                gate.unlock();
+            }
+        }
+    }
+
+    private boolean acquireWord(long deadline, boolean interruptible, boolean wait) throws InterruptedException {
+        Backoff backoff = new Backoff();
+        try {
+            long word = memory.readLong(ptr);
+            while (true) {
+                boolean free = !LockWord.held(word);
+                if (free || !holderAlive(LockWord.node(word))) {
+                    long next = LockWord.token(word) + 1;
+                    if (next > LockWord.MAX_TOKEN) {
+                        throw new CollectionArgumentException("token", next, "at most " + LockWord.MAX_TOKEN
+                                + " acquisitions of lock " + root.name() + ": use a new lock name");
+                    }
+                    long witness = memory.compareAndSwap(ptr, word, LockWord.held(next, self));
+                    if (witness == word) {
+                        token = next;
+                        return true;
+                    }
+                    word = witness;
+                    continue;
+                }
+                if (!wait || !backoff.pause(deadline, interruptible)) {
+                    return false;
+                }
+                word = memory.readLong(ptr);
+            }
+        } finally {
+            backoff.restoreInterrupt();
+        }
+    }
+
+    /**
+     * Whether the node named by a held word still holds it: a live, unfenced member
+     * other than this node (this node's gate is ours, so a word naming this node is
+     * an earlier incarnation's).
+     */
+    private boolean holderAlive(int node) {
+        if (node == self) {
+            return false;
+        }
+        SegmentDirectory directory = memory.directory();
+        return directory.member(node).isPresent() && !memory.transport().isFenced(node);
+    }
+
+    /**
+     * Releases one hold of the calling thread; the last one frees the word (one CAS).
+     *
+     * @throws IllegalMonitorStateException when the calling thread does not hold the lock
+     * @throws LockLostException when the lock was broken by another node since this
+     *                           hold began (the local hold is released all the same)
+     */
+    @Override
+    public void unlock() {
+        if (!gate.isHeldByCurrentThread()) {
+            throw new IllegalMonitorStateException("lock " + root.name() + " is not held by thread "
+                    + Thread.currentThread().getName());
+        }
+        try {
+            if (gate.getHoldCount() == 1) {
+                long mine = LockWord.held(token, self);
+                long witness = memory.compareAndSwap(ptr, mine, LockWord.free(token, self));
+                if (witness != mine) {
+                    throw new LockLostException(root.name(), token, LockWord.token(witness), LockWord.node(witness),
+                            LockWord.held(witness));
+                }
+            }
+        } finally {
+            gate.unlock();
+        }
+    }
+
+    /**
+     * The fencing token of the calling thread's hold.
+     *
+     * @throws IllegalMonitorStateException when the calling thread does not hold the lock
+     */
+    public long token() {
+        if (!gate.isHeldByCurrentThread()) {
+            throw new IllegalMonitorStateException("lock " + root.name() + " is not held by thread "
+                    + Thread.currentThread().getName());
+        }
+        return token;
+    }
+
+    public boolean isHeldByCurrentThread() {
+        return gate.isHeldByCurrentThread();
+    }
+
+    /** Holds of the calling thread (0 when it does not hold the lock). */
+    public int getHoldCount() {
+        return gate.getHoldCount();
+    }
+
+    /** Whether any node holds the lock now (one read). */
+    public boolean isLocked() {
+        return LockWord.held(memory.readLong(ptr));
+    }
+
+    /** The node holding the lock now, or -1 (one read). */
+    public int holderNode() {
+        long w = memory.readLong(ptr);
+        return LockWord.held(w) ? LockWord.node(w) : -1;
+    }
+
+    /** The token of the latest acquisition by any node (one read). */
+    public long lastToken() {
+        return LockWord.token(memory.readLong(ptr));
+    }
+
+    /** Not supported: see the class comment. */
+    @Override
+    public Condition newCondition() {
+        throw new UnsupportedOperationException("DsmLock has no conditions: lock " + root.name()
+                + "; wait on a DsmQueue or poll shared state instead");
+    }
+
+    @Override
+    public String toString() {
+        long w = memory.readLong(ptr);
+        return "DsmLock{name=" + root.name() + ", " + LockWord.toString(w) + "}";
+    }
+}

@@ -1,0 +1,744 @@
+package io.membus.collections;
+
+import io.membus.alloc.BlockRef;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.UseAfterFreeException;
+import io.membus.codec.Codec;
+import io.membus.core.RemoteMemory;
+import io.membus.core.Words;
+
+import java.util.AbstractQueue;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static io.membus.collections.QueueDescriptor.FORM_FIELD;
+import static io.membus.collections.QueueDescriptor.FORM_INLINE;
+import static io.membus.collections.QueueDescriptor.FORM_LARGE;
+import static io.membus.collections.QueueDescriptor.LENGTH_FIELD;
+import static io.membus.collections.QueueDescriptor.PAYLOAD_FIELD;
+import static io.membus.collections.SlotState.EMPTY;
+import static io.membus.collections.SlotState.FULL;
+import static io.membus.collections.SlotState.READING;
+import static io.membus.collections.SlotState.WRITING;
+
+/**
+ * A bounded {@link BlockingQueue} shared by every node: a ring of slots in remote
+ * memory with one state word per slot (Vyukov's bounded MPMC queue, with the
+ * claim made on the slot's state word instead of on the tail; layout in
+ * {@link QueueDescriptor}, states in {@link SlotState}). No lock anywhere:
+ * <ul>
+ *   <li><b>offer</b>: one CAS {@code EMPTY(t) -> WRITING(t, me)} on the slot of the
+ *       ticket {@code t} this node believes is the tail (a failed CAS returns the
+ *       slot's state, which says whether to move on, that the ring is full, or that
+ *       a dead node's slot must be recovered); then the data write and the CAS
+ *       {@code WRITING -> FULL(t)}, pipelined on one connection (executed in issue
+ *       order): two round trips.</li>
+ *   <li><b>poll</b>: the CAS {@code FULL(t) -> READING(t, me)} pipelined with the read
+ *       of the slot's data (executed after the CAS, so it reads a claimed slot); then
+ *       the CAS {@code READING -> EMPTY(t + capacity)}: two round trips.</li>
+ *   <li>Head and tail are hints advanced by CAS by whoever sees them lag
+ *       (asynchronously, off the caller's path).</li>
+ * </ul>
+ * Elements whose encoding fits the slot ({@code slotBytes - 8} bytes) are stored
+ * inline; larger ones in an allocator block that the consumer frees.
+ *
+ * <p><b>Waiting.</b> A blocked {@code put}/{@code take} (and the timed
+ * {@code offer}/{@code poll}) retries with a pause that doubles from 20 µs to
+ * 2 ms ({@link Backoff}), honouring its timeout and interruption
+ * ({@link InterruptedException}; a large element's block is freed).
+ *
+ * <p><b>Failures</b> (a node that is not a live member of the directory, or is
+ * fenced, is dead; recovery relies on the cluster fencing a downed node's verbs):
+ * <ul>
+ *   <li>A producer that died between claiming a slot and publishing it
+ *       ({@code WRITING(t, dead)}): the next node that needs that slot (a consumer
+ *       waiting for ticket {@code t}, or a producer a lap later) moves it to
+ *       {@code EMPTY(t + capacity)}: ticket {@code t} carries no element. The dead
+ *       producer's {@code offer} never returned, so no element that was reported
+ *       enqueued is lost; the half-written element is dropped (at most once).</li>
+ *   <li>A consumer that died between claiming a slot and emptying it
+ *       ({@code READING(t, dead)}): its {@code take} never returned the element, so
+ *       it is delivered again: the next node that needs the slot moves it to
+ *       {@code FULL(t + capacity)} and the element is taken as ticket
+ *       {@code t + capacity} (later than the elements offered after it: FIFO holds
+ *       for every element but a redelivered one). Its large block, if any, was not
+ *       freed yet (a consumer frees it after emptying the slot; a consumer that dies
+ *       between the two leaks that one block).</li>
+ *   <li>A slot held by this very node without an operation of this handle in
+ *       flight was left by an earlier incarnation of the node and is recovered the
+ *       same way.</li>
+ *   <li>A node taken for dead that is in fact still running finds its slot gone
+ *       when it publishes: {@link SlotLostException} (its element was not enqueued,
+ *       or not taken).</li>
+ *   <li>A verb that fails mid-operation (timeout, unreachable node) makes the
+ *       operation's outcome unknown, as for the verbs: a claimed slot is given back
+ *       ({@code WRITING -> EMPTY(t + capacity)}, {@code READING -> FULL(t + capacity)})
+ *       when that is still possible, and the typed exception is rethrown.</li>
+ * </ul>
+ * Elements live in the root's node: when it is down, every operation fails with
+ * its {@code NodeUnavailableException}.
+ *
+ * <p><b>Views.</b> {@link #size()} counts the {@code FULL} slots (one read of the
+ * state words); {@link #iterator()} is weakly consistent (it walks the tickets
+ * between the head and the tail it read at creation, returns the elements it finds
+ * still there, never throws {@code ConcurrentModificationException}) and supports
+ * {@code remove()}; removing an element from the middle frees its slot for the
+ * ticket one lap later, so the ring may report full before {@code capacity}
+ * elements are queued until the head passes that slot. Null elements are refused
+ * with {@link NullPointerException}, as every {@code BlockingQueue} does.
+ *
+ * <p><b>Note:</b> thread-safe, for any number of producers and consumers on any
+ * nodes. {@code offer}, {@code poll}, {@code put}, {@code take} and their timed
+ * forms are linearizable at their claim CAS; actions of a producer before it
+ * offered an element happen-before the actions of the consumer after it took it
+ * (the verbs' visibility rule). Bulk operations ({@code addAll}, {@code drainTo},
+ * {@code clear}) are not atomic.
+ */
+public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue<E>, Rooted {
+    static final String KIND_NAME = "queue";
+    /** The largest capacity. */
+    public static final int MAX_CAPACITY = 1 << 20;
+    private static final int STATES_PER_READ = 8192;
+
+    private final Root root;
+    private final RemoteMemory memory;
+    private final GlobalAllocator allocator;
+    private final Codec<E> codec;
+    private final int capacity;
+    private final int slotBytes;
+    private final int self;
+    private final long headPtr;
+    private final long tailPtr;
+    private final long statesPtr;
+    private final long dataPtr;
+    private final AtomicLong headHint = new AtomicLong();
+    private final AtomicLong tailHint = new AtomicLong();
+    /** Tickets whose slot an operation of this handle holds (WRITING or READING) right now. */
+    private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
+
+    private DsmQueue(Root root, NamedRoots roots, Codec<E> codec, int capacity, int slotBytes) {
+        this.root = root;
+        this.memory = roots.memory();
+        this.allocator = roots.allocator();
+        this.codec = codec;
+        this.capacity = capacity;
+        this.slotBytes = slotBytes;
+        this.self = memory.localNodeId();
+        long body = root.bodyPtr();
+        this.headPtr = body + QueueDescriptor.HEAD_OFFSET;
+        this.tailPtr = body + QueueDescriptor.TAIL_OFFSET;
+        this.statesPtr = body + QueueDescriptor.STATES_OFFSET;
+        this.dataPtr = body + QueueDescriptor.dataOffset(capacity);
+        headHint.set(memory.readLong(headPtr));
+        tailHint.set(memory.readLong(tailPtr));
+    }
+
+    static String descriptor(int capacity, Codec<?> codec) {
+        return KIND_NAME + "(capacity=" + capacity + ",codec=" + codec.id() + ")";
+    }
+
+    static <E> DsmQueue<E> getOrCreate(NamedRoots roots, String name, Codec<E> codec, int capacity, int slotBytes) {
+        Objects.requireNonNull(codec, "codec");
+        if (capacity <= 0 || capacity > MAX_CAPACITY) {
+            throw new CollectionArgumentException("capacity", capacity, "1.." + MAX_CAPACITY);
+        }
+        if (slotBytes < QueueDescriptor.MIN_SLOT_BYTES || slotBytes > QueueDescriptor.MAX_SLOT_BYTES
+                || slotBytes % 8 != 0) {
+            throw new CollectionArgumentException("slotBytes", slotBytes, "a multiple of 8 in "
+                    + QueueDescriptor.MIN_SLOT_BYTES + ".." + QueueDescriptor.MAX_SLOT_BYTES);
+        }
+        RemoteMemory memory = roots.memory();
+        Root root = roots.getOrCreate(name, CollectionKind.QUEUE, descriptor(capacity, codec),
+                QueueDescriptor.bodyLength(capacity, slotBytes), r -> {
+                    byte[] head = new byte[QueueDescriptor.STATES_OFFSET];
+                    Words.putLong(head, QueueDescriptor.CAPACITY_OFFSET, capacity);
+                    Words.putLong(head, QueueDescriptor.SLOT_BYTES_OFFSET, slotBytes);
+                    memory.write(r.bodyPtr(), head);
+                    for (int from = 0; from < capacity; from += STATES_PER_READ) {
+                        int n = Math.min(STATES_PER_READ, capacity - from);
+                        byte[] states = new byte[n * Long.BYTES];
+                        for (int i = 0; i < n; i++) {
+                            Words.putLong(states, i * Long.BYTES, SlotState.of(from + i, EMPTY, 0));
+                        }
+                        memory.write(r.bodyPtr() + QueueDescriptor.STATES_OFFSET + (long) from * Long.BYTES, states);
+                    }
+                });
+        int storedSlotBytes = (int) memory.readLong(root.bodyPtr() + QueueDescriptor.SLOT_BYTES_OFFSET);
+        return new DsmQueue<>(root, roots, codec, capacity, storedSlotBytes);
+    }
+
+    @Override
+    public Root root() {
+        return root;
+    }
+
+    public String name() {
+        return root.name();
+    }
+
+    /** The fixed capacity. */
+    public int capacity() {
+        return capacity;
+    }
+
+    /** The largest encoded element stored inline in its slot; larger ones go to an allocator block. */
+    public int inlineBytes() {
+        return slotBytes - PAYLOAD_FIELD;
+    }
+
+    public Codec<E> codec() {
+        return codec;
+    }
+
+    private long statePtr(long ticket) {
+        return statesPtr + (ticket % capacity) * Long.BYTES;
+    }
+
+    private long dataPtr(long ticket) {
+        return dataPtr + (ticket % capacity) * slotBytes;
+    }
+
+    // ------------------------------------------------------------------ producers
+
+    /** An element ready for a slot: the data area's bytes and, for a large element, its block. */
+    private static final class Prepared {
+        final byte[] data;
+        final BlockRef block;
+
+        Prepared(byte[] data, BlockRef block) {
+            this.data = data;
+            this.block = block;
+        }
+    }
+
+    private Prepared prepare(E e) {
+        Objects.requireNonNull(e, "DsmQueue does not accept null elements");
+        byte[] bytes = codec.encode(e);
+        if (bytes.length <= slotBytes - PAYLOAD_FIELD) {
+            byte[] data = new byte[PAYLOAD_FIELD + bytes.length];
+            Words.putInt(data, LENGTH_FIELD, bytes.length);
+            Words.putInt(data, FORM_FIELD, FORM_INLINE);
+            System.arraycopy(bytes, 0, data, PAYLOAD_FIELD, bytes.length);
+            return new Prepared(data, null);
+        }
+        BlockRef block = allocator.allocate(bytes.length);
+        try {
+            allocator.write(block, 0, bytes);
+        } catch (RuntimeException ex) {
+            discard(new Prepared(null, block), ex);
+            throw ex;
+        }
+        byte[] data = new byte[PAYLOAD_FIELD + QueueDescriptor.LARGE_REF_LENGTH];
+        Words.putInt(data, LENGTH_FIELD, bytes.length);
+        Words.putInt(data, FORM_FIELD, FORM_LARGE);
+        Words.putLong(data, PAYLOAD_FIELD, block.ptr());
+        Words.putLong(data, PAYLOAD_FIELD + 8, block.header());
+        Words.putLong(data, PAYLOAD_FIELD + 16, block.capacity());
+        return new Prepared(data, block);
+    }
+
+    /** Frees a prepared element's block (an offer that gave up). */
+    private void discard(Prepared p, RuntimeException failure) {
+        if (p.block != null) {
+            try {
+                allocator.free(p.block);
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    throw e;
+                }
+                failure.addSuppressed(e);
+            }
+        }
+    }
+
+    /** One pass: puts {@code p} in the slot of the tail's ticket; false when the ring is full there. */
+    private boolean tryOffer(Prepared p) {
+        long t = tailHint.get();
+        while (true) {
+            checkTicket(t);
+            long empty = SlotState.of(t, EMPTY, 0);
+            long mine = SlotState.of(t, WRITING, self);
+            inFlight.add(t);
+            long w;
+            try {
+                w = memory.compareAndSwap(statePtr(t), empty, mine);
+            } catch (RuntimeException e) {
+                inFlight.remove(t);
+                throw e;
+            }
+            if (w == empty) {
+                helpAdvance(tailPtr, t);
+                tailHint.accumulateAndGet(t + 1, Math::max);
+                publish(t, mine, p);
+                return true;
+            }
+            inFlight.remove(t);
+            long st = SlotState.ticket(w);
+            int phase = SlotState.phase(w);
+            if (st >= t) {
+                // ticket t is claimed (or long done): move on, from the tail word when the hint is a lap behind
+                helpAdvance(tailPtr, t);
+                t = st >= t + capacity ? Math.max(t + 1, memory.readLong(tailPtr)) : t + 1;
+                tailHint.accumulateAndGet(t, Math::max);
+                continue;
+            }
+            // the slot still serves an earlier lap
+            if ((phase == WRITING || phase == READING) && holderDead(w)) {
+                recover(w);
+                continue;
+            }
+            if (phase == EMPTY) {
+                // a hint ahead of the ring (not reachable by the invariants): re-read the tail word
+                tailHint.set(memory.readLong(tailPtr));
+            }
+            return false;
+        }
+    }
+
+    /** Writes the data and publishes FULL(t), pipelined; gives the ticket up when that fails. */
+    private void publish(long t, long mine, Prepared p) {
+        try {
+            CompletableFuture<Void> write = memory.writeAsync(dataPtr(t), p.data);
+            CompletableFuture<Long> cas = memory.compareAndSwapAsync(statePtr(t), mine, SlotState.of(t, FULL, 0));
+            memory.await(write);
+            long w = memory.await(cas);
+            if (w != mine) {
+                discard(p, null);
+                throw new SlotLostException(root.name(), t, "producer", SlotState.toString(w));
+            }
+        } catch (SlotLostException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            giveBack(t, mine, SlotState.of(t + capacity, EMPTY, 0), p, e);
+            throw e;
+        } finally {
+            inFlight.remove(t);
+        }
+    }
+
+    /** After a failed verb: moves a slot this node still holds on, so nobody waits for it. */
+    private void giveBack(long t, long mine, long next, Prepared p, RuntimeException failure) {
+        try {
+            if (memory.compareAndSwap(statePtr(t), mine, next) == mine && p != null) {
+                discard(p, failure);
+            }
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+        }
+    }
+
+    @Override
+    public boolean offer(E e) {
+        Prepared p = prepare(e);
+        boolean done = false;
+        try {
+            done = tryOffer(p);
+            return done;
+        } finally {
+            if (!done) {
+                discard(p, null);
+            }
+        }
+    }
+
+    @Override
+    public void put(E e) throws InterruptedException {
+        if (!offer(e, Long.MAX_VALUE, TimeUnit.NANOSECONDS)) {
+            throw new AssertionError("an offer without deadline returned false");
+        }
+    }
+
+    @Override
+    public boolean offer(E e, long timeout, TimeUnit unit) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        long deadline = Backoff.deadline(unit.toNanos(timeout));
+        Prepared p = prepare(e);
+        boolean done = false;
+        try {
+            Backoff backoff = new Backoff();
+            while (!(done = tryOffer(p))) {
+                if (!backoff.pause(deadline, true)) {
+                    return false;
+                }
+            }
+            return true;
+        } finally {
+            if (!done) {
+                discard(p, null);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ consumers
+
+    /** One pass: takes the element at the head; null when there is none now. */
+    private E tryPoll() {
+        long t = headHint.get();
+        while (true) {
+            long full = SlotState.of(t, FULL, 0);
+            long mine = SlotState.of(t, READING, self);
+            inFlight.add(t);
+            CompletableFuture<Long> cas;
+            CompletableFuture<byte[]> data;
+            long w;
+            try {
+                cas = memory.compareAndSwapAsync(statePtr(t), full, mine);
+                data = memory.readAsync(dataPtr(t), slotBytes);
+                w = memory.await(cas);
+            } catch (RuntimeException e) {
+                inFlight.remove(t);
+                throw e;
+            }
+            if (w == full) {
+                helpAdvance(headPtr, t);
+                headHint.accumulateAndGet(t + 1, Math::max);
+                return consume(t, mine, data);
+            }
+            inFlight.remove(t);
+            long st = SlotState.ticket(w);
+            int phase = SlotState.phase(w);
+            if (st == t && phase == EMPTY) {
+                return null;
+            }
+            if (st == t && phase == WRITING) {
+                if (holderDead(w)) {
+                    recover(w);
+                    continue;
+                }
+                return null; // its offer has not completed
+            }
+            if (st >= t) {
+                helpAdvance(headPtr, t);
+                t = st >= t + capacity ? Math.max(t + 1, memory.readLong(headPtr)) : t + 1;
+                headHint.accumulateAndGet(t, Math::max);
+                continue;
+            }
+            if (phase == READING && holderDead(w)) {
+                recover(w); // redelivered as ticket t
+                continue;
+            }
+            return null; // ticket t not offered yet
+        }
+    }
+
+    /** Reads the claimed slot's element, empties the slot, frees a large element's block. */
+    private E consume(long t, long mine, CompletableFuture<byte[]> dataRead) {
+        byte[] bytes;
+        BlockRef block = null;
+        try {
+            byte[] data = memory.await(dataRead);
+            int length = Words.getInt(data, LENGTH_FIELD);
+            if (Words.getInt(data, FORM_FIELD) == FORM_LARGE) {
+                block = BlockRef.of(Words.getLong(data, PAYLOAD_FIELD), Words.getLong(data, PAYLOAD_FIELD + 8),
+                        Words.getLong(data, PAYLOAD_FIELD + 16));
+                bytes = allocator.read(block, 0, length);
+            } else {
+                bytes = Arrays.copyOfRange(data, PAYLOAD_FIELD, PAYLOAD_FIELD + length);
+            }
+            long w = memory.compareAndSwap(statePtr(t), mine, SlotState.of(t + capacity, EMPTY, 0));
+            if (w != mine) {
+                throw new SlotLostException(root.name(), t, "consumer", SlotState.toString(w));
+            }
+        } catch (SlotLostException e) {
+            inFlight.remove(t);
+            throw e;
+        } catch (RuntimeException e) {
+            // put it back for another consumer (as the recovery of a dead consumer would)
+            giveBack(t, mine, SlotState.of(t + capacity, FULL, 0), null, e);
+            inFlight.remove(t);
+            throw e;
+        }
+        inFlight.remove(t);
+        if (block != null) {
+            allocator.free(block);
+        }
+        return codec.decode(bytes);
+    }
+
+    @Override
+    public E poll() {
+        return tryPoll();
+    }
+
+    @Override
+    public E take() throws InterruptedException {
+        E e = poll(Long.MAX_VALUE, TimeUnit.NANOSECONDS);
+        if (e == null) {
+            throw new AssertionError("a poll without deadline returned null");
+        }
+        return e;
+    }
+
+    @Override
+    public E poll(long timeout, TimeUnit unit) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        long deadline = Backoff.deadline(unit.toNanos(timeout));
+        Backoff backoff = new Backoff();
+        while (true) {
+            E e = tryPoll();
+            if (e != null) {
+                return e;
+            }
+            if (!backoff.pause(deadline, true)) {
+                return null;
+            }
+        }
+    }
+
+    /** The head element without taking it, or null (weakly consistent: it may be taken at once). */
+    @Override
+    public E peek() {
+        long t = headHint.get();
+        while (true) {
+            CompletableFuture<byte[]> stateRead = memory.readAsync(statePtr(t), Long.BYTES);
+            CompletableFuture<byte[]> dataRead = memory.readAsync(dataPtr(t), slotBytes);
+            long w = Words.getLong(memory.await(stateRead), 0);
+            long st = SlotState.ticket(w);
+            int phase = SlotState.phase(w);
+            if (st == t && phase == FULL) {
+                E e = readElement(t, w, memory.await(dataRead));
+                if (e != null) {
+                    return e;
+                }
+                continue; // taken meanwhile: look again
+            }
+            if (st == t && phase == EMPTY) {
+                return null;
+            }
+            if (st == t && phase == WRITING) {
+                if (holderDead(w)) {
+                    recover(w);
+                    continue;
+                }
+                return null;
+            }
+            if (st >= t) {
+                t = st >= t + capacity ? Math.max(t + 1, memory.readLong(headPtr)) : t + 1;
+                headHint.accumulateAndGet(t, Math::max);
+                continue;
+            }
+            if (phase == READING && holderDead(w)) {
+                recover(w);
+                continue;
+            }
+            return null;
+        }
+    }
+
+    /**
+     * Decodes the element of FULL slot {@code t} from {@code data} read after state
+     * {@code w}, if the slot still holds it (state read again after the data); else null.
+     */
+    private E readElement(long t, long w, byte[] data) {
+        int length = Words.getInt(data, LENGTH_FIELD);
+        byte[] bytes;
+        if (Words.getInt(data, FORM_FIELD) == FORM_LARGE) {
+            BlockRef block = BlockRef.of(Words.getLong(data, PAYLOAD_FIELD), Words.getLong(data, PAYLOAD_FIELD + 8),
+                    Words.getLong(data, PAYLOAD_FIELD + 16));
+            try {
+                bytes = allocator.read(block, 0, length);
+            } catch (UseAfterFreeException e) {
+                return null; // taken and freed since the state was read
+            }
+        } else {
+            if (length < 0 || length > slotBytes - PAYLOAD_FIELD) {
+                return null; // torn: the slot changed under the read; the state check below would fail
+            }
+            bytes = Arrays.copyOfRange(data, PAYLOAD_FIELD, PAYLOAD_FIELD + length);
+        }
+        if (memory.readLong(statePtr(t)) != w) {
+            return null;
+        }
+        return codec.decode(bytes);
+    }
+
+    // ------------------------------------------------------------------ recovery, hints
+
+    /** Whether the node holding a WRITING/READING state is dead (see the class comment). */
+    private boolean holderDead(long state) {
+        int node = SlotState.node(state);
+        if (node == self) {
+            return !inFlight.contains(SlotState.ticket(state));
+        }
+        return memory.directory().member(node).isEmpty() || memory.transport().isFenced(node);
+    }
+
+    /**
+     * Moves a dead holder's slot on (one CAS; losing it to another recoverer is fine):
+     * {@code WRITING(t) -> EMPTY(t + capacity)} (no element), {@code READING(t) -> FULL(t + capacity)}
+     * (delivered again).
+     */
+    private void recover(long state) {
+        long st = SlotState.ticket(state);
+        long next = SlotState.phase(state) == WRITING ? SlotState.of(st + capacity, EMPTY, 0)
+                : SlotState.of(st + capacity, FULL, 0);
+        memory.compareAndSwap(statePtr(st), state, next);
+    }
+
+    /**
+     * Moves a head or tail word from {@code t} to {@code t + 1} if it is still at
+     * {@code t}. Asynchronous and best effort: the words are hints, a failed or lost
+     * CAS only leaves the next reader a step more to walk.
+     */
+    private void helpAdvance(long ptr, long t) {
+        memory.compareAndSwapAsync(ptr, t, t + 1);
+    }
+
+    private void checkTicket(long t) {
+        if (t >= SlotState.MAX_TICKET - capacity) {
+            throw new CollectionArgumentException("ticket", t, "below " + (SlotState.MAX_TICKET - capacity)
+                    + " (queue " + root.name() + " has used up its tickets: use a new queue name)");
+        }
+    }
+
+    // ------------------------------------------------------------------ views and bulk
+
+    /** The number of FULL slots (one read of the state words per 8192 slots). */
+    @Override
+    public int size() {
+        int count = 0;
+        for (int from = 0; from < capacity; from += STATES_PER_READ) {
+            int n = Math.min(STATES_PER_READ, capacity - from);
+            byte[] states = memory.read(statesPtr + (long) from * Long.BYTES, n * Long.BYTES);
+            for (int i = 0; i < n; i++) {
+                if (SlotState.phase(Words.getLong(states, i * Long.BYTES)) == FULL) {
+                    count++;
+                }
+            }
+        }
+        return count;
+    }
+
+    @Override
+    public int remainingCapacity() {
+        return Math.max(0, capacity - size());
+    }
+
+    @Override
+    public int drainTo(Collection<? super E> c) {
+        return drainTo(c, Integer.MAX_VALUE);
+    }
+
+    @Override
+    public int drainTo(Collection<? super E> c, int maxElements) {
+        Objects.requireNonNull(c);
+        if (c == this) {
+            throw new IllegalArgumentException("cannot drain a queue into itself");
+        }
+        int n = 0;
+        E e;
+        while (n < maxElements && (e = poll()) != null) {
+            c.add(e);
+            n++;
+        }
+        return n;
+    }
+
+    /**
+     * A weakly consistent iterator over the elements between the head and the tail
+     * read when it is made, in ticket (FIFO) order; {@code remove()} takes the last
+     * returned element out if it is still queued.
+     */
+    @Override
+    public Iterator<E> iterator() {
+        return new Itr(memory.readLong(headPtr), memory.readLong(tailPtr));
+    }
+
+    private final class Itr implements Iterator<E> {
+        private long cursor;
+        private final long end;
+        private E next;
+        private long nextTicket = -1;
+        private long nextState;
+        private long lastTicket = -1;
+        private long lastState;
+
+        Itr(long head, long tail) {
+            this.cursor = Math.max(head, tail - capacity);
+            this.end = tail;
+            advance();
+        }
+
+        private void advance() {
+            next = null;
+            while (cursor < end && next == null) {
+                long t = cursor++;
+                CompletableFuture<byte[]> stateRead = memory.readAsync(statePtr(t), Long.BYTES);
+                CompletableFuture<byte[]> dataRead = memory.readAsync(dataPtr(t), slotBytes);
+                long w = Words.getLong(memory.await(stateRead), 0);
+                byte[] data = memory.await(dataRead);
+                if (w == SlotState.of(t, FULL, 0)) {
+                    next = readElement(t, w, data);
+                    nextTicket = t;
+                    nextState = w;
+                }
+            }
+        }
+
+        @Override
+        public boolean hasNext() {
+            return next != null;
+        }
+
+        @Override
+        public E next() {
+            if (next == null) {
+                throw new NoSuchElementException();
+            }
+            E e = next;
+            lastTicket = nextTicket;
+            lastState = nextState;
+            advance();
+            return e;
+        }
+
+        @Override
+        public void remove() {
+            if (lastTicket < 0) {
+                throw new IllegalStateException("next() was not called, or remove() was called already");
+            }
+            long t = lastTicket;
+            lastTicket = -1;
+            removeTicket(t, lastState);
+        }
+    }
+
+    /** Takes the element of FULL slot {@code t} out in place; false when it was taken already. */
+    private boolean removeTicket(long t, long full) {
+        long mine = SlotState.of(t, READING, self);
+        inFlight.add(t);
+        CompletableFuture<Long> cas;
+        CompletableFuture<byte[]> data;
+        try {
+            cas = memory.compareAndSwapAsync(statePtr(t), full, mine);
+            data = memory.readAsync(dataPtr(t), slotBytes);
+            if (memory.await(cas) != full) {
+                inFlight.remove(t);
+                return false;
+            }
+        } catch (RuntimeException e) {
+            inFlight.remove(t);
+            throw e;
+        }
+        consume(t, mine, data);
+        return true;
+    }
+
+    @Override
+    public String toString() {
+        return super.toString();
+    }
+}

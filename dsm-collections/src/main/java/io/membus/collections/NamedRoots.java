@@ -1,0 +1,188 @@
+package io.membus.collections;
+
+import io.membus.alloc.BlockRef;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.InvalidBlockException;
+import io.membus.alloc.Placement;
+import io.membus.core.RemoteMemory;
+import io.membus.core.RemotePtr;
+import io.membus.core.Words;
+import io.membus.core.directory.NameRegistry;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+
+/**
+ * Gets or creates the root of a named structure, the one mechanism every
+ * collection uses to be "the same object on every node":
+ * <ol>
+ *   <li>look the name up; if bound, open that root (checking kind and descriptor);</li>
+ *   <li>else allocate a root block placed by the name's key
+ *       ({@link Placement#byKey(String)}), let the structure format its body (it may
+ *       allocate more blocks), write the root's header ({@link RootDescriptor}), and
+ *       only then bind the name (first binder wins, cluster-wide): a root is complete
+ *       before any node can find it;</li>
+ *   <li>a creator that lost the bind race discards what its initializer allocated,
+ *       frees its root and opens the winner's.</li>
+ * </ol>
+ * A root is never freed while its name is bound.
+ *
+ * <p><b>Note:</b> thread-safe; any number of nodes and threads may get-or-create
+ * the same name at once and all of them end up with the same root. The root's
+ * header is written (write completed) before the bind, so by the visibility rule
+ * of the verbs every node that finds the name reads a complete header.
+ */
+public final class NamedRoots {
+    /** The longest name accepted, in characters. */
+    public static final int MAX_NAME_LENGTH = 1024;
+
+    /** Formats a new root's body before the name is bound; undoes it when the bind is lost. */
+    public interface Initializer {
+        /** Writes the body of {@code root} (and allocates what the structure needs beside it). */
+        void format(Root root);
+
+        /**
+         * Frees what {@link #format} allocated: called on a root that lost the bind race,
+         * or whose format failed part-way (then only for what it had allocated).
+         */
+        default void discard(Root root) {
+        }
+    }
+
+    private final RemoteMemory memory;
+    private final GlobalAllocator allocator;
+    private final NameRegistry names;
+
+    public NamedRoots(RemoteMemory memory, GlobalAllocator allocator, NameRegistry names) {
+        this.memory = memory;
+        this.allocator = allocator;
+        this.names = names;
+    }
+
+    public RemoteMemory memory() {
+        return memory;
+    }
+
+    public GlobalAllocator allocator() {
+        return allocator;
+    }
+
+    public NameRegistry names() {
+        return names;
+    }
+
+    /**
+     * The root named {@code name}, created with a body of {@code bodyLength} bytes
+     * formatted by {@code initializer} when the name is free.
+     *
+     * @throws CollectionTypeMismatchException when the name is bound to a structure of
+     *         another kind or descriptor, or to something that is not a root
+     * @throws CollectionArgumentException when the name or descriptor is empty or too long
+     */
+    public Root getOrCreate(String name, CollectionKind kind, String descriptor, long bodyLength,
+                            Initializer initializer) {
+        checkName(name);
+        byte[] desc = descriptor.getBytes(StandardCharsets.UTF_8);
+        if (desc.length == 0 || desc.length > RootDescriptor.MAX_DESCRIPTOR_LENGTH) {
+            throw new CollectionArgumentException("descriptor", descriptor,
+                    "1.." + RootDescriptor.MAX_DESCRIPTOR_LENGTH + " UTF-8 bytes");
+        }
+        Optional<Long> bound = names.lookup(name);
+        if (bound.isPresent()) {
+            return open(name, bound.get(), kind, descriptor);
+        }
+        int bodyOffset = RootDescriptor.bodyOffset(desc.length);
+        BlockRef block = allocator.allocate(bodyOffset + Math.max(8, bodyLength), Placement.byKey(name));
+        Root root = new Root(name, block, kind, descriptor, bodyOffset);
+        try {
+            initializer.format(root);
+            byte[] head = new byte[bodyOffset];
+            Words.putLong(head, RootDescriptor.MAGIC_OFFSET, RootDescriptor.MAGIC);
+            Words.putLong(head, RootDescriptor.BLOCK_HEADER_OFFSET, block.header());
+            Words.putLong(head, RootDescriptor.CAPACITY_OFFSET, block.capacity());
+            Words.putInt(head, RootDescriptor.KIND_OFFSET, kind.id());
+            Words.putInt(head, RootDescriptor.DESCRIPTOR_LENGTH_OFFSET, desc.length);
+            System.arraycopy(desc, 0, head, RootDescriptor.DESCRIPTOR_OFFSET, desc.length);
+            allocator.write(block, 0, head);
+        } catch (RuntimeException e) {
+            release(root, initializer, e);
+            throw e;
+        }
+        // a bind that fails (timeout) has an unknown outcome: the name may point at this root, so it stays allocated
+        long winner = names.bind(name, block.ptr());
+        if (winner == block.ptr()) {
+            return root;
+        }
+        release(root, initializer, null);
+        return open(name, winner, kind, descriptor);
+    }
+
+    /** Frees a root this node made but did not publish. */
+    private void release(Root root, Initializer initializer, RuntimeException failure) {
+        try {
+            initializer.discard(root);
+            allocator.free(root.block());
+        } catch (RuntimeException e) {
+            if (failure != null) {
+                failure.addSuppressed(e);
+            } else {
+                throw e;
+            }
+        }
+    }
+
+    /**
+     * Opens the root bound to {@code name} (no creation).
+     *
+     * @return the root, or empty when the name is not bound
+     * @throws CollectionTypeMismatchException when the name is bound to something that is not a root
+     */
+    public Optional<Root> open(String name) {
+        checkName(name);
+        return names.lookup(name).map(ptr -> open(name, ptr, null, null));
+    }
+
+    private Root open(String name, long ptr, CollectionKind kind, String descriptor) {
+        String requested = kind == null ? "any" : kind + " " + descriptor;
+        if (ptr == RemotePtr.NULL) {
+            throw new CollectionTypeMismatchException(name, "not a collection root (null pointer)", requested);
+        }
+        byte[] head = memory.read(ptr + 8, RootDescriptor.DESCRIPTOR_OFFSET);
+        long magic = Words.getLong(head, RootDescriptor.MAGIC_OFFSET);
+        if (magic != RootDescriptor.MAGIC) {
+            throw new CollectionTypeMismatchException(name, "not a collection root (at=" + RemotePtr.toString(ptr)
+                    + ", magic=0x" + Long.toHexString(magic) + ")", requested);
+        }
+        long header = Words.getLong(head, RootDescriptor.BLOCK_HEADER_OFFSET);
+        long capacity = Words.getLong(head, RootDescriptor.CAPACITY_OFFSET);
+        int kindId = Words.getInt(head, RootDescriptor.KIND_OFFSET);
+        int descLength = Words.getInt(head, RootDescriptor.DESCRIPTOR_LENGTH_OFFSET);
+        CollectionKind existingKind = CollectionKind.byId(kindId);
+        if (existingKind == null || descLength <= 0 || descLength > RootDescriptor.MAX_DESCRIPTOR_LENGTH
+                || RootDescriptor.bodyOffset(descLength) > capacity) {
+            throw new CollectionTypeMismatchException(name, "not a collection root (at=" + RemotePtr.toString(ptr)
+                    + ", kind=" + kindId + ", descriptorLength=" + descLength + ")", requested);
+        }
+        BlockRef block;
+        try {
+            block = BlockRef.of(ptr, header, capacity);
+        } catch (InvalidBlockException e) {
+            throw new CollectionTypeMismatchException(name, "not a collection root (" + e.getMessage() + ")",
+                    requested);
+        }
+        String existingDescriptor = new String(allocator.read(block, RootDescriptor.DESCRIPTOR_OFFSET, descLength),
+                StandardCharsets.UTF_8);
+        Root root = new Root(name, block, existingKind, existingDescriptor, RootDescriptor.bodyOffset(descLength));
+        if (kind != null && (existingKind != kind || !existingDescriptor.equals(descriptor))) {
+            throw new CollectionTypeMismatchException(name, root.type(), requested);
+        }
+        return root;
+    }
+
+    private static void checkName(String name) {
+        if (name == null || name.isEmpty() || name.length() > MAX_NAME_LENGTH) {
+            throw new CollectionArgumentException("name", name, "a non-empty string of at most "
+                    + MAX_NAME_LENGTH + " characters");
+        }
+    }
+}

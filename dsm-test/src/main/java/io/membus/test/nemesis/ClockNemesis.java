@@ -1,0 +1,69 @@
+package io.membus.test.nemesis;
+
+import io.membus.core.time.SkewableClock;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * {@code skew}: moves one random node's lease clock ahead of or behind the others by
+ * up to {@code magnitude} (a {@link SkewableClock} the node's coherence layer reads).
+ * A skew within the cluster's clock bound must not break linearizability; a larger
+ * one with the skew check off is how tests plant a violation.
+ *
+ * <p><b>Note:</b> thread-safe.
+ */
+public final class ClockNemesis implements Nemesis {
+    private final Map<Integer, SkewableClock> clocks;
+    private final Duration magnitude;
+
+    public ClockNemesis(Map<Integer, SkewableClock> clocks, Duration magnitude) {
+        if (clocks.isEmpty() || magnitude.isNegative() || magnitude.isZero()) {
+            throw new IllegalArgumentException("skew needs clocks and a positive magnitude: clocks=" + clocks.keySet()
+                    + ", magnitude=" + magnitude);
+        }
+        this.clocks = new TreeMap<>(clocks);
+        this.magnitude = magnitude;
+    }
+
+    @Override
+    public String kind() {
+        return "skew";
+    }
+
+    @Override
+    public Fault start(Random random) {
+        List<Integer> ids = new ArrayList<>(clocks.keySet());
+        int node = ids.get(random.nextInt(ids.size()));
+        long max = magnitude.toNanos() / 1000;
+        long micros = (random.nextBoolean() ? 1 : -1) * (max / 2 + (long) (random.nextDouble() * (max - max / 2)));
+        SkewableClock clock = clocks.get(node);
+        long before = clock.skewMicros();
+        clock.skewMicros(before + micros);
+        AtomicBoolean healed = new AtomicBoolean();
+        String targets = "node " + node + " " + (micros >= 0 ? "+" : "") + micros + "us";
+        return new Fault() {
+            @Override
+            public String kind() {
+                return "skew";
+            }
+
+            @Override
+            public String targets() {
+                return targets;
+            }
+
+            @Override
+            public void heal() {
+                if (healed.compareAndSet(false, true)) {
+                    clock.skewMicros(before);
+                }
+            }
+        };
+    }
+}

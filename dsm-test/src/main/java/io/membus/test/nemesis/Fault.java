@@ -1,0 +1,23 @@
+package io.membus.test.nemesis;
+
+/**
+ * One fault a {@link Nemesis} started and that holds until {@link #heal()}.
+ *
+ * <p><b>Note:</b> {@link #heal()} is idempotent and may be called from any thread.
+ */
+public interface Fault extends AutoCloseable {
+
+    /** {@code partition}, {@code kill}, {@code pause}, {@code delay}, {@code drop} or {@code skew}. */
+    String kind();
+
+    /** What it hit, for reports: e.g. {@code [1] | [2, 3]} or {@code node 2}. */
+    String targets();
+
+    /** Ends the fault (heals the partition, restarts the killed node, resumes the paused one, ...). */
+    void heal();
+
+    @Override
+    default void close() {
+        heal();
+    }
+}

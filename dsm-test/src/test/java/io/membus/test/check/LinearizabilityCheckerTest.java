@@ -1,0 +1,187 @@
+package io.membus.test.check;
+
+import io.membus.test.history.History;
+import io.membus.test.history.Operation;
+import io.membus.test.history.Outcome;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class LinearizabilityCheckerTest {
+    private final LinearizabilityChecker checker = new LinearizabilityChecker();
+
+    private Verdict register(Ops ops) {
+        return checker.checkKey("r", ops.list(), Models.register(0L)).verdict();
+    }
+
+    @Test
+    void aReadConcurrentWithAWriteMaySeeEitherValue() {
+        assertEquals(Verdict.LINEARIZABLE, register(new Ops("r")
+                .ok(1, "write", 1L, null, 0, 10)
+                .ok(2, "read", null, 0L, 2, 4)
+                .ok(3, "read", null, 1L, 3, 5)));
+    }
+
+    @Test
+    void aStaleReadAfterACompletedWriteIsAViolationAndTheExplanationNamesIt() {
+        KeyResult r = checker.checkKey("r", new Ops("r")
+                .ok(1, "write", 1L, null, 0, 10)
+                .ok(2, "read", null, 0L, 20, 30).list(), Models.register(0L));
+        assertEquals(Verdict.VIOLATION, r.verdict());
+        assertEquals(1, r.longestPrefix().size(), "the write is the longest prefix");
+        assertEquals("read", r.stuck().get(0).f());
+        assertTrue(r.explanation().contains("cannot be placed"), r.explanation());
+    }
+
+    @Test
+    void readsMustNotGoBackInTimeEvenWhenEachAloneIsConcurrentWithTheWrite() {
+        // the classic: a write of 1 overlaps two sequential reads that see 1 then 0
+        assertEquals(Verdict.VIOLATION, register(new Ops("r")
+                .ok(1, "write", 1L, null, 0, 100)
+                .ok(2, "read", null, 1L, 10, 20)
+                .ok(2, "read", null, 0L, 30, 40)));
+    }
+
+    @Test
+    void anIndeterminateWriteMayExplainALaterReadOrNeverHappen() {
+        assertEquals(Verdict.LINEARIZABLE, register(new Ops("r")
+                .info(1, "write", 5L, 0)
+                .ok(2, "read", null, 0L, 10, 20)
+                .ok(2, "read", null, 5L, 30, 40)));
+        assertEquals(Verdict.LINEARIZABLE, register(new Ops("r")
+                .info(1, "write", 5L, 0)
+                .ok(2, "read", null, 0L, 10, 20)));
+        // but it cannot take effect twice, nor before its invocation
+        assertEquals(Verdict.VIOLATION, register(new Ops("r")
+                .ok(2, "read", null, 5L, 0, 5)
+                .info(1, "write", 5L, 10)));
+        assertEquals(Verdict.VIOLATION, register(new Ops("r")
+                .info(1, "write", 5L, 0)
+                .ok(2, "read", null, 5L, 10, 20)
+                .ok(2, "read", null, 0L, 30, 40)));
+    }
+
+    @Test
+    void aFailedOperationNeverTookEffect() {
+        assertEquals(Verdict.VIOLATION, register(new Ops("r")
+                .fail(1, "write", 5L, 0, 5)
+                .ok(2, "read", null, 5L, 10, 20)));
+    }
+
+    @Test
+    void compareAndSetOutcomesAreChecked() {
+        assertEquals(Verdict.LINEARIZABLE, register(new Ops("r")
+                .ok(1, "cas", List.of(0L, 1L), true, 0, 10)
+                .ok(2, "cas", List.of(0L, 2L), false, 0, 10)
+                .ok(3, "read", null, 1L, 20, 30)));
+        assertEquals(Verdict.VIOLATION, register(new Ops("r")
+                .ok(1, "cas", List.of(0L, 1L), true, 0, 10)
+                .ok(2, "cas", List.of(0L, 2L), true, 0, 10)));
+    }
+
+    @Test
+    void aLostUpdateOnACounterIsCaught() {
+        Model<Long> counter = Models.counter(0);
+        assertEquals(Verdict.LINEARIZABLE, checker.checkKey("c", new Ops("c")
+                .ok(1, "incrementAndGet", 1L, 1L, 0, 10)
+                .ok(2, "incrementAndGet", 1L, 2L, 0, 10)
+                .ok(3, "read", null, 2L, 20, 30).list(), counter).verdict());
+        assertEquals(Verdict.VIOLATION, checker.checkKey("c", new Ops("c")
+                .ok(1, "incrementAndGet", 1L, 1L, 0, 10)
+                .ok(2, "incrementAndGet", 1L, 1L, 0, 10)
+                .ok(3, "read", null, 1L, 20, 30).list(), counter).verdict(), "two increments both returned 1");
+    }
+
+    @Test
+    void mapKeysFollowConcurrentMapSemantics() {
+        Model<Object> key = Models.mapKey();
+        assertEquals(Verdict.LINEARIZABLE, checker.checkKey("k", new Ops("k")
+                .ok(1, "putIfAbsent", "a", null, 0, 10)
+                .ok(2, "putIfAbsent", "b", "a", 5, 15)
+                .ok(3, "replaceIf", List.of("a", "c"), true, 20, 30)
+                .ok(1, "remove", null, "c", 40, 50)
+                .ok(2, "get", null, null, 60, 70).list(), key).verdict());
+        assertEquals(Verdict.VIOLATION, checker.checkKey("k", new Ops("k")
+                .ok(1, "putIfAbsent", "a", null, 0, 10)
+                .ok(2, "putIfAbsent", "b", null, 20, 30).list(), key).verdict(), "two winners of putIfAbsent");
+    }
+
+    @Test
+    void aQueueDeliversEachElementOnceInFifoOrder() {
+        Model<List<Object>> q = Models.fifoQueue(10);
+        assertEquals(Verdict.LINEARIZABLE, checker.checkKey("q", new Ops("q")
+                .ok(1, "offer", "a", true, 0, 10)
+                .ok(1, "offer", "b", true, 20, 30)
+                .ok(2, "poll", null, "a", 40, 50)
+                .ok(3, "poll", null, "b", 45, 55)
+                .ok(2, "poll", null, null, 60, 70).list(), q).verdict());
+        assertEquals(Verdict.VIOLATION, checker.checkKey("q", new Ops("q")
+                .ok(1, "offer", "a", true, 0, 10)
+                .ok(2, "poll", null, "a", 20, 30)
+                .ok(3, "poll", null, "a", 40, 50).list(), q).verdict(), "delivered twice");
+        assertEquals(Verdict.VIOLATION, checker.checkKey("q", new Ops("q")
+                .ok(1, "offer", "a", true, 0, 10)
+                .ok(1, "offer", "b", true, 20, 30)
+                .ok(2, "poll", null, "b", 40, 50).list(), q).verdict(), "out of FIFO order");
+    }
+
+    @Test
+    void lockHoldersNeverOverlapAndTokensGrow() {
+        Model<Models.LockState> lock = Models.lock();
+        assertEquals(Verdict.LINEARIZABLE, checker.checkKey("l", new Ops("l")
+                .ok(1, "acquire", null, 1L, 0, 10)
+                .ok(2, "acquire", null, 2L, 5, 40)
+                .ok(1, "release", 1L, null, 20, 30)
+                .ok(2, "release", 2L, null, 50, 60).list(), lock).verdict());
+        assertEquals(Verdict.VIOLATION, checker.checkKey("l", new Ops("l")
+                .ok(1, "acquire", null, 1L, 0, 10)
+                .ok(2, "acquire", null, 2L, 20, 30)
+                .ok(1, "release", 1L, null, 40, 50).list(), lock).verdict(), "overlapping holders");
+        assertEquals(Verdict.VIOLATION, checker.checkKey("l", new Ops("l")
+                .ok(1, "acquire", null, 5L, 0, 10)
+                .ok(1, "release", 5L, null, 20, 30)
+                .ok(2, "acquire", null, 3L, 40, 50).list(), lock).verdict(), "a token that went backwards");
+    }
+
+    @Test
+    void historiesArePartitionedByKeyAndTheVerdictNamesTheBadKey() {
+        List<Operation> ops = new ArrayList<>();
+        ops.addAll(new Ops("good").ok(1, "write", 1L, null, 0, 10).ok(2, "read", null, 1L, 20, 30).list());
+        int base = ops.size();
+        for (Operation o : new Ops("bad").ok(1, "write", 1L, null, 0, 10).ok(2, "read", null, 0L, 20, 30).list()) {
+            ops.add(new Operation(base + o.id(), o.process(), o.key(), o.f(), o.input(), o.output(), o.outcome(),
+                    o.invokeNanos(), o.completeNanos()));
+        }
+        CheckResult r = checker.check(new History(ops), Models.register(0L));
+        assertEquals(Verdict.VIOLATION, r.verdict());
+        assertEquals(List.of("bad"), r.keysWith(Verdict.VIOLATION));
+        assertEquals(List.of("good"), r.keysWith(Verdict.LINEARIZABLE));
+        assertTrue(r.summary().contains("key bad"), r.summary());
+    }
+
+    @Test
+    void anExhaustedBudgetIsUnknownNeverAGuess() {
+        LinearizabilityChecker tiny = new LinearizabilityChecker(3, Duration.ofSeconds(10));
+        Ops ops = new Ops("r");
+        for (int i = 0; i < 20; i++) {
+            ops.ok(i, "write", (long) i, null, 0, 100);
+        }
+        ops.ok(99, "read", null, 7L, 200, 300);
+        assertEquals(Verdict.UNKNOWN, tiny.checkKey("r", ops.list(), Models.register(0L)).verdict());
+    }
+
+    @Test
+    void anUnknownFunctionIsRefusedNamingWhatTheModelKnows() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> register(new Ops("r").ok(1, "frobnicate", null, null, 0, 1)));
+        assertTrue(e.getMessage().contains("model=register") && e.getMessage().contains("read, write, cas"),
+                e.getMessage());
+        assertEquals(Outcome.OK, new Ops("r").ok(1, "read", null, 0L, 0, 1).list().get(0).outcome());
+    }
+}

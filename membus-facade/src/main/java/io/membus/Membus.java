@@ -1,0 +1,149 @@
+package io.membus;
+
+import com.typesafe.config.Config;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.cluster.DsmNode;
+import io.membus.cluster.NodeConfig;
+import io.membus.collections.DsmAtomicLong;
+import io.membus.collections.DsmCollections;
+import io.membus.collections.DsmDoubleArray;
+import io.membus.collections.DsmLock;
+import io.membus.collections.DsmLongArray;
+import io.membus.collections.DsmQueue;
+import io.membus.codec.Codec;
+import io.membus.core.RemoteMemory;
+
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * A Membus node with its collections: the one object an application holds.
+ * Starts (or wraps) a {@link DsmNode} and reaches the named shared structures
+ * through it, Hazelcast-style:
+ *
+ * <pre>
+ *   try (Membus membus = Membus.start(Path.of("node1.conf"))) {
+ *       membus.awaitMembers(3, Duration.ofSeconds(30));
+ *       DsmAtomicLong hits = membus.atomicLong("hits");   // the same counter on every node
+ *       hits.incrementAndGet();
+ *   }
+ * </pre>
+ *
+ * Collections need an allocator heap on this node ({@code membus.heap.segments}).
+ *
+ * <p><b>Note:</b> thread-safe; the handles it returns are too, and are cached per
+ * name (see {@link DsmCollections}). {@link #close()} closes the node it started
+ * (not one it wrapped with {@link #wrap}).
+ */
+public final class Membus implements AutoCloseable {
+    private final DsmNode node;
+    private final boolean owned;
+    private volatile DsmCollections collections;
+
+    private Membus(DsmNode node, boolean owned) {
+        this.node = node;
+        this.owned = owned;
+    }
+
+    /** Starts a node from {@code application.conf} and system properties. */
+    public static Membus start() {
+        return new Membus(DsmNode.start(), true);
+    }
+
+    /** Starts a node from the {@code membus} section of {@code config}. */
+    public static Membus start(Config config) {
+        return new Membus(DsmNode.start(config), true);
+    }
+
+    /** Starts a node from a HOCON file. */
+    public static Membus start(Path configFile) {
+        return new Membus(DsmNode.start(configFile), true);
+    }
+
+    /** Starts a node from a parsed config. */
+    public static Membus start(NodeConfig config) {
+        return new Membus(DsmNode.start(config), true);
+    }
+
+    /** Collections over a node the caller started and keeps closing itself. */
+    public static Membus wrap(DsmNode node) {
+        return new Membus(node, false);
+    }
+
+    /** Waits until the cluster has {@code count} members; see {@link DsmNode#awaitMembers}. */
+    public int awaitMembers(int count, Duration timeout) {
+        return node.awaitMembers(count, timeout);
+    }
+
+    public DsmNode node() {
+        return node;
+    }
+
+    public GlobalAllocator allocator() {
+        return node.allocator();
+    }
+
+    public RemoteMemory remoteMemory() {
+        return node.remoteMemory();
+    }
+
+    /** The collections entry point (built on first use: it needs the allocator). */
+    public DsmCollections collections() {
+        DsmCollections c = collections;
+        if (c == null) {
+            synchronized (this) {
+                c = collections;
+                if (c == null) {
+                    c = new DsmCollections(node.remoteMemory(), node.allocator(), node.names());
+                    collections = c;
+                }
+            }
+        }
+        return c;
+    }
+
+    /** The counter named {@code name} (created at zero when absent); see {@link DsmAtomicLong}. */
+    public DsmAtomicLong atomicLong(String name) {
+        return collections().atomicLong(name);
+    }
+
+    /** The array of {@code length} longs named {@code name}; see {@link DsmLongArray}. */
+    public DsmLongArray longArray(String name, int length) {
+        return collections().longArray(name, length);
+    }
+
+    /** The array of {@code length} doubles named {@code name}; see {@link DsmDoubleArray}. */
+    public DsmDoubleArray doubleArray(String name, int length) {
+        return collections().doubleArray(name, length);
+    }
+
+    /** The lock named {@code name}; see {@link DsmLock}. */
+    public DsmLock lock(String name) {
+        return collections().lock(name);
+    }
+
+    /** The bounded queue named {@code name} of {@code type} (codec {@code Codecs.of(type)}); see {@link DsmQueue}. */
+    public <E> DsmQueue<E> queue(String name, Class<E> type, int capacity) {
+        return collections().queue(name, type, capacity);
+    }
+
+    /** The bounded queue named {@code name} with elements encoded by {@code codec}; see {@link DsmQueue}. */
+    public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity) {
+        return collections().queue(name, codec, capacity);
+    }
+
+    // The map (issue 15) goes here: map(name, keyType, valueType) / map(name, keyCodec, valueCodec),
+    // built on collections().roots() and the coherence heap, which this facade will then also hold.
+
+    @Override
+    public void close() {
+        if (owned) {
+            node.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Membus{" + node + "}";
+    }
+}

@@ -1,0 +1,89 @@
+package io.membus;
+
+import com.typesafe.config.ConfigFactory;
+import io.membus.collections.DsmAtomicLong;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+/** Two real nodes (Pekko membership, local transport) in one JVM reach the same named structures. */
+class MembusTest {
+    static final String FAST = """
+            membus.start-timeout = 30s
+            membus.operation-timeout = 5s
+            membus.connect-timeout = 5s
+            membus.failure-detection {
+              heartbeat-interval = 200ms
+              acceptable-heartbeat-pause = 3s
+              threshold = 8.0
+              stable-after = 2s
+              gossip-interval = 200ms
+            }
+            pekko.cluster.seed-node-timeout = 1s
+            pekko.cluster.retry-unsuccessful-join-after = 500ms
+            pekko.remote.artery.advanced.test-mode = on
+            pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+            """;
+
+    static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static String config(int id, int port, int seedPort, String fabric) {
+        return FAST + "membus.node-id = " + id + "\n"
+                + "membus.cluster-name = facade-test\n"
+                + "membus.host = \"127.0.0.1\"\n"
+                + "membus.port = " + port + "\n"
+                + "membus.seed-nodes = [\"127.0.0.1:" + seedPort + "\"]\n"
+                + "membus.transport = local\n"
+                + "membus.transport-properties { \"local.fabric\" = \"" + fabric + "\" }\n"
+                + "membus.segments.count = 2\n"
+                + "membus.segments.size = 4MiB\n"
+                + "membus.heap.segments = [1]\n";
+    }
+
+    @Test
+    void twoNodesCountOnOneNamedCounter() {
+        int seed = freePort();
+        String fabric = "facade-" + System.nanoTime();
+        try (Membus one = Membus.start(ConfigFactory.parseString(config(1, seed, seed, fabric)));
+             Membus two = Membus.start(ConfigFactory.parseString(config(2, freePort(), seed, fabric)))) {
+            one.awaitMembers(2, Duration.ofSeconds(30));
+            two.awaitMembers(2, Duration.ofSeconds(30));
+            DsmAtomicLong a = one.atomicLong("hits");
+            DsmAtomicLong b = two.atomicLong("hits");
+            assertSame(a, one.atomicLong("hits"));
+            for (int i = 0; i < 100; i++) {
+                a.incrementAndGet();
+                b.addAndGet(2);
+            }
+            assertEquals(300, a.get());
+            assertEquals(300, b.get());
+            assertEquals(a.address(), b.address());
+            one.longArray("arr", 10).addAll(new long[] {1, 2, 3});
+            assertEquals(3, two.longArray("arr", 10).get(2));
+            two.doubleArray("d", 4).set(1, 2.5);
+            assertEquals(2.5, one.doubleArray("d", 4).get(1));
+            long t = one.lock("ledger").lockWithToken();
+            assertEquals(1, two.lock("ledger").holderNode());
+            one.lock("ledger").unlock();
+            assertEquals(t + 1, two.lock("ledger").lockWithToken());
+            two.lock("ledger").unlock();
+            one.queue("jobs", String.class, 8).add("job-1");
+            assertEquals("job-1", two.queue("jobs", String.class, 8).poll());
+            assertEquals(1, one.node().nodeId());
+            assertSame(one.node().allocator(), one.allocator());
+            assertSame(two.node().remoteMemory(), two.remoteMemory());
+        }
+    }
+}
