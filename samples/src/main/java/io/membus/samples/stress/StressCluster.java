@@ -45,6 +45,13 @@ final class StressCluster implements AutoCloseable {
     private final PrintStream log;
     private final Thread hook;
     private boolean closed;
+    private volatile Restarted onRestart = (id, p, life) -> {
+    };
+
+    /** What happens when a killed node has been started again and has rejoined (the workload starts on it). */
+    interface Restarted {
+        void started(int nodeId, NodeProcess process, int life) throws Exception;
+    }
 
     StressCluster(String transport, int nodes, int timeoutSeconds, int operationTimeoutMillis, PrintStream log)
             throws IOException {
@@ -149,11 +156,6 @@ final class StressCluster implements AutoCloseable {
         return lives[id];
     }
 
-    /** kill -9 of node {@code id}. */
-    void kill(int id) {
-        process(id).kill();
-    }
-
     /** Starts node {@code id} again (after {@link #kill}), same id and port: a new incarnation. */
     NodeProcess restart(int id) throws IOException {
         synchronized (this) {
@@ -162,20 +164,66 @@ final class StressCluster implements AutoCloseable {
         return launch(id);
     }
 
-    /** Sends a command to every live node and waits for each answer. */
-    void toAll(String command, String answerPrefix, long deadline) throws Exception {
-        for (int id = 1; id <= nodes; id++) {
-            NodeProcess p = process(id);
+    void onRestart(Restarted action) {
+        this.onRestart = action;
+    }
+
+    /**
+     * Sends a command to node {@code id} and waits for its answer; a node that is
+     * down (killed, not yet started again) is skipped: it starts with no fault.
+     */
+    void command(int id, String command, String answerPrefix, long deadline) throws Exception {
+        NodeProcess p = process(id);
+        synchronized (p) {
             if (p.isAlive()) {
                 p.send(command);
-            }
-        }
-        for (int id = 1; id <= nodes; id++) {
-            NodeProcess p = process(id);
-            if (p.isAlive()) {
                 p.expect(answerPrefix, deadline);
             }
         }
+    }
+
+    /** The nodes as the test kit's process nemeses see them: kill -9, and restart until rejoined and running. */
+    List<io.membus.test.nemesis.NodeProcess> kitProcesses() {
+        List<io.membus.test.nemesis.NodeProcess> all = new ArrayList<>();
+        for (int id = 1; id <= nodes; id++) {
+            int nodeId = id;
+            all.add(new io.membus.test.nemesis.NodeProcess() {
+                @Override
+                public int nodeId() {
+                    return nodeId;
+                }
+
+                @Override
+                public long pid() {
+                    return process(nodeId).pid();
+                }
+
+                @Override
+                public void kill() {
+                    process(nodeId).kill();
+                }
+
+                @Override
+                public void restart() {
+                    try {
+                        NodeProcess fresh = StressCluster.this.restart(nodeId);
+                        awaitReady(nodeId, System.nanoTime() + timeoutSeconds * 1_000_000_000L);
+                        onRestart.started(nodeId, fresh, life(nodeId));
+                    } catch (RuntimeException e) {
+                        throw e;
+                    } catch (Exception e) {
+                        throw new IllegalStateException("node " + nodeId + " did not come back after kill -9: "
+                                + e.getMessage(), e);
+                    }
+                }
+
+                @Override
+                public String toString() {
+                    return "node " + nodeId;
+                }
+            });
+        }
+        return all;
     }
 
     /** Every process leaves (EXIT, then killed after a grace period), and the run's /dev/shm folder goes. */

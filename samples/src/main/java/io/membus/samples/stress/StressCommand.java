@@ -1,15 +1,29 @@
 package io.membus.samples.stress;
 
-import io.membus.samples.proc.NodeProcess;
+import io.membus.test.check.CheckResult;
+import io.membus.test.check.KeyResult;
+import io.membus.test.check.LinearizabilityChecker;
+import io.membus.test.check.Model;
+import io.membus.test.check.Models;
+import io.membus.test.check.Verdict;
+import io.membus.test.history.FaultWindow;
+import io.membus.test.history.History;
+import io.membus.test.history.HistoryRecorder;
+import io.membus.test.history.Operation;
+import io.membus.test.history.Outcome;
+import io.membus.test.nemesis.Nemesis;
+import io.membus.test.nemesis.NemesisSchedule;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -34,7 +48,7 @@ import java.util.concurrent.TimeUnit;
                 + "and a report folder (index.html, PNG charts) shows the result.")
 public final class StressCommand implements Callable<Integer> {
     static final List<String> WORKLOADS = List.of("register", "counter", "map", "queue", "lock");
-    static final List<String> NEMESES = List.of("none", "partition", "kill", "pause", "delay", "skew", "all");
+    static final List<String> NEMESES = List.of("none", "partition", "drop", "kill", "pause", "delay", "skew", "all");
 
     @Option(names = "--workload", defaultValue = "register",
             description = "register (read/write/cas of a word), counter (fetch-and-add/read), map, queue, lock "
@@ -42,7 +56,7 @@ public final class StressCommand implements Callable<Integer> {
     String workload;
 
     @Option(names = "--nemesis", defaultValue = "all",
-            description = "none, partition, kill, pause, delay, skew, or all (one at a time, at random) "
+            description = "none, partition, drop, kill, pause, delay, skew, or all (one at a time, at random) "
                     + "(default: ${DEFAULT-VALUE})")
     String nemesis;
 
@@ -100,39 +114,49 @@ public final class StressCommand implements Callable<Integer> {
             stdout.println("  (planted violation: reads sometimes return a stale remembered value)");
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
-        List<Nemesis.Window> windows;
-        long origin;
+        HistoryRecorder faultsOnly = new HistoryRecorder(); // the kit's schedule records its fault windows here
+        long origin = System.nanoTime() - faultsOnly.now();
+        List<FaultWindow> windows;
         try (StressCluster cluster = new StressCluster(transport, nodes, Math.min(timeoutSeconds, 120),
                 operationTimeoutMillis, System.err)) {
             for (String line : cluster.start(deadline)) {
                 stdout.println("  " + line);
             }
-            origin = System.nanoTime() + 300_000_000L;
-            long until = origin + TimeUnit.SECONDS.toNanos(durationSeconds);
+            long from = System.nanoTime() + 200_000_000L;
+            long until = from + TimeUnit.SECONDS.toNanos(durationSeconds);
             long gapNanos = 1_000_000_000L * nodes * clients / rate;
-            Nemesis.Runner runner = (id, p, life) -> {
+            StressCluster.Restarted run = (id, p, life) -> {
                 p.send(String.join(" ", "RUN", workload, Integer.toString(clients), Integer.toString(keys),
-                        Long.toString(origin), Long.toString(until), Long.toString(runSeed), Long.toString(gapNanos),
+                        Long.toString(from), Long.toString(until), Long.toString(runSeed), Long.toString(gapNanos),
                         plantViolation ? "1" : "0", Integer.toString(life),
                         histories.resolve("node-" + id + "-life-" + life + ".log").toAbsolutePath().toString()));
                 p.expect("RUNNING", deadline);
             };
+            cluster.onRestart(run);
             for (int id = 1; id <= nodes; id++) {
-                runner.run(id, cluster.process(id), 0);
+                run.started(id, cluster.process(id), 0);
             }
             stdout.printf("clients running for %d s%s%n", durationSeconds, nemesis.equals("none") ? "" : "; faults:");
-            Nemesis faults = new Nemesis(nemesis, cluster, origin, TimeUnit.SECONDS.toNanos(durationSeconds), runSeed,
-                    runner, stdout);
-            faults.start();
-            faults.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
-            if (faults.isAlive()) {
-                throw new IllegalStateException("stress FAILED: the nemesis did not finish before --timeout");
+            Duration quiet = Duration.ofMillis(Math.max(1000, durationSeconds * 100L));
+            Duration faultFor = Duration.ofMillis(Math.max(1500, Math.min(2500, durationSeconds * 125L)));
+            List<Nemesis> nemeses = new RemoteFaults(cluster).nemeses(nemesis);
+            NemesisSchedule schedule = NemesisSchedule.start(nemeses, faultsOnly, runSeed, quiet, faultFor);
+            try {
+                while (System.nanoTime() - until < 0) {
+                    Thread.sleep(Math.max(1, Math.min(200, (until - System.nanoTime()) / 1_000_000)));
+                }
+            } finally {
+                schedule.close(); // heals whatever is active: a run always ends healed
             }
-            if (faults.failure() != null) {
+            windows = faultsOnly.history().faults();
+            for (FaultWindow w : windows) {
+                stdout.printf(Locale.ROOT, "  nemesis %-9s %5.1f s .. %5.1f s  %s%n", w.kind(),
+                        (w.startNanos() - (from - origin)) / 1e9, (w.endNanos() - (from - origin)) / 1e9, w.targets());
+            }
+            if (schedule.failure() != null) {
                 throw new IllegalStateException("stress FAILED: the nemesis could not inject or heal a fault: "
-                        + faults.failure().getMessage(), faults.failure());
+                        + schedule.failure().getMessage(), schedule.failure());
             }
-            windows = faults.windows();
             long done = 0;
             long unknown = 0;
             for (int id = 1; id <= nodes; id++) {
@@ -142,55 +166,53 @@ public final class StressCommand implements Callable<Integer> {
             }
             stdout.printf("clients done: %,d operations completed by the last processes of each node (%,d of them"
                     + " indeterminate)%n", done, unknown);
+            return judge(folder, HistoryLines.read(histories, from, shift(windows, from - origin)), runSeed, replay);
         }
-        return judge(folder, histories, windows, runSeed, replay, origin);
     }
 
-    private int judge(Path folder, Path histories, List<Nemesis.Window> windows, long runSeed, String replay,
-                      long origin) {
-        History history = History.read(histories);
-        Checker checker = Checkers.linearizability();
-        List<StressReport.KeyResult> results = new ArrayList<>();
-        String model = model();
-        Map<Integer, List<Event>> byKey = history.byKey();
-        boolean valid = true;
-        boolean undecided = false;
-        stdout.printf("%nchecking %,d operations on %d keys against the %s model%n", history.ops().size(),
-                byKey.size(), model);
-        for (Map.Entry<Integer, List<Event>> e : byKey.entrySet()) {
-            Checker.Verdict v = checker.check(model, e.getValue());
-            List<History.Op> ops = History.of(e.getValue()).ops();
-            StressReport.KeyResult r = new StressReport.KeyResult(e.getKey(), v, StressReport.count(ops));
-            results.add(r);
-            valid &= v.status() == Checker.Status.LINEARIZABLE;
-            undecided |= v.status() == Checker.Status.UNKNOWN;
-            stdout.printf(Locale.ROOT, "  key %-3d %-12s ok %6d  fail %6d  indeterminate %5d  %s%n", e.getKey(),
-                    v.status(), r.counts().get(Event.Type.OK), r.counts().get(Event.Type.FAIL),
-                    r.counts().get(Event.Type.INFO), v.status() == Checker.Status.LINEARIZABLE ? "" : v.detail());
+    /** The fault windows on the clients' time line (0 = when they started). */
+    private static List<FaultWindow> shift(List<FaultWindow> windows, long by) {
+        return windows.stream().map(w -> new FaultWindow(w.kind(), w.targets(), w.startNanos() - by,
+                w.endNanos() - by)).toList();
+    }
+
+    private int judge(Path folder, History history, long runSeed, String replay) {
+        Model<?> model = switch (workload) {
+            case "register" -> Models.register(0L);
+            case "counter" -> Models.counter(0);
+            default -> throw new IllegalStateException("workload " + workload + " has no model yet");
+        };
+        Map<String, List<Operation>> byKey = history.byKey();
+        stdout.printf("%nchecking %,d operations on %d keys against the %s model (dsm-test LinearizabilityChecker)%n",
+                history.operations().size(), byKey.size(), workload);
+        CheckResult result = new LinearizabilityChecker().check(history, model);
+        List<String> keyNames = new ArrayList<>(result.keys().keySet());
+        keyNames.sort(Comparator.comparingInt(Integer::parseInt));
+        for (String key : keyNames) {
+            KeyResult k = result.keys().get(key);
+            Map<Outcome, Integer> counts = StressReport.count(byKey.get(key));
+            stdout.printf(Locale.ROOT, "  key %-3s %-12s ok %6d  fail %6d  indeterminate %5d%s%n", key, k.verdict(),
+                    counts.get(Outcome.OK), counts.get(Outcome.FAIL), counts.get(Outcome.INFO),
+                    k.verdict() == Verdict.LINEARIZABLE ? "" : "\n      " + k.explanation());
         }
-        if (byKey.isEmpty()) {
-            valid = false;
-            undecided = true;
+        boolean recorded = !byKey.isEmpty();
+        if (!recorded) {
             stdout.println("  no operation was recorded: nothing to check");
         }
         StressReport.write(folder, new StressReport.Run(workload, nemesis, transport, nodes, clients, keys,
-                durationSeconds, runSeed, replay), history, windows, results, valid, origin);
+                durationSeconds, runSeed, replay), history, result, keyNames);
         stdout.printf("%nreport: %s%n", folder.resolve("index.html").toAbsolutePath());
-        if (valid) {
+        if (result.verdict() == Verdict.LINEARIZABLE && recorded) {
             stdout.println("stress OK: every key's history is linearizable");
             return 0;
         }
-        boolean violation = results.stream().anyMatch(r -> r.verdict().status() == Checker.Status.VIOLATION);
-        stdout.println(violation ? "stress FAILED: a history is not linearizable (see the keys above)"
-                : "stress UNDECIDED: the checker could not decide every key (see above)");
-        return violation || !undecided ? 1 : 3;
-    }
-
-    private String model() {
-        return switch (workload) {
-            case "register", "counter" -> workload;
-            default -> throw new IllegalStateException("workload " + workload + " has no model yet");
-        };
+        if (result.verdict() == Verdict.VIOLATION) {
+            stdout.println("stress FAILED: a history is not linearizable (keys " + result.keysWith(Verdict.VIOLATION)
+                    + ")");
+            return 1;
+        }
+        stdout.println("stress UNDECIDED: the checker could not decide every key (see above)");
+        return 3;
     }
 
     private String commandLine(long runSeed) {

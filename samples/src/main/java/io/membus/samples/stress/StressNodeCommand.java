@@ -34,11 +34,9 @@ import java.util.concurrent.locks.LockSupport;
  *   stress -> node   : RUN &lt;workload&gt; &lt;clients&gt; &lt;keys&gt; &lt;fromNanos&gt; &lt;untilNanos&gt; &lt;seed&gt; &lt;gapNanos&gt; &lt;plant 0|1&gt; &lt;life&gt; &lt;history file&gt;
  *   node   -> stress : RUNNING                     (clients started; they run from fromNanos to untilNanos)
  *   node   -> stress : DONE &lt;ops&gt; &lt;unknown&gt;        (every client finished)
- *   stress -> node   : DROP &lt;peer,peer,...&gt;        (partition: verbs to and from them are dropped)
- *   stress -> node   : DELAY &lt;millis&gt; &lt;peer,...&gt;   (verbs to and from them are held)
- *   stress -> node   : SKEW &lt;micros&gt;                (this node's lease clock runs ahead or behind)
- *   stress -> node   : HEAL                        (no rule, no skew)
- *   node   -> stress : FAULT &lt;what was done&gt;
+ *   stress -> node   : RULES &lt;rules&gt; &lt;skewMicros&gt;     (this node's faults, replacing the previous ones)
+ *                        rules: - (none) or peer:drop and peer:delay:millis, comma-separated
+ *   node   -> stress : FAULT &lt;what is in force&gt;
  *   stress -> node   : EXIT
  * </pre>
  *
@@ -101,28 +99,22 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
                 String[] f = line.split(" ");
                 switch (f[0]) {
                     case "RUN" -> run(node, f);
-                    case "DROP" -> {
-                        for (int peer : peers(f[1])) {
-                            node.transport().faults().drop(peer);
-                        }
-                        answer("FAULT dropping verbs to and from nodes " + f[1]);
-                    }
-                    case "DELAY" -> {
-                        Duration d = Duration.ofMillis(Long.parseLong(f[1]));
-                        for (int peer : peers(f[2])) {
-                            node.transport().faults().delay(peer, d);
-                        }
-                        answer("FAULT delaying verbs to and from nodes " + f[2] + " by " + d.toMillis() + " ms");
-                    }
-                    case "SKEW" -> {
-                        clock.skewMicros(Long.parseLong(f[1]));
-                        answer("FAULT clock skewed by " + f[1] + " us");
-                    }
-                    case "HEAL" -> {
+                    case "RULES" -> {
                         FaultInjector faults = node.transport().faults();
                         faults.clear();
-                        clock.skewMicros(0);
-                        answer("FAULT healed");
+                        if (!f[1].equals("-")) {
+                            for (String rule : f[1].split(",")) {
+                                String[] r = rule.split(":");
+                                int peer = Integer.parseInt(r[0]);
+                                if (r[1].equals("drop")) {
+                                    faults.drop(peer);
+                                } else {
+                                    faults.delay(peer, Duration.ofMillis(Long.parseLong(r[2])));
+                                }
+                            }
+                        }
+                        clock.skewMicros(Long.parseLong(f[2]));
+                        answer("FAULT rules " + f[1] + ", clock skew " + f[2] + " us");
                     }
                     case "EXIT" -> {
                         stopClients();
@@ -161,10 +153,6 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         m.put("pekko.cluster.retry-unsuccessful-join-after", "1s");
         m.put("pekko.loglevel", "WARNING");
         return m;
-    }
-
-    private static int[] peers(String list) {
-        return java.util.Arrays.stream(list.split(",")).mapToInt(Integer::parseInt).toArray();
     }
 
     private void answer(String line) {

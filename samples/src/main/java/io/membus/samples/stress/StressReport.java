@@ -1,5 +1,12 @@
 package io.membus.samples.stress;
 
+import io.membus.test.check.CheckResult;
+import io.membus.test.check.KeyResult;
+import io.membus.test.check.Verdict;
+import io.membus.test.history.FaultWindow;
+import io.membus.test.history.History;
+import io.membus.test.history.Operation;
+import io.membus.test.history.Outcome;
 import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.LogarithmicAxis;
@@ -38,16 +45,6 @@ import java.util.Map;
  */
 final class StressReport {
 
-    /**
-     * What the checker said about one key.
-     *
-     * @param key     the key
-     * @param verdict the checker's verdict
-     * @param counts  operations by outcome
-     */
-    record KeyResult(int key, Checker.Verdict verdict, Map<Event.Type, Integer> counts) {
-    }
-
     /** The run's parameters, as the report prints them. */
     record Run(String workload, String nemesis, String transport, int nodes, int clients, int keys,
                int durationSeconds, long seed, String commandLine) {
@@ -63,44 +60,39 @@ final class StressReport {
     private StressReport() {
     }
 
-    static Map<Event.Type, Integer> count(List<History.Op> ops) {
-        Map<Event.Type, Integer> m = new EnumMap<>(Event.Type.class);
-        for (Event.Type t : List.of(Event.Type.OK, Event.Type.FAIL, Event.Type.INFO)) {
-            m.put(t, 0);
+    static Map<Outcome, Integer> count(List<Operation> ops) {
+        Map<Outcome, Integer> m = new EnumMap<>(Outcome.class);
+        for (Outcome o : Outcome.values()) {
+            m.put(o, 0);
         }
-        for (History.Op op : ops) {
-            m.merge(op.outcome(), 1, Integer::sum);
+        if (ops != null) {
+            for (Operation op : ops) {
+                m.merge(op.outcome(), 1, Integer::sum);
+            }
         }
         return m;
     }
 
-    /** Writes the folder; times are drawn from {@code origin}, the clients' start. */
-    static void write(Path folder, Run run, History history, List<Nemesis.Window> faults, List<KeyResult> keys,
-                      boolean valid, long origin) {
+    /** Writes the folder; the history's time 0 is when the clients started. */
+    static void write(Path folder, Run run, History history, CheckResult result, List<String> keyOrder) {
         System.setProperty("java.awt.headless", "true");
         try {
             Files.createDirectories(folder);
-            ChartUtils.saveChartAsPNG(folder.resolve("latency.png").toFile(), latencyChart(history, faults, origin),
-                    1000, 450);
-            ChartUtils.saveChartAsPNG(folder.resolve("throughput.png").toFile(),
-                    throughputChart(history, faults, origin), 1000, 300);
-            Files.writeString(folder.resolve("index.html"), html(run, history, faults, keys, valid, origin));
+            ChartUtils.saveChartAsPNG(folder.resolve("latency.png").toFile(), latencyChart(history), 1000, 450);
+            ChartUtils.saveChartAsPNG(folder.resolve("throughput.png").toFile(), throughputChart(history), 1000, 300);
+            Files.writeString(folder.resolve("index.html"), html(run, history, result, keyOrder));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the report in " + folder + ": " + e.getMessage(), e);
         }
     }
 
-    private static JFreeChart latencyChart(History history, List<Nemesis.Window> faults, long origin) {
+    private static JFreeChart latencyChart(History history) {
         XYSeries ok = new XYSeries("ok", false, true);
         XYSeries fail = new XYSeries("fail", false, true);
         XYSeries info = new XYSeries("indeterminate", false, true);
-        for (History.Op op : history.ops()) {
-            long latency = op.latencyNanos();
-            if (latency < 0) {
-                continue; // its process died: no completion to draw
-            }
-            double x = (op.invoke().nanos() - origin) / 1e9;
-            double y = Math.max(latency, 1_000) / 1e6;
+        for (Operation op : history.operations()) {
+            double x = op.invokeNanos() / 1e9;
+            double y = Math.max(op.completeNanos() - op.invokeNanos(), 1_000) / 1e6;
             switch (op.outcome()) {
                 case OK -> ok.add(x, y);
                 case FAIL -> fail.add(x, y);
@@ -121,19 +113,16 @@ final class StressReport {
         LogarithmicAxis y = new LogarithmicAxis("latency (ms, log)");
         y.setAllowNegativesFlag(false);
         XYPlot plot = new XYPlot(data, new NumberAxis("time since the first operation (s)"), y, dots);
-        shade(plot, faults, origin);
+        shade(plot, history.faults());
         return styled(new JFreeChart("Latency of every operation, by outcome; faults shaded", title(), plot, true));
     }
 
-    private static JFreeChart throughputChart(History history, List<Nemesis.Window> faults, long origin) {
-        long last = history.events().isEmpty() ? 0 : history.events().get(history.events().size() - 1).nanos();
-        int seconds = (int) ((last - origin) / 1_000_000_000L) + 1;
+    private static JFreeChart throughputChart(History history) {
+        long last = history.operations().stream().mapToLong(Operation::completeNanos).max().orElse(0);
+        int seconds = (int) (last / 1_000_000_000L) + 1;
         int[][] perSecond = new int[3][seconds];
-        for (History.Op op : history.ops()) {
-            if (op.completion() == null) {
-                continue;
-            }
-            int s = (int) ((op.completion().nanos() - origin) / 1_000_000_000L);
+        for (Operation op : history.operations()) {
+            int s = (int) (op.completeNanos() / 1_000_000_000L);
             int row = switch (op.outcome()) {
                 case OK -> 0;
                 case FAIL -> 1;
@@ -160,7 +149,7 @@ final class StressReport {
         }
         XYPlot plot = new XYPlot(data, new NumberAxis("time since the first operation (s)"),
                 new NumberAxis("completions per second"), steps);
-        shade(plot, faults, origin);
+        shade(plot, history.faults());
         return styled(new JFreeChart("Throughput by outcome; faults shaded", title(), plot, true));
     }
 
@@ -177,9 +166,9 @@ final class StressReport {
         return chart;
     }
 
-    private static void shade(XYPlot plot, List<Nemesis.Window> faults, long origin) {
-        for (Nemesis.Window w : faults) {
-            IntervalMarker m = new IntervalMarker((w.startNanos() - origin) / 1e9, (w.endNanos() - origin) / 1e9);
+    private static void shade(XYPlot plot, List<FaultWindow> faults) {
+        for (FaultWindow w : faults) {
+            IntervalMarker m = new IntervalMarker(w.startNanos() / 1e9, w.endNanos() / 1e9);
             Color c = FAULT_COLOURS.getOrDefault(w.kind(), Color.GRAY);
             m.setPaint(new Color(c.getRed(), c.getGreen(), c.getBlue(), 70));
             m.setLabel(w.kind());
@@ -190,54 +179,62 @@ final class StressReport {
         }
     }
 
-    private static String html(Run run, History history, List<Nemesis.Window> faults, List<KeyResult> keys,
-                               boolean valid, long origin) {
+    private static String html(Run run, History history, CheckResult result, List<String> keyOrder) {
         StringBuilder h = new StringBuilder();
-        Map<Event.Type, Integer> all = count(history.ops());
+        Map<Outcome, Integer> all = count(history.operations());
+        boolean valid = result.verdict() == Verdict.LINEARIZABLE && !history.operations().isEmpty();
+        Map<String, List<Operation>> byKey = history.byKey();
         h.append("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>membus stress: ")
                 .append(esc(run.workload())).append(" / ").append(esc(run.nemesis())).append("</title>\n<style>")
                 .append("body{font-family:sans-serif;margin:2em;max-width:1050px}table{border-collapse:collapse}")
                 .append("td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#eee}")
-                .append("td.l{text-align:left}.ok{color:#2E7D32;font-weight:bold}.bad{color:#C62828;font-weight:bold}")
-                .append(".unk{color:#b8860b;font-weight:bold}code{background:#f4f4f4}</style></head><body>\n");
+                .append("td.l{text-align:left;font-family:monospace;font-size:85%}.ok{color:#2E7D32;font-weight:bold}")
+                .append(".bad{color:#C62828;font-weight:bold}.unk{color:#b8860b;font-weight:bold}")
+                .append("code{background:#f4f4f4}</style></head><body>\n");
         h.append("<h1>membus stress: ").append(esc(run.workload())).append(" under ").append(esc(run.nemesis()))
                 .append("</h1>\n<p class=\"").append(valid ? "ok\">VALID: every key's history is linearizable"
-                        : "bad\">INVALID: a key's history is not linearizable, or could not be decided").append("</p>\n");
+                        : result.verdict() == Verdict.VIOLATION ? "bad\">INVALID: a key's history is not linearizable"
+                        : "unk\">UNDECIDED: the checker could not decide every key").append("</p>\n");
         h.append("<p>").append(run.nodes()).append(" nodes over ").append(esc(run.transport())).append(", ")
                 .append(run.clients()).append(" client threads per node, ").append(run.keys()).append(" keys, ")
                 .append(run.durationSeconds()).append(" s, seed ").append(run.seed()).append(". Replay: <code>")
                 .append(esc(run.commandLine())).append("</code></p>\n");
-        h.append("<p>Operations: ").append(history.ops().size()).append(" &mdash; ok ").append(all.get(Event.Type.OK))
-                .append(", fail ").append(all.get(Event.Type.FAIL)).append(", indeterminate ")
-                .append(all.get(Event.Type.INFO)).append(" (a timeout or a lost node: it may or may not have taken"
-                        + " effect, and the checker allows both).</p>\n");
+        h.append("<p>Operations: ").append(history.operations().size()).append(" &mdash; ok ")
+                .append(all.get(Outcome.OK)).append(", fail ").append(all.get(Outcome.FAIL))
+                .append(", indeterminate ").append(all.get(Outcome.INFO))
+                .append(" (a timeout or a lost node: it may or may not have taken effect, and the checker allows both)."
+                        + " Checked by the dsm-test <code>LinearizabilityChecker</code> (Wing &amp; Gong search with"
+                        + " Lowe's memoisation), each key on its own.</p>\n");
         h.append("<h2>Verdict per key</h2>\n<table><tr><th>key</th><th>verdict</th><th>ok</th><th>fail</th>"
-                + "<th>indeterminate</th><th class=\"l\">detail</th></tr>\n");
-        for (KeyResult k : keys) {
-            String cls = switch (k.verdict().status()) {
+                + "<th>indeterminate</th><th>search steps</th><th class=\"l\">explanation</th></tr>\n");
+        for (String key : keyOrder) {
+            KeyResult k = result.keys().get(key);
+            Map<Outcome, Integer> c = count(byKey.get(key));
+            String cls = switch (k.verdict()) {
                 case LINEARIZABLE -> "ok";
                 case VIOLATION -> "bad";
                 default -> "unk";
             };
-            h.append("<tr><td>").append(k.key()).append("</td><td class=\"").append(cls).append("\">")
-                    .append(k.verdict().status()).append("</td><td>").append(k.counts().get(Event.Type.OK))
-                    .append("</td><td>").append(k.counts().get(Event.Type.FAIL)).append("</td><td>")
-                    .append(k.counts().get(Event.Type.INFO)).append("</td><td class=\"l\">")
-                    .append(esc(k.verdict().detail())).append("</td></tr>\n");
+            h.append("<tr><td>").append(esc(key)).append("</td><td class=\"").append(cls).append("\">")
+                    .append(k.verdict()).append("</td><td>").append(c.get(Outcome.OK)).append("</td><td>")
+                    .append(c.get(Outcome.FAIL)).append("</td><td>").append(c.get(Outcome.INFO)).append("</td><td>")
+                    .append(k.steps()).append("</td><td class=\"l\">")
+                    .append(k.verdict() == Verdict.LINEARIZABLE ? "" : esc(k.explanation())).append("</td></tr>\n");
         }
         h.append("</table>\n<h2>Latency</h2>\n<p>Each dot is one operation: when it was invoked (x) and how long it "
-                + "took (y, log scale); green ok, red failed (certainly without effect), yellow indeterminate. "
-                + "Shaded bands are the faults below.</p>\n<img src=\"latency.png\" width=\"1000\">\n");
+                + "took (y, log scale); green ok, red failed (certainly without effect), yellow indeterminate (drawn "
+                + "until its caller gave up, or the end of the run when its process died). Shaded bands are the faults "
+                + "below.</p>\n<img src=\"latency.png\" width=\"1000\">\n");
         h.append("<h2>Throughput</h2>\n<img src=\"throughput.png\" width=\"1000\">\n");
         h.append("<h2>Faults</h2>\n");
-        if (faults.isEmpty()) {
+        if (history.faults().isEmpty()) {
             h.append("<p>none</p>\n");
         } else {
-            h.append("<table><tr><th>fault</th><th>from (s)</th><th>to (s)</th><th class=\"l\">what</th></tr>\n");
-            for (Nemesis.Window w : faults) {
+            h.append("<table><tr><th>fault</th><th>from (s)</th><th>to (s)</th><th class=\"l\">targets</th></tr>\n");
+            for (FaultWindow w : history.faults()) {
                 h.append(String.format(Locale.ROOT, "<tr><td class=\"l\">%s</td><td>%.2f</td><td>%.2f</td>"
-                        + "<td class=\"l\">%s</td></tr>%n", esc(w.kind()), (w.startNanos() - origin) / 1e9,
-                        (w.endNanos() - origin) / 1e9, esc(w.description())));
+                        + "<td class=\"l\">%s</td></tr>%n", esc(w.kind()), w.startNanos() / 1e9, w.endNanos() / 1e9,
+                        esc(w.targets())));
             }
             h.append("</table>\n");
         }
