@@ -85,6 +85,7 @@ public final class DsmNode implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicBoolean transportClosed = new java.util.concurrent.atomic.AtomicBoolean();
     private final ClusterNames names;
     private volatile RemoteMemory memory;
+    private volatile io.membus.core.message.Messaging messaging;
     private volatile GlobalAllocator allocator;
     private volatile String downReason;
     private volatile boolean closing;
@@ -285,6 +286,7 @@ public final class DsmNode implements AutoCloseable {
             }
         }
         this.memory = new RemoteMemory(transport, directory, config.operationTimeout());
+        this.messaging = new io.membus.core.message.Messaging(memory);
         if (!config.heapSegments().isEmpty()) {
             // formatted before the entry is published: no peer ever sees an unformatted heap
             GlobalAllocator a = new GlobalAllocator(memory, AllocatorConfig.builder()
@@ -433,6 +435,11 @@ public final class DsmNode implements AutoCloseable {
     /** Verbs on any pointer of the cluster, through the directory and this node's transport. */
     public RemoteMemory remoteMemory() {
         return memory;
+    }
+
+    /** Two-sided messages to any member by node id, and this node's handlers (see {@link io.membus.core.message.Messaging}). */
+    public io.membus.core.message.Messaging messaging() {
+        return messaging;
     }
 
     /**

@@ -99,6 +99,13 @@ class InJvmClusterTest {
         assertEquals(30, all.get(2).localSegment(0).readLong(8));
         assertEquals(60, all.get(0).localSegment(0).readLong(16));
 
+        // two-sided messages by node id: node 1 asks node 3, node 2 tells it, a stranger is unavailable
+        all.get(2).messaging().register((short) 40, "test-echo", (from, p) -> new byte[]{(byte) from, p[0]});
+        org.junit.jupiter.api.Assertions.assertArrayEquals(new byte[]{1, 9},
+                all.get(0).messaging().request(3, (short) 40, new byte[]{9}));
+        all.get(1).messaging().send(3, (short) 40, new byte[]{8});
+        assertThrows(NodeUnavailableException.class, () -> all.get(0).messaging().send(77, (short) 40, new byte[1]));
+
         // the allocator: node 1 allocates on node 3, node 2 reads it, node 3 frees it
         BlockRef block = all.get(0).allocator().allocate(100, Placement.node(3));
         assertEquals(3, block.nodeId());

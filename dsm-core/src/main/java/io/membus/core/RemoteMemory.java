@@ -96,10 +96,27 @@ public final class RemoteMemory {
         if (ptr == RemotePtr.NULL) {
             return CompletableFuture.failedFuture(new InvalidPointerException(ptr, 0, node));
         }
+        return onNode(node, verb::apply, () -> "pointer " + RemotePtr.toString(ptr));
+    }
+
+    /**
+     * Runs {@code op} on the connection to {@code node} (a loopback connection for
+     * this node), found as verbs find theirs: the peer from the directory, the
+     * connection from the transport; operations issued while the connection opens
+     * wait and are submitted in issue order. A node that is not a live member fails
+     * the future with {@link NodeUnavailableException}, a connection that cannot
+     * open with its typed cause. What {@link io.membus.core.message.Messaging} uses.
+     */
+    public <T> CompletableFuture<T> onNode(int node, Function<Connection, CompletableFuture<T>> op) {
+        return onNode(node, op, () -> "node " + node);
+    }
+
+    private <T> CompletableFuture<T> onNode(int node, Function<Connection, CompletableFuture<T>> verb,
+                                            java.util.function.Supplier<String> what) {
         PeerInfo peer = node == transport.nodeId() ? transport.self() : directory.member(node).orElse(null);
         if (peer == null) {
             return CompletableFuture.failedFuture(new NodeUnavailableException(node,
-                    "not a live member of the cluster (pointer " + RemotePtr.toString(ptr) + ")"));
+                    "not a live member of the cluster (" + what.get() + ")"));
         }
         Opening opening = openingCount.get() == 0 ? null : openings.get(node);
         if (opening == null) {
@@ -151,7 +168,7 @@ public final class RemoteMemory {
             this.connection = connection;
         }
 
-        <T> CompletableFuture<T> submit(Function<Verbs, CompletableFuture<T>> verb) {
+        <T> CompletableFuture<T> submit(Function<Connection, CompletableFuture<T>> verb) {
             synchronized (this) {
                 if (!drained) {
                     CompletableFuture<T> result = new CompletableFuture<>();
@@ -170,7 +187,7 @@ public final class RemoteMemory {
             drained = true;
         }
 
-        private <T> void relay(Function<Verbs, CompletableFuture<T>> verb, CompletableFuture<T> result) {
+        private <T> void relay(Function<Connection, CompletableFuture<T>> verb, CompletableFuture<T> result) {
             CompletableFuture<T> issued;
             try {
                 issued = connection.isCompletedExceptionally() ? failedLike(connection) : verb.apply(connection.join());

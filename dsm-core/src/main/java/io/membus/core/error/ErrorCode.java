@@ -46,6 +46,12 @@ public enum ErrorCode {
     WRONG_THREAD(18),
     /** A named structure exists with another type than the one asked for, or the name is not a structure's. */
     WRONG_TYPE(19),
+    /** A message named a channel no handler is registered for on its receiver. */
+    UNKNOWN_CHANNEL(20),
+    /** A message (or its reply) is larger than the receiver's maximum message size. */
+    MESSAGE_TOO_LARGE(21),
+    /** A message handler threw; the receiver logged it and answered with this failure. */
+    HANDLER_FAILED(22),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 

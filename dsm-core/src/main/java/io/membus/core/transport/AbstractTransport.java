@@ -3,6 +3,7 @@ package io.membus.core.transport;
 import io.membus.core.Segment;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.message.MessageEndpoint;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,6 +27,7 @@ public abstract class AbstractTransport implements Transport {
     protected final TransportConfig config;
     protected final SegmentTable table;
     private final FaultInjector faults = new FaultInjector();
+    private final MessageEndpoint messages;
     private final Map<Integer, String> fenced = new ConcurrentHashMap<>();
     private final Map<Integer, CompletableFuture<Connection>> connections = new ConcurrentHashMap<>();
     private volatile boolean closed;
@@ -34,6 +36,12 @@ public abstract class AbstractTransport implements Transport {
     protected AbstractTransport(TransportConfig config) {
         this.config = config;
         this.table = new SegmentTable(config.nodeId());
+        this.messages = new MessageEndpoint(config, this::fenceReason);
+    }
+
+    @Override
+    public MessageEndpoint messages() {
+        return messages;
     }
 
     @Override
@@ -209,7 +217,10 @@ public abstract class AbstractTransport implements Transport {
         }
     }
 
-    /** Hook run by {@link #close()} after connections are closed and before segments are. */
+    /**
+     * Hook run by {@link #close()} after connections and the message endpoint are
+     * closed and before segments are.
+     */
     protected void closeTransport() {
     }
 
@@ -228,6 +239,7 @@ public abstract class AbstractTransport implements Transport {
             c.thenAccept(conn -> conn.close("the initiator's transport closed"));
         }
         connections.clear();
+        messages.close(); // answers what waits in inboxes while the transport can still carry answers
         closeTransport();
         for (Segment s : table.all()) {
             table.remove(s.index());

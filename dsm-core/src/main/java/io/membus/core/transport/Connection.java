@@ -1,6 +1,9 @@
 package io.membus.core.transport;
 
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.TransportUnavailableException;
+
+import java.util.concurrent.CompletableFuture;
 
 /**
  * A reliable connection from this node to one peer incarnation, on which verbs
@@ -17,6 +20,27 @@ public interface Connection extends Verbs, AutoCloseable {
 
     /** The peer this connection reaches. */
     PeerInfo peer();
+
+    /**
+     * Sends a one-way message to the peer's handler of {@code channel} (see
+     * {@link io.membus.core.message.Messaging} for the contract). The future
+     * completes when the peer's handler has taken the message, or fails with a
+     * typed {@link io.membus.core.error.DsmException}. The payload is copied.
+     */
+    default CompletableFuture<Void> send(short channel, byte[] payload) {
+        return CompletableFuture.failedFuture(new TransportUnavailableException(getClass().getSimpleName(),
+                "this connection carries no messages; use local, shm or tcp"));
+    }
+
+    /**
+     * Sends a request to the peer's handler of {@code channel}; the future completes
+     * with the handler's reply or fails with a typed
+     * {@link io.membus.core.error.DsmException}. The payload is copied.
+     */
+    default CompletableFuture<byte[]> request(short channel, byte[] payload) {
+        return CompletableFuture.failedFuture(new TransportUnavailableException(getClass().getSimpleName(),
+                "this connection carries no messages; use local, shm or tcp"));
+    }
 
     /** A new batch of verbs on this connection. */
     Batch batch();

@@ -98,6 +98,13 @@ public interface Transport extends AutoCloseable {
         return true;
     }
 
+    /**
+     * The node's message side: handlers per channel, their executor, the inboxes of
+     * senders, limits and counters (see {@link io.membus.core.message.Messaging}).
+     * Closed with the transport.
+     */
+    io.membus.core.message.MessageEndpoint messages();
+
     /** Fault injection for tests; inert (and free) until a rule is set. */
     FaultInjector faults();
 

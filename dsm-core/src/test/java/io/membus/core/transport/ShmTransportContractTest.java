@@ -35,6 +35,20 @@ class ShmTransportContractTest extends TransportContractTest {
         return false;
     }
 
+    /** A killed child cannot remove its registry, ring and segment files: the test does. */
+    @Override
+    protected void afterChildKilled(int nodeId) {
+        if (dir == null) {
+            return;
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            files.filter(p -> p.getFileName().toString().startsWith("node-" + nodeId + ".")
+                    || p.getFileName().toString().startsWith("node-" + nodeId + "-")).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            throw new AssertionError("cannot list " + dir, e);
+        }
+    }
+
     @Override
     protected void afterNodesClosed() {
         if (dir == null) {

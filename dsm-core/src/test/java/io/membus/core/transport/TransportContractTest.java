@@ -78,6 +78,15 @@ public abstract class TransportContractTest {
     }
 
     /**
+     * Whether this transport carries two-sided messages. False only for {@code rdma}
+     * until its SEND/RECV path exists: the messages part then checks that messages
+     * are refused with {@link io.membus.core.error.TransportUnavailableException}.
+     */
+    protected boolean carriesMessages() {
+        return true;
+    }
+
+    /**
      * Whether a target refuses verbs from a node it fenced. False only for
      * transports where the target takes no part in a verb and cannot refuse it
      * ({@code shm}: the initiator's CPU runs it).
@@ -105,15 +114,25 @@ public abstract class TransportContractTest {
     protected void afterNodesClosed() {
     }
 
+    /** Hook for subclasses to remove what a child node killed by a test left behind (its files). */
+    protected void afterChildKilled(int nodeId) {
+    }
+
     protected Transport node(int nodeId) {
         return node(nodeId, OP_TIMEOUT);
     }
 
     protected Transport node(int nodeId, Duration operationTimeout) {
+        return node(nodeId, operationTimeout, Map.of());
+    }
+
+    /** A node with {@code extra} transport properties besides the subclass's. */
+    protected Transport node(int nodeId, Duration operationTimeout, Map<String, String> extra) {
         TransportConfig config = TransportConfig.builder(nodeId)
                 .operationTimeout(operationTimeout)
                 .connectTimeout(Duration.ofSeconds(10))
                 .properties(nodeProperties(nodeId))
+                .properties(extra)
                 .build();
         Transport t = Transports.create(transportName(), config);
         nodes.add(t);
@@ -604,6 +623,515 @@ public abstract class TransportContractTest {
         }
         assertEquals(children * (long) iterations + local.get(), seg.readLong(128),
                 "fetch-and-add total across processes");
+    }
+
+    // ------------------------------------------------------------------ messages
+
+    private static final short ECHO = 2;
+    private static final short LOG = 3;
+
+    private static byte[] message(long a, long b) {
+        byte[] p = new byte[16];
+        Words.putLong(p, 0, a);
+        Words.putLong(p, 8, b);
+        return p;
+    }
+
+    /** Waits (bounded, polling) until {@code condition} holds. */
+    protected static void eventually(java.util.function.BooleanSupplier condition, Supplier<String> what) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail("not within 30 s: " + what.get());
+            }
+            try {
+                Thread.sleep(2);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
+    }
+
+    private static io.membus.core.message.ChannelStats statsOf(Transport t, short channel) {
+        return t.messages().stats().stream().filter(s -> s.channel() == (channel & 0xffff)).findFirst()
+                .orElseThrow(() -> new AssertionError("no counters of channel " + channel + " on node " + t.nodeId()));
+    }
+
+    @Test
+    void messagesOfOneSenderAreHandledInOrderAndRequestsGetTheirReplies() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
+        Transport a = node(1);
+        Transport b = node(2);
+        List<Long> seen = Collections.synchronizedList(new ArrayList<>());
+        List<String> wrongSender = Collections.synchronizedList(new ArrayList<>());
+        b.messages().register(LOG, "log", (from, payload) -> {
+            if (from != 1) {
+                wrongSender.add("from=" + from);
+            }
+            if (payload.length == 0) {
+                return null; // an empty reply
+            }
+            seen.add(Words.getLong(payload, 8));
+            return new byte[]{1}; // ignored for one-way messages
+        });
+        b.messages().register(ECHO, "echo", (from, payload) -> {
+            seen.add(Words.getLong(payload, 8));
+            return MessageContractChild.reversed(payload);
+        });
+        Connection ab = connect(a, b);
+        int n = 3000;
+        List<CompletableFuture<?>> futures = new ArrayList<>();
+        for (long i = 0; i < n; i++) {
+            byte[] p = message(1, i);
+            if (i % 7 == 3) {
+                byte[] expected = MessageContractChild.reversed(p);
+                long seq = i;
+                futures.add(ab.request(ECHO, p).thenAccept(reply ->
+                        assertArrayEquals(expected, reply, "reply to request " + seq)));
+            } else {
+                CompletableFuture<Void> f = ab.send(LOG, p);
+                futures.add(f.thenAccept(v -> assertEquals(null, v, "a one-way message has no reply")));
+            }
+            p[15] = 99; // the caller may reuse its buffer at once
+        }
+        for (CompletableFuture<?> f : futures) {
+            await(f);
+        }
+        List<Long> expected = new ArrayList<>();
+        for (long i = 0; i < n; i++) {
+            expected.add(i);
+        }
+        assertEquals(expected, seen, "messages of one sender are handled in send order");
+        assertEquals(List.of(), wrongSender);
+        assertArrayEquals(new byte[0], await(ab.request(LOG, new byte[0])), "an empty payload and an empty reply");
+
+        io.membus.core.message.ChannelStats in = statsOf(b, LOG);
+        assertEquals("log", in.name());
+        assertEquals(n - n / 7 - (n % 7 > 3 ? 1 : 0) + 1, in.messagesIn());
+        io.membus.core.message.ChannelStats out = statsOf(a, ECHO);
+        assertEquals("channel-" + ECHO, out.name(), "the sender has no handler of its own for the channel");
+        assertEquals(statsOf(b, ECHO).messagesIn(), out.messagesOut());
+        assertEquals(16 * out.messagesOut(), out.bytesOut());
+        assertEquals(0, in.errors() + out.errors());
+
+        // a node messages itself through a loopback connection, under the same contract
+        Connection aa = connect(a, a);
+        a.messages().register(ECHO, "echo", (from, payload) -> MessageContractChild.reversed(payload));
+        assertArrayEquals(new byte[]{3, 2, 1}, await(aa.request(ECHO, new byte[]{1, 2, 3})));
+    }
+
+    @Test
+    void aMessageToAChannelWithoutHandlerIsAnsweredWithUnknownChannelAndAThrowingHandlerWithItsFailure() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
+        Transport a = node(1);
+        Transport b = node(2);
+        b.messages().register(ECHO, "echo", (from, payload) -> {
+            if (payload.length == 1 && payload[0] == 13) {
+                throw new IllegalStateException("unlucky payload");
+            }
+            return payload;
+        });
+        Connection ab = connect(a, b);
+        io.membus.core.error.UnknownChannelException unknown = assertFails(
+                io.membus.core.error.UnknownChannelException.class, ab.send((short) 77, new byte[]{1}));
+        assertEquals(2, unknown.nodeId());
+        assertEquals(77, unknown.channel());
+        assertTrue(unknown.getMessage().startsWith("unknown channel: node=2, channel=77"), unknown.getMessage());
+        assertFails(io.membus.core.error.UnknownChannelException.class, ab.request((short) -2, new byte[]{1}));
+        assertEquals(65534, statsOf(b, (short) -2).channel(), "channel ids are unsigned in counters");
+
+        io.membus.core.error.HandlerFailedException failed = assertFails(
+                io.membus.core.error.HandlerFailedException.class, ab.request(ECHO, new byte[]{13}));
+        assertEquals(2, failed.nodeId());
+        assertEquals(ECHO, failed.channel());
+        assertEquals("java.lang.IllegalStateException: unlucky payload", failed.failure());
+        assertFails(io.membus.core.error.HandlerFailedException.class, ab.send(ECHO, new byte[]{13}));
+        // the connection stays, and later messages are handled
+        assertArrayEquals(new byte[]{5}, await(ab.request(ECHO, new byte[]{5})));
+        assertEquals(2, statsOf(b, ECHO).errors());
+        assertEquals(2, statsOf(a, ECHO).errors(), "the sender counts its failed messages");
+
+        b.messages().unregister(ECHO);
+        assertFails(io.membus.core.error.UnknownChannelException.class, ab.request(ECHO, new byte[]{5}));
+        assertThrows(IllegalStateException.class, () -> {
+            b.messages().register(LOG, "one", (f, p) -> p);
+            b.messages().register(LOG, "two", (f, p) -> p);
+        }, "a channel has one handler");
+    }
+
+    @Test
+    void aMessageOrReplyLargerThanTheMaximumIsRefusedWithItsTypedError() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
+        int max = 1000;
+        Transport a = node(1, OP_TIMEOUT, Map.of("messages.max-size", Integer.toString(max)));
+        Transport b = node(2, OP_TIMEOUT, Map.of("messages.max-size", Integer.toString(max)));
+        b.messages().register(ECHO, "echo", (from, payload) -> payload.length == 1 ? new byte[max + 1] : payload);
+        AtomicLong handled = new AtomicLong();
+        b.messages().register(LOG, "log", (from, payload) -> {
+            handled.incrementAndGet();
+            return null;
+        });
+        Connection ab = connect(a, b);
+        assertEquals(max, await(ab.request(ECHO, new byte[max])).length, "exactly the maximum passes");
+        io.membus.core.error.MessageTooLargeException e = assertFails(
+                io.membus.core.error.MessageTooLargeException.class, ab.request(ECHO, new byte[max + 1]));
+        assertEquals(2, e.nodeId());
+        assertEquals(max + 1, e.size());
+        assertEquals(max, e.maxSize());
+        assertTrue(e.getMessage().startsWith("message too large: node=2, channel=2, size=1001, maxSize=1000"),
+                e.getMessage());
+        assertFails(io.membus.core.error.MessageTooLargeException.class, ab.send(LOG, new byte[max + 1]));
+        assertEquals(0, handled.get(), "an oversized message is never handled");
+        io.membus.core.error.MessageTooLargeException reply = assertFails(
+                io.membus.core.error.MessageTooLargeException.class, ab.request(ECHO, new byte[1]));
+        assertEquals(max + 1, reply.size(), "an oversized reply is refused too");
+        await(ab.send(LOG, new byte[10]));
+        assertEquals(1, handled.get(), "the connection stays");
+    }
+
+    @Test
+    void aSlowHandlerSlowsItsSenderAndTheInboxNeverHoldsMoreThanItsCredits() throws Exception {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
+        int credits = 4;
+        Transport b = node(2, OP_TIMEOUT, Map.of("messages.inbox", Integer.toString(credits)));
+        Transport a = node(1);
+        Transport c = node(3, Duration.ofMillis(400));
+        CountDownLatch release = new CountDownLatch(1);
+        List<Long> handled = Collections.synchronizedList(new ArrayList<>());
+        b.messages().register(LOG, "slow", (from, payload) -> {
+            try {
+                assertTrue(release.await(60, TimeUnit.SECONDS));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            handled.add(from * 1_000_000L + Words.getLong(payload, 8));
+            return null;
+        });
+        Connection ab = connect(a, b);
+        Connection cb = connect(c, b);
+        int n = 40;
+        List<CompletableFuture<Void>> fromA = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            fromA.add(ab.send(LOG, message(1, i)));
+        }
+        // c's messages beyond its credits wait at c and pass their 400 ms deadline there: never sent
+        List<CompletableFuture<Void>> fromC = new ArrayList<>();
+        for (int i = 0; i < credits + 3; i++) {
+            fromC.add(cb.send(LOG, message(3, i)));
+        }
+        for (int i = credits; i < credits + 3; i++) {
+            assertFails(DsmTimeoutException.class, fromC.get(i));
+        }
+        eventually(() -> statsOf(b, LOG).messagesIn() >= 1, () -> "the handler started");
+        for (CompletableFuture<Void> f : fromA) {
+            assertFalse(f.isDone(), "no message completes while the handler is blocked");
+        }
+        release.countDown();
+        for (int i = 0; i < n; i++) {
+            await(fromA.get(i));
+        }
+        eventually(() -> handled.size() == n + credits, () -> "handled " + handled.size() + " of " + (n + credits));
+        List<Long> fromCHandled = new ArrayList<>();
+        List<Long> fromAHandled = new ArrayList<>();
+        for (long h : handled) {
+            (h >= 3_000_000L ? fromCHandled : fromAHandled).add(h % 1_000_000L);
+        }
+        assertEquals(List.of(0L, 1L, 2L, 3L), fromCHandled, "only the messages that held a credit were sent");
+        assertEquals(n, fromAHandled.size());
+        for (int i = 0; i < n; i++) {
+            assertEquals((long) i, fromAHandled.get(i), "order of a slowed sender");
+        }
+        assertEquals(n + credits, statsOf(b, LOG).messagesIn(), "nothing else reached the receiver");
+        // c's credits came back with the late answers: it sends again
+        b.messages().unregister(LOG);
+        b.messages().register(LOG, "fast", (from, payload) -> null);
+        await(cb.send(LOG, message(3, 99)));
+    }
+
+    @Test
+    void theInboxOfASenderHoldsAtMostItsCredits() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
+        int credits = 3;
+        Transport b = node(2, OP_TIMEOUT, Map.of("messages.inbox", Integer.toString(credits)));
+        Transport a = node(1);
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicLong running = new AtomicLong();
+        b.messages().register(LOG, "slow", (from, payload) -> {
+            running.incrementAndGet();
+            try {
+                assertTrue(release.await(60, TimeUnit.SECONDS));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return null;
+        });
+        Connection ab = connect(a, b);
+        List<CompletableFuture<Void>> sent = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            sent.add(ab.send(LOG, message(1, i)));
+        }
+        eventually(() -> b.messages().waiting() == credits, () -> "inbox fills to its credits: " + b.messages().waiting());
+        // give the sender every chance to overrun the inbox, then check it did not: the bound is structural
+        for (int i = 0; i < 200 && b.messages().waiting() <= credits; i++) {
+            Thread.onSpinWait();
+            Thread.yield();
+        }
+        assertEquals(credits, b.messages().waiting(), "messages held by the receiver");
+        assertEquals(1, running.get(), "one handler runs per sender");
+        release.countDown();
+        for (CompletableFuture<Void> f : sent) {
+            await(f);
+        }
+        assertEquals(0, b.messages().waiting());
+    }
+
+    @Test
+    void aRequestInFlightFailsWithNodeUnavailableWhenItsReceiverCloses() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
+        Transport a = node(1);
+        Transport b = node(2);
+        CountDownLatch entered = new CountDownLatch(1);
+        b.messages().register(ECHO, "hang", (from, payload) -> {
+            entered.countDown();
+            try {
+                new CountDownLatch(1).await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // the closing node interrupts its handlers
+            }
+            return payload;
+        });
+        Connection ab = connect(a, b);
+        CompletableFuture<byte[]> hanging = ab.request(ECHO, new byte[]{1});
+        CompletableFuture<byte[]> queued = ab.request(ECHO, new byte[]{2});
+        try {
+            assertTrue(entered.await(30, TimeUnit.SECONDS), "the handler started");
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+        b.close();
+        NodeUnavailableException e = assertFails(NodeUnavailableException.class, hanging);
+        assertEquals(2, e.nodeId());
+        assertFails(NodeUnavailableException.class, queued);
+        eventually(() -> {
+            try {
+                await(ab.send(ECHO, new byte[]{3}));
+                return false;
+            } catch (NodeUnavailableException gone) {
+                return true;
+            }
+        }, () -> "messages to a closed node fail with NodeUnavailableException");
+    }
+
+    @Test
+    void messagesToAFencedOrUnknownNodeFailAtOnceBothWays() {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
+        Transport a = node(1);
+        Transport b = node(2);
+        AtomicLong handledOnA = new AtomicLong();
+        a.messages().register(LOG, "log", (from, payload) -> {
+            handledOnA.incrementAndGet();
+            return null;
+        });
+        b.messages().register(LOG, "log", (from, payload) -> null);
+        Connection ab = connect(a, b);
+        Connection ba = connect(b, a);
+        await(ab.send(LOG, new byte[1]));
+        await(ba.send(LOG, new byte[1]));
+        assertEquals(1, handledOnA.get());
+
+        a.fence(2, "downed by the test");
+        NodeUnavailableException e = assertFails(NodeUnavailableException.class, ab.send(LOG, new byte[1]));
+        assertEquals(2, e.nodeId());
+        assertFails(NodeUnavailableException.class, ab.request(LOG, new byte[1]));
+        assertThrows(NodeUnavailableException.class, () -> RemoteMemory.await(a.connect(b.self()), Duration.ofSeconds(30)));
+        // the fenced node's messages to a are refused by a, never handled (a takes part in every message)
+        eventually(() -> {
+            try {
+                await(ba.send(LOG, new byte[1]));
+                return false;
+            } catch (NodeUnavailableException refused) {
+                return true;
+            }
+        }, () -> "a fenced sender's messages are refused");
+        assertEquals(1, handledOnA.get(), "no message of a fenced node is handled");
+
+        // by node id: a node that is not a member fails at once, as a verb would
+        io.membus.core.directory.StaticDirectory dir = new io.membus.core.directory.StaticDirectory();
+        dir.addMember(a.self());
+        io.membus.core.message.Messaging m = new io.membus.core.message.Messaging(
+                new RemoteMemory(a, dir, OP_TIMEOUT));
+        NodeUnavailableException unknown = assertThrows(NodeUnavailableException.class,
+                () -> m.send(42, LOG, new byte[1]));
+        assertEquals(42, unknown.nodeId());
+        a.messages().register(ECHO_OR_LOG, "self", (from, payload) -> new byte[]{(byte) from});
+        assertArrayEquals(new byte[]{1}, m.request(1, ECHO_OR_LOG, new byte[]{7}), "to itself by node id");
+        m.send(1, ECHO_OR_LOG, new byte[]{7});
+    }
+
+    private static final short ECHO_OR_LOG = 9;
+
+    @Test
+    void aTransportWithoutMessagesRefusesThemWithATypedError() {
+        if (carriesMessages()) {
+            return; // the rest of the messages part covers it
+        }
+        Transport a = node(1);
+        Transport b = node(2);
+        b.messages().register(ECHO, "echo", (from, payload) -> payload);
+        Connection ab = connect(a, b);
+        assertFails(io.membus.core.error.TransportUnavailableException.class, ab.send(ECHO, new byte[1]));
+        assertFails(io.membus.core.error.TransportUnavailableException.class, ab.request(ECHO, new byte[1]));
+    }
+
+    @Test
+    void manySendersToOneReceiverEveryMessageIsHandledOnceInEachSendersOrder() throws Exception {
+        if (!carriesMessages()) {
+            return; // see aTransportWithoutMessagesRefusesThemWithATypedError
+        }
+        Transport receiver = node(1);
+        List<Transport> senders = List.of(node(2), node(3), node(4));
+        int threadsPerSender = 2;
+        int perThread = 600;
+        java.util.concurrent.ConcurrentHashMap<Long, Long> next = new java.util.concurrent.ConcurrentHashMap<>();
+        List<String> problems = Collections.synchronizedList(new ArrayList<>());
+        AtomicLong total = new AtomicLong();
+        io.membus.core.message.MessageHandler handler = (from, payload) -> {
+            long stream = Words.getLong(payload, 0);
+            long seq = Words.getLong(payload, 8);
+            if (stream / 100 != from) {
+                problems.add("stream " + stream + " from node " + from);
+            }
+            long expected = next.getOrDefault(stream, 0L);
+            if (seq != expected) {
+                problems.add("stream " + stream + ": seq " + seq + " where " + expected + " was due");
+            }
+            next.put(stream, seq + 1);
+            total.incrementAndGet();
+            return payload;
+        };
+        receiver.messages().register(LOG, "log", handler);
+        receiver.messages().register(ECHO, "echo", handler);
+        ExecutorService pool = Executors.newFixedThreadPool(senders.size() * threadsPerSender);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            CountDownLatch start = new CountDownLatch(1);
+            for (Transport s : senders) {
+                Connection c = connect(s, receiver);
+                for (int t = 0; t < threadsPerSender; t++) {
+                    long stream = s.nodeId() * 100L + t;
+                    done.add(pool.submit(() -> {
+                        start.await();
+                        List<CompletableFuture<?>> mine = new ArrayList<>();
+                        for (int i = 0; i < perThread; i++) {
+                            byte[] p = message(stream, i);
+                            mine.add(i % 5 == 0 ? c.request(ECHO, p) : c.send(LOG, p));
+                            if (mine.size() >= 100) {
+                                await(mine.remove(0));
+                            }
+                        }
+                        for (CompletableFuture<?> f : mine) {
+                            await(f);
+                        }
+                        return null;
+                    }));
+                }
+            }
+            start.countDown();
+            for (Future<?> f : done) {
+                f.get(100, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(List.of(), problems);
+        assertEquals((long) senders.size() * threadsPerSender * perThread, total.get(), "every message handled once");
+        for (Transport s : senders) {
+            for (int t = 0; t < threadsPerSender; t++) {
+                assertEquals((long) perThread, next.get(s.nodeId() * 100L + t), "stream of node " + s.nodeId());
+            }
+        }
+    }
+
+    @Test
+    void messagesFromSeparateProcessesAreAllHandledInOrder() throws Exception {
+        if (!multiProcess() || !carriesMessages()) {
+            return; // this transport reaches only nodes of one JVM; the in-JVM tests cover it
+        }
+        Transport owner = node(1);
+        java.util.concurrent.ConcurrentHashMap<Integer, Long> next = new java.util.concurrent.ConcurrentHashMap<>();
+        List<String> problems = Collections.synchronizedList(new ArrayList<>());
+        owner.messages().register(MessageContractChild.CHANNEL, "children", (from, payload) -> {
+            long seq = Words.getLong(payload, 8);
+            long expected = next.getOrDefault(from, 0L);
+            if (seq != expected || Words.getLong(payload, 0) != from) {
+                problems.add("node " + from + ": seq " + seq + " where " + expected + " was due");
+            }
+            next.put(from, seq + 1);
+            return MessageContractChild.reversed(payload);
+        });
+        int children = 2;
+        int count = 2000;
+        try (TestJvm jvm = new TestJvm()) {
+            for (int i = 0; i < children; i++) {
+                int id = 10 + i;
+                List<String> args = new ArrayList<>(List.of("send", transportName(), Integer.toString(id),
+                        Integer.toString(owner.nodeId()), Long.toString(owner.incarnation()), owner.localAddress(),
+                        Integer.toString(count)));
+                nodeProperties(id).forEach((k, v) -> args.add(k + "=" + v));
+                jvm.start(MessageContractChild.class, args);
+            }
+            for (int i = 0; i < children; i++) {
+                int code = jvm.await(i, 90);
+                assertEquals(0, code, "child " + i + " failed:\n" + jvm.output(i));
+                assertTrue(jvm.output(i).contains("DONE " + count), jvm.output(i));
+            }
+        }
+        assertEquals(List.of(), problems);
+        assertEquals(Map.of(10, (long) count, 11, (long) count), Map.copyOf(next));
+    }
+
+    @Test
+    void aRequestToAProcessKilledWhileItsHandlerRunsFailsWithNodeUnavailable() throws Exception {
+        if (!multiProcess() || !carriesMessages()) {
+            return;
+        }
+        Transport a = node(1);
+        int childId = 20;
+        try (TestJvm jvm = new TestJvm()) {
+            List<String> args = new ArrayList<>(List.of("hang", transportName(), Integer.toString(childId),
+                    "-", "-", "-", "-"));
+            nodeProperties(childId).forEach((k, v) -> args.add(k + "=" + v));
+            Process child = jvm.start(MessageContractChild.class, args);
+            eventually(() -> jvm.output(0).contains("READY ") || !child.isAlive(), () -> "child ready");
+            String ready = jvm.output(0).lines().filter(l -> l.startsWith("READY ")).findFirst()
+                    .orElseThrow(() -> new AssertionError("child failed:\n" + jvm.output(0)));
+            String[] f = ready.split(" ", 3);
+            Connection c = RemoteMemory.await(a.connect(new PeerInfo(childId, Long.parseLong(f[1]), f[2])),
+                    Duration.ofSeconds(30));
+            CompletableFuture<byte[]> hanging = c.request(MessageContractChild.CHANNEL, new byte[]{1});
+            eventually(() -> jvm.output(0).contains("HANDLING"), () -> "the child's handler runs");
+            child.destroyForcibly();
+            assertTrue(child.waitFor(30, TimeUnit.SECONDS));
+            NodeUnavailableException e = assertFails(NodeUnavailableException.class, hanging);
+            assertEquals(childId, e.nodeId());
+        } finally {
+            afterChildKilled(childId);
+        }
     }
 
     /**

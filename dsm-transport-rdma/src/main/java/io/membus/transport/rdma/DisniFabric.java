@@ -346,6 +346,11 @@ final class DisniFabric implements Fabric {
         return java.util.HexFormat.of().formatHex(b);
     }
 
+    /** Accepted queue pairs carry no SENDs on hardware yet (see {@link DisniQueuePair#messages}): nothing to hand over. */
+    @Override
+    public void onAccepted(PassiveListener listener) {
+    }
+
     @Override
     public void close() {
         open = false;

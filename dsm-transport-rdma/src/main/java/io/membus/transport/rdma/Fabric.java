@@ -65,8 +65,32 @@ interface Fabric extends AutoCloseable {
     @Override
     void close();
 
+    /**
+     * Hands every target-side queue pair to {@code listener} as it is accepted, before
+     * the initiator's connect returns (so the target can post receive buffers before
+     * the first SEND). Set once, before any connect.
+     */
+    void onAccepted(PassiveListener listener);
+
+    /** Learns of accepted (target-side) queue pairs. */
+    @FunctionalInterface
+    interface PassiveListener {
+        void accepted(int nodeId, byte[] session, MessageCapable pair);
+    }
+
+    /** A queue pair end that can carry SEND/RECV. */
+    interface MessageCapable {
+        /**
+         * The two-sided end of this queue pair, with {@code slots} send and receive buffers of
+         * {@code slotBytes} each, created at the first call.
+         *
+         * @throws io.membus.core.error.TransportUnavailableException when this fabric cannot carry SENDs
+         */
+        MessagePort messages(int slots, int slotBytes);
+    }
+
     /** An initiator queue pair: a {@link SendQueue} whose completions the transport's completion thread polls. */
-    interface QueuePair extends SendQueue {
+    interface QueuePair extends SendQueue, MessageCapable {
         /** Sets the engine completions are reported to; before the first post. */
         void attach(VerbEngine engine);
 

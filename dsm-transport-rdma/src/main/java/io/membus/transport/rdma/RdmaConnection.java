@@ -26,6 +26,8 @@ final class RdmaConnection implements Connection {
     private final VerbEngine engine;
     private final Runnable onClose;
     private volatile String closeReason;
+    private volatile RdmaMessages.Initiator messages;
+    private volatile DsmException messagesUnavailable;
 
     RdmaConnection(PeerInfo peer, RemoteCatalog catalog, VerbEngine engine, Runnable onClose) {
         this.peer = peer;
@@ -112,6 +114,41 @@ final class RdmaConnection implements Connection {
         }
     }
 
+    /**
+     * Messages go through the queue pair's SEND/RECV end ({@link RdmaMessages}); a
+     * fabric that cannot carry SENDs (the NIC, for now) leaves {@code unavailable},
+     * which every message then fails with.
+     */
+    void attachMessages(RdmaMessages.Initiator end, DsmException unavailable) {
+        this.messages = end;
+        this.messagesUnavailable = unavailable;
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public CompletableFuture<Void> send(short channel, byte[] payload) {
+        return (CompletableFuture<Void>) (CompletableFuture<?>) message(channel, false, payload);
+    }
+
+    @Override
+    public CompletableFuture<byte[]> request(short channel, byte[] payload) {
+        return message(channel, true, payload);
+    }
+
+    private CompletableFuture<byte[]> message(short channel, boolean request, byte[] payload) {
+        RdmaMessages.Initiator end = messages;
+        if (end == null) {
+            return CompletableFuture.failedFuture(messagesUnavailable != null ? messagesUnavailable
+                    : new io.membus.core.error.TransportUnavailableException("rdma", "this connection carries no"
+                    + " messages"));
+        }
+        String reason = closeReason;
+        if (reason != null) {
+            return closed(reason);
+        }
+        return end.outbox.post(channel, request, payload);
+    }
+
     private <T> CompletableFuture<T> closed(String reason) {
         return CompletableFuture.failedFuture(new NodeUnavailableException(peer.nodeId(), reason));
     }
@@ -128,6 +165,10 @@ final class RdmaConnection implements Connection {
             return;
         }
         closeReason = reason;
+        RdmaMessages.Initiator end = messages;
+        if (end != null) {
+            end.close(reason);
+        }
         engine.close(reason);
         onClose.run();
     }

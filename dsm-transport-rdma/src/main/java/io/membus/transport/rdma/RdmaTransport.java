@@ -77,6 +77,7 @@ public final class RdmaTransport extends AbstractTransport {
     private final Set<RdmaConnection> open = ConcurrentHashMap.newKeySet();
     /** The queue pairs the completion thread polls: copy-on-write, so its loop iterates without allocating. */
     private volatile Polled[] polled = new Polled[0];
+    private final RdmaMessages messaging;
     private final Thread acceptor;
     private final Thread completions;
     private volatile boolean running = true;
@@ -88,6 +89,8 @@ public final class RdmaTransport extends AbstractTransport {
         super(config);
         this.settings = settings;
         this.fabric = fabricFactory.apply(settings);
+        this.messaging = new RdmaMessages(config.nodeId(), messages(), config.operationTimeout());
+        fabric.onAccepted((node, session, pair) -> messaging.accepted(node, pair));
         try {
             control = new ServerSocket();
             control.bind(new InetSocketAddress(settings.address(), settings.controlPort()), 64);
@@ -361,6 +364,12 @@ public final class RdmaTransport extends AbstractTransport {
                 engine.onBroken(connection::close);
                 track(connection, pair);
                 open.add(connection);
+                try {
+                    RdmaConnection c0 = connection;
+                    connection.attachMessages(messaging.initiator(peer.nodeId(), pair, c0::close), null);
+                } catch (DsmException noMessages) {
+                    connection.attachMessages(null, noMessages); // verbs still work; messages fail typed
+                }
                 RdmaConnection c = connection;
                 daemon(() -> catalogLoop(c, in, out, nonceI, who, seq[0]), "membus-rdma-catalog-" + peer.nodeId());
                 ok = true;
@@ -415,7 +424,7 @@ public final class RdmaTransport extends AbstractTransport {
     private void completionLoop() {
         int idle = 0;
         while (running) {
-            int found = 0;
+            int found = messaging.poll();
             for (Polled p : polled) { // an array: no iterator allocated per spin
                 try {
                     found += p.pair().poll();
@@ -620,6 +629,9 @@ public final class RdmaTransport extends AbstractTransport {
             acceptor.join(2_000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        if (!completions.isAlive()) {
+            messaging.close(); // the completion thread no longer reads the buffers this frees
         }
         for (Fabric.QueuePair qp : queuePairs) {
             qp.close(); // now, not on the timer: the device is closed next (idempotent)

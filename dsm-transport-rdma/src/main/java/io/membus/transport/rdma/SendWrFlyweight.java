@@ -72,6 +72,20 @@ public final class SendWrFlyweight {
         return this;
     }
 
+    /**
+     * An {@code IBV_WR_SEND} of {@code length} bytes from the local buffer into the
+     * next receive buffer the peer posted; the {@code wr} union is zeroed (a SEND
+     * names no remote address).
+     */
+    public SendWrFlyweight send(long wrId, long localAddress, int length, int localKey) {
+        header(wrId, IBV_WR_SEND, localAddress, length, localKey);
+        long a = address;
+        for (int o = REMOTE_ADDR_OFFSET; o < QP_TYPE_OFFSET; o += Long.BYTES) {
+            MEMORY.writeLong(a + o, 0L);
+        }
+        return this;
+    }
+
     private void header(long wrId, int opcode, long localAddress, int length, int localKey) {
         long a = address;
         MEMORY.writeLong(a + WR_ID_OFFSET, wrId);

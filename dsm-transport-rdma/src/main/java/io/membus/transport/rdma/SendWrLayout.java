@@ -67,6 +67,8 @@ public final class SendWrLayout {
 
     /** {@code enum ibv_wr_opcode}. */
     public static final int IBV_WR_RDMA_WRITE = 0;
+    /** A two-sided SEND: the bytes land in a receive buffer the peer posted. */
+    public static final int IBV_WR_SEND = 2;
     public static final int IBV_WR_RDMA_READ = 4;
     public static final int IBV_WR_ATOMIC_CMP_AND_SWP = 5;
     public static final int IBV_WR_ATOMIC_FETCH_AND_ADD = 6;
@@ -91,6 +93,7 @@ public final class SendWrLayout {
     public static String opcodeName(int opcode) {
         return switch (opcode) {
             case IBV_WR_RDMA_WRITE -> "RDMA_WRITE";
+            case IBV_WR_SEND -> "SEND";
             case IBV_WR_RDMA_READ -> "RDMA_READ";
             case IBV_WR_ATOMIC_CMP_AND_SWP -> "ATOMIC_CMP_AND_SWP";
             case IBV_WR_ATOMIC_FETCH_AND_ADD -> "ATOMIC_FETCH_AND_ADD";

@@ -72,6 +72,38 @@ class SendWrFlyweightTest {
     }
 
     @Test
+    void sendHasOpcodeTwoAndAZeroedUnion() {
+        new SendWrFlyweight().wrap(address).send(77, 0x3000, 1024, 9);
+        ByteBuffer e = expected(77, 2, 0x3000, 1024, 9); // IBV_WR_SEND = 2; bytes 40..127 zero
+        assertArrayEquals(e.array(), actual());
+    }
+
+    @Test
+    void aReceiveWorkRequestIsWrIdNextSgListNumSgeThenItsSgeAt32() {
+        // struct ibv_recv_wr of rdma-core 44.0 on x86_64: wr_id 0, next 8, sg_list 16, num_sge 24, sizeof 32
+        new RecvWrFlyweight().wrap(address).receive(0x55AA_0001L, 0x7f00_1234_0000L, 65552, 0x0BADF00D);
+        ByteBuffer e = ByteBuffer.allocate(SIZE).order(ByteOrder.LITTLE_ENDIAN);
+        e.putLong(0, 0x55AA_0001L);
+        e.putLong(8, 0L);
+        e.putLong(16, address + 32);
+        e.putInt(24, 1);
+        e.putLong(32, 0x7f00_1234_0000L);
+        e.putInt(40, 65552);
+        e.putInt(44, 0x0BADF00D);
+        byte[] want = e.array();
+        byte[] got = actual();
+        for (int i = 48; i < SIZE; i++) {
+            want[i] = (byte) 0xA5; // past the receive work request and its SGE: untouched
+        }
+        assertArrayEquals(want, got);
+        RecvWrFlyweight r = new RecvWrFlyweight().wrap(address);
+        assertEquals(0x55AA_0001L, r.wrId());
+        assertEquals(0x7f00_1234_0000L, r.sgeAddress());
+        assertEquals(65552, r.sgeLength());
+        assertEquals(0x0BADF00D, r.sgeLocalKey());
+    }
+
+    @Test
     void rdmaWriteHasOpcodeZeroAndTheRdmaMember() {
         new SendWrFlyweight().wrap(address).write(42, 0x1000, 17, 7, 0x2000, 0x0000_1234);
         ByteBuffer e = expected(42, 0, 0x1000, 17, 7);

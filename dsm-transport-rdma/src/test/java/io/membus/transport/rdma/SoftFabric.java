@@ -39,6 +39,7 @@ final class SoftFabric implements Fabric {
     private final Map<InetSocketAddress, Expected> expected = new ConcurrentHashMap<>();
     private final Set<SoftQueuePair> passive = ConcurrentHashMap.newKeySet();
     private volatile boolean open = true;
+    private volatile PassiveListener listener;
 
     SoftFabric(RdmaSettings settings) {
         this.settings = settings;
@@ -73,7 +74,7 @@ final class SoftFabric implements Fabric {
         expected.values().removeIf(e -> e.session().equals(t));
         passive.removeIf(qp -> {
             if (qp.session.equals(t)) {
-                qp.targetGone = true;
+                qp.cutTarget();
                 return true;
             }
             return false;
@@ -85,7 +86,7 @@ final class SoftFabric implements Fabric {
         expected.values().removeIf(e -> e.nodeId() == nodeId);
         passive.removeIf(qp -> {
             if (qp.initiatorNode == nodeId) {
-                qp.targetGone = true;
+                qp.cutTarget();
                 return true;
             }
             return false;
@@ -107,14 +108,23 @@ final class SoftFabric implements Fabric {
         }
         SoftQueuePair qp = new SoftQueuePair(t, e.nodeId(), e.session(), settings.queueDepth(), settings.stagingBytes());
         t.passive.add(qp);
+        PassiveListener l = t.listener;
+        if (l != null) { // the target posts its receive buffers before this connect returns
+            l.accepted(e.nodeId(), HexFormat.of().parseHex(e.session()), qp::passivePort);
+        }
         return qp;
+    }
+
+    @Override
+    public void onAccepted(PassiveListener listener) {
+        this.listener = listener;
     }
 
     @Override
     public void close() {
         open = false;
         BY_PORT.remove(port, this);
-        passive.forEach(qp -> qp.targetGone = true);
+        passive.forEach(SoftQueuePair::cutTarget);
         passive.clear();
         regions.clear();
     }
@@ -134,12 +144,48 @@ final class SoftFabric implements Fabric {
         private boolean error; // guarded by the engine's post lock
         private volatile boolean closed;
         private VerbEngine engine;
+        private SoftPort initiatorPort; // guarded by this
+        private SoftPort targetPort; // guarded by this
 
         SoftQueuePair(SoftFabric target, int initiatorNode, String session, int depth, int stagingBytes) {
             super(depth, stagingBytes);
             this.target = target;
             this.initiatorNode = initiatorNode;
             this.session = session;
+        }
+
+        /** The initiator's SEND/RECV end of this queue pair. */
+        @Override
+        public synchronized MessagePort messages(int slots, int slotBytes) {
+            if (initiatorPort == null) {
+                initiatorPort = new SoftPort(slots, slotBytes);
+                if (targetPort != null) {
+                    initiatorPort.connect(targetPort);
+                }
+            }
+            return initiatorPort;
+        }
+
+        /** The target's SEND/RECV end of this queue pair (what the target's listener asks for). */
+        synchronized MessagePort passivePort(int slots, int slotBytes) {
+            if (targetPort == null) {
+                targetPort = new SoftPort(slots, slotBytes);
+                if (initiatorPort != null) {
+                    initiatorPort.connect(targetPort);
+                }
+                if (targetGone) {
+                    targetPort.cut();
+                }
+            }
+            return targetPort;
+        }
+
+        /** The target destroyed its side (release, fence, close): its verbs and SENDs fail from now on. */
+        synchronized void cutTarget() {
+            targetGone = true;
+            if (targetPort != null) {
+                targetPort.cut();
+            }
         }
 
         @Override

@@ -26,4 +26,5 @@ class SoftRdmaTransportContractTest extends TransportContractTest {
     protected boolean multiProcess() {
         return false;
     }
+
 }

@@ -29,6 +29,13 @@ import java.nio.charset.StandardCharsets;
  *   OK     the result: read: data[length]; write: nothing; CAS, FAA: the old value int64
  *   ERROR  code uint8 | reserved[3] | length int32 | ptr int64 | detail int64 | message UTF-8 (rest)
  *
+ * Messages (after the handshake; a message's correlation id is the sender's, answers carry it, in any order):
+ *   MSG        channel int16 | flags uint8 (bit 0: request) | reserved uint8 | payload[rest]   (4 + payload)
+ *   MSG_REPLY  payload[rest]: the handler's reply (empty for a one-way message)                (target -> initiator)
+ *   MSG_ERROR  as ERROR: code uint8 | reserved[3] | length int32 (0) | ptr int64 (0) | detail int64 | text UTF-8
+ *   MSG_CREDIT credits int32 | maxMessageSize int32 (correlation id 0; the target grants its inbox right after
+ *              WELCOME: the initiator may have that many messages unanswered at once)          (8 bytes)
+ *
  * Handshake (correlation id 0), before any verb:
  *   HELLO     nodeId int32 | incarnation int64 | targetNode int32 | targetIncarnation int64 | nonce[32]  (56)
  *   CHALLENGE nodeId int32 | incarnation int64 | nonce[32] | serverProof[32]                            (76)
@@ -94,11 +101,25 @@ public final class Frame {
     public static final int AUTH_PROOF_FIELD_OFFSET = HEADER_LENGTH;
     public static final int AUTH_BODY_LENGTH = PROOF_LENGTH;
 
+    // message bodies
+    public static final int MSG_CHANNEL_FIELD_OFFSET = HEADER_LENGTH;
+    public static final int MSG_FLAGS_FIELD_OFFSET = HEADER_LENGTH + 2;
+    public static final int MSG_PAYLOAD_FIELD_OFFSET = HEADER_LENGTH + 4;
+    public static final int MSG_FIXED_BODY_LENGTH = 4;
+    public static final byte MSG_FLAG_REQUEST = 1;
+    public static final int CREDIT_CREDITS_FIELD_OFFSET = HEADER_LENGTH;
+    public static final int CREDIT_MAX_SIZE_FIELD_OFFSET = HEADER_LENGTH + 4;
+    public static final int CREDIT_BODY_LENGTH = 8;
+
     // opcodes
     public static final byte OP_READ = 1;
     public static final byte OP_WRITE = 2;
     public static final byte OP_CAS = 3;
     public static final byte OP_FAA = 4;
+    public static final byte OP_MSG = 0x20;
+    public static final byte OP_MSG_REPLY = (byte) 0x83;
+    public static final byte OP_MSG_ERROR = (byte) 0x84;
+    public static final byte OP_MSG_CREDIT = (byte) 0x85;
     public static final byte OP_HELLO = 0x10;
     public static final byte OP_CHALLENGE = 0x11;
     public static final byte OP_AUTH = 0x12;
@@ -145,6 +166,16 @@ public final class Frame {
         return buffer.getIntLE(offset + fieldOffset);
     }
 
+    /** The int16 at {@code fieldOffset}. */
+    public short shortAt(int fieldOffset) {
+        return buffer.getShortLE(offset + fieldOffset);
+    }
+
+    /** The byte at {@code fieldOffset}. */
+    public byte byteAt(int fieldOffset) {
+        return buffer.getByte(offset + fieldOffset);
+    }
+
     /** The int64 at {@code fieldOffset}. */
     public long longAt(int fieldOffset) {
         return buffer.getLongLE(offset + fieldOffset);
@@ -188,9 +219,11 @@ public final class Frame {
             case OP_CHALLENGE -> CHALLENGE_BODY_LENGTH;
             case OP_AUTH -> AUTH_BODY_LENGTH;
             case OP_WELCOME -> 0;
-            case OP_OK -> body;
-            case OP_ERROR -> body < ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH ? ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH
-                    : body;
+            case OP_OK, OP_MSG_REPLY -> body;
+            case OP_ERROR, OP_MSG_ERROR -> body < ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH
+                    ? ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH : body;
+            case OP_MSG -> Math.max(body, MSG_FIXED_BODY_LENGTH);
+            case OP_MSG_CREDIT -> CREDIT_BODY_LENGTH;
             default -> -1;
         };
         if (expected < 0) {
@@ -213,6 +246,10 @@ public final class Frame {
             case OP_AUTH -> "AUTH";
             case OP_WELCOME -> "WELCOME";
             case OP_OK -> "OK";
+            case OP_MSG -> "MSG";
+            case OP_MSG_REPLY -> "MSG_REPLY";
+            case OP_MSG_ERROR -> "MSG_ERROR";
+            case OP_MSG_CREDIT -> "MSG_CREDIT";
             case OP_ERROR -> "ERROR";
             default -> "0x" + Integer.toHexString(opcode & 0xff);
         };
@@ -267,9 +304,39 @@ public final class Frame {
 
     public static void writeError(ByteBuf out, long correlationId, byte code, int length, long ptr, long detail,
                                   String message) {
+        writeError(out, OP_ERROR, correlationId, code, length, ptr, detail, message);
+    }
+
+    /** A message: the sender's correlation id, the channel, whether it is a request, the payload. */
+    public static void writeMessage(ByteBuf out, long correlationId, short channel, boolean request, byte[] payload) {
+        writeHeader(out, OP_MSG, correlationId, MSG_FIXED_BODY_LENGTH + payload.length);
+        out.writeShortLE(channel);
+        out.writeByte(request ? MSG_FLAG_REQUEST : 0);
+        out.writeByte(0);
+        out.writeBytes(payload);
+    }
+
+    public static void writeMessageReply(ByteBuf out, long correlationId, byte[] reply) {
+        writeHeader(out, OP_MSG_REPLY, correlationId, reply.length);
+        out.writeBytes(reply);
+    }
+
+    /** The failure of a message: its code, one number ({@code MessageFailures.detail}) and a text. */
+    public static void writeMessageError(ByteBuf out, long correlationId, byte code, long detail, String text) {
+        writeError(out, OP_MSG_ERROR, correlationId, code, 0, 0, detail, text);
+    }
+
+    public static void writeCredit(ByteBuf out, int credits, int maxMessageSize) {
+        writeHeader(out, OP_MSG_CREDIT, 0, CREDIT_BODY_LENGTH);
+        out.writeIntLE(credits);
+        out.writeIntLE(maxMessageSize);
+    }
+
+    private static void writeError(ByteBuf out, byte opcode, long correlationId, byte code, int length, long ptr,
+                                   long detail, String message) {
         byte[] msg = message == null ? new byte[0] : message.getBytes(StandardCharsets.UTF_8);
         int n = Math.min(msg.length, MAX_ERROR_MESSAGE);
-        writeHeader(out, OP_ERROR, correlationId, ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH + n);
+        writeHeader(out, opcode, correlationId, ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH + n);
         out.writeByte(code);
         out.writeByte(0);
         out.writeShortLE(0);

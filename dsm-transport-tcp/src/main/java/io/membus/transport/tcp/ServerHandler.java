@@ -11,7 +11,11 @@ import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.error.VerbException;
 import io.membus.core.transport.FaultInjector;
+import io.membus.core.message.Inbox;
+import io.membus.core.message.MessageFailures;
+import io.membus.core.message.Responder;
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -75,6 +79,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
      * the channel is not writable (the peer does not take its responses as fast as it asks).
      */
     private final ArrayDeque<Held> held = new ArrayDeque<>();
+    /** The inbox of this initiator's messages, from WELCOME on. */
+    private Inbox inbox;
 
     private record Held(long releaseNanos, ByteBuf frame) {
     }
@@ -280,8 +286,17 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         if (decoder != null) {
             decoder.authenticated();
         }
-        ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH);
+        try {
+            inbox = transport.messages().open(initiatorNode, new ChannelResponder(ctx.channel()));
+        } catch (DsmException e) {
+            refuse(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " is shutting down");
+            return;
+        }
+        ByteBuf b = ctx.alloc().ioBuffer(2 * Frame.HEADER_LENGTH + Frame.CREDIT_BODY_LENGTH);
         Frame.writeWelcome(b);
+        // the message credits: this initiator's inbox, and the largest message a frame of this node carries
+        Frame.writeCredit(b, transport.messages().inboxCapacity(), Math.min(transport.messages().maxMessageSize(),
+                transport.settings.maxFrame - Frame.HEADER_LENGTH - Frame.MSG_FIXED_BODY_LENGTH));
         ctx.writeAndFlush(b, ctx.voidPromise());
         LOG.debug("node {} (incarnation {}) at {} authenticated", initiatorNode, claimedIncarnation, peer);
     }
@@ -291,6 +306,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     /** @return whether the frame was held (and so must not be released now) */
     private boolean onVerb(ByteBuf buf) {
         byte op = frame.opcode();
+        if (op == Frame.OP_MSG) {
+            onMessage();
+            return false;
+        }
         if (op < Frame.OP_READ || op > Frame.OP_FAA) {
             protocolError("opcode=" + Frame.opName(op) + " is not a verb");
             return false;
@@ -318,6 +337,58 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         execute();
         return false;
+    }
+
+    /**
+     * Hands a message to this initiator's inbox; the node's message executor handles
+     * it and answers through {@link ChannelResponder}. A message beyond the credits
+     * granted is a protocol error (the initiator broke the flow control).
+     */
+    private void onMessage() {
+        long corr = frame.correlationId();
+        short channel = frame.shortAt(Frame.MSG_CHANNEL_FIELD_OFFSET);
+        boolean request = (frame.byteAt(Frame.MSG_FLAGS_FIELD_OFFSET) & Frame.MSG_FLAG_REQUEST) != 0;
+        byte[] payload = frame.bytesAt(Frame.MSG_PAYLOAD_FIELD_OFFSET, frame.bodyLength() - Frame.MSG_FIXED_BODY_LENGTH);
+        if (!inbox.deliver(corr, channel, request, payload)) {
+            if (inbox.isClosed()) {
+                ByteBuf o = out();
+                Frame.writeMessageError(o, corr, ErrorCode.NODE_UNAVAILABLE.wire(), 0, "node " + transport.nodeId()
+                        + " is shutting down");
+                return;
+            }
+            protocolError("message beyond the granted credits: credits=" + transport.messages().inboxCapacity()
+                    + ", correlationId=" + corr);
+        }
+    }
+
+    /** Writes the answers of the message executor to this channel (any thread; Netty orders the writes). */
+    private static final class ChannelResponder implements Responder {
+        private final Channel channel;
+
+        ChannelResponder(Channel channel) {
+            this.channel = channel;
+        }
+
+        @Override
+        public void reply(long correlation, byte[] reply) {
+            if (!channel.isActive()) {
+                return; // the initiator is gone: it failed the message already
+            }
+            ByteBuf b = channel.alloc().ioBuffer(Frame.HEADER_LENGTH + reply.length);
+            Frame.writeMessageReply(b, correlation, reply);
+            channel.writeAndFlush(b, channel.voidPromise());
+        }
+
+        @Override
+        public void fail(long correlation, DsmException failure) {
+            if (!channel.isActive()) {
+                return;
+            }
+            ByteBuf b = channel.alloc().ioBuffer(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE);
+            Frame.writeMessageError(b, correlation, failure.code().wire(), MessageFailures.detail(failure),
+                    MessageFailures.text(failure));
+            channel.writeAndFlush(b, channel.voidPromise());
+        }
     }
 
     /** Runs the held verbs that are due, in order, while the channel takes their responses. */
@@ -468,6 +539,9 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     private void cleanUp() {
         leaveHandshake();
+        if (inbox != null) {
+            transport.messages().close(inbox, "the connection from node " + initiatorNode + " closed", false);
+        }
         if (handshakeTimer != null) {
             handshakeTimer.cancel(false);
         }

@@ -10,6 +10,7 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.error.VerbException;
+import io.membus.core.message.Outbox;
 import io.membus.core.transport.Batch;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.Deadlines;
@@ -117,6 +118,12 @@ final class TcpConnection implements Connection {
     private final ConcurrentLinkedQueue<Op> issued = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
     private final Runnable drainTask = this::drain;
+    /** Messages given a credit by the outbox, in order, waiting for the I/O thread to write them. */
+    private final ConcurrentLinkedQueue<OutMessage> messagesIssued = new ConcurrentLinkedQueue<>();
+    private final Outbox outbox;
+
+    private record OutMessage(long correlation, short channel, boolean request, byte[] payload) {
+    }
 
     // I/O-thread confined
     private final ArrayDeque<Op> backlog = new ArrayDeque<>();
@@ -188,6 +195,8 @@ final class TcpConnection implements Connection {
         this.maxReadLength = Math.min(SegmentTable.MAX_VERB_LENGTH, maxFrame - Frame.HEADER_LENGTH);
         this.maxWriteLength = Math.min(SegmentTable.MAX_VERB_LENGTH,
                 maxFrame - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH);
+        this.outbox = new Outbox(peer.nodeId(), transport.settings.operationTimeout, transport.messages(),
+                this::transmit);
     }
 
     /** Connects and authenticates; completes when verbs may be posted. */
@@ -282,6 +291,7 @@ final class TcpConnection implements Connection {
         if (state == CLOSED) {
             return;
         }
+        outbox.close(new NodeUnavailableException(peer.nodeId(), reason + " (peer " + peer + ")"));
         downReason = reason; // before the state: whoever sees CLOSED reads this reason
         int s;
         do {
@@ -343,8 +353,50 @@ final class TcpConnection implements Connection {
         return cast(issue(new Op(Frame.OP_FAA, ptr, remoteKey, 8, delta, 0, null)));
     }
 
+    // ------------------------------------------------------------------ messages
+
+    @Override
+    public CompletableFuture<Void> send(short channel, byte[] payload) {
+        if (state != OPEN) {
+            return CompletableFuture.failedFuture(unavailable());
+        }
+        return cast(outbox.post(channel, false, payload));
+    }
+
+    @Override
+    public CompletableFuture<byte[]> request(short channel, byte[] payload) {
+        if (state != OPEN) {
+            return CompletableFuture.failedFuture(unavailable());
+        }
+        return outbox.post(channel, true, payload);
+    }
+
+    /** The outbox gave a message a credit (under its lock): queue it for the I/O thread. */
+    private boolean transmit(long correlation, short channel, boolean request, byte[] payload) {
+        if (state != OPEN) {
+            throw unavailable();
+        }
+        messagesIssued.offer(new OutMessage(correlation, channel, request, payload));
+        wake();
+        return true;
+    }
+
+    /** Writes the queued messages, in order, in one buffer with one flush (I/O thread). */
+    private void sendMessages() {
+        Channel ch = channel;
+        if (ch == null || messagesIssued.isEmpty()) {
+            return; // not open: failAll has failed them (the outbox was reset)
+        }
+        ByteBuf out = ch.alloc().ioBuffer(4096);
+        OutMessage m;
+        while ((m = messagesIssued.poll()) != null) {
+            Frame.writeMessage(out, m.correlation(), m.channel(), m.request(), m.payload());
+        }
+        ch.writeAndFlush(out, ch.voidPromise());
+    }
+
     @SuppressWarnings("unchecked")
-    private static <T> CompletableFuture<T> cast(CompletableFuture<Object> f) {
+    private static <T> CompletableFuture<T> cast(CompletableFuture<?> f) {
         return (CompletableFuture<T>) (CompletableFuture<?>) f;
     }
 
@@ -426,6 +478,7 @@ final class TcpConnection implements Connection {
             return;
         }
         send();
+        sendMessages();
     }
 
     /** Sends waiting verbs in order while the window allows; one buffer, one flush. */
@@ -449,7 +502,7 @@ final class TcpConnection implements Connection {
                 long wait = op.releaseNanos - now;
                 if (wait > 0) {
                     if (releaseTimer == null || releaseTimer.isDone()) {
-                        releaseTimer = loop.schedule(this::send, wait, TimeUnit.NANOSECONDS);
+                        releaseTimer = loop.schedule((Runnable) this::send, wait, TimeUnit.NANOSECONDS);
                     }
                     break; // later verbs wait behind a held one: the order holds
                 }
@@ -603,6 +656,10 @@ final class TcpConnection implements Connection {
             }
         }
         timedOutInFlight = 0;
+        // messages: the outbox fails its own (it is reset first, under its lock, so a message it gave a credit
+        // before is in the queue now and is dropped here, never sent on the next connection)
+        outbox.reset(e);
+        messagesIssued.clear();
     }
 
     private void failIssued(String reason) {
@@ -702,6 +759,9 @@ final class TcpConnection implements Connection {
                         ctx.close();
                         return;
                     }
+                    if (onMessageFrame()) {
+                        return;
+                    }
                     if (frame.opcode() != Frame.OP_OK && frame.opcode() != Frame.OP_ERROR) {
                         throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
                                 + " where a response was expected");
@@ -713,6 +773,23 @@ final class TcpConnection implements Connection {
             } finally {
                 buf.release();
             }
+        }
+
+        /** Routes a message answer or credit grant to the outbox; false for any other frame. */
+        private boolean onMessageFrame() {
+            switch (frame.opcode()) {
+                case Frame.OP_MSG_CREDIT -> outbox.grant(frame.intAt(Frame.CREDIT_CREDITS_FIELD_OFFSET),
+                        frame.intAt(Frame.CREDIT_MAX_SIZE_FIELD_OFFSET));
+                case Frame.OP_MSG_REPLY -> outbox.replied(frame.correlationId(),
+                        frame.bytesAt(Frame.HEADER_LENGTH, frame.bodyLength()));
+                case Frame.OP_MSG_ERROR -> outbox.failed(frame.correlationId(),
+                        ErrorCode.fromWire(frame.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff),
+                        frame.longAt(Frame.ERROR_DETAIL_FIELD_OFFSET), frame.errorMessage());
+                default -> {
+                    return false;
+                }
+            }
+            return true;
         }
 
         private void handshake(ChannelHandlerContext ctx) {

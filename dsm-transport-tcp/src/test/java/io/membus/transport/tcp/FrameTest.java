@@ -49,6 +49,63 @@ class FrameTest {
     }
 
     @Test
+    void messageFramesSitAtTheirDocumentedOffsets() {
+        // literal offsets, as docs/tcp-transport.md states them, not the constants
+        Frame.writeMessage(buf, 0x0102030405060708L, (short) 0xfffe, true, new byte[]{9, 8, 7});
+        frame.wrap(buf, 0);
+        assertNull(frame.validate());
+        assertEquals(16 + 4 + 3, buf.readableBytes());
+        assertEquals(0x20, buf.getByte(5));
+        assertEquals(0x0102030405060708L, buf.getLongLE(8));
+        assertEquals((short) 0xfffe, buf.getShortLE(16), "channel int16 at 16");
+        assertEquals(1, buf.getByte(18), "flags at 18: bit 0 = request");
+        assertEquals(0, buf.getByte(19));
+        assertEquals(9, buf.getByte(20), "payload from 20");
+
+        buf.clear();
+        Frame.writeMessage(buf, 1, (short) 3, false, new byte[0]);
+        frame.wrap(buf, 0);
+        assertNull(frame.validate());
+        assertEquals(0, buf.getByte(18), "a one-way message has no request flag");
+
+        buf.clear();
+        Frame.writeCredit(buf, 64, 65536);
+        frame.wrap(buf, 0);
+        assertNull(frame.validate());
+        assertEquals((byte) 0x85, buf.getByte(5));
+        assertEquals(0L, buf.getLongLE(8), "a credit grant has correlation id 0");
+        assertEquals(64, buf.getIntLE(16));
+        assertEquals(65536, buf.getIntLE(20));
+
+        buf.clear();
+        Frame.writeMessageReply(buf, 77, new byte[]{4, 5});
+        frame.wrap(buf, 0);
+        assertNull(frame.validate());
+        assertEquals((byte) 0x83, buf.getByte(5));
+        assertEquals(4, buf.getByte(16));
+
+        buf.clear();
+        Frame.writeMessageError(buf, 78, (byte) 19, 42L, "unknown channel");
+        frame.wrap(buf, 0);
+        assertNull(frame.validate());
+        assertEquals((byte) 0x84, buf.getByte(5));
+        assertEquals(19, buf.getByte(16));
+        assertEquals(42L, buf.getLongLE(32), "detail at 32, as in ERROR");
+        assertEquals("unknown channel", frame.errorMessage());
+
+        buf.clear();
+        Frame.writeHeader(buf, Frame.OP_MSG, 1, 3);
+        buf.writeZero(3);
+        frame.wrap(buf, 0);
+        assertEquals("opcode=MSG, bodyLength=3, expected=4", frame.validate());
+        buf.clear();
+        Frame.writeHeader(buf, Frame.OP_MSG_CREDIT, 0, 4);
+        buf.writeZero(4);
+        frame.wrap(buf, 0);
+        assertEquals("opcode=MSG_CREDIT, bodyLength=4, expected=8", frame.validate());
+    }
+
+    @Test
     void errorsCarryCodePointerLengthDetailAndMessage() {
         Frame.writeError(buf, 5, (byte) 2, 8, 0xabcL, 65536L, "wrong remote key: ptr=…");
         frame.wrap(buf, 0);

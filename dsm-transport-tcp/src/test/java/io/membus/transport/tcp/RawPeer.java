@@ -121,7 +121,8 @@ final class RawPeer implements AutoCloseable {
     /**
      * A full handshake with {@code secret}.
      *
-     * @return the frame that answered AUTH (WELCOME or ERROR)
+     * @return the frame that answered AUTH (WELCOME or ERROR); after WELCOME the node's message credit grant
+     * (CREDIT) is read too, so the next frame is an answer to this peer's first request
      */
     byte[] handshake(byte[] secret, int nodeId, long incarnation, int targetNode, long targetIncarnation)
             throws IOException {
@@ -135,7 +136,14 @@ final class RawPeer implements AutoCloseable {
                 c.intAt(Frame.CHALLENGE_NODE_FIELD_OFFSET), c.longAt(Frame.CHALLENGE_INCARNATION_FIELD_OFFSET),
                 clientNonce, serverNonce);
         send(b -> Frame.writeAuth(b, proof));
-        return readFrame();
+        byte[] answer = readFrame();
+        if (answer != null && wrap(answer).opcode() == Frame.OP_WELCOME) {
+            byte[] credit = readFrame();
+            if (credit == null || wrap(credit).opcode() != Frame.OP_MSG_CREDIT) {
+                throw new AssertionError("WELCOME was not followed by the message credit grant");
+            }
+        }
+        return answer;
     }
 
     static byte[] secret(String s) {

@@ -103,6 +103,54 @@ class TcpConnectionLossTest {
     }
 
     @Test
+    void aCutFailsEveryMessageInFlightAndTheConnectionComesBackWithFreshCreditsWithoutResending() throws Exception {
+        Transport a = nodes.start(1);
+        Transport b = nodes.start(2);
+        java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        AtomicInteger handled = new AtomicInteger();
+        a.messages().register((short) 7, "held", (from, payload) -> {
+            handled.incrementAndGet();
+            entered.countDown();
+            try {
+                release.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return payload;
+        });
+        Connection ba = connect(b, a);
+        List<CompletableFuture<?>> inFlight = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            inFlight.add(i % 2 == 0 ? ba.send((short) 7, new byte[]{(byte) i}) : ba.request((short) 7, new byte[]{1}));
+        }
+        assertTrue(entered.await(30, TimeUnit.SECONDS), "the first message is being handled");
+        assertTrue(((TcpTransport) a).disconnect(2, "cut by the test") >= 1);
+        for (CompletableFuture<?> f : inFlight) {
+            NodeUnavailableException e = assertInstanceOf(NodeUnavailableException.class, failure(f),
+                    "failed at once by the loss, not by the deadline");
+            assertEquals(1, e.nodeId());
+        }
+        release.countDown();
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!ba.isOpen()) {
+            if (System.nanoTime() > deadline) {
+                fail("the connection did not come back within " + WAIT);
+            }
+            Thread.sleep(10);
+        }
+        // the new connection has its own credits: all of them, none leaked by the lost messages
+        List<CompletableFuture<byte[]>> after = new ArrayList<>();
+        for (int i = 0; i < 64 * 3; i++) {
+            after.add(ba.request((short) 7, new byte[]{(byte) i}));
+        }
+        for (int i = 0; i < after.size(); i++) {
+            assertEquals((byte) i, await(after.get(i))[0]);
+        }
+        assertEquals(1 + after.size(), handled.get(), "only the message being handled at the cut ran; none was resent");
+    }
+
+    @Test
     void aTargetRestartedAtTheSameAddressIsNeverReachedThroughTheOldConnection() throws Exception {
         int port;
         try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {

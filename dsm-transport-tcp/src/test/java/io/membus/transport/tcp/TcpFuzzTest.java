@@ -56,6 +56,11 @@ class TcpFuzzTest {
         random.nextBytes(fill);
         seg.write(0, fill, 0, fill.length);
         long before = checksum(seg);
+        java.util.concurrent.atomic.AtomicLong handled = new java.util.concurrent.atomic.AtomicLong();
+        target.messages().register(ECHO, "echo", (from, payload) -> {
+            handled.incrementAndGet();
+            return payload;
+        });
         Transport bystander = nodes.start(3);
         Connection served = RemoteMemory.await(bystander.connect(target.self()), Duration.ofSeconds(20));
 
@@ -101,7 +106,12 @@ class TcpFuzzTest {
             long old = RemoteMemory.await(served.fetchAndAdd(counter.pointer(0), counter.remoteKey(), 1),
                     Duration.ofSeconds(20));
             assertEquals(round, old, "seed " + seed + ", round " + round);
+            // and still handles its messages
+            byte[] ping = {(byte) round, 1, 2};
+            org.junit.jupiter.api.Assertions.assertArrayEquals(ping, RemoteMemory.await(served.request(ECHO, ping),
+                    Duration.ofSeconds(20)), "seed " + seed + ", round " + round);
         }
+        assertTrue(handled.get() > rounds || rounds < 100, "fuzzed messages reached the handler: " + handled.get());
         StringBuilder mix = new StringBuilder();
         for (int k = 0; k < KINDS.length; k++) {
             mix.append(k == 0 ? "" : ", ").append(KINDS[k]).append('=').append(kinds[k]);
@@ -119,8 +129,10 @@ class TcpFuzzTest {
 
     private static final String[] KINDS = {"wrongKeyA", "wrongKeyB", "rightKeyRead", "unknownOpcode",
         "wrongBodyLength", "badLengthField", "wrongVersion", "handshakeOutOfPlace", "bitFlips", "garbage",
+        "messageToHandler", "messageToUnknownChannel", "messageWithShortBody", "messageAnswerOutOfPlace",
         "truncated"};
-    private static final int TRUNCATED = 10;
+    private static final int TRUNCATED = KINDS.length - 1;
+    private static final short ECHO = 5;
 
     /** Appends one fuzzed frame; truncation only as the last frame of a stream. */
     private static void fuzzFrame(ByteBuf out, SplittableRandom r, Segment seg, boolean last) {
@@ -141,7 +153,7 @@ class TcpFuzzTest {
                 byte op;
                 do {
                     op = (byte) r.nextInt(256);
-                } while (op >= Frame.OP_READ && op <= Frame.OP_FAA);
+                } while (op >= Frame.OP_READ && op <= Frame.OP_FAA || op == Frame.OP_MSG);
                 Frame.writeHeader(out, op, r.nextLong(), body);
                 random(out, r, body);
             }
@@ -195,6 +207,34 @@ class TcpFuzzTest {
                 f.release();
             }
             case 9 -> random(out, r, r.nextInt(1, 100)); // garbage
+            case 10 -> {
+                // a well-formed message (request or one-way) to the target's handler: handled and answered
+                byte[] payload = new byte[r.nextInt(0, 256)];
+                r.nextBytes(payload);
+                Frame.writeMessage(out, r.nextLong(), ECHO, r.nextBoolean(), payload);
+            }
+            case 11 -> {
+                // a message to a channel nobody registered: answered with UNKNOWN_CHANNEL
+                short channel;
+                do {
+                    channel = (short) r.nextInt(1 << 16);
+                } while (channel == ECHO);
+                Frame.writeMessage(out, r.nextLong(), channel, r.nextBoolean(), new byte[r.nextInt(0, 64)]);
+            }
+            case 12 -> {
+                // a message whose body is shorter than its fixed part
+                int body = r.nextInt(0, Frame.MSG_FIXED_BODY_LENGTH);
+                Frame.writeHeader(out, Frame.OP_MSG, r.nextLong(), body);
+                random(out, r, body);
+            }
+            case 13 -> {
+                // frames only a target sends, from an initiator
+                switch (r.nextInt(3)) {
+                    case 0 -> Frame.writeMessageReply(out, r.nextLong(), new byte[r.nextInt(0, 64)]);
+                    case 1 -> Frame.writeMessageError(out, r.nextLong(), (byte) r.nextInt(128), r.nextLong(), "x");
+                    default -> Frame.writeCredit(out, r.nextInt(), r.nextInt());
+                }
+            }
             default -> {
                 // truncated: a valid frame cut short, then the stream ends
                 ByteBuf f = Unpooled.buffer();

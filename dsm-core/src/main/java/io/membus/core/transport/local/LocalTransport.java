@@ -1,6 +1,10 @@
 package io.membus.core.transport.local;
 
+import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.message.Inbox;
+import io.membus.core.message.Outbox;
+import io.membus.core.message.Responder;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
@@ -14,8 +18,9 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * The {@code local} transport: nodes in one JVM reach each other's segments by
- * direct memory operations, with every check a remote transport makes. For tests
- * and single-process clusters.
+ * direct memory operations, with every check a remote transport makes, and hand
+ * messages to each other's inboxes directly (still through the bounded inbox,
+ * its credits and the receiver's executor). For tests and single-process clusters.
  *
  * <p>Properties: {@code local.fabric} (default {@code default}): nodes reach
  * each other only within one fabric.
@@ -71,13 +76,59 @@ public final class LocalTransport extends AbstractTransport {
         fabric.leave(this);
     }
 
-    /** Verbs run by the initiator directly on the target's segment table. */
+    /**
+     * Verbs run by the initiator directly on the target's segment table; messages
+     * are handed to the target's inbox of this node directly, and answered by the
+     * target's executor straight into this connection's outbox.
+     */
     private final class LocalConnection extends DirectConnection {
         private final LocalTransport target;
+        private final Outbox outbox;
+        private final Inbox inbox;
 
         LocalConnection(PeerInfo peer, LocalTransport target) {
             super(peer, LocalTransport.this.faults(), config.operationTimeout());
             this.target = target;
+            this.outbox = new Outbox(peer.nodeId(), config.operationTimeout(), messages(), this::handOff);
+            this.inbox = target.messages().open(nodeId(), new Responder() {
+                @Override
+                public void reply(long correlation, byte[] reply) {
+                    outbox.replied(correlation, reply);
+                }
+
+                @Override
+                public void fail(long correlation, DsmException failure) {
+                    outbox.failed(correlation, failure);
+                }
+            });
+            outbox.grant(target.messages().inboxCapacity(), target.messages().maxMessageSize());
+        }
+
+        private boolean handOff(long correlation, short channel, boolean request, byte[] payload) {
+            target.checkAccepts(nodeId());
+            if (!inbox.deliver(correlation, channel, request, payload)) {
+                // the target closed this inbox (shutting down): credits make a full inbox impossible
+                throw new NodeUnavailableException(peer().nodeId(), "node " + peer().nodeId() + " is shutting down");
+            }
+            return true;
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public CompletableFuture<Void> send(short channel, byte[] payload) {
+            return (CompletableFuture<Void>) (CompletableFuture<?>) outbox.post(channel, false, payload);
+        }
+
+        @Override
+        public CompletableFuture<byte[]> request(short channel, byte[] payload) {
+            return outbox.post(channel, true, payload);
+        }
+
+        @Override
+        public void close(String reason) {
+            super.close(reason);
+            outbox.close(new NodeUnavailableException(peer().nodeId(), reason));
+            target.messages().close(inbox, reason, false);
         }
 
         @Override

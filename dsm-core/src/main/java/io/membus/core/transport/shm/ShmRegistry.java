@@ -28,6 +28,9 @@ import java.util.TreeMap;
  * pid=41234
  * segment.0=node-3-seg-0.seg
  * segment.1=node-3-seg-1.seg
+ * inbox=node-3.inbox
+ * inbox.credits=64
+ * inbox.max-size=65536
  * </pre>
  *
  * Written whole to a temporary file and renamed over the old one, so a reader
@@ -37,10 +40,19 @@ import java.util.TreeMap;
  * @param incarnation its incarnation
  * @param pid         its process id (a registry whose process is gone is stale)
  * @param segments    segment index to file name, relative to the directory
+ * @param inbox       the node's message ring file (relative to the directory), or {@code null}
+ * @param inboxCredits messages one sender may have unanswered in the node's inbox
+ * @param inboxMaxSize the largest message payload the node takes
  *
  * <p><b>Note:</b> immutable value; thread-safe.
  */
-public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, String> segments) {
+public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, String> segments, String inbox,
+                          int inboxCredits, int inboxMaxSize) {
+
+    /** A registry without a message ring. */
+    public ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, String> segments) {
+        this(nodeId, incarnation, pid, segments, null, 0, 0);
+    }
 
     public static Path fileOf(Path dir, int nodeId) {
         return dir.resolve("node-" + nodeId + ".reg");
@@ -53,6 +65,11 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
         p.setProperty("incarnation", Long.toString(incarnation));
         p.setProperty("pid", Long.toString(pid));
         segments.forEach((i, f) -> p.setProperty("segment." + i, f));
+        if (inbox != null) {
+            p.setProperty("inbox", inbox);
+            p.setProperty("inbox.credits", Integer.toString(inboxCredits));
+            p.setProperty("inbox.max-size", Integer.toString(inboxMaxSize));
+        }
         Path target = fileOf(dir, nodeId);
         Path tmp = dir.resolve("node-" + nodeId + ".reg.tmp-" + ProcessHandle.current().pid());
         try {
@@ -101,7 +118,10 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
                     segments.put(Integer.parseInt(key.substring("segment.".length())), p.getProperty(key));
                 }
             }
-            ShmRegistry reg = new ShmRegistry(node, incarnation, pid, Map.copyOf(segments));
+            String inbox = p.getProperty("inbox");
+            ShmRegistry reg = new ShmRegistry(node, incarnation, pid, Map.copyOf(segments), inbox,
+                    inbox == null ? 0 : Integer.parseInt(p.getProperty("inbox.credits")),
+                    inbox == null ? 0 : Integer.parseInt(p.getProperty("inbox.max-size")));
             if (!reg.processAlive()) {
                 throw new NodeUnavailableException(nodeId, "shm registry is stale: path=" + file + ", pid=" + pid
                         + " is not running; the node crashed: restart it, or remove the file");

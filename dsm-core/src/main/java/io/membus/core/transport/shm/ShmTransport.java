@@ -5,6 +5,7 @@ import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.message.Outbox;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.Deadlines;
@@ -54,6 +55,7 @@ public final class ShmTransport extends AbstractTransport {
 
     private final Path dir;
     private final long refreshNanos;
+    private final ShmMessaging messaging;
 
     public ShmTransport(TransportConfig config) {
         super(config);
@@ -68,6 +70,9 @@ public final class ShmTransport extends AbstractTransport {
         if (!Files.isWritable(dir)) {
             throw new DsmConfigException("shm.dir", d, "a writable directory (on Linux, one under /dev/shm)");
         }
+        this.messaging = new ShmMessaging(config.nodeId(), config.incarnation(), dir, messages(),
+                config.operationTimeout().toNanos(),
+                config.getDuration("shm.idle-park", java.time.Duration.ofMillis(1)).toNanos());
         segmentsChanged();
     }
 
@@ -129,7 +134,13 @@ public final class ShmTransport extends AbstractTransport {
         for (Segment s : table.all()) {
             files.put(s.index(), s.file().getFileName().toString());
         }
-        new ShmRegistry(nodeId(), incarnation(), ProcessHandle.current().pid(), files).write(dir);
+        new ShmRegistry(nodeId(), incarnation(), ProcessHandle.current().pid(), files,
+                ShmMessaging.ringFileName(nodeId()), messages().inboxCapacity(), messaging.maxPayload()).write(dir);
+    }
+
+    @Override
+    protected void closeTransport() {
+        messaging.close();
     }
 
     @Override
@@ -140,7 +151,7 @@ public final class ShmTransport extends AbstractTransport {
             if (reg.incarnation() != peer.incarnation()) {
                 throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), reg.incarnation());
             }
-            ShmConnection c = new ShmConnection(peer, peerDir);
+            ShmConnection c = new ShmConnection(peer, peerDir, reg);
             c.refresh(reg);
             return CompletableFuture.completedFuture(c);
         } catch (RuntimeException e) {
@@ -148,19 +159,70 @@ public final class ShmTransport extends AbstractTransport {
         }
     }
 
-    /** Verbs run by this process's CPU on its mappings of the peer's segment files. */
+    /**
+     * Verbs run by this process's CPU on its mappings of the peer's segment files;
+     * messages are written by this process's CPU into the peer's ring, and answered
+     * into this node's ring.
+     */
     private final class ShmConnection extends DirectConnection {
         private final Path peerDir;
         private final SegmentTable mapped;
         /** Set by the timer every refresh interval, cleared by the verb that re-reads the registry. */
         private volatile boolean refreshDue;
         private final ScheduledFuture<?> refreshTimer;
+        private final Outbox outbox;
+        private final ShmRing peerRing;
 
-        ShmConnection(PeerInfo peer, Path peerDir) {
+        ShmConnection(PeerInfo peer, Path peerDir, ShmRegistry reg) {
             super(peer, ShmTransport.this.faults(), config.operationTimeout());
             this.peerDir = peerDir;
             this.mapped = new SegmentTable(peer.nodeId());
-            this.refreshTimer = Deadlines.every(() -> refreshDue = true, refreshNanos);
+            this.outbox = new Outbox(peer.nodeId(), config.operationTimeout(), messages(), this::transmit);
+            if (reg.inbox() != null) {
+                this.peerRing = messaging.peerRing(peer.nodeId(), peer.incarnation(), peerDir, reg.inbox());
+                messaging.attach(peer.nodeId(), peer.incarnation(), outbox);
+                outbox.grant(reg.inboxCredits(), reg.inboxMaxSize());
+            } else {
+                this.peerRing = null;
+                outbox.close(new io.membus.core.error.TransportUnavailableException("shm", "node " + peer.nodeId()
+                        + " runs a version of the shm transport without messages"));
+            }
+            this.refreshTimer = Deadlines.every(this::onTimer, refreshNanos);
+        }
+
+        /**
+         * Every refresh interval: the next verb re-reads the registry; and while messages
+         * are unanswered, the timer checks that the peer still runs (a killed peer never
+         * answers, and nothing else would notice before the deadline).
+         */
+        private void onTimer() {
+            refreshDue = true;
+            if (outbox.inFlight() > 0 && isOpen()) {
+                try {
+                    ShmRegistry now = ShmRegistry.read(peerDir, peer().nodeId());
+                    if (now.incarnation() != peer().incarnation()) {
+                        close("node " + peer().nodeId() + " restarted as incarnation " + now.incarnation()
+                                + "; messages in flight may or may not have been handled");
+                    }
+                } catch (NodeUnavailableException e) {
+                    close(e.getMessage() + "; messages in flight may or may not have been handled");
+                }
+            }
+        }
+
+        private boolean transmit(long correlation, short channel, boolean request, byte[] payload) {
+            return peerRing.writeMessage(nodeId(), incarnation(), correlation, channel, request, payload);
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public CompletableFuture<Void> send(short channel, byte[] payload) {
+            return (CompletableFuture<Void>) (CompletableFuture<?>) outbox.post(channel, false, payload);
+        }
+
+        @Override
+        public CompletableFuture<byte[]> request(short channel, byte[] payload) {
+            return outbox.post(channel, true, payload);
         }
 
         @Override
@@ -221,6 +283,8 @@ public final class ShmTransport extends AbstractTransport {
         @Override
         public void close(String reason) {
             super.close(reason);
+            outbox.close(new NodeUnavailableException(peer().nodeId(), reason));
+            messaging.detach(peer().nodeId(), outbox);
             refreshTimer.cancel(false);
             synchronized (this) {
                 unmapAll();

@@ -1,0 +1,162 @@
+package io.membus.bench.map;
+
+import io.membus.alloc.AllocatorConfig;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.codec.Codecs;
+import io.membus.collections.DsmMap;
+import io.membus.collections.DsmMapOptions;
+import io.membus.core.RemoteMemory;
+import io.membus.core.directory.StaticDirectory;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportConfig;
+import io.membus.core.transport.Transports;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * {@link DsmMap} operations per second beside {@code ConcurrentHashMap.get}: two nodes
+ * in this JVM over {@code shm} or {@code tcp} (loopback), a map of {@value #KEYS}
+ * {@code Long -> Long} entries created on node 1 and used from node 2; entries are
+ * spread over both nodes by key hash, so about half of the entries a benchmark
+ * touches are remote. Run with {@code -t 1} and {@code -t 8} for the thread counts.
+ *
+ * <ul>
+ *   <li>{@code get}: uncached get of a present key (window read + entry read);</li>
+ *   <li>{@code cachedGet}: get through a handle whose read cache holds every key (one 8-byte read of the slot word);</li>
+ *   <li>{@code put}: overwrite of a present key (window read, entry read, entry write, CAS);</li>
+ *   <li>{@code putIfAbsent}: on a present key (the no-change path: a lookup);</li>
+ *   <li>{@code chmGet}: {@code ConcurrentHashMap.get} on the same keys, the floor.</li>
+ * </ul>
+ *
+ * <p><b>Note:</b> JMH state: the cluster and map are shared by the benchmark threads;
+ * each thread has its own random keys.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+@Warmup(iterations = 2, time = 1)
+@Measurement(iterations = 3, time = 1)
+@Fork(1)
+public class MapBenchmark {
+    static final int KEYS = 10_000;
+
+    @Param({"shm", "tcp"})
+    public String transport;
+
+    private final List<Transport> transports = new ArrayList<>();
+    private final List<GlobalAllocator> allocators = new ArrayList<>();
+    private Path shmDir;
+    private DsmMap<Long, Long> map;
+    private DsmMap<Long, Long> cached;
+    private final ConcurrentHashMap<Long, Long> chm = new ConcurrentHashMap<>();
+
+    /** Per-thread random keys. */
+    @State(Scope.Thread)
+    public static class Keys {
+        private final SplittableRandom rnd = new SplittableRandom(Thread.currentThread().getId());
+
+        long next() {
+            return rnd.nextInt(KEYS);
+        }
+    }
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        StaticDirectory directory = new StaticDirectory();
+        String fabric = "map-bench-" + System.nanoTime();
+        shmDir = Path.of("/dev/shm", "membus-map-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        AllocatorConfig cfg = AllocatorConfig.builder().heapSegments(1).build();
+        for (int id = 1; id <= 2; id++) {
+            TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
+                    .property("shm.dir", shmDir.toString()).operationTimeout(Duration.ofSeconds(10));
+            if (transport.equals("tcp")) {
+                b.property("tcp.secret", "map-bench-secret-0123456789abcdef").property("tcp.host", "127.0.0.1")
+                        .property("tcp.port", "0");
+            }
+            Transport t = Transports.create(transport, b.build());
+            transports.add(t);
+            directory.addMember(t.self());
+            directory.addSegment(t.export(SegmentSpec.of(1, 256L << 20)).descriptor());
+        }
+        for (Transport t : transports) {
+            GlobalAllocator a = new GlobalAllocator(new RemoteMemory(t, directory, Duration.ofSeconds(10)), cfg);
+            a.formatLocalSegments();
+            allocators.add(a);
+        }
+        DsmMap<Long, Long> created = DsmMap.create(allocators.get(0), Codecs.longs(), Codecs.longs());
+        map = DsmMap.open(allocators.get(1), created.rootPtr(), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().readCacheEntries(0));
+        cached = DsmMap.open(allocators.get(1), created.rootPtr(), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().readCacheEntries(2 * KEYS));
+        for (long k = 0; k < KEYS; k++) {
+            map.put(k, k);
+            chm.put(k, k);
+        }
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        map.close();
+        allocators.forEach(GlobalAllocator::close);
+        transports.forEach(Transport::close);
+        if (Files.exists(shmDir)) {
+            try (Stream<Path> walk = Files.walk(shmDir)) {
+                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot remove " + shmDir, e);
+            }
+        }
+    }
+
+    @Benchmark
+    public Long get(Keys keys) {
+        return map.get(keys.next());
+    }
+
+    @Benchmark
+    public Long put(Keys keys) {
+        long k = keys.next();
+        return map.put(k, k + 1);
+    }
+
+    @Benchmark
+    public Long putIfAbsent(Keys keys) {
+        long k = keys.next();
+        return map.putIfAbsent(k, k);
+    }
+
+    @Benchmark
+    public Long cachedGet(Keys keys) {
+        return cached.get(keys.next());
+    }
+
+    @Benchmark
+    public Long chmGet(Keys keys) {
+        return chm.get(keys.next());
+    }
+}

@@ -1,0 +1,659 @@
+package io.membus.collections;
+
+import io.membus.alloc.BlockRef;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.HeapLayout;
+import io.membus.alloc.Placement;
+import io.membus.codec.Codec;
+import io.membus.core.RemotePtr;
+import io.membus.core.error.DsmException;
+
+import java.nio.charset.StandardCharsets;
+import java.util.AbstractCollection;
+import java.util.AbstractMap;
+import java.util.AbstractSet;
+import java.util.Collection;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentMap;
+import java.util.function.BiConsumer;
+import java.util.function.BiFunction;
+import java.util.function.Function;
+
+import static io.membus.collections.MapLayout.*;
+
+/**
+ * A {@link ConcurrentMap} whose entries live in the cluster's remote memory: every
+ * node that opens the map's root sees the same map. Keys and values are stored as
+ * the bytes of their {@link Codec}s; two keys are the same key when their encoded
+ * bytes are equal (so a key codec must encode equal keys to equal bytes, as the
+ * built-in codecs do); values are compared with {@link Object#equals} after decoding.
+ *
+ * <p>The table is one-sided: lookups and changes are verbs on remote memory (no
+ * node's CPU serves another), slot words are installed by CAS, entries are written
+ * once into blocks of the global allocator placed by the key's hash, and the table
+ * grows online. docs/collections.md has the design.
+ *
+ * <p>Semantics follow {@code ConcurrentHashMap}: null keys and values are refused with
+ * {@link NullPointerException}; {@code putIfAbsent}, {@code replace},
+ * {@code remove(k, v)}, {@code compute*} and {@code merge} are atomic per key (a
+ * function may be applied more than once when another change of the key wins the
+ * race, and only the result that is installed counts); {@code getOrDefault},
+ * {@code forEach} and {@code replaceAll} act per key as {@code ConcurrentMap}'s
+ * defaults do; iterators and views are weakly consistent (never throw
+ * {@code ConcurrentModificationException}, return every key present throughout the
+ * iteration once); {@code size()} is exact when no change is in flight;
+ * {@code clear()} removes key by key and is not atomic.
+ *
+ * <p>Remote failures surface as {@link DsmException}s (a timeout, a node
+ * unavailable); a change whose CAS timed out may or may not have happened.
+ *
+ * <p><b>Note:</b> thread-safe: any number of threads on any number of nodes use the
+ * map at once; every operation is linearizable per key (a read at the read of the
+ * key's slot word, a change at its successful CAS). An action on one thread that
+ * returned happens-before any operation on any node that observes its effect, by the
+ * visibility rule of the verbs.
+ *
+ * @param <K> the key type
+ * @param <V> the value type
+ */
+public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentMap<K, V>, AutoCloseable {
+    static final int WINDOW = 32;
+
+    private final MapStore store;
+    private final Codec<K> keys;
+    private final Codec<V> values;
+    private Set<K> keySet;
+    private Collection<V> valuesView;
+    private Set<Map.Entry<K, V>> entrySet;
+
+    private DsmMap(MapStore store, Codec<K> keys, Codec<V> values) {
+        this.store = store;
+        this.keys = keys;
+        this.values = values;
+    }
+
+    // ================================================================ creating and opening
+
+    /** Creates an empty map with {@link DsmMapOptions#defaults()}. */
+    public static <K, V> DsmMap<K, V> create(GlobalAllocator heap, Codec<K> keys, Codec<V> values) {
+        return create(heap, keys, values, DsmMapOptions.defaults());
+    }
+
+    /**
+     * Creates an empty map: a root block and a first table (spread over the nodes with heaps). Other nodes
+     * reach it with {@link #open} and {@link #rootPtr()} (bind the pointer to a name
+     * to share it).
+     */
+    public static <K, V> DsmMap<K, V> create(GlobalAllocator heap, Codec<K> keys, Codec<V> values, DsmMapOptions options) {
+        Objects.requireNonNull(heap, "heap");
+        Objects.requireNonNull(keys, "keys");
+        Objects.requireNonNull(values, "values");
+        Objects.requireNonNull(options, "options");
+        BlockRef root = heap.allocate(ROOT_LENGTH, Placement.roundRobin()); // this node may have no heap
+        try {
+            formatRoot(heap, root.payload(), keys, values, options);
+        } catch (RuntimeException e) {
+            heap.free(root);
+            throw e;
+        }
+        return openAt(heap, root.ptr(), root.payload(), keys, values, options);
+    }
+
+    /**
+     * Writes an empty map's root ({@link MapLayout}, {@link MapLayout#ROOT_LENGTH} bytes)
+     * at {@code body} and allocates its first table; the magic word is written last.
+     *
+     * @return the pointer of the first table (what {@link #discardRoot} frees)
+     */
+    static long formatRoot(GlobalAllocator heap, long body, Codec<?> keys, Codec<?> values, DsmMapOptions options) {
+        int log2 = Integer.numberOfTrailingZeros(options.initialSlots());
+        long table = MapStore.newTable(heap, log2, WINDOW, 0, Placement.byKey(MapLayout.mix(body)));
+        byte[] b = new byte[ROOT_LENGTH];
+        putInt(b, ROOT_VERSION_WINDOW, VERSION);
+        putInt(b, ROOT_VERSION_WINDOW + 4, WINDOW);
+        putLong(b, ROOT_KEY_CODEC, codecHash(keys));
+        putLong(b, ROOT_VALUE_CODEC, codecHash(values));
+        putLong(b, ROOT_GRACE, options.grace().toNanos() / 1000);
+        putLong(b, ROOT_TABLE, table);
+        putLong(b, ROOT_FIRST_TABLE, table);
+        heap.memory().write(body, b);
+        heap.memory().writeLong(body + ROOT_MAGIC, MAGIC); // the magic last: a root with it is whole
+        return table;
+    }
+
+    /** Frees the first table of a root {@link #formatRoot} wrote that was never used (a lost creation race). */
+    static void discardRoot(GlobalAllocator heap, long body) {
+        long table = heap.memory().readLong(body + ROOT_FIRST_TABLE);
+        if (table != 0) {
+            long header = HeapLayout.unseal(heap.memory().readLong(table - HeapLayout.BLOCK_HEADER_LENGTH),
+                    table - HeapLayout.BLOCK_HEADER_LENGTH);
+            heap.free(BlockRef.of(table - HeapLayout.BLOCK_HEADER_LENGTH, header, 0));
+        }
+    }
+
+    /**
+     * Opens the map whose root block is at {@code rootPtr} (what {@link #rootPtr()}
+     * returned on the creating node).
+     *
+     * @throws DsmMapException when the pointer is not a map's root, or the codecs' ids
+     *                         differ from the ones the map was created with
+     */
+    public static <K, V> DsmMap<K, V> open(GlobalAllocator heap, long rootPtr, Codec<K> keys, Codec<V> values) {
+        return open(heap, rootPtr, keys, values, DsmMapOptions.defaults());
+    }
+
+    /**
+     * {@link #open(GlobalAllocator, long, Codec, Codec)} with this node's local options
+     * (the read cache's size; the grace and first table size are the creator's).
+     */
+    public static <K, V> DsmMap<K, V> open(GlobalAllocator heap, long rootPtr, Codec<K> keys, Codec<V> values,
+                                           DsmMapOptions options) {
+        Objects.requireNonNull(heap, "heap");
+        Objects.requireNonNull(keys, "keys");
+        Objects.requireNonNull(values, "values");
+        Objects.requireNonNull(options, "options");
+        return openAt(heap, rootPtr, rootPtr + HeapLayout.BLOCK_HEADER_LENGTH, keys, values, options);
+    }
+
+    /** Opens the map whose root layout starts at {@code body} inside the block at {@code rootPtr}. */
+    static <K, V> DsmMap<K, V> openAt(GlobalAllocator heap, long rootPtr, long body, Codec<K> keys, Codec<V> values,
+                                      DsmMapOptions options) {
+        String where = RemotePtr.toString(rootPtr);
+        byte[] b = heap.memory().read(body, ROOT_COUNTERS);
+        int p = 0;
+        if (getLong(b, p + ROOT_MAGIC) != MAGIC) {
+            throw DsmMapException.notAMap(where, "magic=" + Long.toHexString(getLong(b, p + ROOT_MAGIC)));
+        }
+        int version = getInt(b, p + ROOT_VERSION_WINDOW);
+        int window = getInt(b, p + ROOT_VERSION_WINDOW + 4);
+        if (version != VERSION || window < 1 || window > 1024) {
+            throw DsmMapException.notAMap(where, "version=" + version + ", window=" + window + ", supported=" + VERSION);
+        }
+        if (getLong(b, p + ROOT_KEY_CODEC) != codecHash(keys)) {
+            throw DsmMapException.codecMismatch(where, "key", Long.toHexString(getLong(b, p + ROOT_KEY_CODEC)),
+                    keys.id() + "#" + Long.toHexString(codecHash(keys)));
+        }
+        if (getLong(b, p + ROOT_VALUE_CODEC) != codecHash(values)) {
+            throw DsmMapException.codecMismatch(where, "value", Long.toHexString(getLong(b, p + ROOT_VALUE_CODEC)),
+                    values.id() + "#" + Long.toHexString(codecHash(values)));
+        }
+        long graceNanos = getLong(b, p + ROOT_GRACE) * 1000;
+        if (graceNanos <= 0) {
+            throw DsmMapException.notAMap(where, "graceMicros=" + getLong(b, p + ROOT_GRACE));
+        }
+        return new DsmMap<>(new MapStore(heap, rootPtr, body, graceNanos, window, options.readCacheEntries()), keys,
+                values);
+    }
+
+    private static long codecHash(Codec<?> codec) {
+        return MapLayout.hash(codec.id().getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** The pointer of the map's root block: what {@link #open} takes on any node. */
+    public long rootPtr() {
+        return store.rootBlock;
+    }
+
+    public Codec<K> keyCodec() {
+        return keys;
+    }
+
+    public Codec<V> valueCodec() {
+        return values;
+    }
+
+    /**
+     * Frees what this node retired once its grace has passed (at most one grace
+     * period of waiting). The map stays usable from other nodes; this instance too.
+     */
+    @Override
+    public void close() {
+        store.reclaimer.drainAll();
+    }
+
+    /**
+     * Frees every entry, every table and the root. Only when no node uses the map any
+     * more; afterwards every operation on it, on any node, fails.
+     */
+    public void destroy() {
+        store.destroyTables();
+        store.mem.writeLong(store.root + ROOT_MAGIC, 0);
+        long header = HeapLayout.unseal(store.mem.readLong(store.rootBlock), store.rootBlock);
+        store.heap.free(BlockRef.of(store.rootBlock, header, 0));
+    }
+
+    /** Gets this handle served from its read cache (one 8-byte read of the key's slot word). */
+    public long readCacheHits() {
+        return store.cacheHits();
+    }
+
+    /** Entry blocks this node retired that are not freed yet (waiting out the grace, or for an old table). */
+    public int pendingReclamation() {
+        return store.reclaimer.pending();
+    }
+
+    // ================================================================ encoding
+
+    private byte[] encodeKey(K key) {
+        return keys.encode(Objects.requireNonNull(key, "key"));
+    }
+
+    private byte[] encodeValue(V value) {
+        return values.encode(Objects.requireNonNull(value, "value"));
+    }
+
+    private V decodeValue(byte[] bytes) {
+        return bytes == null ? null : values.decode(bytes);
+    }
+
+    /** The key's bytes, or null when {@code key} is not of the key type (nothing to find). */
+    private byte[] queryKey(Object key) {
+        Objects.requireNonNull(key, "key");
+        if (!keys.type().isInstance(key)) {
+            return null;
+        }
+        return keys.encode(keys.type().cast(key));
+    }
+
+    // ================================================================ reads
+
+    @Override
+    public V get(Object key) {
+        byte[] k = queryKey(key);
+        return k == null ? null : decodeValue(store.get(k, MapLayout.hash(k)));
+    }
+
+    @Override
+    public boolean containsKey(Object key) {
+        byte[] k = queryKey(key);
+        return k != null && store.get(k, MapLayout.hash(k)) != null;
+    }
+
+    @Override
+    public V getOrDefault(Object key, V defaultValue) {
+        V v = get(key);
+        return v != null ? v : defaultValue;
+    }
+
+    @Override
+    public boolean containsValue(Object value) {
+        Objects.requireNonNull(value, "value");
+        Iterator<MapStore.RawEntry> it = store.scan();
+        while (it.hasNext()) {
+            if (value.equals(decodeValue(it.next().value()))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public int size() {
+        return (int) Math.min(Integer.MAX_VALUE, store.size());
+    }
+
+    /** The number of entries as a long (exact when no change is in flight). */
+    public long mappingCount() {
+        return store.size();
+    }
+
+    @Override
+    public boolean isEmpty() {
+        return store.size() == 0;
+    }
+
+    // ================================================================ changes
+
+    private MapStore.Outcome mutate(K key, MapStore.Mutation m) {
+        byte[] k = encodeKey(key);
+        return store.mutate(k, MapLayout.hash(k), m);
+    }
+
+    @Override
+    public V put(K key, V value) {
+        byte[] v = encodeValue(value);
+        return decodeValue(mutate(key, cur -> v).previous());
+    }
+
+    @Override
+    public V putIfAbsent(K key, V value) {
+        byte[] v = encodeValue(value);
+        return decodeValue(mutate(key, cur -> cur == null ? v : MapStore.KEEP).previous());
+    }
+
+    @Override
+    public V remove(Object key) {
+        byte[] k = queryKey(key);
+        if (k == null) {
+            return null;
+        }
+        return decodeValue(store.mutate(k, MapLayout.hash(k), cur -> null).previous());
+    }
+
+    @Override
+    public boolean remove(Object key, Object value) {
+        Objects.requireNonNull(key, "key");
+        if (value == null) {
+            return false;
+        }
+        byte[] k = queryKey(key);
+        if (k == null) {
+            return false;
+        }
+        return store.mutate(k, MapLayout.hash(k),
+                cur -> cur != null && value.equals(decodeValue(cur)) ? null : MapStore.KEEP).changed();
+    }
+
+    @Override
+    public boolean replace(K key, V oldValue, V newValue) {
+        Objects.requireNonNull(oldValue, "oldValue");
+        byte[] v = encodeValue(newValue);
+        return mutate(key, cur -> cur != null && oldValue.equals(decodeValue(cur)) ? v : MapStore.KEEP).changed();
+    }
+
+    @Override
+    public V replace(K key, V value) {
+        byte[] v = encodeValue(value);
+        return decodeValue(mutate(key, cur -> cur != null ? v : MapStore.KEEP).previous());
+    }
+
+    @Override
+    public V computeIfAbsent(K key, Function<? super K, ? extends V> fn) {
+        Objects.requireNonNull(fn, "mappingFunction");
+        Object[] result = new Object[1];
+        mutate(key, cur -> {
+            if (cur != null) {
+                result[0] = decodeValue(cur);
+                return MapStore.KEEP;
+            }
+            V nv = fn.apply(key);
+            result[0] = nv;
+            return nv == null ? MapStore.KEEP : encodeValue(nv);
+        });
+        return cast(result[0]);
+    }
+
+    @Override
+    public V computeIfPresent(K key, BiFunction<? super K, ? super V, ? extends V> fn) {
+        Objects.requireNonNull(fn, "remappingFunction");
+        Object[] result = new Object[1];
+        mutate(key, cur -> {
+            if (cur == null) {
+                result[0] = null;
+                return MapStore.KEEP;
+            }
+            V nv = fn.apply(key, decodeValue(cur));
+            result[0] = nv;
+            return nv == null ? null : encodeValue(nv);
+        });
+        return cast(result[0]);
+    }
+
+    @Override
+    public V compute(K key, BiFunction<? super K, ? super V, ? extends V> fn) {
+        Objects.requireNonNull(fn, "remappingFunction");
+        Object[] result = new Object[1];
+        mutate(key, cur -> {
+            V nv = fn.apply(key, decodeValue(cur));
+            result[0] = nv;
+            return nv == null ? null : encodeValue(nv);
+        });
+        return cast(result[0]);
+    }
+
+    @Override
+    public V merge(K key, V value, BiFunction<? super V, ? super V, ? extends V> fn) {
+        Objects.requireNonNull(value, "value");
+        Objects.requireNonNull(fn, "remappingFunction");
+        byte[] given = encodeValue(value);
+        Object[] result = new Object[1];
+        mutate(key, cur -> {
+            if (cur == null) {
+                result[0] = value;
+                return given;
+            }
+            V nv = fn.apply(decodeValue(cur), value);
+            result[0] = nv;
+            return nv == null ? null : encodeValue(nv);
+        });
+        return cast(result[0]);
+    }
+
+    @Override
+    public void forEach(BiConsumer<? super K, ? super V> action) {
+        Objects.requireNonNull(action, "action");
+        Iterator<MapStore.RawEntry> it = store.scan();
+        while (it.hasNext()) {
+            MapStore.RawEntry e = it.next();
+            action.accept(keys.decode(e.key()), values.decode(e.value()));
+        }
+    }
+
+    @Override
+    public void replaceAll(BiFunction<? super K, ? super V, ? extends V> fn) {
+        Objects.requireNonNull(fn, "function");
+        Iterator<MapStore.RawEntry> it = store.scan();
+        while (it.hasNext()) {
+            K k = keys.decode(it.next().key());
+            // per key, as ConcurrentMap's default: re-applied to the value that won a race; a removed key is skipped
+            mutate(k, cur -> {
+                if (cur == null) {
+                    return MapStore.KEEP;
+                }
+                return encodeValue(Objects.requireNonNull(fn.apply(k, decodeValue(cur)), "replaceAll function returned null"));
+            });
+        }
+    }
+
+    @Override
+    public void clear() {
+        Iterator<MapStore.RawEntry> it = store.scan();
+        while (it.hasNext()) {
+            byte[] k = it.next().key();
+            store.mutate(k, MapLayout.hash(k), cur -> null);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T cast(Object o) {
+        return (T) o;
+    }
+
+    // ================================================================ views
+
+    @Override
+    public Set<K> keySet() {
+        Set<K> s = keySet;
+        return s != null ? s : (keySet = new KeySet());
+    }
+
+    @Override
+    public Collection<V> values() {
+        Collection<V> c = valuesView;
+        return c != null ? c : (valuesView = new Values());
+    }
+
+    @Override
+    public Set<Map.Entry<K, V>> entrySet() {
+        Set<Map.Entry<K, V>> s = entrySet;
+        return s != null ? s : (entrySet = new EntrySet());
+    }
+
+    /** A weakly consistent iterator over entries; {@code remove} removes the last key returned. */
+    private final class EntryIterator implements Iterator<Map.Entry<K, V>> {
+        private final Iterator<MapStore.RawEntry> raw = store.scan();
+        private K last;
+
+        @Override
+        public boolean hasNext() {
+            return raw.hasNext();
+        }
+
+        @Override
+        public Map.Entry<K, V> next() {
+            MapStore.RawEntry e = raw.next();
+            K k = keys.decode(e.key());
+            last = k;
+            return new WriteThroughEntry(k, values.decode(e.value()));
+        }
+
+        @Override
+        public void remove() {
+            if (last == null) {
+                throw new IllegalStateException("next() was not called, or remove() was called after it already");
+            }
+            DsmMap.this.remove(last);
+            last = null;
+        }
+    }
+
+    /** An entry whose {@code setValue} puts into the map (as {@code ConcurrentHashMap}'s do). */
+    private final class WriteThroughEntry extends AbstractMap.SimpleEntry<K, V> {
+        private static final long serialVersionUID = 1L;
+
+        WriteThroughEntry(K key, V value) {
+            super(key, value);
+        }
+
+        @Override
+        public V setValue(V value) {
+            Objects.requireNonNull(value, "value");
+            V old = super.setValue(value);
+            put(getKey(), value);
+            return old;
+        }
+    }
+
+    private final class EntrySet extends AbstractSet<Map.Entry<K, V>> {
+        @Override
+        public Iterator<Map.Entry<K, V>> iterator() {
+            return new EntryIterator();
+        }
+
+        @Override
+        public int size() {
+            return DsmMap.this.size();
+        }
+
+        @Override
+        public boolean isEmpty() {
+            return DsmMap.this.isEmpty();
+        }
+
+        @Override
+        public boolean contains(Object o) {
+            if (!(o instanceof Map.Entry<?, ?> e) || e.getKey() == null || e.getValue() == null) {
+                return false;
+            }
+            Object v = get(e.getKey());
+            return v != null && v.equals(e.getValue());
+        }
+
+        @Override
+        public boolean remove(Object o) {
+            if (!(o instanceof Map.Entry<?, ?> e) || e.getKey() == null || e.getValue() == null) {
+                return false;
+            }
+            return DsmMap.this.remove(e.getKey(), e.getValue());
+        }
+
+        @Override
+        public void clear() {
+            DsmMap.this.clear();
+        }
+    }
+
+    private final class KeySet extends AbstractSet<K> {
+        @Override
+        public Iterator<K> iterator() {
+            EntryIterator it = new EntryIterator();
+            return new Iterator<>() {
+                @Override
+                public boolean hasNext() {
+                    return it.hasNext();
+                }
+
+                @Override
+                public K next() {
+                    return it.next().getKey();
+                }
+
+                @Override
+                public void remove() {
+                    it.remove();
+                }
+            };
+        }
+
+        @Override
+        public int size() {
+            return DsmMap.this.size();
+        }
+
+        @Override
+        public boolean isEmpty() {
+            return DsmMap.this.isEmpty();
+        }
+
+        @Override
+        public boolean contains(Object o) {
+            return containsKey(o);
+        }
+
+        @Override
+        public boolean remove(Object o) {
+            return DsmMap.this.remove(o) != null;
+        }
+
+        @Override
+        public void clear() {
+            DsmMap.this.clear();
+        }
+    }
+
+    private final class Values extends AbstractCollection<V> {
+        @Override
+        public Iterator<V> iterator() {
+            EntryIterator it = new EntryIterator();
+            return new Iterator<>() {
+                @Override
+                public boolean hasNext() {
+                    return it.hasNext();
+                }
+
+                @Override
+                public V next() {
+                    return it.next().getValue();
+                }
+
+                @Override
+                public void remove() {
+                    it.remove();
+                }
+            };
+        }
+
+        @Override
+        public int size() {
+            return DsmMap.this.size();
+        }
+
+        @Override
+        public boolean isEmpty() {
+            return DsmMap.this.isEmpty();
+        }
+
+        @Override
+        public boolean contains(Object o) {
+            return containsValue(o);
+        }
+
+        @Override
+        public void clear() {
+            DsmMap.this.clear();
+        }
+    }
+}

@@ -1,0 +1,76 @@
+package io.membus.collections;
+
+import io.membus.core.error.DsmConfigException;
+
+import java.time.Duration;
+
+/**
+ * How a {@link DsmMap} is created: the size of its first table and the grace period
+ * after which a removed entry's block is freed (both written into the map's root, so
+ * every node uses the values the creator chose), and the size of a handle's local
+ * read cache.
+ *
+ * <p>The grace period bounds how long one map operation may take: a lookup that
+ * took longer than half of it starts over (its entry block might have been freed
+ * and reused meanwhile). Longer graces hold removed entries longer (memory), shorter
+ * ones make slow operations retry.
+ *
+ * <p><b>Note:</b> immutable value; thread-safe.
+ */
+public final class DsmMapOptions {
+    private final int initialSlots;
+    private final Duration grace;
+    private final int readCacheEntries;
+
+    private DsmMapOptions(int initialSlots, Duration grace, int readCacheEntries) {
+        this.initialSlots = initialSlots;
+        this.grace = grace;
+        this.readCacheEntries = readCacheEntries;
+    }
+
+    /** 256 home slots, a grace of one second, a read cache of 1024 entries. */
+    public static DsmMapOptions defaults() {
+        return new DsmMapOptions(256, Duration.ofSeconds(1), 1024);
+    }
+
+    /**
+     * Entries this node's handle keeps in its validated read cache (0: none). A cached
+     * get reads only the key's slot word (8 bytes, one verb) and returns the cached value
+     * when the word is unchanged; it never returns a stale value. Local to the handle.
+     */
+    public DsmMapOptions readCacheEntries(int entries) {
+        if (entries < 0 || entries > (1 << 24)) {
+            throw new DsmConfigException("readCacheEntries", String.valueOf(entries), "0 .. 16777216");
+        }
+        return new DsmMapOptions(initialSlots, grace, entries);
+    }
+
+    public int readCacheEntries() {
+        return readCacheEntries;
+    }
+
+    /** Home slots of the first table: rounded up to a power of two, 16 .. 2^26. */
+    public DsmMapOptions initialSlots(int slots) {
+        if (slots < 1 || slots > (1 << 26)) {
+            throw new DsmConfigException("initialSlots", String.valueOf(slots), "1 .. 67108864");
+        }
+        int n = Math.max(16, Integer.highestOneBit(slots - 1) << 1);
+        return new DsmMapOptions(n, grace, readCacheEntries);
+    }
+
+    /** The grace period: 10 ms .. 1 hour. */
+    public DsmMapOptions grace(Duration grace) {
+        if (grace == null || grace.toMillis() < 10 || grace.toHours() > 1) {
+            throw new DsmConfigException("grace", String.valueOf(grace), "10 ms .. 1 h");
+        }
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries);
+    }
+
+    public int initialSlots() {
+        return initialSlots;
+    }
+
+    public Duration grace() {
+        return grace;
+    }
+}

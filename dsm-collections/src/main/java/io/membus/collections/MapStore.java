@@ -1,0 +1,820 @@
+package io.membus.collections;
+
+import io.membus.alloc.BlockRef;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.HeapLayout;
+import io.membus.alloc.Placement;
+import io.membus.core.RemoteMemory;
+import io.membus.core.RemotePtr;
+import io.membus.core.error.ErrorCode;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+
+import static io.membus.collections.MapLayout.*;
+
+/**
+ * The one-sided hash table behind a {@link DsmMap}, on encoded keys and values: the
+ * lookup, the per-key CAS loop every mutation runs, online migration into a new
+ * table, and a weakly consistent scan. Every decision other nodes must agree on is
+ * one CAS on a slot word, a table's NEXT word or the root's TABLE word (see
+ * {@link MapLayout} for the bytes and docs/collections.md for the argument).
+ *
+ * <p><b>Time bound.</b> A lookup notes when it started; an entry read that ends more
+ * than half the grace period after that start is thrown away and the operation
+ * starts over, and this node re-reads the root's table pointer whenever its copy is
+ * older than half the grace. Retired entries are freed a whole grace after the CAS
+ * that retired them ({@link Reclaimer}), so a read that is kept never ran into a
+ * free: a kept entry's bytes are the ones its slot word was installed with.
+ *
+ * <p><b>Note:</b> thread-safe: any number of threads on any number of nodes run every
+ * operation at once. Each operation is linearizable per key: its linearization point
+ * is the read of the key's slot word (lookups) or the successful slot CAS (changes).
+ */
+final class MapStore {
+    /** What a mutation function returns to leave the key as it is. */
+    static final byte[] KEEP = new byte[0];
+    private static final int MIGRATE_RANGE = 64;
+    private static final int SCAN_BATCH = 64;
+    private static final int MAX_RESTARTS = 10_000;
+    private static final int ZERO_CHUNK = 64 << 10;
+
+    /** A change of one key: from its current value bytes (null when absent) to new bytes, null (remove) or {@link #KEEP}. */
+    interface Mutation {
+        byte[] apply(byte[] current);
+    }
+
+    /** What a mutation found and did. */
+    record Outcome(byte[] previous, boolean changed) {
+    }
+
+    /** An entry as read: its key and value bytes. */
+    record RawEntry(byte[] key, byte[] value) {
+    }
+
+    /** Thrown (without a stack) to start an operation over: a read outlived the time bound or met a reused block. */
+    static final class Restart extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        static final Restart INSTANCE = new Restart();
+
+        private Restart() {
+            super("restart", null, false, false);
+        }
+    }
+
+    /** A table as this node knows it: its immutable header fields and, once set, its successor. */
+    static final class Table {
+        final long ptr;
+        final int log2;
+        final long seq;
+        final long seed;
+        final int window;
+        volatile long next;
+
+        Table(long ptr, int log2, long seq, long seed, int window, long next) {
+            this.ptr = ptr;
+            this.log2 = log2;
+            this.seq = seq;
+            this.seed = seed;
+            this.window = window;
+            this.next = next;
+        }
+
+        int homes() {
+            return 1 << log2;
+        }
+
+        int total() {
+            return homes() + window - 1;
+        }
+
+        long slot(int i) {
+            return ptr + TABLE_SLOTS + 8L * i;
+        }
+    }
+
+    private record RootView(Table table, long readAt) {
+    }
+
+    private enum Kind { FOUND, EMPTY, MOVED_EMPTY, FULL }
+
+    private record Scan(Kind kind, int index, long word, Entry entry) {
+    }
+
+    /** An entry read from its block and checked. */
+    record Entry(long ptr, long hash, byte[] bytes, int keyOffset, int keyLength, int valueLength) {
+        boolean keyEquals(byte[] key) {
+            return keyLength == key.length
+                    && Arrays.equals(bytes, keyOffset, keyOffset + keyLength, key, 0, key.length);
+        }
+
+        byte[] key() {
+            return Arrays.copyOfRange(bytes, keyOffset, keyOffset + keyLength);
+        }
+
+        byte[] value() {
+            return Arrays.copyOfRange(bytes, keyOffset + keyLength, keyOffset + keyLength + valueLength);
+        }
+    }
+
+    final GlobalAllocator heap;
+    final RemoteMemory mem;
+    /** Pointer of the root block's header. */
+    final long rootBlock;
+    /** Pointer of the root layout ({@link MapLayout}): the root block's payload, or the body of a named root. */
+    final long root;
+    final long graceNanos;
+    final int window;
+    final Reclaimer reclaimer;
+    private final ConcurrentHashMap<Long, Table> tables = new ConcurrentHashMap<>();
+    private final long counter;
+    private volatile RootView rootView;
+    /** Validated read cache: key bytes to the slot word and value last seen (see {@link #cachedGet}). */
+    private final ConcurrentHashMap<ByteBuffer, Cached> cache = new ConcurrentHashMap<>();
+    private final int cacheMax;
+    private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
+
+    /** A key's slot word (at {@code slotPtr}) and value as seen by an operation that started at {@code at}. */
+    private record Cached(long slotPtr, long word, byte[] value, long at) {
+    }
+
+    MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window, int cacheMax) {
+        this.cacheMax = cacheMax;
+        this.heap = heap;
+        this.mem = heap.memory();
+        this.rootBlock = rootBlock;
+        this.root = root;
+        this.graceNanos = graceNanos;
+        this.window = window;
+        this.reclaimer = new Reclaimer(heap, graceNanos);
+        this.counter = root + ROOT_COUNTERS + 8L * (mem.localNodeId() % STRIPES);
+    }
+
+    // ================================================================ creation
+
+    /** Allocates and zeroes a table of {@code 1 << log2} home slots (not yet reachable). */
+    static long newTable(GlobalAllocator heap, int log2, int window, long seq, Placement placement) {
+        int total = (1 << log2) + window - 1;
+        long bytes = TABLE_SLOTS + 8L * total;
+        BlockRef ref = heap.allocate(bytes, placement);
+        RemoteMemory mem = heap.memory();
+        byte[] zeros = new byte[(int) Math.min(ZERO_CHUNK, bytes)];
+        for (long off = 0; off < bytes; off += zeros.length) {
+            int n = (int) Math.min(zeros.length, bytes - off);
+            mem.write(ref.payload() + off, zeros, 0, n);
+        }
+        byte[] h = new byte[TABLE_SLOTS];
+        putLong(h, TABLE_LOG2, log2);
+        putLong(h, TABLE_SEQ, seq);
+        putLong(h, TABLE_BLOCK_HEADER, ref.header());
+        putLong(h, TABLE_SEED, ThreadLocalRandom.current().nextLong());
+        mem.write(ref.payload(), h);
+        return ref.payload();
+    }
+
+    // ================================================================ tables and the root
+
+    Table table(long ptr) {
+        Table t = tables.get(ptr);
+        if (t != null) {
+            return t;
+        }
+        byte[] h = mem.read(ptr, TABLE_SLOTS);
+        int log2 = (int) getLong(h, TABLE_LOG2);
+        if (log2 < 1 || log2 > 40) {
+            throw DsmMapException.corrupted(RemotePtr.toString(ptr), "tableLog2=" + log2);
+        }
+        t = new Table(ptr, log2, getLong(h, TABLE_SEQ), getLong(h, TABLE_SEED), window, getLong(h, TABLE_NEXT));
+        Table prev = tables.putIfAbsent(ptr, t);
+        return prev != null ? prev : t;
+    }
+
+    /** The root's table, re-read when this node's copy is older than half the grace. */
+    Table rootTable() {
+        RootView v = rootView;
+        long now = System.nanoTime();
+        if (v != null && now - v.readAt < graceNanos / 2) {
+            return v.table;
+        }
+        return refreshRoot(now);
+    }
+
+    private Table refreshRoot(long now) {
+        Table t = table(mem.readLong(root + ROOT_TABLE));
+        rootView = new RootView(t, now);
+        reclaimer.rootAdvanced(t.seq);
+        return t;
+    }
+
+    /** The table after {@code t}; 0-free: {@code null} when none was made yet. */
+    Table nextOf(Table t) {
+        long n = t.next;
+        if (n == 0) {
+            n = mem.readLong(t.ptr + TABLE_NEXT);
+            if (n == 0) {
+                return null;
+            }
+            t.next = n;
+        }
+        return table(n);
+    }
+
+    private Table mustNext(Table t) {
+        Table n = nextOf(t);
+        if (n == null) {
+            throw DsmMapException.corrupted(RemotePtr.toString(t.ptr), "a frozen slot but no next table");
+        }
+        return n;
+    }
+
+    // ================================================================ reads
+
+    private void checkTime(long start) {
+        if (System.nanoTime() - start >= graceNanos / 2) {
+            throw Restart.INSTANCE;
+        }
+    }
+
+    private long[] readWords(long ptr, int count) {
+        byte[] b = mem.read(ptr, count * 8);
+        long[] w = new long[count];
+        for (int i = 0; i < count; i++) {
+            w[i] = getLong(b, i * 8);
+        }
+        return w;
+    }
+
+    /** Reads and checks the entry {@code word} names; {@link Restart} when it is not (any more) that entry. */
+    Entry readEntry(long word, long start) {
+        long ptr = pointerOf(word);
+        int cls = classOf(word);
+        int len = blockBytes(cls);
+        byte[] b = mem.read(ptr, len);
+        long header = unsealHeader(getLong(b, 0), ptr);
+        int p = HeapLayout.BLOCK_HEADER_LENGTH;
+        if (header != getLong(b, p + ENTRY_HEADER_COPY)) {
+            throw Restart.INSTANCE; // freed (and maybe reused) since the slot word was read
+        }
+        int kl = getInt(b, p + ENTRY_KEY_LENGTH);
+        int vl = getInt(b, p + ENTRY_VALUE_LENGTH);
+        long total = (long) p + ENTRY_DATA + kl + vl;
+        if (kl < 0 || vl < 0 || (cls != LARGE_CLASS && total > len)) {
+            throw Restart.INSTANCE;
+        }
+        if (total > len) {
+            byte[] all = Arrays.copyOf(b, (int) total);
+            byte[] rest = mem.read(ptr + len, (int) (total - len));
+            System.arraycopy(rest, 0, all, len, rest.length);
+            b = all;
+        }
+        long hash = getLong(b, p + ENTRY_HASH);
+        if (check(header, hash, b, p + ENTRY_DATA, kl + vl) != getLong(b, p + ENTRY_CHECK)) {
+            throw Restart.INSTANCE; // torn by a reuse racing this read
+        }
+        checkTime(start);
+        return new Entry(ptr, hash, b, p + ENTRY_DATA, kl, vl);
+    }
+
+    private Scan scan(Table t, byte[] key, long hash, long start) {
+        int home = home(hash, t.seed, t.log2);
+        long[] w = readWords(t.slot(home), window);
+        int fp = fingerprint(hash);
+        for (int i = 0; i < window; i++) {
+            long word = w[i];
+            if (word == 0) {
+                return new Scan(Kind.EMPTY, home + i, 0, null);
+            }
+            if (isMovedEmpty(word)) {
+                return new Scan(Kind.MOVED_EMPTY, home + i, word, null);
+            }
+            if (fingerprintOf(word) != fp) {
+                continue;
+            }
+            Entry e = readEntry(word, start);
+            if (e.hash == hash && e.keyEquals(key)) {
+                return new Scan(Kind.FOUND, home + i, word, e);
+            }
+        }
+        return new Scan(Kind.FULL, -1, 0, null);
+    }
+
+    /**
+     * The cached value of {@code key} when its slot word is still the one cached: one
+     * 8-byte read instead of a window and an entry. Entries never change and a replaced
+     * entry's block is not reused within a grace period, so an unchanged word read less
+     * than half a grace after the operation that cached it names the same entry: the
+     * value is current (linearized at this read). Null on a miss.
+     */
+    private byte[] cachedGet(ByteBuffer k) {
+        Cached c = cache.get(k);
+        if (c == null) {
+            return null;
+        }
+        if (System.nanoTime() - c.at < graceNanos / 2) {
+            long w = mem.readLong(c.slotPtr);
+            if (w == c.word && System.nanoTime() - c.at < graceNanos / 2) {
+                cacheHits.increment();
+                return c.value;
+            }
+        }
+        cache.remove(k, c);
+        return null;
+    }
+
+    private void remember(byte[] key, long slotPtr, long word, byte[] value, long at) {
+        if (cacheMax <= 0) {
+            return;
+        }
+        if (cache.size() >= cacheMax) {
+            Iterator<ByteBuffer> it = cache.keySet().iterator();
+            if (it.hasNext()) {
+                it.next();
+                it.remove();
+            }
+        }
+        cache.put(ByteBuffer.wrap(key), new Cached(slotPtr, word, value, at));
+    }
+
+    private void forget(byte[] key) {
+        if (cacheMax > 0) {
+            cache.remove(ByteBuffer.wrap(key));
+        }
+    }
+
+    /** Gets served by the read cache so far. */
+    long cacheHits() {
+        return cacheHits.sum();
+    }
+
+    /** The value bytes of {@code key}, or null. At most two verbs when the key's window holds it, one when cached. */
+    byte[] get(byte[] key, long hash) {
+        if (cacheMax > 0) {
+            byte[] v = cachedGet(ByteBuffer.wrap(key));
+            if (v != null) {
+                return v;
+            }
+        }
+        int restarts = 0;
+        while (true) {
+            long start = System.nanoTime();
+            try {
+                Table t = rootTable();
+                while (true) {
+                    Scan s = scan(t, key, hash, start);
+                    switch (s.kind) {
+                        case FOUND:
+                            if (isMoved(s.word)) {
+                                if (!isTomb(s.word)) {
+                                    copyInto(mustNext(t), key, hash, identity(s.word) | COPIED);
+                                }
+                                t = mustNext(t);
+                                continue;
+                            }
+                            if (isTomb(s.word)) {
+                                return null;
+                            }
+                            byte[] value = s.entry.value();
+                            remember(key, t.slot(s.index), s.word, value, start);
+                            return value;
+                        case EMPTY:
+                            return null;
+                        case MOVED_EMPTY:
+                            t = mustNext(t);
+                            continue;
+                        default:
+                            Table n = nextOf(t);
+                            if (n == null) {
+                                return null;
+                            }
+                            t = n;
+                    }
+                }
+            } catch (Restart r) {
+                restarts = restarted(restarts);
+            }
+        }
+    }
+
+    private int restarted(int restarts) {
+        if (restarts + 1 > MAX_RESTARTS) {
+            throw new DsmMapException(ErrorCode.TIMEOUT, "restarts", "map operation kept restarting: restarts="
+                    + MAX_RESTARTS + ", graceMillis=" + graceNanos / 1_000_000 + ", root=" + RemotePtr.toString(rootBlock)
+                    + "; every attempt outlived half the grace period or met a reused entry: give the map a longer grace"
+                    + " (DsmMapOptions.grace) or unload the nodes");
+        }
+        return restarts + 1;
+    }
+
+    // ================================================================ changes
+
+    /**
+     * Applies {@code m} to {@code key} atomically: the function sees the current value
+     * and its result is installed by one CAS on the key's slot word, or the function is
+     * applied again to the value that won.
+     */
+    Outcome mutate(byte[] key, long hash, Mutation m) {
+        int restarts = 0;
+        reclaimer.drain();
+        while (true) {
+            long start = System.nanoTime();
+            try {
+                return attempt(key, hash, m, start);
+            } catch (Restart r) {
+                restarts = restarted(restarts);
+            }
+        }
+    }
+
+    private Outcome attempt(byte[] key, long hash, Mutation m, long start) {
+        Table t = rootTable();
+        BlockRef fresh = null;
+        byte[] freshValue = null;
+        boolean helped = false;
+        try {
+            while (true) {
+                Scan s = scan(t, key, hash, start);
+                if (s.kind == Kind.MOVED_EMPTY || s.kind == Kind.FULL
+                        || (s.kind == Kind.FOUND && isMoved(s.word))) {
+                    if (s.kind == Kind.FOUND && !isTomb(s.word)) {
+                        copyInto(mustNext(t), key, hash, identity(s.word) | COPIED);
+                    }
+                    if (s.kind == Kind.FULL && nextOf(t) == null) {
+                        startResize(t);
+                        migrateAll(t);
+                    } else if (!helped) {
+                        helped = true;
+                        helpMigrate(t);
+                    }
+                    t = mustNext(t);
+                    continue;
+                }
+                byte[] current = s.kind == Kind.FOUND && !isTomb(s.word) ? s.entry.value() : null;
+                byte[] next = m.apply(current);
+                if (next == KEEP || (next == null && current == null)) {
+                    return new Outcome(current, false);
+                }
+                long update;
+                if (next == null) {
+                    update = s.word | TOMB;
+                } else {
+                    if (fresh == null || !Arrays.equals(freshValue, next)) {
+                        if (fresh != null) {
+                            heap.free(fresh);
+                            fresh = null;
+                        }
+                        fresh = writeEntry(key, hash, next);
+                        freshValue = next;
+                    }
+                    update = slot(hash, entryClass(fresh), fresh.ptr());
+                }
+                checkTime(start);
+                long expected = s.kind == Kind.FOUND ? s.word : 0;
+                long witness = mem.compareAndSwap(t.slot(s.index), expected, update);
+                if (witness != expected) {
+                    continue; // another change won: look again and re-apply
+                }
+                if (next != null) {
+                    fresh = null; // installed
+                    if (s.kind == Kind.FOUND) {
+                        retireReplaced(t, s.word);
+                    }
+                    remember(key, t.slot(s.index), update, next, start);
+                } else {
+                    forget(key);
+                }
+                if (current == null) {
+                    mem.fetchAndAdd(counter, 1);
+                } else if (next == null) {
+                    mem.fetchAndAdd(counter, -1);
+                }
+                return new Outcome(current, true);
+            }
+        } finally {
+            if (fresh != null) {
+                heap.free(fresh); // never installed: nobody can have read it through a slot
+            }
+        }
+    }
+
+    private static int entryClass(BlockRef ref) {
+        return ref.isLarge() ? LARGE_CLASS : HeapLayout.blockClassOf(ref.header());
+    }
+
+    /** The entry named by {@code old} was replaced in table {@code t}. */
+    private void retireReplaced(Table t, long old) {
+        long ptr = pointerOf(old);
+        if (isCopied(old)) {
+            reclaimer.retireAfterTable(t.seq - 1, ptr); // a frozen slot of the table before still names it
+        } else {
+            reclaimer.retire(ptr);
+        }
+    }
+
+    private BlockRef writeEntry(byte[] key, long hash, byte[] value) {
+        int payload = ENTRY_DATA + key.length + value.length;
+        BlockRef ref = heap.allocate(payload, Placement.byKey(hash));
+        if (!fitsSlot(ref.ptr()) || (!ref.isLarge() && HeapLayout.blockClassOf(ref.header()) >= LARGE_CLASS)) {
+            heap.free(ref);
+            throw DsmMapException.placement(RemotePtr.toString(ref.ptr()), "node=" + ref.nodeId() + ", segment="
+                    + ref.segmentIndex() + ", offset=" + RemotePtr.offset(ref.ptr()));
+        }
+        byte[] b = new byte[payload];
+        putLong(b, ENTRY_HEADER_COPY, ref.header());
+        putLong(b, ENTRY_HASH, hash);
+        putInt(b, ENTRY_KEY_LENGTH, key.length);
+        putInt(b, ENTRY_VALUE_LENGTH, value.length);
+        System.arraycopy(key, 0, b, ENTRY_DATA, key.length);
+        System.arraycopy(value, 0, b, ENTRY_DATA + key.length, value.length);
+        putLong(b, ENTRY_CHECK, check(ref.header(), hash, b, ENTRY_DATA, key.length + value.length));
+        mem.write(ref.payload(), b);
+        return ref;
+    }
+
+    /** Puts {@code word} (a frozen key's entry) into {@code t} unless the key already reached it. */
+    private void copyInto(Table t, byte[] key, long hash, long word) {
+        long start = System.nanoTime();
+        while (true) {
+            Scan s;
+            try {
+                s = scan(t, key, hash, start);
+            } catch (Restart r) {
+                start = System.nanoTime();
+                continue;
+            }
+            switch (s.kind) {
+                case FOUND:
+                    return;
+                case EMPTY:
+                    if (mem.compareAndSwap(t.slot(s.index), 0, word) == 0) {
+                        return;
+                    }
+                    continue;
+                case MOVED_EMPTY:
+                    t = mustNext(t);
+                    continue;
+                default:
+                    if (nextOf(t) == null) {
+                        startResize(t);
+                    }
+                    t = mustNext(t);
+            }
+        }
+    }
+
+    // ================================================================ growth
+
+    /** Makes the table after {@code t} (twice as large unless the live keys fill under a quarter of it). */
+    void startResize(Table t) {
+        if (nextOf(t) != null) {
+            return;
+        }
+        long live = size();
+        int log2 = live * 4 >= t.homes() ? t.log2 + 1 : t.log2;
+        // spread tables over the nodes with heaps (this node may have none)
+        long fresh = newTable(heap, log2, window, t.seq + 1, Placement.byKey(MapLayout.mix(rootBlock ^ t.seq)));
+        long witness = mem.compareAndSwap(t.ptr + TABLE_NEXT, 0, fresh);
+        if (witness != 0) {
+            freeTable(fresh); // another node's table won
+            t.next = witness;
+        } else {
+            t.next = fresh;
+        }
+    }
+
+    private void freeTable(long payload) {
+        long ptr = payload - HeapLayout.BLOCK_HEADER_LENGTH;
+        long header = mem.readLong(payload + TABLE_BLOCK_HEADER);
+        heap.free(BlockRef.of(ptr, header, 0));
+    }
+
+    /** Migrates ranges of {@code t} until none is left to claim. */
+    void migrateAll(Table t) {
+        while (helpMigrate(t)) {
+            // keep going
+        }
+    }
+
+    /** Claims and migrates one range of {@code t}'s slots; false when every range was claimed. */
+    boolean helpMigrate(Table t) {
+        if (nextOf(t) == null) {
+            return false;
+        }
+        int total = t.total();
+        long claim = mem.fetchAndAdd(t.ptr + TABLE_CURSOR, MIGRATE_RANGE);
+        if (claim >= total) {
+            return false;
+        }
+        int from = (int) claim;
+        int to = (int) Math.min(total, claim + MIGRATE_RANGE);
+        long[] w = readWords(t.slot(from), to - from);
+        for (int i = from; i < to; i++) {
+            migrateSlot(t, i, w[i - from]);
+        }
+        long done = mem.fetchAndAdd(t.ptr + TABLE_DONE, to - from) + (to - from);
+        if (done >= total) {
+            advanceRoot();
+        }
+        return true;
+    }
+
+    private void migrateSlot(Table t, int i, long w) {
+        while (true) {
+            if (isMoved(w)) {
+                return; // frozen before (only this range's claimer freezes; kept for idempotence)
+            }
+            long frozen = w == 0 ? MOVED : w | MOVED;
+            long witness = mem.compareAndSwap(t.slot(i), w, frozen);
+            if (witness != w) {
+                w = witness;
+                continue;
+            }
+            if (w == 0) {
+                return;
+            }
+            if (isTomb(w)) {
+                reclaimer.retireAfterTable(t.seq, pointerOf(w));
+                return;
+            }
+            int failures = 0;
+            while (true) {
+                try {
+                    Entry e = readEntry(frozen, System.nanoTime());
+                    copyInto(mustNext(t), e.key(), e.hash, identity(w) | COPIED);
+                    return;
+                } catch (Restart r) {
+                    // a frozen live entry is not retired before the root passes t: a restart here is a slow read
+                    if (++failures > MAX_RESTARTS) {
+                        throw DsmMapException.corrupted(RemotePtr.toString(t.slot(i)), "frozen entry never checks");
+                    }
+                }
+            }
+        }
+    }
+
+    /** Moves the root's TABLE along the chain past every fully migrated table. */
+    void advanceRoot() {
+        while (true) {
+            long r = mem.readLong(root + ROOT_TABLE);
+            Table tr = table(r);
+            Table n = nextOf(tr);
+            if (n == null || mem.readLong(tr.ptr + TABLE_DONE) < tr.total()) {
+                break;
+            }
+            mem.compareAndSwap(root + ROOT_TABLE, r, n.ptr);
+        }
+        refreshRoot(System.nanoTime());
+    }
+
+    // ================================================================ size and scans
+
+    /** The sum of every node's counter: exact when no change is in flight. */
+    long size() {
+        long[] w = readWords(root + ROOT_COUNTERS, STRIPES);
+        long s = 0;
+        for (long x : w) {
+            s += x;
+        }
+        return Math.max(0, s);
+    }
+
+    /**
+     * A weakly consistent scan: every key present from the scan's start to its end is
+     * returned once, with a value it had during the scan; keys added or removed
+     * meanwhile may or may not be. Walks the root table and then every later table of
+     * the chain, skipping keys already returned.
+     */
+    Iterator<RawEntry> scan() {
+        return new ScanIterator(rootTable());
+    }
+
+    private final class ScanIterator implements Iterator<RawEntry> {
+        private Table table;
+        private int pos;
+        private long[] batch;
+        private int batchFrom;
+        private long batchAt;
+        private final Set<ByteBuffer> seen = new HashSet<>();
+        private RawEntry ahead;
+        private int failures;
+
+        ScanIterator(Table first) {
+            this.table = first;
+        }
+
+        @Override
+        public boolean hasNext() {
+            if (ahead == null) {
+                ahead = advance();
+            }
+            return ahead != null;
+        }
+
+        @Override
+        public RawEntry next() {
+            if (!hasNext()) {
+                throw new NoSuchElementException();
+            }
+            RawEntry e = ahead;
+            ahead = null;
+            return e;
+        }
+
+        private RawEntry advance() {
+            while (table != null) {
+                if (pos >= table.total()) {
+                    table = nextOf(table);
+                    pos = 0;
+                    batch = null;
+                    continue;
+                }
+                if (batch == null || pos >= batchFrom + batch.length) {
+                    readBatch();
+                }
+                long w = batch[pos - batchFrom];
+                if (!hasKey(w) || isTomb(w)) {
+                    pos++;
+                    continue;
+                }
+                Entry e;
+                try {
+                    e = readEntry(w, batchAt);
+                    failures = 0;
+                } catch (Restart r) {
+                    readBatch(); // the slot changed or the batch is old: read it again and redo this slot
+                    if (batch[0] == w && isMoved(w)) {
+                        // a frozen slot whose entry is gone: its table was passed, the key is in a later table
+                        pos++;
+                    } else if (++failures > MAX_RESTARTS) {
+                        throw DsmMapException.corrupted(RemotePtr.toString(table.slot(pos)), "entry never checks");
+                    }
+                    continue;
+                }
+                pos++;
+                if (isMoved(w)) {
+                    if (!isTomb(w)) {
+                        // make sure the key is in the next table before that table is walked
+                        copyInto(mustNext(table), e.key(), e.hash, identity(w) | COPIED);
+                    }
+                    continue;
+                }
+                byte[] k = e.key();
+                if (seen.add(ByteBuffer.wrap(k))) {
+                    return new RawEntry(k, e.value());
+                }
+            }
+            return null;
+        }
+
+        private void readBatch() {
+            int n = Math.min(SCAN_BATCH, table.total() - pos);
+            batchAt = System.nanoTime();
+            batch = readWords(table.slot(pos), n);
+            batchFrom = pos;
+        }
+    }
+
+    /** Every table of the chain from the first, for destroy. */
+    List<Long> allTables() {
+        List<Long> out = new ArrayList<>();
+        long p = mem.readLong(root + ROOT_FIRST_TABLE);
+        while (p != 0) {
+            out.add(p);
+            p = mem.readLong(p + TABLE_NEXT);
+        }
+        return out;
+    }
+
+    /**
+     * Frees every entry block and every table (the map must be quiescent: no other
+     * node uses it). Finishes any migration first, so the last table names every entry.
+     */
+    void destroyTables() {
+        List<Long> all = allTables();
+        for (long p : all) {
+            migrateAll(table(p));
+        }
+        Table last = table(all.get(all.size() - 1));
+        for (int from = 0; from < last.total(); from += 1024) {
+            int n = Math.min(1024, last.total() - from);
+            long[] w = readWords(last.slot(from), n);
+            for (long word : w) {
+                if (pointerOf(word) != 0) {
+                    reclaimer.retire(pointerOf(word));
+                }
+            }
+        }
+        reclaimer.rootAdvanced(Long.MAX_VALUE);
+        reclaimer.drainAll();
+        for (long t : all) {
+            freeTable(t);
+        }
+    }
+}

@@ -1,0 +1,150 @@
+package io.membus.collections;
+
+import io.membus.codec.Codecs;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.test.Seeds;
+import io.membus.core.transport.FaultInjector;
+import io.membus.test.check.CheckResult;
+import io.membus.test.check.LinearizabilityChecker;
+import io.membus.test.check.Models;
+import io.membus.test.history.HistoryRecorder;
+import io.membus.test.nemesis.NemesisSchedule;
+import io.membus.test.nemesis.TransportNemesis;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Per-key histories of get, containsKey, put, putIfAbsent, replace (both forms) and
+ * remove (both forms), from threads on three nodes while the table grows and the
+ * dsm-test nemesis delays, drops and partitions traffic between the nodes, checked
+ * with dsm-test's linearizability checker against {@code Models.mapKey()}. An
+ * operation that timed out or met an unavailable node is recorded as maybe-applied
+ * ({@code info}). Seed: -Dmembus.map.seed=...
+ */
+class DsmMapLinearizabilityTest {
+    private MapCluster cluster;
+    private ExecutorService exec;
+
+    @AfterEach
+    void close() throws InterruptedException {
+        if (exec != null) {
+            exec.shutdownNow();
+            assertTrue(exec.awaitTermination(30, TimeUnit.SECONDS));
+        }
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    @Test
+    void historiesAreLinearizableUnderTheNemesisOverLocal(TestInfo info) throws Exception {
+        run("local", info);
+    }
+
+    @Test
+    void historiesAreLinearizableUnderTheNemesisOverShm(TestInfo info) throws Exception {
+        run("shm", info);
+    }
+
+    private void run(String transport, TestInfo info) throws Exception {
+        long seed = Seeds.seed("membus.map.seed", info.getDisplayName());
+        cluster = new MapCluster(transport, 3, 32 << 20, Duration.ofMillis(500));
+        DsmMap<String, Long> created = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.longs(),
+                DsmMapOptions.defaults().initialSlots(16));
+        List<DsmMap<String, Long>> maps = new ArrayList<>();
+        Map<Integer, FaultInjector> injectors = new TreeMap<>();
+        for (int node = 1; node <= 3; node++) {
+            maps.add(DsmMap.open(cluster.node(node), created.rootPtr(), Codecs.strings(), Codecs.longs()));
+            injectors.put(node, cluster.transports.get(node).faults());
+        }
+        HistoryRecorder rec = new HistoryRecorder();
+        int threads = 6;
+        int keys = 6;
+        long runFor = Duration.ofSeconds(3).toNanos();
+        exec = Executors.newFixedThreadPool(threads + 1);
+        List<Future<?>> futures = new ArrayList<>();
+        try (NemesisSchedule nemesis = NemesisSchedule.start(List.of(TransportNemesis.partition(injectors),
+                        TransportNemesis.drop(injectors), TransportNemesis.delay(injectors, Duration.ofMillis(20))),
+                rec, seed, Duration.ofMillis(300), Duration.ofMillis(400))) {
+            long end = System.nanoTime() + runFor;
+            for (int t = 0; t < threads; t++) {
+                int process = t;
+                DsmMap<String, Long> m = maps.get(t % 3);
+                SplittableRandom rnd = new SplittableRandom(seed + t);
+                futures.add(exec.submit(() -> {
+                    long n = 0;
+                    while (System.nanoTime() < end) {
+                        String key = "k" + rnd.nextInt(keys);
+                        long v = process * 1_000_000L + n++;
+                        Long seen = (long) (rnd.nextInt(4) + process * 1_000_000L + Math.max(0, n - 4));
+                        switch (rnd.nextInt(8)) {
+                            case 0 -> call(rec, process, key, "get", null, () -> m.get(key));
+                            case 1 -> call(rec, process, key, "containsKey", null, () -> m.containsKey(key));
+                            case 2 -> call(rec, process, key, "put", v, () -> m.put(key, v));
+                            case 3 -> call(rec, process, key, "putIfAbsent", v, () -> m.putIfAbsent(key, v));
+                            case 4 -> call(rec, process, key, "replace", v, () -> m.replace(key, v));
+                            case 5 -> call(rec, process, key, "replaceIf", List.of(seen, v), () -> m.replace(key, seen, v));
+                            case 6 -> call(rec, process, key, "remove", null, () -> m.remove(key));
+                            default -> call(rec, process, key, "removeIf", seen, () -> m.remove(key, seen));
+                        }
+                    }
+                    return null;
+                }));
+            }
+            // growth racing the histories (its keys are not checked)
+            futures.add(exec.submit(() -> {
+                DsmMap<String, Long> m = maps.get(2);
+                for (long i = 0; i < 800 && System.nanoTime() < end; i++) {
+                    try {
+                        m.put("grow-" + i, i);
+                    } catch (DsmException e) {
+                        // a fault: the history keys are what is checked
+                    }
+                }
+                return null;
+            }));
+            for (Future<?> f : futures) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+            if (nemesis.failure() != null) {
+                throw nemesis.failure();
+            }
+            assertTrue(nemesis.faultsStarted() > 0, "the nemesis injected no fault");
+        }
+        CheckResult result = new LinearizabilityChecker().check(rec.history(), Models.mapKey());
+        System.out.println("seed=" + seed + " transport=" + transport + " operations=" + rec.history().operations().size()
+                + " maybeApplied=" + rec.history().count(io.membus.test.history.Outcome.INFO) + " " + result.summary());
+        assertTrue(result.linearizable(), "seed=" + seed + ", transport=" + transport + ": " + result.summary());
+    }
+
+    private interface Op {
+        Object run();
+    }
+
+    private static void call(HistoryRecorder rec, int process, String key, String f, Object input, Op op) {
+        HistoryRecorder.Call c = rec.invoke(process, key, f, input);
+        try {
+            c.ok(op.run());
+        } catch (DsmTimeoutException | NodeUnavailableException e) {
+            c.info(e);
+        } catch (DsmMapException e) {
+            c.info(e); // kept restarting: it may have taken effect
+        }
+    }
+}

@@ -1,0 +1,169 @@
+package io.membus.collections;
+
+import io.membus.codec.Codecs;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class DsmMapTest {
+    private MapCluster cluster;
+
+    @AfterEach
+    void close() {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    @Test
+    void everyNodeSeesTheSameMap() {
+        cluster = new MapCluster("local", 3, 8 << 20);
+        DsmMap<String, String> one = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings());
+        DsmMap<String, String> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.strings(), Codecs.strings());
+        DsmMap<String, String> three = DsmMap.open(cluster.node(3), one.rootPtr(), Codecs.strings(), Codecs.strings());
+        assertNull(one.put("a", "1"));
+        assertEquals("1", two.get("a"));
+        assertEquals("1", three.put("a", "2"));
+        assertEquals("2", one.get("a"));
+        assertEquals("2", two.putIfAbsent("a", "3"));
+        assertNull(two.putIfAbsent("b", "3"));
+        assertEquals(2, three.size());
+        assertTrue(one.remove("a", "2"));
+        assertFalse(one.remove("a", "2"));
+        assertNull(three.get("a"));
+        assertEquals(1, two.size());
+        assertNull(one.put("a", "again"));
+        assertEquals("again", three.get("a"));
+        assertEquals(Map.of("a", "again", "b", "3"), new HashMap<>(two));
+    }
+
+    @Test
+    void growsOnlineAndKeepsEveryKey() {
+        cluster = new MapCluster("local", 3, 32 << 20);
+        DsmMap<Long, Long> one = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().initialSlots(16).grace(Duration.ofMillis(200)));
+        DsmMap<Long, Long> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.longs(), Codecs.longs());
+        int n = 3000;
+        for (long i = 0; i < n; i++) {
+            (i % 2 == 0 ? one : two).put(i, i * 10);
+        }
+        assertEquals(n, one.size());
+        for (long i = 0; i < n; i++) {
+            assertEquals(i * 10, two.get(i), "key " + i);
+        }
+        for (long i = 0; i < n; i += 3) {
+            assertEquals(i * 10, one.remove(i));
+        }
+        Map<Long, Long> seen = new HashMap<>();
+        for (Map.Entry<Long, Long> e : two.entrySet()) {
+            assertNull(seen.put(e.getKey(), e.getValue()), "key returned twice: " + e.getKey());
+        }
+        assertEquals(n - (n + 2) / 3, seen.size());
+        assertEquals(seen.size(), two.size());
+    }
+
+    @Test
+    void openingWithOtherCodecsOrANonMapIsATypedError() {
+        cluster = new MapCluster("local", 2, 4 << 20);
+        DsmMap<String, String> m = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings());
+        DsmMapException e = assertThrows(DsmMapException.class,
+                () -> DsmMap.open(cluster.node(2), m.rootPtr(), Codecs.strings(), Codecs.longs()));
+        assertEquals("codec-mismatch", e.reason());
+        assertTrue(e.getMessage().contains("codec=value"), e.getMessage());
+        io.membus.alloc.BlockRef other = cluster.node(1).allocate(600);
+        cluster.node(1).write(other, 0, new byte[600]);
+        DsmMapException notMap = assertThrows(DsmMapException.class,
+                () -> DsmMap.open(cluster.node(2), other.ptr(), Codecs.strings(), Codecs.strings()));
+        assertEquals("not-a-map", notMap.reason());
+    }
+
+    @Test
+    void destroyFreesEveryBlock() {
+        cluster = new MapCluster("local", 2, 8 << 20);
+        long before = liveBlocks();
+        DsmMap<Long, Long> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().initialSlots(16).grace(Duration.ofMillis(20)));
+        for (long i = 0; i < 500; i++) {
+            m.put(i, i);
+        }
+        for (long i = 0; i < 500; i += 2) {
+            m.put(i, -i);
+            m.remove(i + 1);
+        }
+        m.close();
+        m.destroy();
+        assertEquals(before, liveBlocks(), "blocks left allocated after destroy");
+    }
+
+    private long liveBlocks() {
+        for (io.membus.alloc.GlobalAllocator a : cluster.allocators.values()) {
+            a.trim();
+        }
+        return cluster.node(1).usage().segments().stream().mapToLong(s -> s.blocksInUse() + s.largeObjects()).sum();
+    }
+
+    @Test
+    void theReadCacheServesRepeatedGetsAndNeverAStaleValue() {
+        cluster = new MapCluster("local", 3, 8 << 20);
+        DsmMap<String, String> one = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings());
+        DsmMap<String, String> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.strings(), Codecs.strings());
+        DsmMap<String, String> uncached = DsmMap.open(cluster.node(3), one.rootPtr(), Codecs.strings(),
+                Codecs.strings(), DsmMapOptions.defaults().readCacheEntries(0));
+        one.put("k", "v1");
+        assertEquals("v1", two.get("k"));
+        long hits = two.readCacheHits();
+        assertEquals("v1", two.get("k"));
+        assertEquals(hits + 1, two.readCacheHits(), "the second get is a cache hit");
+        uncached.put("k", "v2");                 // another node changes the key
+        assertEquals("v2", two.get("k"), "a cached value is never returned once its slot word changed");
+        uncached.remove("k");
+        assertNull(two.get("k"));
+        uncached.put("k", "v3");
+        assertEquals("v3", two.get("k"));
+        assertEquals("v3", uncached.get("k"));
+        assertEquals(0, uncached.readCacheHits());
+    }
+
+    @Test
+    void nullsAreRefusedAsConcurrentHashMapDoes() {
+        cluster = new MapCluster("local", 1, 4 << 20);
+        DsmMap<String, String> m = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings());
+        assertThrows(NullPointerException.class, () -> m.put(null, "x"));
+        assertThrows(NullPointerException.class, () -> m.put("x", null));
+        assertThrows(NullPointerException.class, () -> m.get(null));
+        assertThrows(NullPointerException.class, () -> m.putIfAbsent("x", null));
+        assertThrows(NullPointerException.class, () -> m.containsValue(null));
+        assertFalse(m.remove("x", null));
+    }
+
+    @Test
+    void iteratorRemoveAndSetValueWriteThrough() {
+        cluster = new MapCluster("local", 2, 4 << 20);
+        DsmMap<String, Integer> m = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.ints());
+        for (int i = 0; i < 20; i++) {
+            m.put("k" + i, i);
+        }
+        Iterator<Map.Entry<String, Integer>> it = m.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<String, Integer> e = it.next();
+            if (e.getValue() % 2 == 0) {
+                it.remove();
+            } else {
+                e.setValue(e.getValue() * 100);
+            }
+        }
+        assertEquals(10, m.size());
+        assertEquals(300, m.get("k3"));
+        assertNull(m.get("k4"));
+    }
+}

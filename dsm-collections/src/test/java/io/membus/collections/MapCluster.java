@@ -1,0 +1,110 @@
+package io.membus.collections;
+
+import io.membus.alloc.AllocatorConfig;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.core.RemoteMemory;
+import io.membus.core.Segment;
+import io.membus.core.directory.StaticDirectory;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportConfig;
+import io.membus.core.transport.Transports;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+
+/**
+ * Nodes of one JVM over {@code local}, {@code shm} or {@code tcp} (loopback, ephemeral ports) sharing one {@link StaticDirectory},
+ * each exporting a heap segment 1 with a {@link GlobalAllocator}: the cluster the map
+ * tests run on. Closes everything it made, and removes its /dev/shm directory.
+ *
+ * <p><b>Note:</b> not thread-safe to build; the allocators it hands out are.
+ */
+final class MapCluster implements AutoCloseable {
+    static final int HEAP = 1;
+
+    final StaticDirectory directory = new StaticDirectory();
+    final String fabric = "map-" + System.nanoTime();
+    final Path shmDir;
+    final String transport;
+    final Map<Integer, GlobalAllocator> allocators = new TreeMap<>();
+    final Map<Integer, Transport> transports = new TreeMap<>();
+    final Map<Integer, io.membus.core.SegmentDescriptor> heaps = new TreeMap<>();
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+
+    MapCluster(String transport, int nodes, long heapSize) {
+        this(transport, nodes, heapSize, Duration.ofSeconds(10));
+    }
+
+    /** Nodes whose verbs time out after {@code operationTimeout}. */
+    MapCluster(String transport, int nodes, long heapSize, Duration operationTimeout) {
+        this.transport = transport;
+        if (transport.equals("shm")) {
+            Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
+                    : Path.of(System.getProperty("java.io.tmpdir"));
+            shmDir = root.resolve("membus-map-test-" + System.nanoTime());
+        } else {
+            shmDir = null;
+        }
+        AllocatorConfig config = AllocatorConfig.builder().heapSegments(HEAP).chunkSize(64 << 10).build();
+        for (int id = 1; id <= nodes; id++) {
+            TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
+                    .operationTimeout(operationTimeout);
+            if (shmDir != null) {
+                b.property("shm.dir", shmDir.toString());
+            }
+            if (transport.equals("tcp")) {
+                b.property("tcp.secret", "map-test-secret-0123456789abcdef").property("tcp.host", "127.0.0.1")
+                        .property("tcp.port", "0").connectTimeout(Duration.ofSeconds(10));
+            }
+            Transport t = Transports.create(transport, b.build());
+            closeables.add(t);
+            transports.put(id, t);
+            directory.addMember(t.self());
+            Segment heap = t.export(SegmentSpec.of(HEAP, heapSize));
+            RemoteMemory memory = new RemoteMemory(t, directory, operationTimeout);
+            GlobalAllocator a = new GlobalAllocator(memory, config);
+            closeables.add(0, a);
+            a.formatLocalSegments();
+            directory.addSegment(heap.descriptor());
+            heaps.put(id, heap.descriptor());
+            allocators.put(id, a);
+        }
+    }
+
+    GlobalAllocator node(int id) {
+        return allocators.get(id);
+    }
+
+    @Override
+    public void close() {
+        RuntimeException first = null;
+        for (AutoCloseable c : closeables) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                if (first == null) {
+                    first = new RuntimeException("closing the test cluster", e);
+                }
+            }
+        }
+        if (shmDir != null) {
+            try (Stream<Path> walk = Files.walk(shmDir)) {
+                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (IOException e) {
+                System.err.println("could not remove " + shmDir + ": " + e);
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+}

@@ -1,0 +1,285 @@
+package io.membus.core.message;
+
+import io.membus.core.error.DsmException;
+import io.membus.core.error.HandlerFailedException;
+import io.membus.core.error.MessageTooLargeException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.UnknownChannelException;
+import io.membus.core.transport.TransportConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.IntFunction;
+
+/**
+ * The message side of one node's transport: the handlers registered per
+ * channel, the executor they run on (owned here, never an I/O thread), one
+ * bounded {@link Inbox} per sender connection, the limits, and the counters per
+ * channel. Every transport owns one and feeds it what arrives; the transport
+ * only carries bytes and answers.
+ *
+ * <p>Settings (transport properties, the same on every node):
+ * {@code messages.max-size} (default 65536 bytes; 0..16 MiB): the largest payload
+ * of a message or a reply; {@code messages.inbox} (default 64): messages one
+ * sender may have in this node's inbox at once — its credits;
+ * {@code messages.handler-threads} (default 2): threads running handlers.
+ * Memory for waiting messages is bounded by senders × inbox × max-size.
+ *
+ * <p><b>Note:</b> thread-safe. A handler registered before a message arrives is
+ * seen by it (the registry is a concurrent map).
+ */
+public final class MessageEndpoint implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(MessageEndpoint.class);
+    public static final int DEFAULT_MAX_SIZE = 64 * 1024;
+    public static final int LIMIT_MAX_SIZE = 16 * 1024 * 1024;
+    public static final int DEFAULT_INBOX = 64;
+    private static final byte[] EMPTY = new byte[0];
+
+    private final int nodeId;
+    private final int maxSize;
+    private final int inboxCapacity;
+    private final IntFunction<String> fenceReason;
+    private final Map<Integer, Registration> handlers = new ConcurrentHashMap<>();
+    private final Map<Integer, Counters> counters = new ConcurrentHashMap<>();
+    private final Set<Inbox> inboxes = ConcurrentHashMap.newKeySet();
+    private final ThreadPoolExecutor executor;
+    private volatile boolean closed;
+
+    /**
+     * @param fenceReason why a node is fenced by this node, or {@code null} when it is not: messages of a
+     *                    fenced sender are answered with {@link NodeUnavailableException} and never handled
+     */
+    public MessageEndpoint(TransportConfig config, IntFunction<String> fenceReason) {
+        this.nodeId = config.nodeId();
+        this.maxSize = config.getInt("messages.max-size", DEFAULT_MAX_SIZE, 0, LIMIT_MAX_SIZE);
+        this.inboxCapacity = config.getInt("messages.inbox", DEFAULT_INBOX, 1, 1 << 16);
+        int threads = config.getInt("messages.handler-threads", 2, 1, 256);
+        this.fenceReason = fenceReason;
+        AtomicInteger n = new AtomicInteger();
+        // threads start with the first message and stay; the queue holds at most one task per inbox
+        this.executor = new ThreadPoolExecutor(threads, threads, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                r -> {
+                    Thread t = new Thread(r, "membus-msg-" + config.nodeId() + "-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        executor.allowCoreThreadTimeOut(true);
+    }
+
+    public int nodeId() {
+        return nodeId;
+    }
+
+    /** The largest payload this node takes in a message or a reply. */
+    public int maxMessageSize() {
+        return maxSize;
+    }
+
+    /** The credits of each sender: messages it may have in this node's inbox at once. */
+    public int inboxCapacity() {
+        return inboxCapacity;
+    }
+
+    /**
+     * Registers the handler of {@code channel}.
+     *
+     * @param name for errors, logs and {@link #stats()}
+     * @throws IllegalStateException when the channel has a handler already
+     */
+    public void register(short channel, String name, MessageHandler handler) {
+        if (name == null || name.isBlank() || handler == null) {
+            throw new IllegalArgumentException("a channel needs a name and a handler: channel=" + channel);
+        }
+        Registration r = new Registration(channel, name, handler);
+        Registration old = handlers.putIfAbsent(key(channel), r);
+        if (old != null) {
+            throw new IllegalStateException("channel taken: node=" + nodeId + ", channel=" + channel + ", name="
+                    + old.name + "; unregister it first or choose another channel id");
+        }
+        counters(channel).name = name;
+    }
+
+    /** Removes the handler of {@code channel}; later messages on it are answered with {@link UnknownChannelException}. */
+    public boolean unregister(short channel) {
+        return handlers.remove(key(channel)) != null;
+    }
+
+    /** The name registered for {@code channel}, or {@code channel-<id>}. */
+    public String channelName(short channel) {
+        Registration r = handlers.get(key(channel));
+        return r != null ? r.name : "channel-" + key(channel);
+    }
+
+    /**
+     * Opens the inbox of one sender connection; the transport feeds it with
+     * {@link Inbox#deliver} and closes it when the connection goes.
+     *
+     * @throws NodeUnavailableException when this endpoint is closed
+     */
+    public Inbox open(int fromNode, Responder responder) {
+        Inbox inbox = new Inbox(this, fromNode, responder);
+        inboxes.add(inbox);
+        if (closed) {
+            inboxes.remove(inbox);
+            throw new NodeUnavailableException(nodeId, "node " + nodeId + " is shutting down");
+        }
+        return inbox;
+    }
+
+    /** Closes an inbox and forgets it (see {@link Inbox#close}). */
+    public void close(Inbox inbox, String reason, boolean answer) {
+        inbox.close(reason, answer);
+        inboxes.remove(inbox);
+    }
+
+    void schedule(Inbox inbox) {
+        try {
+            executor.execute(inbox);
+        } catch (RejectedExecutionException e) {
+            inbox.close("node " + nodeId + " is shutting down", true);
+        }
+    }
+
+    /** Runs one message: the checks, then the handler; answers it exactly once. */
+    void handle(int from, long correlation, short channel, boolean request, byte[] payload, Inbox inbox) {
+        Counters c = counters(channel);
+        c.in.increment();
+        c.bytesIn.add(payload.length);
+        String fenced = fenceReason.apply(from);
+        if (closed || fenced != null) {
+            c.errors.increment();
+            inbox.fail(correlation, new NodeUnavailableException(nodeId, closed ? "node " + nodeId
+                    + " is shutting down" : "node " + nodeId + " fenced node " + from + ": " + fenced));
+            return;
+        }
+        Registration r = handlers.get(key(channel));
+        if (r == null) {
+            c.errors.increment();
+            inbox.fail(correlation, new UnknownChannelException(nodeId, key(channel)));
+            return;
+        }
+        if (payload.length > maxSize) {
+            c.errors.increment();
+            inbox.fail(correlation, new MessageTooLargeException(nodeId, key(channel), payload.length, maxSize));
+            return;
+        }
+        byte[] reply;
+        try {
+            reply = r.handler.onMessage(from, payload);
+        } catch (Throwable t) { // a handler's failure, whatever it is, is answered and never kills the connection
+            if (t instanceof InterruptedException || Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+            }
+            c.errors.increment();
+            LOG.warn("message handler failed: node={}, channel={}, name={}, from={}", nodeId, key(channel), r.name,
+                    from, t);
+            inbox.fail(correlation, new HandlerFailedException(nodeId, key(channel), t.toString()));
+            return;
+        }
+        if (!request || reply == null) {
+            reply = EMPTY;
+        }
+        if (reply.length > maxSize) {
+            c.errors.increment();
+            inbox.fail(correlation, new MessageTooLargeException(nodeId, key(channel), reply.length, maxSize));
+            return;
+        }
+        inbox.reply(correlation, reply);
+    }
+
+    /** Counts a message this node sent (called by its {@link Outbox}es). */
+    void countOut(short channel, int bytes) {
+        Counters c = counters(channel);
+        c.out.increment();
+        c.bytesOut.add(bytes);
+    }
+
+    /** Counts a sent message that failed. */
+    void countError(short channel) {
+        counters(channel).errors.increment();
+    }
+
+    private Counters counters(short channel) {
+        return counters.computeIfAbsent(key(channel), k -> new Counters("channel-" + k));
+    }
+
+    /** The counters of every channel this node has used, by channel id. */
+    public List<ChannelStats> stats() {
+        List<ChannelStats> out = new ArrayList<>();
+        counters.forEach((channel, c) -> out.add(new ChannelStats(channel, c.name, c.in.sum(), c.bytesIn.sum(),
+                c.out.sum(), c.bytesOut.sum(), c.errors.sum())));
+        out.sort(Comparator.comparingInt(ChannelStats::channel));
+        return out;
+    }
+
+    /** Messages in this node's inboxes now (waiting or being handled), over all senders. */
+    public int waiting() {
+        int n = 0;
+        for (Inbox inbox : inboxes) {
+            n += inbox.size();
+        }
+        return n;
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Closes every inbox, answering the messages in them (and the ones being
+     * handled) with {@link NodeUnavailableException}, and stops the executor,
+     * interrupting handlers still running. Idempotent.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (Inbox inbox : inboxes) {
+            inbox.close("node " + nodeId + " is shutting down", true);
+        }
+        inboxes.clear();
+        executor.shutdownNow();
+        try {
+            if (!executor.awaitTermination(2, TimeUnit.SECONDS)) {
+                LOG.warn("message handlers of node {} still run 2 s after close; they were interrupted", nodeId);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Channel ids are shorts on the wire and 0..65535 in messages and stats. */
+    static int key(short channel) {
+        return channel & 0xffff;
+    }
+
+    private record Registration(short channel, String name, MessageHandler handler) {
+    }
+
+    private static final class Counters {
+        volatile String name;
+        final LongAdder in = new LongAdder();
+        final LongAdder bytesIn = new LongAdder();
+        final LongAdder out = new LongAdder();
+        final LongAdder bytesOut = new LongAdder();
+        final LongAdder errors = new LongAdder();
+
+        Counters(String name) {
+            this.name = name;
+        }
+    }
+}
