@@ -17,7 +17,7 @@ final class DemoApps {
     private static final Map<String, DemoApp> APPS = new LinkedHashMap<>();
 
     static {
-        for (DemoApp app : List.<DemoApp>of(new CountersApp())) {
+        for (DemoApp app : List.<DemoApp>of(new CountersApp(), new ParamsApp())) {
             APPS.put(app.name(), app);
         }
     }
@@ -26,8 +26,7 @@ final class DemoApps {
     static final Map<String, String> NOT_YET = Map.of(
             "kv", "DsmMap",
             "bank", "DsmLock",
-            "jobs", "DsmQueue",
-            "params", "DsmDoubleArray");
+            "jobs", "DsmQueue");
 
     static List<DemoApp> all() {
         return List.copyOf(APPS.values());

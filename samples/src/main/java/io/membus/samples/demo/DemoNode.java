@@ -1,6 +1,7 @@
 package io.membus.samples.demo;
 
 import com.typesafe.config.ConfigFactory;
+import io.membus.Membus;
 import io.membus.cluster.DsmNode;
 import io.membus.cluster.NodeConfig;
 import io.membus.core.error.DsmException;
@@ -32,6 +33,8 @@ public final class DemoNode implements AutoCloseable {
     static final long APP_HEAP = 8L << 20;
 
     private final DsmNode node;
+    /** The collections of this node: one handle per name per node (a lock needs that). */
+    private final Membus membus;
     private final Map<Class<?>, Object> state = Collections.synchronizedMap(new LinkedHashMap<>());
 
     /**
@@ -63,6 +66,7 @@ public final class DemoNode implements AutoCloseable {
         m.put("pekko.cluster.retry-unsuccessful-join-after", "1s");
         m.put("pekko.loglevel", "WARNING");
         this.node = DsmNode.start(NodeConfig.from(ConfigFactory.parseMap(m)));
+        this.membus = Membus.wrap(node);
     }
 
     /** Waits until the directory shows {@code nodes} members with their segments. */
@@ -76,6 +80,11 @@ public final class DemoNode implements AutoCloseable {
 
     public DsmNode node() {
         return node;
+    }
+
+    /** The collections (map, atomics, arrays, queue, lock) as this node reaches them. */
+    public Membus membus() {
+        return membus;
     }
 
     public int nodeId() {
