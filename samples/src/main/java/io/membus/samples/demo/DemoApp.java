@@ -52,6 +52,9 @@ public interface DemoApp {
         /** Runs {@code phase} on one node. */
         String onNode(int nodeId, String phase, List<String> args) throws Exception;
 
+        /** Starts {@code phase} on one node without waiting (phases of one node may run at the same time). */
+        java.util.concurrent.CompletableFuture<String> start(int nodeId, String phase, List<String> args);
+
         /** kill -9 of a node process (only where nodes are processes); its phase in flight fails. */
         void kill(int nodeId);
 

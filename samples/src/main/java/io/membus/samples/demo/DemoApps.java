@@ -17,7 +17,7 @@ final class DemoApps {
     private static final Map<String, DemoApp> APPS = new LinkedHashMap<>();
 
     static {
-        for (DemoApp app : List.<DemoApp>of(new CountersApp(), new ParamsApp())) {
+        for (DemoApp app : List.<DemoApp>of(new CountersApp(), new JobsApp(), new ParamsApp())) {
             APPS.put(app.name(), app);
         }
     }
@@ -25,8 +25,7 @@ final class DemoApps {
     /** Apps that are planned and the collection each waits for. */
     static final Map<String, String> NOT_YET = Map.of(
             "kv", "DsmMap",
-            "bank", "DsmLock",
-            "jobs", "DsmQueue");
+            "bank", "DsmLock");
 
     static List<DemoApp> all() {
         return List.copyOf(APPS.values());

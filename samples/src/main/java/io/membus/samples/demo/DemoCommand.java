@@ -39,7 +39,7 @@ import java.util.stream.Stream;
 public final class DemoCommand implements Callable<Integer> {
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "APP",
-            description = "the app to run alone: counters, params (default: every app this build has, in turn)")
+            description = "the app to run alone: counters, jobs, params (default: every app this build has, in turn)")
     String app;
 
     @Option(names = "--nodes", defaultValue = "3", description = "number of nodes, 2..16 (default: ${DEFAULT-VALUE})")
@@ -222,6 +222,11 @@ public final class DemoCommand implements Callable<Integer> {
         @Override
         public String onNode(int nodeId, String phase, List<String> args) throws Exception {
             return onNodes(List.of(nodeId), phase, args).get(0);
+        }
+
+        @Override
+        public CompletableFuture<String> start(int nodeId, String phase, List<String> args) {
+            return handles.get(nodeId - 1).run(app, phase, args, deadline);
         }
 
         @Override
@@ -412,6 +417,7 @@ public final class DemoCommand implements Callable<Integer> {
     private final class Child implements Handle {
         private final int id;
         private final NodeProcess process;
+        private final java.util.concurrent.atomic.AtomicLong tags = new java.util.concurrent.atomic.AtomicLong();
 
         Child(int id, int seedPort, long segmentSize, Map<String, String> props) throws IOException {
             this.id = id;
@@ -441,13 +447,20 @@ public final class DemoCommand implements Callable<Integer> {
         public CompletableFuture<String> run(String app, String phase, List<String> args, long deadline) {
             return CompletableFuture.supplyAsync(() -> {
                 try {
-                    process.send(String.join(" ", "RUN", app, phase, String.join(" ", args)).trim());
-                    return process.expect("ANSWER ", deadline);
+                    String tag = Long.toString(tags.incrementAndGet());
+                    process.send(String.join(" ", "RUN", tag, app, phase, String.join(" ", args)).trim());
+                    return process.expect("ANSWER " + tag + " ", deadline);
                 } catch (IllegalStateException e) {
                     throw e;
                 } catch (Exception e) {
                     throw new IllegalStateException("node " + id + ": " + e, e);
                 }
+            }, waiter -> {
+                // a thread per waiting phase: the common pool has one thread on a 2-core machine, and a
+                // phase that waits for another node's phase would queue behind it
+                Thread t = new Thread(waiter, "demo-wait-node-" + id);
+                t.setDaemon(true);
+                t.start();
             });
         }
 

@@ -91,20 +91,25 @@ public final class NodeProcess {
      * @param deadlineNanos a {@link System#nanoTime()} by which the line must come
      */
     public String expect(String prefix, long deadlineNanos) throws InterruptedException {
-        synchronized (stash) {
-            for (java.util.Iterator<String> it = stash.iterator(); it.hasNext(); ) {
-                String kept = it.next();
-                if (kept.startsWith(prefix)) {
-                    it.remove();
-                    return kept.substring(prefix.length()).trim();
+        while (true) {
+            synchronized (stash) {
+                for (java.util.Iterator<String> it = stash.iterator(); it.hasNext(); ) {
+                    String kept = it.next();
+                    if (kept.startsWith(prefix)) {
+                        it.remove();
+                        return kept.substring(prefix.length()).trim();
+                    }
                 }
             }
-        }
-        while (true) {
-            String line = lines.poll(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
-            if (line == null) {
+            long left = deadlineNanos - System.nanoTime();
+            if (left <= 0) {
                 throw new IllegalStateException(name + " (pid " + pid() + ") did not answer " + prefix.trim()
                         + " in time; is the machine overloaded?");
+            }
+            // a short wait: another thread waiting on this process may have stashed our answer meanwhile
+            String line = lines.poll(Math.min(left, 50_000_000L), TimeUnit.NANOSECONDS);
+            if (line == null) {
+                continue;
             }
             if (line.startsWith(prefix)) {
                 return line.substring(prefix.length()).trim();
