@@ -17,15 +17,14 @@ final class DemoApps {
     private static final Map<String, DemoApp> APPS = new LinkedHashMap<>();
 
     static {
-        for (DemoApp app : List.<DemoApp>of(new CountersApp(), new JobsApp(), new ParamsApp())) {
+        for (DemoApp app : List.<DemoApp>of(new CountersApp(), new BankApp(), new JobsApp(), new ParamsApp())) {
             APPS.put(app.name(), app);
         }
     }
 
     /** Apps that are planned and the collection each waits for. */
     static final Map<String, String> NOT_YET = Map.of(
-            "kv", "DsmMap",
-            "bank", "DsmLock");
+            "kv", "DsmMap");
 
     static List<DemoApp> all() {
         return List.copyOf(APPS.values());
