@@ -368,7 +368,21 @@ final class ClusterAgent extends AbstractActor {
                         .lookup(BLOCKING_DISPATCHER))
                 .exceptionally(e -> "heap usage could not be read: " + (e.getCause() != null ? e.getCause() : e) + "\n")
                 .thenAccept(heap -> replyTo.tell(new StatusReply(members.fromNode(), members.leader(),
-                        members.members(), members.names(), heap), me));
+                        members.members(), members.names(), heap, channelRows()), me));
+    }
+
+    /** This node's message channels and their counters (empty before the transport is set). */
+    private List<ClusterMessage.ChannelRow> channelRows() {
+        Transport t = transport.get();
+        if (t == null) {
+            return List.of();
+        }
+        List<ClusterMessage.ChannelRow> rows = new ArrayList<>();
+        for (io.membus.core.message.ChannelStats c : t.messages().stats()) {
+            rows.add(new ClusterMessage.ChannelRow(c.channel(), c.name(), c.messagesIn(), c.bytesIn(), c.messagesOut(),
+                    c.bytesOut(), c.errors()));
+        }
+        return rows;
     }
 
     private StatusReply status(String heap) {

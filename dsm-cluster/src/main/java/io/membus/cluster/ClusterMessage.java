@@ -69,10 +69,20 @@ public sealed interface ClusterMessage {
      * the cluster's heap usage (empty when it runs no allocator, or a line saying why it
      * could not be read).
      */
-    record StatusReply(int fromNode, String leader, List<MemberRow> members, int names, String heap)
-            implements ClusterMessage {
+    record StatusReply(int fromNode, String leader, List<MemberRow> members, int names, String heap,
+                       List<ChannelRow> channels) implements ClusterMessage {
         public StatusReply {
             members = List.copyOf(members);
+            channels = List.copyOf(channels);
         }
+
+        public StatusReply(int fromNode, String leader, List<MemberRow> members, int names, String heap) {
+            this(fromNode, leader, members, names, heap, List.of());
+        }
+    }
+
+    /** The answering node's counters of one message channel (two-sided messages). */
+    record ChannelRow(int channel, String name, long messagesIn, long bytesIn, long messagesOut, long bytesOut,
+                      long errors) {
     }
 }

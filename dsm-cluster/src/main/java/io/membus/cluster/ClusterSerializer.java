@@ -90,6 +90,16 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                 }
                 out.writeInt(s.names());
                 writeLongString(out, s.heap());
+                out.writeInt(s.channels().size());
+                for (ClusterMessage.ChannelRow c : s.channels()) {
+                    out.writeShort(c.channel());
+                    out.writeUTF(c.name());
+                    out.writeLong(c.messagesIn());
+                    out.writeLong(c.bytesIn());
+                    out.writeLong(c.messagesOut());
+                    out.writeLong(c.bytesOut());
+                    out.writeLong(c.errors());
+                }
             } else if (o instanceof MemberRow m) {
                 writeRow(out, m);
             } else {
@@ -122,7 +132,14 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                         rows.add(readRow(in));
                     }
                     int names = in.readInt();
-                    yield new StatusReply(from, leader, rows, names, readLongString(in));
+                    String heap = readLongString(in);
+                    int c = count(in);
+                    List<ClusterMessage.ChannelRow> channels = new ArrayList<>(c);
+                    for (int i = 0; i < c; i++) {
+                        channels.add(new ClusterMessage.ChannelRow(in.readShort(), in.readUTF(), in.readLong(),
+                                in.readLong(), in.readLong(), in.readLong(), in.readLong()));
+                    }
+                    yield new StatusReply(from, leader, rows, names, heap, channels);
                 }
                 case "M" -> readRow(in);
                 default -> throw new NotSerializableException("unknown membus manifest: manifest=" + manifest

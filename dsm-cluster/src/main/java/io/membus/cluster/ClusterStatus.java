@@ -131,6 +131,15 @@ public final class ClusterStatus {
             sb.append("\nheap segments (global allocator), read by node ").append(reply.fromNode()).append(":\n")
                     .append(reply.heap());
         }
+        if (!reply.channels().isEmpty()) {
+            sb.append("\nmessage channels of node ").append(reply.fromNode()).append(":\n");
+            sb.append(String.format(Locale.ROOT, "  %-7s %-24s %12s %12s %12s %12s %8s%n", "channel", "name",
+                    "msgs in", "bytes in", "msgs out", "bytes out", "errors"));
+            for (ClusterMessage.ChannelRow c : reply.channels()) {
+                sb.append(String.format(Locale.ROOT, "  %-7d %-24s %12d %12d %12d %12d %8d%n", c.channel(), c.name(),
+                        c.messagesIn(), c.bytesIn(), c.messagesOut(), c.bytesOut(), c.errors()));
+            }
+        }
         return sb.toString();
     }
 }

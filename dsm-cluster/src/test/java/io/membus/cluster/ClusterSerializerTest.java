@@ -38,7 +38,9 @@ class ClusterSerializerTest {
                 new NameReply(5, ""), new NameReply(0, "no majority"), new StatusRequest(),
                 new StatusReply(3, "pekko://membus@h:1", List.of(new MemberRow("pekko://membus@h:1", "Up", true, 12, entry()),
                         new MemberRow("pekko://membus@h:2", "Joining", false, 0, null)), 4,
-                        "node  seg  used\n1     1    12.5% é\n"));
+                        "node  seg  used\n1     1    12.5% é\n"),
+                new StatusReply(2, "", List.of(), 0, "", List.of(new ClusterMessage.ChannelRow(40, "coherence-inval", 7,
+                        700, 3, 300, 1), new ClusterMessage.ChannelRow(-2, "x", 0, 0, 0, 0, 0))));
         for (Object o : all) {
             assertEquals(o, roundTrip(o));
         }

@@ -133,6 +133,14 @@ class InJvmClusterTest {
         assertEquals(3, all.get(0).directory().members().size(), "the status query did not join the cluster");
         assertTrue(table.contains("heap segments (global allocator), read by node 2"), table);
         assertEquals(3, reply.heap().lines().filter(l -> l.matches("[123] +1 +4KiB .*")).count(), reply.heap());
+        // node 3's message counters: the echo channel handled one request and one one-way message
+        ClusterMessage.StatusReply three = ClusterStatus.query(all.get(2).memberAddress().replaceAll("^.*@", ""), "test",
+                "127.0.0.1", Duration.ofSeconds(10));
+        ClusterMessage.ChannelRow echo = three.channels().stream().filter(c -> c.name().equals("test-echo"))
+                .findFirst().orElseThrow(() -> new AssertionError("no test-echo channel in " + three.channels()));
+        assertEquals(40, echo.channel());
+        assertEquals(2, echo.messagesIn(), echo.toString());
+        assertTrue(ClusterStatus.format(three).contains("message channels of node 3"), ClusterStatus.format(three));
         assertTrue(reply.heap().lines().anyMatch(l -> l.matches("1 +1 .*") && l.contains("{2=")),
                 "node 2 holds chunks of node 1 for its large object:\n" + reply.heap());
         assertTrue(table.lines().filter(l -> l.matches("[123] +pekko://test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"))

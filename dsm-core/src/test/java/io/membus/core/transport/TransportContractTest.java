@@ -882,6 +882,8 @@ public abstract class TransportContractTest {
             sent.add(ab.send(LOG, message(1, i)));
         }
         eventually(() -> b.messages().waiting() == credits, () -> "inbox fills to its credits: " + b.messages().waiting());
+        // the first message's handler may start a moment after the inbox filled
+        eventually(() -> running.get() >= 1, () -> "the handler of the first message runs");
         // give the sender every chance to overrun the inbox, then check it did not: the bound is structural
         for (int i = 0; i < 200 && b.messages().waiting() <= credits; i++) {
             Thread.onSpinWait();

@@ -32,9 +32,10 @@ import java.util.function.Function;
  *       search succeeds once every determinate operation is placed.</li>
  *   <li>A call and a return at the same instant are ordered call first (the two
  *       operations count as concurrent).</li>
- *   <li>The search is bounded: past {@code maxStepsPerKey} steps, or past the time
- *       budget for the whole history, a key's verdict is {@link Verdict#UNKNOWN},
- *       never a hang and never a guess.</li>
+ *   <li>The search is bounded: past {@code maxStepsPerKey} steps, past four million
+ *       memoised states, or past the time budget for the whole history, a key's verdict
+ *       is {@link Verdict#UNKNOWN}, never a hang, never an out-of-memory error and never
+ *       a guess.</li>
  * </ul>
  *
  * <p><b>Note:</b> immutable and thread-safe; each {@code check} call uses only its own
@@ -44,6 +45,8 @@ public final class LinearizabilityChecker {
     private static final int HEAD = 0;
     private final long maxStepsPerKey;
     private final Duration timeBudget;
+    /** Explored (set, state) pairs kept per key before the verdict is UNKNOWN: bounds the checker's memory. */
+    private final int maxCacheEntries;
 
     /**
      * @param maxStepsPerKey search steps allowed per key before its verdict is UNKNOWN
@@ -56,6 +59,7 @@ public final class LinearizabilityChecker {
         }
         this.maxStepsPerKey = maxStepsPerKey;
         this.timeBudget = timeBudget;
+        this.maxCacheEntries = 4_000_000;
     }
 
     /** 20 million steps per key, one minute per history. */
@@ -106,7 +110,11 @@ public final class LinearizabilityChecker {
         private final int[] opOf;
         private final boolean[] isCall;
         private final int[] returnOf;
-        private final long[] linearized;
+        /** Zobrist hash of the set of linearized operations: two independent 64-bit halves. */
+        private long setHashA;
+        private long setHashB;
+        private final long[] zobristA;
+        private final long[] zobristB;
         private final Set<CacheKey> seen = new HashSet<>();
         private final int[] stackEntry;
         private final Object[] stackState;
@@ -152,7 +160,13 @@ public final class LinearizabilityChecker {
                 next[e] = k + 1 < entries ? e + 1 : -1;
             }
             next[HEAD] = entries > 0 ? 1 : -1;
-            linearized = new long[(n + 63) / 64];
+            zobristA = new long[n];
+            zobristB = new long[n];
+            java.util.SplittableRandom z = new java.util.SplittableRandom(0x6d656d627573L ^ n);
+            for (int i = 0; i < n; i++) {
+                zobristA[i] = z.nextLong();
+                zobristB[i] = z.nextLong();
+            }
             stackEntry = new int[n];
             stackState = new Object[n];
             best = new int[n];
@@ -163,6 +177,10 @@ public final class LinearizabilityChecker {
             int entry = next[HEAD];
             long steps = 0;
             while (next[HEAD] != -1) {
+                if (seen.size() > maxCacheEntries) {
+                    return result(Verdict.UNKNOWN, steps, "search memory budget exhausted: " + seen.size()
+                            + " explored states (" + ops.size() + " operations); check shorter histories per key");
+                }
                 if (++steps > maxStepsPerKey || ((steps & 0xfff) == 0 && System.nanoTime() - deadline > 0)) {
                     return result(Verdict.UNKNOWN, steps, "search budget exhausted after " + steps
                             + " steps (" + ops.size() + " operations); raise the budget or check a shorter history");
@@ -171,8 +189,8 @@ public final class LinearizabilityChecker {
                     int op = opOf[entry];
                     S after = model.step(state, ops.get(op));
                     if (after != null) {
-                        set(op, true);
-                        if (seen.add(new CacheKey(linearized.clone(), after))) {
+                        toggle(op);
+                        if (seen.add(new CacheKey(setHashA, setHashB, after))) {
                             stackEntry[depth] = entry;
                             stackState[depth] = state;
                             depth++;
@@ -187,7 +205,7 @@ public final class LinearizabilityChecker {
                             entry = next[HEAD];
                             continue;
                         }
-                        set(op, false);
+                        toggle(op);
                     }
                     entry = next[entry];
                 } else {
@@ -211,7 +229,7 @@ public final class LinearizabilityChecker {
                     S previous = (S) stackState[depth];
                     stackState[depth] = null;
                     state = previous;
-                    set(opOf[e], false);
+                    toggle(opOf[e]);
                     unlift(e);
                     entry = next[e];
                 }
@@ -250,12 +268,10 @@ public final class LinearizabilityChecker {
                     List.of(), explanation);
         }
 
-        private void set(int op, boolean on) {
-            if (on) {
-                linearized[op >>> 6] |= 1L << op;
-            } else {
-                linearized[op >>> 6] &= ~(1L << op);
-            }
+        /** Adds or removes {@code op} from the linearized set (XOR: the same either way). */
+        private void toggle(int op) {
+            setHashA ^= zobristA[op];
+            setHashB ^= zobristB[op];
         }
 
         /** Takes a call entry and its return out of the list. */
@@ -285,22 +301,29 @@ public final class LinearizabilityChecker {
         }
     }
 
-    /** A memo entry: which operations are linearized, and the model's state after them. */
+    /**
+     * A memo entry: which operations are linearized (a 128-bit Zobrist hash of the set,
+     * so an entry costs the same for a history of ten operations or of a million), and the
+     * model's state after them. Two different sets share a hash with probability about
+     * entries² / 2¹²⁹; a shared hash would make the search skip a branch, i.e. could only
+     * turn a linearizable history into a reported violation, never hide one.
+     */
     private static final class CacheKey {
-        private final long[] bits;
+        private final long a;
+        private final long b;
         private final Object state;
         private final int hash;
 
-        CacheKey(long[] bits, Object state) {
-            this.bits = bits;
+        CacheKey(long a, long b, Object state) {
+            this.a = a;
+            this.b = b;
             this.state = state;
-            this.hash = Arrays.hashCode(bits) * 31 + Objects.hashCode(state);
+            this.hash = Long.hashCode(a * 31 + b) * 31 + Objects.hashCode(state);
         }
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof CacheKey k && hash == k.hash && Arrays.equals(bits, k.bits)
-                    && Objects.equals(state, k.state);
+            return o instanceof CacheKey k && a == k.a && b == k.b && Objects.equals(state, k.state);
         }
 
         @Override
