@@ -17,14 +17,13 @@ final class DemoApps {
     private static final Map<String, DemoApp> APPS = new LinkedHashMap<>();
 
     static {
-        for (DemoApp app : List.<DemoApp>of(new CountersApp(), new BankApp(), new JobsApp(), new ParamsApp())) {
+        for (DemoApp app : List.<DemoApp>of(new CountersApp(), new KvApp(), new BankApp(), new JobsApp(), new ParamsApp())) {
             APPS.put(app.name(), app);
         }
     }
 
     /** Apps that are planned and the collection each waits for. */
-    static final Map<String, String> NOT_YET = Map.of(
-            "kv", "DsmMap");
+    static final Map<String, String> NOT_YET = Map.of();
 
     static List<DemoApp> all() {
         return List.copyOf(APPS.values());

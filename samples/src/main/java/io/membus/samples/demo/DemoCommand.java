@@ -39,7 +39,7 @@ import java.util.stream.Stream;
 public final class DemoCommand implements Callable<Integer> {
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "APP",
-            description = "the app to run alone: counters, bank, jobs, params (default: every app this build has, in turn)")
+            description = "the app to run alone: counters, kv, bank, jobs, params (default: every app this build has, in turn)")
     String app;
 
     @Option(names = "--nodes", defaultValue = "3", description = "number of nodes, 2..16 (default: ${DEFAULT-VALUE})")

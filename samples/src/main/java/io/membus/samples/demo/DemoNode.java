@@ -120,6 +120,17 @@ public final class DemoNode implements AutoCloseable {
         }
     }
 
+    /** Closes and forgets one app state now (while every node is still there), if it exists. */
+    public void closeState(Class<? extends AutoCloseable> type) throws Exception {
+        Object s;
+        synchronized (state) {
+            s = state.remove(type);
+        }
+        if (s != null) {
+            ((AutoCloseable) s).close();
+        }
+    }
+
     /** Closes the apps' states (newest first), then leaves the cluster. */
     @Override
     public void close() {
