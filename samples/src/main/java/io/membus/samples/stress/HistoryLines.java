@@ -29,6 +29,10 @@ import java.util.stream.Stream;
  *   <tr><td>write a</td><td>{@code write}: a</td></tr>
  *   <tr><td>cas a b, ok / fail</td><td>{@code cas}: [a, b] → true / false (a CAS that found another value did run)</td></tr>
  *   <tr><td>add a, ok b</td><td>{@code getAndAdd}: a → b</td></tr>
+ *   <tr><td>get / poll, ok a</td><td>{@code get} / {@code poll} → a (-1: null)</td></tr>
+ *   <tr><td>put / putIfAbsent a, ok b; remove, ok b</td><td>→ previous value b (-1: null)</td></tr>
+ *   <tr><td>offer a, ok b</td><td>{@code offer}: a → b == 1</td></tr>
+ *   <tr><td>tryAcquire, ok a; release a</td><td>→ token a (-1: null); {@code release}: a</td></tr>
  * </table>
  *
  * An operation whose process died before it completed is indeterminate, completing
@@ -95,6 +99,10 @@ final class HistoryLines {
         return new History(ops, faults);
     }
 
+    private static Long absentIsNull(long v) {
+        return v == CollectionWorkloads.ABSENT ? null : v;
+    }
+
     private static Operation operation(int id, int process, Event inv, Event done, long origin, long end) {
         Outcome outcome = done == null ? Outcome.INFO : switch (done.type()) {
             case OK -> Outcome.OK;
@@ -125,6 +133,37 @@ final class HistoryLines {
                     output = done.b();
                 }
             }
+            case "get", "poll" -> {
+                input = null;
+                if (done != null) {
+                    output = absentIsNull(done.a());
+                }
+            }
+            case "put", "putIfAbsent" -> {
+                input = inv.a();
+                if (done != null) {
+                    output = absentIsNull(done.b());
+                }
+            }
+            case "remove" -> {
+                input = null;
+                if (done != null) {
+                    output = absentIsNull(done.b());
+                }
+            }
+            case "offer" -> {
+                input = inv.a();
+                if (done != null) {
+                    output = done.b() == 1;
+                }
+            }
+            case "tryAcquire" -> {
+                input = null;
+                if (done != null) {
+                    output = absentIsNull(done.a());
+                }
+            }
+            case "release" -> input = inv.a();
             default -> throw new IllegalStateException("unknown operation in a history: " + inv.line());
         }
         long invoke = inv.nanos() - origin;

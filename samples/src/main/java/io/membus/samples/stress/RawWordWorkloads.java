@@ -2,8 +2,6 @@ package io.membus.samples.stress;
 
 import io.membus.core.RemoteMemory;
 
-import java.util.HashMap;
-import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.IntToLongFunction;
 
@@ -13,9 +11,7 @@ import java.util.function.IntToLongFunction;
  * fetch-and-add). They check the verbs' own promise: every verb on one word is
  * atomic and linearizable, across processes and through faults.
  *
- * <p>With {@code plantViolation} the reads lie the way a broken cache would: a client
- * remembers what it read and, at times, returns that remembered value although the
- * word has changed since. A correct checker must fail such a run.
+ * <p>With {@code plantViolation} the reads lie ({@link StaleReads}).
  *
  * <p><b>Note:</b> each instance is confined to one client thread.
  */
@@ -25,33 +21,6 @@ final class RawWordWorkloads {
 
     /** Values a register takes: few, so that reads, writes and CAS often meet. */
     static final int REGISTER_VALUES = 5;
-
-    /** Reads that return a remembered value (planted violation); shared by both workloads. */
-    private static final class StaleReads {
-        private static final long MIN_AGE_NANOS = 300_000_000L;
-        private final boolean plant;
-        private final Map<Integer, long[]> remembered = new HashMap<>(); // key -> {value, nanos}
-
-        StaleReads(boolean plant) {
-            this.plant = plant;
-        }
-
-        long read(int key, long actual, SplittableRandom random) {
-            if (!plant) {
-                return actual;
-            }
-            long now = System.nanoTime();
-            long[] seen = remembered.get(key);
-            if (seen == null || now - seen[1] > 4 * MIN_AGE_NANOS) {
-                remembered.put(key, new long[]{actual, now});
-                return actual;
-            }
-            if (seen[0] != actual && now - seen[1] > MIN_AGE_NANOS && random.nextInt(3) == 0) {
-                return seen[0]; // the lie: a value the word held, not the one it holds
-            }
-            return actual;
-        }
-    }
 
     /** Register: read, write (values 0..4) and compare-and-swap. */
     static final class Register implements Workload {

@@ -51,8 +51,9 @@ public final class StressCommand implements Callable<Integer> {
     static final List<String> NEMESES = List.of("none", "partition", "drop", "kill", "pause", "delay", "skew", "all");
 
     @Option(names = "--workload", defaultValue = "register",
-            description = "register (read/write/cas of a word), counter (fetch-and-add/read), map, queue, lock "
-                    + "(default: ${DEFAULT-VALUE})")
+            description = "register (DsmAtomicLong get/set/compareAndSet), counter (DsmAtomicLong getAndAdd/get), "
+                    + "map (DsmMap get/put/putIfAbsent/remove), queue (DsmQueue offer/poll), lock (DsmLock "
+                    + "tryLock/unlock) (default: ${DEFAULT-VALUE})")
     String workload;
 
     @Option(names = "--nemesis", defaultValue = "all",
@@ -93,6 +94,10 @@ public final class StressCommand implements Callable<Integer> {
     @Option(names = "--timeout", defaultValue = "300", description = "seconds the whole run may take (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
 
+    @Option(names = "--raw-verbs",
+            description = "register and counter on raw words with one-sided verbs instead of DsmAtomicLong")
+    boolean rawVerbs;
+
     /** For tests of the checker's reach: the clients' reads sometimes return a value they remembered. */
     @Option(names = "--plant-violation", hidden = true)
     boolean plantViolation;
@@ -126,7 +131,7 @@ public final class StressCommand implements Callable<Integer> {
             long until = from + TimeUnit.SECONDS.toNanos(durationSeconds);
             long gapNanos = 1_000_000_000L * nodes * clients / rate;
             StressCluster.Restarted run = (id, p, life) -> {
-                p.send(String.join(" ", "RUN", workload, Integer.toString(clients), Integer.toString(keys),
+                p.send(String.join(" ", "RUN", rawVerbs ? workload + "-verbs" : workload, Integer.toString(clients), Integer.toString(keys),
                         Long.toString(from), Long.toString(until), Long.toString(runSeed), Long.toString(gapNanos),
                         plantViolation ? "1" : "0", Integer.toString(life),
                         histories.resolve("node-" + id + "-life-" + life + ".log").toAbsolutePath().toString()));
@@ -180,7 +185,10 @@ public final class StressCommand implements Callable<Integer> {
         Model<?> model = switch (workload) {
             case "register" -> Models.register(0L);
             case "counter" -> Models.counter(0);
-            default -> throw new IllegalStateException("workload " + workload + " has no model yet");
+            case "map" -> Models.mapKey();
+            case "queue" -> Models.fifoQueue(CollectionWorkloads.QUEUE_CAPACITY);
+            case "lock" -> Models.lock();
+            default -> throw new IllegalStateException("workload " + workload + " has no model");
         };
         Map<String, List<Operation>> byKey = history.byKey();
         stdout.printf("%nchecking %,d operations on %d keys against the %s model (dsm-test LinearizabilityChecker)%n",
@@ -218,7 +226,7 @@ public final class StressCommand implements Callable<Integer> {
     private String commandLine(long runSeed) {
         return "./membus stress --workload " + workload + " --nemesis " + nemesis + " --nodes " + nodes
                 + " --clients " + clients + " --keys " + keys + " --duration " + durationSeconds + " --rate " + rate
-                + " --transport " + transport + " --seed " + runSeed;
+                + " --transport " + transport + (rawVerbs ? " --raw-verbs" : "") + " --seed " + runSeed;
     }
 
     private void validate() {
@@ -226,9 +234,9 @@ public final class StressCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--workload " + workload + " is unknown; allowed: "
                     + String.join(", ", WORKLOADS));
         }
-        if (!List.of("register", "counter").contains(workload)) {
-            throw new IllegalArgumentException("--workload " + workload + " needs a collection this build does not"
-                    + " have yet; allowed now: register, counter");
+        if (rawVerbs && !List.of("register", "counter").contains(workload)) {
+            throw new IllegalArgumentException("--raw-verbs runs register and counter on raw words; --workload "
+                    + workload + " needs its collection");
         }
         if (!NEMESES.contains(nemesis)) {
             throw new IllegalArgumentException("--nemesis " + nemesis + " is unknown; allowed: "

@@ -2,6 +2,9 @@ package io.membus.samples.stress;
 
 import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.DsmNode;
+import io.membus.codec.Codecs;
+import io.membus.collections.DsmCollections;
+import io.membus.collections.DsmMap;
 import io.membus.cluster.NodeConfig;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmException;
@@ -21,6 +24,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
@@ -40,9 +44,11 @@ import java.util.concurrent.locks.LockSupport;
  *   stress -> node   : EXIT
  * </pre>
  *
- * Every key is one 8-byte word: key {@code k} is word {@code k} of segment 0 of node
- * {@code k % nodes + 1}. Segments are file-backed, so a node killed with
- * {@code kill -9} and started again with the same id has its words back. A closed
+ * Segment 0 of every node holds raw words (the {@code -verbs} workloads: key {@code k}
+ * is word {@code k} of segment 0 of node {@code k % nodes + 1}); segment 1 is a heap of
+ * the global allocator where the collections live ({@link CollectionWorkloads}).
+ * Segments are file-backed, so a node killed with {@code kill -9} and started again
+ * with the same id has its memory back. A closed
  * standard input ends the node. Not meant to be run by hand.
  *
  * <p><b>Note:</b> one instance per process; client threads share only the history
@@ -144,8 +150,10 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         m.put("membus.operation-timeout", operationTimeoutMillis + "ms");
         m.put("membus.connect-timeout", "2s");
         m.put("membus.start-timeout", timeoutSeconds + "s");
-        m.put("membus.segments.count", 1);
-        m.put("membus.segments.size", 64 << 10);
+        m.put("membus.segments.count", 2);
+        m.put("membus.segments.size", 8 << 20);
+        m.put("membus.heap.segments", List.of(1));
+        m.put("membus.heap.chunk-size", 64 << 10);
         m.put("membus.segments.file-backed", true);
         m.put("membus.segments.dir", dataDir.toString());
         m.put("membus.failure-detection.gossip-interval", "200ms");
@@ -180,6 +188,38 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         return s.pointer(8L * key);
     }
 
+    private io.membus.Membus membus;
+    private DsmMap<String, Long> map;
+
+    /** The node's collections: one handle per name per node (locks need that). */
+    private synchronized DsmCollections collections(DsmNode node) {
+        if (membus == null) {
+            membus = io.membus.Membus.wrap(node);
+        }
+        return membus.collections();
+    }
+
+    /** The run's one map, found by name; the first node to bind its root wins, the others open it. */
+    private synchronized DsmMap<String, Long> map(DsmNode node) {
+        if (map == null) {
+            String name = "stress-map";
+            Optional<Long> root = node.names().lookup(name);
+            if (root.isPresent()) {
+                map = DsmMap.open(node.allocator(), root.get(), Codecs.strings(), Codecs.longs());
+            } else {
+                DsmMap<String, Long> mine = DsmMap.create(node.allocator(), Codecs.strings(), Codecs.longs());
+                long winner = node.names().bind(name, mine.rootPtr());
+                if (winner == mine.rootPtr()) {
+                    map = mine;
+                } else {
+                    mine.destroy();
+                    map = DsmMap.open(node.allocator(), winner, Codecs.strings(), Codecs.longs());
+                }
+            }
+        }
+        return map;
+    }
+
     private void run(DsmNode node, String[] f) {
         String workload = f[1];
         int clientCount = Integer.parseInt(f[2]);
@@ -196,15 +236,20 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         SplittableRandom seeds = new SplittableRandom(seed ^ (nodeId * 0x9E3779B97F4A7C15L) ^ life);
         for (int c = 0; c < clientCount; c++) {
             SplittableRandom random = seeds.split();
-            Workload w = switch (workload) {
-                case "register" -> new RawWordWorkloads.Register(node.remoteMemory(), k -> word(node, k), plant,
-                        random.split());
-                case "counter" -> new RawWordWorkloads.Counter(node.remoteMemory(), k -> word(node, k), plant,
-                        random.split());
-                default -> throw new IllegalArgumentException("workload " + workload + " is not built into this"
-                        + " node; allowed: register, counter");
-            };
             long base = ((nodeId * 100L + life) * 100 + c) * 1_000_000L;
+            Workload w = switch (workload) {
+                case "register-verbs" -> new RawWordWorkloads.Register(node.remoteMemory(), k -> word(node, k), plant,
+                        random.split());
+                case "counter-verbs" -> new RawWordWorkloads.Counter(node.remoteMemory(), k -> word(node, k), plant,
+                        random.split());
+                case "register" -> new CollectionWorkloads.Register(collections(node), plant, random.split());
+                case "counter" -> new CollectionWorkloads.Counter(collections(node), plant, random.split());
+                case "map" -> new CollectionWorkloads.MapKeys(map(node));
+                case "queue" -> new CollectionWorkloads.Queues(collections(node), base * 1000);
+                case "lock" -> new CollectionWorkloads.Locks(collections(node));
+                default -> throw new IllegalArgumentException("workload " + workload + " is not built into this"
+                        + " node; allowed: register, counter, map, queue, lock, register-verbs, counter-verbs");
+            };
             Thread t = new Thread(() -> client(w, random, keys, from, until, gapNanos, base, log, ops, unknown),
                     "stress-client-" + nodeId + "-" + c);
             t.setDaemon(true);
@@ -239,7 +284,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         }
         long process = base;
         while (!stop && System.nanoTime() - until < 0) {
-            int key = random.nextInt(keys);
+            int key = w.key(random.nextInt(keys));
             Workload.Call call = w.next(random);
             log.append(new Event(process, Event.Type.INVOKE, call.f(), key, call.a(), call.b(), System.nanoTime()));
             Event.Type type;

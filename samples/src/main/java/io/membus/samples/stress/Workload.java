@@ -32,6 +32,11 @@ public interface Workload {
      */
     Outcome run(int key, Call call);
 
+    /** The key to use, given one drawn at random (a lock client must release the key it holds). */
+    default int key(int drawn) {
+        return drawn;
+    }
+
     /** Whether the call changes nothing, so an exception from it is a FAIL rather than INFO. */
     default boolean readOnly(Call call) {
         return call.f().equals("read");
