@@ -52,6 +52,8 @@ public enum ErrorCode {
     MESSAGE_TOO_LARGE(21),
     /** A message handler threw; the receiver logged it and answered with this failure. */
     HANDLER_FAILED(22),
+    /** A coherent object's write lock was broken (its owner was presumed dead) before the write published. */
+    LOCK_BROKEN(23),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 

@@ -1,4 +1,4 @@
-package io.membus.core.transport.shm;
+package io.membus.transport.shm;
 
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;

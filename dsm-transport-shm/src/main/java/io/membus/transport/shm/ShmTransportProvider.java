@@ -1,4 +1,4 @@
-package io.membus.core.transport.shm;
+package io.membus.transport.shm;
 
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;

@@ -1,4 +1,6 @@
-package io.membus.core.transport;
+package io.membus.transport.shm;
+
+import io.membus.core.transport.TransportContractTest;
 
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,0 +1,136 @@
+package io.membus.coherence;
+
+import io.membus.alloc.BlockRef;
+import io.membus.codec.Codec;
+
+import java.util.Arrays;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.function.UnaryOperator;
+
+/**
+ * A typed handle on a coherent object in remote memory: {@link #get()}, {@link #set},
+ * {@link #compareAndSet}, {@link #update}, each linearizable on its own, cached or not
+ * (see {@link CoherentHeap}). The handle is two words, {@link #ptr()} and
+ * {@link #generationHeader()}, which may be stored in other objects and reopened with
+ * {@link CoherentHeap#open}; after {@link #free()}, every use of any handle of the
+ * object fails with {@link io.membus.alloc.UseAfterFreeException}.
+ *
+ * <p>{@link #compareAndSet} compares encoded bytes: two values are equal when the
+ * codec encodes them to the same bytes.
+ *
+ * <p><b>Note:</b> thread-safe and immutable; share it between threads. The
+ * {@code *Async} forms run the blocking call on the common pool.
+ *
+ * @param <T> the value type
+ */
+public final class RemoteRef<T> {
+    private final CoherentHeap heap;
+    private final BlockRef block;
+    private final Codec<T> codec;
+    private final int slotCapacity;
+    private final boolean cached;
+
+    RemoteRef(CoherentHeap heap, BlockRef block, Codec<T> codec, int slotCapacity, boolean cached) {
+        this.heap = heap;
+        this.block = block;
+        this.codec = codec;
+        this.slotCapacity = slotCapacity;
+        this.cached = cached;
+    }
+
+    /** The same object, read with caching on or off. */
+    public RemoteRef<T> cached(boolean on) {
+        return new RemoteRef<>(heap, block, codec, slotCapacity, on);
+    }
+
+    public boolean isCached() {
+        return cached;
+    }
+
+    /** The current value. */
+    public T get() {
+        return codec.decode(heap.read(this, cached));
+    }
+
+    /** Replaces the value. */
+    public void set(T value) {
+        byte[] bytes = codec.encode(value);
+        heap.update(this, old -> bytes);
+    }
+
+    /** Sets {@code update} if the value is {@code expected} now (compared by encoded bytes). */
+    public boolean compareAndSet(T expected, T update) {
+        byte[] e = codec.encode(expected);
+        byte[] u = codec.encode(update);
+        return heap.update(this, old -> Arrays.equals(old, e) ? u : null).after() != null;
+    }
+
+    /**
+     * Applies {@code change} to the current value and publishes the result atomically,
+     * retrying with the newer value when another write came first; returns the new value.
+     * {@code change} may run several times and must not have side effects.
+     */
+    public T update(UnaryOperator<T> change) {
+        CoherentHeap.Result r = heap.update(this, old -> codec.encode(Objects.requireNonNull(
+                change.apply(codec.decode(old)), "update returned null")));
+        return codec.decode(r.after());
+    }
+
+    /** Sets {@code value} and returns the value it replaced. */
+    public T getAndSet(T value) {
+        byte[] bytes = codec.encode(value);
+        return codec.decode(heap.update(this, old -> bytes).before());
+    }
+
+    /** The object's version: it grows with every write. */
+    public long version() {
+        return heap.version(this);
+    }
+
+    /** Frees the object (invalidating every cached copy first). */
+    public void free() {
+        heap.free(this);
+    }
+
+    public CompletionStage<T> getAsync() {
+        return CompletableFuture.supplyAsync(this::get);
+    }
+
+    public CompletionStage<Void> setAsync(T value) {
+        return CompletableFuture.runAsync(() -> set(value));
+    }
+
+    /** The remote pointer of the object's block: one of the two words that name it. */
+    public long ptr() {
+        return block.ptr();
+    }
+
+    /** The block's header word at allocation (its generation): the other word that names it. */
+    public long generationHeader() {
+        return block.header();
+    }
+
+    public Codec<T> codec() {
+        return codec;
+    }
+
+    BlockRef block() {
+        return block;
+    }
+
+    long payload() {
+        return block.payload();
+    }
+
+    int slotCapacity() {
+        return slotCapacity;
+    }
+
+    @Override
+    public String toString() {
+        return "RemoteRef[" + io.membus.core.RemotePtr.toString(ptr()) + ", " + codec.id() + (cached ? ", cached" : "")
+                + "]";
+    }
+}

@@ -1,0 +1,153 @@
+package io.membus.coherence;
+
+import io.membus.alloc.Placement;
+import io.membus.alloc.UseAfterFreeException;
+import io.membus.codec.Codecs;
+import io.membus.codec.KryoCodec;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class CoherentHeapTest {
+    private CoherenceCluster cluster;
+
+    @AfterEach
+    void close() {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    private static CoherenceConfig fast() {
+        return CoherenceConfig.defaults().withLockTimeout(Duration.ofMillis(300)).withSkewCheck(false, Duration.ofSeconds(5));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"local", "shm"})
+    void everyNodeReadsWhatAnyNodeWrote(String transport) {
+        cluster = new CoherenceCluster(transport, 3, id -> fast(), true);
+        RemoteRef<Long> one = cluster.heap(1).create(Codecs.longs(), 7L, Placement.node(2));
+        RemoteRef<Long> three = cluster.heap(3).open(one.ptr(), one.generationHeader(), Codecs.longs());
+        assertEquals(7L, three.get());
+        long v0 = one.version();
+        three.set(8L);
+        assertEquals(8L, one.get());
+        assertTrue(one.version() > v0, "a write moves the version on");
+        assertTrue(one.compareAndSet(8L, 9L));
+        assertFalse(three.compareAndSet(8L, 10L), "the value is 9 now");
+        assertEquals(19L, three.update(v -> v + 10));
+        assertEquals(19L, one.getAndSet(20L));
+        assertEquals(20L, three.get());
+    }
+
+    @Test
+    void aCachedReadIsServedLocallyAndAWriteAnywhereInvalidatesIt() {
+        cluster = new CoherenceCluster("local", 3, id -> fast().withLeases(Duration.ofSeconds(2), Duration.ofSeconds(5)), true);
+        RemoteRef<String> writer = cluster.heap(1).create(Codecs.strings(), "a", Placement.node(3));
+        RemoteRef<String> reader = cluster.heap(2).open(writer.ptr(), writer.generationHeader(), Codecs.strings());
+        assertTrue(reader.isCached());
+        assertEquals("a", reader.get());
+        assertEquals(1, cluster.heap(2).cachedObjects(), "the read filled the cache");
+        assertEquals("a", reader.get());
+        writer.set("b"); // the lease is seconds long: only the invalidation message makes this visible at once
+        assertEquals(0, cluster.heap(2).cachedObjects(), "the writer's invalidation dropped node 2's copy");
+        assertEquals("b", reader.get());
+        assertEquals("b", reader.cached(false).get());
+    }
+
+    @Test
+    void withoutMessagesAWriterWaitsOutTheLeasesAndNobodyReadsStale() {
+        cluster = new CoherenceCluster("local", 2, id -> fast().withLeases(Duration.ofMillis(50), Duration.ofMillis(100)), false);
+        RemoteRef<Long> w = cluster.heap(1).create(Codecs.longs(), 1L, Placement.node(1));
+        RemoteRef<Long> r = cluster.heap(2).open(w.ptr(), w.generationHeader(), Codecs.longs());
+        for (long i = 2; i < 20; i++) {
+            assertEquals(i - 1, r.get());
+            w.set(i);
+            assertEquals(i, r.get(), "a completed write is seen by the next read, even by a node that cached");
+        }
+    }
+
+    record Big(String name, List<Long> numbers) {
+    }
+
+    @Test
+    void valuesLargerThanASlotLiveOutOfLineAndGrowAndShrink() {
+        cluster = new CoherenceCluster("local", 2, id -> fast(), true);
+        KryoCodec<Big> codec = KryoCodec.of(Big.class);
+        RemoteRef<Big> ref = cluster.heap(1).create(codec, new Big("small", new ArrayList<>(List.of(1L))), Placement.node(2));
+        List<Long> many = new ArrayList<>();
+        for (long i = 0; i < 5000; i++) {
+            many.add(i * 31);
+        }
+        Big big = new Big("big", many);
+        ref.set(big);
+        RemoteRef<Big> other = cluster.heap(2).open(ref.ptr(), ref.generationHeader(), codec);
+        assertEquals(big, other.get());
+        other.set(new Big("small again", new ArrayList<>(List.of(2L))));
+        assertEquals("small again", ref.get().name());
+        ref.set(big);
+        assertEquals(big, other.cached(false).get());
+    }
+
+    @Test
+    void aFreedObjectFailsOnEveryNodeWithUseAfterFree() {
+        cluster = new CoherenceCluster("local", 2, id -> fast(), true);
+        RemoteRef<Long> ref = cluster.heap(1).create(Codecs.longs(), 5L, Placement.node(2));
+        RemoteRef<Long> other = cluster.heap(2).open(ref.ptr(), ref.generationHeader(), Codecs.longs());
+        assertEquals(5L, other.get());
+        ref.free();
+        assertThrows(UseAfterFreeException.class, other::get);
+        assertThrows(UseAfterFreeException.class, () -> other.set(1L));
+        assertThrows(UseAfterFreeException.class, () -> cluster.heap(2).open(ref.ptr(), ref.generationHeader(),
+                Codecs.longs()));
+        // the block is reused by a new object: the stale handle still cannot touch it
+        RemoteRef<Long> reuse = cluster.heap(2).create(Codecs.longs(), 99L, Placement.node(2));
+        assertThrows(UseAfterFreeException.class, () -> other.set(1L));
+        assertEquals(99L, reuse.get());
+    }
+
+    @Test
+    void aWriterThatDiesAfterLockingLeavesTheOldValueAndItsLockIsRecovered() {
+        cluster = new CoherenceCluster("local", 2, id -> fast(), true);
+        RemoteRef<Long> ref = cluster.heap(1).create(Codecs.longs(), 1L, Placement.node(2));
+        cluster.heap(1).update(ref, old -> Codecs.longs().encode(2L), CoherentHeap.WriteStop.AFTER_LOCK);
+        RemoteRef<Long> other = cluster.heap(2).open(ref.ptr(), ref.generationHeader(), Codecs.longs());
+        assertEquals(1L, other.cached(false).get(), "a reader is never blocked by a lock: the current slot is intact");
+        other.set(3L); // waits out the lock timeout, recovers, writes
+        assertEquals(3L, ref.get());
+    }
+
+    @Test
+    void aWriterThatDiesMidWriteNeverLeavesATornValue() {
+        cluster = new CoherenceCluster("local", 2, id -> fast(), true);
+        RemoteRef<String> ref = cluster.heap(1).create(Codecs.strings(), "before", Placement.node(2));
+        cluster.heap(1).update(ref, old -> Codecs.strings().encode("half-written"), CoherentHeap.WriteStop.AFTER_SPARE_SLOT);
+        RemoteRef<String> other = cluster.heap(2).open(ref.ptr(), ref.generationHeader(), Codecs.strings());
+        assertEquals("before", other.get());
+        assertEquals("before!", other.update(v -> v + "!"), "recovery publishes the intact slot, the update applies to it");
+        assertEquals("before!", ref.get());
+    }
+
+    @Test
+    void aLockWhoseOwnerIsNoLiveMemberIsRecoveredAtOnce() {
+        cluster = new CoherenceCluster("local", 3, id -> fast().withLockTimeout(Duration.ofMinutes(5)), true);
+        RemoteRef<Long> ref = cluster.heap(3).create(Codecs.longs(), 1L, Placement.node(1));
+        cluster.heap(3).update(ref, old -> Codecs.longs().encode(2L), CoherentHeap.WriteStop.AFTER_LOCK);
+        cluster.directory.removeMember(3, "killed");
+        RemoteRef<Long> other = cluster.heap(2).open(ref.ptr(), ref.generationHeader(), Codecs.longs());
+        long start = System.nanoTime();
+        other.set(5L);
+        assertTrue(System.nanoTime() - start < Duration.ofMinutes(1).toNanos(), "not the five-minute lock timeout");
+        assertEquals(5L, other.get());
+    }
+}
