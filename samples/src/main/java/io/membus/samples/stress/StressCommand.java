@@ -1,5 +1,6 @@
 package io.membus.samples.stress;
 
+import io.membus.samples.proc.NodeProcess;
 import io.membus.test.check.CheckResult;
 import io.membus.test.check.KeyResult;
 import io.membus.test.check.LinearizabilityChecker;
@@ -94,6 +95,11 @@ public final class StressCommand implements Callable<Integer> {
     @Option(names = "--timeout", defaultValue = "300", description = "seconds the whole run may take (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
 
+    @Option(names = "--coherent",
+            description = "register on a coherent object (RemoteRef, cached reads under leases, invalidations) "
+                    + "instead of DsmAtomicLong")
+    boolean coherent;
+
     @Option(names = "--raw-verbs",
             description = "register and counter on raw words with one-sided verbs instead of DsmAtomicLong")
     boolean rawVerbs;
@@ -131,13 +137,18 @@ public final class StressCommand implements Callable<Integer> {
             long until = from + TimeUnit.SECONDS.toNanos(durationSeconds);
             long gapNanos = 1_000_000_000L * nodes * clients / rate;
             StressCluster.Restarted run = (id, p, life) -> {
-                p.send(String.join(" ", "RUN", rawVerbs ? workload + "-verbs" : workload, Integer.toString(clients), Integer.toString(keys),
+                p.send(String.join(" ", "RUN", rawVerbs ? workload + "-verbs" : coherent ? workload + "-coherent" : workload, Integer.toString(clients), Integer.toString(keys),
                         Long.toString(from), Long.toString(until), Long.toString(runSeed), Long.toString(gapNanos),
                         plantViolation ? "1" : "0", Integer.toString(life),
                         histories.resolve("node-" + id + "-life-" + life + ".log").toAbsolutePath().toString()));
                 p.expect("RUNNING", deadline);
             };
             cluster.onRestart(run);
+            if (coherent) {
+                NodeProcess first = cluster.process(1);
+                first.send("SETUP " + keys);
+                stdout.println("  node 1 made " + first.expect("SETUP ", deadline));
+            }
             for (int id = 1; id <= nodes; id++) {
                 run.started(id, cluster.process(id), 0);
             }
@@ -226,13 +237,17 @@ public final class StressCommand implements Callable<Integer> {
     private String commandLine(long runSeed) {
         return "./membus stress --workload " + workload + " --nemesis " + nemesis + " --nodes " + nodes
                 + " --clients " + clients + " --keys " + keys + " --duration " + durationSeconds + " --rate " + rate
-                + " --transport " + transport + (rawVerbs ? " --raw-verbs" : "") + " --seed " + runSeed;
+                + " --transport " + transport + (rawVerbs ? " --raw-verbs" : "") + (coherent ? " --coherent" : "") + " --seed " + runSeed;
     }
 
     private void validate() {
         if (!WORKLOADS.contains(workload)) {
             throw new IllegalArgumentException("--workload " + workload + " is unknown; allowed: "
                     + String.join(", ", WORKLOADS));
+        }
+        if (coherent && (rawVerbs || !workload.equals("register"))) {
+            throw new IllegalArgumentException("--coherent runs the register workload on coherent objects; not with"
+                    + " --workload " + workload + (rawVerbs ? " --raw-verbs" : ""));
         }
         if (rawVerbs && !List.of("register", "counter").contains(workload)) {
             throw new IllegalArgumentException("--raw-verbs runs register and counter on raw words; --workload "

@@ -2,7 +2,12 @@ package io.membus.samples.stress;
 
 import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.DsmNode;
+import io.membus.alloc.Placement;
 import io.membus.codec.Codecs;
+import io.membus.coherence.CoherenceConfig;
+import io.membus.coherence.CoherentHeap;
+import io.membus.coherence.RemoteRef;
+import io.membus.collections.DsmLongArray;
 import io.membus.collections.DsmCollections;
 import io.membus.collections.DsmMap;
 import io.membus.cluster.NodeConfig;
@@ -105,6 +110,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
                 String[] f = line.split(" ");
                 switch (f[0]) {
                     case "RUN" -> run(node, f);
+                    case "SETUP" -> answer("SETUP " + setupRefs(node, Integer.parseInt(f[1])));
                     case "RULES" -> {
                         FaultInjector faults = node.transport().faults();
                         faults.clear();
@@ -178,6 +184,11 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         for (Thread t : clients) {
             t.join(10_000);
         }
+        synchronized (this) {
+            if (coherent != null) {
+                coherent.close();
+            }
+        }
     }
 
     /** The word of key {@code k}: word k of segment 0 of node k % nodes + 1. */
@@ -220,10 +231,42 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         return map;
     }
 
+    private CoherentHeap coherent;
+    private volatile int refKeys;
+    private final Map<Integer, RemoteRef<Long>> refs = new HashMap<>();
+
+    /** This node's coherent heap: its lease clock is the one the skew nemesis moves. */
+    private synchronized CoherentHeap coherent(DsmNode node) {
+        if (coherent == null) {
+            coherent = new CoherentHeap(node.allocator(), node.messaging(), clock, CoherenceConfig.defaults());
+        }
+        return coherent;
+    }
+
+    /** Node 1, before the run: one coherent object per key, on node k % nodes + 1, their words in a named array. */
+    private String setupRefs(DsmNode node, int keys) {
+        DsmLongArray words = collections(node).longArray("stress-refs", 2 * keys);
+        for (int k = 0; k < keys; k++) {
+            RemoteRef<Long> r = coherent(node).create(Codecs.longs(), 0L, Placement.node(k % nodes + 1));
+            words.set(2 * k, r.ptr());
+            words.set(2 * k + 1, r.generationHeader());
+        }
+        return keys + " coherent objects";
+    }
+
+    /** The coherent object of key {@code k}, opened from the named array, read with caching on. */
+    private synchronized RemoteRef<Long> ref(DsmNode node, int k) {
+        return refs.computeIfAbsent(k, key -> {
+            DsmLongArray words = collections(node).longArray("stress-refs", 2 * refKeys);
+            return coherent(node).open(words.get(2 * key), words.get(2 * key + 1), Codecs.longs()).cached(true);
+        });
+    }
+
     private void run(DsmNode node, String[] f) {
         String workload = f[1];
         int clientCount = Integer.parseInt(f[2]);
         int keys = Integer.parseInt(f[3]);
+        refKeys = keys;
         long from = Long.parseLong(f[4]);
         long until = Long.parseLong(f[5]);
         long seed = Long.parseLong(f[6]);
@@ -243,6 +286,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
                 case "counter-verbs" -> new RawWordWorkloads.Counter(node.remoteMemory(), k -> word(node, k), plant,
                         random.split());
                 case "register" -> new CollectionWorkloads.Register(collections(node), plant, random.split());
+                case "register-coherent" -> new CoherentRegister(k -> ref(node, k), plant, random.split());
                 case "counter" -> new CollectionWorkloads.Counter(collections(node), plant, random.split());
                 case "map" -> new CollectionWorkloads.MapKeys(map(node));
                 case "queue" -> new CollectionWorkloads.Queues(collections(node), base * 1000);
