@@ -112,7 +112,7 @@ final class StressReport {
         }
         LogarithmicAxis y = new LogarithmicAxis("latency (ms, log)");
         y.setAllowNegativesFlag(false);
-        XYPlot plot = new XYPlot(data, new NumberAxis("time since the first operation (s)"), y, dots);
+        XYPlot plot = new XYPlot(data, new NumberAxis("time since the clients started (s)"), y, dots);
         shade(plot, history.faults());
         return styled(new JFreeChart("Latency of every operation, by outcome; faults shaded", title(), plot, true));
     }
@@ -147,7 +147,7 @@ final class StressReport {
             steps.setSeriesPaint(i, colours[i]);
             steps.setSeriesStroke(i, new BasicStroke(2f));
         }
-        XYPlot plot = new XYPlot(data, new NumberAxis("time since the first operation (s)"),
+        XYPlot plot = new XYPlot(data, new NumberAxis("time since the clients started (s)"),
                 new NumberAxis("completions per second"), steps);
         shade(plot, history.faults());
         return styled(new JFreeChart("Throughput by outcome; faults shaded", title(), plot, true));
