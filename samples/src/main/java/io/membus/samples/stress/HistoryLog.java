@@ -1,10 +1,12 @@
 package io.membus.samples.stress;
 
-import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 
 /**
  * The history file of one node process: every event is written with one
@@ -16,13 +18,15 @@ import java.nio.file.Path;
  * <p><b>Note:</b> thread-safe: client threads append whole lines under this object's lock.
  */
 public final class HistoryLog implements AutoCloseable {
-    private final FileOutputStream out;
+    private final OutputStream out;
 
+    /** Creates the file; one that exists already (another run's) is refused: histories never mix. */
     public HistoryLog(Path file) {
         try {
-            this.out = new FileOutputStream(file.toFile(), true);
+            this.out = Files.newOutputStream(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot open the history file " + file, e);
+            throw new UncheckedIOException("cannot create the history file " + file + " (" + e + "): is another run"
+                    + " writing to the same --out folder?", e);
         }
     }
 

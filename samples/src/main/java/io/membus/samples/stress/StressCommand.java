@@ -118,6 +118,12 @@ public final class StressCommand implements Callable<Integer> {
                 LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
         Path histories = folder.resolve("history");
         Files.createDirectories(histories);
+        try (var old = Files.list(histories)) {
+            if (old.findAny().isPresent()) {
+                throw new IllegalArgumentException("--out " + folder + " already holds the histories of a run; choose"
+                        + " another folder (histories of two runs must never mix)");
+            }
+        }
         String replay = commandLine(runSeed);
         stdout.printf("membus stress: workload %s, nemesis %s, %d nodes over %s, %d clients each, %d keys, %d s, seed %d%n",
                 workload, nemesis, nodes, transport, clients, keys, durationSeconds, runSeed);

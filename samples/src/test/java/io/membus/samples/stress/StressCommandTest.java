@@ -121,7 +121,7 @@ class StressCommandTest {
     }
 
     @Test
-    void badOptionsAreRefusedWithWhatIsAllowed(@TempDir Path dir) {
+    void badOptionsAreRefusedWithWhatIsAllowed(@TempDir Path dir) throws Exception {
         Run a = stress(dir, "--workload", "bag");
         Run b = stress(dir, "--nemesis", "meteor");
         Run c = stress(dir, "--duration", "0");
@@ -133,5 +133,9 @@ class StressCommandTest {
         assertEquals(1, c.code());
         assertTrue(c.out().contains("--duration 0") && c.out().contains("allowed --duration 1 s or more"), c.out());
         assertFalse(Files.exists(dir.resolve("index.html")), "no report for a refused run");
+        Files.writeString(Files.createDirectories(dir.resolve("history")).resolve("node-1-life-0.log"), "");
+        Run d = stress(dir, "--duration", "1");
+        assertEquals(1, d.code());
+        assertTrue(d.out().contains("already holds the histories of a run"), d.out());
     }
 }
