@@ -19,6 +19,8 @@ import java.util.Locale;
  *        process of this machine (checked when each node starts)
  * </pre>
  *
+ * <p><b>Note:</b> immutable.
+ *
  * @param process the client (unique over the run, restarts included)
  * @param type    invocation or kind of completion
  * @param f       the operation
@@ -26,8 +28,6 @@ import java.util.Locale;
  * @param a       first argument or result
  * @param b       second argument or result
  * @param nanos   when it was invoked or completed
- *
- * <p><b>Note:</b> immutable.
  */
 public record Event(long process, Type type, String f, int key, long a, long b, long nanos) {
 
