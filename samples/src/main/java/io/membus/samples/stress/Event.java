@@ -15,6 +15,7 @@ import java.util.Locale;
  *   write  invoke: a = value            ok: a = value
  *   cas    invoke: a = expected, b = new; ok: swapped, fail: the word held another value
  *   add    invoke: a = delta            ok: a = delta, b = value before the add
+ *   get, put, putIfAbsent, remove, offer, poll, tryAcquire, release: see CollectionWorkloads (absent: -1)
  * nanos: System.nanoTime() of the node process: CLOCK_MONOTONIC, one origin for every
  *        process of this machine (checked when each node starts)
  * </pre>
