@@ -9,6 +9,7 @@ import io.membus.collections.DsmCollections;
 import io.membus.collections.DsmDoubleArray;
 import io.membus.collections.DsmLock;
 import io.membus.collections.DsmLongArray;
+import io.membus.collections.DsmMap;
 import io.membus.collections.DsmQueue;
 import io.membus.codec.Codec;
 import io.membus.core.RemoteMemory;
@@ -132,8 +133,18 @@ public final class Membus implements AutoCloseable {
         return collections().queue(name, codec, capacity);
     }
 
-    // The map (issue 15) goes here: map(name, keyType, valueType) / map(name, keyCodec, valueCodec),
-    // built on collections().roots() and the coherence heap, which this facade will then also hold.
+    /**
+     * The map named {@code name} (created empty when absent), keys and values encoded
+     * by {@code Codecs.of(type)}: the same {@code ConcurrentMap} on every node; see {@link DsmMap}.
+     */
+    public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType) {
+        return collections().map(name, keyType, valueType);
+    }
+
+    /** The map named {@code name} with keys and values encoded by these codecs; see {@link DsmMap}. */
+    public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec) {
+        return collections().map(name, keyCodec, valueCodec);
+    }
 
     @Override
     public void close() {

@@ -2,14 +2,20 @@ package io.membus;
 
 import com.typesafe.config.ConfigFactory;
 import io.membus.collections.DsmAtomicLong;
+import io.membus.collections.DsmLock;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 /** Two real nodes (Pekko membership, local transport) in one JVM reach the same named structures. */
@@ -81,9 +87,42 @@ class MembusTest {
             two.lock("ledger").unlock();
             one.queue("jobs", String.class, 8).add("job-1");
             assertEquals("job-1", two.queue("jobs", String.class, 8).poll());
+            assertNull(one.map("orders", String.class, Long.class).put("order-42", 42L));
+            assertEquals(42L, two.map("orders", String.class, Long.class).get("order-42"));
+            assertSame(two.map("orders", String.class, Long.class), two.map("orders", String.class, Long.class));
             assertEquals(1, one.node().nodeId());
             assertSame(one.node().allocator(), one.allocator());
             assertSame(two.node().remoteMemory(), two.remoteMemory());
+        }
+    }
+
+    /**
+     * The lock's holder node leaves the cluster (its membership ends, as when it is
+     * downed): a waiter on the other node breaks the lock with a larger token.
+     */
+    @Test
+    void aLockHeldByANodeThatLeftIsTakenOverWithALargerToken() throws Exception {
+        int seed = freePort();
+        String fabric = "facade-" + System.nanoTime();
+        try (Membus one = Membus.start(ConfigFactory.parseString(config(1, seed, seed, fabric)));
+             Membus two = Membus.start(ConfigFactory.parseString(config(2, freePort(), seed, fabric)))) {
+            one.awaitMembers(2, Duration.ofSeconds(30));
+            two.awaitMembers(2, Duration.ofSeconds(30));
+            // a lock whose root lives on the node that stays
+            String name = null;
+            for (int i = 0; i < 64 && name == null; i++) {
+                if (two.lock("ledger-" + i).root().block().nodeId() == 2) {
+                    name = "ledger-" + i;
+                }
+            }
+            assertNotNull(name, "no name placed on node 2 among 64");
+            long held = one.lock(name).lockWithToken();
+            assertFalse(two.lock(name).tryLock(), "held by node 1");
+            one.close();
+            DsmLock lock = two.lock(name);
+            assertTrue(lock.tryLock(60, TimeUnit.SECONDS), "the lock of a node that left is broken");
+            assertTrue(lock.token() > held, "token " + lock.token() + " after " + held);
+            lock.unlock();
         }
     }
 }

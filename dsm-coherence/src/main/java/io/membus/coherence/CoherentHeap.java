@@ -60,9 +60,9 @@ import java.util.function.UnaryOperator;
  */
 public final class CoherentHeap implements AutoCloseable {
     /** The message channel of invalidations: payload ptr, new version; the answer is the ack. */
-    public static final short INVALIDATE_CHANNEL = (short) 0x0C01;
+    public static final short INVALIDATE_CHANNEL = (short) 0x0C11;
     /** The message channel of clock checks: an empty request, answered with the peer's clock. */
-    public static final short CLOCK_CHANNEL = (short) 0x0C02;
+    public static final short CLOCK_CHANNEL = (short) 0x0C12;
     private static final Logger LOG = LoggerFactory.getLogger(CoherentHeap.class);
     private static final int WHOLE_READ_LIMIT = 2048;
     private static final int STRIPES = 256;
@@ -185,7 +185,7 @@ public final class CoherentHeap implements AutoCloseable {
      * A validated value: the header it was read under, the bytes, and whether the
      * header read after the value was unlocked too (only then may the value be cached).
      */
-    private record Snapshot(long header, byte[] bytes, boolean unlockedAfter) {
+    private record Snapshot(long header, byte[] bytes, boolean unlockedAfter, long sharersAfter) {
     }
 
     /** This node's cached copy of an object: its bytes, version and the lease it may be served under. */
@@ -217,7 +217,9 @@ public final class CoherentHeap implements AutoCloseable {
         long ptr = ref.ptr();
         int stripe = stripe(ptr);
         long epoch = epochs.get(stripe);
-        long lease = leaseOf.getOrDefault(ptr, config.minLease().toNanos() / 1000 * 4);
+        long minLease = config.minLease().toNanos() / 1000;
+        long maxLease = config.maxLease().toNanos() / 1000;
+        long lease = leaseOf.getOrDefault(ptr, Math.min(maxLease, minLease * 4));
         long now = clock.nowMicros();
         long expiry = now + lease;
         // raise the lease word to at least our expiry, then join the sharers: both before the validated read
@@ -243,13 +245,12 @@ public final class CoherentHeap implements AutoCloseable {
         Snapshot s = validatedRead(ref, deadline);
         CacheEntry previous = cache.get(ptr);
         long version = ObjectLayout.version(s.header());
-        if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && epochs.get(stripe) == epoch) {
+        if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && (s.sharersAfter() & bit) != 0
+                && epochs.get(stripe) == epoch) {
             cache.put(ptr, new CacheEntry(version, s.bytes(), expiry));
             // adapt: an object written since our last fill gets a shorter lease, a quiet one a longer
-            long min = config.minLease().toNanos() / 1000;
-            long max = config.maxLease().toNanos() / 1000;
-            long next = previous != null && previous.version != version ? Math.max(min, lease / 2)
-                    : Math.min(max, lease * 2);
+            long next = previous != null && previous.version != version ? Math.max(minLease, lease / 2)
+                    : Math.min(maxLease, lease * 2);
             leaseOf.put(ptr, next);
             if (epochs.get(stripe) != epoch) {
                 cache.remove(ptr); // an invalidation raced the install: never serve the fill
@@ -296,12 +297,15 @@ public final class CoherentHeap implements AutoCloseable {
                 h1 = 0;
                 first = null;
             }
-            byte[] again = memory.read(ptr, 16);
+            // the header again, with the lease and the sharers: a fill caches only if its sharer bit is still
+            // set here (a writer that locked earlier may have cleared it; one that locks later will see it)
+            byte[] again = memory.read(ptr, 8 + ObjectLayout.META);
             checkBlock(ptr, ref.generationHeader(), Words.getLong(again, 0), "read");
             long h2 = Words.getLong(again, 8);
             if (value != null && ObjectLayout.version(h1) == ObjectLayout.version(h2)
                     && ObjectLayout.slot(h1) == ObjectLayout.slot(h2)) {
-                return new Snapshot(h1, value, !ObjectLayout.locked(h2));
+                return new Snapshot(h1, value, !ObjectLayout.locked(h2),
+                        Words.getLong(again, 8 + ObjectLayout.SHARERS));
             }
             if (ObjectLayout.locked(h2)) {
                 maybeRecover(ref, h2);
@@ -521,16 +525,18 @@ public final class CoherentHeap implements AutoCloseable {
     }
 
     /**
-     * Clears the sharers by CAS (readers set their bits by CAS: a plain write racing an
-     * atomic is not atomic on every transport). A reader that joined after the lock keeps
-     * its bit: it sees the lock in its validation and does not cache, so the next writer's
-     * invalidation to it is merely unneeded.
+     * Removes the sharer bits this writer handled (invalidated, or whose lease it waited
+     * out), by CAS, keeping every bit set since it read them: a reader that joined after
+     * this writer's read of the sharers may have validated against the version before
+     * this write's lock was taken by a later writer, and must stay known to that writer.
+     * (Erasing such a bit let a later writer skip a live sharer: caught by the
+     * linearizability stress test.)
      */
-    private void clearSharers(RemoteRef<?> ref, long expected) {
-        long seen = expected;
-        for (int i = 0; i < 8 && seen != 0; i++) {
-            long w = memory.compareAndSwap(ref.payload() + ObjectLayout.SHARERS, seen, 0);
-            if (w == seen) {
+    private void clearSharers(RemoteRef<?> ref, long handled) {
+        long seen = handled;
+        for (int i = 0; i < 16; i++) {
+            long w = memory.compareAndSwap(ref.payload() + ObjectLayout.SHARERS, seen, seen & ~handled);
+            if (w == seen || (w & handled) == 0) {
                 return;
             }
             seen = w;

@@ -28,11 +28,13 @@ import java.util.function.Supplier;
 public final class DsmCollections {
     private final NamedRoots roots;
     private final WordVerbs words;
+    private final WakeUps wakeUps;
     private final ConcurrentHashMap<String, Object> open = new ConcurrentHashMap<>();
 
     public DsmCollections(RemoteMemory memory, GlobalAllocator allocator, NameRegistry names) {
         this.roots = new NamedRoots(memory, allocator, names);
         this.words = new WordVerbs(memory);
+        this.wakeUps = WakeUps.of(memory);
     }
 
     /** The root mechanism, for structures built outside this class (the map). */
@@ -85,7 +87,7 @@ public final class DsmCollections {
     /** The lock named {@code name}, created free when absent; one handle per name on this node. */
     public DsmLock lock(String name) {
         return cached(name, DsmLock.class, CollectionKind.LOCK + " " + DsmLock.DESCRIPTOR,
-                () -> DsmLock.getOrCreate(roots, name));
+                () -> DsmLock.getOrCreate(roots, wakeUps, name));
     }
 
     /**
@@ -104,12 +106,37 @@ public final class DsmCollections {
     @SuppressWarnings("unchecked")
     public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity, int slotBytes) {
         return cached(name, DsmQueue.class, CollectionKind.QUEUE + " " + DsmQueue.descriptor(capacity, codec),
-                () -> DsmQueue.getOrCreate(roots, name, codec, capacity, slotBytes));
+                () -> DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, slotBytes));
     }
 
     /** {@link #queue(String, Codec, int)} with {@link Codecs#of(Class, Class[])} for {@code type}. */
     public <E> DsmQueue<E> queue(String name, Class<E> type, int capacity) {
         return queue(name, Codecs.of(type), capacity);
+    }
+
+    /**
+     * The {@link DsmMap} named {@code name} with keys and values encoded by
+     * {@code Codecs.of(type)}, created empty when absent.
+     *
+     * @throws CollectionTypeMismatchException when the name holds another kind or other key/value codecs
+     */
+    public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType) {
+        return map(name, Codecs.of(keyType), Codecs.of(valueType));
+    }
+
+    /** The map named {@code name} with these codecs (and {@link DsmMapOptions#defaults()} when it creates it). */
+    public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec) {
+        return map(name, keyCodec, valueCodec, DsmMapOptions.defaults());
+    }
+
+    /**
+     * The map named {@code name}; {@code options} size its first table and grace when
+     * this call creates it, and this node's read cache.
+     */
+    @SuppressWarnings("unchecked")
+    public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec, DsmMapOptions options) {
+        return cached(name, DsmMap.class, CollectionKind.MAP + " " + DsmMap.descriptor(keyCodec, valueCodec),
+                () -> DsmMap.getOrCreate(roots, name, keyCodec, valueCodec, options));
     }
 
     /**

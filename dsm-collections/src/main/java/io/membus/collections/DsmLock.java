@@ -29,8 +29,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * incarnation of the node and is broken the same way. The broken holder's
  * {@link #unlock()} then fails with {@link LockLostException}.
  *
- * <p><b>Waiting.</b> A blocked acquisition re-reads the word with a pause that
- * doubles from 20 µs to 2 ms ({@link Backoff}); {@code tryLock(time, unit)} and
+ * <p><b>Waiting.</b> A blocked acquisition re-reads the word after a few short
+ * pauses (20 µs doubling), then sleeps until a wake-up message from the releasing
+ * node ({@link WakeUps}: the waiters word beside the lock word), looking again at
+ * least every 50 ms (how a dead holder is noticed); {@code tryLock(time, unit)} and
  * {@code lockInterruptibly()} honour their deadline and interruption between looks
  * (a single verb in flight may outlast a deadline by up to the operation timeout).
  * {@link #lock()} is not interruptible (the interrupt status is kept).
@@ -53,21 +55,25 @@ public final class DsmLock implements Lock, Rooted {
     private final RemoteMemory memory;
     private final long ptr;
     private final int self;
+    private final WakeUps wakeUps;
+    private final long waitersPtr;
     private final ReentrantLock gate = new ReentrantLock();
     /** The token of the current hold; written and read by the gate's holder only. */
     private long token;
 
-    private DsmLock(Root root, RemoteMemory memory) {
+    private DsmLock(Root root, RemoteMemory memory, WakeUps wakeUps) {
         this.root = root;
         this.memory = memory;
-        this.ptr = root.bodyPtr();
+        this.ptr = root.bodyPtr() + LockWord.WORD_OFFSET;
+        this.waitersPtr = root.bodyPtr() + LockWord.WAITERS_OFFSET;
         this.self = memory.localNodeId();
+        this.wakeUps = wakeUps;
     }
 
-    static DsmLock getOrCreate(NamedRoots roots, String name) {
-        Root root = roots.getOrCreate(name, CollectionKind.LOCK, DESCRIPTOR, Long.BYTES,
-                r -> roots.memory().writeLong(r.bodyPtr(), 0L));
-        return new DsmLock(root, roots.memory());
+    static DsmLock getOrCreate(NamedRoots roots, WakeUps wakeUps, String name) {
+        Root root = roots.getOrCreate(name, CollectionKind.LOCK, DESCRIPTOR, LockWord.BODY_LENGTH,
+                r -> roots.memory().write(r.bodyPtr(), new byte[LockWord.BODY_LENGTH]));
+        return new DsmLock(root, roots.memory(), wakeUps);
     }
 
     @Override
@@ -153,7 +159,7 @@ public final class DsmLock implements Lock, Rooted {
     }
 
     private boolean acquireWord(long deadline, boolean interruptible, boolean wait) throws InterruptedException {
-        Backoff backoff = new Backoff();
+        Waiting waiting = new Waiting(wakeUps, waitersPtr);
         try {
             long word = memory.readLong(ptr);
             while (true) {
@@ -172,13 +178,13 @@ public final class DsmLock implements Lock, Rooted {
                     word = witness;
                     continue;
                 }
-                if (!wait || !backoff.pause(deadline, interruptible)) {
+                if (!wait || !waiting.next(deadline, interruptible)) {
                     return false;
                 }
                 word = memory.readLong(ptr);
             }
         } finally {
-            backoff.restoreInterrupt();
+            waiting.done();
         }
     }
 
@@ -216,6 +222,7 @@ public final class DsmLock implements Lock, Rooted {
                     throw new LockLostException(root.name(), token, LockWord.token(witness), LockWord.node(witness),
                             LockWord.held(witness));
                 }
+                wakeUps.notifyAfter(waitersPtr);
             }
         } finally {
             gate.unlock();

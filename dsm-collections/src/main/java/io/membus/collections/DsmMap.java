@@ -59,10 +59,13 @@ import static io.membus.collections.MapLayout.*;
  * @param <K> the key type
  * @param <V> the value type
  */
-public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentMap<K, V>, AutoCloseable {
+public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentMap<K, V>, AutoCloseable, Rooted {
     static final int WINDOW = 32;
+    static final String KIND_NAME = "map";
 
     private final MapStore store;
+    /** The named root this map lives in ({@link DsmCollections#map}), or null for a map made by {@link #create}. */
+    private volatile Root root;
     private final Codec<K> keys;
     private final Codec<V> values;
     private Set<K> keySet;
@@ -126,6 +129,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     /** Frees the first table of a root {@link #formatRoot} wrote that was never used (a lost creation race). */
     static void discardRoot(GlobalAllocator heap, long body) {
+        if (heap.memory().readLong(body + ROOT_MAGIC) != MAGIC) {
+            return; // formatting did not finish: nothing was published to free by its pointer
+        }
         long table = heap.memory().readLong(body + ROOT_FIRST_TABLE);
         if (table != 0) {
             long header = HeapLayout.unseal(heap.memory().readLong(table - HeapLayout.BLOCK_HEADER_LENGTH),
@@ -188,6 +194,44 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
                 values);
     }
 
+    /** The type descriptor a named map's root records: its key and value codecs. */
+    static String descriptor(Codec<?> keys, Codec<?> values) {
+        return KIND_NAME + "(key=" + keys.id() + ",value=" + values.id() + ")";
+    }
+
+    /**
+     * The map named {@code name}, created empty when the name is free (one map
+     * cluster-wide, whoever creates it first); its root layout is the named root's body.
+     */
+    static <K, V> DsmMap<K, V> getOrCreate(NamedRoots roots, String name, Codec<K> keys, Codec<V> values,
+                                           DsmMapOptions options) {
+        Objects.requireNonNull(keys, "keys");
+        Objects.requireNonNull(values, "values");
+        Objects.requireNonNull(options, "options");
+        GlobalAllocator heap = roots.allocator();
+        Root root = roots.getOrCreate(name, CollectionKind.MAP, descriptor(keys, values), ROOT_LENGTH,
+                new NamedRoots.Initializer() {
+                    @Override
+                    public void format(Root r) {
+                        formatRoot(heap, r.bodyPtr(), keys, values, options);
+                    }
+
+                    @Override
+                    public void discard(Root r) {
+                        discardRoot(heap, r.bodyPtr());
+                    }
+                });
+        DsmMap<K, V> map = openAt(heap, root.block().ptr(), root.bodyPtr(), keys, values, options);
+        map.root = root;
+        return map;
+    }
+
+    /** The named root of a map from {@link DsmCollections#map}; null for a map made by {@link #create}. */
+    @Override
+    public Root root() {
+        return root;
+    }
+
     private static long codecHash(Codec<?> codec) {
         return MapLayout.hash(codec.id().getBytes(StandardCharsets.UTF_8));
     }
@@ -219,10 +263,19 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      * more; afterwards every operation on it, on any node, fails.
      */
     public void destroy() {
+        if (root != null) {
+            throw new DsmMapException(io.membus.core.error.ErrorCode.CONFIG, "named", "cannot destroy a named map: name="
+                    + root.name() + "; its root stays bound to the name for every node: clear() it instead");
+        }
         store.destroyTables();
         store.mem.writeLong(store.root + ROOT_MAGIC, 0);
         long header = HeapLayout.unseal(store.mem.readLong(store.rootBlock), store.rootBlock);
         store.heap.free(BlockRef.of(store.rootBlock, header, 0));
+    }
+
+    /** The table engine (tests reach its internals through it). */
+    MapStore store() {
+        return store;
     }
 
     /** Gets this handle served from its read cache (one 8-byte read of the key's slot word). */

@@ -13,7 +13,6 @@ import java.util.Collection;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -52,9 +51,18 @@ import static io.membus.collections.SlotState.WRITING;
  * inline; larger ones in an allocator block that the consumer frees.
  *
  * <p><b>Waiting.</b> A blocked {@code put}/{@code take} (and the timed
- * {@code offer}/{@code poll}) retries with a pause that doubles from 20 µs to
- * 2 ms ({@link Backoff}), honouring its timeout and interruption
- * ({@link InterruptedException}; a large element's block is freed).
+ * {@code offer}/{@code poll}) retries after a few short pauses (20 µs doubling),
+ * then sleeps until a wake-up message ({@link WakeUps}: the take and put waiters
+ * words of the root; every publish wakes the takers' nodes, every take the
+ * putters'), looking again at least every 50 ms, honouring its timeout and interruption
+ * ({@link InterruptedException}; a large element's block is freed). The
+ * non-blocking {@code poll()}/{@code peek()} wait, the same way, for an offer whose
+ * producer has claimed the head slot and is still writing it (its element comes
+ * before every later one), and {@code offer()} waits for a consumer that has
+ * claimed the slot it needs and is still emptying it: otherwise they could report
+ * an empty or full queue that is not (not linearizable). Such a wait lasts two
+ * verbs, or until the stalled node is taken for dead and its slot recovered. A
+ * timed {@code poll} that reaches its deadline in that state returns null.
  *
  * <p><b>Failures</b> (a node that is not a live member of the directory, or is
  * fenced, is dead; recovery relies on the cluster fencing a downed node's verbs):
@@ -67,8 +75,10 @@ import static io.membus.collections.SlotState.WRITING;
  *       enqueued is lost; the half-written element is dropped (at most once).</li>
  *   <li>A consumer that died between claiming a slot and emptying it
  *       ({@code READING(t, dead)}): its {@code take} never returned the element, so
- *       it is delivered again: the next node that needs the slot moves it to
- *       {@code FULL(t + capacity)} and the element is taken as ticket
+ *       it is delivered again, once: a poll that finds the queue empty takes such
+ *       elements itself (they are older than anything queued; one scan of the state
+ *       words at most every 100 ms per handle), and the next node that needs the
+ *       slot a lap later moves it to {@code FULL(t + capacity)} and it is taken as ticket
  *       {@code t + capacity} (later than the elements offered after it: FIFO holds
  *       for every element but a redelivered one). Its large block, if any, was not
  *       freed yet (a consumer frees it after emptying the slot; a consumer that dies
@@ -120,12 +130,22 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     private final long tailPtr;
     private final long statesPtr;
     private final long dataPtr;
+    private final long takeWaitersPtr;
+    private final long putWaitersPtr;
+    private final WakeUps wakeUps;
+    /** How often a handle may look for elements stranded by dead consumers. */
+    static final long STRANDED_SCAN_NANOS = 100_000_000L;
+    private final AtomicLong lastStrandedScan = new AtomicLong(System.nanoTime() - STRANDED_SCAN_NANOS);
     private final AtomicLong headHint = new AtomicLong();
     private final AtomicLong tailHint = new AtomicLong();
-    /** Tickets whose slot an operation of this handle holds (WRITING or READING) right now. */
-    private final Set<Long> inFlight = ConcurrentHashMap.newKeySet();
+    /**
+     * Tickets whose slot an operation of this handle holds (WRITING or READING) or is
+     * about to claim, with how many threads do (two threads may try one ticket at once).
+     */
+    private final ConcurrentHashMap<Long, Integer> inFlight = new ConcurrentHashMap<>();
 
-    private DsmQueue(Root root, NamedRoots roots, Codec<E> codec, int capacity, int slotBytes) {
+    private DsmQueue(Root root, NamedRoots roots, WakeUps wakeUps, Codec<E> codec, int capacity, int slotBytes) {
+        this.wakeUps = wakeUps;
         this.root = root;
         this.memory = roots.memory();
         this.allocator = roots.allocator();
@@ -138,6 +158,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         this.tailPtr = body + QueueDescriptor.TAIL_OFFSET;
         this.statesPtr = body + QueueDescriptor.STATES_OFFSET;
         this.dataPtr = body + QueueDescriptor.dataOffset(capacity);
+        this.takeWaitersPtr = body + QueueDescriptor.TAKE_WAITERS_OFFSET;
+        this.putWaitersPtr = body + QueueDescriptor.PUT_WAITERS_OFFSET;
         headHint.set(memory.readLong(headPtr));
         tailHint.set(memory.readLong(tailPtr));
     }
@@ -146,7 +168,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         return KIND_NAME + "(capacity=" + capacity + ",codec=" + codec.id() + ")";
     }
 
-    static <E> DsmQueue<E> getOrCreate(NamedRoots roots, String name, Codec<E> codec, int capacity, int slotBytes) {
+    static <E> DsmQueue<E> getOrCreate(NamedRoots roots, WakeUps wakeUps, String name, Codec<E> codec, int capacity,
+                                       int slotBytes) {
         Objects.requireNonNull(codec, "codec");
         if (capacity <= 0 || capacity > MAX_CAPACITY) {
             throw new CollectionArgumentException("capacity", capacity, "1.." + MAX_CAPACITY);
@@ -173,7 +196,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                     }
                 });
         int storedSlotBytes = (int) memory.readLong(root.bodyPtr() + QueueDescriptor.SLOT_BYTES_OFFSET);
-        return new DsmQueue<>(root, roots, codec, capacity, storedSlotBytes);
+        return new DsmQueue<>(root, roots, wakeUps, codec, capacity, storedSlotBytes);
     }
 
     @Override
@@ -260,28 +283,33 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         }
     }
 
-    /** One pass: puts {@code p} in the slot of the tail's ticket; false when the ring is full there. */
-    private boolean tryOffer(Prepared p) {
+    private static final int OFFERED = 0;
+    private static final int FULL_NOW = 1;
+    /** The slot is being emptied by a live consumer: room in a moment. */
+    private static final int BUSY = 2;
+
+    /** One pass: puts {@code p} in the slot of the tail's ticket: OFFERED, FULL_NOW or BUSY. */
+    private int tryOffer(Prepared p) {
         long t = tailHint.get();
         while (true) {
             checkTicket(t);
             long empty = SlotState.of(t, EMPTY, 0);
             long mine = SlotState.of(t, WRITING, self);
-            inFlight.add(t);
+            enter(t);
             long w;
             try {
                 w = memory.compareAndSwap(statePtr(t), empty, mine);
             } catch (RuntimeException e) {
-                inFlight.remove(t);
+                leave(t);
                 throw e;
             }
             if (w == empty) {
                 helpAdvance(tailPtr, t);
                 tailHint.accumulateAndGet(t + 1, Math::max);
                 publish(t, mine, p);
-                return true;
+                return OFFERED;
             }
-            inFlight.remove(t);
+            leave(t);
             long st = SlotState.ticket(w);
             int phase = SlotState.phase(w);
             if (st >= t) {
@@ -300,7 +328,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 // a hint ahead of the ring (not reachable by the invariants): re-read the tail word
                 tailHint.set(memory.readLong(tailPtr));
             }
-            return false;
+            // a consumer that claimed the element a lap earlier has taken it (linearized): wait for its room
+            return phase == READING ? BUSY : FULL_NOW;
         }
     }
 
@@ -315,13 +344,14 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 discard(p, null);
                 throw new SlotLostException(root.name(), t, "producer", SlotState.toString(w));
             }
+            wakeUps.notifyAfter(takeWaitersPtr);
         } catch (SlotLostException e) {
             throw e;
         } catch (RuntimeException e) {
             giveBack(t, mine, SlotState.of(t + capacity, EMPTY, 0), p, e);
             throw e;
         } finally {
-            inFlight.remove(t);
+            leave(t);
         }
     }
 
@@ -336,14 +366,25 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         }
     }
 
+    /**
+     * Inserts {@code e} if the ring has room at the tail now. When the slot is still being
+     * emptied by a live consumer (which has taken its element), waits for that to finish
+     * (two verbs) rather than report a full queue that is not full.
+     */
     @Override
     public boolean offer(E e) {
         Prepared p = prepare(e);
         boolean done = false;
+        Backoff backoff = new Backoff();
         try {
-            done = tryOffer(p);
+            int r;
+            while ((r = tryOffer(p)) == BUSY) {
+                pauseUninterruptibly(backoff);
+            }
+            done = r == OFFERED;
             return done;
         } finally {
+            backoff.restoreInterrupt();
             if (!done) {
                 discard(p, null);
             }
@@ -365,15 +406,16 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         long deadline = Backoff.deadline(unit.toNanos(timeout));
         Prepared p = prepare(e);
         boolean done = false;
+        Waiting waiting = new Waiting(wakeUps, putWaitersPtr);
         try {
-            Backoff backoff = new Backoff();
-            while (!(done = tryOffer(p))) {
-                if (!backoff.pause(deadline, true)) {
+            while (!(done = tryOffer(p) == OFFERED)) {
+                if (!waiting.next(deadline, true)) {
                     return false;
                 }
             }
             return true;
         } finally {
+            waiting.done();
             if (!done) {
                 discard(p, null);
             }
@@ -382,13 +424,16 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
     // ------------------------------------------------------------------ consumers
 
-    /** One pass: takes the element at the head; null when there is none now. */
-    private E tryPoll() {
+    /** What {@link #tryPoll} returns when the head's offer is still being written by a live producer. */
+    private static final Object WRITING_NOW = new Object();
+
+    /** One pass: the element at the head; null when there is none now; {@link #WRITING_NOW}. */
+    private Object tryPoll() {
         long t = headHint.get();
         while (true) {
             long full = SlotState.of(t, FULL, 0);
             long mine = SlotState.of(t, READING, self);
-            inFlight.add(t);
+            enter(t);
             CompletableFuture<Long> cas;
             CompletableFuture<byte[]> data;
             long w;
@@ -397,7 +442,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 data = memory.readAsync(dataPtr(t), slotBytes);
                 w = memory.await(cas);
             } catch (RuntimeException e) {
-                inFlight.remove(t);
+                leave(t);
                 throw e;
             }
             if (w == full) {
@@ -405,18 +450,18 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 headHint.accumulateAndGet(t + 1, Math::max);
                 return consume(t, mine, data);
             }
-            inFlight.remove(t);
+            leave(t);
             long st = SlotState.ticket(w);
             int phase = SlotState.phase(w);
             if (st == t && phase == EMPTY) {
-                return null;
+                return takeStranded();
             }
             if (st == t && phase == WRITING) {
                 if (holderDead(w)) {
                     recover(w);
                     continue;
                 }
-                return null; // its offer has not completed
+                return WRITING_NOW; // its offer has claimed the head: it comes first, in a moment
             }
             if (st >= t) {
                 helpAdvance(headPtr, t);
@@ -428,8 +473,51 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 recover(w); // redelivered as ticket t
                 continue;
             }
-            return null; // ticket t not offered yet
+            return takeStranded(); // ticket t not offered yet
         }
+    }
+
+    /**
+     * The queue looked empty at its head: takes an element a dead consumer had claimed
+     * and not returned ({@code READING(x, dead)}), if there is one, instead of leaving it
+     * until the ring comes round to its slot. It is the oldest element there is, so
+     * taking it first keeps FIFO. One read of the state words, at most every
+     * {@value #STRANDED_SCAN_NANOS} ns per handle.
+     */
+    private Object takeStranded() {
+        long now = System.nanoTime();
+        long last = lastStrandedScan.get();
+        if (now - last < STRANDED_SCAN_NANOS || !lastStrandedScan.compareAndSet(last, now)) {
+            return null;
+        }
+        for (int from = 0; from < capacity; from += STATES_PER_READ) {
+            int n = Math.min(STATES_PER_READ, capacity - from);
+            byte[] states = memory.read(statesPtr + (long) from * Long.BYTES, n * Long.BYTES);
+            for (int i = 0; i < n; i++) {
+                long w = Words.getLong(states, i * Long.BYTES);
+                if (SlotState.phase(w) != READING || !holderDead(w)) {
+                    continue;
+                }
+                long x = SlotState.ticket(w);
+                long mine = SlotState.of(x, READING, self);
+                enter(x);
+                CompletableFuture<Long> cas;
+                CompletableFuture<byte[]> data;
+                try {
+                    cas = memory.compareAndSwapAsync(statePtr(x), w, mine);
+                    data = memory.readAsync(dataPtr(x), slotBytes);
+                    if (memory.await(cas) != w) {
+                        leave(x);
+                        continue;
+                    }
+                } catch (RuntimeException e) {
+                    leave(x);
+                    throw e;
+                }
+                return consume(x, mine, data);
+            }
+        }
+        return null;
     }
 
     /** Reads the claimed slot's element, empties the slot, frees a large element's block. */
@@ -450,25 +538,52 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             if (w != mine) {
                 throw new SlotLostException(root.name(), t, "consumer", SlotState.toString(w));
             }
+            wakeUps.notifyAfter(putWaitersPtr);
         } catch (SlotLostException e) {
-            inFlight.remove(t);
+            leave(t);
             throw e;
         } catch (RuntimeException e) {
             // put it back for another consumer (as the recovery of a dead consumer would)
             giveBack(t, mine, SlotState.of(t + capacity, FULL, 0), null, e);
-            inFlight.remove(t);
+            leave(t);
             throw e;
         }
-        inFlight.remove(t);
+        leave(t);
         if (block != null) {
             allocator.free(block);
         }
         return codec.decode(bytes);
     }
 
+    /**
+     * The head element, or null when the queue is empty. When the head's slot is
+     * claimed by a live producer still writing it, waits for that offer (two verbs):
+     * its element is ahead of every later one, so returning null or a later
+     * element would not be linearizable.
+     */
     @Override
+    @SuppressWarnings("unchecked")
     public E poll() {
-        return tryPoll();
+        Backoff backoff = new Backoff();
+        try {
+            while (true) {
+                Object r = tryPoll();
+                if (r != WRITING_NOW) {
+                    return (E) r;
+                }
+                pauseUninterruptibly(backoff);
+            }
+        } finally {
+            backoff.restoreInterrupt();
+        }
+    }
+
+    private static void pauseUninterruptibly(Backoff backoff) {
+        try {
+            backoff.pause(Backoff.NO_DEADLINE, false);
+        } catch (InterruptedException e) {
+            throw new AssertionError("an uninterruptible pause threw", e);
+        }
     }
 
     @Override
@@ -486,22 +601,40 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             throw new InterruptedException();
         }
         long deadline = Backoff.deadline(unit.toNanos(timeout));
-        Backoff backoff = new Backoff();
-        while (true) {
-            E e = tryPoll();
-            if (e != null) {
-                return e;
+        Waiting waiting = new Waiting(wakeUps, takeWaitersPtr);
+        try {
+            while (true) {
+                Object r = tryPoll();
+                if (r != null && r != WRITING_NOW) {
+                    @SuppressWarnings("unchecked")
+                    E e = (E) r;
+                    return e;
+                }
+                if (!waiting.next(deadline, true)) {
+                    return null; // also when an offer at the head was still being written at the deadline
+                }
             }
-            if (!backoff.pause(deadline, true)) {
-                return null;
-            }
+        } finally {
+            waiting.done();
         }
     }
 
-    /** The head element without taking it, or null (weakly consistent: it may be taken at once). */
+    /**
+     * The head element without taking it, or null (it may be taken at once). Waits for
+     * an offer in progress at the head, as {@link #poll()} does.
+     */
     @Override
     public E peek() {
         long t = headHint.get();
+        Backoff backoff = new Backoff();
+        try {
+            return peekFrom(t, backoff);
+        } finally {
+            backoff.restoreInterrupt();
+        }
+    }
+
+    private E peekFrom(long t, Backoff backoff) {
         while (true) {
             CompletableFuture<byte[]> stateRead = memory.readAsync(statePtr(t), Long.BYTES);
             CompletableFuture<byte[]> dataRead = memory.readAsync(dataPtr(t), slotBytes);
@@ -521,9 +654,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             if (st == t && phase == WRITING) {
                 if (holderDead(w)) {
                     recover(w);
-                    continue;
+                } else {
+                    pauseUninterruptibly(backoff);
                 }
-                return null;
+                continue;
             }
             if (st >= t) {
                 t = st >= t + capacity ? Math.max(t + 1, memory.readLong(headPtr)) : t + 1;
@@ -567,11 +701,19 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
     // ------------------------------------------------------------------ recovery, hints
 
+    private void enter(long t) {
+        inFlight.merge(t, 1, Integer::sum);
+    }
+
+    private void leave(long t) {
+        inFlight.computeIfPresent(t, (k, n) -> n == 1 ? null : n - 1);
+    }
+
     /** Whether the node holding a WRITING/READING state is dead (see the class comment). */
     private boolean holderDead(long state) {
         int node = SlotState.node(state);
         if (node == self) {
-            return !inFlight.contains(SlotState.ticket(state));
+            return !inFlight.containsKey(SlotState.ticket(state));
         }
         return memory.directory().member(node).isEmpty() || memory.transport().isFenced(node);
     }
@@ -585,7 +727,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         long st = SlotState.ticket(state);
         long next = SlotState.phase(state) == WRITING ? SlotState.of(st + capacity, EMPTY, 0)
                 : SlotState.of(st + capacity, FULL, 0);
-        memory.compareAndSwap(statePtr(st), state, next);
+        if (memory.compareAndSwap(statePtr(st), state, next) == state) {
+            wakeUps.notifyAfter(takeWaitersPtr);
+            wakeUps.notifyAfter(putWaitersPtr);
+        }
     }
 
     /**
@@ -719,18 +864,18 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     /** Takes the element of FULL slot {@code t} out in place; false when it was taken already. */
     private boolean removeTicket(long t, long full) {
         long mine = SlotState.of(t, READING, self);
-        inFlight.add(t);
+        enter(t);
         CompletableFuture<Long> cas;
         CompletableFuture<byte[]> data;
         try {
             cas = memory.compareAndSwapAsync(statePtr(t), full, mine);
             data = memory.readAsync(dataPtr(t), slotBytes);
             if (memory.await(cas) != full) {
-                inFlight.remove(t);
+                leave(t);
                 return false;
             }
         } catch (RuntimeException e) {
-            inFlight.remove(t);
+            leave(t);
             throw e;
         }
         consume(t, mine, data);

@@ -1,9 +1,17 @@
 package io.membus.collections;
 
 /**
- * The one word of a {@link DsmLock}, in the body of its root.
+ * The lock word of a {@link DsmLock}, in the body of its root, followed by the
+ * lock's waiters word ({@link WakeUps}).
  *
  * <pre>
+ *   root body:
+ *   0                   8                   16
+ *   +-------------------+-------------------+
+ *   | lock word         | waiters word      |
+ *   +-------------------+-------------------+
+ *
+ *   lock word:
  *   63                                              17   16  15              0
  *   +-------------------------------------------------+----+-----------------+
  *   | token (47 bits): the fencing token of the last   |held| node id of the  |
@@ -21,6 +29,9 @@ package io.membus.collections;
  * <p><b>Note:</b> constants and pure functions; thread-safe.
  */
 final class LockWord {
+    static final int WORD_OFFSET = 0;
+    static final int WAITERS_OFFSET = 8;
+    static final int BODY_LENGTH = 16;
     static final int NODE_BITS = 16;
     static final long NODE_MASK = (1L << NODE_BITS) - 1;
     static final long HELD_BIT = 1L << NODE_BITS;

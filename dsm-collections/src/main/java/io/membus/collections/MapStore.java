@@ -43,8 +43,7 @@ final class MapStore {
     /** What a mutation function returns to leave the key as it is. */
     static final byte[] KEEP = new byte[0];
     private static final int MIGRATE_RANGE = 64;
-    private static final int SCAN_BATCH = 64;
-    private static final int MAX_RESTARTS = 10_000;
+    static final int MAX_RESTARTS = 10_000;
     private static final int ZERO_CHUNK = 64 << 10;
 
     /** A change of one key: from its current value bytes (null when absent) to new bytes, null (remove) or {@link #KEEP}. */
@@ -78,6 +77,8 @@ final class MapStore {
         final long seed;
         final int window;
         volatile long next;
+        /** When this node first saw every range claimed but the migration unfinished (0: not seen). */
+        volatile long stalledSince;
 
         Table(long ptr, int log2, long seq, long seed, int window, long next) {
             this.ptr = ptr;
@@ -141,6 +142,8 @@ final class MapStore {
     private final ConcurrentHashMap<ByteBuffer, Cached> cache = new ConcurrentHashMap<>();
     private final int cacheMax;
     private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder repairs = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder restartCount = new java.util.concurrent.atomic.LongAdder();
 
     /** A key's slot word (at {@code slotPtr}) and value as seen by an operation that started at {@code at}. */
     private record Cached(long slotPtr, long word, byte[] value, long at) {
@@ -227,7 +230,7 @@ final class MapStore {
         return table(n);
     }
 
-    private Table mustNext(Table t) {
+    Table mustNext(Table t) {
         Table n = nextOf(t);
         if (n == null) {
             throw DsmMapException.corrupted(RemotePtr.toString(t.ptr), "a frozen slot but no next table");
@@ -243,7 +246,7 @@ final class MapStore {
         }
     }
 
-    private long[] readWords(long ptr, int count) {
+    long[] readWords(long ptr, int count) {
         byte[] b = mem.read(ptr, count * 8);
         long[] w = new long[count];
         for (int i = 0; i < count; i++) {
@@ -403,7 +406,13 @@ final class MapStore {
         }
     }
 
+    /** Operations this handle started over (a read outlived half the grace or met a reused entry). */
+    long restarts() {
+        return restartCount.sum();
+    }
+
     private int restarted(int restarts) {
+        restartCount.increment();
         if (restarts + 1 > MAX_RESTARTS) {
             throw new DsmMapException(ErrorCode.TIMEOUT, "restarts", "map operation kept restarting: restarts="
                     + MAX_RESTARTS + ", graceMillis=" + graceNanos / 1_000_000 + ", root=" + RemotePtr.toString(rootBlock)
@@ -477,7 +486,15 @@ final class MapStore {
                 }
                 checkTime(start);
                 long expected = s.kind == Kind.FOUND ? s.word : 0;
-                long witness = mem.compareAndSwap(t.slot(s.index), expected, update);
+                long witness;
+                try {
+                    witness = mem.compareAndSwap(t.slot(s.index), expected, update);
+                } catch (RuntimeException e) {
+                    // the CAS may have landed (a timeout leaves it unknown): the entry may be installed,
+                    // so it is never freed here (leaked if it was not)
+                    fresh = null;
+                    throw e;
+                }
                 if (witness != expected) {
                     continue; // another change won: look again and re-apply
                 }
@@ -539,7 +556,7 @@ final class MapStore {
     }
 
     /** Puts {@code word} (a frozen key's entry) into {@code t} unless the key already reached it. */
-    private void copyInto(Table t, byte[] key, long hash, long word) {
+    void copyInto(Table t, byte[] key, long hash, long word) {
         long start = System.nanoTime();
         while (true) {
             Scan s;
@@ -610,6 +627,7 @@ final class MapStore {
         int total = t.total();
         long claim = mem.fetchAndAdd(t.ptr + TABLE_CURSOR, MIGRATE_RANGE);
         if (claim >= total) {
+            repairIfStalled(t);
             return false;
         }
         int from = (int) claim;
@@ -625,38 +643,90 @@ final class MapStore {
         return true;
     }
 
+    /**
+     * Freezes slot {@code i} of {@code t} (holding {@code w} when read) and copies a live
+     * key into the next table. Idempotent: a slot frozen before is only (re-)copied, so
+     * a repair sweep may run it again over a range whose claimer died.
+     */
     private void migrateSlot(Table t, int i, long w) {
-        while (true) {
-            if (isMoved(w)) {
-                return; // frozen before (only this range's claimer freezes; kept for idempotence)
-            }
+        while (!isMoved(w)) {
             long frozen = w == 0 ? MOVED : w | MOVED;
             long witness = mem.compareAndSwap(t.slot(i), w, frozen);
             if (witness != w) {
                 w = witness;
                 continue;
             }
-            if (w == 0) {
-                return;
-            }
             if (isTomb(w)) {
-                reclaimer.retireAfterTable(t.seq, pointerOf(w));
+                reclaimer.retireAfterTable(t.seq, pointerOf(w)); // only the freezer retires it
                 return;
             }
-            int failures = 0;
-            while (true) {
-                try {
-                    Entry e = readEntry(frozen, System.nanoTime());
-                    copyInto(mustNext(t), e.key(), e.hash, identity(w) | COPIED);
-                    return;
-                } catch (Restart r) {
-                    // a frozen live entry is not retired before the root passes t: a restart here is a slow read
-                    if (++failures > MAX_RESTARTS) {
-                        throw DsmMapException.corrupted(RemotePtr.toString(t.slot(i)), "frozen entry never checks");
-                    }
+            w = frozen;
+        }
+        if (!hasKey(w) || isTomb(w)) {
+            return;
+        }
+        int failures = 0;
+        while (true) {
+            try {
+                Entry e = readEntry(w, System.nanoTime());
+                copyInto(mustNext(t), e.key(), e.hash, identity(w) | COPIED);
+                return;
+            } catch (Restart r) {
+                // a frozen live entry is not retired before the root passes t: a restart here is a slow read
+                if (++failures > MAX_RESTARTS) {
+                    throw DsmMapException.corrupted(RemotePtr.toString(t.slot(i)), "frozen entry never checks");
                 }
             }
         }
+    }
+
+    /**
+     * Every range of {@code t} was claimed but the migrated count stays short: a
+     * claimer died (or its verbs failed) part-way. After a while (four graces, so a
+     * slow but live claimer usually finishes first), sweep the whole table again —
+     * freezing and copying are idempotent — then declare it migrated.
+     */
+    private void repairIfStalled(Table t) {
+        int total = t.total();
+        long done = mem.readLong(t.ptr + TABLE_DONE);
+        if (done >= total) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (t.stalledSince == 0) {
+            t.stalledSince = now;
+            return;
+        }
+        if (now - t.stalledSince < 4 * graceNanos) {
+            return;
+        }
+        for (int from = 0; from < total; from += MIGRATE_RANGE) {
+            int to = Math.min(total, from + MIGRATE_RANGE);
+            long[] w = readWords(t.slot(from), to - from);
+            for (int i = from; i < to; i++) {
+                migrateSlot(t, i, w[i - from]);
+            }
+        }
+        while (done < total) {
+            long witness = mem.compareAndSwap(t.ptr + TABLE_DONE, done, total);
+            if (witness == done) {
+                break;
+            }
+            done = witness;
+        }
+        repairs.increment();
+        advanceRoot();
+    }
+
+    /** Migrations finished by a repair sweep (see {@link #repairIfStalled}). */
+    long repairs() {
+        return repairs.sum();
+    }
+
+    /** {@link #advanceRoot} and the root table this node then sees. */
+    Table advanceRootAndGet() {
+        advanceRoot();
+        return rootTable();
     }
 
     /** Moves the root's TABLE along the chain past every fully migrated table. */
@@ -692,93 +762,7 @@ final class MapStore {
      * the chain, skipping keys already returned.
      */
     Iterator<RawEntry> scan() {
-        return new ScanIterator(rootTable());
-    }
-
-    private final class ScanIterator implements Iterator<RawEntry> {
-        private Table table;
-        private int pos;
-        private long[] batch;
-        private int batchFrom;
-        private long batchAt;
-        private final Set<ByteBuffer> seen = new HashSet<>();
-        private RawEntry ahead;
-        private int failures;
-
-        ScanIterator(Table first) {
-            this.table = first;
-        }
-
-        @Override
-        public boolean hasNext() {
-            if (ahead == null) {
-                ahead = advance();
-            }
-            return ahead != null;
-        }
-
-        @Override
-        public RawEntry next() {
-            if (!hasNext()) {
-                throw new NoSuchElementException();
-            }
-            RawEntry e = ahead;
-            ahead = null;
-            return e;
-        }
-
-        private RawEntry advance() {
-            while (table != null) {
-                if (pos >= table.total()) {
-                    table = nextOf(table);
-                    pos = 0;
-                    batch = null;
-                    continue;
-                }
-                if (batch == null || pos >= batchFrom + batch.length) {
-                    readBatch();
-                }
-                long w = batch[pos - batchFrom];
-                if (!hasKey(w) || isTomb(w)) {
-                    pos++;
-                    continue;
-                }
-                Entry e;
-                try {
-                    e = readEntry(w, batchAt);
-                    failures = 0;
-                } catch (Restart r) {
-                    readBatch(); // the slot changed or the batch is old: read it again and redo this slot
-                    if (batch[0] == w && isMoved(w)) {
-                        // a frozen slot whose entry is gone: its table was passed, the key is in a later table
-                        pos++;
-                    } else if (++failures > MAX_RESTARTS) {
-                        throw DsmMapException.corrupted(RemotePtr.toString(table.slot(pos)), "entry never checks");
-                    }
-                    continue;
-                }
-                pos++;
-                if (isMoved(w)) {
-                    if (!isTomb(w)) {
-                        // make sure the key is in the next table before that table is walked
-                        copyInto(mustNext(table), e.key(), e.hash, identity(w) | COPIED);
-                    }
-                    continue;
-                }
-                byte[] k = e.key();
-                if (seen.add(ByteBuffer.wrap(k))) {
-                    return new RawEntry(k, e.value());
-                }
-            }
-            return null;
-        }
-
-        private void readBatch() {
-            int n = Math.min(SCAN_BATCH, table.total() - pos);
-            batchAt = System.nanoTime();
-            batch = readWords(table.slot(pos), n);
-            batchFrom = pos;
-        }
+        return new MapScanIterator(this, rootTable());
     }
 
     /** Every table of the chain from the first, for destroy. */

@@ -36,7 +36,13 @@ public final class NamedRoots {
     /** The longest name accepted, in characters. */
     public static final int MAX_NAME_LENGTH = 1024;
 
-    /** Formats a new root's body before the name is bound; undoes it when the bind is lost. */
+    /**
+     * Formats a new root's body before the name is bound; undoes it when the bind is lost.
+     *
+     * <p><b>Note:</b> called by the creating thread only, once per root it creates;
+     * everything {@link #format} wrote with completed verbs is visible to every node
+     * that finds the name.
+     */
     public interface Initializer {
         /** Writes the body of {@code root} (and allocates what the structure needs beside it). */
         void format(Root root);

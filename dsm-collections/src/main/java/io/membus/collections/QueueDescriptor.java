@@ -7,10 +7,10 @@ package io.membus.collections;
  *
  * <pre>
  *   root body:
- *   0            8            16           24           32
- *   +------------+------------+------------+------------+--------------------------------+
- *   | head hint  | tail hint  | capacity   | slotBytes  | state[0] ... state[capacity-1] |
- *   +------------+------------+------------+------------+--------------------------------+
+ *   0            8            16           24           32             40             48
+ *   +------------+------------+------------+------------+--------------+--------------+-------------------------+
+ *   | head hint  | tail hint  | capacity   | slotBytes  | take waiters | put waiters  | state[0..capacity-1]    |
+ *   +------------+------------+------------+------------+--------------+--------------+-------------------------+
  *   | data[0] (slotBytes) | data[1] | ... | data[capacity-1]                             |
  *   +--------------------------------------------------------------------------------------+
  *
@@ -39,7 +39,11 @@ final class QueueDescriptor {
     static final int TAIL_OFFSET = 8;
     static final int CAPACITY_OFFSET = 16;
     static final int SLOT_BYTES_OFFSET = 24;
-    static final int STATES_OFFSET = 32;
+    /** Waiters word ({@link WakeUps}) of consumers waiting for an element. */
+    static final int TAKE_WAITERS_OFFSET = 32;
+    /** Waiters word of producers waiting for room. */
+    static final int PUT_WAITERS_OFFSET = 40;
+    static final int STATES_OFFSET = 48;
 
     static final int LENGTH_FIELD = 0;
     static final int FORM_FIELD = 4;

@@ -30,21 +30,37 @@ import java.util.concurrent.locks.ReentrantLock;
  * header is read, checked against the entry's own copy of it, and freed with the
  * generation CAS, so a block is never freed twice or freed as someone else's.
  *
- * <p><b>Note:</b> thread-safe: any thread retires; {@link #drain} frees on the calling
- * thread, outside the internal lock (the lock is never held across a verb).
+ * <p><b>Note:</b> thread-safe: any thread retires; {@link #drain} hands due blocks to one
+ * daemon freeing thread shared by the JVM's maps ({@link #drainAll} frees on the calling
+ * thread and waits for those in flight); the internal lock is never held across a verb.
  */
 final class Reclaimer {
     private static final Logger LOG = LoggerFactory.getLogger(Reclaimer.class);
     private static final int DRAIN_BATCH = 32;
+    private static final int MAX_ATTEMPTS = 5;
 
     private final GlobalAllocator heap;
     private final long graceNanos;
+    /** Blocks whose free failed with a transient error: the header to free them with, and the attempts so far. */
+    private final java.util.concurrent.ConcurrentHashMap<Long, long[]> retries = new java.util.concurrent.ConcurrentHashMap<>();
     private final ReentrantLock lock = new ReentrantLock();
     /** Retired blocks with the time they were retired, oldest first. Guarded by {@link #lock}. */
     private final ArrayDeque<long[]> limbo = new ArrayDeque<>();
     /** Blocks to retire once the root moved past the table of that sequence number. Guarded by {@link #lock}. */
     private final TreeMap<Long, List<Long>> afterTable = new TreeMap<>();
     private final java.util.concurrent.atomic.AtomicLong freed = new java.util.concurrent.atomic.AtomicLong();
+    /** Frees handed to {@link #FREER} and not finished yet. */
+    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+    /**
+     * One daemon thread for every map of this JVM: frees take two or three verbs, which
+     * changes should not wait for.
+     */
+    private static final java.util.concurrent.ExecutorService FREER = java.util.concurrent.Executors
+            .newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "membus-map-reclaim");
+                t.setDaemon(true);
+                return t;
+            });
 
     Reclaimer(GlobalAllocator heap, long graceNanos) {
         this.heap = heap;
@@ -89,10 +105,41 @@ final class Reclaimer {
         }
     }
 
-    /** Frees up to a batch of blocks whose grace has passed. Never blocks on another drainer. */
+    /** Hands up to a batch of blocks whose grace has passed to the freeing thread; never blocks. */
     void drain() {
-        if (!lock.tryLock()) {
+        long[] due = takeDue();
+        if (due.length == 0) {
             return;
+        }
+        inFlight.incrementAndGet();
+        try {
+            FREER.execute(() -> {
+                try {
+                    for (long p : due) {
+                        free(p);
+                    }
+                } finally {
+                    inFlight.decrementAndGet();
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            inFlight.decrementAndGet();
+            for (long p : due) {
+                free(p);
+            }
+        }
+    }
+
+    /** Frees, on this thread, up to a batch of blocks whose grace has passed. */
+    void drainHere() {
+        for (long p : takeDue()) {
+            free(p);
+        }
+    }
+
+    private long[] takeDue() {
+        if (!lock.tryLock()) {
+            return new long[0];
         }
         long[] due = new long[DRAIN_BATCH];
         int n = 0;
@@ -104,9 +151,7 @@ final class Reclaimer {
         } finally {
             lock.unlock();
         }
-        for (int i = 0; i < n; i++) {
-            free(due[i]);
-        }
+        return java.util.Arrays.copyOf(due, n);
     }
 
     /** Blocks waiting for their grace or for a table to be passed. */
@@ -127,18 +172,22 @@ final class Reclaimer {
         return freed.get();
     }
 
-    /** Waits out the grace of everything in limbo (at most one grace period) and frees it. */
+    /** Waits out the grace of everything in limbo (at most one grace period) and frees it, and the frees in flight. */
     void drainAll() {
-        long deadline = System.nanoTime() + graceNanos + 1_000_000_000L;
+        long deadline = System.nanoTime() + graceNanos + 30_000_000_000L;
         while (true) {
-            drain();
+            drainHere();
             long wait;
             lock.lock();
             try {
-                if (limbo.isEmpty()) {
+                if (limbo.isEmpty() && inFlight.get() == 0) {
                     return;
                 }
-                wait = graceNanos - (System.nanoTime() - limbo.peekFirst()[1]);
+                if (limbo.isEmpty()) {
+                    wait = 1_000_000;
+                } else {
+                    wait = graceNanos - (System.nanoTime() - limbo.peekFirst()[1]);
+                }
             } finally {
                 lock.unlock();
             }
@@ -157,24 +206,40 @@ final class Reclaimer {
     }
 
     private void free(long ptr) {
+        long[] again = retries.get(ptr);
+        long header = again != null ? again[0] : 0;
         try {
-            byte[] b = heap.memory().read(ptr, 16);
-            long header = MapLayout.unsealHeader(MapLayout.getLong(b, 0), ptr);
-            long copy = MapLayout.getLong(b, 8);
-            if (header != copy) {
-                LOG.error("not freeing map entry block={}: its header {} is not the entry's copy {} (freed elsewhere?)",
-                        RemotePtr.toString(ptr), Long.toHexString(header), Long.toHexString(copy));
-                return;
+            if (header == 0) {
+                byte[] b = heap.memory().read(ptr, 16);
+                header = MapLayout.unsealHeader(MapLayout.getLong(b, 0), ptr);
+                long copy = MapLayout.getLong(b, 8);
+                if (header != copy) {
+                    LOG.error("not freeing map entry block={}: its header {} is not the entry's copy {} (freed elsewhere?)",
+                            RemotePtr.toString(ptr), Long.toHexString(header), Long.toHexString(copy));
+                    return;
+                }
             }
             long capacity = HeapLayout.kindOf(header) == HeapLayout.KIND_SMALL
                     ? SizeClasses.blockSize(HeapLayout.blockClassOf(header)) - HeapLayout.BLOCK_HEADER_LENGTH : 0;
             heap.free(BlockRef.of(ptr, header, capacity));
             freed.incrementAndGet();
         } catch (StaleBlockReferenceException e) {
-            LOG.error("map entry block={} was already freed: {}", RemotePtr.toString(ptr), e.getMessage());
+            // a retried free whose first CAS had landed after all: the block is free
+            if (again == null || again[0] == 0) {
+                LOG.error("map entry block={} was already freed: {}", RemotePtr.toString(ptr), e.getMessage());
+            }
         } catch (DsmException e) {
-            // unreachable node: the block stays allocated (it is reported, not retried forever)
-            LOG.warn("could not free map entry block={}: {}", RemotePtr.toString(ptr), e.getMessage());
+            // a slow or unreachable node: try again after another grace with the header read first (so a retry
+            // can only free this very generation of the block), a few times, then report and keep it
+            long[] state = retries.computeIfAbsent(ptr, p -> new long[]{0, 0});
+            state[0] = header;
+            if (++state[1] < MAX_ATTEMPTS) {
+                retire(ptr);
+                return;
+            }
+            LOG.warn("could not free map entry block={} after {} attempts: {}", RemotePtr.toString(ptr), state[1],
+                    e.getMessage());
         }
+        retries.remove(ptr);
     }
 }

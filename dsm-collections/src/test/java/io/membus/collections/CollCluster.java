@@ -39,6 +39,7 @@ final class CollCluster implements AutoCloseable {
     final Map<Integer, Transport> transports = new TreeMap<>();
     final Map<Integer, GlobalAllocator> allocators = new TreeMap<>();
     final Map<Integer, DsmCollections> nodes = new TreeMap<>();
+    final Map<Integer, io.membus.core.SegmentDescriptor> heaps = new TreeMap<>();
     private final List<AutoCloseable> closeables = new ArrayList<>();
 
     CollCluster(String transport, int count) {
@@ -78,6 +79,7 @@ final class CollCluster implements AutoCloseable {
         closeables.add(0, a);
         a.formatLocalSegments();
         directory.addSegment(heap.descriptor());
+        heaps.put(id, heap.descriptor());
         allocators.put(id, a);
         DsmCollections c = new DsmCollections(memory, a, directory);
         nodes.put(id, c);

@@ -43,12 +43,15 @@ class DsmMapLinearizabilityTest {
 
     @AfterEach
     void close() throws InterruptedException {
-        if (exec != null) {
-            exec.shutdownNow();
-            assertTrue(exec.awaitTermination(30, TimeUnit.SECONDS));
-        }
-        if (cluster != null) {
-            cluster.close();
+        try {
+            if (exec != null) {
+                exec.shutdownNow();
+                assertTrue(exec.awaitTermination(30, TimeUnit.SECONDS), "client threads did not stop");
+            }
+        } finally {
+            if (cluster != null) {
+                cluster.close();
+            }
         }
     }
 

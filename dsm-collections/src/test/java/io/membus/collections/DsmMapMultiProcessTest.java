@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * One map shared by three processes over {@code shm}: this JVM runs two nodes (the
+ * One map shared by three processes over {@code shm} and over {@code tcp}: this JVM runs two nodes (the
  * heaps), two child JVMs open the map by its root pointer. Every process adds to the
  * same counter keys with {@code merge} at once; the totals must be exact, and every
  * process's inserts must be visible to the others.
@@ -31,8 +31,17 @@ class DsmMapMultiProcessTest {
     }
 
     @Test
-    void processesShareOneMapWithExactMergeTotals() throws Exception {
-        cluster = new MapCluster("shm", 2, 32 << 20);
+    void processesShareOneMapWithExactMergeTotalsOverShm() throws Exception {
+        run("shm");
+    }
+
+    @Test
+    void processesShareOneMapWithExactMergeTotalsOverTcp() throws Exception {
+        run("tcp");
+    }
+
+    private void run(String transport) throws Exception {
+        cluster = new MapCluster(transport, 2, 32 << 20);
         DsmMap<String, Long> map = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.longs(),
                 DsmMapOptions.defaults().initialSlots(16).grace(Duration.ofMillis(200)));
         DsmMap<String, Long> two = DsmMap.open(cluster.node(2), map.rootPtr(), Codecs.strings(), Codecs.longs());
@@ -43,7 +52,8 @@ class DsmMapMultiProcessTest {
         int children = 2;
         try (TestJvm jvm = new TestJvm()) {
             for (int i = 0; i < children; i++) {
-                List<String> args = new ArrayList<>(List.of(cluster.shmDir.toString(), Integer.toString(20 + i),
+                List<String> args = new ArrayList<>(List.of(transport, String.valueOf(cluster.shmDir),
+                        Integer.toString(20 + i),
                         Long.toString(map.rootPtr()), Integer.toString(rounds)));
                 for (int node : cluster.transports.keySet()) {
                     PeerInfo p = cluster.transports.get(node).self();

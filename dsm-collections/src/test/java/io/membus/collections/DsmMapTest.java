@@ -105,6 +105,67 @@ class DsmMapTest {
         assertEquals(before, liveBlocks(), "blocks left allocated after destroy");
     }
 
+    @Test
+    void replacedAndRemovedEntriesAreFreedAfterTheGrace() {
+        cluster = new MapCluster("local", 2, 8 << 20);
+        long before = liveBlocks();
+        DsmMap<Long, Long> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().initialSlots(64).grace(Duration.ofMillis(20)));
+        DsmMap<Long, Long> other = DsmMap.open(cluster.node(2), m.rootPtr(), Codecs.longs(), Codecs.longs());
+        for (int round = 0; round < 200; round++) {
+            for (long k = 0; k < 10; k++) {
+                (round % 2 == 0 ? m : other).put(k, round * 100 + k);
+            }
+        }
+        other.remove(3L);
+        m.put(3L, -3L); // replaces the tombstone's entry
+        m.close();
+        other.close();
+        assertEquals(0, m.pendingReclamation() + other.pendingReclamation());
+        // the root, one table and the ten live entries: every replaced entry went back to the heap
+        assertEquals(before + 12, liveBlocks(), "blocks allocated after 2000 overwrites");
+    }
+
+    @Test
+    void aMigrationWhoseClaimerDiedIsRepairedAndTheRootMovesOn() throws Exception {
+        cluster = new MapCluster("local", 2, 16 << 20);
+        DsmMap<Long, Long> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().initialSlots(16).grace(Duration.ofMillis(20)).readCacheEntries(0));
+        for (long k = 0; k < 10; k++) {
+            m.put(k, k);
+        }
+        // a node starts a resize, claims the first range and dies before migrating it
+        MapStore store = storeOf(m);
+        MapStore.Table first = store.rootTable();
+        store.startResize(first);
+        store.mem.fetchAndAdd(first.ptr + MapLayout.TABLE_CURSOR, 64);
+        // the survivors keep working: every other range gets migrated, the claimed one stays as it was
+        DsmMap<Long, Long> other = DsmMap.open(cluster.node(2), m.rootPtr(), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().readCacheEntries(0));
+        MapStore otherStore = storeOf(other);
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+        long k = 100;
+        while (otherStore.repairs() == 0) {
+            assertTrue(System.nanoTime() < deadline, "no repair within 30 s");
+            other.put(k, k);           // new keys meet frozen slots and help (and, when stalled, repair)
+            assertEquals(5L, other.get(5L));
+            k++;
+        }
+        for (long i = 0; i < 10; i++) {
+            assertEquals(i, other.get(i), "key " + i + " after the repair");
+        }
+        for (long i = 100; i < k; i++) {
+            assertEquals(i, m.get(i), "key " + i + " after the repair");
+        }
+        assertTrue(otherStore.rootTable().seq > first.seq || storeOf(m).advanceRootAndGet().seq > first.seq,
+                "the root moved past the repaired table");
+        assertEquals(10 + (k - 100), m.size());
+    }
+
+    private static MapStore storeOf(DsmMap<?, ?> map) {
+        return map.store();
+    }
+
     private long liveBlocks() {
         for (io.membus.alloc.GlobalAllocator a : cluster.allocators.values()) {
             a.trim();

@@ -131,6 +131,38 @@ class DsmQueueTest {
         }
     }
 
+    /** A put blocked on a full ring (asleep, waiting for a wake-up) ends with InterruptedException and enqueues nothing. */
+    @Test
+    void aPutAsleepOnAFullRingIsInterruptedAndFreesItsLargeElement() throws Exception {
+        try (CollCluster c = new CollCluster("local", 2)) {
+            DsmQueue<String> q = c.node(1).queue("q", String.class, 1);
+            q.put("only");
+            String large = "L".repeat(400);
+            AtomicReference<Throwable> seen = new AtomicReference<>();
+            Thread putter = new Thread(() -> {
+                try {
+                    c.node(2).queue("q", String.class, 1).put(large);
+                } catch (Throwable t) {
+                    seen.set(t);
+                }
+            });
+            putter.start();
+            long waiters = q.root().bodyPtr() + QueueDescriptor.PUT_WAITERS_OFFSET;
+            await().atMost(Duration.ofSeconds(30)).until(() -> (c.node(1).memory().readLong(waiters) & 4L) != 0
+                    && putter.getState() == Thread.State.TIMED_WAITING);
+            putter.interrupt();
+            putter.join(30_000);
+            assertInstanceOf(InterruptedException.class, seen.get());
+            assertEquals(1, q.size());
+            assertEquals("only", q.poll());
+            assertNull(q.poll(), "the interrupted put enqueued nothing");
+            for (int i = 0; i < 300; i++) {
+                q.put(large + i);
+                assertEquals(large + i, q.take());
+            }
+        }
+    }
+
     @Test
     void iteratorIsWeaklyConsistentAndRemoves() {
         try (CollCluster c = new CollCluster("local", 2)) {
@@ -226,6 +258,32 @@ class DsmQueueTest {
                 taken.add(e);
             }
             assertEquals(List.of("e1", "e2", "e3", "lost-by-dead-consumer", "e4", "e5", "e6"), taken);
+        }
+    }
+
+    /**
+     * A consumer node claims the only element and dies, and nothing else is offered:
+     * the next poll that finds the queue empty takes the stranded element, once.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"local", "shm"})
+    void anElementStrandedByADeadConsumerIsTakenByTheNextPollThatFindsTheQueueEmpty(String transport) {
+        try (CollCluster c = new CollCluster(transport, 3)) {
+            int root = c.node(1).queue("q", String.class, 4).root().block().nodeId();
+            int dead = root == 3 ? 2 : 3;
+            int live = 6 - root - dead;
+            DsmQueue<String> q = c.node(live).queue("q", String.class, 4);
+            q.add("job");
+            claim(c.node(dead).memory(), q, 0, SlotState.READING, dead, SlotState.FULL);
+            assertNull(c.node(root).queue("q", String.class, 4).poll(), "the holder is alive: nothing to take");
+            c.forget(dead);
+            assertEquals("job", q.poll());
+            assertNull(q.poll());
+            assertNull(c.node(root).queue("q", String.class, 4).poll());
+            for (int i = 0; i < 10; i++) {
+                q.add("after-" + i);
+                assertEquals("after-" + i, c.node(root).queue("q", String.class, 4).poll());
+            }
         }
     }
 

@@ -15,11 +15,11 @@ import java.time.Duration;
 
 /**
  * Child process of {@link DsmMapMultiProcessTest}: a node of its own (no heap) that
- * reaches the parent's nodes over {@code shm}, opens the map by its root pointer,
+ * reaches the parent's nodes over {@code shm} or {@code tcp}, opens the map by its root pointer,
  * checks the parent's keys, adds 1 to each counter key {@code rounds} times with
  * {@code merge}, inserts its own keys, prints {@code DONE} and exits 0 (1 on failure).
  *
- * <p>Arguments: shmDir nodeId rootPtr rounds then, per parent node,
+ * <p>Arguments: transport shmDir nodeId rootPtr rounds then, per parent node,
  * {@code nodeId,incarnation,address,segIndex,segSize,segFlags,remoteKey}.
  */
 public final class MapChild {
@@ -28,12 +28,13 @@ public final class MapChild {
 
     public static void main(String[] args) {
         try {
-            String shmDir = args[0];
-            int nodeId = Integer.parseInt(args[1]);
-            long root = Long.parseLong(args[2]);
-            int rounds = Integer.parseInt(args[3]);
+            String transport = args[0];
+            String shmDir = args[1];
+            int nodeId = Integer.parseInt(args[2]);
+            long root = Long.parseLong(args[3]);
+            int rounds = Integer.parseInt(args[4]);
             StaticDirectory directory = new StaticDirectory();
-            for (int i = 4; i < args.length; i++) {
+            for (int i = 5; i < args.length; i++) {
                 String[] f = args[i].split(",", -1);
                 int node = Integer.parseInt(f[0]);
                 long incarnation = Long.parseLong(f[1]);
@@ -41,9 +42,14 @@ public final class MapChild {
                 directory.addSegment(new SegmentDescriptor(node, incarnation, Integer.parseInt(f[3]),
                         Long.parseLong(f[4]), Integer.parseInt(f[5]), Long.parseLong(f[6])));
             }
-            TransportConfig config = TransportConfig.builder(nodeId).property("shm.dir", shmDir)
-                    .operationTimeout(Duration.ofSeconds(20)).build();
-            try (Transport t = Transports.create("shm", config)) {
+            TransportConfig.Builder b = TransportConfig.builder(nodeId).operationTimeout(Duration.ofSeconds(20));
+            if (transport.equals("shm")) {
+                b.property("shm.dir", shmDir);
+            } else {
+                b.property("tcp.secret", MapCluster.TCP_SECRET).property("tcp.host", "127.0.0.1").property("tcp.port", "0")
+                        .connectTimeout(Duration.ofSeconds(10));
+            }
+            try (Transport t = Transports.create(transport, b.build())) {
                 directory.addMember(t.self());
                 GlobalAllocator heap = new GlobalAllocator(new RemoteMemory(t, directory, Duration.ofSeconds(20)),
                         AllocatorConfig.builder().heapSegments(MapCluster.HEAP).chunkSize(64 << 10).build());

@@ -30,6 +30,7 @@ import java.util.stream.Stream;
  */
 final class MapCluster implements AutoCloseable {
     static final int HEAP = 1;
+    static final String TCP_SECRET = "map-test-secret-0123456789abcdef";
 
     final StaticDirectory directory = new StaticDirectory();
     final String fabric = "map-" + System.nanoTime();
@@ -39,6 +40,8 @@ final class MapCluster implements AutoCloseable {
     final Map<Integer, Transport> transports = new TreeMap<>();
     final Map<Integer, io.membus.core.SegmentDescriptor> heaps = new TreeMap<>();
     private final List<AutoCloseable> closeables = new ArrayList<>();
+    /** Removes the /dev/shm directory if the JVM ends (e.g. a build timeout) before {@link #close()} did. */
+    private final Thread cleanup;
 
     MapCluster(String transport, int nodes, long heapSize) {
         this(transport, nodes, heapSize, Duration.ofSeconds(10));
@@ -54,6 +57,10 @@ final class MapCluster implements AutoCloseable {
         } else {
             shmDir = null;
         }
+        cleanup = shmDir == null ? null : new Thread(this::removeShmDir, "map-test-shm-cleanup");
+        if (cleanup != null) {
+            Runtime.getRuntime().addShutdownHook(cleanup);
+        }
         AllocatorConfig config = AllocatorConfig.builder().heapSegments(HEAP).chunkSize(64 << 10).build();
         for (int id = 1; id <= nodes; id++) {
             TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
@@ -62,7 +69,7 @@ final class MapCluster implements AutoCloseable {
                 b.property("shm.dir", shmDir.toString());
             }
             if (transport.equals("tcp")) {
-                b.property("tcp.secret", "map-test-secret-0123456789abcdef").property("tcp.host", "127.0.0.1")
+                b.property("tcp.secret", TCP_SECRET).property("tcp.host", "127.0.0.1")
                         .property("tcp.port", "0").connectTimeout(Duration.ofSeconds(10));
             }
             Transport t = Transports.create(transport, b.build());
@@ -77,6 +84,17 @@ final class MapCluster implements AutoCloseable {
             directory.addSegment(heap.descriptor());
             heaps.put(id, heap.descriptor());
             allocators.put(id, a);
+        }
+    }
+
+    private void removeShmDir() {
+        if (!Files.exists(shmDir)) {
+            return;
+        }
+        try (Stream<Path> walk = Files.walk(shmDir)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            System.err.println("could not remove " + shmDir + ": " + e);
         }
     }
 
@@ -96,11 +114,12 @@ final class MapCluster implements AutoCloseable {
                 }
             }
         }
-        if (shmDir != null) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                System.err.println("could not remove " + shmDir + ": " + e);
+        if (cleanup != null) {
+            removeShmDir();
+            try {
+                Runtime.getRuntime().removeShutdownHook(cleanup);
+            } catch (IllegalStateException e) {
+                // the JVM is already shutting down: the hook runs (and finds nothing left)
             }
         }
         if (first != null) {

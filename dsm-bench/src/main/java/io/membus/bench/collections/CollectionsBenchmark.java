@@ -1,0 +1,147 @@
+package io.membus.bench.collections;
+
+import io.membus.alloc.AllocatorConfig;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.codec.Codecs;
+import io.membus.collections.DsmAtomicLong;
+import io.membus.collections.DsmCollections;
+import io.membus.collections.DsmLock;
+import io.membus.collections.DsmQueue;
+import io.membus.core.RemoteMemory;
+import io.membus.core.directory.StaticDirectory;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportConfig;
+import io.membus.core.transport.Transports;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.stream.Stream;
+
+/**
+ * The collections beside their {@code java.util.concurrent} counterparts, one thread,
+ * average time per operation: two nodes in this JVM over {@code local} or {@code shm};
+ * the structures are used from node 2, their roots placed by name (on either node).
+ * <ul>
+ *   <li>{@code atomicIncrement}: {@link DsmAtomicLong#incrementAndGet()} (one fetch-and-add) vs
+ *       {@code AtomicLong.incrementAndGet};</li>
+ *   <li>{@code queueOfferPoll}: {@link DsmQueue#offer} then {@link DsmQueue#poll} of a {@code Long}
+ *       (two round trips each) vs {@code ArrayBlockingQueue};</li>
+ *   <li>{@code lockUnlock}: {@link DsmLock#lock()} then {@code unlock()} (one CAS each, plus the
+ *       local gate) vs {@code ReentrantLock}.</li>
+ * </ul>
+ *
+ * <p><b>Note:</b> JMH state, one benchmark thread.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+public class CollectionsBenchmark {
+    @Param({"local", "shm"})
+    public String transport;
+
+    private final List<Transport> transports = new ArrayList<>();
+    private final List<GlobalAllocator> allocators = new ArrayList<>();
+    private Path shmDir;
+    private DsmAtomicLong counter;
+    private DsmQueue<Long> queue;
+    private DsmLock lock;
+    private final AtomicLong jucCounter = new AtomicLong();
+    private final ArrayBlockingQueue<Long> jucQueue = new ArrayBlockingQueue<>(1024);
+    private final ReentrantLock jucLock = new ReentrantLock();
+    private final Long element = 42L;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        StaticDirectory directory = new StaticDirectory();
+        String fabric = "coll-bench-" + System.nanoTime();
+        shmDir = Path.of("/dev/shm", "membus-coll-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        for (int id = 1; id <= 2; id++) {
+            Transport t = Transports.create(transport, TransportConfig.builder(id).property("local.fabric", fabric)
+                    .property("shm.dir", shmDir.toString()).build());
+            transports.add(t);
+            directory.addMember(t.self());
+            directory.addSegment(t.export(SegmentSpec.of(1, 16L << 20)).descriptor());
+        }
+        DsmCollections node2 = null;
+        for (Transport t : transports) {
+            RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(5));
+            GlobalAllocator a = new GlobalAllocator(memory, AllocatorConfig.builder().heapSegments(1).build());
+            a.formatLocalSegments();
+            allocators.add(a);
+            node2 = new DsmCollections(memory, a, directory);
+        }
+        counter = node2.atomicLong("bench-counter");
+        queue = node2.queue("bench-queue", Codecs.longs(), 1024);
+        lock = node2.lock("bench-lock");
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        allocators.forEach(GlobalAllocator::close);
+        transports.forEach(Transport::close);
+        if (Files.exists(shmDir)) {
+            try (Stream<Path> walk = Files.walk(shmDir)) {
+                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot remove " + shmDir, e);
+            }
+        }
+    }
+
+    @Benchmark
+    public long atomicIncrement() {
+        return counter.incrementAndGet();
+    }
+
+    @Benchmark
+    public long jucAtomicIncrement() {
+        return jucCounter.incrementAndGet();
+    }
+
+    @Benchmark
+    public Long queueOfferPoll() {
+        queue.offer(element);
+        return queue.poll();
+    }
+
+    @Benchmark
+    public Long jucQueueOfferPoll() {
+        jucQueue.offer(element);
+        return jucQueue.poll();
+    }
+
+    @Benchmark
+    public boolean lockUnlock() {
+        lock.lock();
+        lock.unlock();
+        return true;
+    }
+
+    @Benchmark
+    public boolean jucLockUnlock() {
+        jucLock.lock();
+        jucLock.unlock();
+        return true;
+    }
+}

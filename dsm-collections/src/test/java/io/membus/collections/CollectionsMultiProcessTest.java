@@ -1,0 +1,90 @@
+package io.membus.collections;
+
+import io.membus.codec.Codecs;
+import io.membus.core.SegmentDescriptor;
+import io.membus.core.test.TestJvm;
+import io.membus.core.transport.PeerInfo;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The counter, the lock and the queue shared by three processes over {@code shm}:
+ * this JVM runs two nodes (the heaps and the roots), two child JVMs open the
+ * structures by name. Counts are exact, lock holders never overlap (an unprotected
+ * read-then-write inside the lock loses no update), and every element the children
+ * put is taken here exactly once, in each child's order.
+ */
+class CollectionsMultiProcessTest {
+    /** The children's incarnation, so that this JVM can list them as live members before they start. */
+    static final long CHILD_INCARNATION = 7;
+
+    @Test
+    void processesShareCounterLockAndQueue() throws Exception {
+        try (CollCluster cluster = new CollCluster("shm", 2)) {
+            DsmCollections one = cluster.node(1);
+            DsmCollections two = cluster.node(2);
+            DsmAtomicLong hits = one.atomicLong("hits");
+            DsmLock mutex = two.lock("mutex");
+            DsmAtomicLong unprotected = two.atomicLong("unprotected");
+            DsmQueue<Long> jobs = one.queue("jobs", Codecs.longs(), 8);
+            int rounds = 300;
+            int children = 2;
+            List<List<Long>> received = List.of(new ArrayList<>());
+            for (int i = 0; i < children; i++) {
+                // live members for this JVM's nodes: a slot or lock a child holds is not a dead node's
+                cluster.directory.addMember(new PeerInfo(20 + i, CHILD_INCARNATION, cluster.shmDir.toString()));
+            }
+            try (TestJvm jvm = new TestJvm()) {
+                for (int i = 0; i < children; i++) {
+                    List<String> args = new ArrayList<>(List.of(cluster.shmDir.toString(), Integer.toString(20 + i),
+                            Integer.toString(rounds), Long.toString(hits.root().block().ptr()),
+                            Long.toString(mutex.root().block().ptr()), Long.toString(jobs.root().block().ptr()),
+                            Long.toString(unprotected.root().block().ptr())));
+                    for (int node : cluster.transports.keySet()) {
+                        PeerInfo p = cluster.transports.get(node).self();
+                        SegmentDescriptor d = cluster.heaps.get(node);
+                        args.add(p.nodeId() + "," + p.incarnation() + "," + p.address() + "," + d.index() + ","
+                                + d.size() + "," + d.flags() + "," + d.remoteKey());
+                    }
+                    for (int j = 0; j < children; j++) {
+                        args.add("peer:" + (20 + j));
+                    }
+                    jvm.start(CollChild.class, args);
+                }
+                for (int r = 0; r < rounds; r++) {
+                    hits.incrementAndGet();
+                    mutex.lock();
+                    try {
+                        unprotected.set(unprotected.get() + 1);
+                    } finally {
+                        mutex.unlock();
+                    }
+                }
+                for (int k = 0; k < children * rounds; k++) {
+                    Long e = jobs.poll(60, TimeUnit.SECONDS);
+                    assertTrue(e != null, "element " + k + " not taken in time; children:\n" + jvm.output(0)
+                            + "\n" + jvm.output(1));
+                    received.get(0).add(e);
+                }
+                for (int i = 0; i < children; i++) {
+                    assertEquals(0, jvm.await(i, 120), "child " + i + " failed:\n" + jvm.output(i));
+                    assertTrue(jvm.output(i).contains("DONE"), jvm.output(i));
+                }
+            }
+            assertEquals((long) rounds * (children + 1), two.atomicLong("hits").get());
+            assertEquals((long) rounds * (children + 1), one.atomicLong("unprotected").get());
+            int[] offered = new int[20 + children];
+            for (int i = 0; i < children; i++) {
+                offered[20 + i] = rounds;
+            }
+            assertEquals(List.of(), DeliveryCheck.problems(offered, received));
+            assertEquals(0, jobs.size());
+        }
+    }
+}
