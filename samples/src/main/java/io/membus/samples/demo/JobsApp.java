@@ -62,56 +62,43 @@ final class JobsApp implements DemoApp {
     }
 
     /**
-     * This node's queue operations, one at a time. DsmQueue marks the tickets it has in
-     * flight in a set; two threads of one node on the same ticket (a producer and a
-     * consumer meeting at the tail, two consumers at the head) clear each other's mark,
-     * and the node then takes its own live slot for one left by a dead incarnation
-     * (SlotLostException). Until that is fixed in DsmQueue, the app serialises a node's
-     * queue calls and never blocks inside one.
+     * The queue as the app uses it: a put that is refused because this node was taken
+     * for dead meanwhile ({@code SlotLostException}: the element was not enqueued) is
+     * made again; a poll that lost its slot the same way looks again.
      */
     private static final class NodeQueue {
         private final DsmQueue<Long> queue;
-        private final java.util.concurrent.locks.ReentrantLock one = new java.util.concurrent.locks.ReentrantLock();
 
         NodeQueue(DsmQueue<Long> queue) {
             this.queue = queue;
         }
 
-        /** Puts {@code job}, retrying while the ring is full or its slot was lost. */
+        /** Puts {@code job}, waiting while the ring is full (until {@code stop}). */
         void put(long job, java.util.function.BooleanSupplier stop) {
             while (!stop.getAsBoolean()) {
-                one.lock();
                 try {
-                    if (queue.offer(job)) {
+                    if (queue.offer(job, 100, TimeUnit.MILLISECONDS)) {
                         return;
                     }
                 } catch (io.membus.collections.SlotLostException e) {
                     // not enqueued: offer it again
-                } finally {
-                    one.unlock();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
                 }
-                java.util.concurrent.locks.LockSupport.parkNanos(200_000);
             }
         }
 
-        /** The head, or null after waiting about {@code millis} for one. */
+        /** The head, or null after waiting {@code millis} for one. */
         Long poll(long millis) {
-            long end = System.nanoTime() + millis * 1_000_000;
-            do {
-                one.lock();
-                try {
-                    Long j = queue.poll();
-                    if (j != null) {
-                        return j;
-                    }
-                } catch (io.membus.collections.SlotLostException e) {
-                    // not taken: look again
-                } finally {
-                    one.unlock();
-                }
-                java.util.concurrent.locks.LockSupport.parkNanos(200_000);
-            } while (System.nanoTime() - end < 0);
-            return null;
+            try {
+                return queue.poll(millis, TimeUnit.MILLISECONDS);
+            } catch (io.membus.collections.SlotLostException e) {
+                return null; // not taken: the caller looks again
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return null;
+            }
         }
     }
 

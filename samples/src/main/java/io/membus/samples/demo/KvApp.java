@@ -11,11 +11,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -32,6 +30,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * judge); <b>final contents</b> — each writer replays its own log in order into a
  * plain {@code TreeMap}; the union of those replays must equal the map's entries.
  * A value is the sequence number of the put that wrote it.
+ *
+ * <p>The map is found by name ({@code DsmCollections.map}): the first node to bind the
+ * name creates it, the others open it.
  *
  * <p><b>Note:</b> stateless; a node's map handle is kept in its {@link DemoNode} state.
  */
@@ -72,28 +73,8 @@ final class KvApp implements DemoApp {
     }
 
     private static DsmMap<String, Long> map(DemoNode node, String suffix) {
-        return node.state(Handle.class, () -> {
-            String name = "kv-inventory-" + suffix;
-            DsmMapOptions options = DsmMapOptions.defaults().readCacheEntries(4 * SKUS);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (true) {
-                Optional<Long> root = node.node().names().lookup(name);
-                if (root.isPresent()) {
-                    return new Handle(DsmMap.open(node.node().allocator(), root.get(), Codecs.strings(), Codecs.longs(),
-                            options));
-                }
-                if (node.nodeId() == 1) {
-                    DsmMap<String, Long> m = DsmMap.create(node.node().allocator(), Codecs.strings(), Codecs.longs(),
-                            options);
-                    node.node().names().bind(name, m.rootPtr());
-                    return new Handle(m);
-                }
-                if (System.nanoTime() - deadline > 0) {
-                    throw new IllegalStateException("the map " + name + " did not appear in the name registry in 30 s");
-                }
-                java.util.concurrent.locks.LockSupport.parkNanos(20_000_000);
-            }
-        }).map;
+        return node.state(Handle.class, () -> new Handle(node.membus().collections().map("kv-inventory-" + suffix,
+                Codecs.strings(), Codecs.longs(), DsmMapOptions.defaults().readCacheEntries(4 * SKUS)))).map;
     }
 
     @Override

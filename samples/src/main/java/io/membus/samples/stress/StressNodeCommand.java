@@ -29,7 +29,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
@@ -210,23 +209,10 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         return membus.collections();
     }
 
-    /** The run's one map, found by name; the first node to bind its root wins, the others open it. */
+    /** The run's one map, found by name (the first node to bind it creates it). */
     private synchronized DsmMap<String, Long> map(DsmNode node) {
         if (map == null) {
-            String name = "stress-map";
-            Optional<Long> root = node.names().lookup(name);
-            if (root.isPresent()) {
-                map = DsmMap.open(node.allocator(), root.get(), Codecs.strings(), Codecs.longs());
-            } else {
-                DsmMap<String, Long> mine = DsmMap.create(node.allocator(), Codecs.strings(), Codecs.longs());
-                long winner = node.names().bind(name, mine.rootPtr());
-                if (winner == mine.rootPtr()) {
-                    map = mine;
-                } else {
-                    mine.destroy();
-                    map = DsmMap.open(node.allocator(), winner, Codecs.strings(), Codecs.longs());
-                }
-            }
+            map = collections(node).map("stress-map", Codecs.strings(), Codecs.longs());
         }
         return map;
     }
