@@ -4,6 +4,8 @@ import io.membus.samples.cluster.NodeCommand;
 import io.membus.samples.cluster.StatusCommand;
 import io.membus.samples.demo.DemoCommand;
 import io.membus.samples.demo.DemoNodeCommand;
+import io.membus.samples.stress.StressCommand;
+import io.membus.samples.stress.StressNodeCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -14,7 +16,8 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "membus", mixinStandardHelpOptions = true, version = "membus 0.1.0-SNAPSHOT",
         description = "Membus: a distributed shared-memory heap for the JVM.",
-        subcommands = {DemoCommand.class, NodeCommand.class, StatusCommand.class, DemoNodeCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {DemoCommand.class, StressCommand.class, NodeCommand.class, StatusCommand.class,
+                DemoNodeCommand.class, StressNodeCommand.class, CommandLine.HelpCommand.class})
 public final class MembusCli implements Runnable {
 
     @CommandLine.Spec

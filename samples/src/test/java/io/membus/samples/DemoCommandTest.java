@@ -38,9 +38,24 @@ class DemoCommandTest {
         System.out.println(out);
         assertEquals(0, code, out);
         assertTrue(out.contains("shared counter on node 1 (incremented by every node)"), out);
-        assertTrue(out.contains("demo OK"), out);
+        assertEveryAppOk(out);
         // every node freed its blocks before any node left (they live in the next node's heap)
         assertTrue(!out.contains("freeing its blocks failed"), out);
+        assertTrue(!out.contains("could not free map entry"), out);
+    }
+
+    /** Every app ran, printed its checks, and every check held. */
+    private static void assertEveryAppOk(String out) {
+        for (String app : new String[]{"counters", "kv", "bank", "jobs", "params"}) {
+            assertTrue(out.contains("\n== " + app + ": "), app + " ran:\n" + out);
+            assertTrue(out.contains("\n" + app + " OK\n"), app + " OK:\n" + out);
+        }
+        assertTrue(!out.contains("MISMATCH"), out);
+        assertTrue(out.contains("demo OK: every app's result is checked and holds."), out);
+        // each app prints latency percentiles of its main operation (HdrHistogram)
+        for (String p : new String[]{"FAA p99 us", "get p99 us", "transfer p99 us", "take p99 us", "p99 "}) {
+            assertTrue(out.contains(p), p + ":\n" + out);
+        }
     }
 
     @Test
@@ -48,7 +63,7 @@ class DemoCommandTest {
     void theDemoRunsItsNodesAsProcessesOverShm() {
         String out = run(0, "demo", "--transport", "shm", "--nodes", "3", "--ops", "500", "--blocks", "8");
         assertTrue(out.contains("as separate processes over shm"), out);
-        assertTrue(out.contains("demo OK"), out);
+        assertEveryAppOk(out);
         assertTrue(out.contains("heap blocks read back equal to what was written"), out);
         // the heap table that node 1 read from every node's chunk table: one row per node, chunks claimed
         for (int node = 1; node <= 3; node++) {
@@ -57,12 +72,20 @@ class DemoCommandTest {
         }
     }
 
+    /** Over tcp, and the jobs app alone: a consumer node is killed mid-run, every job is still done exactly once. */
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void theDemoRunsItsNodesAsProcessesOverTcp() {
-        String out = run(0, "demo", "--transport", "tcp", "--nodes", "3", "--ops", "500", "--blocks", "8");
+    void overTcpTheJobsAppDoesEveryJobExactlyOnceWhenAConsumerNodeIsKilled() {
+        String out = run(0, "demo", "jobs", "--kill", "--transport", "tcp", "--nodes", "3", "--ops", "20000");
         assertTrue(out.contains("as separate processes over tcp"), out);
-        assertTrue(out.contains("demo OK"), out);
+        java.util.regex.Matcher killed = java.util.regex.Pattern
+                .compile("killed node (\\d) \\(kill -9\\) when ([\\d,]+) of 1,000 jobs were done").matcher(out);
+        assertTrue(killed.find(), out);
+        assertTrue(Integer.parseInt(killed.group(2).replace(",", "")) < 1000, "killed mid-run:\n" + out);
+        assertTrue(out.contains(killed.group(1) + "     killed: its answer died with it"), out);
+        assertTrue(out.matches("(?s).*jobs done \\(doneBy set, read back by node 1\\) +1,000 +expected +1,000 +OK.*"), out);
+        assertTrue(out.contains("\njobs OK\n"), out);
+        assertTrue(!out.contains("== counters"), "only the app asked for runs:\n" + out);
     }
 
     /** Runs the CLI with stdout and stderr captured into {@code sink} (both), returning the exit code. */
@@ -87,11 +110,15 @@ class DemoCommandTest {
         assertEquals(1, runCapturing(sink, "demo", "--transport", "carrier-pigeon", "--nodes", "2"));
         assertEquals(1, runCapturing(sink, "demo", "--ops", "0"));
         assertEquals(2, runCapturing(sink, "demo", "--no-such-option"));
+        assertEquals(1, runCapturing(sink, "demo", "nosuch"));
+        assertEquals(1, runCapturing(sink, "demo", "jobs", "--kill", "--transport", "local"));
         String text = sink.toString(StandardCharsets.UTF_8);
         assertTrue(text.contains("membus: --nodes 1 is out of range; allowed: 2..16"), text);
         assertTrue(text.contains("membus: --transport carrier-pigeon is unknown; allowed: shm, tcp, local"), text);
         assertTrue(text.contains("--ops 0"), text);
         assertTrue(text.contains("Unknown option: '--no-such-option'"), text);
+        assertTrue(text.contains("membus: demo app nosuch is unknown; allowed: counters, kv, bank, jobs, params"), text);
+        assertTrue(text.contains("--kill needs node processes; allowed with --transport shm or tcp"), text);
     }
 
     @Test

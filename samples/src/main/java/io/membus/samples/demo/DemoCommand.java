@@ -1,15 +1,12 @@
 package io.membus.samples.demo;
 
-import io.membus.samples.JvmLauncher;
+import io.membus.samples.proc.NodeProcess;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.io.Writer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
@@ -18,31 +15,32 @@ import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
- * {@code membus demo}: starts a cluster of nodes on this machine — separate
- * processes over {@code shm} (default) or {@code tcp}, or threads of this JVM
- * over {@code local} — each a {@link io.membus.cluster.DsmNode} that joins one
- * Pekko cluster on loopback (node 1 is the seed) and finds the others' segments in
- * the replicated directory. Every node exports a segment, increments a counter
- * on the next node of a ring and a shared counter on node 1 with remote
- * fetch-and-add, writes blocks into the next node's memory and reads them back;
- * then prints what each node did and checks the totals.
+ * {@code membus demo [app]}: starts a cluster of nodes on this machine — separate
+ * processes over {@code shm} (default) or {@code tcp}, or threads of this JVM over
+ * {@code local} — each a {@link io.membus.cluster.DsmNode} that joins one Pekko
+ * cluster on loopback (node 1 is the seed) and finds the others' segments in the
+ * replicated directory; then runs the apps ({@link DemoApp}: every app this build
+ * has, or the one named), each printing what it did and a checked result.
  *
  * <p><b>Note:</b> one instance per run.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = "Run a multi-node Membus cluster on this machine doing shared-state work, and check the totals.")
+        description = "Run a multi-node Membus cluster on this machine running small shared-state apps, and check "
+                + "their results.")
 public final class DemoCommand implements Callable<Integer> {
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "APP",
+            description = "the app to run alone: counters, kv, bank, jobs, params (default: every app this build has, in turn)")
+    String app;
 
     @Option(names = "--nodes", defaultValue = "3", description = "number of nodes, 2..16 (default: ${DEFAULT-VALUE})")
     int nodes;
@@ -52,7 +50,8 @@ public final class DemoCommand implements Callable<Integer> {
                     + "local: nodes as threads of this JVM (default: ${DEFAULT-VALUE})")
     String transport;
 
-    @Option(names = "--ops", defaultValue = "20000", description = "fetch-and-adds per node and counter (default: ${DEFAULT-VALUE})")
+    @Option(names = "--ops", defaultValue = "20000",
+            description = "operations per node: counters does this many fetch-and-adds per counter (default: ${DEFAULT-VALUE})")
     int ops;
 
     @Option(names = "--blocks", defaultValue = "64", description = "blocks each node writes and reads back (default: ${DEFAULT-VALUE})")
@@ -60,6 +59,12 @@ public final class DemoCommand implements Callable<Integer> {
 
     @Option(names = "--block-size", defaultValue = "1024", description = "bytes per block (default: ${DEFAULT-VALUE})")
     int blockSize;
+
+    @Option(names = "--seed", description = "seed of the apps' random choices (default: random, printed)")
+    Long seed;
+
+    @Option(names = "--kill", description = "jobs: kill -9 a consumer node mid-run (node processes only)")
+    boolean kill;
 
     @Option(names = "--timeout", defaultValue = "120", description = "seconds the whole demo may take (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
@@ -72,12 +77,15 @@ public final class DemoCommand implements Callable<Integer> {
     private static final List<String> QUIET_NODE = List.of("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-Dorg.slf4j.simpleLogger.log.org.apache.pekko=error");
 
-    private PrintStream out = System.out;
+    private final PrintStream out = System.out;
     private volatile boolean aborting;
 
     @Override
     public Integer call() throws Exception {
         validate();
+        List<DemoApp> apps = app == null ? DemoApps.all() : List.of(DemoApps.byName(app));
+        long runSeed = seed != null ? seed : ThreadLocalRandom.current().nextLong();
+        DemoOptions options = new DemoOptions(ops, blocks, blockSize, runSeed, kill);
         long segmentSize = DemoNode.segmentSizeFor(blocks, blockSize);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
         List<Handle> handles = new ArrayList<>();
@@ -111,9 +119,8 @@ public final class DemoCommand implements Callable<Integer> {
                 default -> throw new IllegalArgumentException("unknown transport: --transport " + transport
                         + "; allowed: shm, tcp, local");
             }
-            out.printf("membus demo: %d nodes %s%n", nodes, where);
-            out.printf("  each node: %,d fetch-and-adds on the next node's ring counter and %,d on node 1's shared counter,"
-                    + " %d blocks of %,d B allocated in the next node's heap (global allocator), written and read back%n%n", ops, ops, blocks, blockSize);
+            out.printf("membus demo: %d nodes %s; apps: %s (seed %d)%n", nodes, where,
+                    apps.stream().map(DemoApp::name).collect(Collectors.joining(", ")), runSeed);
 
             int seedPort = freePort();
             for (int id = 1; id <= nodes; id++) {
@@ -129,27 +136,18 @@ public final class DemoCommand implements Callable<Integer> {
             }
             out.printf("cluster formed (Pekko, seed 127.0.0.1:%d, cluster-name %s):%n", seedPort, DemoNode.CLUSTER_NAME);
             joined.forEach(line -> out.println("  " + line));
+            List<String> failed = new ArrayList<>();
+            for (DemoApp a : apps) {
+                out.printf("%n== %s: %s%n", a.name(), a.title());
+                boolean ok = a.drive(new ClusterDriver(a.name(), handles, options, deadline));
+                out.printf("%n%s%n", ok ? a.name() + " OK" : a.name() + " FAILED: a check does not hold (see above)");
+                if (!ok) {
+                    failed.add(a.name());
+                }
+            }
             out.println();
-            List<CompletableFuture<DemoNode.Result>> running = new ArrayList<>();
-            for (Handle h : handles) {
-                running.add(h.go(ops, blocks, blockSize));
-            }
-            awaitAll(running, deadline);
-            List<DemoNode.Result> results = new ArrayList<>();
-            for (CompletableFuture<DemoNode.Result> r : running) {
-                results.add(r.join());
-            }
-            List<long[]> counters = new ArrayList<>();
-            for (Handle h : handles) {
-                counters.add(h.counters(deadline));
-            }
-            int code = report(results, counters);
-            out.printf("%nHeap segments after the work (global allocator; read by node 1 from every chunk table):%n");
-            handles.get(0).heap(deadline).lines().forEach(l -> out.println("  " + l));
-            // every node frees its blocks while every heap is still there, then they leave
-            for (Handle h : handles) {
-                h.free(deadline);
-            }
+            out.println(failed.isEmpty() ? "demo OK: every app's result is checked and holds."
+                    : "demo FAILED: " + String.join(", ", failed) + " (see above).");
             if (holdSeconds > 0) {
                 out.printf("%nthe cluster stays up for %d s; from another terminal:%n"
                         + "  ./membus status --seed 127.0.0.1:%d --cluster-name %s%n", holdSeconds, seedPort,
@@ -160,7 +158,7 @@ public final class DemoCommand implements Callable<Integer> {
                     Thread.sleep(Math.min(1000, Math.max(1, (until - System.nanoTime()) / 1_000_000)));
                 }
             }
-            return code;
+            return failed.isEmpty() ? 0 : 1;
         } catch (RuntimeException | Error e) {
             aborting = true; // a node failed: stop the others now instead of waiting for them to give up
             throw e;
@@ -173,13 +171,82 @@ public final class DemoCommand implements Callable<Integer> {
         }
     }
 
+    /** The apps' view of the cluster. */
+    private final class ClusterDriver implements DemoApp.Driver {
+        private final String app;
+        private final List<Handle> handles;
+        private final DemoOptions options;
+        private final long deadline;
+
+        ClusterDriver(String app, List<Handle> handles, DemoOptions options, long deadline) {
+            this.app = app;
+            this.handles = handles;
+            this.options = options;
+            this.deadline = deadline;
+        }
+
+        @Override
+        public int nodes() {
+            return nodes;
+        }
+
+        @Override
+        public DemoOptions options() {
+            return options;
+        }
+
+        @Override
+        public PrintStream out() {
+            return out;
+        }
+
+        @Override
+        public List<String> onEveryNode(String phase, List<String> args) throws Exception {
+            List<Integer> all = new ArrayList<>();
+            for (int id = 1; id <= nodes; id++) {
+                all.add(id);
+            }
+            return onNodes(all, phase, args);
+        }
+
+        @Override
+        public List<String> onNodes(List<Integer> nodeIds, String phase, List<String> args) throws Exception {
+            List<CompletableFuture<String>> running = new ArrayList<>();
+            for (int id : nodeIds) {
+                running.add(handles.get(id - 1).run(app, phase, args, deadline));
+            }
+            awaitAll(running, deadline);
+            return running.stream().map(CompletableFuture::join).toList();
+        }
+
+        @Override
+        public String onNode(int nodeId, String phase, List<String> args) throws Exception {
+            return onNodes(List.of(nodeId), phase, args).get(0);
+        }
+
+        @Override
+        public CompletableFuture<String> start(int nodeId, String phase, List<String> args) {
+            return handles.get(nodeId - 1).run(app, phase, args, deadline);
+        }
+
+        @Override
+        public void kill(int nodeId) {
+            handles.get(nodeId - 1).kill();
+        }
+
+        @Override
+        public boolean canKill() {
+            return !transport.equals("local");
+        }
+    }
+
     /**
-     * Waits for every node's work; the first node that fails ends the wait (the others
+     * Waits for every node's phase; the first node that fails ends the wait (the others
      * are then stopped by the caller instead of running on against a dead peer).
      */
-    private static void awaitAll(List<CompletableFuture<DemoNode.Result>> running, long deadline) throws Exception {
+    private static void awaitAll(List<CompletableFuture<String>> running, long deadline) throws Exception {
         CompletableFuture<Object> firstFailure = new CompletableFuture<>();
-        for (CompletableFuture<DemoNode.Result> r : running) {
+        for (CompletableFuture<String> r : running) {
             r.whenComplete((ok, e) -> {
                 if (e != null) {
                     firstFailure.completeExceptionally(e);
@@ -269,49 +336,15 @@ public final class DemoCommand implements Callable<Integer> {
         if (!List.of("shm", "tcp", "local").contains(transport)) {
             throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp, local");
         }
-    }
-
-    private int report(List<DemoNode.Result> results, List<long[]> counters) {
-        String header = String.format(Locale.ROOT, "%-5s %-8s %-6s %15s %9s %9s %12s %12s %8s",
-                "node", "pid", "ring->", "fetch-and-adds", "allocated", "verified", "FAA p50 us", "FAA p99 us", "ms");
-        out.println(header);
-        out.println("-".repeat(header.length()));
-        long verified = 0;
-        for (DemoNode.Result r : results) {
-            out.printf(Locale.ROOT, "%-5d %-8d %-6d %,15d %9d %9d %12.2f %12.2f %8d%n", r.nodeId(), r.pid(),
-                    r.ringTarget(), r.adds(), r.blocksWritten(), r.blocksVerified(), r.p50Micros(), r.p99Micros(),
-                    r.millis());
-            verified += r.blocksVerified();
+        if (kill && transport.equals("local")) {
+            throw new IllegalArgumentException("--kill needs node processes; allowed with --transport shm or tcp");
         }
-        out.println();
-        out.println("Verified totals");
-        boolean ok = true;
-        for (int i = 0; i < counters.size(); i++) {
-            ok &= check(String.format("ring counter on node %d (incremented by node %d)", i + 1,
-                    i == 0 ? nodes : i), counters.get(i)[0], ops);
-        }
-        ok &= check("shared counter on node 1 (incremented by every node)", counters.get(0)[1], (long) ops * nodes);
-        ok &= check("heap blocks read back equal to what was written", verified, (long) blocks * nodes);
-        out.println();
-        out.println(ok ? "demo OK: every remote fetch-and-add and every block is accounted for."
-                : "demo FAILED: a total does not match (see above).");
-        return ok ? 0 : 1;
-    }
-
-    private boolean check(String what, long actual, long expected) {
-        boolean ok = actual == expected;
-        out.printf(Locale.ROOT, "  %-62s %,12d  expected %,12d  %s%n", what, actual, expected, ok ? "OK" : "MISMATCH");
-        return ok;
     }
 
     private static int freePort() throws IOException {
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
         }
-    }
-
-    private static long roundUp(long v, long to) {
-        return (v + to - 1) / to * to;
     }
 
     private static void deleteTree(Path dir) {
@@ -332,18 +365,14 @@ public final class DemoCommand implements Callable<Integer> {
         /** Waits until the node has joined and sees every node's segment; returns its status line. */
         String ready(long deadline) throws Exception;
 
-        CompletableFuture<DemoNode.Result> go(int ops, int blocks, int blockSize);
+        /** Runs one phase of an app on the node. */
+        CompletableFuture<String> run(String app, String phase, List<String> args, long deadline);
 
         /** Asks the node to leave the cluster and stop (without waiting). */
         void exit();
 
-        long[] counters(long deadline) throws Exception;
-
-        /** The cluster's heap usage table, as this node reads it. */
-        String heap(long deadline) throws Exception;
-
-        /** Frees the node's blocks (in the next node's heap); called on every node before any leaves. */
-        void free(long deadline) throws Exception;
+        /** kill -9 (node processes only). */
+        void kill();
 
         @Override
         void close();
@@ -364,8 +393,8 @@ public final class DemoCommand implements Callable<Integer> {
         }
 
         @Override
-        public CompletableFuture<DemoNode.Result> go(int ops, int blocks, int blockSize) {
-            return CompletableFuture.supplyAsync(() -> node.work(nodes, ops, blocks, blockSize),
+        public CompletableFuture<String> run(String app, String phase, List<String> args, long deadline) {
+            return CompletableFuture.supplyAsync(() -> node.run(app, nodes, phase, args),
                     r -> new Thread(r, "demo-node-" + node.nodeId()).start());
         }
 
@@ -374,18 +403,8 @@ public final class DemoCommand implements Callable<Integer> {
         }
 
         @Override
-        public long[] counters(long deadline) {
-            return node.counters();
-        }
-
-        @Override
-        public String heap(long deadline) {
-            return node.heapUsage();
-        }
-
-        @Override
-        public void free(long deadline) {
-            node.freeBlocks();
+        public void kill() {
+            throw new IllegalStateException("a node of --transport local is a thread of this JVM: it cannot be killed");
         }
 
         @Override
@@ -397,9 +416,8 @@ public final class DemoCommand implements Callable<Integer> {
     /** A node process, driven over its standard input and output. */
     private final class Child implements Handle {
         private final int id;
-        private final Process process;
-        private final Writer stdin;
-        private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        private final NodeProcess process;
+        private final java.util.concurrent.atomic.AtomicLong tags = new java.util.concurrent.atomic.AtomicLong();
 
         Child(int id, int seedPort, long segmentSize, Map<String, String> props) throws IOException {
             this.id = id;
@@ -407,136 +425,58 @@ public final class DemoCommand implements Callable<Integer> {
                     Integer.toString(id), "--nodes", Integer.toString(nodes), "--port",
                     Integer.toString(id == 1 ? seedPort : 0), "--seed-port", Integer.toString(seedPort),
                     "--segment-size", Long.toString(segmentSize), "--timeout", Integer.toString(timeoutSeconds)));
+            Map<String, String> env = new LinkedHashMap<>();
             props.forEach((k, v) -> {
-                if (!k.endsWith(".secret")) {
+                if (k.endsWith(".secret")) {
+                    // secrets go through the environment (readable by this user only), never the command line
+                    env.put(DemoNodeCommand.SECRET_ENV, k + "=" + v);
+                } else {
                     args.add("--property");
                     args.add(k + "=" + v);
                 }
             });
-            ProcessBuilder pb = JvmLauncher.membus(QUIET_NODE, args).redirectError(ProcessBuilder.Redirect.INHERIT);
-            // secrets go through the environment (readable by this user only), never the command line (ps shows it)
-            props.forEach((k, v) -> {
-                if (k.endsWith(".secret")) {
-                    pb.environment().put(DemoNodeCommand.SECRET_ENV, k + "=" + v);
-                }
-            });
-            this.process = pb.start();
-            this.stdin = new java.io.OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
-            Thread reader = new Thread(() -> {
-                try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
-                        StandardCharsets.UTF_8))) {
-                    String line;
-                    while ((line = r.readLine()) != null) {
-                        lines.add(line);
-                    }
-                } catch (IOException e) {
-                    lines.add("ERROR reading node output: " + e.getMessage());
-                }
-                lines.add("EOF");
-            }, "demo-reader-" + id);
-            reader.setDaemon(true);
-            reader.start();
-        }
-
-        private void send(String line) throws IOException {
-            stdin.write(line + "\n");
-            stdin.flush();
-        }
-
-        /** The next line that starts with {@code prefix}; other lines (logs) are passed through. */
-        private String expect(String prefix, long deadline) throws Exception {
-            while (true) {
-                long left = deadline - System.nanoTime();
-                String line = lines.poll(Math.max(0, left), TimeUnit.NANOSECONDS);
-                if (line == null) {
-                    throw new IllegalStateException("node " + id + " did not answer " + prefix + " before the demo's "
-                            + "--timeout; is the machine overloaded?");
-                }
-                if (line.startsWith(prefix)) {
-                    return line.substring(prefix.length()).trim();
-                }
-                if (line.startsWith("ERROR") || line.equals("EOF")) {
-                    throw new IllegalStateException(line.equals("EOF")
-                            ? "node " + id + " (pid " + process.pid() + ") exited, code " + exitCode()
-                            : "node " + id + " failed: " + line.substring("ERROR".length()).trim());
-                }
-                System.err.println("[node " + id + "] " + line);
-            }
-        }
-
-        private String exitCode() {
-            try {
-                return process.waitFor(2, TimeUnit.SECONDS) ? Integer.toString(process.exitValue()) : "still running";
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return "unknown";
-            }
+            this.process = new NodeProcess("node " + id, QUIET_NODE, args, env, System.err::println);
         }
 
         @Override
         public String ready(long deadline) throws Exception {
-            return expect("READY ", deadline) + " (pid " + process.pid() + ")";
+            return process.expect("READY ", deadline) + " (pid " + process.pid() + ")";
         }
 
         @Override
-        public CompletableFuture<DemoNode.Result> go(int ops, int blocks, int blockSize) {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+        public CompletableFuture<String> run(String app, String phase, List<String> args, long deadline) {
             return CompletableFuture.supplyAsync(() -> {
                 try {
-                    send("GO " + ops + " " + blocks + " " + blockSize);
-                    return DemoNode.Result.decode(expect("RESULT ", deadline));
+                    String tag = Long.toString(tags.incrementAndGet());
+                    process.send(String.join(" ", "RUN", tag, app, phase, String.join(" ", args)).trim());
+                    return process.expect("ANSWER " + tag + " ", deadline);
                 } catch (IllegalStateException e) {
                     throw e;
                 } catch (Exception e) {
                     throw new IllegalStateException("node " + id + ": " + e, e);
                 }
+            }, waiter -> {
+                // a thread per waiting phase: the common pool has one thread on a 2-core machine, and a
+                // phase that waits for another node's phase would queue behind it
+                Thread t = new Thread(waiter, "demo-wait-node-" + id);
+                t.setDaemon(true);
+                t.start();
             });
         }
 
         @Override
-        public long[] counters(long deadline) throws Exception {
-            send("VERIFY");
-            String[] f = expect("COUNTERS ", deadline).split(" ");
-            return new long[]{Long.parseLong(f[0]), Long.parseLong(f[1])};
-        }
-
-        @Override
-        public String heap(long deadline) throws Exception {
-            send("HEAP");
-            StringBuilder table = new StringBuilder();
-            for (String line; !(line = expect("HEAP", deadline)).equals("END"); ) {
-                table.append(line).append('\n');
-            }
-            return table.toString();
-        }
-
-        @Override
-        public void free(long deadline) throws Exception {
-            send("FREE");
-            expect("FREED ", deadline);
-        }
-
-        @Override
         public void exit() {
-            try {
-                if (process.isAlive()) {
-                    send("EXIT");
-                }
-            } catch (IOException e) {
-                System.err.println("node " + id + ": could not send EXIT: " + e.getMessage());
-            }
+            process.exit();
+        }
+
+        @Override
+        public void kill() {
+            process.kill();
         }
 
         @Override
         public void close() {
-            try {
-                if (!process.waitFor(aborting ? 0 : 20, TimeUnit.SECONDS)) {
-                    process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                process.destroyForcibly();
-            }
+            process.destroy(aborting ? 0 : 20);
         }
     }
 }

@@ -1,86 +1,47 @@
 package io.membus.samples.demo;
 
 import com.typesafe.config.ConfigFactory;
-import io.membus.alloc.BlockRef;
-import io.membus.alloc.GlobalAllocator;
-import io.membus.alloc.Placement;
+import io.membus.Membus;
 import io.membus.cluster.DsmNode;
 import io.membus.cluster.NodeConfig;
-import io.membus.core.RemoteMemory;
-import io.membus.core.Segment;
-import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmException;
-import io.membus.core.error.NodeUnavailableException;
-import org.HdrHistogram.Histogram;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * One node of the demo: a {@link DsmNode} (Pekko cluster member, replicated
- * directory, transport, global allocator) that exports two segments; on {@link #work}
- * it increments a counter word on the next node of the ring and a shared counter on
- * node 1 with fetch-and-add, allocates blocks in the next node's heap with the
- * global allocator, writes them and reads them back. It finds every other node's
- * segments in the replicated directory; nothing is passed to it by hand.
+ * directory, transport, global allocator) that exports two segments (0: raw words,
+ * 1: a heap of the global allocator), and runs the phases the demo's apps ask of it
+ * ({@link DemoApp#onNode}). It finds every other node's segments in the replicated
+ * directory; nothing is passed to it by hand.
  *
- * <pre>
- * segment 0 of every demo node (raw words):
- *   0     ring counter     (fetch-and-add by the previous node of the ring)
- *   8     shared counter   (node 1 only: fetch-and-add by every node)
- * segment 1 of every demo node: a heap of the global allocator (membus.heap.segments = [1])
- * </pre>
- *
- * <p><b>Note:</b> not thread-safe; one driver thread calls its methods in order.
+ * <p><b>Note:</b> {@link #run} may be called by several threads (the apps' phases),
+ * {@link #state} is thread-safe; {@link #close} once, last.
  */
 public final class DemoNode implements AutoCloseable {
-    static final long RING_COUNTER = 0;
-    static final long SHARED_COUNTER = 8;
     static final int HEAP_SEGMENT = 1;
     static final int HEAP_CHUNK = 64 << 10;
     static final String CLUSTER_NAME = "membus-demo";
+    /** Room every node's heap has for the apps' collections, beside the counters' blocks. */
+    static final long APP_HEAP = 8L << 20;
 
     private final DsmNode node;
-    private final List<BlockRef> blocks = new ArrayList<>();
-
-    /**
-     * What a node did.
-     *
-     * @param nodeId         the node
-     * @param pid            its process
-     * @param ringTarget     the node whose ring counter it incremented
-     * @param adds           fetch-and-adds issued (ring + shared)
-     * @param blocksWritten  blocks allocated in the ring target's heap and written
-     * @param blocksVerified blocks read back and found equal
-     * @param p50Micros      median fetch-and-add latency
-     * @param p99Micros      99th percentile fetch-and-add latency
-     * @param millis         time of the work
-     */
-    public record Result(int nodeId, long pid, int ringTarget, long adds, long blocksWritten, long blocksVerified,
-                         double p50Micros, double p99Micros, long millis) {
-        String encode() {
-            return String.join("|", Integer.toString(nodeId), Long.toString(pid), Integer.toString(ringTarget),
-                    Long.toString(adds), Long.toString(blocksWritten), Long.toString(blocksVerified),
-                    Double.toString(p50Micros), Double.toString(p99Micros), Long.toString(millis));
-        }
-
-        static Result decode(String s) {
-            String[] f = s.split("\\|");
-            return new Result(Integer.parseInt(f[0]), Long.parseLong(f[1]), Integer.parseInt(f[2]),
-                    Long.parseLong(f[3]), Long.parseLong(f[4]), Long.parseLong(f[5]), Double.parseDouble(f[6]),
-                    Double.parseDouble(f[7]), Long.parseLong(f[8]));
-        }
-    }
+    /** The collections of this node: one handle per name per node (a lock needs that). */
+    private final Membus membus;
+    private final Map<Class<?>, Object> state = Collections.synchronizedMap(new LinkedHashMap<>());
 
     /**
      * Starts the node and joins the demo cluster.
      *
-     * @param port       this node's Pekko port (0: ephemeral)
-     * @param seedPort   node 1's Pekko port, the seed every node joins
+     * @param port        this node's Pekko port (0: ephemeral)
+     * @param seedPort    node 1's Pekko port, the seed every node joins
      * @param segmentSize bytes of each of the node's two segments (the second is its heap)
      * @param properties  transport properties (shm.dir, local.fabric, tcp.*)
      */
@@ -105,6 +66,7 @@ public final class DemoNode implements AutoCloseable {
         m.put("pekko.cluster.retry-unsuccessful-join-after", "1s");
         m.put("pekko.loglevel", "WARNING");
         this.node = DsmNode.start(NodeConfig.from(ConfigFactory.parseMap(m)));
+        this.membus = Membus.wrap(node);
     }
 
     /** Waits until the directory shows {@code nodes} members with their segments. */
@@ -116,112 +78,81 @@ public final class DemoNode implements AutoCloseable {
         return node.statusLine();
     }
 
-    /** The ring and shared counters in this node's own segment. */
-    public long[] counters() {
-        Segment s = node.localSegment(0);
-        return new long[]{s.readLong(RING_COUNTER), s.readLong(SHARED_COUNTER)};
+    public DsmNode node() {
+        return node;
     }
 
-    private SegmentDescriptor segmentOf(int nodeId) {
-        return node.directory().segment(nodeId, 0).orElseThrow(() -> new NodeUnavailableException(nodeId,
-                "no segment 0 of node " + nodeId + " in the directory; is it running?"));
-    }
-
-    /**
-     * Bytes a demo node's segments need so that its heap holds the {@code blocks}
-     * blocks of {@code blockSize} its ring predecessor allocates there, with room for
-     * the chunk table and for size-class batches cached by the allocating node.
-     */
-    public static long segmentSizeFor(int blocks, int blockSize) {
-        long perBlock = blockSize <= HEAP_CHUNK / 4
-                ? Long.highestOneBit(blockSize + 63L) << 1
-                : (blockSize + 63L + HEAP_CHUNK - 1) / HEAP_CHUNK * HEAP_CHUNK;
-        long bytes = 2 * blocks * perBlock + 16L * HEAP_CHUNK;
-        return (bytes + HEAP_CHUNK - 1) / HEAP_CHUNK * HEAP_CHUNK;
-    }
-
-    /** Does the demo's work against the cluster of {@code nodes} nodes (1..nodes). */
-    public Result work(int nodes, int ops, int blocks, int blockSize) {
-        int me = node.nodeId();
-        int nextId = me % nodes + 1;
-        SegmentDescriptor next = segmentOf(nextId);
-        SegmentDescriptor first = segmentOf(1);
-        RemoteMemory mem = node.remoteMemory();
-        Histogram latency = new Histogram(60_000_000_000L, 3);
-        long start = System.nanoTime();
-        long adds = 0;
-        long ring = next.pointer(RING_COUNTER);
-        long shared = first.pointer(SHARED_COUNTER);
-        for (int i = 0; i < ops; i++) {
-            long t0 = System.nanoTime();
-            mem.fetchAndAdd(ring, 1);
-            latency.recordValue(Math.max(1, System.nanoTime() - t0));
-            mem.fetchAndAdd(shared, 1);
-            adds += 2;
-        }
-        GlobalAllocator alloc = node.allocator();
-        Placement onNext = Placement.node(nextId);
-        for (int b = 0; b < blocks; b++) {
-            BlockRef ref = alloc.allocate(blockSize, onNext);
-            this.blocks.add(ref);
-            alloc.write(ref, 0, pattern(me, b, blockSize));
-        }
-        long verified = 0;
-        for (int b = 0; b < blocks; b++) {
-            byte[] back = alloc.read(this.blocks.get(b), 0, blockSize);
-            if (Arrays.equals(back, pattern(me, b, blockSize))) {
-                verified++;
-            }
-        }
-        long millis = (System.nanoTime() - start) / 1_000_000;
-        return new Result(me, ProcessHandle.current().pid(), nextId, adds, blocks, verified,
-                latency.getValueAtPercentile(50) / 1000.0, latency.getValueAtPercentile(99) / 1000.0, millis);
-    }
-
-    /** The bytes writer {@code writer} puts in its block {@code block}: recognisable, never all zero. */
-    static byte[] pattern(int writer, int block, int size) {
-        byte[] b = new byte[size];
-        for (int i = 0; i < size; i++) {
-            b[i] = (byte) (writer * 31 + block * 7 + i + 1);
-        }
-        return b;
+    /** The collections (map, atomics, arrays, queue, lock) as this node reaches them. */
+    public Membus membus() {
+        return membus;
     }
 
     public int nodeId() {
         return node.nodeId();
     }
 
-    /** The heap usage of the whole cluster, as this node reads it from every chunk table. */
-    public String heapUsage() {
-        return node.allocator().usage().format();
+    /**
+     * Bytes a demo node's segments need so that its heap holds the {@code blocks}
+     * blocks of {@code blockSize} its ring predecessor allocates there (counters), with
+     * room for the chunk table, for size-class batches cached by the allocating node,
+     * and for the other apps' collections.
+     */
+    public static long segmentSizeFor(int blocks, int blockSize) {
+        long perBlock = blockSize <= HEAP_CHUNK / 4
+                ? Long.highestOneBit(blockSize + 63L) << 1
+                : (blockSize + 63L + HEAP_CHUNK - 1) / HEAP_CHUNK * HEAP_CHUNK;
+        long bytes = 2 * blocks * perBlock + 16L * HEAP_CHUNK + APP_HEAP;
+        return (bytes + HEAP_CHUNK - 1) / HEAP_CHUNK * HEAP_CHUNK;
+    }
+
+    /** Runs one phase of an app on this node. */
+    public String run(String app, int nodes, String phase, List<String> args) {
+        return DemoApps.byName(app).onNode(this, nodes, phase, args);
     }
 
     /**
-     * Frees this node's blocks (they live in the next node's heap). The demo asks every
-     * node to do this before any node leaves, so no block outlives the heap it is in.
-     *
-     * @return the number of blocks freed
+     * The per-node state of an app, made on first use; an {@link AutoCloseable} state
+     * is closed (blocks freed, threads stopped) before the node leaves.
      */
-    public int freeBlocks() {
-        int freed = 0;
-        try {
-            for (BlockRef ref : blocks) {
-                node.allocator().free(ref);
-                freed++;
-            }
-        } finally {
-            blocks.clear();
+    public <T> T state(Class<T> type, Supplier<T> make) {
+        synchronized (state) {
+            return type.cast(state.computeIfAbsent(type, t -> make.get()));
         }
-        return freed;
     }
 
-    /** Frees the blocks still held (after a failed run), then leaves the cluster. */
+    /** Closes and forgets one app state now (while every node is still there), if it exists. */
+    public void closeState(Class<? extends AutoCloseable> type) throws Exception {
+        Object s;
+        synchronized (state) {
+            s = state.remove(type);
+        }
+        if (s != null) {
+            ((AutoCloseable) s).close();
+        }
+    }
+
+    /** Closes the apps' states (newest first), then leaves the cluster. */
     @Override
     public void close() {
         try {
-            freeBlocks();
-        } catch (DsmException e) {
-            System.err.println("demo node " + node.nodeId() + ": freeing its blocks failed: " + e.getMessage());
+            List<Object> states;
+            synchronized (state) {
+                states = new ArrayList<>(state.values());
+                state.clear();
+            }
+            Collections.reverse(states);
+            for (Object s : states) {
+                if (s instanceof AutoCloseable c) {
+                    try {
+                        c.close();
+                    } catch (DsmException e) {
+                        System.err.println("demo node " + node.nodeId() + ": freeing its blocks failed: "
+                                + e.getMessage());
+                    } catch (Exception e) {
+                        System.err.println("demo node " + node.nodeId() + ": closing " + s + " failed: " + e);
+                    }
+                }
+            }
         } finally {
             node.close();
         }

@@ -5,9 +5,10 @@ import picocli.CommandLine.Option;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -17,21 +18,15 @@ import java.util.concurrent.Callable;
  *
  * <pre>
  *   node  -> demo : READY &lt;status line&gt;     (joined; every node's segment is in the directory)
- *   demo  -> node : GO &lt;ops&gt; &lt;blocks&gt; &lt;blockSize&gt;
- *   node  -> demo : RESULT &lt;result&gt;
- *   demo  -> node : VERIFY
- *   node  -> demo : COUNTERS &lt;ring&gt; &lt;shared&gt;
- *   demo  -> node : HEAP                    (after RESULT: the cluster's heap usage)
- *   node  -> demo : HEAP &lt;table line&gt; ... then HEAPEND
- *   demo  -> node : FREE                    (every node, before any EXIT: blocks go back to their heaps)
- *   node  -> demo : FREED &lt;blocks&gt;
- *   demo  -> node : STATUS                  (any time after READY)
+ *   demo  -> node : RUN &lt;tag&gt; &lt;app&gt; &lt;phase&gt; &lt;arg&gt;...   (one phase of an app, see DemoApp; on a thread of its own)
+ *   node  -> demo : ANSWER &lt;tag&gt; &lt;one line&gt;
+ *   demo  -> node : STATUS                  (between phases)
  *   node  -> demo : STATUS &lt;status line&gt;
- *   demo  -> node : EXIT                    (the node leaves the cluster and exits)
+ *   demo  -> node : EXIT                    (the apps' state is closed, the node leaves and exits)
  * </pre>
  *
- * A closed standard input (the demo is gone) ends the node. Not meant to be run
- * by hand.
+ * A failed phase answers {@code ERROR <message>}. A closed
+ * standard input (the demo is gone) ends the node. Not meant to be run by hand.
  *
  * <p><b>Note:</b> one instance per process.
  */
@@ -67,7 +62,6 @@ public final class DemoNodeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        PrintStream out = System.out;
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Map<String, String> props = new java.util.LinkedHashMap<>(properties);
         String secret = System.getenv(SECRET_ENV);
@@ -76,36 +70,43 @@ public final class DemoNodeCommand implements Callable<Integer> {
         }
         try (DemoNode node = new DemoNode(transport, nodeId, port, seedPort, segmentSize, props)) {
             node.awaitCluster(nodes, Duration.ofSeconds(timeoutSeconds));
-            out.println("READY " + node.statusLine());
-            out.flush();
+            answer("READY " + node.statusLine());
             String line;
             while ((line = in.readLine()) != null) {
-                if (line.startsWith("GO ")) {
-                    String[] f = line.split(" ");
-                    DemoNode.Result r = node.work(nodes, Integer.parseInt(f[1]), Integer.parseInt(f[2]),
-                            Integer.parseInt(f[3]));
-                    out.println("RESULT " + r.encode());
-                } else if (line.equals("VERIFY")) {
-                    long[] c = node.counters();
-                    out.println("COUNTERS " + c[0] + " " + c[1]);
-                } else if (line.equals("HEAP")) {
-                    node.heapUsage().lines().forEach(l -> out.println("HEAP " + l));
-                    out.println("HEAPEND");
-                } else if (line.equals("FREE")) {
-                    out.println("FREED " + node.freeBlocks());
+                if (line.startsWith("RUN ")) {
+                    List<String> f = Arrays.asList(line.split(" "));
+                    Thread phase = new Thread(() -> {
+                        try {
+                            String answer = node.run(f.get(2), nodes, f.get(3), f.subList(4, f.size()));
+                            answer("ANSWER " + f.get(1) + " " + answer.replace('\n', '\t'));
+                        } catch (RuntimeException e) {
+                            e.printStackTrace();
+                            answer("ERROR " + f.get(2) + " " + f.get(3) + " on node " + nodeId + ": "
+                                    + String.valueOf(e.getMessage()).replace('\n', ' '));
+                        }
+                    }, "demo-phase-" + f.get(1));
+                    phase.setDaemon(true);
+                    phase.start();
+                    continue;
                 } else if (line.equals("STATUS")) {
-                    out.println("STATUS " + node.statusLine());
+                    answer("STATUS " + node.statusLine());
                 } else if (line.equals("EXIT")) {
                     return 0;
                 }
-                out.flush();
             }
             System.err.println("demo-node " + nodeId + ": the demo closed its pipe; shutting down");
             return 2;
         } catch (RuntimeException e) {
-            out.println("ERROR " + String.valueOf(e.getMessage()).replace('\n', ' '));
-            out.flush();
+            answer("ERROR " + String.valueOf(e.getMessage()).replace('\n', ' '));
             throw e;
+        }
+    }
+
+    /** One whole line on standard output (phases answer from their own threads). */
+    private static void answer(String line) {
+        synchronized (System.out) {
+            System.out.println(line);
+            System.out.flush();
         }
     }
 }

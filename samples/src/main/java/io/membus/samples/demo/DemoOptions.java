@@ -1,0 +1,15 @@
+package io.membus.samples.demo;
+
+/**
+ * The demo's options the apps read.
+ *
+ * <p><b>Note:</b> immutable.
+ *
+ * @param ops       operations per node (each app scales its work by it)
+ * @param blocks    blocks each node writes and reads back (counters)
+ * @param blockSize bytes per block (counters)
+ * @param seed      seed of the apps' random choices
+ * @param kill      whether the jobs app kills a consumer node mid-run
+ */
+public record DemoOptions(int ops, int blocks, int blockSize, long seed, boolean kill) {
+}

@@ -1,0 +1,356 @@
+package io.membus.samples.demo;
+
+import io.membus.codec.Codecs;
+import io.membus.collections.DsmAtomicLong;
+import io.membus.collections.DsmCollections;
+import io.membus.collections.DsmLongArray;
+import io.membus.collections.DsmQueue;
+import io.membus.core.RemotePtr;
+import io.membus.core.directory.SegmentDirectory;
+import org.HdrHistogram.Histogram;
+
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * {@code membus demo jobs}: producers and consumers on one {@link DsmQueue}. Every
+ * node puts its share of the jobs into the queue and runs consumer threads that take
+ * them. Doing job {@code j} is one compare-and-set of {@code doneBy[j]} from 0 to
+ * the consumer's node, so no job is done twice even when it is delivered twice; the
+ * consumer first writes {@code claimedBy[j]}. A supervisor thread on node 1, when
+ * the queue stays empty, every job has been produced and some are still not done,
+ * puts back the jobs whose claimer is no longer a member (or that nobody claimed: a
+ * consumer that died between taking and claiming). The check: every job done, and
+ * done exactly once (the CAS), however often it was delivered.
+ *
+ * <p>With {@code --kill}, a node that holds none of the app's structures (their
+ * roots and stripes live where the allocator put them) is killed with
+ * {@code kill -9} once a third of the jobs are done; it produces nothing, so what
+ * it loses are the jobs it had taken.
+ *
+ * <pre>
+ * names (suffix: the run's seed and an attempt number):
+ *   jobs-queue-*     DsmQueue of Long job ids, capacity 256
+ *   jobs-state-*     DsmLongArray of 2 * jobs words, one stripe: claimedBy[j] at j, doneBy[j] at jobs + j
+ *   jobs-produced-*  DsmAtomicLong: jobs put so far
+ * </pre>
+ *
+ * <p><b>Note:</b> stateless; handles come from the node's {@link DsmCollections}.
+ */
+final class JobsApp implements DemoApp {
+    static final int CAPACITY = 256;
+    static final int CONSUMERS_PER_NODE = 2;
+    /** What one job takes (a pause): long enough that a killed consumer dies holding jobs. */
+    static final long WORK_NANOS = 1_000_000;
+
+    @Override
+    public String name() {
+        return "jobs";
+    }
+
+    @Override
+    public String title() {
+        return "producers and consumers on a DsmQueue: every job done exactly once";
+    }
+
+    /**
+     * The queue as the app uses it: a put that is refused because this node was taken
+     * for dead meanwhile ({@code SlotLostException}: the element was not enqueued) is
+     * made again; a poll that lost its slot the same way looks again.
+     */
+    private static final class NodeQueue {
+        private final DsmQueue<Long> queue;
+
+        NodeQueue(DsmQueue<Long> queue) {
+            this.queue = queue;
+        }
+
+        /** Puts {@code job}, waiting while the ring is full (until {@code stop}). */
+        void put(long job, java.util.function.BooleanSupplier stop) {
+            while (!stop.getAsBoolean()) {
+                try {
+                    if (queue.offer(job, 100, TimeUnit.MILLISECONDS)) {
+                        return;
+                    }
+                } catch (io.membus.collections.SlotLostException e) {
+                    // not enqueued: offer it again
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+
+        /** The head, or null after waiting {@code millis} for one. */
+        Long poll(long millis) {
+            try {
+                return queue.poll(millis, TimeUnit.MILLISECONDS);
+            } catch (io.membus.collections.SlotLostException e) {
+                return null; // not taken: the caller looks again
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return null;
+            }
+        }
+    }
+
+    private record Structures(DsmQueue<Long> queue, DsmLongArray state, DsmAtomicLong produced) {
+        NodeQueue nodeQueue(DemoNode node) {
+            return node.state(NodeQueue.class, () -> new NodeQueue(queue));
+        }
+
+        static Structures of(DemoNode node, String suffix, int jobs) {
+            DsmCollections c = node.membus().collections();
+            return new Structures(c.queue("jobs-queue-" + suffix, Codecs.longs(), CAPACITY),
+                    c.longArray("jobs-state-" + suffix, 2 * jobs, 2 * jobs), c.atomicLong("jobs-produced-" + suffix));
+        }
+
+        TreeSet<Integer> hosts() {
+            TreeSet<Integer> h = new TreeSet<>();
+            h.add(RemotePtr.nodeId(queue.root().bodyPtr()));
+            h.add(RemotePtr.nodeId(state.root().bodyPtr()));
+            h.add(RemotePtr.nodeId(produced.root().bodyPtr()));
+            for (int n : state.stripeNodes()) {
+                h.add(n);
+            }
+            return h;
+        }
+    }
+
+    @Override
+    public String onNode(DemoNode node, int nodes, String phase, List<String> args) {
+        switch (phase) {
+            case "setup" -> {
+                // names whose structures leave a node other than node 1 free, so that it can be killed
+                long seed = Long.parseLong(args.get(0));
+                int jobs = Integer.parseInt(args.get(1));
+                boolean needVictim = args.get(2).equals("1");
+                for (int attempt = 0; ; attempt++) {
+                    String suffix = Long.toHexString(seed) + "-" + attempt;
+                    TreeSet<Integer> hosts = Structures.of(node, suffix, jobs).hosts();
+                    int free = 0;
+                    for (int n = nodes; n >= 2 && free == 0; n--) {
+                        free = hosts.contains(n) ? 0 : n;
+                    }
+                    if (!needVictim || free != 0 || attempt >= 20) {
+                        return suffix + " " + free + " " + hosts.toString().replace(" ", "");
+                    }
+                }
+            }
+            case "work" -> {
+                return work(node, args.get(0), Integer.parseInt(args.get(1)), Integer.parseInt(args.get(2)),
+                        Integer.parseInt(args.get(3)));
+            }
+            case "progress" -> {
+                long[] doneBy = Structures.of(node, args.get(0), Integer.parseInt(args.get(1))).state()
+                        .get(Integer.parseInt(args.get(1)), 2 * Integer.parseInt(args.get(1)));
+                long done = 0;
+                for (long d : doneBy) {
+                    done += d != 0 ? 1 : 0;
+                }
+                return Long.toString(done);
+            }
+            case "check" -> {
+                int jobs = Integer.parseInt(args.get(1));
+                long[] doneBy = Structures.of(node, args.get(0), jobs).state().get(jobs, 2 * jobs);
+                Map<Long, Integer> perNode = new HashMap<>();
+                int missing = 0;
+                for (long d : doneBy) {
+                    if (d == 0) {
+                        missing++;
+                    } else {
+                        perNode.merge(d, 1, Integer::sum);
+                    }
+                }
+                StringBuilder sb = new StringBuilder(Integer.toString(missing));
+                for (int n = 1; n <= nodes; n++) {
+                    sb.append(' ').append(perNode.getOrDefault((long) n, 0));
+                }
+                return sb.toString();
+            }
+            default -> throw new IllegalArgumentException("jobs has no phase " + phase);
+        }
+    }
+
+    /**
+     * This node's part: put its share (when it produces), take and do jobs until every
+     * job is done. Answers: produced done duplicates requeued put-p50 put-p99 take-p50 take-p99 (µs).
+     */
+    private static String work(DemoNode node, String suffix, int jobs, int producer, int victim) {
+        Structures s = Structures.of(node, suffix, jobs);
+        int me = node.nodeId();
+        int nodes = node.node().directory().members().size();
+        Histogram put = new Histogram(60_000_000_000L, 3);
+        Histogram take = new Histogram(60_000_000_000L, 3);
+        AtomicLong produced = new AtomicLong();
+        AtomicLong done = new AtomicLong();
+        AtomicLong duplicates = new AtomicLong();
+        AtomicLong requeued = new AtomicLong();
+        List<CompletableFuture<Void>> threads = new ArrayList<>();
+        java.util.concurrent.atomic.AtomicBoolean failed = new java.util.concurrent.atomic.AtomicBoolean();
+        NodeQueue q = s.nodeQueue(node);
+        if (producer == 1) {
+            threads.add(CompletableFuture.runAsync(() -> {
+                List<Integer> producers = new ArrayList<>();
+                for (int n = 1; n <= nodes; n++) {
+                    if (n != victim) {
+                        producers.add(n);
+                    }
+                }
+                for (int j = producers.indexOf(me); j < jobs; j += producers.size()) {
+                    long t0 = System.nanoTime();
+                    q.put(j, failed::get);
+                    put.recordValue(Math.max(1, System.nanoTime() - t0));
+                    s.produced().incrementAndGet();
+                    produced.incrementAndGet();
+                }
+            }, r -> new Thread(r, "jobs-producer").start()));
+        }
+        for (int c = 0; c < CONSUMERS_PER_NODE; c++) {
+            boolean supervisor = me == 1 && c == 0;
+            threads.add(CompletableFuture.runAsync(() -> consume(node, s, q, jobs, supervisor, take, done, duplicates,
+                    requeued, failed), r -> new Thread(r, "jobs-consumer").start()));
+        }
+        for (CompletableFuture<Void> t : threads) {
+            t.whenComplete((ok, e) -> {
+                if (e != null) {
+                    failed.set(true); // the others stop instead of waiting for jobs that will not come
+                }
+            });
+        }
+        CompletableFuture.allOf(threads.toArray(new CompletableFuture<?>[0])).join();
+        synchronized (take) {
+            return produced.get() + " " + done.get() + " " + duplicates.get() + " " + requeued.get() + " "
+                    + micros(put, 50) + " " + micros(put, 99) + " " + micros(take, 50) + " " + micros(take, 99);
+        }
+    }
+
+    private static double micros(Histogram h, double percentile) {
+        return h.getTotalCount() == 0 ? 0 : h.getValueAtPercentile(percentile) / 1000.0;
+    }
+
+    private static void consume(DemoNode node, Structures s, NodeQueue q, int jobs, boolean supervisor,
+                                Histogram take, AtomicLong done, AtomicLong duplicates, AtomicLong requeued,
+                                java.util.concurrent.atomic.AtomicBoolean failed) {
+        long me = node.nodeId();
+        SegmentDirectory directory = node.node().directory();
+        Map<Integer, Long> lastRequeue = new HashMap<>();
+        int idle = 0;
+        while (!failed.get()) {
+            long t0 = System.nanoTime();
+            Long job = q.poll(100);
+            if (job != null) {
+                synchronized (take) {
+                    take.recordValue(Math.max(1, System.nanoTime() - t0));
+                }
+                int j = job.intValue();
+                s.state().set(j, me);
+                java.util.concurrent.locks.LockSupport.parkNanos(WORK_NANOS); // the job's work
+                if (s.state().compareAndSet(jobs + j, 0, me)) {
+                    done.incrementAndGet();
+                } else {
+                    duplicates.incrementAndGet(); // delivered again (a requeue): done once already
+                }
+                idle = 0;
+                continue;
+            }
+            long[] doneBy = s.state().get(jobs, 2 * jobs);
+            int open = 0;
+            for (long d : doneBy) {
+                open += d == 0 ? 1 : 0;
+            }
+            if (open == 0) {
+                return;
+            }
+            if (supervisor && ++idle >= 2 && s.produced().get() == jobs) {
+                long[] claimedBy = s.state().get(0, jobs);
+                long now = System.nanoTime();
+                for (int j = 0; j < jobs; j++) {
+                    boolean lost = claimedBy[j] == 0 || directory.member((int) claimedBy[j]).isEmpty();
+                    if (doneBy[j] == 0 && lost && now - lastRequeue.getOrDefault(j, now - 3_000_000_000L) >= 2_000_000_000L) {
+                        lastRequeue.put(j, now);
+                        q.put(j, failed::get);
+                        requeued.incrementAndGet();
+                    }
+                }
+            }
+        }
+    }
+
+    @Override
+    public boolean drive(Driver d) throws Exception {
+        PrintStream out = d.out();
+        int nodes = d.nodes();
+        int jobs = Math.max(60, Math.min(3000, d.options().ops() / 20));
+        boolean kill = d.options().kill();
+        String[] setup = d.onNode(1, "setup", List.of(Long.toString(d.options().seed()), Integer.toString(jobs),
+                kill ? "1" : "0")).split(" ");
+        String suffix = setup[0];
+        int free = Integer.parseInt(setup[1]);
+        if (kill && free == 0) {
+            out.printf("  every node other than node 1 holds one of the app's structures (%s): none can be killed%n",
+                    setup[2]);
+            return false;
+        }
+        int victim = kill ? free : 0;
+        out.printf("  %,d jobs; every node%s produces its share into one DsmQueue (capacity %d) and runs %d consumers;"
+                + " structures on nodes %s%s%n%n", jobs, kill ? " but node " + victim : "", CAPACITY,
+                CONSUMERS_PER_NODE, setup[2], kill ? "; node " + victim + " is killed (kill -9) once a third of"
+                        + " the jobs are done" : "");
+        List<CompletableFuture<String>> running = new ArrayList<>();
+        for (int n = 1; n <= nodes; n++) {
+            running.add(d.start(n, "work", List.of(suffix, Integer.toString(jobs), n == victim ? "0" : "1",
+                    Integer.toString(victim))));
+        }
+        if (kill) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            long doneAtKill;
+            while ((doneAtKill = Long.parseLong(d.onNode(1, "progress", List.of(suffix, Integer.toString(jobs)))))
+                    < jobs / 3 && System.nanoTime() - deadline < 0
+                    && running.stream().noneMatch(CompletableFuture::isDone)) {
+                Thread.sleep(5);
+            }
+            d.kill(victim);
+            out.printf("  killed node %d (kill -9) when %,d of %,d jobs were done%n%n", victim, doneAtKill, jobs);
+        }
+        String header = String.format(Locale.ROOT, "%-5s %9s %9s %11s %9s %11s %11s %11s %11s", "node", "produced",
+                "done", "redelivered", "requeued", "put p50 us", "put p99 us", "take p50 us", "take p99 us");
+        out.println(header);
+        out.println("-".repeat(header.length()));
+        long doneReported = 0;
+        for (int n = 1; n <= nodes; n++) {
+            if (n == victim) {
+                running.get(n - 1).handle((r, e) -> null).join();
+                out.printf("%-5d %s%n", n, "killed: its answer died with it");
+                continue;
+            }
+            String[] f = running.get(n - 1).get(Math.max(1, 120), TimeUnit.SECONDS).split(" ");
+            doneReported += Long.parseLong(f[1]);
+            out.printf(Locale.ROOT, "%-5d %,9d %,9d %,11d %,9d %11.1f %11.1f %11.1f %11.1f%n", n, Long.parseLong(f[0]),
+                    Long.parseLong(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), Double.parseDouble(f[4]),
+                    Double.parseDouble(f[5]), Double.parseDouble(f[6]), Double.parseDouble(f[7]));
+        }
+        String[] check = d.onNode(1, "check", List.of(suffix, Integer.toString(jobs))).split(" ");
+        int missing = Integer.parseInt(check[0]);
+        long doneInArray = 0;
+        for (int n = 1; n <= nodes; n++) {
+            doneInArray += Long.parseLong(check[n]);
+        }
+        out.println();
+        out.println("Verified");
+        boolean ok = CountersApp.check(out, "jobs done (doneBy set, read back by node 1)", doneInArray, jobs);
+        ok &= CountersApp.check(out, "jobs never done", missing, 0);
+        long byVictim = victim == 0 ? 0 : Long.parseLong(check[victim]);
+        ok &= CountersApp.check(out, "jobs done twice (dones reported + the killed node's = jobs)",
+                doneReported + byVictim - jobs, 0);
+        return ok;
+    }
+}

@@ -1,0 +1,256 @@
+package io.membus.samples.stress;
+
+import io.membus.codec.Codecs;
+import io.membus.collections.DsmAtomicLong;
+import io.membus.collections.DsmCollections;
+import io.membus.collections.DsmLock;
+import io.membus.collections.DsmMap;
+import io.membus.collections.DsmQueue;
+
+import java.util.SplittableRandom;
+import java.util.function.IntFunction;
+
+/**
+ * The workloads on the collections: each key is one object of a collection, named
+ * from the key, found by every node through the name registry.
+ *
+ * <ul>
+ *   <li>{@code register}: a {@link DsmAtomicLong}: {@code read} (get), {@code write}
+ *       (set 0..4), {@code cas} (compareAndSet);</li>
+ *   <li>{@code counter}: a {@link DsmAtomicLong}: {@code add} (getAndAdd 1) and {@code read};</li>
+ *   <li>{@code map}: one key of one {@link DsmMap}: {@code get}, {@code put},
+ *       {@code putIfAbsent}, {@code remove} with values 0..4;</li>
+ *   <li>{@code queue}: a {@link DsmQueue} of capacity {@value #QUEUE_CAPACITY}: {@code offer}
+ *       of a value unique to the client, {@code poll};</li>
+ *   <li>{@code lock}: a {@link DsmLock}: {@code tryAcquire} (its fencing token, or
+ *       nothing) and {@code release} of a held lock.</li>
+ * </ul>
+ * In event lines, an absent value (a map miss, an empty poll, a lock not taken) is -1.
+ *
+ * <p><b>Note:</b> each instance is confined to one client thread; the collections'
+ * handles are shared by the node's clients (one handle per name per node).
+ */
+final class CollectionWorkloads {
+    static final int QUEUE_CAPACITY = 64;
+    static final long ABSENT = -1;
+
+    private CollectionWorkloads() {
+    }
+
+    /** Register on a DsmAtomicLong; {@code plant}: stale remembered reads. */
+    static final class Register implements Workload {
+        private final IntFunction<DsmAtomicLong> word;
+        private final StaleReads reads;
+        private final SplittableRandom random;
+
+        Register(DsmCollections c, boolean plant, SplittableRandom random) {
+            this.word = k -> c.atomicLong("stress-register-" + k);
+            this.reads = new StaleReads(plant);
+            this.random = random;
+        }
+
+        @Override
+        public String model() {
+            return "register";
+        }
+
+        @Override
+        public Call next(SplittableRandom r) {
+            int dice = r.nextInt(4);
+            if (dice < 2) {
+                return new Call("read", 0, 0);
+            }
+            return dice == 2 ? new Call("write", r.nextInt(RawWordWorkloads.REGISTER_VALUES), 0)
+                    : new Call("cas", r.nextInt(RawWordWorkloads.REGISTER_VALUES),
+                    r.nextInt(RawWordWorkloads.REGISTER_VALUES));
+        }
+
+        @Override
+        public Outcome run(int key, Call call) {
+            DsmAtomicLong w = word.apply(key);
+            return switch (call.f()) {
+                case "read" -> Outcome.ok(reads.read(key, w.get(), random), 0);
+                case "write" -> {
+                    w.set(call.a());
+                    yield Outcome.ok(call.a(), 0);
+                }
+                case "cas" -> w.compareAndSet(call.a(), call.b()) ? Outcome.ok(call.a(), call.b())
+                        : new Outcome(Event.Type.FAIL, call.a(), call.b());
+                default -> throw new IllegalArgumentException("register has no operation " + call.f());
+            };
+        }
+    }
+
+    /** Counter on a DsmAtomicLong. */
+    static final class Counter implements Workload {
+        private final IntFunction<DsmAtomicLong> word;
+        private final StaleReads reads;
+        private final SplittableRandom random;
+
+        Counter(DsmCollections c, boolean plant, SplittableRandom random) {
+            this.word = k -> c.atomicLong("stress-counter-" + k);
+            this.reads = new StaleReads(plant);
+            this.random = random;
+        }
+
+        @Override
+        public String model() {
+            return "counter";
+        }
+
+        @Override
+        public Call next(SplittableRandom r) {
+            return r.nextBoolean() ? new Call("read", 0, 0) : new Call("add", 1, 0);
+        }
+
+        @Override
+        public Outcome run(int key, Call call) {
+            DsmAtomicLong w = word.apply(key);
+            return switch (call.f()) {
+                case "read" -> Outcome.ok(reads.read(key, w.get(), random), 0);
+                case "add" -> Outcome.ok(call.a(), w.getAndAdd(call.a()));
+                default -> throw new IllegalArgumentException("counter has no operation " + call.f());
+            };
+        }
+    }
+
+    /** One key of a DsmMap per history key. */
+    static final class MapKeys implements Workload {
+        private final DsmMap<String, Long> map;
+
+        MapKeys(DsmMap<String, Long> map) {
+            this.map = map;
+        }
+
+        @Override
+        public String model() {
+            return "map";
+        }
+
+        @Override
+        public Call next(SplittableRandom r) {
+            return switch (r.nextInt(5)) {
+                case 0, 1 -> new Call("get", 0, 0);
+                case 2 -> new Call("put", r.nextInt(RawWordWorkloads.REGISTER_VALUES), 0);
+                case 3 -> new Call("putIfAbsent", r.nextInt(RawWordWorkloads.REGISTER_VALUES), 0);
+                default -> new Call("remove", 0, 0);
+            };
+        }
+
+        private static long orAbsent(Long v) {
+            return v == null ? ABSENT : v;
+        }
+
+        @Override
+        public Outcome run(int key, Call call) {
+            String k = "k" + key;
+            return switch (call.f()) {
+                case "get" -> Outcome.ok(orAbsent(map.get(k)), 0);
+                case "put" -> Outcome.ok(call.a(), orAbsent(map.put(k, call.a())));
+                case "putIfAbsent" -> Outcome.ok(call.a(), orAbsent(map.putIfAbsent(k, call.a())));
+                case "remove" -> Outcome.ok(0, orAbsent(map.remove(k)));
+                default -> throw new IllegalArgumentException("map has no operation " + call.f());
+            };
+        }
+
+        @Override
+        public boolean readOnly(Call call) {
+            return call.f().equals("get");
+        }
+    }
+
+    /** A bounded DsmQueue per key; every offered value is unique. */
+    static final class Queues implements Workload {
+        private final IntFunction<DsmQueue<Long>> queue;
+        private final long base;
+        private long next;
+
+        Queues(DsmCollections c, long base) {
+            this.queue = k -> c.queue("stress-queue-" + k, Codecs.longs(), QUEUE_CAPACITY);
+            this.base = base;
+        }
+
+        @Override
+        public String model() {
+            return "queue";
+        }
+
+        @Override
+        public Call next(SplittableRandom r) {
+            return r.nextBoolean() ? new Call("offer", base + next++, 0) : new Call("poll", 0, 0);
+        }
+
+        @Override
+        public Outcome run(int key, Call call) {
+            DsmQueue<Long> q = queue.apply(key);
+            return switch (call.f()) {
+                case "offer" -> Outcome.ok(call.a(), q.offer(call.a()) ? 1 : 0);
+                case "poll" -> {
+                    Long v = q.poll();
+                    yield Outcome.ok(v == null ? ABSENT : v, 0);
+                }
+                default -> throw new IllegalArgumentException("queue has no operation " + call.f());
+            };
+        }
+
+        @Override
+        public boolean readOnly(Call call) {
+            return false; // a failed poll may have taken an element
+        }
+    }
+
+    /**
+     * A DsmLock per key: try to take it; when taken, the next operation of this client
+     * releases it (a client holds at most one lock at a time).
+     */
+    static final class Locks implements Workload {
+        private final IntFunction<DsmLock> lock;
+        private int heldKey = -1;
+        private long heldToken;
+
+        Locks(DsmCollections c) {
+            this.lock = k -> c.lock("stress-lock-" + k);
+        }
+
+        @Override
+        public String model() {
+            return "lock";
+        }
+
+        @Override
+        public Call next(SplittableRandom r) {
+            return heldKey >= 0 ? new Call("release", heldToken, heldKey) : new Call("tryAcquire", 0, 0);
+        }
+
+        @Override
+        public int key(int drawn) {
+            return heldKey >= 0 ? heldKey : drawn;
+        }
+
+        @Override
+        public Outcome run(int key, Call call) {
+            DsmLock l = lock.apply(key);
+            switch (call.f()) {
+                case "tryAcquire" -> {
+                    if (l.tryLock()) {
+                        heldKey = key;
+                        heldToken = l.token();
+                        return Outcome.ok(heldToken, 0);
+                    }
+                    return Outcome.ok(ABSENT, 0);
+                }
+                case "release" -> {
+                    heldKey = -1; // whatever happens, this client no longer holds it
+                    l.unlock();
+                    return Outcome.ok(call.a(), 0);
+                }
+                default -> throw new IllegalArgumentException("lock has no operation " + call.f());
+            }
+        }
+
+        @Override
+        public boolean readOnly(Call call) {
+            return false;
+        }
+    }
+}

@@ -1,0 +1,141 @@
+package io.membus.samples.stress;
+
+import io.membus.samples.MembusCli;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code membus stress} end to end: short runs of a real 2-process cluster over shm (two nodes: the
+ * smallest cluster a partition can cut, and the quickest to start on a small machine).
+ * The seed of each run is printed in its output and replays with
+ * {@code -Dmembus.seed=}.
+ */
+class StressCommandTest {
+    private static final long SEED = Long.getLong("membus.seed", System.nanoTime());
+
+    private record Run(int code, String out) {
+    }
+
+    private static Run stress(Path out, String... args) {
+        PrintStream stdout = System.out;
+        PrintStream stderr = System.err;
+        ByteArrayOutputStream sink = new ByteArrayOutputStream();
+        PrintStream both = new PrintStream(sink, true, StandardCharsets.UTF_8);
+        System.setOut(both);
+        System.setErr(both);
+        int code;
+        try {
+            List<String> all = new ArrayList<>(List.of("stress", "--nodes", "2", "--clients", "2", "--keys", "3",
+                    "--rate", "150", "--seed", Long.toString(SEED), "--out", out.toString()));
+            all.addAll(List.of(args));
+            code = MembusCli.run(all.toArray(String[]::new));
+        } finally {
+            System.setOut(stdout);
+            System.setErr(stderr);
+        }
+        String text = sink.toString(StandardCharsets.UTF_8);
+        System.out.println(text);
+        return new Run(code, text);
+    }
+
+    /** Every node process gone, and the run's folder under /dev/shm removed. */
+    private static void assertCleanedUp(String out) {
+        assertTrue(ProcessHandle.current().descendants().noneMatch(p -> p.info().commandLine().orElse("")
+                .contains("stress-node")), "every node process is gone");
+        Matcher m = Pattern.compile("\\(pid (\\d+)\\)").matcher(out);
+        while (m.find()) {
+            assertTrue(ProcessHandle.of(Long.parseLong(m.group(1))).map(p -> !p.isAlive()).orElse(true),
+                    "node process " + m.group(1) + " ended");
+        }
+        try (var shm = Files.list(Path.of("/dev/shm"))) {
+            String mine = "membus-stress-" + ProcessHandle.current().pid() + "-";
+            assertTrue(shm.noneMatch(p -> p.getFileName().toString().startsWith(mine)), "no /dev/shm/" + mine + "*");
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static void assertPng(Path file) throws Exception {
+        byte[] head = java.util.Arrays.copyOf(Files.readAllBytes(file), 8);
+        assertArrayEquals(new byte[]{(byte) 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}, head, file + " is a PNG");
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aCounterWithoutFaultsIsLinearizableAndTheReportSaysSo(@TempDir Path dir) throws Exception {
+        Run run = stress(dir, "--workload", "counter", "--nemesis", "none", "--duration", "3");
+        assertEquals(0, run.code(), run.out());
+        assertTrue(run.out().contains("stress OK: every key's history is linearizable"), run.out());
+        for (int key = 0; key < 3; key++) {
+            assertTrue(run.out().matches("(?s).*key " + key + " +LINEARIZABLE +ok +[1-9].*"), "key " + key + " checked");
+        }
+        String html = Files.readString(dir.resolve("index.html"));
+        assertTrue(html.contains("VALID: every key's history is linearizable"), html);
+        assertTrue(html.contains("<img src=\"latency.png\"") && html.contains("<img src=\"throughput.png\""), html);
+        assertPng(dir.resolve("latency.png"));
+        assertPng(dir.resolve("throughput.png"));
+        assertCleanedUp(run.out());
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aRegisterUnderPartitionsIsLinearizableAndTheFaultsAreInTheReport(@TempDir Path dir) throws Exception {
+        Run run = stress(dir, "--workload", "register", "--nemesis", "partition", "--duration", "5");
+        assertEquals(0, run.code(), run.out());
+        assertTrue(run.out().contains("nemesis partition"), "a partition was injected:\n" + run.out());
+        String html = Files.readString(dir.resolve("index.html"));
+        assertTrue(html.matches("(?s).*<tr><td class=\"l\">partition</td><td>[0-9.]+</td><td>[0-9.]+</td><td class=\"l\">\\[[0-9, ]+\\] \\| \\[[0-9, ]+\\]</td>.*"),
+                "the partition's window and halves are in the report:\n" + html);
+        assertCleanedUp(run.out());
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aPlantedStaleReadFailsTheRunAndTheReportNamesTheKey(@TempDir Path dir) throws Exception {
+        Run run = stress(dir, "--workload", "counter", "--nemesis", "none", "--duration", "4", "--plant-violation");
+        assertEquals(1, run.code(), run.out());
+        assertTrue(run.out().contains("stress FAILED: a history is not linearizable"), run.out());
+        Matcher bad = Pattern.compile("key (\\d+) +VIOLATION").matcher(run.out());
+        assertTrue(bad.find(), "a key is named as violating:\n" + run.out());
+        String html = Files.readString(dir.resolve("index.html"));
+        assertTrue(html.contains("INVALID") && html.contains("<tr><td>" + bad.group(1) + "</td><td class=\"bad\">VIOLATION"),
+                html);
+        assertCleanedUp(run.out());
+    }
+
+    @Test
+    void badOptionsAreRefusedWithWhatIsAllowed(@TempDir Path dir) throws Exception {
+        Run a = stress(dir, "--workload", "bag");
+        Run b = stress(dir, "--nemesis", "meteor");
+        Run c = stress(dir, "--duration", "0");
+        assertEquals(1, a.code());
+        assertTrue(a.out().contains("--workload bag is unknown; allowed: register, counter, map, queue, lock"), a.out());
+        assertEquals(1, b.code());
+        assertTrue(b.out().contains("--nemesis meteor is unknown; allowed: none, partition, drop, kill, pause, delay, skew, all"),
+                b.out());
+        assertEquals(1, c.code());
+        assertTrue(c.out().contains("--duration 0") && c.out().contains("allowed --duration 1 s or more"), c.out());
+        assertFalse(Files.exists(dir.resolve("index.html")), "no report for a refused run");
+        Files.writeString(Files.createDirectories(dir.resolve("history")).resolve("node-1-life-0.log"), "");
+        Run d = stress(dir, "--duration", "1");
+        assertEquals(1, d.code());
+        assertTrue(d.out().contains("already holds the histories of a run"), d.out());
+    }
+}
