@@ -74,7 +74,8 @@ class CompletionErrorsTest {
         DsmException e = map(WcStatus.RETRY_EXC_ERR, IBV_WR_RDMA_WRITE, PTR, KEY, 16, null);
         assertEquals("node unavailable: node=5, reason=connection lost: status=IBV_WC_RETRY_EXC_ERR, vendorErr=0x81,"
                 + " opcode=RDMA_WRITE, ptr=" + RemotePtr.toString(PTR) + ", length=16; the peer crashed, closed the"
-                + " connection or the fabric path is down", e.getMessage());
+                + " connection or the fabric path is down, outcome=unknown (it may have run: read back before retrying)",
+                e.getMessage());
         assertEquals(PEER, ((NodeUnavailableException) e).nodeId());
     }
 

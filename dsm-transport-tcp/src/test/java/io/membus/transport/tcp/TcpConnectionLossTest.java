@@ -130,6 +130,7 @@ class TcpConnectionLossTest {
             NodeUnavailableException e = assertInstanceOf(NodeUnavailableException.class, failure(f),
                     "failed at once by the loss, not by the deadline");
             assertEquals(1, e.nodeId());
+            assertTrue(e.mayHaveRun(), "a message on the wire at the cut may have run: " + e.getMessage());
         }
         release.countDown();
         long deadline = System.nanoTime() + WAIT.toNanos();
@@ -147,7 +148,11 @@ class TcpConnectionLossTest {
         for (int i = 0; i < after.size(); i++) {
             assertEquals((byte) i, await(after.get(i))[0]);
         }
-        assertEquals(1 + after.size(), handled.get(), "only the message being handled at the cut ran; none was resent");
+        // at most once: the message being handled at the cut ran, the ones already in the receiver's inbox may
+        // still run (their senders were told the outcome is unknown), and none ran twice or was resent
+        int ran = handled.get() - after.size();
+        assertTrue(ran >= 1 && ran <= inFlight.size(), "between 1 and " + inFlight.size()
+                + " of the messages sent before the cut ran, each once; none was resent: ran=" + ran);
     }
 
     @Test
