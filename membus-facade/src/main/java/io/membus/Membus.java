@@ -1,5 +1,13 @@
 package io.membus;
 
+import com.typesafe.config.ConfigFactory;
+import io.membus.alloc.Placement;
+import io.membus.coherence.CoherenceConfig;
+import io.membus.coherence.CoherentHeap;
+import io.membus.coherence.RemoteRef;
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.time.Clock;
+
 import com.typesafe.config.Config;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.cluster.DsmNode;
@@ -40,6 +48,7 @@ public final class Membus implements AutoCloseable {
     private final DsmNode node;
     private final boolean owned;
     private volatile DsmCollections collections;
+    private volatile CoherentHeap heap;
 
     private Membus(DsmNode node, boolean owned) {
         this.node = node;
@@ -103,6 +112,61 @@ public final class Membus implements AutoCloseable {
         return c;
     }
 
+    /**
+     * This node's coherent heap (built on first use from {@code membus.coherence}, see
+     * {@code reference.conf}): objects every node may cache and never reads stale; see
+     * {@link CoherentHeap} and {@link RemoteRef}.
+     *
+     * @throws DsmConfigException when a {@code membus.coherence} value is bad (naming the key)
+     */
+    public CoherentHeap heap() {
+        CoherentHeap h = heap;
+        if (h == null) {
+            synchronized (this) {
+                h = heap;
+                if (h == null) {
+                    h = new CoherentHeap(node.allocator(), node.messaging(), Clock.system(),
+                            coherenceConfig(node.config().raw(), node.config().operationTimeout()));
+                    heap = h;
+                }
+            }
+        }
+        return h;
+    }
+
+    /** Reads {@code membus.coherence} over the defaults; a bad value is a typed error naming its key. */
+    static CoherenceConfig coherenceConfig(Config raw, Duration timeout) {
+        Config c = raw.withFallback(ConfigFactory.defaultReference(Membus.class.getClassLoader()))
+                .getConfig("membus.coherence");
+        String key = "caching";
+        try {
+            boolean caching = c.getBoolean(key);
+            key = "clock-bound";
+            Duration bound = c.getDuration(key);
+            key = "min-lease";
+            Duration min = c.getDuration(key);
+            key = "max-lease";
+            Duration max = c.getDuration(key);
+            key = "lock-timeout";
+            Duration lock = c.getDuration(key);
+            key = "check-skew";
+            boolean check = c.getBoolean(key);
+            key = "skew-interval";
+            Duration every = c.getDuration(key);
+            key = "(the durations together)";
+            return new CoherenceConfig(caching, bound, min, max, lock, timeout, check,
+                    every);
+        } catch (com.typesafe.config.ConfigException | IllegalArgumentException e) {
+            throw new DsmConfigException("membus.coherence." + key, String.valueOf(c.root().get(key.startsWith("(")
+                    ? "clock-bound" : key)), "see membus-facade's reference.conf: " + e.getMessage(), e);
+        }
+    }
+
+    /** Creates a coherent object holding {@code initial}, cached by default; see {@link CoherentHeap#create}. */
+    public <T> RemoteRef<T> create(Codec<T> codec, T initial, Placement placement) {
+        return heap().create(codec, initial, placement);
+    }
+
     /** The counter named {@code name} (created at zero when absent); see {@link DsmAtomicLong}. */
     public DsmAtomicLong atomicLong(String name) {
         return collections().atomicLong(name);
@@ -148,6 +212,10 @@ public final class Membus implements AutoCloseable {
 
     @Override
     public void close() {
+        CoherentHeap h = heap;
+        if (h != null) {
+            h.close();
+        }
         if (owned) {
             node.close();
         }

@@ -125,4 +125,31 @@ class MembusTest {
             lock.unlock();
         }
     }
+
+    @Test
+    void theCoherentHeapIsConfiguredFromMembusCoherenceAndSharedByEveryNode() {
+        int seed = freePort();
+        String fabric = "facade-heap-" + System.nanoTime();
+        try (Membus one = Membus.start(ConfigFactory.parseString(config(1, seed, seed, fabric)
+                + "membus.coherence { clock-bound = 2ms, max-lease = 1s }\n"));
+             Membus two = Membus.start(ConfigFactory.parseString(config(2, freePort(), seed, fabric)))) {
+            one.awaitMembers(2, Duration.ofSeconds(30));
+            two.awaitMembers(2, Duration.ofSeconds(30));
+            assertEquals(Duration.ofMillis(2), one.heap().config().clockBound());
+            assertEquals(Duration.ofMillis(5), two.heap().config().clockBound(), "the default");
+            io.membus.coherence.RemoteRef<String> a = one.create(io.membus.codec.Codecs.strings(), "v1",
+                    io.membus.alloc.Placement.node(2));
+            io.membus.coherence.RemoteRef<String> b = two.heap().open(a.ptr(), a.generationHeader(),
+                    io.membus.codec.Codecs.strings());
+            assertEquals("v1", b.get());
+            a.set("v2");
+            assertEquals("v2", b.get(), "node 2's cached copy was invalidated by node 1's write");
+            assertEquals("v2!", b.update(v -> v + "!"));
+            assertEquals("v2!", a.get());
+        }
+        io.membus.core.error.DsmConfigException bad = org.junit.jupiter.api.Assertions.assertThrows(
+                io.membus.core.error.DsmConfigException.class, () -> Membus.coherenceConfig(ConfigFactory.parseString(
+                        "membus.coherence.min-lease = banana"), Duration.ofSeconds(5)));
+        assertTrue(bad.getMessage().contains("membus.coherence.min-lease"), bad.getMessage());
+    }
 }

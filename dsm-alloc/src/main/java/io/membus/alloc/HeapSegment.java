@@ -198,7 +198,7 @@ final class HeapSegment {
     /**
      * A CAS whose update only this node can write (it names this node as owner at a new
      * epoch, or undoes such a word). When the verb fails (its deadline fired, the
-     * connection broke) its outcome is unknown: the word is read again — the read follows
+     * connection broke while it was in flight: {@link DsmException#mayHaveRun()}) its outcome is unknown: the word is read again — the read follows
      * the CAS on the same connection, so it sees the CAS if it was executed — and the
      * witness is inferred: {@code expected} when the word holds {@code update}. When the
      * word still holds {@code expected} (the CAS was not executed) or cannot be read, the
@@ -208,6 +208,9 @@ final class HeapSegment {
         try {
             return remote.compareAndSwap(ptr, expected, update);
         } catch (DsmException e) {
+            if (!e.mayHaveRun()) {
+                throw e; // refused before it was sent: nothing changed
+            }
             long now;
             try {
                 now = remote.readLong(ptr);

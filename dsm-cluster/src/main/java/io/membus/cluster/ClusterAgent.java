@@ -53,7 +53,10 @@ final class ClusterAgent extends AbstractActor {
     private static final Logger LOG = LoggerFactory.getLogger(ClusterAgent.class);
 
     /** Role every Membus data node carries; the split-brain resolver counts only these. */
+    /** The role of memory nodes: the split-brain resolver's majority and the name arbiter count only these. */
     static final String NODE_ROLE = "membus-node";
+    /** The role of client nodes (no memory exported). */
+    static final String CLIENT_ROLE = "membus-client";
     /** Role prefix naming the compact node id, e.g. {@code membus-node-3}. */
     static final String ID_ROLE_PREFIX = "membus-node-";
     static final String NAME = "membus-agent";

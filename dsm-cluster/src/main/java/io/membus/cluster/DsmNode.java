@@ -200,7 +200,9 @@ public final class DsmNode implements AutoCloseable {
         identity.put("pekko.actor.provider", "cluster");
         identity.put("pekko.remote.artery.canonical.hostname", c.host());
         identity.put("pekko.remote.artery.canonical.port", c.port());
-        identity.put("pekko.cluster.roles", List.of(ClusterAgent.NODE_ROLE, ClusterAgent.ID_ROLE_PREFIX + c.nodeId()));
+        // the resolver's majority and the name arbiter count only memory nodes (NODE_ROLE), never clients
+        identity.put("pekko.cluster.roles", List.of(c.isClient() ? ClusterAgent.CLIENT_ROLE : ClusterAgent.NODE_ROLE,
+                ClusterAgent.ID_ROLE_PREFIX + c.nodeId()));
         identity.put("pekko.cluster.seed-nodes", List.of());
         identity.putAll(c.tls().arterySettings());
         Map<String, Object> tuning = new HashMap<>();

@@ -48,6 +48,7 @@ public final class NodeConfig {
     private final Duration connectTimeout;
     private final Duration startTimeout;
     private final int segmentCount;
+    private final boolean client;
     private final long segmentSize;
     private final int segmentAccess;
     private final boolean fileBacked;
@@ -114,6 +115,17 @@ public final class NodeConfig {
         }
         this.fileBacked = bool(m, "segments.file-backed");
         this.segmentDir = Path.of(string(m, "segments.dir"));
+        String role = string(m, "role");
+        switch (role) {
+            case "auto" -> this.client = segmentCount == 0;
+            case "member" -> this.client = false;
+            case "client" -> this.client = true;
+            default -> throw bad("role", role, "member, client or auto (client when membus.segments.count = 0)");
+        }
+        if (client && segmentCount > 0) {
+            throw bad("role", role, "member or auto: a client exports no memory, and this node has membus.segments.count="
+                    + segmentCount);
+        }
         String heapAllowed = "a list of this node's segment indexes 0.." + (segmentCount - 1)
                 + " (membus.segments.count=" + segmentCount + "), each once; [] for no heap";
         this.heapSegments = new ArrayList<>();
@@ -354,6 +366,15 @@ public final class NodeConfig {
 
     public Duration startTimeout() {
         return startTimeout;
+    }
+
+    /**
+     * Whether this node is a client: it exports no memory, never counts in the
+     * split-brain resolver's decision and never arbitrates names, so clients coming and
+     * going can never make the memory nodes down themselves.
+     */
+    public boolean isClient() {
+        return client;
     }
 
     public int segmentCount() {

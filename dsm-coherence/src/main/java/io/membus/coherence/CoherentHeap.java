@@ -245,15 +245,22 @@ public final class CoherentHeap implements AutoCloseable {
         Snapshot s = validatedRead(ref, deadline);
         CacheEntry previous = cache.get(ptr);
         long version = ObjectLayout.version(s.header());
-        if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && (s.sharersAfter() & bit) != 0
-                && epochs.get(stripe) == epoch) {
-            cache.put(ptr, new CacheEntry(version, s.bytes(), expiry));
-            // adapt: an object written since our last fill gets a shorter lease, a quiet one a longer
-            long next = previous != null && previous.version != version ? Math.max(minLease, lease / 2)
-                    : Math.min(maxLease, lease * 2);
-            leaseOf.put(ptr, next);
-            if (epochs.get(stripe) != epoch) {
-                cache.remove(ptr); // an invalidation raced the install: never serve the fill
+        if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && (s.sharersAfter() & bit) != 0) {
+            // installed under the map's lock for this object, as invalidations remove: an invalidation either
+            // comes first (the epoch moved: no install) or after (it removes the entry) - never a stale window
+            boolean[] installed = new boolean[1];
+            cache.compute(ptr, (k, current) -> {
+                if (epochs.get(stripe) != epoch) {
+                    return current;
+                }
+                installed[0] = true;
+                return new CacheEntry(version, s.bytes(), expiry);
+            });
+            if (installed[0]) {
+                // adapt: an object written since our last fill gets a shorter lease, a quiet one a longer
+                long next = previous != null && previous.version != version ? Math.max(minLease, lease / 2)
+                        : Math.min(maxLease, lease * 2);
+                leaseOf.put(ptr, next);
             }
         }
         return s.bytes();
@@ -555,8 +562,11 @@ public final class CoherentHeap implements AutoCloseable {
 
     /** Drops this node's cached copy of {@code ptr}; a fill in progress for it is discarded. */
     void invalidateLocal(long ptr) {
-        epochs.incrementAndGet(stripe(ptr));
-        cache.remove(ptr);
+        int stripe = stripe(ptr);
+        cache.compute(ptr, (k, current) -> {
+            epochs.incrementAndGet(stripe);
+            return null;
+        });
     }
 
     /**

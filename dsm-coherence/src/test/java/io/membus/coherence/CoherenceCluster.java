@@ -25,7 +25,7 @@ import java.util.function.IntFunction;
 import java.util.stream.Stream;
 
 /**
- * Nodes of one JVM over {@code local} or {@code shm}, sharing a {@link StaticDirectory},
+ * Nodes of one JVM over {@code local}, {@code shm} or {@code tcp} (loopback), sharing a {@link StaticDirectory},
  * each with a heap segment, an allocator, messages, a skewable clock and a
  * {@link CoherentHeap}. Closes everything it made.
  */
@@ -47,6 +47,10 @@ final class CoherenceCluster implements AutoCloseable {
                     .operationTimeout(Duration.ofSeconds(5));
             if (shmDir != null) {
                 b.property("shm.dir", shmDir.toString());
+            }
+            if (transport.equals("tcp")) {
+                b.property("tcp.secret", "coherence-test-secret-0123456789").property("tcp.host", "127.0.0.1")
+                        .property("tcp.port", "0").connectTimeout(Duration.ofSeconds(10));
             }
             Transport t = Transports.create(transport, b.build());
             closeables.add(0, t);

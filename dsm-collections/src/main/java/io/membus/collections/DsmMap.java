@@ -619,26 +619,35 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         }
     }
 
+    /** The keys or the values of the entry iterator (weakly consistent, removal through it). */
+    private final class Projection<T> implements Iterator<T> {
+        private final EntryIterator entries = new EntryIterator();
+        private final java.util.function.Function<Map.Entry<K, V>, T> part;
+
+        Projection(java.util.function.Function<Map.Entry<K, V>, T> part) {
+            this.part = part;
+        }
+
+        @Override
+        public boolean hasNext() {
+            return entries.hasNext();
+        }
+
+        @Override
+        public T next() {
+            return part.apply(entries.next());
+        }
+
+        @Override
+        public void remove() {
+            entries.remove();
+        }
+    }
+
     private final class KeySet extends AbstractSet<K> {
         @Override
         public Iterator<K> iterator() {
-            EntryIterator it = new EntryIterator();
-            return new Iterator<>() {
-                @Override
-                public boolean hasNext() {
-                    return it.hasNext();
-                }
-
-                @Override
-                public K next() {
-                    return it.next().getKey();
-                }
-
-                @Override
-                public void remove() {
-                    it.remove();
-                }
-            };
+            return new Projection<>(Map.Entry::getKey);
         }
 
         @Override
@@ -670,23 +679,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     private final class Values extends AbstractCollection<V> {
         @Override
         public Iterator<V> iterator() {
-            EntryIterator it = new EntryIterator();
-            return new Iterator<>() {
-                @Override
-                public boolean hasNext() {
-                    return it.hasNext();
-                }
-
-                @Override
-                public V next() {
-                    return it.next().getValue();
-                }
-
-                @Override
-                public void remove() {
-                    it.remove();
-                }
-            };
+            return new Projection<>(Map.Entry::getValue);
         }
 
         @Override

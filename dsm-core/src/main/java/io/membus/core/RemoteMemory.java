@@ -84,7 +84,7 @@ public final class RemoteMemory {
         }
         return directory.segment(node, index).orElseThrow(() -> directory.member(node).isPresent()
                 ? new UnknownSegmentException(ptr, 0)
-                : new NodeUnavailableException(node, "not a live member of the cluster (pointer "
+                : NodeUnavailableException.notSent(node, "not a live member of the cluster (pointer "
                 + RemotePtr.toString(ptr) + ")"));
     }
 
@@ -115,7 +115,7 @@ public final class RemoteMemory {
                                             java.util.function.Supplier<String> what) {
         PeerInfo peer = node == transport.nodeId() ? transport.self() : directory.member(node).orElse(null);
         if (peer == null) {
-            return CompletableFuture.failedFuture(new NodeUnavailableException(node,
+            return CompletableFuture.failedFuture(NodeUnavailableException.notSent(node,
                     "not a live member of the cluster (" + what.get() + ")"));
         }
         Opening opening = openingCount.get() == 0 ? null : openings.get(node);

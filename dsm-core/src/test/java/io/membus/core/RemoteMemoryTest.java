@@ -172,4 +172,19 @@ class RemoteMemoryTest {
         assertEquals(5L, done.get(10, java.util.concurrent.TimeUnit.SECONDS));
         assertEquals(0, one.fetchAndAdd(RemotePtr.pack(2, 0, 8), 1), "ordinary threads block as before");
     }
+
+    @Test
+    void everyFailureSaysWhetherTheVerbMayHaveRun() {
+        RemoteMemory one = node(1);
+        node(2);
+        NodeUnavailableException gone = assertThrows(NodeUnavailableException.class,
+                () -> one.read(RemotePtr.pack(9, 0, 0), 8));
+        org.junit.jupiter.api.Assertions.assertFalse(gone.mayHaveRun(), "no such member: nothing was sent");
+        WrongRemoteKeyException refused = assertThrows(WrongRemoteKeyException.class,
+                () -> one.transport().table().read(RemotePtr.pack(1, 0, 0), 12345L, 8));
+        org.junit.jupiter.api.Assertions.assertFalse(refused.mayHaveRun(), "the target checks before any effect");
+        assertTrue(new io.membus.core.error.DsmTimeoutException("read", 2, Duration.ofSeconds(1)).mayHaveRun(),
+                "a verb whose deadline fired may have run");
+        assertTrue(new NodeUnavailableException(2, "connection lost").mayHaveRun());
+    }
 }

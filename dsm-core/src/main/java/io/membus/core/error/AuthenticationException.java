@@ -7,6 +7,12 @@ package io.membus.core.error;
  * <p><b>Note:</b> immutable; thread-safe.
  */
 public final class AuthenticationException extends DsmException {
+
+    /** Refused before anything was sent or executed. */
+    @Override
+    public boolean mayHaveRun() {
+        return false;
+    }
     private static final long serialVersionUID = 1L;
 
     public AuthenticationException(String peer, String detail) {

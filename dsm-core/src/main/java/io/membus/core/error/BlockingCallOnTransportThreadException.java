@@ -10,6 +10,12 @@ package io.membus.core.error;
  * <p><b>Note:</b> immutable once thrown; thread-safe.
  */
 public final class BlockingCallOnTransportThreadException extends DsmException {
+
+    /** Refused before anything was sent or executed. */
+    @Override
+    public boolean mayHaveRun() {
+        return false;
+    }
     private static final long serialVersionUID = 1L;
 
     private final String threadName;

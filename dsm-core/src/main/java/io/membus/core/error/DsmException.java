@@ -30,6 +30,18 @@ public class DsmException extends RuntimeException implements Cloneable {
     }
 
     /**
+     * Whether the operation that failed may have taken effect at its target. False
+     * means it certainly did not (it was refused before it was sent, or the target
+     * refused it before touching anything): it is safe to retry. True means the outcome
+     * is unknown (a deadline fired or a connection was lost while it was in flight): a
+     * retry could apply it twice, so read back first. Unknown unless a subclass knows
+     * better.
+     */
+    public boolean mayHaveRun() {
+        return true;
+    }
+
+    /**
      * A copy of this exception for a thread that waited for the failed operation:
      * the same type, fields and message, the stack of the calling thread (so the
      * caller's own frames show where it waited), and this exception, with the stack

@@ -8,6 +8,12 @@ package io.membus.core.error;
  * <p><b>Note:</b> immutable; thread-safe.
  */
 public final class TransportUnavailableException extends DsmException {
+
+    /** Refused before anything was sent or executed. */
+    @Override
+    public boolean mayHaveRun() {
+        return false;
+    }
     private static final long serialVersionUID = 1L;
 
     private final String transport;

@@ -12,6 +12,13 @@ import io.membus.core.RemotePtr;
  * <p><b>Note:</b> immutable; thread-safe.
  */
 public abstract class VerbException extends DsmException {
+
+    /** The target checks every verb before any byte is touched: a refused verb did nothing. */
+    @Override
+    public boolean mayHaveRun() {
+        return false;
+    }
+
     private static final long serialVersionUID = 1L;
 
     private final long ptr;

@@ -125,12 +125,12 @@ public abstract class AbstractTransport implements Transport {
     @Override
     public CompletableFuture<Connection> connect(PeerInfo peer) {
         if (closed) {
-            return CompletableFuture.failedFuture(new NodeUnavailableException(nodeId(),
+            return CompletableFuture.failedFuture(NodeUnavailableException.notSent(nodeId(),
                     "this node's transport is closed"));
         }
         String reason = fenced.get(peer.nodeId());
         if (reason != null) {
-            return CompletableFuture.failedFuture(new NodeUnavailableException(peer.nodeId(), "fenced: " + reason));
+            return CompletableFuture.failedFuture(NodeUnavailableException.notSent(peer.nodeId(), "fenced: " + reason));
         }
         CompletableFuture<Connection> existing = connections.get(peer.nodeId());
         if (existing != null) {

@@ -115,7 +115,7 @@ public abstract class DirectConnection implements Connection {
 
     private <T> CompletableFuture<T> run(String operation, Supplier<T> verb) {
         if (!open) {
-            return CompletableFuture.failedFuture(new NodeUnavailableException(peer.nodeId(), closeReason));
+            return CompletableFuture.failedFuture(NodeUnavailableException.notSent(peer.nodeId(), closeReason));
         }
         if (faults.active() || held > 0 || targetRule() != null) {
             return runWithFaults(operation, verb);
@@ -155,7 +155,7 @@ public abstract class DirectConnection implements Connection {
                     return; // timed out while held: never executed
                 }
                 if (!open) {
-                    future.completeExceptionally(new NodeUnavailableException(peer.nodeId(), closeReason));
+                    future.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), closeReason));
                     return;
                 }
                 execute(verb).whenComplete((v, e) -> {

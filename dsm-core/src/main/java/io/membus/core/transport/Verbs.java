@@ -31,9 +31,15 @@ import java.util.concurrent.CompletableFuture;
  *       room in an in-flight window counts); a verb not completed by then fails with
  *       {@link io.membus.core.error.DsmTimeoutException}. A lost connection fails
  *       every verb in flight on it with
- *       {@link io.membus.core.error.NodeUnavailableException}. A verb that failed
- *       this way may or may not have been executed, and is never retried by the
- *       transport.</li>
+ *       {@link io.membus.core.error.NodeUnavailableException}. A verb is never retried
+ *       by the transport.</li>
+ *   <li><b>Outcome.</b> Every failure says whether the verb may have run:
+ *       {@link io.membus.core.error.DsmException#mayHaveRun()}. False for verbs refused
+ *       before they were sent (no live member, cannot connect, fenced, connection
+ *       already closed, still in a backlog or held by a fault rule) and for verbs the
+ *       target refused by its checks; true (unknown) for verbs whose deadline fired
+ *       or that were on the wire when the connection was lost. A caller may retry the
+ *       first kind; the second must be read back first.</li>
  *   <li><b>Completion.</b> Futures complete on a transport thread or, for
  *       memory-semantics transports ({@code local}, {@code shm}), on the calling
  *       thread before the method returns. Callbacks attached to them must not block.</li>

@@ -551,6 +551,8 @@ public abstract class TransportContractTest {
                 () -> RemoteMemory.await(b.connect(new PeerInfo(1, a.incarnation(), a.localAddress())),
                         Duration.ofSeconds(30)));
         assertEquals(1, e.nodeId());
+        assertFalse(e.mayHaveRun(), "a connection that never opened carried nothing: " + e.getMessage());
+        assertTrue(e.getMessage().contains("outcome=not-sent"), e.getMessage());
     }
 
     @Test
@@ -569,7 +571,11 @@ public abstract class TransportContractTest {
         NodeUnavailableException e = assertFails(NodeUnavailableException.class,
                 ab.fetchAndAdd(segB.pointer(0), segB.remoteKey(), 1));
         assertEquals(2, e.nodeId());
-        assertThrows(NodeUnavailableException.class, () -> RemoteMemory.await(a.connect(b.self()), Duration.ofSeconds(30)));
+        assertFalse(e.mayHaveRun(), "a verb issued after the fence was never sent: " + e.getMessage());
+        long before = segB.readLong(0);
+        assertEquals(1, before, "only the verb before the fence ran");
+        assertFalse(assertThrows(NodeUnavailableException.class,
+                () -> RemoteMemory.await(a.connect(b.self()), Duration.ofSeconds(30))).mayHaveRun());
         if (targetRefusesFencedInitiators()) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (true) {

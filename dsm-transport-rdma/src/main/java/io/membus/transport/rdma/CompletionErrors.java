@@ -83,7 +83,7 @@ public final class CompletionErrors {
                 }
                 return new BadLengthException(ptr, length, SegmentTable.MAX_VERB_LENGTH);
             case WcStatus.WR_FLUSH_ERR:
-                return new NodeUnavailableException(peerNode, "verb flushed: " + facts
+                return NodeUnavailableException.notSent(peerNode, "verb flushed: " + facts
                         + "; an earlier verb on this connection failed and the queue pair is in error state;"
                         + " connect again");
             case WcStatus.RETRY_EXC_ERR:

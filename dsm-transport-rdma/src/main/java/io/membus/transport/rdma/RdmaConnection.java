@@ -150,7 +150,7 @@ final class RdmaConnection implements Connection {
     }
 
     private <T> CompletableFuture<T> closed(String reason) {
-        return CompletableFuture.failedFuture(new NodeUnavailableException(peer.nodeId(), reason));
+        return CompletableFuture.failedFuture(NodeUnavailableException.notSent(peer.nodeId(), reason));
     }
 
     @Override

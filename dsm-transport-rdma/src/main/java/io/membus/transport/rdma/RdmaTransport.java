@@ -263,7 +263,7 @@ public final class RdmaTransport extends AbstractTransport {
             } catch (DsmException e) {
                 result.completeExceptionally(e);
             } catch (IOException | RuntimeException e) {
-                result.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "rdma connect failed: "
+                result.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), "rdma connect failed: "
                         + e.getMessage() + "; peer=" + peer, e));
             }
         }, "membus-rdma-connect-" + peer.nodeId());
@@ -302,7 +302,7 @@ public final class RdmaTransport extends AbstractTransport {
                 if (status == ControlFrames.STATUS_STALE) {
                     throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), in.readLong());
                 }
-                throw new NodeUnavailableException(peer.nodeId(), "refused by the peer: " + text);
+                throw NodeUnavailableException.notSent(peer.nodeId(), "refused by the peer: " + text);
             }
             int node = in.readUnsignedShort();
             long inc = in.readLong();
@@ -348,7 +348,7 @@ public final class RdmaTransport extends AbstractTransport {
             RdmaConnection connection = null;
             try {
                 if (!running) {
-                    throw new NodeUnavailableException(peer.nodeId(), "this node's rdma transport closed while"
+                    throw NodeUnavailableException.notSent(peer.nodeId(), "this node's rdma transport closed while"
                             + " connecting to " + who);
                 }
                 socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
@@ -384,7 +384,7 @@ public final class RdmaTransport extends AbstractTransport {
                 }
             }
         } catch (java.net.SocketTimeoutException e) {
-            throw new NodeUnavailableException(peer.nodeId(), "control channel timed out: " + who, e);
+            throw NodeUnavailableException.notSent(peer.nodeId(), "control channel timed out: " + who, e);
         } finally {
             if (!ok) {
                 closeQuietly(socket);

@@ -99,17 +99,17 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
         try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
             p.load(r);
         } catch (NoSuchFileException e) {
-            throw new NodeUnavailableException(nodeId, "shm registry file missing: path=" + file
+            throw NodeUnavailableException.notSent(nodeId, "shm registry file missing: path=" + file
                     + "; the node is not running with transport=shm on this directory, or has exited");
         } catch (IOException e) {
-            throw new NodeUnavailableException(nodeId, "cannot read shm registry: path=" + file, e);
+            throw NodeUnavailableException.notSent(nodeId, "cannot read shm registry: path=" + file, e);
         }
         try {
             int node = Integer.parseInt(p.getProperty("node"));
             long incarnation = Long.parseLong(p.getProperty("incarnation"));
             long pid = Long.parseLong(p.getProperty("pid"));
             if (node != nodeId) {
-                throw new NodeUnavailableException(nodeId, "shm registry names another node: path=" + file
+                throw NodeUnavailableException.notSent(nodeId, "shm registry names another node: path=" + file
                         + ", node=" + node);
             }
             Map<Integer, String> segments = new TreeMap<>();
@@ -123,7 +123,7 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
                     inbox == null ? 0 : Integer.parseInt(p.getProperty("inbox.credits")),
                     inbox == null ? 0 : Integer.parseInt(p.getProperty("inbox.max-size")));
             if (!reg.processAlive()) {
-                throw new NodeUnavailableException(nodeId, "shm registry is stale: path=" + file + ", pid=" + pid
+                throw NodeUnavailableException.notSent(nodeId, "shm registry is stale: path=" + file + ", pid=" + pid
                         + " is not running; the node crashed: restart it, or remove the file");
             }
             return reg;
@@ -131,7 +131,7 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
             if (e instanceof NodeUnavailableException nue) {
                 throw nue;
             }
-            throw new NodeUnavailableException(nodeId, "malformed shm registry: path=" + file + ", error=" + e, e);
+            throw NodeUnavailableException.notSent(nodeId, "malformed shm registry: path=" + file + ", error=" + e, e);
         }
     }
 

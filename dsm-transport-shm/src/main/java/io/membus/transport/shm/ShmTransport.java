@@ -264,7 +264,7 @@ public final class ShmTransport extends AbstractTransport {
                     SegmentDescriptor d = s.descriptor();
                     if (d.nodeId() != peer().nodeId() || d.index() != index || d.incarnation() != reg.incarnation()) {
                         s.close(true);
-                        throw new NodeUnavailableException(peer().nodeId(), "segment file does not match its registry: "
+                        throw NodeUnavailableException.notSent(peer().nodeId(), "segment file does not match its registry: "
                                 + "path=" + s.file() + ", header=" + d + ", registry incarnation=" + reg.incarnation());
                     }
                     mapped.add(s);

@@ -179,7 +179,7 @@ final class TcpConnection implements Connection {
         this.loop = loop;
         int colon = peer.address().lastIndexOf(':');
         if (colon <= 0) {
-            throw new NodeUnavailableException(peer.nodeId(), "address=" + peer.address()
+            throw NodeUnavailableException.notSent(peer.nodeId(), "address=" + peer.address()
                     + " is not host:port; the directory entry of the node is not a tcp address");
         }
         String h = peer.address().substring(0, colon);
@@ -187,7 +187,7 @@ final class TcpConnection implements Connection {
         try {
             this.port = Integer.parseInt(peer.address().substring(colon + 1));
         } catch (NumberFormatException e) {
-            throw new NodeUnavailableException(peer.nodeId(), "address=" + peer.address() + " has no valid port", e);
+            throw NodeUnavailableException.notSent(peer.nodeId(), "address=" + peer.address() + " has no valid port", e);
         }
         this.timeoutNanos = transport.settings.operationTimeout.toNanos();
         this.maxInFlight = transport.settings.maxInFlight;
@@ -244,21 +244,21 @@ final class TcpConnection implements Connection {
             cf = b.connect(host, port);
             Channel c = cf.channel();
             timer = loop.schedule(() -> {
-                if (ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(),
+                if (ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(),
                         "no authenticated connection to " + peer.address() + " within the connect timeout ("
                                 + transport.settings.connectTimeout.toMillis() + " ms)"))) {
                     c.close();
                 }
             }, handshakeNanos, TimeUnit.NANOSECONDS);
         } catch (RuntimeException e) { // the I/O threads are shutting down, or the address is unusable
-            ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "cannot connect to "
+            ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), "cannot connect to "
                     + peer.address() + ": " + e, e));
             return;
         }
         Channel ch = cf.channel();
         cf.addListener(f -> {
             if (!f.isSuccess()) {
-                ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "cannot connect to "
+                ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), "cannot connect to "
                         + peer.address() + ": " + f.cause(), f.cause()));
             }
         });
@@ -462,7 +462,7 @@ final class TcpConnection implements Connection {
     }
 
     private NodeUnavailableException unavailable() {
-        return new NodeUnavailableException(peer.nodeId(), downReason + " (peer " + peer + ")");
+        return NodeUnavailableException.notSent(peer.nodeId(), downReason + " (peer " + peer + ")");
     }
 
     // ------------------------------------------------------------------ I/O thread
@@ -644,15 +644,18 @@ final class TcpConnection implements Connection {
     /** Fails every verb this connection holds; on the I/O thread. */
     private void failAll(String reason) {
         NodeUnavailableException e = new NodeUnavailableException(peer.nodeId(), reason + " (peer " + peer + ")");
+        NodeUnavailableException unsent = NodeUnavailableException.notSent(peer.nodeId(), reason + " (peer " + peer
+                + ")");
         Op op;
         while ((op = issued.poll()) != null) {
             backlog.add(op);
         }
-        // issue order: the oldest verbs fail first
+        // issue order: the oldest verbs fail first; those on the wire may have run, the backlog never left
         List<ArrayDeque<Op>> queues = List.of(orphans, inFlight, backlog);
         for (ArrayDeque<Op> q : queues) {
+            NodeUnavailableException why = q == backlog ? unsent : e;
             while ((op = q.poll()) != null) {
-                op.future.completeExceptionally(e);
+                op.future.completeExceptionally(why);
             }
         }
         timedOutInFlight = 0;
@@ -663,7 +666,7 @@ final class TcpConnection implements Connection {
     }
 
     private void failIssued(String reason) {
-        NodeUnavailableException e = new NodeUnavailableException(peer.nodeId(), reason + " (peer " + peer + ")");
+        NodeUnavailableException e = NodeUnavailableException.notSent(peer.nodeId(), reason + " (peer " + peer + ")");
         Op op;
         while ((op = issued.poll()) != null) {
             op.future.completeExceptionally(e);
@@ -812,7 +815,7 @@ final class TcpConnection implements Connection {
                     return;
                 }
                 if (node != peer.nodeId()) {
-                    fail(ctx, new NodeUnavailableException(peer.nodeId(), "address " + peer.address()
+                    fail(ctx, NodeUnavailableException.notSent(peer.nodeId(), "address " + peer.address()
                             + " serves node " + node + ", not node " + peer.nodeId()
                             + "; the directory entry is out of date"));
                     return;
@@ -877,7 +880,7 @@ final class TcpConnection implements Connection {
             if (authenticated) {
                 lost(closedBy != null ? closedBy : "the peer closed the connection", closedBy != null);
             } else {
-                ready.completeExceptionally(new NodeUnavailableException(peer.nodeId(), "the connection to "
+                ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), "the connection to "
                         + peer.address() + " closed during the handshake"));
             }
             ctx.fireChannelInactive();
@@ -893,7 +896,7 @@ final class TcpConnection implements Connection {
             }
             if (!authenticated) {
                 ready.completeExceptionally(c instanceof DsmException d ? d
-                        : new NodeUnavailableException(peer.nodeId(), "connection to " + peer.address()
+                        : NodeUnavailableException.notSent(peer.nodeId(), "connection to " + peer.address()
                         + " failed: " + c, c));
             }
             ctx.close();

@@ -46,7 +46,7 @@ public final class LocalFabric {
     LocalTransport node(int nodeId) {
         LocalTransport t = nodes.get(nodeId);
         if (t == null || t.isClosed()) {
-            throw new NodeUnavailableException(nodeId, "no such node in local fabric '" + name + "'");
+            throw NodeUnavailableException.notSent(nodeId, "no such node in local fabric '" + name + "'");
         }
         return t;
     }

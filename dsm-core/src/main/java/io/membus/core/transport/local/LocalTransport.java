@@ -62,11 +62,11 @@ public final class LocalTransport extends AbstractTransport {
 
     private void checkAccepts(int initiator) {
         if (isClosed()) {
-            throw new NodeUnavailableException(nodeId(), "node shut down");
+            throw NodeUnavailableException.notSent(nodeId(), "node shut down");
         }
         String reason = fenceReason(initiator);
         if (reason != null) {
-            throw new NodeUnavailableException(nodeId(), "node " + nodeId() + " fenced this initiator (node "
+            throw NodeUnavailableException.notSent(nodeId(), "node " + nodeId() + " fenced this initiator (node "
                     + initiator + "): " + reason);
         }
     }
@@ -108,7 +108,7 @@ public final class LocalTransport extends AbstractTransport {
             target.checkAccepts(nodeId());
             if (!inbox.deliver(correlation, channel, request, payload)) {
                 // the target closed this inbox (shutting down): credits make a full inbox impossible
-                throw new NodeUnavailableException(peer().nodeId(), "node " + peer().nodeId() + " is shutting down");
+                throw NodeUnavailableException.notSent(peer().nodeId(), "node " + peer().nodeId() + " is shutting down");
             }
             return true;
         }

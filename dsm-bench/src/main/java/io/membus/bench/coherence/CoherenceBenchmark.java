@@ -1,0 +1,167 @@
+package io.membus.bench.coherence;
+
+import io.membus.alloc.AllocatorConfig;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.Placement;
+import io.membus.codec.Codecs;
+import io.membus.coherence.CoherenceConfig;
+import io.membus.coherence.CoherentHeap;
+import io.membus.coherence.RemoteRef;
+import io.membus.core.RemoteMemory;
+import io.membus.core.directory.StaticDirectory;
+import io.membus.core.message.Messaging;
+import io.membus.core.time.Clock;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportConfig;
+import io.membus.core.transport.Transports;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * The coherence layer beside its floors, one thread, average time per operation; four
+ * nodes in this JVM over {@code local} or {@code shm}, objects on node 1, used from node 2:
+ * <ul>
+ *   <li>{@code cachedGet}: a {@code RemoteRef<Long>} read served under a lease, beside
+ *       {@code chmGet}, {@code ConcurrentHashMap.get};</li>
+ *   <li>{@code validatedGet}: the uncached read (two verbs: object, headers), beside
+ *       {@code rawRead}, one verb reading the same bytes;</li>
+ *   <li>{@code set0}, {@code set1}, {@code set3}: a write to an object cached by 0, 1
+ *       or 3 other nodes (which refill it between writes, so every write invalidates them).</li>
+ * </ul>
+ *
+ * <p><b>Note:</b> JMH state, one benchmark thread.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+public class CoherenceBenchmark {
+    @Param({"local", "shm"})
+    public String transport;
+
+    private final List<Transport> transports = new ArrayList<>();
+    private final List<GlobalAllocator> allocators = new ArrayList<>();
+    private final List<CoherentHeap> heaps = new ArrayList<>();
+    private Path shmDir;
+    private RemoteRef<Long> cached;
+    private RemoteRef<Long> uncached;
+    private RemoteMemory memory2;
+    private final List<List<RemoteRef<Long>>> sharedBy = new ArrayList<>();
+    private final ConcurrentHashMap<Long, Long> chm = new ConcurrentHashMap<>();
+    private long value;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        StaticDirectory directory = new StaticDirectory();
+        String fabric = "coh-bench-" + System.nanoTime();
+        shmDir = Path.of("/dev/shm", "membus-coh-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        for (int id = 1; id <= 4; id++) {
+            Transport t = Transports.create(transport, TransportConfig.builder(id).property("local.fabric", fabric)
+                    .property("shm.dir", shmDir.toString()).build());
+            transports.add(t);
+            directory.addMember(t.self());
+            directory.addSegment(t.export(SegmentSpec.of(1, 16L << 20)).descriptor());
+        }
+        CoherenceConfig config = CoherenceConfig.defaults().withLeases(Duration.ofSeconds(1), Duration.ofSeconds(5))
+                .withSkewCheck(false, Duration.ofSeconds(5));
+        for (Transport t : transports) {
+            RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(5));
+            GlobalAllocator a = new GlobalAllocator(memory, AllocatorConfig.builder().heapSegments(1).build());
+            a.formatLocalSegments();
+            allocators.add(a);
+            heaps.add(new CoherentHeap(a, new Messaging(memory), Clock.system(), config));
+        }
+        memory2 = new RemoteMemory(transports.get(1), directory, Duration.ofSeconds(5));
+        RemoteRef<Long> obj = heaps.get(0).create(Codecs.longs(), 1L, Placement.node(1));
+        cached = heaps.get(1).open(obj.ptr(), obj.generationHeader(), Codecs.longs());
+        uncached = cached.cached(false);
+        chm.put(1L, 1L);
+        for (int sharers = 0; sharers <= 3; sharers++) {
+            RemoteRef<Long> o = heaps.get(0).create(Codecs.longs(), 0L, Placement.node(1));
+            List<RemoteRef<Long>> refs = new ArrayList<>();
+            refs.add(heaps.get(1).open(o.ptr(), o.generationHeader(), Codecs.longs()).cached(false)); // the writer
+            for (int s = 0; s < sharers; s++) {
+                refs.add(heaps.get(s == 0 ? 0 : s + 1).open(o.ptr(), o.generationHeader(), Codecs.longs()));
+            }
+            sharedBy.add(refs);
+        }
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        heaps.forEach(CoherentHeap::close);
+        allocators.forEach(GlobalAllocator::close);
+        transports.forEach(Transport::close);
+        if (Files.exists(shmDir)) {
+            try (Stream<Path> walk = Files.walk(shmDir)) {
+                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot remove " + shmDir, e);
+            }
+        }
+    }
+
+    @Benchmark
+    public Long cachedGet() {
+        return cached.get();
+    }
+
+    @Benchmark
+    public Long chmGet() {
+        return chm.get(1L);
+    }
+
+    @Benchmark
+    public Long validatedGet() {
+        return uncached.get();
+    }
+
+    @Benchmark
+    public byte[] rawRead() {
+        return memory2.read(cached.ptr(), 8 + 40 + 2 * (8 + 32));
+    }
+
+    private long write(int sharers) {
+        List<RemoteRef<Long>> refs = sharedBy.get(sharers);
+        for (int s = 1; s < refs.size(); s++) {
+            refs.get(s).get(); // the sharers cache it again (a fill each)
+        }
+        refs.get(0).set(++value);
+        return value;
+    }
+
+    @Benchmark
+    public long set0() {
+        return write(0);
+    }
+
+    @Benchmark
+    public long set1() {
+        return write(1);
+    }
+
+    @Benchmark
+    public long set3() {
+        return write(3);
+    }
+}
