@@ -50,8 +50,7 @@ final class CoherentRegister implements Workload {
                 r.set(call.a());
                 yield Outcome.ok(call.a(), 0);
             }
-            case "cas" -> r.compareAndSet(call.a(), call.b()) ? Outcome.ok(call.a(), call.b())
-                    : new Outcome(Event.Type.FAIL, call.a(), call.b());
+            case "cas" -> Outcome.ok(r.compareAndSet(call.a(), call.b()) ? 1 : 0, 0); // 1: swapped
             default -> throw new IllegalArgumentException("register has no operation " + call.f());
         };
     }

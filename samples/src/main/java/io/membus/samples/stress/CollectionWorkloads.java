@@ -50,6 +50,11 @@ final class CollectionWorkloads {
         }
 
         @Override
+        public boolean singleVerb(Call call) {
+            return true; // get, set, compare-and-swap, fetch-and-add: one verb each
+        }
+
+        @Override
         public String model() {
             return "register";
         }
@@ -74,8 +79,7 @@ final class CollectionWorkloads {
                     w.set(call.a());
                     yield Outcome.ok(call.a(), 0);
                 }
-                case "cas" -> w.compareAndSet(call.a(), call.b()) ? Outcome.ok(call.a(), call.b())
-                        : new Outcome(Event.Type.FAIL, call.a(), call.b());
+                case "cas" -> Outcome.ok(w.compareAndSet(call.a(), call.b()) ? 1 : 0, 0); // 1: swapped
                 default -> throw new IllegalArgumentException("register has no operation " + call.f());
             };
         }
@@ -91,6 +95,11 @@ final class CollectionWorkloads {
             this.word = k -> c.atomicLong("stress-counter-" + k);
             this.reads = new StaleReads(plant);
             this.random = random;
+        }
+
+        @Override
+        public boolean singleVerb(Call call) {
+            return true; // get, set, compare-and-swap, fetch-and-add: one verb each
         }
 
         @Override

@@ -13,7 +13,7 @@ import java.util.Locale;
  * line: process type f key a b nanos
  *   read   invoke: a = b = 0            ok: a = value read
  *   write  invoke: a = value            ok: a = value
- *   cas    invoke: a = expected, b = new; ok: swapped, fail: the word held another value
+ *   cas    invoke: a = expected, b = new; ok a = 1: swapped, ok a = 0: the word held another value
  *   add    invoke: a = delta            ok: a = delta, b = value before the add
  *   get, put, putIfAbsent, remove, offer, poll, tryAcquire, release: see CollectionWorkloads (absent: -1)
  * nanos: System.nanoTime() of the node process: CLOCK_MONOTONIC, one origin for every

@@ -27,7 +27,7 @@ import java.util.stream.Stream;
  *   <tr><th>line</th><th>operation</th></tr>
  *   <tr><td>read, ok a</td><td>{@code read} → a</td></tr>
  *   <tr><td>write a</td><td>{@code write}: a</td></tr>
- *   <tr><td>cas a b, ok / fail</td><td>{@code cas}: [a, b] → true / false (a CAS that found another value did run)</td></tr>
+ *   <tr><td>cas a b, ok 1 / ok 0</td><td>{@code cas}: [a, b] → true (swapped) / false (found another value)</td></tr>
  *   <tr><td>add a, ok b</td><td>{@code getAndAdd}: a → b</td></tr>
  *   <tr><td>get / poll, ok a</td><td>{@code get} / {@code poll} → a (-1: null)</td></tr>
  *   <tr><td>put / putIfAbsent a, ok b; remove, ok b</td><td>→ previous value b (-1: null)</td></tr>
@@ -106,7 +106,7 @@ final class HistoryLines {
     private static Operation operation(int id, int process, Event inv, Event done, long origin, long end) {
         Outcome outcome = done == null ? Outcome.INFO : switch (done.type()) {
             case OK -> Outcome.OK;
-            case FAIL -> inv.f().equals("cas") ? Outcome.OK : Outcome.FAIL;
+            case FAIL -> Outcome.FAIL;
             default -> Outcome.INFO;
         };
         String f = inv.f();
@@ -123,7 +123,7 @@ final class HistoryLines {
             case "cas" -> {
                 input = List.of(inv.a(), inv.b());
                 if (done != null) {
-                    output = done.type() == Event.Type.OK;
+                    output = done.a() == 1;
                 }
             }
             case "add" -> {

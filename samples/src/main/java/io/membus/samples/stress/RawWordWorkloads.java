@@ -37,6 +37,11 @@ final class RawWordWorkloads {
         }
 
         @Override
+        public boolean singleVerb(Call call) {
+            return true; // get, set, compare-and-swap, fetch-and-add: one verb each
+        }
+
+        @Override
         public String model() {
             return "register";
         }
@@ -66,8 +71,7 @@ final class RawWordWorkloads {
                 }
                 case "cas" -> {
                     long witnessed = memory.compareAndSwap(ptr, call.a(), call.b());
-                    return witnessed == call.a() ? Outcome.ok(call.a(), call.b())
-                            : new Outcome(Event.Type.FAIL, call.a(), call.b());
+                    return Outcome.ok(witnessed == call.a() ? 1 : 0, 0); // 1: swapped, 0: found another value
                 }
                 default -> throw new IllegalArgumentException("register has no operation " + call.f());
             }
@@ -86,6 +90,11 @@ final class RawWordWorkloads {
             this.word = word;
             this.reads = new StaleReads(plantViolation);
             this.random = random;
+        }
+
+        @Override
+        public boolean singleVerb(Call call) {
+            return true; // get, set, compare-and-swap, fetch-and-add: one verb each
         }
 
         @Override

@@ -242,9 +242,11 @@ final class StressCluster implements AutoCloseable {
                 p.exit();
             }
         }
+        // on Ctrl-C the user is waiting: a short grace, then kill -9 (by pid); at the end of a run, time to leave
+        int grace = Thread.currentThread() == hook ? 3 : 15;
         for (NodeProcess p : all) {
             if (p != null) {
-                p.destroy(15);
+                p.destroy(grace);
             }
         }
         deleteTree(runDir);

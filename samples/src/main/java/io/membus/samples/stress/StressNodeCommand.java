@@ -326,7 +326,8 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
                 a = o.a();
                 b = o.b();
             } catch (DsmException e) {
-                type = w.readOnly(call) ? Event.Type.FAIL : Event.Type.INFO;
+                boolean certainlyNot = w.readOnly(call) || (w.singleVerb(call) && !e.mayHaveRun());
+                type = certainlyNot ? Event.Type.FAIL : Event.Type.INFO;
             } catch (RuntimeException e) {
                 System.err.println("stress client " + process + ": " + e);
                 type = w.readOnly(call) ? Event.Type.FAIL : Event.Type.INFO;

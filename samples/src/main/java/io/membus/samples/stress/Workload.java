@@ -37,6 +37,16 @@ public interface Workload {
         return drawn;
     }
 
+    /**
+     * Whether the call is one verb, so that the verb's own word on a failure
+     * ({@link io.membus.core.error.DsmException#mayHaveRun()}) is the operation's: a verb
+     * refused before it ran makes the operation a FAIL instead of indeterminate. (An
+     * operation of several verbs may have done something before its failing verb.)
+     */
+    default boolean singleVerb(Call call) {
+        return false;
+    }
+
     /** Whether the call changes nothing, so an exception from it is a FAIL rather than INFO. */
     default boolean readOnly(Call call) {
         return call.f().equals("read");
