@@ -84,7 +84,7 @@ class CoherenceLinearizabilityTest {
      * must be linearizable against the counter model.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"local", "tcp"})
+    @ValueSource(strings = {"local", "shm", "tcp"})
     void countersStayLinearizableUnderPartitionsAndDrops(String transport) throws Exception {
         long seed = Long.getLong("membus.seed", System.nanoTime());
         System.out.println("CoherenceLinearizabilityTest counters " + transport + " seed=" + seed);
