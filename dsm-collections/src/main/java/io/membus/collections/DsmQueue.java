@@ -6,6 +6,8 @@ import io.membus.alloc.UseAfterFreeException;
 import io.membus.codec.Codec;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.OutcomeUnknownException;
 
 import java.util.AbstractQueue;
 import java.util.Arrays;
@@ -89,10 +91,16 @@ import static io.membus.collections.SlotState.WRITING;
  *   <li>A node taken for dead that is in fact still running finds its slot gone
  *       when it publishes: {@link SlotLostException} (its element was not enqueued,
  *       or not taken).</li>
- *   <li>A verb that fails mid-operation (timeout, unreachable node) makes the
- *       operation's outcome unknown, as for the verbs: a claimed slot is given back
- *       ({@code WRITING -> EMPTY(t + capacity)}, {@code READING -> FULL(t + capacity)})
- *       when that is still possible, and the typed exception is rethrown.</li>
+ *   <li>A failed operation's {@link DsmException#mayHaveRun()} speaks for the whole
+ *       operation. A failure before the claim (the root's node down, a claim CAS
+ *       refused before it was sent) is rethrown as it is: {@code false}, nothing
+ *       happened, retry freely; so is a {@link SlotLostException}. A verb that fails
+ *       after the claim (timeout, unreachable node) makes the outcome unknown: a
+ *       claimed slot is given back ({@code WRITING -> EMPTY(t + capacity)},
+ *       {@code READING -> FULL(t + capacity)}) when that is still possible, and
+ *       {@link OutcomeUnknownException} is thrown with the verb's failure as its cause
+ *       (except an offer whose publishing CAS certainly did not run: nothing was
+ *       enqueued, and that CAS's failure is rethrown).</li>
  * </ul>
  * Elements live in the root's node: when it is down, every operation fails with
  * its {@code NodeUnavailableException}.
@@ -335,9 +343,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
     /** Writes the data and publishes FULL(t), pipelined; gives the ticket up when that fails. */
     private void publish(long t, long mine, Prepared p) {
+        CompletableFuture<Long> cas = null;
         try {
             CompletableFuture<Void> write = memory.writeAsync(dataPtr(t), p.data);
-            CompletableFuture<Long> cas = memory.compareAndSwapAsync(statePtr(t), mine, SlotState.of(t, FULL, 0));
+            cas = memory.compareAndSwapAsync(statePtr(t), mine, SlotState.of(t, FULL, 0));
             memory.await(write);
             long w = memory.await(cas);
             if (w != mine) {
@@ -349,10 +358,32 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             throw e;
         } catch (RuntimeException e) {
             giveBack(t, mine, SlotState.of(t + capacity, EMPTY, 0), p, e);
-            throw e;
+            throw publishFailure(cas, e);
         } finally {
             leave(t);
         }
+    }
+
+    /**
+     * What a failed publish throws. The offer takes effect at its publishing CAS: when
+     * that CAS certainly did not run (refused before it was sent), nothing was enqueued
+     * and its failure is rethrown as it is ({@code mayHaveRun() == false}); otherwise
+     * the offer's outcome is unknown.
+     */
+    private RuntimeException publishFailure(CompletableFuture<Long> cas, RuntimeException failure) {
+        if (cas != null && cas.isCompletedExceptionally()) {
+            Throwable c = cas.handle((v, x) -> x).join();
+            c = c instanceof java.util.concurrent.CompletionException && c.getCause() != null ? c.getCause() : c;
+            if (c instanceof DsmException d && !d.mayHaveRun()) {
+                if (failure.getCause() == d || failure == d) {
+                    return failure; // the publishing CAS's own failure, as await rethrew it
+                }
+                DsmException copy = d.forCaller();
+                copy.addSuppressed(failure);
+                return copy;
+            }
+        }
+        return new OutcomeUnknownException("offer", "queue " + root.name() + " ticket", failure);
     }
 
     /** After a failed verb: moves a slot this node still holds on, so nobody waits for it. */
@@ -546,7 +577,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             // put it back for another consumer (as the recovery of a dead consumer would)
             giveBack(t, mine, SlotState.of(t + capacity, FULL, 0), null, e);
             leave(t);
-            throw e;
+            // the claim ran: the element may be taken (the emptying CAS may have run) or moved a lap on
+            throw new OutcomeUnknownException("poll", "queue " + root.name() + " ticket " + t, e);
         }
         leave(t);
         if (block != null) {

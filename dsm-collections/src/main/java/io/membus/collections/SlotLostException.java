@@ -27,6 +27,12 @@ public class SlotLostException extends DsmException {
         this.ticket = ticket;
     }
 
+    /** The operation did not happen: the element was not enqueued, or not taken. */
+    @Override
+    public boolean mayHaveRun() {
+        return false;
+    }
+
     public String name() {
         return name;
     }

@@ -50,7 +50,7 @@ final class CollectionWorkloads {
         }
 
         @Override
-        public boolean singleVerb(Call call) {
+        public boolean preciseFailure(Call call) {
             return true; // get, set, compare-and-swap, fetch-and-add: one verb each
         }
 
@@ -98,7 +98,7 @@ final class CollectionWorkloads {
         }
 
         @Override
-        public boolean singleVerb(Call call) {
+        public boolean preciseFailure(Call call) {
             return true; // get, set, compare-and-swap, fetch-and-add: one verb each
         }
 
@@ -200,6 +200,11 @@ final class CollectionWorkloads {
                 }
                 default -> throw new IllegalArgumentException("queue has no operation " + call.f());
             };
+        }
+
+        @Override
+        public boolean preciseFailure(Call call) {
+            return true; // DsmQueue: a failure before the claim is rethrown as is, later ones are OutcomeUnknown
         }
 
         @Override

@@ -37,7 +37,7 @@ final class RawWordWorkloads {
         }
 
         @Override
-        public boolean singleVerb(Call call) {
+        public boolean preciseFailure(Call call) {
             return true; // get, set, compare-and-swap, fetch-and-add: one verb each
         }
 
@@ -93,7 +93,7 @@ final class RawWordWorkloads {
         }
 
         @Override
-        public boolean singleVerb(Call call) {
+        public boolean preciseFailure(Call call) {
             return true; // get, set, compare-and-swap, fetch-and-add: one verb each
         }
 

@@ -326,7 +326,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
                 a = o.a();
                 b = o.b();
             } catch (DsmException e) {
-                boolean certainlyNot = w.readOnly(call) || (w.singleVerb(call) && !e.mayHaveRun());
+                boolean certainlyNot = w.readOnly(call) || (w.preciseFailure(call) && !e.mayHaveRun());
                 type = certainlyNot ? Event.Type.FAIL : Event.Type.INFO;
             } catch (RuntimeException e) {
                 System.err.println("stress client " + process + ": " + e);

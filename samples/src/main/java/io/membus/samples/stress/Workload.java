@@ -38,12 +38,14 @@ public interface Workload {
     }
 
     /**
-     * Whether the call is one verb, so that the verb's own word on a failure
-     * ({@link io.membus.core.error.DsmException#mayHaveRun()}) is the operation's: a verb
-     * refused before it ran makes the operation a FAIL instead of indeterminate. (An
-     * operation of several verbs may have done something before its failing verb.)
+     * Whether a failure of the call says for the whole operation whether it may have
+     * run ({@link io.membus.core.error.DsmException#mayHaveRun()}): true for one verb,
+     * and for the collection operations that keep that contract (a failure before
+     * their first effect is rethrown as it is, a later one is an
+     * {@link io.membus.core.error.OutcomeUnknownException}). Then a call refused before
+     * it ran is a FAIL instead of indeterminate, which keeps the checker's search small.
      */
-    default boolean singleVerb(Call call) {
+    default boolean preciseFailure(Call call) {
         return false;
     }
 
