@@ -1,5 +1,6 @@
 package io.membus.collections;
 
+import io.membus.core.error.DsmException;
 import io.membus.codec.Codecs;
 import io.membus.core.RemoteMemory;
 import org.junit.jupiter.api.Test;
@@ -284,6 +285,27 @@ class DsmQueueTest {
                 q.add("after-" + i);
                 assertEquals("after-" + i, c.node(root).queue("q", String.class, 4).poll());
             }
+        }
+    }
+
+    /**
+     * The root's node is down: every offer and poll fails before its claim, and says so
+     * (mayHaveRun false: nothing happened, safe to retry), which is what lets a
+     * history count it as a failure rather than an operation of unknown outcome.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"local", "shm"})
+    void operationsOnAQueueWhoseRootIsDownFailAsNotRun(String transport) {
+        try (CollCluster c = new CollCluster(transport, 3)) {
+            int root = c.node(1).queue("q", Long.class, 4).root().block().nodeId();
+            int live = root == 1 ? 2 : 1;
+            DsmQueue<Long> q = c.node(live).queue("q", Long.class, 4);
+            q.add(7L);
+            c.down(root);
+            DsmException offer = assertThrows(DsmException.class, () -> q.offer(8L));
+            assertFalse(offer.mayHaveRun(), offer::toString);
+            DsmException poll = assertThrows(DsmException.class, q::poll);
+            assertFalse(poll.mayHaveRun(), poll::toString);
         }
     }
 
