@@ -266,22 +266,40 @@ public final class CoherentHeap implements AutoCloseable {
         return s.bytes();
     }
 
+    /**
+     * A validated (seqlock) read: the header, then the current slot, then the header
+     * again; equal versions and slots, or retry. Three verbs, because one verb is not
+     * atomic and copies its bytes in no promised order (a header and slot taken from
+     * one read could be torn around a publish). When the object fits one read, the
+     * three are issued together on one connection (header, whole object, header:
+     * verbs execute in issue order, so the slot is read between the two headers): one
+     * round trip over a network transport. A slot past that read, or a value out of
+     * line, is read after the first header and the last header read follows it.
+     */
     private Snapshot validatedRead(RemoteRef<?> ref, long deadline) {
         long ptr = ref.ptr();
         int cap = ref.slotCapacity();
+        boolean whole = ObjectLayout.objectSize(cap) <= WHOLE_READ_LIMIT;
         int attempt = 0;
         while (true) {
-            byte[] first;
             long h1;
             byte[] value;
+            CompletableFuture<byte[]> pipelined = null;
             try {
-                if (ObjectLayout.objectSize(cap) <= WHOLE_READ_LIMIT) {
-                    first = memory.read(ptr, 8 + ObjectLayout.objectSize(cap));
+                byte[] first;
+                if (whole) {
+                    CompletableFuture<byte[]> head = memory.readAsync(ptr, 8 + ObjectLayout.META);
+                    CompletableFuture<byte[]> body = memory.readAsync(ptr, 8 + ObjectLayout.objectSize(cap));
+                    pipelined = memory.readAsync(ptr, 8 + ObjectLayout.META);
+                    byte[] h = memory.await(head);
+                    checkBlock(ptr, ref.generationHeader(), Words.getLong(h, 0), "read");
+                    h1 = Words.getLong(h, 8 + ObjectLayout.HEADER);
+                    first = memory.await(body);
                 } else {
                     first = memory.read(ptr, 8 + ObjectLayout.SLOTS);
+                    checkBlock(ptr, ref.generationHeader(), Words.getLong(first, 0), "read");
+                    h1 = Words.getLong(first, 8 + ObjectLayout.HEADER);
                 }
-                checkBlock(ptr, ref.generationHeader(), Words.getLong(first, 0), "read");
-                h1 = Words.getLong(first, 8 + ObjectLayout.HEADER);
                 int s = ObjectLayout.slot(h1);
                 int at = ObjectLayout.slotOffset(s, cap);
                 byte[] slot;
@@ -292,21 +310,20 @@ public final class CoherentHeap implements AutoCloseable {
                 } else {
                     slot = memory.read(ref.payload() + at, ObjectLayout.SLOT_PREFIX + cap);
                     base = 0;
+                    pipelined = null;
+                }
+                if ((int) (Words.getLong(slot, base) >>> 32) == ObjectLayout.OUT_OF_LINE) {
+                    pipelined = null; // the header must be read after the value's own block
                 }
                 value = slotValue(slot, base, cap);
-            } catch (UseAfterFreeException e) {
-                // an out-of-line payload freed by a later write: our headers will not match; retry
+            } catch (UseAfterFreeException | SlotGarbledException e) {
+                // an out-of-line payload freed by a later write, or a slot mid-write: the headers will not match
                 value = null;
                 h1 = 0;
-                first = null;
-            } catch (SlotGarbledException e) {
-                value = null;
-                h1 = 0;
-                first = null;
             }
             // the header again, with the lease and the sharers: a fill caches only if its sharer bit is still
             // set here (a writer that locked earlier may have cleared it; one that locks later will see it)
-            byte[] again = memory.read(ptr, 8 + ObjectLayout.META);
+            byte[] again = pipelined != null ? memory.await(pipelined) : memory.read(ptr, 8 + ObjectLayout.META);
             checkBlock(ptr, ref.generationHeader(), Words.getLong(again, 0), "read");
             long h2 = Words.getLong(again, 8);
             if (value != null && ObjectLayout.version(h1) == ObjectLayout.version(h2)

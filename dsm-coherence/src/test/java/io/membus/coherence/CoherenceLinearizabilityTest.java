@@ -100,17 +100,24 @@ class CoherenceLinearizabilityTest {
         cluster.transports.forEach((id, t) -> injectors.put(id, t.faults()));
         HistoryRecorder rec = new HistoryRecorder();
         List<Thread> threads = new ArrayList<>();
+        // every handle opened before the nemesis starts: an open is a verb a partition would fail
+        List<List<RemoteRef<Long>>> handles = new ArrayList<>();
+        for (int node = 1; node <= 3; node++) {
+            for (int t = 0; t < 2; t++) {
+                List<RemoteRef<Long>> mine = new ArrayList<>();
+                for (RemoteRef<Long> c : counters) {
+                    mine.add(cluster.heap(node).open(c.ptr(), c.generationHeader(), Codecs.longs()));
+                }
+                handles.add(mine);
+            }
+        }
         long end = System.nanoTime() + Duration.ofSeconds(3).toNanos();
         try (NemesisSchedule nemesis = NemesisSchedule.start(List.of(TransportNemesis.partition(injectors),
                 TransportNemesis.drop(injectors)), rec, seed, Duration.ofMillis(200), Duration.ofMillis(400))) {
             for (int node = 1; node <= 3; node++) {
                 for (int t = 0; t < 2; t++) {
                     int p = (node - 1) * 2 + t;
-                    CoherentHeap heap = cluster.heap(node);
-                    List<RemoteRef<Long>> mine = new ArrayList<>();
-                    for (RemoteRef<Long> c : counters) {
-                        mine.add(heap.open(c.ptr(), c.generationHeader(), Codecs.longs()));
-                    }
+                    List<RemoteRef<Long>> mine = handles.get(p);
                     Random rnd = new Random(seed + p);
                     Thread th = new Thread(() -> {
                         while (System.nanoTime() < end) {

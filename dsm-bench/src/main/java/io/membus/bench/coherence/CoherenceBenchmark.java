@@ -56,7 +56,7 @@ import java.util.stream.Stream;
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class CoherenceBenchmark {
-    @Param({"local", "shm"})
+    @Param({"local", "shm", "tcp"})
     public String transport;
 
     private final List<Transport> transports = new ArrayList<>();
@@ -68,6 +68,9 @@ public class CoherenceBenchmark {
     private RemoteMemory memory2;
     private final List<List<RemoteRef<Long>>> sharedBy = new ArrayList<>();
     private final ConcurrentHashMap<Long, Long> chm = new ConcurrentHashMap<>();
+    /** One object on node 1, opened by nodes 2, 3 and 4: the {@code updateContended} threads' handles. */
+    private final List<RemoteRef<Long>> contended = new ArrayList<>();
+    private final java.util.concurrent.atomic.AtomicInteger nextUpdater = new java.util.concurrent.atomic.AtomicInteger();
     private long value;
 
     @Setup(Level.Trial)
@@ -77,7 +80,8 @@ public class CoherenceBenchmark {
         shmDir = Path.of("/dev/shm", "membus-coh-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
         for (int id = 1; id <= 4; id++) {
             Transport t = Transports.create(transport, TransportConfig.builder(id).property("local.fabric", fabric)
-                    .property("shm.dir", shmDir.toString()).build());
+                    .property("shm.dir", shmDir.toString()).property("tcp.secret", "coh-bench-secret-0123456789abcdef")
+                    .property("tcp.host", "127.0.0.1").property("tcp.port", "0").build());
             transports.add(t);
             directory.addMember(t.self());
             directory.addSegment(t.export(SegmentSpec.of(1, 16L << 20)).descriptor());
@@ -96,6 +100,10 @@ public class CoherenceBenchmark {
         cached = heaps.get(1).open(obj.ptr(), obj.generationHeader(), Codecs.longs());
         uncached = cached.cached(false);
         chm.put(1L, 1L);
+        RemoteRef<Long> counter = heaps.get(0).create(Codecs.longs(), 0L, Placement.node(1));
+        for (int n = 1; n <= 3; n++) {
+            contended.add(heaps.get(n).open(counter.ptr(), counter.generationHeader(), Codecs.longs()));
+        }
         for (int sharers = 0; sharers <= 3; sharers++) {
             RemoteRef<Long> o = heaps.get(0).create(Codecs.longs(), 0L, Placement.node(1));
             List<RemoteRef<Long>> refs = new ArrayList<>();
@@ -163,5 +171,24 @@ public class CoherenceBenchmark {
     @Benchmark
     public long set3() {
         return write(3);
+    }
+
+    /** Which node's handle a thread of {@code updateContended} uses: threads take nodes 2, 3, 4 in turn. */
+    @State(Scope.Thread)
+    public static class Updater {
+        int index = -1;
+    }
+
+    /**
+     * {@code update(x -> x + 1)} on one object from three nodes at once (run with
+     * {@code -t 3}: one thread per node): each update is a validated read, then the
+     * write's lock CAS, which fails and retries when another node wrote in between.
+     */
+    @Benchmark
+    public long updateContended(Updater u) {
+        if (u.index < 0) {
+            u.index = nextUpdater.getAndIncrement() % contended.size();
+        }
+        return contended.get(u.index).update(x -> x + 1);
     }
 }
