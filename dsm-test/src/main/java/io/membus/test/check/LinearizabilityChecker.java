@@ -29,7 +29,10 @@ import java.util.function.Function;
  *   <li>{@link Outcome#FAIL} operations are left out: they did not take effect.</li>
  *   <li>{@link Outcome#INFO} (indeterminate) operations never return: they may take
  *       effect at any point after their invocation, with any output, or never. The
- *       search succeeds once every determinate operation is placed.</li>
+ *       search succeeds once every determinate operation is placed. Indeterminate
+ *       operations with the same function and input are interchangeable, so the search
+ *       places them in invocation order only: k pending twins cost k + 1 subsets, not
+ *       2^k (what keeps a counter or a queue with many timed-out operations decidable).</li>
  *   <li>A call and a return at the same instant are ordered call first (the two
  *       operations count as concurrent).</li>
  *   <li>The search is bounded: past {@code maxStepsPerKey} steps, past four million
@@ -116,6 +119,9 @@ public final class LinearizabilityChecker {
         private final long[] zobristA;
         private final long[] zobristB;
         private final Set<CacheKey> seen = new HashSet<>();
+        /** The latest indeterminate twin invoked before each indeterminate operation, or -1 ({@link #waitsForTwin}). */
+        private final int[] twinBefore;
+        private final boolean[] linearized;
         private final int[] stackEntry;
         private final Object[] stackState;
         private int depth;
@@ -167,6 +173,20 @@ public final class LinearizabilityChecker {
                 zobristA[i] = z.nextLong();
                 zobristB[i] = z.nextLong();
             }
+            twinBefore = new int[n];
+            linearized = new boolean[n];
+            Map<List<Object>, Integer> lastTwin = new java.util.HashMap<>();
+            for (int k = 0; k < entries; k++) {
+                int i = (int) order[k][2];
+                if (order[k][1] == 0) {
+                    twinBefore[i] = -1;
+                    Operation op = ops.get(i);
+                    if (op.indeterminate()) {
+                        Integer before = lastTwin.put(java.util.Arrays.asList(op.f(), op.input()), i);
+                        twinBefore[i] = before == null ? -1 : before;
+                    }
+                }
+            }
             stackEntry = new int[n];
             stackState = new Object[n];
             best = new int[n];
@@ -187,6 +207,10 @@ public final class LinearizabilityChecker {
                 }
                 if (isCall[entry]) {
                     int op = opOf[entry];
+                    if (waitsForTwin(op)) {
+                        entry = next[entry];
+                        continue;
+                    }
                     S after = model.step(state, ops.get(op));
                     if (after != null) {
                         toggle(op);
@@ -272,6 +296,21 @@ public final class LinearizabilityChecker {
         private void toggle(int op) {
             setHashA ^= zobristA[op];
             setHashB ^= zobristB[op];
+            linearized[op] = !linearized[op];
+        }
+
+        /**
+         * Whether {@code op} is an indeterminate operation with an earlier-invoked twin
+         * (same function, equal input, also indeterminate) that is not linearized yet.
+         * Such twins are interchangeable: neither returns, their outputs are unknown, so
+         * any linearization that places some of them can place the earliest-invoked ones
+         * at the same positions instead (the k-th earliest twin is invoked no later than
+         * the k-th placed one). The search therefore places twins only in invocation
+         * order, which turns 2^k subsets of k pending twins into k + 1.
+         */
+        private boolean waitsForTwin(int op) {
+            int twin = twinBefore[op];
+            return twin >= 0 && !linearized[twin];
         }
 
         /** Takes a call entry and its return out of the list. */

@@ -98,6 +98,40 @@ class LinearizabilityCheckerTest {
                 .ok(3, "read", null, 1L, 20, 30).list(), counter).verdict(), "two increments both returned 1");
     }
 
+    /**
+     * Twenty increments of unknown outcome, then reads of 10 and, later, 5: a violation
+     * (a counter never goes back). Without placing interchangeable indeterminate
+     * operations in invocation order, proving it means trying each of the 2^20 subsets
+     * of increments; with it, 21. A budget of 200,000 steps is far below the first and
+     * far above the second, so this catches the reduction missing.
+     */
+    @Test
+    void interchangeableIndeterminateOperationsAreTriedInInvocationOrderOnly() {
+        LinearizabilityChecker bounded = new LinearizabilityChecker(200_000, Duration.ofSeconds(30));
+        Model<Long> counter = Models.counter(0);
+        Ops bad = new Ops("c");
+        Ops good = new Ops("c");
+        for (int i = 0; i < 20; i++) {
+            bad.info(10 + i, "incrementAndGet", 1L, i);
+            good.info(10 + i, "incrementAndGet", 1L, i);
+        }
+        bad.ok(1, "read", null, 10L, 100, 110).ok(1, "read", null, 5L, 120, 130);
+        good.ok(1, "read", null, 10L, 100, 110).ok(1, "read", null, 12L, 120, 130);
+        KeyResult b = bounded.checkKey("c", bad.list(), counter);
+        assertEquals(Verdict.VIOLATION, b.verdict(), b.explanation());
+        assertEquals(Verdict.LINEARIZABLE, bounded.checkKey("c", good.list(), counter).verdict());
+        // twins still take effect only after their own invocation
+        assertEquals(Verdict.LINEARIZABLE, checker.checkKey("c", new Ops("c")
+                .info(1, "incrementAndGet", 1L, 0)
+                .ok(2, "read", null, 1L, 10, 20)
+                .info(3, "incrementAndGet", 1L, 50)
+                .ok(2, "read", null, 2L, 60, 70).list(), counter).verdict());
+        assertEquals(Verdict.VIOLATION, checker.checkKey("c", new Ops("c")
+                .info(1, "incrementAndGet", 1L, 0)
+                .ok(2, "read", null, 2L, 10, 20)
+                .info(3, "incrementAndGet", 1L, 50).list(), counter).verdict());
+    }
+
     @Test
     void mapKeysFollowConcurrentMapSemantics() {
         Model<Object> key = Models.mapKey();

@@ -112,6 +112,13 @@ final class StressCluster implements AutoCloseable {
         for (int s = 1; s <= nodes; s++) {
             seeds.add("127.0.0.1:" + ports[s]);
         }
+        if (processes[id] != null) {
+            // started again: only the first seed may start a cluster on its own, and a node coming back
+            // must join the running one (whose members may not answer it until they drop its old
+            // incarnation), never found an island of its own; so it lists itself last
+            seeds.remove("127.0.0.1:" + ports[id]);
+            seeds.add("127.0.0.1:" + ports[id]);
+        }
         List<String> args = new ArrayList<>(List.of("stress-node", "--transport", transport,
                 "--node-id", Integer.toString(id), "--nodes", Integer.toString(nodes),
                 "--port", Integer.toString(ports[id]), "--seeds", String.join(",", seeds),
