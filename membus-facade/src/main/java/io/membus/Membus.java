@@ -97,14 +97,14 @@ public final class Membus implements AutoCloseable {
         return node.remoteMemory();
     }
 
-    /** The collections entry point (built on first use: it needs the allocator). */
+    /** The collections entry point (built on first use: it needs the allocator; maps get the coherent heap for leased reads). */
     public DsmCollections collections() {
         DsmCollections c = collections;
         if (c == null) {
             synchronized (this) {
                 c = collections;
                 if (c == null) {
-                    c = new DsmCollections(node.remoteMemory(), node.allocator(), node.names());
+                    c = new DsmCollections(node.remoteMemory(), node.allocator(), node.names(), heap());
                     collections = c;
                 }
             }

@@ -464,6 +464,87 @@ public final class CoherentHeap implements AutoCloseable {
         }
     }
 
+    // ------------------------------------------------------------------ guards of data kept elsewhere
+
+    /**
+     * The version of this node's cached copy of {@code ref} when it may be served now
+     * (its lease holds by this node's clock minus ε, and this node caches), else -1.
+     * No verb. A structure that keeps its own data elsewhere (the map's entries) uses a
+     * coherent object as the guard of that data: while this returns the version it saw
+     * when it read the data, no {@link #exclusive} section on {@code ref} has run since.
+     */
+    public long cachedVersion(RemoteRef<?> ref) {
+        if (!cachingAllowed()) {
+            return -1;
+        }
+        CacheEntry e = cache.get(ref.ptr());
+        return e != null && clock.nowMicros() < e.expiryMicros - epsMicros ? e.version : -1;
+    }
+
+    /**
+     * Caches {@code ref} on this node under a lease (a fill, when there is no valid copy)
+     * and returns {@link #cachedVersion}: -1 when it cannot be cached now (a writer holds
+     * it, this node does not cache). Read the guarded data after this call and keep it
+     * only if {@link #cachedVersion} still returns the same version afterwards.
+     */
+    public long cacheVersion(RemoteRef<?> ref) {
+        long v = cachedVersion(ref);
+        if (v >= 0 || !cachingAllowed()) {
+            return v;
+        }
+        fill(ref);
+        return cachedVersion(ref);
+    }
+
+    /**
+     * Runs {@code action} holding {@code ref}'s write lock, once every node that could
+     * serve a cached copy of {@code ref} has dropped it (or its lease has run out), then
+     * releases the lock with a new version (the value stays). Data guarded by
+     * {@code ref} and changed by {@code action} is therefore never served stale from a
+     * cache made under an older version.
+     *
+     * <p>{@code action} receives the {@link System#nanoTime()} by which it must have
+     * issued its last change: a survivor may break a lock held past the lock timeout,
+     * and a change issued later could land after another node re-cached the old data.
+     * An action that is late must not change anything and should throw.
+     *
+     * @throws DsmTimeoutException when the lock cannot be taken within the timeout
+     */
+    public <R> R exclusive(RemoteRef<?> ref, java.util.function.LongFunction<R> action) {
+        long deadline = deadline();
+        long ptr = ref.ptr();
+        int attempt = 0;
+        while (true) {
+            byte[] b = memory.read(ptr, 16);
+            checkBlock(ptr, ref.generationHeader(), Words.getLong(b, 0), "lock");
+            long h = Words.getLong(b, 8);
+            if (ObjectLayout.locked(h)) {
+                maybeRecover(ref, h);
+                backoff(++attempt, deadline, "lock", ptr);
+                continue;
+            }
+            long mine = ObjectLayout.lockedBy(h, self);
+            long lockedAt = System.nanoTime();
+            if (memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, h, mine) != h) {
+                backoff(++attempt, deadline, "lock", ptr);
+                continue;
+            }
+            try {
+                byte[] now = new byte[8];
+                Words.putLong(now, 0, clock.nowMicros());
+                CompletableFuture<Void> stamp = memory.writeAsync(ref.payload() + ObjectLayout.LOCKED_AT, now);
+                byte[] ls = memory.read(ref.payload() + ObjectLayout.LEASE, 16);
+                memory.await(stamp);
+                invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
+                long lastChange = lockedAt + config.lockTimeout().toNanos() - config.timeout().toNanos();
+                return action.apply(lastChange);
+            } finally {
+                release(ref, mine, h);
+                invalidateLocal(ptr);
+            }
+        }
+    }
+
     private void release(RemoteRef<?> ref, long mine, long h) {
         try {
             memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, mine,
@@ -511,8 +592,10 @@ public final class CoherentHeap implements AutoCloseable {
 
     /**
      * Makes sure no node serves a cached copy older than the version about to be
-     * published: ask every sharer to drop it (acks within the deadline), and wait until
-     * the lease plus ε has passed when one does not answer.
+     * published: ask every sharer to drop it, and when one does not answer, wait until
+     * the lease plus ε has passed. Acks are awaited only until then (at most the
+     * deadline): a partitioned sharer costs a writer the rest of the lease, not the
+     * whole operation timeout.
      */
     private void invalidateSharers(RemoteRef<?> ref, long leaseWord, long sharers, long deadline) {
         long ptr = ref.ptr();
@@ -533,9 +616,12 @@ public final class CoherentHeap implements AutoCloseable {
                     asks.add(messaging.requestAsync(n, INVALIDATE_CHANNEL, payload));
                 }
             }
+            // no ack is worth waiting for past the lease plus ε: by then no sharer may serve its copy anyway
+            long leaseOver = System.nanoTime() + Math.max(0, leaseWord + epsMicros - clock.nowMicros() + 1) * 1000;
+            long waitUntil = Math.min(deadline, leaseOver);
             for (CompletableFuture<byte[]> ask : asks) {
                 try {
-                    long left = Math.max(1, deadline - System.nanoTime());
+                    long left = Math.max(1, waitUntil - System.nanoTime());
                     ask.get(left, TimeUnit.NANOSECONDS);
                 } catch (Exception e) {
                     acked = false; // a sharer that did not answer: its lease must run out

@@ -3,6 +3,7 @@ package io.membus.collections;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.codec.Codec;
 import io.membus.codec.Codecs;
+import io.membus.coherence.CoherentHeap;
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.NameRegistry;
 
@@ -31,10 +32,22 @@ public final class DsmCollections {
     private final WakeUps wakeUps;
     private final ConcurrentHashMap<String, Object> open = new ConcurrentHashMap<>();
 
+    private final CoherentHeap heap;
+
     public DsmCollections(RemoteMemory memory, GlobalAllocator allocator, NameRegistry names) {
+        this(memory, allocator, names, null);
+    }
+
+    /**
+     * With this node's {@link CoherentHeap} (may be null): maps get it in their options,
+     * so maps with leased reads ({@link DsmMapOptions#leasedReads}) can be created and
+     * opened here.
+     */
+    public DsmCollections(RemoteMemory memory, GlobalAllocator allocator, NameRegistry names, CoherentHeap heap) {
         this.roots = new NamedRoots(memory, allocator, names);
         this.words = new WordVerbs(memory);
         this.wakeUps = WakeUps.of(memory);
+        this.heap = heap;
     }
 
     /** The root mechanism, for structures built outside this class (the map). */
@@ -136,7 +149,8 @@ public final class DsmCollections {
     @SuppressWarnings("unchecked")
     public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec, DsmMapOptions options) {
         return cached(name, DsmMap.class, CollectionKind.MAP + " " + DsmMap.descriptor(keyCodec, valueCodec),
-                () -> DsmMap.getOrCreate(roots, name, keyCodec, valueCodec, options));
+                () -> DsmMap.getOrCreate(roots, name, keyCodec, valueCodec,
+                        options.coherentHeap() == null && heap != null ? options.coherentHeap(heap) : options));
     }
 
     /**

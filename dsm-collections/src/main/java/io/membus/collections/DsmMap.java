@@ -6,7 +6,9 @@ import io.membus.alloc.HeapLayout;
 import io.membus.alloc.Placement;
 import io.membus.codec.Codec;
 import io.membus.core.RemotePtr;
+import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
 
 import java.nio.charset.StandardCharsets;
 import java.util.AbstractCollection;
@@ -122,6 +124,13 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         putLong(b, ROOT_GRACE, options.grace().toNanos() / 1000);
         putLong(b, ROOT_TABLE, table);
         putLong(b, ROOT_FIRST_TABLE, table);
+        if (options.leasedReads()) {
+            if (options.coherentHeap() == null) {
+                throw new DsmConfigException("DsmMapOptions.coherentHeap", "<none>",
+                        "this node's CoherentHeap: a map with leased reads locks and caches through it");
+            }
+            putLong(b, ROOT_LEASES, MapLeases.create(options.coherentHeap(), body));
+        }
         heap.memory().write(body, b);
         heap.memory().writeLong(body + ROOT_MAGIC, MAGIC); // the magic last: a root with it is whole
         return table;
@@ -131,6 +140,10 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     static void discardRoot(GlobalAllocator heap, long body) {
         if (heap.memory().readLong(body + ROOT_MAGIC) != MAGIC) {
             return; // formatting did not finish: nothing was published to free by its pointer
+        }
+        long leases = heap.memory().readLong(body + ROOT_LEASES);
+        if (leases != 0) {
+            MapLeases.discard(heap, leases);
         }
         long table = heap.memory().readLong(body + ROOT_FIRST_TABLE);
         if (table != 0) {
@@ -190,8 +203,19 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         if (graceNanos <= 0) {
             throw DsmMapException.notAMap(where, "graceMicros=" + getLong(b, p + ROOT_GRACE));
         }
-        return new DsmMap<>(new MapStore(heap, rootPtr, body, graceNanos, window, options.readCacheEntries()), keys,
-                values);
+        long leaseTable = getLong(b, p + ROOT_LEASES);
+        MapLeases leases = null;
+        if (leaseTable != 0) {
+            if (options.coherentHeap() == null) {
+                throw new DsmMapException(ErrorCode.CONFIG, "leases", "map needs a coherent heap: root=" + where
+                        + ", leasedReads=true; it serves reads under leases, so every handle must lock its changes"
+                        + " through this node's CoherentHeap: open it with DsmMapOptions.coherentHeap(heap)"
+                        + " (DsmCollections built with a heap, and Membus.map, pass it)");
+            }
+            leases = new MapLeases(options.coherentHeap(), leaseTable);
+        }
+        return new DsmMap<>(new MapStore(heap, rootPtr, body, graceNanos, window, options.readCacheEntries(), leases),
+                keys, values);
     }
 
     /** The type descriptor a named map's root records: its key and value codecs. */

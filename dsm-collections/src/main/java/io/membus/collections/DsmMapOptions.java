@@ -1,5 +1,6 @@
 package io.membus.collections;
 
+import io.membus.coherence.CoherentHeap;
 import io.membus.core.error.DsmConfigException;
 
 import java.time.Duration;
@@ -15,22 +16,64 @@ import java.time.Duration;
  * and reused meanwhile). Longer graces hold removed entries longer (memory), shorter
  * ones make slow operations retry.
  *
+ * <p><b>Leased reads.</b> A map created with {@link #leasedReads(boolean)} serves a
+ * repeated {@code get} from this node's memory, with no verb, while this node holds a
+ * lease of the coherence layer on the key's stripe (one of {@value MapLeases#STRIPES}
+ * coherent objects); every change of a key first takes its stripe's write lock, which
+ * invalidates the nodes caching it (or waits out their leases). Reads never see a stale
+ * value; changes cost the lock (about five more verbs, and an invalidation round trip
+ * per node caching the stripe). Every handle of such a map needs this node's
+ * {@link CoherentHeap} ({@link #coherentHeap}; {@link DsmCollections} built with a heap
+ * passes it).
+ *
  * <p><b>Note:</b> immutable value; thread-safe.
  */
 public final class DsmMapOptions {
     private final int initialSlots;
     private final Duration grace;
     private final int readCacheEntries;
+    private final boolean leasedReads;
+    private final CoherentHeap coherentHeap;
 
-    private DsmMapOptions(int initialSlots, Duration grace, int readCacheEntries) {
+    private DsmMapOptions(int initialSlots, Duration grace, int readCacheEntries, boolean leasedReads,
+                          CoherentHeap coherentHeap) {
         this.initialSlots = initialSlots;
         this.grace = grace;
         this.readCacheEntries = readCacheEntries;
+        this.leasedReads = leasedReads;
+        this.coherentHeap = coherentHeap;
     }
 
-    /** 256 home slots, a grace of one second, a read cache of 1024 entries. */
+    private DsmMapOptions(int initialSlots, Duration grace, int readCacheEntries) {
+        this(initialSlots, grace, readCacheEntries, false, null);
+    }
+
+    /** 256 home slots, a grace of one second, a read cache of 1024 entries, no leased reads. */
     public static DsmMapOptions defaults() {
         return new DsmMapOptions(256, Duration.ofSeconds(1), 1024);
+    }
+
+    /**
+     * Whether a map created with these options serves repeated gets under leases of the
+     * coherence layer (see the class comment). Chosen at creation and kept in the map's
+     * root: every node then follows it. Needs {@link #coherentHeap}.
+     */
+    public DsmMapOptions leasedReads(boolean on) {
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, on, coherentHeap);
+    }
+
+    public boolean leasedReads() {
+        return leasedReads;
+    }
+
+    /** This node's coherent heap: what a handle of a map with leased reads locks and caches through. */
+    public DsmMapOptions coherentHeap(CoherentHeap heap) {
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, heap);
+    }
+
+    /** The heap given by {@link #coherentHeap(CoherentHeap)}, or null. */
+    public CoherentHeap coherentHeap() {
+        return coherentHeap;
     }
 
     /**
@@ -42,7 +85,7 @@ public final class DsmMapOptions {
         if (entries < 0 || entries > (1 << 24)) {
             throw new DsmConfigException("readCacheEntries", String.valueOf(entries), "0 .. 16777216");
         }
-        return new DsmMapOptions(initialSlots, grace, entries);
+        return new DsmMapOptions(initialSlots, grace, entries, leasedReads, coherentHeap);
     }
 
     public int readCacheEntries() {
@@ -55,7 +98,7 @@ public final class DsmMapOptions {
             throw new DsmConfigException("initialSlots", String.valueOf(slots), "1 .. 67108864");
         }
         int n = Math.max(16, Integer.highestOneBit(slots - 1) << 1);
-        return new DsmMapOptions(n, grace, readCacheEntries);
+        return new DsmMapOptions(n, grace, readCacheEntries, leasedReads, coherentHeap);
     }
 
     /** The grace period: 10 ms .. 1 hour. */
@@ -63,7 +106,7 @@ public final class DsmMapOptions {
         if (grace == null || grace.toMillis() < 10 || grace.toHours() > 1) {
             throw new DsmConfigException("grace", String.valueOf(grace), "10 ms .. 1 h");
         }
-        return new DsmMapOptions(initialSlots, grace, readCacheEntries);
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap);
     }
 
     public int initialSlots() {

@@ -12,11 +12,11 @@ import io.membus.core.RemotePtr;
  *
  * <h2>Root block (payload of one allocator block; its pointer is the map's name)</h2>
  * <pre>
- *   0          8                 16               24               32             40            48            56
- *  +----------+--------+--------+----------------+----------------+--------------+-------------+-------------+
- *  | magic    | version| window | key codec hash | value codec    | grace (µs)   | TABLE       | FIRST TABLE |
- *  | MBMAP001 | (32)   | (32)   | (of its id)    | hash           |              | (CAS)       |             |
- *  +----------+--------+--------+----------------+----------------+--------------+-------------+-------------+
+ *   0          8                 16               24               32             40            48            56          64
+ *  +----------+--------+--------+----------------+----------------+--------------+-------------+-------------+-----------+
+ *  | magic    | version| window | key codec hash | value codec    | grace (µs)   | TABLE       | FIRST TABLE | LEASES    |
+ *  | MBMAP001 | (32)   | (32)   | (of its id)    | hash           |              | (CAS)       |             | (0: none) |
+ *  +----------+--------+--------+----------------+----------------+--------------+-------------+-------------+-----------+
  *   64                                                             64 + 8 * STRIPES
  *  +--------------------------------------------------------------+
  *  | size counters: one word per stripe (fetch-and-add, summed)    |
@@ -24,7 +24,8 @@ import io.membus.core.RemotePtr;
  * </pre>
  * TABLE is the payload pointer of the newest fully populated table; it only moves
  * forward along the tables' NEXT chain. FIRST TABLE is where that chain starts (so
- * {@code destroy} finds every table).
+ * {@code destroy} finds every table). LEASES points to the table of lease stripes of a
+ * map with leased reads ({@link MapLeases}), or is 0.
  *
  * <h2>Table block (payload)</h2>
  * <pre>
@@ -86,6 +87,8 @@ public final class MapLayout {
     public static final int ROOT_GRACE = 32;
     public static final int ROOT_TABLE = 40;
     public static final int ROOT_FIRST_TABLE = 48;
+    /** Payload pointer of the lease stripes' table ({@link MapLeases}); 0: the map has no leased reads. */
+    public static final int ROOT_LEASES = 56;
     public static final int ROOT_COUNTERS = 64;
     public static final int STRIPES = 64;
     public static final int ROOT_LENGTH = ROOT_COUNTERS + 8 * STRIPES;

@@ -135,6 +135,10 @@ final class MapStore {
     final long graceNanos;
     final int window;
     final Reclaimer reclaimer;
+    /** The lease stripes of a map with leased reads, or null. */
+    final MapLeases leases;
+    /** Leased read cache: key bytes to the value (null: absent) and the stripe version it was read under. */
+    private final ConcurrentHashMap<ByteBuffer, Leased> leased = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, Table> tables = new ConcurrentHashMap<>();
     private final long counter;
     private volatile RootView rootView;
@@ -149,8 +153,10 @@ final class MapStore {
     private record Cached(long slotPtr, long word, byte[] value, long at) {
     }
 
-    MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window, int cacheMax) {
+    MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window, int cacheMax,
+             MapLeases leases) {
         this.cacheMax = cacheMax;
+        this.leases = leases;
         this.heap = heap;
         this.mem = heap.memory();
         this.rootBlock = rootBlock;
@@ -333,7 +339,7 @@ final class MapStore {
     }
 
     private void remember(byte[] key, long slotPtr, long word, byte[] value, long at) {
-        if (cacheMax <= 0) {
+        if (cacheMax <= 0 || leases != null) {
             return;
         }
         if (cache.size() >= cacheMax) {
@@ -357,14 +363,55 @@ final class MapStore {
         return cacheHits.sum();
     }
 
+    private record Leased(long version, byte[] value) {
+    }
+
+    /**
+     * A get of a map with leased reads: served from {@link #leased} with no verb while this
+     * node holds the key's stripe cached at the version the value was read under (no
+     * change of the stripe's keys can have run since: each runs under the stripe's lock,
+     * which invalidates this node's copy first). Otherwise: cache the stripe (a fill),
+     * look the key up, and keep the value if the stripe's version held throughout.
+     */
+    private byte[] leasedGet(byte[] key, long hash) {
+        io.membus.coherence.RemoteRef<Long> stripe = leases.stripe(hash);
+        ByteBuffer k = ByteBuffer.wrap(key);
+        Leased c = leased.get(k);
+        if (c != null && leases.heap.cachedVersion(stripe) == c.version) {
+            cacheHits.increment();
+            return c.value;
+        }
+        long version = leases.heap.cacheVersion(stripe);
+        byte[] value = lookup(key, hash);
+        if (version >= 0 && cacheMax > 0 && leases.heap.cachedVersion(stripe) == version) {
+            if (leased.size() >= cacheMax) {
+                Iterator<ByteBuffer> it = leased.keySet().iterator();
+                if (it.hasNext()) {
+                    it.next();
+                    it.remove();
+                }
+            }
+            leased.put(k, new Leased(version, value));
+        }
+        return value;
+    }
+
     /** The value bytes of {@code key}, or null. At most two verbs when the key's window holds it, one when cached. */
     byte[] get(byte[] key, long hash) {
+        if (leases != null) {
+            return leasedGet(key, hash);
+        }
         if (cacheMax > 0) {
             byte[] v = cachedGet(ByteBuffer.wrap(key));
             if (v != null) {
                 return v;
             }
         }
+        return lookup(key, hash);
+    }
+
+    /** The value bytes of {@code key}, or null, from the table: at most two verbs when the key's window holds it. */
+    private byte[] lookup(byte[] key, long hash) {
         int restarts = 0;
         while (true) {
             long start = System.nanoTime();
@@ -430,19 +477,32 @@ final class MapStore {
      * applied again to the value that won.
      */
     Outcome mutate(byte[] key, long hash, Mutation m) {
-        int restarts = 0;
         reclaimer.drain();
+        if (leases == null) {
+            return mutate(key, hash, m, Long.MAX_VALUE);
+        }
+        leased.remove(ByteBuffer.wrap(key));
+        return leases.heap.exclusive(leases.stripe(hash), lastChange -> mutate(key, hash, m, lastChange));
+    }
+
+    private Outcome mutate(byte[] key, long hash, Mutation m, long lastChange) {
+        int restarts = 0;
         while (true) {
             long start = System.nanoTime();
             try {
-                return attempt(key, hash, m, start);
+                return attempt(key, hash, m, start, lastChange);
             } catch (Restart r) {
                 restarts = restarted(restarts);
             }
         }
     }
 
-    private Outcome attempt(byte[] key, long hash, Mutation m, long start) {
+    /**
+     * One try of a change. {@code lastChange}: the {@code System.nanoTime()} after which
+     * its slot CAS must not be issued (the stripe lock of a map with leased reads may be
+     * broken by then), {@code Long.MAX_VALUE} for none.
+     */
+    private Outcome attempt(byte[] key, long hash, Mutation m, long start, long lastChange) {
         Table t = rootTable();
         BlockRef fresh = null;
         byte[] freshValue = null;
@@ -485,6 +545,11 @@ final class MapStore {
                     update = slot(hash, entryClass(fresh), fresh.ptr());
                 }
                 checkTime(start);
+                if (lastChange != Long.MAX_VALUE && System.nanoTime() - lastChange > 0) {
+                    throw new DsmMapException(ErrorCode.TIMEOUT, "stripe-lock", "map change too slow: root="
+                            + RemotePtr.toString(rootBlock) + "; it held its stripe's lock so long that a survivor"
+                            + " may break it, so it changed nothing (retry; a node this slow is overloaded)");
+                }
                 long expected = s.kind == Kind.FOUND ? s.word : 0;
                 long witness;
                 try {

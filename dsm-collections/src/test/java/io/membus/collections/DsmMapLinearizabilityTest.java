@@ -1,7 +1,11 @@
 package io.membus.collections;
 
 import io.membus.codec.Codecs;
+import io.membus.coherence.CoherenceConfig;
+import io.membus.coherence.CoherentHeap;
 import io.membus.core.error.DsmException;
+import io.membus.core.message.Messaging;
+import io.membus.core.time.Clock;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.test.Seeds;
@@ -40,6 +44,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class DsmMapLinearizabilityTest {
     private MapCluster cluster;
     private ExecutorService exec;
+    private final List<CoherentHeap> heaps = new ArrayList<>();
 
     @AfterEach
     void close() throws InterruptedException {
@@ -49,6 +54,7 @@ class DsmMapLinearizabilityTest {
                 assertTrue(exec.awaitTermination(30, TimeUnit.SECONDS), "client threads did not stop");
             }
         } finally {
+            heaps.forEach(CoherentHeap::close);
             if (cluster != null) {
                 cluster.close();
             }
@@ -65,15 +71,47 @@ class DsmMapLinearizabilityTest {
         run("shm", info);
     }
 
+    /**
+     * The same with leased reads: gets are served from each node's cache under the
+     * coherence layer's leases on the key stripes, changes lock their stripe (invalidating
+     * the caching nodes, or waiting out their leases when a partition cuts the messages).
+     */
+    @Test
+    void historiesWithLeasedReadsAreLinearizableUnderTheNemesisOverShm(TestInfo info) throws Exception {
+        run("shm", info, true);
+    }
+
+    @Test
+    void historiesWithLeasedReadsAreLinearizableUnderTheNemesisOverLocal(TestInfo info) throws Exception {
+        run("local", info, true);
+    }
+
     private void run(String transport, TestInfo info) throws Exception {
+        run(transport, info, false);
+    }
+
+    private void run(String transport, TestInfo info, boolean leased) throws Exception {
         long seed = Seeds.seed("membus.map.seed", info.getDisplayName());
         cluster = new MapCluster(transport, 3, 32 << 20, Duration.ofMillis(500));
+        List<DsmMapOptions> options = new ArrayList<>();
+        for (int node = 1; node <= 3; node++) {
+            DsmMapOptions o = DsmMapOptions.defaults().initialSlots(16);
+            if (leased) {
+                CoherentHeap heap = new CoherentHeap(cluster.node(node), new Messaging(cluster.node(node).memory()),
+                        Clock.system(), CoherenceConfig.defaults().withLeases(Duration.ofMillis(5),
+                                Duration.ofMillis(200)).withSkewCheck(false, Duration.ofSeconds(5)));
+                heaps.add(heap);
+                o = o.leasedReads(true).coherentHeap(heap);
+            }
+            options.add(o);
+        }
         DsmMap<String, Long> created = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.longs(),
-                DsmMapOptions.defaults().initialSlots(16));
+                options.get(0));
         List<DsmMap<String, Long>> maps = new ArrayList<>();
         Map<Integer, FaultInjector> injectors = new TreeMap<>();
         for (int node = 1; node <= 3; node++) {
-            maps.add(DsmMap.open(cluster.node(node), created.rootPtr(), Codecs.strings(), Codecs.longs()));
+            maps.add(DsmMap.open(cluster.node(node), created.rootPtr(), Codecs.strings(), Codecs.longs(),
+                    options.get(node - 1)));
             injectors.put(node, cluster.transports.get(node).faults());
         }
         HistoryRecorder rec = new HistoryRecorder();
@@ -96,7 +134,7 @@ class DsmMapLinearizabilityTest {
                         String key = "k" + rnd.nextInt(keys);
                         long v = process * 1_000_000L + n++;
                         Long seen = (long) (rnd.nextInt(4) + process * 1_000_000L + Math.max(0, n - 4));
-                        switch (rnd.nextInt(8)) {
+                        switch (rnd.nextInt(leased ? 14 : 8)) { // leased: more gets, to meet the caches
                             case 0 -> call(rec, process, key, "get", null, () -> m.get(key));
                             case 1 -> call(rec, process, key, "containsKey", null, () -> m.containsKey(key));
                             case 2 -> call(rec, process, key, "put", v, () -> m.put(key, v));
@@ -104,7 +142,8 @@ class DsmMapLinearizabilityTest {
                             case 4 -> call(rec, process, key, "replace", v, () -> m.replace(key, v));
                             case 5 -> call(rec, process, key, "replaceIf", List.of(seen, v), () -> m.replace(key, seen, v));
                             case 6 -> call(rec, process, key, "remove", null, () -> m.remove(key));
-                            default -> call(rec, process, key, "removeIf", seen, () -> m.remove(key, seen));
+                            case 7 -> call(rec, process, key, "removeIf", seen, () -> m.remove(key, seen));
+                            default -> call(rec, process, key, "get", null, () -> m.get(key));
                         }
                     }
                     return null;
@@ -131,7 +170,12 @@ class DsmMapLinearizabilityTest {
             assertTrue(nemesis.faultsStarted() > 0, "the nemesis injected no fault");
         }
         CheckResult result = new LinearizabilityChecker().check(rec.history(), Models.mapKey());
-        System.out.println("seed=" + seed + " transport=" + transport + " operations=" + rec.history().operations().size()
+        if (leased) {
+            long hits = maps.stream().mapToLong(DsmMap::readCacheHits).sum();
+            System.out.println("leased gets served from the caches: " + hits);
+            assertTrue(hits > 0, "no get was served under a lease");
+        }
+        System.out.println("seed=" + seed + " transport=" + transport + " leased=" + leased + " operations=" + rec.history().operations().size()
                 + " maybeApplied=" + rec.history().count(io.membus.test.history.Outcome.INFO) + " " + result.summary());
         assertTrue(result.linearizable(), "seed=" + seed + ", transport=" + transport + ": " + result.summary());
     }
@@ -148,6 +192,8 @@ class DsmMapLinearizabilityTest {
             c.info(e);
         } catch (DsmMapException e) {
             c.info(e); // kept restarting: it may have taken effect
+        } catch (DsmException e) {
+            c.info(e); // a stripe lock that timed out or was broken (leased reads)
         }
     }
 }
