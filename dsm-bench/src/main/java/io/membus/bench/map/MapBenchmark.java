@@ -5,6 +5,10 @@ import io.membus.alloc.GlobalAllocator;
 import io.membus.codec.Codecs;
 import io.membus.collections.DsmMap;
 import io.membus.collections.DsmMapOptions;
+import io.membus.coherence.CoherenceConfig;
+import io.membus.coherence.CoherentHeap;
+import io.membus.core.message.Messaging;
+import io.membus.core.time.Clock;
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.StaticDirectory;
 import io.membus.core.transport.SegmentSpec;
@@ -73,6 +77,8 @@ public class MapBenchmark {
     private Path shmDir;
     private DsmMap<Long, Long> map;
     private DsmMap<Long, Long> cached;
+    private DsmMap<Long, Long> leased;
+    private final List<CoherentHeap> heaps = new ArrayList<>();
     private final ConcurrentHashMap<Long, Long> chm = new ConcurrentHashMap<>();
 
     /** Per-thread random keys. */
@@ -117,11 +123,38 @@ public class MapBenchmark {
             map.put(k, k);
             chm.put(k, k);
         }
+        // a second map with leased reads: node 2's gets are served under its leases on the key stripes
+        CoherenceConfig cc = CoherenceConfig.defaults().withLeases(Duration.ofSeconds(1), Duration.ofSeconds(5))
+                .withSkewCheck(false, Duration.ofSeconds(5));
+        for (GlobalAllocator a : allocators) {
+            heaps.add(new CoherentHeap(a, new Messaging(a.memory()), Clock.system(), cc));
+        }
+        DsmMap<Long, Long> leasedRoot = DsmMap.create(allocators.get(0), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().leasedReads(true).coherentHeap(heaps.get(0)));
+        leased = DsmMap.open(allocators.get(1), leasedRoot.rootPtr(), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().readCacheEntries(2 * KEYS).coherentHeap(heaps.get(1)));
+        for (long k = 0; k < KEYS; k++) {
+            leasedRoot.put(k, k);
+        }
+    }
+
+    /** A get of a map with leased reads: no verb while node 2 holds the key's stripe under a lease. */
+    @Benchmark
+    public Long leasedGet(Keys keys) {
+        return leased.get(keys.next());
+    }
+
+    /** A put into a map with leased reads: the stripe's lock and invalidations come on top of the put. */
+    @Benchmark
+    public Long leasedPut(Keys keys) {
+        long k = keys.next();
+        return leased.put(k, k + 1);
     }
 
     @TearDown(Level.Trial)
     public void tearDown() {
         map.close();
+        heaps.forEach(CoherentHeap::close);
         allocators.forEach(GlobalAllocator::close);
         transports.forEach(Transport::close);
         if (Files.exists(shmDir)) {
