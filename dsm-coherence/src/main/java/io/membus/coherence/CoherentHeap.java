@@ -66,6 +66,8 @@ public final class CoherentHeap implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CoherentHeap.class);
     private static final int WHOLE_READ_LIMIT = 2048;
     private static final int STRIPES = 256;
+    /** Clock samples per peer and check, of which the shortest round trip counts. */
+    private static final int SKEW_SAMPLES = 5;
 
     private final GlobalAllocator allocator;
     private final RemoteMemory memory;
@@ -504,9 +506,12 @@ public final class CoherentHeap implements AutoCloseable {
      * cache made under an older version.
      *
      * <p>{@code action} receives the {@link System#nanoTime()} by which it must have
-     * issued its last change: a survivor may break a lock held past the lock timeout,
-     * and a change issued later could land after another node re-cached the old data.
-     * An action that is late must not change anything and should throw.
+     * issued its last change, half the lock timeout after the lock was taken: a
+     * survivor may break a lock held past the lock timeout, and a change landing later
+     * could follow another node's re-caching of the old data. The other half is the
+     * margin for that change's verb in flight (so a verb delayed on the wire by more
+     * than half the lock timeout is outside what this promises). An action that is
+     * late must not change anything and should throw.
      *
      * @throws DsmTimeoutException when the lock cannot be taken within the timeout
      */
@@ -536,7 +541,8 @@ public final class CoherentHeap implements AutoCloseable {
                 byte[] ls = memory.read(ref.payload() + ObjectLayout.LEASE, 16);
                 memory.await(stamp);
                 invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
-                long lastChange = lockedAt + config.lockTimeout().toNanos() - config.timeout().toNanos();
+                // half the lock timeout: the other half is the margin for the last change's verb in flight
+                long lastChange = lockedAt + config.lockTimeout().toNanos() / 2;
                 return action.apply(lastChange);
             } finally {
                 release(ref, mine, h);
@@ -753,10 +759,21 @@ public final class CoherentHeap implements AutoCloseable {
                 continue;
             }
             try {
-                long t0 = clock.nowMicros();
-                byte[] r = messaging.request(peer.nodeId(), CLOCK_CHANNEL, new byte[0]);
-                long t1 = clock.nowMicros();
-                long offset = Words.getLong(r, 0) - (t0 + t1) / 2;
+                // NTP's rule: of a few samples, trust the one with the shortest round trip (the least
+                // uncertain); a single sample on a loaded machine can be tens of milliseconds wide
+                long offset = 0;
+                long rtt = Long.MAX_VALUE;
+                for (int sample = 0; sample < SKEW_SAMPLES && rtt > epsMicros / 4; sample++) {
+                    long t0 = clock.nowMicros();
+                    byte[] r = messaging.request(peer.nodeId(), CLOCK_CHANNEL, new byte[0]);
+                    long t1 = clock.nowMicros();
+                    if (t1 - t0 < rtt) {
+                        rtt = t1 - t0;
+                        offset = Words.getLong(r, 0) - (t0 + t1) / 2;
+                    }
+                }
+                long t0 = 0;
+                long t1 = rtt;
                 long possible = Math.abs(offset) + (t1 - t0) / 2;
                 if (possible > worst) {
                     worst = possible;

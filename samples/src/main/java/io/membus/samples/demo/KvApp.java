@@ -47,7 +47,7 @@ final class KvApp implements DemoApp {
 
     @Override
     public String title() {
-        return "an inventory in one DsmMap: every node puts, reads (cached) and removes; no stale read";
+        return "an inventory in one DsmMap: every node puts, reads (leased, cached) and removes; no stale read";
     }
 
     /** This node's handle of the map (its read cache is per handle). */
@@ -74,7 +74,8 @@ final class KvApp implements DemoApp {
 
     private static DsmMap<String, Long> map(DemoNode node, String suffix) {
         return node.state(Handle.class, () -> new Handle(node.membus().collections().map("kv-inventory-" + suffix,
-                Codecs.strings(), Codecs.longs(), DsmMapOptions.defaults().readCacheEntries(4 * SKUS)))).map;
+                Codecs.strings(), Codecs.longs(), DsmMapOptions.defaults().readCacheEntries(4 * SKUS).leasedReads(true))))
+                .map;
     }
 
     @Override
@@ -190,7 +191,8 @@ final class KvApp implements DemoApp {
         int writes = Math.max(50, Math.min(20_000, d.options().ops() / 20));
         d.onNode(1, "open", List.of(suffix));
         d.onEveryNode("open", List.of(suffix));
-        out.printf("  %d SKUs in one DsmMap<String, Long> (read cache of %d entries per node); every node writes its"
+        out.printf("  %d SKUs in one DsmMap<String, Long> (leased reads: up to %d entries cached per node, served"
+                + " under the coherence layer's leases, invalidated by every change); every node writes its"
                 + " share (%,d puts and removes, one writer per SKU) while %d readers per node read every SKU%n%n",
                 SKUS, 4 * SKUS, writes, READERS_PER_NODE);
         List<String> results = d.onEveryNode("work", List.of(suffix, Integer.toString(writes),
