@@ -32,7 +32,11 @@ import java.util.function.Function;
  *       search succeeds once every determinate operation is placed. Indeterminate
  *       operations with the same function and input are interchangeable, so the search
  *       places them in invocation order only: k pending twins cost k + 1 subsets, not
- *       2^k (what keeps a counter or a queue with many timed-out operations decidable).</li>
+ *       2^k (what keeps a counter or a queue with many timed-out operations decidable).
+ *       A model may also {@linkplain Model#prune prune} indeterminate operations no one
+ *       could have observed (a queue's unknown offers whose element nobody took): the
+ *       pruned history is searched first, and only a LINEARIZABLE verdict of it is
+ *       taken; any other verdict is decided on the whole history.</li>
  *   <li>A call and a return at the same instant are ordered call first (the two
  *       operations count as concurrent).</li>
  *   <li>The search is bounded: past {@code maxStepsPerKey} steps, past four million
@@ -97,6 +101,19 @@ public final class LinearizabilityChecker {
             if (op.outcome() != Outcome.FAIL) {
                 ops.add(op);
             }
+        }
+        List<Operation> pruned = model.prune(ops);
+        if (pruned.size() < ops.size()) {
+            KeyResult first = new Search<>(key, pruned, model, deadline).run();
+            if (first.verdict() == Verdict.LINEARIZABLE) {
+                // the pruned operations never took effect: a linearization of the whole history
+                return new KeyResult(key, Verdict.LINEARIZABLE, ops.size(), first.steps(), first.longestPrefix(),
+                        first.stuck(), first.explanation());
+            }
+            // any other verdict is decided on the whole history (pruning must never make a violation)
+            KeyResult whole = new Search<>(key, ops, model, deadline).run();
+            return new KeyResult(key, whole.verdict(), whole.operations(), first.steps() + whole.steps(),
+                    whole.longestPrefix(), whole.stuck(), whole.explanation());
         }
         return new Search<>(key, ops, model, deadline).run();
     }

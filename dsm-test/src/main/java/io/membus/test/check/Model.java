@@ -26,6 +26,19 @@ public interface Model<S> {
      */
     S step(S state, Operation op);
 
+    /**
+     * The operations a first, cheaper search may check instead of {@code ops}: the
+     * history without indeterminate operations whose effect no completed operation
+     * could have observed, or {@code ops} itself. The checker accepts a LINEARIZABLE
+     * verdict on the pruned history (each pruned operation then simply never took
+     * effect, which an indeterminate operation may do) and checks the whole history
+     * again for any other verdict, so a model's pruning can make the checker faster,
+     * never wrong.
+     */
+    default java.util.List<Operation> prune(java.util.List<Operation> ops) {
+        return ops;
+    }
+
     /** The model's name, for reports. */
     default String name() {
         return getClass().getSimpleName();

@@ -214,6 +214,32 @@ public final class Models {
                 return next;
             }
 
+            /**
+             * Drops indeterminate offers and puts whose element no completed poll or take
+             * returned: left out, they never took effect. (Kept, such an element would sit
+             * in the queue ahead of everything offered after it, forever; an unknown offer
+             * per client and fault is what makes queue histories expensive to search.)
+             */
+            @Override
+            public List<Operation> prune(List<Operation> ops) {
+                java.util.Set<Object> taken = new java.util.HashSet<>();
+                for (Operation op : ops) {
+                    if (!op.indeterminate() && (op.f().equals("poll") || op.f().equals("take"))
+                            && op.output() != null) {
+                        taken.add(op.output());
+                    }
+                }
+                List<Operation> kept = new ArrayList<>(ops.size());
+                for (Operation op : ops) {
+                    boolean unseenOffer = op.indeterminate() && (op.f().equals("offer") || op.f().equals("put"))
+                            && !taken.contains(op.input());
+                    if (!unseenOffer) {
+                        kept.add(op);
+                    }
+                }
+                return kept;
+            }
+
             @Override
             public String name() {
                 return "fifo-queue";

@@ -132,6 +132,38 @@ class LinearizabilityCheckerTest {
                 .info(3, "incrementAndGet", 1L, 50).list(), counter).verdict());
     }
 
+    /**
+     * Twenty offers of unknown outcome whose elements nobody took, around a queue's
+     * checked traffic: pruned, they never took effect, and the history is decided at once
+     * within a budget the whole search exceeds. Pruning never makes a violation: a
+     * history that is bad without the unseen offers is still judged on all of them.
+     */
+    @Test
+    void aQueueCheckPrunesUnknownOffersNobodyTook() {
+        LinearizabilityChecker bounded = new LinearizabilityChecker(100_000, Duration.ofSeconds(30));
+        Model<List<Object>> queue = Models.fifoQueue(64);
+        Ops ops = new Ops("q");
+        for (int i = 0; i < 20; i++) {
+            ops.info(10 + i, "offer", 1000L + i, i);
+        }
+        for (long v = 0; v < 30; v++) {
+            ops.ok(1, "offer", v, true, 100 + 10 * v, 105 + 10 * v);
+            ops.ok(2, "poll", null, v, 106 + 10 * v, 109 + 10 * v);
+        }
+        KeyResult r = bounded.checkKey("q", ops.list(), queue);
+        assertEquals(Verdict.LINEARIZABLE, r.verdict(), r.explanation());
+        assertEquals(80, r.operations(), "the whole history is reported");
+        // out of order: bad with or without the unseen offers
+        Ops bad = new Ops("q").info(9, "offer", 99L, 0)
+                .ok(1, "offer", 1L, true, 10, 20).ok(1, "offer", 2L, true, 30, 40)
+                .ok(2, "poll", null, 2L, 50, 60);
+        assertEquals(Verdict.VIOLATION, bounded.checkKey("q", bad.list(), queue).verdict());
+        // an unseen unknown offer that must have happened (it filled the queue): still linearizable
+        Model<List<Object>> one = Models.fifoQueue(1);
+        assertEquals(Verdict.LINEARIZABLE, checker.checkKey("q", new Ops("q").info(9, "offer", 99L, 0)
+                .ok(1, "offer", 1L, false, 10, 20).list(), one).verdict());
+    }
+
     @Test
     void mapKeysFollowConcurrentMapSemantics() {
         Model<Object> key = Models.mapKey();
