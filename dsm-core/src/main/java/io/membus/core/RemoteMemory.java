@@ -9,7 +9,9 @@ import io.membus.core.error.InvalidPointerException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownSegmentException;
 import io.membus.core.transport.Connection;
+import io.membus.core.transport.DirectConnection;
 import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportThreads;
 import io.membus.core.transport.Verbs;
@@ -49,6 +51,9 @@ public final class RemoteMemory {
     private final ConcurrentHashMap<Integer, Opening> openings = new ConcurrentHashMap<>();
     /** Entries in {@code openings}, raised before one is added: zero lets a verb skip the map. */
     private final AtomicInteger openingCount = new AtomicInteger();
+    /** The connection last used per node id (a cache: checked open and of the member's incarnation on use). */
+    private final java.util.concurrent.atomic.AtomicReferenceArray<Connection> connections =
+            new java.util.concurrent.atomic.AtomicReferenceArray<>(RemotePtr.MAX_NODE_ID + 1);
 
     public RemoteMemory(Transport transport, SegmentDirectory directory, Duration operationTimeout) {
         this.transport = transport;
@@ -82,10 +87,13 @@ public final class RemoteMemory {
             }
             return s.descriptor();
         }
-        return directory.segment(node, index).orElseThrow(() -> directory.member(node).isPresent()
-                ? new UnknownSegmentException(ptr, 0)
-                : NodeUnavailableException.notSent(node, "not a live member of the cluster (pointer "
-                + RemotePtr.toString(ptr) + ")"));
+        SegmentDescriptor d = directory.segment(node, index).orElse(null); // no capturing lambda: a verb allocates nothing
+        if (d == null) {
+            throw directory.member(node).isPresent() ? new UnknownSegmentException(ptr, 0)
+                    : NodeUnavailableException.notSent(node, "not a live member of the cluster (pointer "
+                    + RemotePtr.toString(ptr) + ")");
+        }
+        return d;
     }
 
     private <T> CompletableFuture<T> on(long ptr, Function<Verbs, CompletableFuture<T>> verb) {
@@ -249,37 +257,134 @@ public final class RemoteMemory {
         }
     }
 
+    // ------------------------------------------------------------------ blocking verbs
+    // On a memory-semantics path (this node's own segments, or a direct connection with no
+    // fault rule and nothing held) a blocking verb runs on the caller's thread with the
+    // same checks and no future, lambda or boxing; every other path posts the verb and waits.
+
     public byte[] read(long ptr, int length) {
+        SegmentTable direct = direct(ptr);
+        if (direct != null) {
+            return direct.read(ptr, keyOf(ptr), length);
+        }
         return await(readAsync(ptr, length));
+    }
+
+    /**
+     * Reads {@code length} bytes at {@code ptr} into {@code dst[offset..]}: no allocation
+     * on a memory-semantics path (the posted path copies the verb's result).
+     */
+    public void read(long ptr, byte[] dst, int offset, int length) {
+        if (offset < 0 || length < 0 || offset > dst.length - length) {
+            throw new IllegalArgumentException("destination range out of bounds: offset=" + offset + ", length="
+                    + length + ", array=" + dst.length);
+        }
+        SegmentTable direct = direct(ptr);
+        if (direct != null) {
+            direct.readInto(ptr, keyOf(ptr), dst, offset, length);
+            return;
+        }
+        System.arraycopy(await(readAsync(ptr, length)), 0, dst, offset, length);
     }
 
     /** Reads the little-endian word at {@code ptr}. */
     public long readLong(long ptr) {
-        byte[] b = read(ptr, Long.BYTES);
-        return Words.getLong(b, 0);
+        SegmentTable direct = direct(ptr);
+        if (direct != null) {
+            return direct.readLong(ptr, keyOf(ptr));
+        }
+        return Words.getLong(await(readAsync(ptr, Long.BYTES)), 0);
     }
 
     public void write(long ptr, byte[] src) {
-        await(writeAsync(ptr, src));
+        write(ptr, src, 0, src.length);
     }
 
     public void write(long ptr, byte[] src, int offset, int length) {
+        SegmentTable direct = direct(ptr);
+        if (direct != null) {
+            IllegalArgumentException badRange = Verbs.sourceRangeError(src, offset, length);
+            if (badRange != null) {
+                throw badRange;
+            }
+            direct.write(ptr, keyOf(ptr), src, offset, length);
+            return;
+        }
         await(writeAsync(ptr, src, offset, length));
     }
 
     /** Writes the little-endian word at {@code ptr}. */
     public void writeLong(long ptr, long value) {
+        SegmentTable direct = direct(ptr);
+        if (direct != null) {
+            direct.writeLong(ptr, keyOf(ptr), value);
+            return;
+        }
         byte[] b = new byte[Long.BYTES];
         Words.putLong(b, 0, value);
-        write(ptr, b);
+        await(writeAsync(ptr, b));
     }
 
     public long compareAndSwap(long ptr, long expected, long update) {
+        SegmentTable direct = direct(ptr);
+        if (direct != null) {
+            return direct.compareAndSwap(ptr, keyOf(ptr), expected, update);
+        }
         return await(compareAndSwapAsync(ptr, expected, update));
     }
 
     public long fetchAndAdd(long ptr, long delta) {
+        SegmentTable direct = direct(ptr);
+        if (direct != null) {
+            return direct.fetchAndAdd(ptr, keyOf(ptr), delta);
+        }
         return await(fetchAndAddAsync(ptr, delta));
+    }
+
+    /**
+     * The segments a verb on {@code ptr} may run on now, on the caller's thread: this
+     * node's own (when its local atomics are coherent with peers' verbs), or a live
+     * member's through its open direct connection with no fault rule and nothing held;
+     * else null. A verb run this way never waits, so it is allowed on a transport
+     * thread too.
+     */
+    private SegmentTable direct(long ptr) {
+        int node = RemotePtr.nodeId(ptr);
+        if (node == transport.nodeId()) {
+            return ptr != RemotePtr.NULL && transport.localAtomicsCoherent() ? transport.table() : null;
+        }
+        if (node <= 0 || node >= connections.length() || openingCount.get() != 0) {
+            return null;
+        }
+        Connection c = connections.get(node);
+        if (c == null || !c.isOpen() || c.peer().incarnation() != memberIncarnation(node)) {
+            c = connectNow(node);
+            if (c == null) {
+                return null;
+            }
+        }
+        return c instanceof DirectConnection d ? d.tableNow() : null;
+    }
+
+    /** The incarnation of live member {@code node}, or -1. */
+    private long memberIncarnation(int node) {
+        PeerInfo p = directory.member(node).orElse(null);
+        return p == null ? -1 : p.incarnation();
+    }
+
+    /** The open connection to live member {@code node} when the transport has one ready now (cached), else null. */
+    private Connection connectNow(int node) {
+        PeerInfo peer = directory.member(node).orElse(null);
+        if (peer == null) {
+            return null;
+        }
+        CompletableFuture<Connection> f = transport.connect(peer);
+        if (!f.isDone() || f.isCompletedExceptionally()) {
+            return null;
+        }
+        Connection c = f.join();
+        connections.set(node, c);
+        return c;
     }
 
     /**

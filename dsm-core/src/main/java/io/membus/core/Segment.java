@@ -54,7 +54,11 @@ public final class Segment implements AutoCloseable {
     private final Path file;
     private final boolean ownsFile;
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final AtomicInteger users = new AtomicInteger();
+    /**
+     * Operations inside the memory now (what {@code close} waits for). Striped: every verb
+     * enters and leaves, and one shared word would be a contended line between all threads.
+     */
+    private final java.util.concurrent.atomic.LongAdder users = new java.util.concurrent.atomic.LongAdder();
 
     private Segment(SegmentDescriptor descriptor, BytesStore<?, ?> store, long base, MappedFile mappedFile, Path file,
                     boolean ownsFile) {
@@ -384,15 +388,15 @@ public final class Segment implements AutoCloseable {
             throw new IllegalArgumentException("segment access out of bounds: segment=" + descriptor
                     + ", offset=" + offset + ", length=" + length + ", capacity=" + size());
         }
-        users.incrementAndGet();
+        users.increment();
         if (closed.get()) {
-            users.decrementAndGet();
+            users.decrement();
             throw closedException();
         }
     }
 
     private void exit() {
-        users.decrementAndGet();
+        users.decrement();
     }
 
     private void checkOpen() {
@@ -409,7 +413,7 @@ public final class Segment implements AutoCloseable {
     /** Waits (bounded) until no operation is inside the memory; false if some still are. */
     private boolean quiesce() {
         long deadline = System.nanoTime() + 5_000_000_000L;
-        while (users.get() != 0) {
+        while (users.sum() != 0) {
             if (System.nanoTime() - deadline > 0) {
                 return false;
             }

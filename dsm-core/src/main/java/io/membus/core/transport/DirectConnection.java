@@ -49,6 +49,23 @@ public abstract class DirectConnection implements Connection {
         return null;
     }
 
+    /**
+     * The target's segments when a verb may run on the caller's thread right now — the
+     * connection is open, no fault rule applies and no verb is held — else null (then
+     * post the verb). What {@link io.membus.core.RemoteMemory}'s blocking calls use to run
+     * a verb with no future, no lambda and no result array.
+     */
+    public SegmentTable tableNow() {
+        if (!open || faults.active() || held > 0 || targetRule() != null) {
+            return null;
+        }
+        try {
+            return target();
+        } catch (RuntimeException e) {
+            return null; // the posted verb fails with the typed reason (and closes the connection)
+        }
+    }
+
     @Override
     public PeerInfo peer() {
         return peer;

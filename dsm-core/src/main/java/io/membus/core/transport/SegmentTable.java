@@ -124,6 +124,37 @@ public final class SegmentTable {
         return dst;
     }
 
+    /** Reads {@code length} bytes at {@code ptr} into {@code dst[dstOffset..]}: no allocation. */
+    public void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
+        Segment s = check(ptr, remoteKey, length, Access.READ, false);
+        s.read(RemotePtr.offset(ptr), dst, dstOffset, length);
+    }
+
+    /** Reads the little-endian word at {@code ptr} (any alignment a read allows). */
+    public long readLong(long ptr, long remoteKey) {
+        Segment s = check(ptr, remoteKey, Long.BYTES, Access.READ, false);
+        long offset = RemotePtr.offset(ptr);
+        if ((offset & 7) == 0) {
+            return s.readLong(offset);
+        }
+        byte[] b = new byte[Long.BYTES];
+        s.read(offset, b, 0, Long.BYTES);
+        return io.membus.core.Words.getLong(b, 0);
+    }
+
+    /** Writes the little-endian word at {@code ptr} (any alignment a write allows). */
+    public void writeLong(long ptr, long remoteKey, long value) {
+        Segment s = check(ptr, remoteKey, Long.BYTES, Access.WRITE, false);
+        long offset = RemotePtr.offset(ptr);
+        if ((offset & 7) == 0) {
+            s.writeLong(offset, value);
+            return;
+        }
+        byte[] b = new byte[Long.BYTES];
+        io.membus.core.Words.putLong(b, 0, value);
+        s.write(offset, b, 0, Long.BYTES);
+    }
+
     public void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
         Segment s = check(ptr, remoteKey, length, Access.WRITE, false);
         s.write(RemotePtr.offset(ptr), src, offset, length);
