@@ -40,8 +40,10 @@ import java.util.stream.Stream;
 
 /**
  * The collections beside their {@code java.util.concurrent} counterparts, one thread,
- * average time per operation: two nodes in this JVM over {@code local} or {@code shm};
- * the structures are used from node 2, their roots placed by name (on either node).
+ * average time per operation: two nodes in this JVM over {@code local}, {@code shm} or
+ * {@code tcp} (loopback, ephemeral ports: the peer of {@link HazelcastCollectionsBenchmark}'s
+ * client-server figures); the structures are used from node 2, their roots placed by name
+ * (on either node: a root on node 2 itself is reached by a local verb).
  * <ul>
  *   <li>{@code atomicIncrement}: {@link DsmAtomicLong#incrementAndGet()} (one fetch-and-add) vs
  *       {@code AtomicLong.incrementAndGet};</li>
@@ -51,13 +53,13 @@ import java.util.stream.Stream;
  *       local gate) vs {@code ReentrantLock}.</li>
  * </ul>
  *
- * <p><b>Note:</b> JMH state, one benchmark thread.
+ * <p><b>Note:</b> JMH state shared by the benchmark threads (run with {@code -t 1} and {@code -t 8}).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class CollectionsBenchmark {
-    @Param({"local", "shm"})
+    @Param({"local", "shm", "tcp"})
     public String transport;
 
     private final List<Transport> transports = new ArrayList<>();
@@ -78,7 +80,8 @@ public class CollectionsBenchmark {
         shmDir = Path.of("/dev/shm", "membus-coll-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
         for (int id = 1; id <= 2; id++) {
             Transport t = Transports.create(transport, TransportConfig.builder(id).property("local.fabric", fabric)
-                    .property("shm.dir", shmDir.toString()).build());
+                    .property("shm.dir", shmDir.toString()).property("tcp.secret", "coll-bench-secret-0123456789")
+                    .property("tcp.host", "127.0.0.1").property("tcp.port", "0").build());
             transports.add(t);
             directory.addMember(t.self());
             directory.addSegment(t.export(SegmentSpec.of(1, 16L << 20)).descriptor());
