@@ -36,14 +36,17 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntFunction;
+import java.util.function.ToIntFunction;
 import java.util.stream.Stream;
 
 /**
  * The collections beside their {@code java.util.concurrent} counterparts, one thread,
  * average time per operation: two nodes in this JVM over {@code local}, {@code shm} or
  * {@code tcp} (loopback, ephemeral ports: the peer of {@link HazelcastCollectionsBenchmark}'s
- * client-server figures); the structures are used from node 2, their roots placed by name
- * (on either node: a root on node 2 itself is reached by a local verb).
+ * client-server figures); the structures are used from node 2 and their roots live on node
+ * 1 (names are picked so that placement by name puts them there), so every operation is a
+ * verb to the other node.
  * <ul>
  *   <li>{@code atomicIncrement}: {@link DsmAtomicLong#incrementAndGet()} (one fetch-and-add) vs
  *       {@code AtomicLong.incrementAndGet};</li>
@@ -94,9 +97,21 @@ public class CollectionsBenchmark {
             allocators.add(a);
             node2 = new DsmCollections(memory, a, directory);
         }
-        counter = node2.atomicLong("bench-counter");
-        queue = node2.queue("bench-queue", Codecs.longs(), 1024);
-        lock = node2.lock("bench-lock");
+        // names whose roots rendezvous hashing places on node 1: every operation from node 2 crosses the transport
+        DsmCollections from = node2;
+        counter = onNode1(i -> from.atomicLong("bench-counter-" + i), c -> c.root().block().nodeId());
+        queue = onNode1(i -> from.queue("bench-queue-" + i, Codecs.longs(), 1024), q -> q.root().block().nodeId());
+        lock = onNode1(i -> from.lock("bench-lock-" + i), l -> l.root().block().nodeId());
+    }
+
+    private static <T> T onNode1(IntFunction<T> byIndex, ToIntFunction<T> nodeOf) {
+        for (int i = 0; i < 64; i++) {
+            T t = byIndex.apply(i);
+            if (nodeOf.applyAsInt(t) == 1) {
+                return t;
+            }
+        }
+        throw new IllegalStateException("none of 64 names placed on node 1");
     }
 
     @TearDown(Level.Trial)
