@@ -15,15 +15,16 @@ import java.time.Duration;
 
 /**
  * Child process of {@link CollectionsMultiProcessTest}: a node of its own (no heap)
- * reaching the parent's nodes over {@code shm}; it binds the structures' names to
+ * reaching the parent's nodes over {@code shm} or {@code tcp}; it binds the structures' names to
  * the root pointers it is given (its own name registry) and opens them by name
  * through {@link DsmCollections}: counts on the counter, takes the lock around an
  * unprotected read-then-write, puts its elements into the queue. Prints {@code DONE}
  * and exits 0 (1 on failure).
  *
- * <p>Arguments: shmDir nodeId rounds counterPtr lockPtr queuePtr unprotectedPtr then,
- * per parent node, {@code nodeId,incarnation,address,segIndex,segSize,segFlags,remoteKey},
- * and per child {@code peer:nodeId} (the other children are live members too).
+ * <p>Arguments: transport shmDir nodeId port rounds counterPtr lockPtr queuePtr unprotectedPtr
+ * then, per parent node, {@code nodeId,incarnation,address,segIndex,segSize,segFlags,remoteKey},
+ * and per child {@code peer:nodeId:address} (the other children are live members too; on
+ * {@code tcp} each child serves on the port it is given, on 127.0.0.1).
  */
 public final class CollChild {
     private CollChild() {
@@ -31,19 +32,22 @@ public final class CollChild {
 
     public static void main(String[] args) {
         try {
-            String shmDir = args[0];
-            int nodeId = Integer.parseInt(args[1]);
-            int rounds = Integer.parseInt(args[2]);
+            String transport = args[0];
+            String shmDir = args[1];
+            int nodeId = Integer.parseInt(args[2]);
+            int port = Integer.parseInt(args[3]);
+            int rounds = Integer.parseInt(args[4]);
             StaticDirectory directory = new StaticDirectory();
-            directory.bind("hits", Long.parseLong(args[3]));
-            directory.bind("mutex", Long.parseLong(args[4]));
-            directory.bind("jobs", Long.parseLong(args[5]));
-            directory.bind("unprotected", Long.parseLong(args[6]));
-            for (int i = 7; i < args.length; i++) {
+            directory.bind("hits", Long.parseLong(args[5]));
+            directory.bind("mutex", Long.parseLong(args[6]));
+            directory.bind("jobs", Long.parseLong(args[7]));
+            directory.bind("unprotected", Long.parseLong(args[8]));
+            for (int i = 9; i < args.length; i++) {
                 if (args[i].startsWith("peer:")) {
-                    int other = Integer.parseInt(args[i].substring(5));
+                    String[] p = args[i].split(":", 3);
+                    int other = Integer.parseInt(p[1]);
                     if (other != nodeId) {
-                        directory.addMember(new PeerInfo(other, CollectionsMultiProcessTest.CHILD_INCARNATION, shmDir));
+                        directory.addMember(new PeerInfo(other, CollectionsMultiProcessTest.CHILD_INCARNATION, p[2]));
                     }
                     continue;
                 }
@@ -54,9 +58,17 @@ public final class CollChild {
                 directory.addSegment(new SegmentDescriptor(node, incarnation, Integer.parseInt(f[3]),
                         Long.parseLong(f[4]), Integer.parseInt(f[5]), Long.parseLong(f[6])));
             }
-            TransportConfig config = TransportConfig.builder(nodeId).property("shm.dir", shmDir)
-                    .incarnation(CollectionsMultiProcessTest.CHILD_INCARNATION).operationTimeout(Duration.ofSeconds(20)).build();
-            try (Transport t = Transports.create("shm", config)) {
+            TransportConfig.Builder b = TransportConfig.builder(nodeId)
+                    .incarnation(CollectionsMultiProcessTest.CHILD_INCARNATION).operationTimeout(Duration.ofSeconds(20));
+            if (transport.equals("shm")) {
+                b.property("shm.dir", shmDir);
+            } else {
+                b.property("tcp.secret", CollCluster.TCP_SECRET).property("tcp.host", "127.0.0.1")
+                        .property("tcp.port", Integer.toString(port)).property("tcp.handshake-timeout", "30s")
+                        .connectTimeout(Duration.ofSeconds(30));
+            }
+            TransportConfig config = b.build();
+            try (Transport t = Transports.create(transport, config)) {
                 directory.addMember(t.self());
                 RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(20));
                 GlobalAllocator heap = new GlobalAllocator(memory,

@@ -22,7 +22,7 @@ import java.util.TreeMap;
 import java.util.stream.Stream;
 
 /**
- * Nodes of one JVM over {@code local} or {@code shm} sharing one
+ * Nodes of one JVM over {@code local}, {@code shm} or {@code tcp} (127.0.0.1, ephemeral ports) sharing one
  * {@link StaticDirectory} (members, segments and names), each with a heap segment
  * 1, a {@link GlobalAllocator} and a {@link DsmCollections}. Closed by the test.
  *
@@ -31,6 +31,8 @@ import java.util.stream.Stream;
 final class CollCluster implements AutoCloseable {
     static final int HEAP = 1;
     static final long HEAP_SIZE = 8L << 20;
+    /** The cluster secret of the {@code tcp} transport (this JVM's nodes and the child processes). */
+    static final String TCP_SECRET = "coll-test-secret-0123456789abcdef";
 
     final StaticDirectory directory = new StaticDirectory();
     final String transport;
@@ -66,6 +68,11 @@ final class CollCluster implements AutoCloseable {
                 .operationTimeout(Duration.ofSeconds(10));
         if (shmDir != null) {
             b.property("shm.dir", shmDir.toString());
+        }
+        if (transport.equals("tcp")) {
+            b.property("tcp.secret", TCP_SECRET).property("tcp.host", "127.0.0.1").property("tcp.port", "0")
+                    // generous: on a loaded 2-core machine a child JVM's first handshake can take seconds
+                    .property("tcp.handshake-timeout", "30s").connectTimeout(Duration.ofSeconds(30));
         }
         Transport t = Transports.create(transport, b.build());
         closeables.add(t);

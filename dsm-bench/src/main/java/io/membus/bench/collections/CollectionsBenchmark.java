@@ -36,12 +36,17 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntFunction;
+import java.util.function.ToIntFunction;
 import java.util.stream.Stream;
 
 /**
  * The collections beside their {@code java.util.concurrent} counterparts, one thread,
- * average time per operation: two nodes in this JVM over {@code local} or {@code shm};
- * the structures are used from node 2, their roots placed by name (on either node).
+ * average time per operation: two nodes in this JVM over {@code local}, {@code shm} or
+ * {@code tcp} (loopback, ephemeral ports: the peer of {@link HazelcastCollectionsBenchmark}'s
+ * client-server figures); the structures are used from node 2 and their roots live on node
+ * 1 (names are picked so that placement by name puts them there), so every operation is a
+ * verb to the other node.
  * <ul>
  *   <li>{@code atomicIncrement}: {@link DsmAtomicLong#incrementAndGet()} (one fetch-and-add) vs
  *       {@code AtomicLong.incrementAndGet};</li>
@@ -51,13 +56,13 @@ import java.util.stream.Stream;
  *       local gate) vs {@code ReentrantLock}.</li>
  * </ul>
  *
- * <p><b>Note:</b> JMH state, one benchmark thread.
+ * <p><b>Note:</b> JMH state shared by the benchmark threads (run with {@code -t 1} and {@code -t 8}).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class CollectionsBenchmark {
-    @Param({"local", "shm"})
+    @Param({"local", "shm", "tcp"})
     public String transport;
 
     private final List<Transport> transports = new ArrayList<>();
@@ -78,7 +83,8 @@ public class CollectionsBenchmark {
         shmDir = Path.of("/dev/shm", "membus-coll-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
         for (int id = 1; id <= 2; id++) {
             Transport t = Transports.create(transport, TransportConfig.builder(id).property("local.fabric", fabric)
-                    .property("shm.dir", shmDir.toString()).build());
+                    .property("shm.dir", shmDir.toString()).property("tcp.secret", "coll-bench-secret-0123456789")
+                    .property("tcp.host", "127.0.0.1").property("tcp.port", "0").build());
             transports.add(t);
             directory.addMember(t.self());
             directory.addSegment(t.export(SegmentSpec.of(1, 16L << 20)).descriptor());
@@ -91,9 +97,21 @@ public class CollectionsBenchmark {
             allocators.add(a);
             node2 = new DsmCollections(memory, a, directory);
         }
-        counter = node2.atomicLong("bench-counter");
-        queue = node2.queue("bench-queue", Codecs.longs(), 1024);
-        lock = node2.lock("bench-lock");
+        // names whose roots rendezvous hashing places on node 1: every operation from node 2 crosses the transport
+        DsmCollections from = node2;
+        counter = onNode1(i -> from.atomicLong("bench-counter-" + i), c -> c.root().block().nodeId());
+        queue = onNode1(i -> from.queue("bench-queue-" + i, Codecs.longs(), 1024), q -> q.root().block().nodeId());
+        lock = onNode1(i -> from.lock("bench-lock-" + i), l -> l.root().block().nodeId());
+    }
+
+    private static <T> T onNode1(IntFunction<T> byIndex, ToIntFunction<T> nodeOf) {
+        for (int i = 0; i < 64; i++) {
+            T t = byIndex.apply(i);
+            if (nodeOf.applyAsInt(t) == 1) {
+                return t;
+            }
+        }
+        throw new IllegalStateException("none of 64 names placed on node 1");
     }
 
     @TearDown(Level.Trial)

@@ -134,10 +134,12 @@ public abstract class AbstractTransport implements Transport {
         }
         CompletableFuture<Connection> existing = connections.get(peer.nodeId());
         if (existing != null) {
-            Connection c = existing.getNow(null);
             if (!existing.isDone()) {
                 return existing;
             }
+            // a future that failed (its attempt is being removed by another thread, or a caller completed or
+            // cancelled the future it was handed) is replaced by a new attempt: getNow would throw its error
+            Connection c = existing.isCompletedExceptionally() ? null : existing.getNow(null);
             if (c != null && c.isOpen() && c.peer().incarnation() == peer.incarnation()) {
                 return existing;
             }
