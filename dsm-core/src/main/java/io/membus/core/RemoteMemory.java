@@ -8,6 +8,7 @@ import io.membus.core.error.ErrorCode;
 import io.membus.core.error.InvalidPointerException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownSegmentException;
+import io.membus.core.error.WrongRemoteKeyException;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.DirectConnection;
 import io.membus.core.transport.PeerInfo;
@@ -51,6 +52,9 @@ public final class RemoteMemory {
     private final ConcurrentHashMap<Integer, Opening> openings = new ConcurrentHashMap<>();
     /** Entries in {@code openings}, raised before one is added: zero lets a verb skip the map. */
     private final AtomicInteger openingCount = new AtomicInteger();
+    /** Segment descriptors of peers per node id, for direct verbs ({@link #directKey}). */
+    private final java.util.concurrent.atomic.AtomicReferenceArray<SegmentDescriptor[]> descriptors =
+            new java.util.concurrent.atomic.AtomicReferenceArray<>(RemotePtr.MAX_NODE_ID + 1);
     /** The connection last used per node id (a cache: checked open and of the member's incarnation on use). */
     private final java.util.concurrent.atomic.AtomicReferenceArray<Connection> connections =
             new java.util.concurrent.atomic.AtomicReferenceArray<>(RemotePtr.MAX_NODE_ID + 1);
@@ -265,7 +269,11 @@ public final class RemoteMemory {
     public byte[] read(long ptr, int length) {
         SegmentTable direct = direct(ptr);
         if (direct != null) {
-            return direct.read(ptr, keyOf(ptr), length);
+            try {
+                return direct.read(ptr, directKey(ptr), length);
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptr); // refused before any effect: posted below with the directory's key
+            }
         }
         return await(readAsync(ptr, length));
     }
@@ -281,8 +289,12 @@ public final class RemoteMemory {
         }
         SegmentTable direct = direct(ptr);
         if (direct != null) {
-            direct.readInto(ptr, keyOf(ptr), dst, offset, length);
-            return;
+            try {
+                direct.readInto(ptr, directKey(ptr), dst, offset, length);
+                return;
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptr);
+            }
         }
         System.arraycopy(await(readAsync(ptr, length)), 0, dst, offset, length);
     }
@@ -291,7 +303,11 @@ public final class RemoteMemory {
     public long readLong(long ptr) {
         SegmentTable direct = direct(ptr);
         if (direct != null) {
-            return direct.readLong(ptr, keyOf(ptr));
+            try {
+                return direct.readLong(ptr, directKey(ptr));
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptr);
+            }
         }
         return Words.getLong(await(readAsync(ptr, Long.BYTES)), 0);
     }
@@ -307,8 +323,12 @@ public final class RemoteMemory {
             if (badRange != null) {
                 throw badRange;
             }
-            direct.write(ptr, keyOf(ptr), src, offset, length);
-            return;
+            try {
+                direct.write(ptr, directKey(ptr), src, offset, length);
+                return;
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptr);
+            }
         }
         await(writeAsync(ptr, src, offset, length));
     }
@@ -317,8 +337,12 @@ public final class RemoteMemory {
     public void writeLong(long ptr, long value) {
         SegmentTable direct = direct(ptr);
         if (direct != null) {
-            direct.writeLong(ptr, keyOf(ptr), value);
-            return;
+            try {
+                direct.writeLong(ptr, directKey(ptr), value);
+                return;
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptr);
+            }
         }
         byte[] b = new byte[Long.BYTES];
         Words.putLong(b, 0, value);
@@ -328,7 +352,11 @@ public final class RemoteMemory {
     public long compareAndSwap(long ptr, long expected, long update) {
         SegmentTable direct = direct(ptr);
         if (direct != null) {
-            return direct.compareAndSwap(ptr, keyOf(ptr), expected, update);
+            try {
+                return direct.compareAndSwap(ptr, directKey(ptr), expected, update);
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptr);
+            }
         }
         return await(compareAndSwapAsync(ptr, expected, update));
     }
@@ -336,7 +364,11 @@ public final class RemoteMemory {
     public long fetchAndAdd(long ptr, long delta) {
         SegmentTable direct = direct(ptr);
         if (direct != null) {
-            return direct.fetchAndAdd(ptr, keyOf(ptr), delta);
+            try {
+                return direct.fetchAndAdd(ptr, directKey(ptr), delta);
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptr);
+            }
         }
         return await(fetchAndAddAsync(ptr, delta));
     }
@@ -364,6 +396,43 @@ public final class RemoteMemory {
             }
         }
         return c instanceof DirectConnection d ? d.tableNow() : null;
+    }
+
+    /**
+     * The remote key of {@code ptr}'s segment for a direct verb: this node's own from its
+     * table; a peer's from a cache of the directory's descriptors (the directory's lookup
+     * boxes its key), kept per node and segment while the descriptor's incarnation is the
+     * connection's. A key gone stale (the segment was exported again) is refused by the
+     * target's check before any effect; the caller then forgets it and posts the verb
+     * with the directory's key.
+     */
+    private long directKey(long ptr) {
+        int node = RemotePtr.nodeId(ptr);
+        int index = RemotePtr.segmentIndex(ptr);
+        if (node == transport.nodeId()) {
+            return keyOf(ptr);
+        }
+        SegmentDescriptor[] known = descriptors.get(node);
+        if (known == null) {
+            known = new SegmentDescriptor[RemotePtr.MAX_SEGMENT_INDEX + 1];
+            if (!descriptors.compareAndSet(node, null, known)) {
+                known = descriptors.get(node);
+            }
+        }
+        SegmentDescriptor d = known[index];
+        Connection c = connections.get(node);
+        if (d == null || c == null || d.incarnation() != c.peer().incarnation()) {
+            d = segmentOf(ptr);
+            known[index] = d; // a racy cache of immutable records: a lost store only costs a lookup
+        }
+        return d.remoteKey();
+    }
+
+    private void forgetKey(long ptr) {
+        SegmentDescriptor[] known = descriptors.get(RemotePtr.nodeId(ptr));
+        if (known != null) {
+            known[RemotePtr.segmentIndex(ptr)] = null;
+        }
     }
 
     /** The incarnation of live member {@code node}, or -1. */
