@@ -270,13 +270,13 @@ public final class DsmNode implements AutoCloseable {
 
         TransportConfig tc = TransportConfig.builder(config.nodeId()).incarnation(incarnation)
                 .operationTimeout(config.operationTimeout()).connectTimeout(config.connectTimeout())
-                .properties(config.transportProperties()).build();
+                .transports(config.transports()).build();
         Transport transport;
         try {
             transport = Transports.create(config.transport(), tc);
         } catch (DsmConfigException e) {
-            // name the key the user wrote: membus.secret, not the tcp.secret it became
-            throw e.key().startsWith(config.transport() + ".") ? e.reportedAs(config.keyOfTransportProperty(e.key())) : e;
+            // name the key the user wrote: membus.secret, not the membus.transports.tcp.secret it became
+            throw config.reportedAsUserKey(e);
         }
         transportRef.set(transport);
         List<SegmentDescriptor> exported = new ArrayList<>();
@@ -286,7 +286,7 @@ public final class DsmNode implements AutoCloseable {
                 exported.add(transport.export(new SegmentSpec(i, config.segmentSize(), config.segmentAccess(), file))
                         .descriptor());
             } catch (java.io.UncheckedIOException e) {
-                throw new DsmConfigException(config.transport().equals("shm") ? "membus.transport-properties.shm.dir"
+                throw new DsmConfigException(config.transport().equals("shm") ? "membus.transports.shm.dir"
                         : "membus.segments.dir", file == null ? "-" : file.getParent(), "a directory this node can"
                         + " create its segment files in: segment " + i + " could not be created (" + e.getMessage()
                         + ": " + e.getCause() + ")", e);
@@ -366,7 +366,7 @@ public final class DsmNode implements AutoCloseable {
 
     private Path segmentFile(int index) {
         if (config.transport().equals("shm")) {
-            String dir = config.transportProperties().getOrDefault("shm.dir", "/dev/shm/membus");
+            String dir = config.transportSettings().require("shm.dir", "a writable directory (on Linux, one under /dev/shm)");
             return Path.of(dir).toAbsolutePath().resolve("node-" + config.nodeId() + "-persistent-" + index + ".seg");
         }
         return config.segmentDir().toAbsolutePath().resolve("node-" + config.nodeId() + "-seg-" + index + ".seg");

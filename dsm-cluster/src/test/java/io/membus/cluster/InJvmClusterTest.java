@@ -43,9 +43,9 @@ class InJvmClusterTest {
 
     private DsmNode start(String transport, int id, int port, int seedPort) {
         String props = transport.equals("local")
-                ? "membus.transport-properties { \"local.fabric\" = \"" + fabric + "\" }\n"
+                ? "membus.transports.local.fabric = \"" + fabric + "\"\n"
                 // tcp, the default transport: peers authenticate with the cluster secret, ephemeral ports
-                : "membus.secret = \"in-jvm-test-secret\"\nmembus.transport-properties { \"tcp.port\" = \"0\" }\n";
+                : "membus.secret = \"in-jvm-test-secret\"\nmembus.transports.tcp.port = \"0\"\n";
         DsmNode n = DsmNode.start(NodeConfig.parse(TestClusters.config(id, port, seedPort, transport,
                 props + "membus.heap { segments = [1], chunk-size = 4KiB }\n")));
         nodes.add(n);
@@ -234,8 +234,8 @@ class InJvmClusterTest {
         List<DsmNode> all = threeNodes();
         int seed = Integer.parseInt(all.get(0).memberAddress().replaceAll(".*:", ""));
         DsmConfigException e = assertThrows(DsmConfigException.class, () -> DsmNode.start(NodeConfig.parse(
-                TestClusters.config(2, 0, seed, "local", "membus.transport-properties { \"local.fabric\" = \""
-                        + fabric + "-other\" }\n"))));
+                TestClusters.config(2, 0, seed, "local", "membus.transports.local.fabric = \""
+                        + fabric + "-other\"\n"))));
         assertEquals("membus.node-id", e.key());
         assertTrue(e.getMessage().contains("node 2 is member pekko://test@127.0.0.1:"), e.getMessage());
         // the running node 2 is untouched

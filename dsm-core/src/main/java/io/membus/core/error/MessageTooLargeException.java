@@ -2,7 +2,7 @@ package io.membus.core.error;
 
 /**
  * A message or a reply is larger than its receiver's maximum message size
- * ({@code messages.max-size}). Refused before anything was sent or run.
+ * ({@code membus.transports.messages.max-size}). Refused before anything was sent or run.
  *
  * <p><b>Note:</b> immutable; thread-safe.
  */
@@ -23,7 +23,7 @@ public final class MessageTooLargeException extends DsmException {
     public MessageTooLargeException(int nodeId, int channel, int size, int maxSize) {
         super(ErrorCode.MESSAGE_TOO_LARGE, "message too large: node=" + nodeId + ", channel=" + channel + ", size="
                 + size + ", maxSize=" + maxSize + "; split the payload, or put it in remote memory and send its pointer,"
-                + " or raise messages.max-size on every node");
+                + " or raise membus.transports.messages.max-size on every node");
         this.nodeId = nodeId;
         this.channel = channel;
         this.size = size;

@@ -51,7 +51,7 @@ import java.util.concurrent.locks.LockSupport;
  *       queue pair set up through the RDMA CM, every step within the connect timeout.</li>
  *   <li>One completion thread ("membus-rdma-cq") polls every connection's
  *       completion queue and completes the verbs' futures.</li>
- *   <li>{@link #localAtomicsCoherent()} is {@code rdma.atomic-glob}: false by
+ *   <li>{@link #localAtomicsCoherent()} is {@code membus.transports.rdma.atomic-glob}: false by
  *       default, so a node reaches its own words that peers may CAS through a
  *       loopback connection to itself ({@code connect(self())}).</li>
  * </ul>
@@ -96,9 +96,9 @@ public final class RdmaTransport extends AbstractTransport {
             control.bind(new InetSocketAddress(settings.address(), settings.controlPort()), 64);
         } catch (IOException e) {
             fabric.close();
-            throw new TransportUnavailableException("rdma", "cannot listen for control connections: rdma.host="
-                    + settings.host() + ", rdma.port=" + settings.controlPort() + ": " + e.getMessage()
-                    + "; choose a free rdma.port", e);
+            throw new TransportUnavailableException("rdma", "cannot listen for control connections: membus.transports.rdma.host="
+                    + settings.host() + ", membus.transports.rdma.port=" + settings.controlPort() + ": " + e.getMessage()
+                    + "; choose a free membus.transports.rdma.port", e);
         }
         acceptor = daemon(this::acceptLoop, "membus-rdma-control-" + nodeId());
         completions = daemon(this::completionLoop, "membus-rdma-cq-" + nodeId());

@@ -51,13 +51,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <h2>Issue, pipelining and order</h2>
  * Any thread issues a verb: it is appended to a lock-free issue queue and the
  * connection's I/O thread is woken at most once per burst. The I/O thread moves
- * issued verbs to its backlog, sends up to {@code tcp.max-in-flight} of them in
+ * issued verbs to its backlog, sends up to {@code membus.transports.tcp.max-in-flight} of them in
  * one buffer with one flush, and keeps the sent ones in issue order. The target
  * executes a connection's verbs in arrival order and answers in that order, so
  * responses complete the futures in issue order, on the I/O thread.
  *
  * <h2>Backpressure</h2>
- * A verb beyond {@code tcp.max-in-flight} waits in the backlog (no thread blocks)
+ * A verb beyond {@code membus.transports.tcp.max-in-flight} waits in the backlog (no thread blocks)
  * until a response frees a slot, under its own deadline: one that times out
  * while waiting is never sent. Nothing is written while the channel is not
  * writable (the peer does not read): verbs wait in the backlog the same way.
@@ -71,7 +71,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * peer never answers. A future completes once: a timed-out verb is never also
  * reported as executed. A lost connection fails every verb in flight or waiting at once
  * with {@link NodeUnavailableException}, and the connection reconnects with
- * exponential backoff ({@code tcp.reconnect-min-backoff}..{@code max-backoff});
+ * exponential backoff ({@code membus.transports.tcp.reconnect-min-backoff}..{@code max-backoff});
  * while it is down, {@link #isOpen()} is false and verbs fail at once. No verb is
  * ever sent twice: a verb that failed may or may not have been executed.
  * A reconnect that meets another incarnation of the peer, a wrong secret or a
@@ -95,7 +95,7 @@ final class TcpConnection implements Connection {
     private final EventLoop loop;
     private final long timeoutNanos;
     private final int maxInFlight;
-    /** Longest read / write whose frame fits {@code tcp.max-frame} (and {@link SegmentTable#MAX_VERB_LENGTH}). */
+    /** Longest read / write whose frame fits {@code membus.transports.tcp.max-frame} (and {@link SegmentTable#MAX_VERB_LENGTH}). */
     private final int maxReadLength;
     private final int maxWriteLength;
 
@@ -419,7 +419,7 @@ final class TcpConnection implements Connection {
         int max = op.opcode == Frame.OP_READ ? maxReadLength : op.opcode == Frame.OP_WRITE ? maxWriteLength
                 : Integer.MAX_VALUE;
         if (op.length > max) {
-            // its frame would exceed tcp.max-frame: the peer would refuse it as a protocol error and close the
+            // its frame would exceed membus.transports.tcp.max-frame: the peer would refuse it as a protocol error and close the
             // connection, failing every other verb in flight
             op.future.completeExceptionally(new BadLengthException(op.ptr, op.length, max));
             return false;

@@ -151,7 +151,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         m.put("membus.port", port);
         m.put("membus.seed-nodes", seeds);
         m.put("membus.transport", transport);
-        m.put("membus.transport-properties", properties);
+        properties.forEach((k, v) -> m.put("membus.transports." + k, v)); // e.g. tcp.port: a path under it
         m.put("membus.operation-timeout", operationTimeoutMillis + "ms");
         m.put("membus.connect-timeout", "2s");
         m.put("membus.start-timeout", timeoutSeconds + "s");
