@@ -636,6 +636,100 @@ public final class GlobalAllocator implements AutoCloseable {
         write(ref, offset, b);
     }
 
+    /**
+     * A stored pointer ({@link BlockRef#ptr()}, e.g. one bound to a name) as a checked
+     * reference again: reads the block's chunk-table entry and header (two verbs) and
+     * returns the reference of the block allocated there, with its header word and the
+     * capacity of its size class (or of the chunks a large object spans).
+     *
+     * <p>What a pointer cannot say: it carries no generation, so a small block that was
+     * freed and handed out again (its chunk still in use) is returned as the block it is
+     * now. To notice such reuse, keep the header word too ({@link BlockRef#header()}) and
+     * rebuild with {@link BlockRef#of}, whose every use checks it. A freed small block
+     * still on its chunk's free list, or in its owner's cache, looks like an allocated one
+     * (the header moves on at the free and keeps that value at the next allocation).
+     *
+     * @throws FreedBlockException   when the block is not allocated any more: its chunk was given
+     *                               back or claimed again, the object was freed, or the block is retired
+     * @throws InvalidBlockException when no block was ever handed out there: not a heap segment,
+     *                               outside the chunks, not at a block boundary of its chunk's size
+     *                               class, inside a large object, or never carved
+     * @throws DsmException          the typed failure of a verb (an unknown node or segment, a deadline)
+     */
+    public BlockRef ref(long ptr) {
+        checkOpen();
+        HeapSegment h = heapOfPointer(ptr);
+        int chunk = h.chunkOf(ptr);
+        if (chunk < 0) {
+            throw new InvalidBlockException(ptr, "outside the chunks of the heap (its header, chunk table or tail)");
+        }
+        long inChunk = RemotePtr.offset(ptr) - h.dataStart - ((long) chunk << h.chunkShift);
+        byte[] entry = remote.read(h.entry(chunk), ENTRY_LENGTH);
+        long st = Words.getLong(entry, HeapLayout.STATE_WORD);
+        switch (stateOf(st)) {
+            case SMALL -> {
+                int cls = classOf(st);
+                if (cls >= SizeClasses.count()) {
+                    throw new HeapCorruptedException(h.node, h.segment, "chunk " + chunk + " has size class " + cls);
+                }
+                int blockSize = SizeClasses.blockSize(cls);
+                if (inChunk % blockSize != 0) {
+                    throw new InvalidBlockException(ptr, "not at a block boundary of its chunk's size class " + cls
+                            + " (" + blockSize + " bytes)");
+                }
+                long header = HeapLayout.unseal(remote.readLong(ptr), ptr);
+                long carved = HeapLayout.isPending(st) ? 0
+                        : Math.min(Words.getLong(entry, HeapLayout.BUMP_WORD), h.perChunk(cls));
+                if (inChunk / blockSize >= carved) {
+                    throw freedOrNever(ptr, header, "the block is past those carved from chunk " + chunk
+                            + " since it was last claimed");
+                }
+                if (kindOf(header) != KIND_SMALL || blockClassOf(header) != cls) {
+                    throw freedOrNever(ptr, header, "the header there is not a block of class " + cls);
+                }
+                if ((generationOf(header) >>> HeapLayout.GENERATION_COUNT_BITS)
+                        != (HeapLayout.epochOf(st) & (HeapLayout.GENERATION_MASK >>> HeapLayout.GENERATION_COUNT_BITS))) {
+                    throw new FreedBlockException(ptr, generationOf(header), "the header is from an earlier claim of"
+                            + " chunk " + chunk);
+                }
+                if ((generationOf(header) & HeapLayout.GENERATION_COUNT_MASK) == HeapLayout.GENERATION_COUNT_MASK) {
+                    throw new FreedBlockException(ptr, generationOf(header), "the block is retired (its generations"
+                            + " are used up)");
+                }
+                return new BlockRef(ptr, header, blockSize - BLOCK_HEADER_LENGTH);
+            }
+            case LARGE_HEAD -> {
+                if (inChunk != 0) {
+                    throw new InvalidBlockException(ptr, "inside a large object (chunk " + chunk + ")");
+                }
+                long header = HeapLayout.unseal(remote.readLong(ptr), ptr);
+                long live = HeapLayout.blockHeader(HeapLayout.firstGeneration(HeapLayout.epochOf(st)),
+                        HeapLayout.LARGE_CLASS, KIND_LARGE);
+                if (header != live) {
+                    throw freedOrNever(ptr, header, "the object's header is not the one its claim wrote (it was freed)");
+                }
+                long span = Words.getLong(entry, HeapLayout.COUNT_WORD);
+                if (span < 1 || chunk + span > h.chunkCount) {
+                    throw new HeapCorruptedException(h.node, h.segment, "large object at chunk " + chunk + " spans "
+                            + span + " chunks of " + h.chunkCount);
+                }
+                return new BlockRef(ptr, header, (span << h.chunkShift) - BLOCK_HEADER_LENGTH);
+            }
+            case LARGE_TAIL -> throw new InvalidBlockException(ptr, "inside a large object (chunk " + chunk
+                    + " continues one that starts before it)");
+            default -> throw freedOrNever(ptr, HeapLayout.unseal(remote.readLong(ptr), ptr), "its chunk " + chunk
+                    + " is free");
+        }
+    }
+
+    /** {@link FreedBlockException} when a block header lies at {@code ptr} (a block was there), else invalid. */
+    private static DsmException freedOrNever(long ptr, long header, String reason) {
+        boolean wasBlock = (kindOf(header) == KIND_SMALL && blockClassOf(header) < SizeClasses.count())
+                || (kindOf(header) == KIND_LARGE && blockClassOf(header) == HeapLayout.LARGE_CLASS);
+        return wasBlock ? new FreedBlockException(ptr, generationOf(header), reason)
+                : new InvalidBlockException(ptr, "no block was ever handed out there: " + reason);
+    }
+
     /** Whether {@code ref}'s block is still the one it was allocated as (one read of the header). */
     public boolean isLive(BlockRef ref) {
         return remote.readLong(ref.ptr()) == HeapLayout.seal(ref.header(), ref.ptr());
