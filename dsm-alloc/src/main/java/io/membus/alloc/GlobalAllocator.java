@@ -303,14 +303,13 @@ public final class GlobalAllocator implements AutoCloseable {
                 && (h.formatted || System.nanoTime() - h.checkedAt < UNFORMATTED_RECHECK_NANOS)) {
             return h.formatted ? h : null;
         }
-        synchronized (heaps) {
-            h = heaps.get(k);
-            if (h == null || h.incarnation != d.incarnation() || !h.formatted) {
-                byte[] hdr = remote.read(d.pointer(0), HeapLayout.HEADER_LENGTH);
-                h = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET) == 0 ? new HeapSegment(remote, self, config, d) : geometry(d, hdr);
-                heaps.put(k, h);
-            }
-        }
+        // the header is read without a lock; two threads may both read it, and the first to publish wins
+        byte[] hdr = remote.read(d.pointer(0), HeapLayout.HEADER_LENGTH);
+        HeapSegment fresh = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET) == 0 ? new HeapSegment(remote, self, config, d)
+                : geometry(d, hdr);
+        HeapSegment known = h;
+        h = heaps.compute(k, (key, now) -> now == null || now == known || now.incarnation != d.incarnation()
+                || (!now.formatted && fresh.formatted) ? fresh : now);
         return h.formatted ? h : null;
     }
 

@@ -10,6 +10,8 @@ import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
 import static io.membus.alloc.HeapLayout.BUMP_WORD;
@@ -71,11 +73,14 @@ final class HeapSegment {
     /** Where the last claim succeeded: scans for a free chunk start there. */
     volatile int claimHint;
     /**
-     * Held from a small claim's CAS until the claim is finished, and while an unfinished
-     * claim is rolled back, so this node never rolls back a claim one of its threads is
-     * still making. Taken after a pool's lock, never before.
+     * Chunks a thread of this node is claiming (from a small claim's CAS until the claim
+     * is finished) or rolling back: marked before the first verb, unmarked after the
+     * last. A thread that finds a chunk marked leaves it alone, so this node never rolls
+     * back a claim one of its threads is still making, and never runs two rollbacks of
+     * one chunk (a late reset of the second would land on the next claimer's words). No
+     * thread waits on a mark, and no lock is held across these verbs.
      */
-    private final Object claimLock = new Object();
+    private final Set<Integer> claiming = ConcurrentHashMap.newKeySet();
 
     /** An unformatted segment. */
     HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d) {
@@ -239,7 +244,10 @@ final class HeapSegment {
     long claimSmall(int c, long st, int cls) {
         long epoch = (epochOf(st) + 1) & HeapLayout.EPOCH_MASK;
         long pending = state(SMALL, cls, self, epoch) | PENDING;
-        synchronized (claimLock) {
+        if (!claiming.add(c)) {
+            return -1; // another thread of this node is claiming or rolling back this chunk
+        }
+        try {
             if (casResolved(entry(c), st, pending) != st) {
                 return -1;
             }
@@ -250,6 +258,8 @@ final class HeapSegment {
             }
             claimHint = c;
             return epoch;
+        } finally {
+            claiming.remove(c);
         }
     }
 
@@ -259,7 +269,10 @@ final class HeapSegment {
      * from a pending chunk, so nothing is lost.
      */
     void recoverPending(int c) {
-        synchronized (claimLock) {
+        if (!claiming.add(c)) {
+            return; // being claimed or rolled back by another thread of this node
+        }
+        try {
             long st = remote.readLong(entry(c));
             if (stateOf(st) != SMALL || !isPending(st) || ownerOf(st) != self) {
                 return;
@@ -268,6 +281,8 @@ final class HeapSegment {
             if (remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
                 LOG.info("rolled back an unfinished chunk claim: node={}, segment={}, chunk={}", node, segment, c);
             }
+        } finally {
+            claiming.remove(c);
         }
     }
 
@@ -429,14 +444,23 @@ final class HeapSegment {
                 + segment + ", chunk=" + chunk + ", tries=" + MAX_CAS_RETRIES + "; the block stays freed (retired)");
     }
 
+    /**
+     * Returns this node's cached blocks of this segment to their free lists and gives back
+     * every chunk it owns whose blocks are all on its free list. Correct without a lock
+     * held across its verbs: it first makes itself the busy thread of every pool (waiting,
+     * with no lock held, for refills in flight to end), so no thread of this node carves,
+     * takes a free list or claims in this segment until it is done; other nodes only push
+     * onto free lists. Blocks freed into a cache meanwhile are not on the free list, so
+     * their chunk's COUNT stays below the carved count and the chunk is kept.
+     */
     int trim() {
         ClassPool[] ps = pools.clone();
-        List<ClassPool> locked = new ArrayList<>();
+        List<ClassPool> busy = new ArrayList<>();
         try {
             for (ClassPool p : ps) {
                 if (p != null) {
-                    p.lock.lock();
-                    locked.add(p);
+                    p.beginBusy(); // in class order, as every trim: two trims never wait on each other
+                    busy.add(p);
                     p.returnCached();
                 }
             }
@@ -452,8 +476,7 @@ final class HeapSegment {
                         // must not pop the list of a FREE chunk (another node may claim and carve it). If
                         // it did not run, a later scan finds the chunk again and takes it over.
                         if (ps[cls] != null) {
-                            ps[cls].owned.clear(c);
-                            ps[cls].roomy.clear(c);
+                            ps[cls].forget(c);
                         }
                         if (remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
                             released++;
@@ -463,8 +486,8 @@ final class HeapSegment {
             }
             return released;
         } finally {
-            for (ClassPool p : locked) {
-                p.lock.unlock();
+            for (ClassPool p : busy) {
+                p.endBusy();
             }
         }
     }
