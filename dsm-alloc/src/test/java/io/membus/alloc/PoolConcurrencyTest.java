@@ -172,7 +172,7 @@ class PoolConcurrencyTest {
         HeapUsage u = cluster.node(1).usage();
         for (HeapUsage.SegmentUsage s : u.segments()) {
             assertEquals(s.chunks(), s.freeChunks(), "every chunk is free again after all frees and trims:\n"
-                    + u.format());
+                    + u.segments());
         }
     }
 }

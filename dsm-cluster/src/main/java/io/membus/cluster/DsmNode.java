@@ -5,6 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.ClusterMessage.NodeEntry;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.HeapUsage;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
@@ -38,7 +39,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -114,7 +114,7 @@ public final class DsmNode implements AutoCloseable {
             ActorRef replicator = DistributedData.get(system).replicator();
             this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
-                    config.operationTimeout(), this::heapUsageTable), ClusterAgent.NAME);
+                    config.operationTimeout(), this::heapUsage), ClusterAgent.NAME);
         } catch (RuntimeException | Error e) {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
             terminate(system, Duration.ofSeconds(5));
@@ -464,10 +464,10 @@ public final class DsmNode implements AutoCloseable {
         return a;
     }
 
-    /** The cluster's heap usage as a table (for {@code membus status}), or "" without an allocator. */
-    private String heapUsageTable() {
+    /** The cluster's heap usage (for {@code membus status}), or {@code null} without an allocator. */
+    private HeapUsage heapUsage() {
         GlobalAllocator a = allocator;
-        return a == null ? "" : a.usage().format();
+        return a == null ? null : a.usage();
     }
 
     public Transport transport() {
@@ -508,11 +508,8 @@ public final class DsmNode implements AutoCloseable {
         return downReason != null;
     }
 
-    /** One line on the node's state, for a console. */
-    public String statusLine() {
-        if (downReason != null) {
-            return String.format(Locale.ROOT, "node %d DOWN: %s", config.nodeId(), downReason);
-        }
+    /** The node's state now, as data (the {@code membus} command line prints it as one line). */
+    public NodeStatus status() {
         Map<Integer, NodeEntry> live = directory.entries();
         long bytes = 0;
         int segments = 0;
@@ -520,28 +517,11 @@ public final class DsmNode implements AutoCloseable {
             bytes += e.exportedBytes();
             segments += e.segments().size();
         }
-        int unreachable = closing ? 0 : cluster.state().getUnreachable().size();
+        int unreachable = closing || downReason != null ? 0 : cluster.state().getUnreachable().size();
         Transport t = transportRef.get();
-        return String.format(Locale.ROOT, "node %d UP | members %d %s | unreachable %d | segments %d (%s) | names %d"
-                        + " | transport %s | incarnation %d | up %ds", config.nodeId(), live.size(),
-                new java.util.TreeSet<>(live.keySet()),
-                unreachable, segments, human(bytes), nameSnapshot.get().size(), t == null ? "-" : t.name(),
-                incarnation, (System.nanoTime() - startedNanos) / 1_000_000_000L);
-    }
-
-    /** {@code 64.0 MiB}-style size. */
-    public static String human(long bytes) {
-        if (bytes < 1024) {
-            return bytes + " B";
-        }
-        String[] units = {"KiB", "MiB", "GiB", "TiB"};
-        double v = bytes;
-        int u = -1;
-        while (v >= 1024 && u < units.length - 1) {
-            v /= 1024;
-            u++;
-        }
-        return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+        return new NodeStatus(config.nodeId(), downReason, new java.util.TreeSet<>(live.keySet()), unreachable,
+                segments, bytes, nameSnapshot.get().size(), t == null ? null : t.name(), incarnation,
+                java.time.Duration.ofNanos(System.nanoTime() - startedNanos));
     }
 
     /**

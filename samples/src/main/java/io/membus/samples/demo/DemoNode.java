@@ -1,5 +1,6 @@
 package io.membus.samples.demo;
 
+import io.membus.samples.cluster.StatusText;
 import com.typesafe.config.ConfigFactory;
 import io.membus.Membus;
 import io.membus.cluster.DsmNode;
@@ -75,7 +76,7 @@ public final class DemoNode implements AutoCloseable {
     }
 
     public String statusLine() {
-        return node.statusLine();
+        return StatusText.statusLine(node.status());
     }
 
     public DsmNode node() {

@@ -1,5 +1,6 @@
 package io.membus.samples.stress;
 
+import io.membus.samples.cluster.StatusText;
 import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.DsmNode;
 import io.membus.alloc.Placement;
@@ -102,7 +103,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         }
         try (DsmNode node = DsmNode.start(NodeConfig.from(ConfigFactory.parseMap(config())))) {
             node.awaitMembers(nodes, Duration.ofSeconds(timeoutSeconds));
-            answer("READY " + System.nanoTime() + " " + node.statusLine());
+            answer("READY " + System.nanoTime() + " " + StatusText.statusLine(node.status()));
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             String line;
             while ((line = in.readLine()) != null) {
