@@ -30,7 +30,7 @@ import java.util.function.IntFunction;
  * channel. Every transport owns one and feeds it what arrives; the transport
  * only carries bytes and answers.
  *
- * <p>Settings (transport properties, the same on every node):
+ * <p>Settings ({@code membus.transports.messages}, dsm-core's reference.conf; the same on every node):
  * {@code membus.transports.messages.max-size} (default 65536 bytes; 0..16 MiB): the largest payload
  * of a message or a reply; {@code membus.transports.messages.inbox} (default 64): messages one
  * sender may have in this node's inbox at once — its credits;
