@@ -52,7 +52,7 @@ class MembusTest {
                 + "membus.port = " + port + "\n"
                 + "membus.seed-nodes = [\"127.0.0.1:" + seedPort + "\"]\n"
                 + "membus.transport = local\n"
-                + "membus.transport-properties { \"local.fabric\" = \"" + fabric + "\" }\n"
+                + "membus.transports.local.fabric = \"" + fabric + "\"\n"
                 + "membus.segments.count = 2\n"
                 + "membus.segments.size = 4MiB\n"
                 + "membus.heap.segments = [1]\n";

@@ -7,12 +7,12 @@ import io.membus.core.error.ErrorCode;
 
 import java.util.Arrays;
 import java.util.BitSet;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
 import static io.membus.alloc.HeapLayout.BUMP_WORD;
 import static io.membus.alloc.HeapLayout.COUNT_WORD;
-import static io.membus.alloc.HeapLayout.ENTRY_LENGTH;
 import static io.membus.alloc.HeapLayout.FREE;
 import static io.membus.alloc.HeapLayout.FREE_HEAD_WORD;
 import static io.membus.alloc.HeapLayout.KIND_SMALL;
@@ -26,7 +26,6 @@ import static io.membus.alloc.HeapLayout.headIndex;
 import static io.membus.alloc.HeapLayout.headTag;
 import static io.membus.alloc.HeapLayout.kindOf;
 import static io.membus.alloc.HeapLayout.ownerOf;
-import static io.membus.alloc.HeapLayout.state;
 import static io.membus.alloc.HeapLayout.stateOf;
 import static io.membus.alloc.HeapSegment.MAX_CAS_RETRIES;
 import static io.membus.alloc.HeapSegment.SCAN_SLICE;
@@ -35,9 +34,16 @@ import static io.membus.alloc.HeapSegment.SCAN_SLICE;
  * This node's blocks of one size class in one heap segment: a cache of blocks
  * ready to hand out, the chunks of this class it owns, and the chunk it carves from.
  *
- * <p><b>Note:</b> thread-safe: every field is guarded by {@link #lock}; methods that
- * say "caller holds the lock" are called by {@link HeapSegment#trim()} with it held.
- * A pool never takes another pool's lock.
+ * <p><b>Note:</b> thread-safe. {@link #lock} guards the cache, {@link #owned},
+ * {@link #roomy}, {@link #adoptions} and {@link #busy}, and is never held across a
+ * remote verb: a free into the cache, or an allocation the cache can serve, never waits
+ * for another thread's verbs. The verbs that change this pool's chunks (carving,
+ * taking free lists, claiming, trimming) are issued by one thread at a time, the one
+ * that set {@link #busy} under the lock ("claim under the lock, issue the verbs outside,
+ * publish under the lock"); others that find the cache empty wait on {@link #idle}
+ * with the lock released. {@link #cursor} and {@link #cursorEpoch} belong to the busy
+ * thread; the lock's release and acquire hand them from one busy thread to the next
+ * (happens-before). A pool never takes another pool's lock.
  */
 final class ClassPool {
     private final Remote remote;
@@ -49,10 +55,16 @@ final class ClassPool {
     final int batch;
     final int cacheLimit;
     final ReentrantLock lock = new ReentrantLock();
+    /** Signalled (under {@link #lock}) when {@link #busy} is cleared. */
+    private final Condition idle = lock.newCondition();
+    /** A thread refills or trims this pool, issuing verbs on its chunks; guarded by {@link #lock}. */
+    private boolean busy;
     /** Chunks of this class this node owns (as far as it knows). */
     final BitSet owned = new BitSet();
     /** Owned chunks whose bump word may still be below the capacity. */
     final BitSet roomy = new BitSet();
+    /** Counts {@link #adopted} calls, so a busy thread never forgets a chunk adopted after it read the table. */
+    private long adoptions;
     long[] ptrs = new long[64];
     long[] headers = new long[64];
     int size;
@@ -70,14 +82,65 @@ final class ClassPool {
         this.cacheLimit = Math.max(32, 4 * batch);
     }
 
+    /**
+     * A block from the cache; when the cache is empty, this thread refills it (verbs
+     * without the lock) unless another thread is doing so, in which case it waits for
+     * that refill's blocks.
+     *
+     * @return a block, or {@code null} when no chunk of this heap has room for one
+     */
     BlockRef allocate() {
+        while (true) {
+            lock.lock();
+            try {
+                while (size == 0 && busy) {
+                    idle.awaitUninterruptibly(); // the busy thread's verbs are each bounded by their deadline
+                }
+                if (size > 0) {
+                    size--;
+                    return new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
+                }
+                busy = true;
+            } finally {
+                lock.unlock();
+            }
+            boolean found;
+            try {
+                found = refill();
+            } finally {
+                endBusy();
+            }
+            if (!found) {
+                lock.lock();
+                try {
+                    if (size == 0) {
+                        return null;
+                    }
+                } finally {
+                    lock.unlock(); // a free cached a block meanwhile: take it on the next round
+                }
+            }
+        }
+    }
+
+    /** Waits until no thread refills or trims this pool, then makes the caller that thread. */
+    void beginBusy() {
         lock.lock();
         try {
-            if (size == 0 && !refill()) {
-                return null;
+            while (busy) {
+                idle.awaitUninterruptibly();
             }
-            size--;
-            return new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
+            busy = true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void endBusy() {
+        lock.lock();
+        try {
+            busy = false;
+            idle.signalAll();
         } finally {
             lock.unlock();
         }
@@ -97,6 +160,7 @@ final class ClassPool {
         }
     }
 
+    /** Caller holds the lock. */
     private void add(long ptr, long header) {
         if (size == ptrs.length) {
             ptrs = Arrays.copyOf(ptrs, size * 2);
@@ -106,14 +170,101 @@ final class ClassPool {
         headers[size++] = header;
     }
 
-    /** Caller holds the lock. Pushes every cached block back on its chunk's free list. */
+    /** Adds blocks {@code from .. to-1} of the arrays to the cache, under the lock. */
+    private void publish(long[] ps, long[] hs, int from, int to) {
+        lock.lock();
+        try {
+            for (int i = from; i < to; i++) {
+                add(ps[i], hs[i]);
+            }
+            if (to > from) {
+                idle.signalAll(); // threads waiting for blocks may take these before the refill ends
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Caller is busy ({@link #beginBusy}). Pushes every block cached when it is called
+     * back on its chunk's free list (blocks freed into the cache meanwhile stay cached).
+     * The blocks leave the cache under the lock and are pushed without it; when a push
+     * fails, the blocks not yet pushed go back to the cache and the failure is thrown.
+     */
     void returnCached() {
-        while (size > 0) {
-            long p = ptrs[--size]; // out of the cache first: a push that fails may still have run
-            int c = heap.chunkOf(p);
-            heap.push(c, p, (p - heap.chunk(c)) / blockSize);
+        long[] ps;
+        long[] hs;
+        int n;
+        lock.lock();
+        try {
+            n = size;
+            ps = Arrays.copyOf(ptrs, n);
+            hs = Arrays.copyOf(headers, n);
+            size = 0;
+        } finally {
+            lock.unlock();
         }
         cursor = -1;
+        int left = n;
+        try {
+            while (left > 0) {
+                long p = ps[--left]; // counted as gone first: a push that fails may still have run
+                int c = heap.chunkOf(p);
+                heap.push(c, p, (p - heap.chunk(c)) / blockSize);
+            }
+        } catch (RuntimeException e) {
+            publish(ps, hs, 0, left);
+            throw e;
+        }
+    }
+
+    /** Caller is busy. Forgets chunk {@code c} now (trim, before it gives the chunk back). */
+    void forget(int c) {
+        forget(c, true);
+    }
+
+    /** Forgets chunk {@code c} unless a chunk was adopted since {@code seenAdoptions} (it may be that one). */
+    private void forgetUnlessAdopted(int c, long seenAdoptions) {
+        lock.lock();
+        try {
+            if (adoptions == seenAdoptions) {
+                owned.clear(c);
+                roomy.clear(c);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private long adoptions() {
+        lock.lock();
+        try {
+            return adoptions;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean owns(int c) {
+        lock.lock();
+        try {
+            return owned.get(c);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Records chunk {@code c} as owned; {@code room}: it may have blocks left to carve. */
+    private void own(int c, boolean room) {
+        lock.lock();
+        try {
+            owned.set(c);
+            if (room) {
+                roomy.set(c);
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** A chunk this node adopted: it is ours now, and may have room to carve. */
@@ -122,35 +273,46 @@ final class ClassPool {
         try {
             owned.set(chunk);
             roomy.set(chunk);
+            adoptions++;
         } finally {
             lock.unlock();
         }
     }
 
     /**
-     * Caller holds the lock. Fills the cache: carve from an owned chunk with room;
-     * else take the free lists the hint bitmap points at; else scan the table from
-     * the claim hint, claiming a free chunk (and finding owned chunks this node did
-     * not know of, e.g. after a restart).
+     * Caller is busy. Fills the cache: carve from an owned chunk with room; else take
+     * the free lists the hint bitmap points at; else scan the table from the claim
+     * hint, claiming a free chunk (and finding owned chunks this node did not know of,
+     * e.g. after a restart). Verbs run without the lock; blocks are published under it.
+     *
+     * @return whether it published at least one block
      */
     private boolean refill() {
         if (carve()) {
             return true;
         }
-        if (!owned.isEmpty()) {
+        boolean anyOwned;
+        lock.lock();
+        try {
+            anyOwned = !owned.isEmpty();
+        } finally {
+            lock.unlock();
+        }
+        if (anyOwned) {
+            int got = 0;
             long[] bits = heap.readHints();
-            for (int w = 0; w < bits.length && size < batch; w++) {
+            for (int w = 0; w < bits.length && got < batch; w++) {
                 long word = bits[w];
-                while (word != 0 && size < batch) {
+                while (word != 0 && got < batch) {
                     int c = (w << 6) + Long.numberOfTrailingZeros(word);
                     word &= word - 1;
-                    if (owned.get(c)) {
+                    if (owns(c)) {
                         heap.hint(c, false); // before the pop: a later push sets it again
-                        popAll(c, remote.readLong(heap.entry(c) + FREE_HEAD_WORD));
+                        got += popAll(c, remote.readLong(heap.entry(c) + FREE_HEAD_WORD));
                     }
                 }
             }
-            if (size > 0) {
+            if (got > 0) {
                 return true;
             }
         }
@@ -161,14 +323,31 @@ final class ClassPool {
     private boolean carve() {
         while (true) {
             if (cursor < 0) {
-                int c = roomy.nextSetBit(0);
+                int c;
+                long seen;
+                lock.lock();
+                try {
+                    c = roomy.nextSetBit(0);
+                    seen = adoptions;
+                } finally {
+                    lock.unlock();
+                }
                 if (c < 0) {
                     return false;
                 }
                 long st = remote.readLong(heap.entry(c));
                 if (stateOf(st) != SMALL || ownerOf(st) != self || classOf(st) != cls || HeapLayout.isPending(st)) {
-                    roomy.clear(c);
-                    owned.clear(c);
+                    lock.lock();
+                    try {
+                        if (adoptions == seen) {
+                            roomy.clear(c);
+                            owned.clear(c);
+                        } else {
+                            continue; // adopted meanwhile, maybe this one: read it again
+                        }
+                    } finally {
+                        lock.unlock();
+                    }
                     continue;
                 }
                 cursor = c;
@@ -184,9 +363,11 @@ final class ClassPool {
         int n = heap.chunkCount;
         int slices = (n + SCAN_SLICE - 1) / SCAN_SLICE;
         int first = Math.floorMod(heap.claimHint, n) / SCAN_SLICE;
+        int got = 0;
         for (int i = 0; i < slices; i++) {
             int from = ((first + i) % slices) * SCAN_SLICE;
             int count = Math.min(SCAN_SLICE, n - from);
+            long seen = adoptions();
             long[] t = heap.readEntries(from, count);
             for (int j = 0; j < count; j++) {
                 int c = from + j;
@@ -194,29 +375,25 @@ final class ClassPool {
                 if (stateOf(st) == SMALL && ownerOf(st) == self && HeapLayout.isPending(st)) {
                     heap.recoverPending(c); // a claim of this node that did not finish (a verb timed out)
                 } else if (stateOf(st) == SMALL && ownerOf(st) == self && classOf(st) == cls) {
-                    if (!owned.get(c)) {
+                    if (!owns(c)) {
                         // not claimed by this allocator (an earlier incarnation's): take it over with a
                         // CAS, so that an adopter of the earlier incarnation's chunks and we never both own it
                         if (!heap.reown(c, st)) {
                             continue;
                         }
-                        owned.set(c);
-                        if (t[j * 4 + 1] < perChunk) {
-                            roomy.set(c);
-                        }
+                        own(c, t[j * 4 + 1] < perChunk);
                     }
-                    if (headIndex(t[j * 4 + 2]) != 0 && size < batch) {
+                    if (headIndex(t[j * 4 + 2]) != 0 && got < batch) {
                         heap.hint(c, false);
-                        popAll(c, t[j * 4 + 2]);
+                        got += popAll(c, t[j * 4 + 2]);
                     }
                 } else if (stateOf(st) == FREE) {
-                    if (size > 0) {
+                    if (got > 0) {
                         return true; // found freed blocks before a free chunk: use them first
                     }
                     long epoch = heap.claimSmall(c, st, cls);
                     if (epoch >= 0) {
-                        owned.set(c);
-                        roomy.set(c);
+                        own(c, true);
                         cursor = c;
                         cursorEpoch = epoch;
                         if (bump()) {
@@ -224,22 +401,21 @@ final class ClassPool {
                         }
                     }
                 } else {
-                    owned.clear(c);
-                    roomy.clear(c);
+                    forgetUnlessAdopted(c, seen);
                 }
             }
-            if (size > 0 || carve()) {
+            if (got > 0 || carve()) {
                 return true;
             }
         }
         return false;
     }
 
-    /** Carves the next batch from the cursor chunk with one fetch-and-add. */
+    /** Carves the next batch from the cursor chunk with one fetch-and-add; publishes it under the lock. */
     private boolean bump() {
         long old = remote.fetchAndAdd(heap.entry(cursor) + BUMP_WORD, batch);
         if (old >= perChunk) {
-            roomy.clear(cursor);
+            forget(cursor, false);
             cursor = -1;
             return false;
         }
@@ -255,22 +431,43 @@ final class ClassPool {
             }
             remote.write(first, region);
         }
-        for (int i = k - 1; i >= 0; i--) {
-            add(first + (long) i * blockSize, hdr);
+        long[] ps = new long[k];
+        long[] hs = new long[k];
+        for (int i = 0; i < k; i++) {
+            ps[i] = first + (long) (k - 1 - i) * blockSize; // handed out lowest address first
+            hs[i] = hdr;
         }
-        if (old + k >= perChunk) {
-            roomy.clear(cursor);
+        boolean full = old + k >= perChunk;
+        if (full) {
+            forget(cursor, false);
+        }
+        publish(ps, hs, 0, k);
+        if (full) {
             cursor = -1;
         }
         return true;
     }
 
+    /** Clears chunk {@code c}'s room bit ({@code alsoOwned}: and its ownership). */
+    private void forget(int c, boolean alsoOwned) {
+        lock.lock();
+        try {
+            roomy.clear(c);
+            if (alsoOwned) {
+                owned.clear(c);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Takes the whole free list of a chunk this node owns with one CAS, then walks it. */
-    private void popAll(int chunk, long top) {
+    /** @return the blocks published */
+    private int popAll(int chunk, long top) {
         long e = heap.entry(chunk);
         for (int tries = 0; ; tries++) {
             if (headIndex(top) == 0) {
-                return;
+                return 0;
             }
             long w = remote.compareAndSwap(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, 0));
             if (w == top) {
@@ -285,31 +482,33 @@ final class ClassPool {
         // the chain is ours now. Its blocks join the cache only once COUNT has been lowered by as many:
         // if a read or the fetch-and-add fails, they are dropped (leaked, still counted, so a release
         // of the chunk recovers them) and COUNT never under-states what is live or cached.
-        int start = size;
-        try {
-            long chunkBase = heap.chunk(chunk);
-            long index = headIndex(top);
-            int count = 0;
-            while (index != 0) {
-                if (index > perChunk || count >= perChunk) {
-                    throw new HeapCorruptedException(heap.node, heap.segment, "free list leaves its chunk or loops:"
-                            + " chunk=" + chunk + ", index=" + (index - 1) + ", walked=" + count);
-                }
-                long p = chunkBase + (index - 1) * blockSize;
-                byte[] b = remote.read(p, 16);
-                long hdr = HeapLayout.unseal(Words.getLong(b, 0), p);
-                if (kindOf(hdr) != KIND_SMALL || blockClassOf(hdr) != cls) {
-                    throw new HeapCorruptedException(heap.node, heap.segment, "free block with a wrong header: chunk="
-                            + chunk + ", block=" + RemotePtr.toString(p) + ", header=0x" + Long.toHexString(hdr));
-                }
-                add(p, hdr);
-                count++;
-                index = Words.getLong(b, 8);
+        long chunkBase = heap.chunk(chunk);
+        long index = headIndex(top);
+        int count = 0;
+        long[] ps = new long[Math.min(perChunk, 64)];
+        long[] hs = new long[ps.length];
+        while (index != 0) {
+            if (index > perChunk || count >= perChunk) {
+                throw new HeapCorruptedException(heap.node, heap.segment, "free list leaves its chunk or loops:"
+                        + " chunk=" + chunk + ", index=" + (index - 1) + ", walked=" + count);
             }
-            remote.fetchAndAdd(e + COUNT_WORD, -count);
-        } catch (RuntimeException x) {
-            size = start;
-            throw x;
+            long p = chunkBase + (index - 1) * blockSize;
+            byte[] b = remote.read(p, 16);
+            long hdr = HeapLayout.unseal(Words.getLong(b, 0), p);
+            if (kindOf(hdr) != KIND_SMALL || blockClassOf(hdr) != cls) {
+                throw new HeapCorruptedException(heap.node, heap.segment, "free block with a wrong header: chunk="
+                        + chunk + ", block=" + RemotePtr.toString(p) + ", header=0x" + Long.toHexString(hdr));
+            }
+            if (count == ps.length) {
+                ps = Arrays.copyOf(ps, count * 2);
+                hs = Arrays.copyOf(hs, count * 2);
+            }
+            ps[count] = p;
+            hs[count++] = hdr;
+            index = Words.getLong(b, 8);
         }
+        remote.fetchAndAdd(e + COUNT_WORD, -count);
+        publish(ps, hs, 0, count);
+        return count;
     }
 }

@@ -22,7 +22,6 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -33,12 +32,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
-import static io.membus.alloc.HeapLayout.ENTRY_LENGTH;
 import static io.membus.alloc.HeapLayout.FREE;
 import static io.membus.alloc.HeapLayout.KIND_LARGE;
 import static io.membus.alloc.HeapLayout.KIND_SMALL;
-import static io.membus.alloc.HeapLayout.LARGE_HEAD;
-import static io.membus.alloc.HeapLayout.LARGE_TAIL;
 import static io.membus.alloc.HeapLayout.SMALL;
 import static io.membus.alloc.HeapLayout.blockClassOf;
 import static io.membus.alloc.HeapLayout.classOf;
@@ -91,6 +87,7 @@ public final class GlobalAllocator implements AutoCloseable {
     private final AllocatorConfig config;
     private final int self;
     private final Map<Long, HeapSegment> heaps = new ConcurrentHashMap<>();
+    private final HeapFormat format;
     private final AtomicInteger roundRobin = new AtomicInteger();
     private final Set<Integer> orphaned = ConcurrentHashMap.newKeySet();
     private final DirectoryListener listener;
@@ -116,6 +113,7 @@ public final class GlobalAllocator implements AutoCloseable {
         this.directory = memory.directory();
         this.config = config;
         this.self = memory.localNodeId();
+        this.format = new HeapFormat(remote, self, config);
         this.async = new ThreadPoolExecutor(ASYNC_THREADS, ASYNC_THREADS, 10, TimeUnit.SECONDS,
                 new LinkedBlockingQueue<>(ASYNC_QUEUE), r -> {
                     Thread t = new Thread(r, "membus-alloc-" + memory.localNodeId());
@@ -195,7 +193,10 @@ public final class GlobalAllocator implements AutoCloseable {
                 continue;
             }
             present++;
-            if (format(s.descriptor())) {
+            SegmentDescriptor d = s.descriptor();
+            boolean done = format.format(d);
+            heaps.remove(key(d.nodeId(), d.index())); // found again with its geometry on next use
+            if (done) {
                 formatted++;
             }
         }
@@ -207,74 +208,6 @@ public final class GlobalAllocator implements AutoCloseable {
         }
         heapNodes = null;
         return formatted;
-    }
-
-    private boolean format(SegmentDescriptor d) {
-        long base = d.pointer(0);
-        byte[] hdr = remote.read(base, HeapLayout.HEADER_LENGTH);
-        long magic = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET);
-        if (magic != 0) {
-            geometry(d, hdr); // validates, throws HeapCorruptedException
-            heaps.remove(key(d.nodeId(), d.index()));
-            return false;
-        }
-        for (byte b : hdr) {
-            if (b != 0) {
-                throw new HeapCorruptedException(d.nodeId(), d.index(), "the header holds bytes that are not a heap"
-                        + " header (magic=0), so the segment is in use for something else");
-            }
-        }
-        int shift = config.chunkShift();
-        int count = HeapLayout.chunkCount(d.size(), shift);
-        if (count < 1) {
-            throw new DsmConfigException("alloc.chunk-size", config.chunkSize(), "at most about "
-                    + (d.size() - HeapLayout.HEADER_LENGTH - ENTRY_LENGTH) + " bytes: segment " + d.index()
-                    + " has " + d.size() + " bytes, too small for one chunk");
-        }
-        long dataStart = HeapLayout.dataStart(count);
-        for (long off = HeapLayout.TABLE_OFFSET; off < dataStart; off += HeapSegment.TABLE_READ_PIECE) {
-            remote.write(base + off, new byte[(int) Math.min(HeapSegment.TABLE_READ_PIECE, dataStart - off)]);
-        }
-        byte[] fields = new byte[HeapLayout.HEADER_LENGTH - 8];
-        Words.putInt(fields, HeapLayout.VERSION_OFFSET - 8, HeapLayout.LAYOUT_VERSION);
-        Words.putInt(fields, HeapLayout.CHUNK_SHIFT_OFFSET - 8, shift);
-        Words.putLong(fields, HeapLayout.CHUNK_COUNT_OFFSET - 8, count);
-        Words.putLong(fields, HeapLayout.DATA_START_OFFSET - 8, dataStart);
-        Words.putLong(fields, HeapLayout.CHECK_OFFSET - 8,
-                HeapLayout.checkWord(HeapLayout.LAYOUT_VERSION, shift, count, dataStart));
-        remote.write(base + 8, fields);
-        remote.writeLong(base + HeapLayout.MAGIC_OFFSET, HeapLayout.MAGIC); // last: readers that see it see the rest
-        heaps.remove(key(d.nodeId(), d.index()));
-        LOG.info("formatted heap segment: node={}, segment={}, chunkSize={}, chunks={}", d.nodeId(), d.index(),
-                1 << shift, count);
-        return true;
-    }
-
-    /** The heap geometry in a header with the magic, validated. */
-    private HeapSegment geometry(SegmentDescriptor d, byte[] hdr) {
-        long magic = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET);
-        int version = Words.getInt(hdr, HeapLayout.VERSION_OFFSET);
-        int shift = Words.getInt(hdr, HeapLayout.CHUNK_SHIFT_OFFSET);
-        long count = Words.getLong(hdr, HeapLayout.CHUNK_COUNT_OFFSET);
-        long dataStart = Words.getLong(hdr, HeapLayout.DATA_START_OFFSET);
-        long check = Words.getLong(hdr, HeapLayout.CHECK_OFFSET);
-        if (magic != HeapLayout.MAGIC) {
-            throw new HeapCorruptedException(d.nodeId(), d.index(), "wrong magic: magic=0x" + Long.toHexString(magic)
-                    + ", expected=0x" + Long.toHexString(HeapLayout.MAGIC));
-        }
-        if (version != HeapLayout.LAYOUT_VERSION) {
-            throw new HeapCorruptedException(d.nodeId(), d.index(), "layout version=" + version + ", expected="
-                    + HeapLayout.LAYOUT_VERSION + " (formatted by another Membus version)");
-        }
-        if (check != HeapLayout.checkWord(version, shift, count, dataStart)
-                || shift < HeapLayout.MIN_CHUNK_SHIFT || shift > HeapLayout.MAX_CHUNK_SHIFT || count < 1
-                || count > Integer.MAX_VALUE || dataStart != HeapLayout.dataStart(count)
-                || dataStart + (count << shift) > d.size()) {
-            throw new HeapCorruptedException(d.nodeId(), d.index(), "header fields do not agree: chunkShift=" + shift
-                    + ", chunkCount=" + count + ", dataStart=" + dataStart + ", segmentSize=" + d.size()
-                    + ", checkWordValid=" + (check == HeapLayout.checkWord(version, shift, count, dataStart)));
-        }
-        return new HeapSegment(remote, self, config, d, shift, (int) count, dataStart);
     }
 
     // ------------------------------------------------------------------ finding heaps
@@ -303,14 +236,13 @@ public final class GlobalAllocator implements AutoCloseable {
                 && (h.formatted || System.nanoTime() - h.checkedAt < UNFORMATTED_RECHECK_NANOS)) {
             return h.formatted ? h : null;
         }
-        synchronized (heaps) {
-            h = heaps.get(k);
-            if (h == null || h.incarnation != d.incarnation() || !h.formatted) {
-                byte[] hdr = remote.read(d.pointer(0), HeapLayout.HEADER_LENGTH);
-                h = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET) == 0 ? new HeapSegment(remote, self, config, d) : geometry(d, hdr);
-                heaps.put(k, h);
-            }
-        }
+        // the header is read without a lock; two threads may both read it, and the first to publish wins
+        byte[] hdr = remote.read(d.pointer(0), HeapLayout.HEADER_LENGTH);
+        HeapSegment fresh = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET) == 0 ? new HeapSegment(remote, self, config, d)
+                : format.geometry(d, hdr);
+        HeapSegment known = h;
+        h = heaps.compute(k, (key, now) -> now == null || now == known || now.incarnation != d.incarnation()
+                || (!now.formatted && fresh.formatted) ? fresh : now);
         return h.formatted ? h : null;
     }
 
@@ -636,6 +568,32 @@ public final class GlobalAllocator implements AutoCloseable {
         write(ref, offset, b);
     }
 
+    /**
+     * A stored pointer ({@link BlockRef#ptr()}, e.g. one bound to a name) as a checked
+     * reference again: reads the block's chunk-table entry and header (two verbs) and
+     * returns the reference of the block allocated there, with its header word and the
+     * capacity of its size class (or of the chunks a large object spans).
+     *
+     * <p>What a pointer cannot say: it carries no generation, so a small block that was
+     * freed and handed out again (its chunk still in use) is returned as the block it is
+     * now. To notice such reuse, keep the header word too ({@link BlockRef#header()}) and
+     * rebuild with {@link BlockRef#of}, whose every use checks it. A freed small block
+     * still on its chunk's free list, or in its owner's cache, looks like an allocated one
+     * (the header moves on at the free and keeps that value at the next allocation).
+     *
+     * @throws FreedBlockException   when the block is not allocated any more: its chunk was given
+     *                               back or claimed again, the object was freed, or the block is retired
+     * @throws InvalidBlockException when no block was ever handed out there: not a heap segment,
+     *                               outside the chunks, not at a block boundary of its chunk's size
+     *                               class, inside a large object, or never carved
+     * @throws DsmException          the typed failure of a verb (an unknown node or segment, a deadline)
+     */
+    public BlockRef ref(long ptr) {
+        checkOpen();
+        HeapSegment h = heapOfPointer(ptr);
+        return h.refAt(ptr);
+    }
+
     /** Whether {@code ref}'s block is still the one it was allocated as (one read of the header). */
     public boolean isLive(BlockRef ref) {
         return remote.readLong(ref.ptr()) == HeapLayout.seal(ref.header(), ref.ptr());
@@ -764,42 +722,7 @@ public final class GlobalAllocator implements AutoCloseable {
             if (h == null) {
                 return new HeapUsage.SegmentUsage(node, seg, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(), "not formatted");
             }
-            long[] t = h.readTable();
-            int free = 0;
-            int small = 0;
-            int large = 0;
-            int objects = 0;
-            long inUse = 0;
-            long onLists = 0;
-            Map<Integer, Integer> owners = new TreeMap<>();
-            for (int c = 0; c < h.chunkCount; c++) {
-                long st = t[c * 4];
-                switch (stateOf(st)) {
-                    case FREE -> free++;
-                    case SMALL -> {
-                        small++;
-                        if (HeapLayout.isPending(st)) {
-                            break; // a claim in progress: its words are not this claim's yet
-                        }
-                        long carved = Math.min(t[c * 4 + 1], h.perChunk(classOf(st)));
-                        long count = Math.max(0, t[c * 4 + 3]);
-                        onLists += count;
-                        inUse += Math.max(0, carved - count);
-                    }
-                    case LARGE_HEAD -> {
-                        large++;
-                        objects++;
-                    }
-                    case LARGE_TAIL -> large++;
-                    default -> {
-                    }
-                }
-                if (stateOf(st) != FREE) {
-                    owners.merge(ownerOf(st), 1, Integer::sum);
-                }
-            }
-            return new HeapUsage.SegmentUsage(node, seg, 1 << h.chunkShift, h.chunkCount, free, small, large, inUse,
-                    onLists, objects, owners, null);
+            return h.usage();
         } catch (DsmException e) {
             return new HeapUsage.SegmentUsage(node, seg, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(),
                     "unreadable: " + e.code() + " " + e.getMessage());

@@ -10,6 +10,10 @@ import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 
 import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
 import static io.membus.alloc.HeapLayout.BUMP_WORD;
@@ -18,20 +22,24 @@ import static io.membus.alloc.HeapLayout.ENTRY_LENGTH;
 import static io.membus.alloc.HeapLayout.FREE;
 import static io.membus.alloc.HeapLayout.FREE_HEAD_WORD;
 import static io.membus.alloc.HeapLayout.KIND_LARGE;
+import static io.membus.alloc.HeapLayout.KIND_SMALL;
 import static io.membus.alloc.HeapLayout.LARGE_CLASS;
 import static io.membus.alloc.HeapLayout.LARGE_HEAD;
 import static io.membus.alloc.HeapLayout.LARGE_TAIL;
+import static io.membus.alloc.HeapLayout.PENDING;
 import static io.membus.alloc.HeapLayout.SMALL;
+import static io.membus.alloc.HeapLayout.blockClassOf;
 import static io.membus.alloc.HeapLayout.blockHeader;
 import static io.membus.alloc.HeapLayout.chunkCount;
 import static io.membus.alloc.HeapLayout.classOf;
 import static io.membus.alloc.HeapLayout.dataStart;
 import static io.membus.alloc.HeapLayout.epochOf;
-import static io.membus.alloc.HeapLayout.PENDING;
+import static io.membus.alloc.HeapLayout.generationOf;
 import static io.membus.alloc.HeapLayout.head;
 import static io.membus.alloc.HeapLayout.headIndex;
 import static io.membus.alloc.HeapLayout.headTag;
 import static io.membus.alloc.HeapLayout.isPending;
+import static io.membus.alloc.HeapLayout.kindOf;
 import static io.membus.alloc.HeapLayout.ownerOf;
 import static io.membus.alloc.HeapLayout.state;
 import static io.membus.alloc.HeapLayout.stateOf;
@@ -71,11 +79,14 @@ final class HeapSegment {
     /** Where the last claim succeeded: scans for a free chunk start there. */
     volatile int claimHint;
     /**
-     * Held from a small claim's CAS until the claim is finished, and while an unfinished
-     * claim is rolled back, so this node never rolls back a claim one of its threads is
-     * still making. Taken after a pool's lock, never before.
+     * Chunks a thread of this node is claiming (from a small claim's CAS until the claim
+     * is finished) or rolling back: marked before the first verb, unmarked after the
+     * last. A thread that finds a chunk marked leaves it alone, so this node never rolls
+     * back a claim one of its threads is still making, and never runs two rollbacks of
+     * one chunk (a late reset of the second would land on the next claimer's words). No
+     * thread waits on a mark, and no lock is held across these verbs.
      */
-    private final Object claimLock = new Object();
+    private final Set<Integer> claiming = ConcurrentHashMap.newKeySet();
 
     /** An unformatted segment. */
     HeapSegment(Remote remote, int self, AllocatorConfig config, SegmentDescriptor d) {
@@ -239,7 +250,10 @@ final class HeapSegment {
     long claimSmall(int c, long st, int cls) {
         long epoch = (epochOf(st) + 1) & HeapLayout.EPOCH_MASK;
         long pending = state(SMALL, cls, self, epoch) | PENDING;
-        synchronized (claimLock) {
+        if (!claiming.add(c)) {
+            return -1; // another thread of this node is claiming or rolling back this chunk
+        }
+        try {
             if (casResolved(entry(c), st, pending) != st) {
                 return -1;
             }
@@ -250,6 +264,8 @@ final class HeapSegment {
             }
             claimHint = c;
             return epoch;
+        } finally {
+            claiming.remove(c);
         }
     }
 
@@ -259,7 +275,10 @@ final class HeapSegment {
      * from a pending chunk, so nothing is lost.
      */
     void recoverPending(int c) {
-        synchronized (claimLock) {
+        if (!claiming.add(c)) {
+            return; // being claimed or rolled back by another thread of this node
+        }
+        try {
             long st = remote.readLong(entry(c));
             if (stateOf(st) != SMALL || !isPending(st) || ownerOf(st) != self) {
                 return;
@@ -268,6 +287,8 @@ final class HeapSegment {
             if (remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
                 LOG.info("rolled back an unfinished chunk claim: node={}, segment={}, chunk={}", node, segment, c);
             }
+        } finally {
+            claiming.remove(c);
         }
     }
 
@@ -282,6 +303,122 @@ final class HeapSegment {
     boolean reown(int c, long st) {
         long mine = state(SMALL, classOf(st), self, (epochOf(st) + 1) & HeapLayout.EPOCH_MASK);
         return casResolved(entry(c), st, mine) == st;
+    }
+
+    /**
+     * The block allocated at {@code ptr}, a pointer into this segment ({@link
+     * GlobalAllocator#ref(long)}): reads the chunk-table entry and the header.
+     */
+    BlockRef refAt(long ptr) {
+        int chunk = chunkOf(ptr);
+        if (chunk < 0) {
+            throw new InvalidBlockException(ptr, "outside the chunks of the heap (its header, chunk table or tail)");
+        }
+        long inChunk = RemotePtr.offset(ptr) - dataStart - ((long) chunk << chunkShift);
+        byte[] entry = remote.read(entry(chunk), ENTRY_LENGTH);
+        long st = Words.getLong(entry, HeapLayout.STATE_WORD);
+        switch (stateOf(st)) {
+            case SMALL -> {
+                int cls = classOf(st);
+                if (cls >= SizeClasses.count()) {
+                    throw new HeapCorruptedException(node, segment, "chunk " + chunk + " has size class " + cls);
+                }
+                int blockSize = SizeClasses.blockSize(cls);
+                if (inChunk % blockSize != 0) {
+                    throw new InvalidBlockException(ptr, "not at a block boundary of its chunk's size class " + cls
+                            + " (" + blockSize + " bytes)");
+                }
+                long header = HeapLayout.unseal(remote.readLong(ptr), ptr);
+                long carved = HeapLayout.isPending(st) ? 0
+                        : Math.min(Words.getLong(entry, HeapLayout.BUMP_WORD), perChunk(cls));
+                if (inChunk / blockSize >= carved) {
+                    throw freedOrNever(ptr, header, "the block is past those carved from chunk " + chunk
+                            + " since it was last claimed");
+                }
+                if (kindOf(header) != KIND_SMALL || blockClassOf(header) != cls) {
+                    throw freedOrNever(ptr, header, "the header there is not a block of class " + cls);
+                }
+                if ((generationOf(header) >>> HeapLayout.GENERATION_COUNT_BITS)
+                        != (HeapLayout.epochOf(st) & (HeapLayout.GENERATION_MASK >>> HeapLayout.GENERATION_COUNT_BITS))) {
+                    throw new FreedBlockException(ptr, generationOf(header), "the header is from an earlier claim of"
+                            + " chunk " + chunk);
+                }
+                if ((generationOf(header) & HeapLayout.GENERATION_COUNT_MASK) == HeapLayout.GENERATION_COUNT_MASK) {
+                    throw new FreedBlockException(ptr, generationOf(header), "the block is retired (its generations"
+                            + " are used up)");
+                }
+                return new BlockRef(ptr, header, blockSize - BLOCK_HEADER_LENGTH);
+            }
+            case LARGE_HEAD -> {
+                if (inChunk != 0) {
+                    throw new InvalidBlockException(ptr, "inside a large object (chunk " + chunk + ")");
+                }
+                long header = HeapLayout.unseal(remote.readLong(ptr), ptr);
+                long live = HeapLayout.blockHeader(HeapLayout.firstGeneration(HeapLayout.epochOf(st)),
+                        HeapLayout.LARGE_CLASS, KIND_LARGE);
+                if (header != live) {
+                    throw freedOrNever(ptr, header, "the object's header is not the one its claim wrote (it was freed)");
+                }
+                long span = Words.getLong(entry, HeapLayout.COUNT_WORD);
+                if (span < 1 || chunk + span > chunkCount) {
+                    throw new HeapCorruptedException(node, segment, "large object at chunk " + chunk + " spans "
+                            + span + " chunks of " + chunkCount);
+                }
+                return new BlockRef(ptr, header, (span << chunkShift) - BLOCK_HEADER_LENGTH);
+            }
+            case LARGE_TAIL -> throw new InvalidBlockException(ptr, "inside a large object (chunk " + chunk
+                    + " continues one that starts before it)");
+            default -> throw freedOrNever(ptr, HeapLayout.unseal(remote.readLong(ptr), ptr), "its chunk " + chunk
+                    + " is free");
+        }
+    }
+
+    /** {@link FreedBlockException} when a block header lies at {@code ptr} (a block was there), else invalid. */
+    private static DsmException freedOrNever(long ptr, long header, String reason) {
+        boolean wasBlock = (kindOf(header) == KIND_SMALL && blockClassOf(header) < SizeClasses.count())
+                || (kindOf(header) == KIND_LARGE && blockClassOf(header) == HeapLayout.LARGE_CLASS);
+        return wasBlock ? new FreedBlockException(ptr, generationOf(header), reason)
+                : new InvalidBlockException(ptr, "no block was ever handed out there: " + reason);
+    }
+
+    /** This segment's row of {@link HeapUsage}: one read of the chunk table. */
+    HeapUsage.SegmentUsage usage() {
+        long[] t = readTable();
+        int free = 0;
+        int small = 0;
+        int large = 0;
+        int objects = 0;
+        long inUse = 0;
+        long onLists = 0;
+        Map<Integer, Integer> owners = new TreeMap<>();
+        for (int c = 0; c < chunkCount; c++) {
+            long st = t[c * 4];
+            switch (stateOf(st)) {
+                case FREE -> free++;
+                case SMALL -> {
+                    small++;
+                    if (HeapLayout.isPending(st)) {
+                        break; // a claim in progress: its words are not this claim's yet
+                    }
+                    long carved = Math.min(t[c * 4 + 1], perChunk(classOf(st)));
+                    long count = Math.max(0, t[c * 4 + 3]);
+                    onLists += count;
+                    inUse += Math.max(0, carved - count);
+                }
+                case LARGE_HEAD -> {
+                    large++;
+                    objects++;
+                }
+                case LARGE_TAIL -> large++;
+                default -> {
+                }
+            }
+            if (stateOf(st) != FREE) {
+                owners.merge(ownerOf(st), 1, Integer::sum);
+            }
+        }
+        return new HeapUsage.SegmentUsage(node, segment, 1 << chunkShift, chunkCount, free, small, large, inUse,
+                onLists, objects, owners, null);
     }
 
     ClassPool pool(int cls) {
@@ -429,14 +566,23 @@ final class HeapSegment {
                 + segment + ", chunk=" + chunk + ", tries=" + MAX_CAS_RETRIES + "; the block stays freed (retired)");
     }
 
+    /**
+     * Returns this node's cached blocks of this segment to their free lists and gives back
+     * every chunk it owns whose blocks are all on its free list. Correct without a lock
+     * held across its verbs: it first makes itself the busy thread of every pool (waiting,
+     * with no lock held, for refills in flight to end), so no thread of this node carves,
+     * takes a free list or claims in this segment until it is done; other nodes only push
+     * onto free lists. Blocks freed into a cache meanwhile are not on the free list, so
+     * their chunk's COUNT stays below the carved count and the chunk is kept.
+     */
     int trim() {
         ClassPool[] ps = pools.clone();
-        List<ClassPool> locked = new ArrayList<>();
+        List<ClassPool> busy = new ArrayList<>();
         try {
             for (ClassPool p : ps) {
                 if (p != null) {
-                    p.lock.lock();
-                    locked.add(p);
+                    p.beginBusy(); // in class order, as every trim: two trims never wait on each other
+                    busy.add(p);
                     p.returnCached();
                 }
             }
@@ -452,8 +598,7 @@ final class HeapSegment {
                         // must not pop the list of a FREE chunk (another node may claim and carve it). If
                         // it did not run, a later scan finds the chunk again and takes it over.
                         if (ps[cls] != null) {
-                            ps[cls].owned.clear(c);
-                            ps[cls].roomy.clear(c);
+                            ps[cls].forget(c);
                         }
                         if (remote.compareAndSwap(entry(c), st, state(FREE, 0, 0, epochOf(st))) == st) {
                             released++;
@@ -463,8 +608,8 @@ final class HeapSegment {
             }
             return released;
         } finally {
-            for (ClassPool p : locked) {
-                p.lock.unlock();
+            for (ClassPool p : busy) {
+                p.endBusy();
             }
         }
     }

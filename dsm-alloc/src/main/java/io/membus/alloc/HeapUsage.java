@@ -1,13 +1,13 @@
 package io.membus.alloc;
 
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
  * Usage of the heap segments of the cluster, one row per node and segment, read
- * from the chunk tables at one moment (each row is one read of one table; rows
+ * from the chunk tables at one moment. Data only: the {@code membus} command line
+ * (module samples) lays it out as a table (each row is one read of one table; rows
  * are not a consistent snapshot of the whole cluster).
  *
  * <p><b>Note:</b> immutable value; thread-safe: every field is final, so any
@@ -90,35 +90,6 @@ public final class HeapUsage {
             sep = ", ";
         }
         return b.append(']').toString();
-    }
-
-    /** A table for {@code membus status}: one row per node and heap segment. */
-    public String format() {
-        StringBuilder b = new StringBuilder();
-        b.append(String.format(Locale.ROOT, "%-5s %-4s %9s %7s %7s %7s %7s %7s %11s %11s %8s  %s%n", "node", "seg",
-                "chunk", "chunks", "free", "small", "large", "used%", "blocks-used", "blocks-free", "objects",
-                "owners"));
-        for (SegmentUsage s : segments) {
-            if (s.problem() != null) {
-                b.append(String.format(Locale.ROOT, "%-5d %-4d %s%n", s.nodeId(), s.segment(), s.problem()));
-                continue;
-            }
-            b.append(String.format(Locale.ROOT, "%-5d %-4d %9s %7d %7d %7d %7d %6.1f%% %11d %11d %8d  %s%n",
-                    s.nodeId(), s.segment(), bytes(s.chunkSize()), s.chunks(), s.freeChunks(), s.smallChunks(),
-                    s.largeChunks(), s.usedPercent(), s.blocksInUse(), s.blocksFree(), s.largeObjects(),
-                    s.chunksByOwner()));
-        }
-        return b.toString();
-    }
-
-    private static String bytes(long n) {
-        if (n >= (1 << 20) && n % (1 << 20) == 0) {
-            return (n >> 20) + "MiB";
-        }
-        if (n >= 1024 && n % 1024 == 0) {
-            return (n >> 10) + "KiB";
-        }
-        return n + "B";
     }
 
     @Override

@@ -1,7 +1,6 @@
 package io.membus.alloc;
 
 import io.membus.core.RemotePtr;
-import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 
 /**
@@ -12,18 +11,11 @@ import io.membus.core.error.ErrorCode;
  * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
  * makes it fully visible (final-field semantics); no other memory ordering.
  */
-public final class InvalidBlockException extends DsmException {
+public final class InvalidBlockException extends BlockException {
     private static final long serialVersionUID = 1L;
-
-    private final long ptr;
 
     public InvalidBlockException(long ptr, String reason) {
         super(ErrorCode.INVALID_POINTER, "invalid block: block=" + RemotePtr.toString(ptr) + ", reason=" + reason
-                + "; pass only references returned by GlobalAllocator.allocate (or rebuilt with BlockRef.of from stored words)");
-        this.ptr = ptr;
-    }
-
-    public long ptr() {
-        return ptr;
+                + "; pass only references returned by GlobalAllocator.allocate (or rebuilt with BlockRef.of from stored words)", ptr);
     }
 }

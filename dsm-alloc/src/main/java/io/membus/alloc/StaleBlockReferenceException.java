@@ -1,6 +1,5 @@
 package io.membus.alloc;
 
-import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 
 /**
@@ -12,22 +11,16 @@ import io.membus.core.error.ErrorCode;
  * <p><b>Note:</b> immutable; thread-safe: every field is final, so any publication
  * makes it fully visible (final-field semantics); no other memory ordering.
  */
-public abstract class StaleBlockReferenceException extends DsmException {
+public abstract class StaleBlockReferenceException extends BlockException {
     private static final long serialVersionUID = 1L;
 
-    private final long ptr;
     private final long refGeneration;
     private final long blockGeneration;
 
     StaleBlockReferenceException(String message, long ptr, long refGeneration, long blockGeneration) {
-        super(ErrorCode.USE_AFTER_FREE, message);
-        this.ptr = ptr;
+        super(ErrorCode.USE_AFTER_FREE, message, ptr);
         this.refGeneration = refGeneration;
         this.blockGeneration = blockGeneration;
-    }
-
-    public long ptr() {
-        return ptr;
     }
 
     public long refGeneration() {

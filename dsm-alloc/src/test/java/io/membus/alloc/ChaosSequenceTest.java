@@ -110,7 +110,7 @@ class ChaosSequenceTest {
         }
         HeapUsage u = checker.usage();
         for (HeapUsage.SegmentUsage s : u.segments()) {
-            assertTrue(s.problem() == null, "seed=" + seed + ": " + u.format());
+            assertTrue(s.problem() == null, "seed=" + seed + ": " + u.segments());
         }
         assertTrue(faults > 0, "seed=" + seed + ": the chaos injected faults");
     }

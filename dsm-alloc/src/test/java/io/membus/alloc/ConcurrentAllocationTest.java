@@ -95,7 +95,7 @@ class ConcurrentAllocationTest {
         HeapUsage u = cluster.node(1).usage();
         for (HeapUsage.SegmentUsage s : u.segments()) {
             assertEquals(s.chunks(), s.freeChunks(), "every chunk is free again after all frees and trims:\n"
-                    + u.format());
+                    + u.segments());
         }
     }
 
@@ -232,7 +232,7 @@ class ConcurrentAllocationTest {
         System.out.println("chunks=" + chunks + ", claims=" + claims.get() + ", full=" + conflicts.get());
         assertTrue(claims.get() > 100, "the race ran: claims=" + claims.get());
         HeapUsage.SegmentUsage u = cluster.node(2).usage().segments().get(0);
-        assertEquals(chunks, u.freeChunks(), "every chunk is free again:\n" + cluster.node(2).usage().format());
+        assertEquals(chunks, u.freeChunks(), "every chunk is free again:\n" + cluster.node(2).usage().segments());
     }
 
     @Test

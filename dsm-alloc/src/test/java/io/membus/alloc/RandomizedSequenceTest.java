@@ -114,7 +114,7 @@ class RandomizedSequenceTest {
         }
         HeapUsage u = cluster.node(1).usage();
         for (HeapUsage.SegmentUsage s : u.segments()) {
-            assertEquals(s.chunks(), s.freeChunks(), "seed=" + seed + ": every chunk free at the end\n" + u.format());
+            assertEquals(s.chunks(), s.freeChunks(), "seed=" + seed + ": every chunk free at the end\n" + u.segments());
         }
     }
 }

@@ -4,6 +4,7 @@ import io.membus.cluster.ClusterMessage.Bind;
 import io.membus.cluster.ClusterMessage.MemberRow;
 import io.membus.cluster.ClusterMessage.NameReply;
 import io.membus.cluster.ClusterMessage.NodeEntry;
+import io.membus.alloc.HeapUsage;
 import io.membus.cluster.ClusterMessage.StatusReply;
 import io.membus.cluster.ClusterMessage.StatusRequest;
 import io.membus.cluster.ClusterMessage.Unbind;
@@ -74,7 +75,7 @@ final class ClusterAgent extends AbstractActor {
     private final AtomicReference<Transport> transport;
     private final Consumer<String> selfDowned;
     private final Duration timeout;
-    private final Supplier<String> heapUsage;
+    private final Supplier<HeapUsage> heapUsage;
 
     private final Map<UniqueAddress, Member> members = new HashMap<>();
     private final Set<UniqueAddress> unreachable = new HashSet<>();
@@ -87,7 +88,7 @@ final class ClusterAgent extends AbstractActor {
 
     private ClusterAgent(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
                          AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
-                         Supplier<String> heapUsage) {
+                         Supplier<HeapUsage> heapUsage) {
         this.nodeId = nodeId;
         this.cluster = Cluster.get(getContext().getSystem());
         this.replicator = DistributedData.get(getContext().getSystem()).replicator();
@@ -102,7 +103,7 @@ final class ClusterAgent extends AbstractActor {
 
     static Props props(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
                        AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
-                       Supplier<String> heapUsage) {
+                       Supplier<HeapUsage> heapUsage) {
         return Props.create(ClusterAgent.class,
                 () -> new ClusterAgent(nodeId, directory, names, transport, selfDowned, timeout, heapUsage));
     }
@@ -363,15 +364,19 @@ final class ClusterAgent extends AbstractActor {
      * off the actor's thread (bounded by the verbs' deadlines).
      */
     private void answerStatus() {
-        StatusReply members = status("");
+        StatusReply members = status();
         ActorRef replyTo = getSender();
         ActorRef me = getSelf();
         // blocking verbs: on Pekko's blocking-io dispatcher, never on the one that runs heartbeats and gossip
         CompletableFuture.supplyAsync(heapUsage, getContext().getSystem().dispatchers()
                         .lookup(BLOCKING_DISPATCHER))
-                .exceptionally(e -> "heap usage could not be read: " + (e.getCause() != null ? e.getCause() : e) + "\n")
-                .thenAccept(heap -> replyTo.tell(new StatusReply(members.fromNode(), members.leader(),
-                        members.members(), members.names(), heap, channelRows()), me));
+                .handle((heap, e) -> e == null
+                        ? new StatusReply(members.fromNode(), members.leader(), members.members(), members.names(),
+                                heap == null ? List.of() : heap.segments(), "", channelRows())
+                        : new StatusReply(members.fromNode(), members.leader(), members.members(), members.names(),
+                                List.of(), "heap usage could not be read: " + (e.getCause() != null ? e.getCause() : e),
+                                channelRows()))
+                .thenAccept(reply -> replyTo.tell(reply, me));
     }
 
     /** This node's message channels and their counters (empty before the transport is set). */
@@ -388,7 +393,7 @@ final class ClusterAgent extends AbstractActor {
         return rows;
     }
 
-    private StatusReply status(String heap) {
+    private StatusReply status() {
         List<MemberRow> rows = new ArrayList<>();
         Map<Integer, NodeEntry> live = directory.entries();
         for (Member m : members.values()) {
@@ -401,6 +406,6 @@ final class ClusterAgent extends AbstractActor {
         rows.sort((a, b) -> Integer.compare(a.nodeId(), b.nodeId()));
         String leader = cluster.state().getLeader() == null ? "" : cluster.state().getLeader().toString();
         Map<String, Long> n = names.get();
-        return new StatusReply(nodeId, leader, rows, n == null ? 0 : n.size(), heap);
+        return new StatusReply(nodeId, leader, rows, n == null ? 0 : n.size());
     }
 }

@@ -1,5 +1,6 @@
 package io.membus.cluster;
 
+import io.membus.alloc.HeapUsage;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.transport.PeerInfo;
 
@@ -65,19 +66,22 @@ public sealed interface ClusterMessage {
     }
 
     /**
-     * The answer to {@link StatusRequest}; {@code heap} is the answering node's table of
-     * the cluster's heap usage (empty when it runs no allocator, or a line saying why it
-     * could not be read).
+     * The answer to {@link StatusRequest}, as data (the {@code membus status} command lays
+     * it out): {@code heap} is the answering node's reading of the cluster's heap segments,
+     * one row per segment (empty when it runs no allocator); {@code heapProblem} says why
+     * they could not be read, else it is empty.
      */
-    record StatusReply(int fromNode, String leader, List<MemberRow> members, int names, String heap,
-                       List<ChannelRow> channels) implements ClusterMessage {
+    record StatusReply(int fromNode, String leader, List<MemberRow> members, int names,
+                       List<HeapUsage.SegmentUsage> heap, String heapProblem, List<ChannelRow> channels)
+            implements ClusterMessage {
         public StatusReply {
             members = List.copyOf(members);
+            heap = List.copyOf(heap);
             channels = List.copyOf(channels);
         }
 
-        public StatusReply(int fromNode, String leader, List<MemberRow> members, int names, String heap) {
-            this(fromNode, leader, members, names, heap, List.of());
+        public StatusReply(int fromNode, String leader, List<MemberRow> members, int names) {
+            this(fromNode, leader, members, names, List.of(), "", List.of());
         }
     }
 

@@ -1,5 +1,6 @@
 package io.membus.cluster;
 
+import io.membus.alloc.HeapUsage;
 import io.membus.cluster.ClusterMessage.Bind;
 import io.membus.cluster.ClusterMessage.MemberRow;
 import io.membus.cluster.ClusterMessage.NameReply;
@@ -20,6 +21,8 @@ import java.io.NotSerializableException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Compact binary form of every {@link ClusterMessage} for Pekko remoting and
@@ -89,7 +92,11 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                     writeRow(out, m);
                 }
                 out.writeInt(s.names());
-                writeLongString(out, s.heap());
+                out.writeInt(s.heap().size());
+                for (HeapUsage.SegmentUsage h : s.heap()) {
+                    writeHeapRow(out, h);
+                }
+                writeLongString(out, s.heapProblem());
                 out.writeInt(s.channels().size());
                 for (ClusterMessage.ChannelRow c : s.channels()) {
                     out.writeShort(c.channel());
@@ -132,14 +139,19 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                         rows.add(readRow(in));
                     }
                     int names = in.readInt();
-                    String heap = readLongString(in);
+                    int h = count(in);
+                    List<HeapUsage.SegmentUsage> heap = new ArrayList<>(h);
+                    for (int i = 0; i < h; i++) {
+                        heap.add(readHeapRow(in));
+                    }
+                    String heapProblem = readLongString(in);
                     int c = count(in);
                     List<ClusterMessage.ChannelRow> channels = new ArrayList<>(c);
                     for (int i = 0; i < c; i++) {
                         channels.add(new ClusterMessage.ChannelRow(in.readShort(), in.readUTF(), in.readLong(),
                                 in.readLong(), in.readLong(), in.readLong(), in.readLong()));
                     }
-                    yield new StatusReply(from, leader, rows, names, heap, channels);
+                    yield new StatusReply(from, leader, rows, names, heap, heapProblem, channels);
                 }
                 case "M" -> readRow(in);
                 default -> throw new NotSerializableException("unknown membus manifest: manifest=" + manifest
@@ -217,6 +229,49 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                     in.readLong()));
         }
         return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments);
+    }
+
+    private static void writeHeapRow(DataOutputStream out, HeapUsage.SegmentUsage h) throws IOException {
+        out.writeInt(h.nodeId());
+        out.writeInt(h.segment());
+        out.writeInt(h.chunkSize());
+        out.writeInt(h.chunks());
+        out.writeInt(h.freeChunks());
+        out.writeInt(h.smallChunks());
+        out.writeInt(h.largeChunks());
+        out.writeLong(h.blocksInUse());
+        out.writeLong(h.blocksFree());
+        out.writeInt(h.largeObjects());
+        out.writeInt(h.chunksByOwner().size());
+        for (Map.Entry<Integer, Integer> e : h.chunksByOwner().entrySet()) {
+            out.writeInt(e.getKey());
+            out.writeInt(e.getValue());
+        }
+        out.writeBoolean(h.problem() != null);
+        if (h.problem() != null) {
+            writeLongString(out, h.problem());
+        }
+    }
+
+    private static HeapUsage.SegmentUsage readHeapRow(DataInputStream in) throws IOException {
+        int node = in.readInt();
+        int segment = in.readInt();
+        int chunkSize = in.readInt();
+        int chunks = in.readInt();
+        int free = in.readInt();
+        int small = in.readInt();
+        int large = in.readInt();
+        long blocksInUse = in.readLong();
+        long blocksFree = in.readLong();
+        int objects = in.readInt();
+        int n = count(in);
+        Map<Integer, Integer> owners = new TreeMap<>();
+        for (int i = 0; i < n; i++) {
+            owners.put(in.readInt(), in.readInt());
+        }
+        String problem = in.readBoolean() ? readLongString(in) : null;
+        return new HeapUsage.SegmentUsage(node, segment, chunkSize, chunks, free, small, large, blocksInUse, blocksFree,
+                objects, owners, problem);
     }
 
     private static void writeRow(DataOutputStream out, MemberRow m) throws IOException {

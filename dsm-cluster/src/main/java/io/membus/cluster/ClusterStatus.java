@@ -2,10 +2,8 @@ package io.membus.cluster;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import io.membus.cluster.ClusterMessage.MemberRow;
 import io.membus.cluster.ClusterMessage.StatusReply;
 import io.membus.cluster.ClusterMessage.StatusRequest;
-import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
@@ -14,14 +12,14 @@ import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.pattern.Patterns;
 
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * {@code membus status}: asks one running node how it sees the cluster, without
+ * {@code membus status}: asks one running node how it sees the cluster (a {@link StatusReply}
+ * of data; the command line lays it out), without
  * joining it. A short-lived actor system (provider {@code remote}, an ephemeral port)
  * sends a {@link StatusRequest} to the node's agent and waits for the answer; being
  * no member, it takes no part in membership or the split-brain resolver's majority.
@@ -94,52 +92,4 @@ public final class ClusterStatus {
         }
     }
 
-    /** The reply as a table: one row per member, then totals. */
-    public static String format(StatusReply reply) {
-        StringBuilder sb = new StringBuilder();
-        String header = String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22s %8s %12s",
-                "node", "member", "status", "reachable", "transport", "incarnation", "segments", "exported");
-        sb.append(header).append('\n').append("-".repeat(header.length())).append('\n');
-        long totalBytes = 0;
-        int totalSegments = 0;
-        int up = 0;
-        for (MemberRow m : reply.members()) {
-            String node = m.nodeId() == 0 ? "-" : Integer.toString(m.nodeId());
-            if (m.entry() != null) {
-                long bytes = 0;
-                for (SegmentDescriptor d : m.entry().segments()) {
-                    bytes += d.size();
-                }
-                totalBytes += bytes;
-                totalSegments += m.entry().segments().size();
-                sb.append(String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22d %8d %12s%n", node, m.address(),
-                        m.status(), m.reachable() ? "yes" : "NO", m.entry().transport(), m.entry().incarnation(),
-                        m.entry().segments().size(), DsmNode.human(bytes)));
-            } else {
-                sb.append(String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22s %8s %12s%n", node, m.address(),
-                        m.status(), m.reachable() ? "yes" : "NO", "-", "(no directory entry)", "-", "-"));
-            }
-            if ("Up".equals(m.status())) {
-                up++;
-            }
-        }
-        sb.append('\n').append(String.format(Locale.ROOT,
-                "%d members (%d Up), %d segments, %s exported, %d names bound; answered by node %d; leader %s%n",
-                reply.members().size(), up, totalSegments, DsmNode.human(totalBytes), reply.names(), reply.fromNode(),
-                reply.leader().isEmpty() ? "-" : reply.leader()));
-        if (!reply.heap().isEmpty()) {
-            sb.append("\nheap segments (global allocator), read by node ").append(reply.fromNode()).append(":\n")
-                    .append(reply.heap());
-        }
-        if (!reply.channels().isEmpty()) {
-            sb.append("\nmessage channels of node ").append(reply.fromNode()).append(":\n");
-            sb.append(String.format(Locale.ROOT, "  %-7s %-24s %12s %12s %12s %12s %8s%n", "channel", "name",
-                    "msgs in", "bytes in", "msgs out", "bytes out", "errors"));
-            for (ClusterMessage.ChannelRow c : reply.channels()) {
-                sb.append(String.format(Locale.ROOT, "  %-7d %-24s %12d %12d %12d %12d %8d%n", c.channel(), c.name(),
-                        c.messagesIn(), c.bytesIn(), c.messagesOut(), c.bytesOut(), c.errors()));
-            }
-        }
-        return sb.toString();
-    }
 }

@@ -1,10 +1,10 @@
 package io.membus.cluster;
 
 import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.ClusterMessage.NodeEntry;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.HeapUsage;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
@@ -36,9 +36,7 @@ import org.slf4j.LoggerFactory;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -114,7 +112,7 @@ public final class DsmNode implements AutoCloseable {
             ActorRef replicator = DistributedData.get(system).replicator();
             this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
-                    config.operationTimeout(), this::heapUsageTable), ClusterAgent.NAME);
+                    config.operationTimeout(), this::heapUsage), ClusterAgent.NAME);
         } catch (RuntimeException | Error e) {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
             terminate(system, Duration.ofSeconds(5));
@@ -194,51 +192,9 @@ public final class DsmNode implements AutoCloseable {
         }
     }
 
-    /** Pekko settings: identity from the node config (wins), then the config's own pekko section, then tuning. */
+    /** Pekko settings of a node ({@link PekkoSettings#of}). */
     static Config pekkoConfig(NodeConfig c) {
-        Map<String, Object> identity = new HashMap<>();
-        identity.put("pekko.actor.provider", "cluster");
-        identity.put("pekko.remote.artery.canonical.hostname", c.host());
-        identity.put("pekko.remote.artery.canonical.port", c.port());
-        // the resolver's majority and the name arbiter count only memory nodes (NODE_ROLE), never clients
-        identity.put("pekko.cluster.roles", List.of(c.isClient() ? ClusterAgent.CLIENT_ROLE : ClusterAgent.NODE_ROLE,
-                ClusterAgent.ID_ROLE_PREFIX + c.nodeId()));
-        identity.put("pekko.cluster.seed-nodes", List.of());
-        identity.putAll(c.tls().arterySettings());
-        Map<String, Object> tuning = new HashMap<>();
-        tuning.put("pekko.loggers", List.of("org.apache.pekko.event.slf4j.Slf4jLogger"));
-        tuning.put("pekko.logging-filter", "org.apache.pekko.event.slf4j.Slf4jLoggingFilter");
-        tuning.put("pekko.log-dead-letters-during-shutdown", "off");
-        tuning.put("pekko.log-dead-letters", "off");
-        tuning.put("pekko.cluster.downing-provider-class", "org.apache.pekko.cluster.sbr.SplitBrainResolverProvider");
-        tuning.put("pekko.cluster.split-brain-resolver.active-strategy", "keep-majority");
-        tuning.put("pekko.cluster.split-brain-resolver.keep-majority.role", ClusterAgent.NODE_ROLE);
-        tuning.put("pekko.cluster.split-brain-resolver.stable-after", ms(c.stableAfter()));
-        tuning.put("pekko.cluster.failure-detector.heartbeat-interval", ms(c.heartbeatInterval()));
-        tuning.put("pekko.cluster.failure-detector.acceptable-heartbeat-pause", ms(c.acceptableHeartbeatPause()));
-        tuning.put("pekko.cluster.failure-detector.threshold", c.phiThreshold());
-        tuning.put("pekko.cluster.gossip-interval", ms(c.gossipInterval()));
-        tuning.put("pekko.cluster.leader-actions-interval", ms(c.gossipInterval()));
-        tuning.put("pekko.cluster.unreachable-nodes-reaper-interval", ms(c.gossipInterval()));
-        tuning.put("pekko.cluster.distributed-data.gossip-interval", ms(c.gossipInterval()));
-        tuning.put("pekko.cluster.distributed-data.notify-subscribers-interval", "100ms");
-        tuning.put("pekko.cluster.jmx.enabled", "off");
-        // A node restarted on its old address joins while its previous incarnation is still a member: Pekko downs
-        // the old one on that join, and the new one's join is answered only after that. With Pekko's 10 s retry
-        // the restart waited one whole retry (12-19 s measured); retrying every second admits it in a few seconds.
-        tuning.put("pekko.cluster.retry-unsuccessful-join-after", "1s");
-        tuning.put("pekko.cluster.seed-node-timeout", "2s");
-        tuning.put("pekko.coordinated-shutdown.exit-jvm", "off");
-        Config user = c.raw().hasPath("pekko") ? c.raw().withOnlyPath("pekko") : ConfigFactory.empty();
-        // ConfigFactory.load() below is application.conf and system properties over every reference.conf
-        return ConfigFactory.parseMap(identity)
-                .withFallback(user)
-                .withFallback(ConfigFactory.parseMap(tuning))
-                .withFallback(ConfigFactory.load(DsmNode.class.getClassLoader()));
-    }
-
-    private static String ms(Duration d) {
-        return d.toMillis() + "ms";
+        return PekkoSettings.of(c);
     }
 
     private void join() {
@@ -270,13 +226,13 @@ public final class DsmNode implements AutoCloseable {
 
         TransportConfig tc = TransportConfig.builder(config.nodeId()).incarnation(incarnation)
                 .operationTimeout(config.operationTimeout()).connectTimeout(config.connectTimeout())
-                .properties(config.transportProperties()).build();
+                .transports(config.transports()).build();
         Transport transport;
         try {
             transport = Transports.create(config.transport(), tc);
         } catch (DsmConfigException e) {
-            // name the key the user wrote: membus.secret, not the tcp.secret it became
-            throw e.key().startsWith(config.transport() + ".") ? e.reportedAs(config.keyOfTransportProperty(e.key())) : e;
+            // name the key the user wrote: membus.secret, not the membus.transports.tcp.secret it became
+            throw config.reportedAsUserKey(e);
         }
         transportRef.set(transport);
         List<SegmentDescriptor> exported = new ArrayList<>();
@@ -286,7 +242,7 @@ public final class DsmNode implements AutoCloseable {
                 exported.add(transport.export(new SegmentSpec(i, config.segmentSize(), config.segmentAccess(), file))
                         .descriptor());
             } catch (java.io.UncheckedIOException e) {
-                throw new DsmConfigException(config.transport().equals("shm") ? "membus.transport-properties.shm.dir"
+                throw new DsmConfigException(config.transport().equals("shm") ? "membus.transports.shm.dir"
                         : "membus.segments.dir", file == null ? "-" : file.getParent(), "a directory this node can"
                         + " create its segment files in: segment " + i + " could not be created (" + e.getMessage()
                         + ": " + e.getCause() + ")", e);
@@ -366,7 +322,7 @@ public final class DsmNode implements AutoCloseable {
 
     private Path segmentFile(int index) {
         if (config.transport().equals("shm")) {
-            String dir = config.transportProperties().getOrDefault("shm.dir", "/dev/shm/membus");
+            String dir = config.transportSettings().require("shm.dir", "a writable directory (on Linux, one under /dev/shm)");
             return Path.of(dir).toAbsolutePath().resolve("node-" + config.nodeId() + "-persistent-" + index + ".seg");
         }
         return config.segmentDir().toAbsolutePath().resolve("node-" + config.nodeId() + "-seg-" + index + ".seg");
@@ -464,10 +420,10 @@ public final class DsmNode implements AutoCloseable {
         return a;
     }
 
-    /** The cluster's heap usage as a table (for {@code membus status}), or "" without an allocator. */
-    private String heapUsageTable() {
+    /** The cluster's heap usage (for {@code membus status}), or {@code null} without an allocator. */
+    private HeapUsage heapUsage() {
         GlobalAllocator a = allocator;
-        return a == null ? "" : a.usage().format();
+        return a == null ? null : a.usage();
     }
 
     public Transport transport() {
@@ -508,11 +464,8 @@ public final class DsmNode implements AutoCloseable {
         return downReason != null;
     }
 
-    /** One line on the node's state, for a console. */
-    public String statusLine() {
-        if (downReason != null) {
-            return String.format(Locale.ROOT, "node %d DOWN: %s", config.nodeId(), downReason);
-        }
+    /** The node's state now, as data (the {@code membus} command line prints it as one line). */
+    public NodeStatus status() {
         Map<Integer, NodeEntry> live = directory.entries();
         long bytes = 0;
         int segments = 0;
@@ -520,28 +473,11 @@ public final class DsmNode implements AutoCloseable {
             bytes += e.exportedBytes();
             segments += e.segments().size();
         }
-        int unreachable = closing ? 0 : cluster.state().getUnreachable().size();
+        int unreachable = closing || downReason != null ? 0 : cluster.state().getUnreachable().size();
         Transport t = transportRef.get();
-        return String.format(Locale.ROOT, "node %d UP | members %d %s | unreachable %d | segments %d (%s) | names %d"
-                        + " | transport %s | incarnation %d | up %ds", config.nodeId(), live.size(),
-                new java.util.TreeSet<>(live.keySet()),
-                unreachable, segments, human(bytes), nameSnapshot.get().size(), t == null ? "-" : t.name(),
-                incarnation, (System.nanoTime() - startedNanos) / 1_000_000_000L);
-    }
-
-    /** {@code 64.0 MiB}-style size. */
-    public static String human(long bytes) {
-        if (bytes < 1024) {
-            return bytes + " B";
-        }
-        String[] units = {"KiB", "MiB", "GiB", "TiB"};
-        double v = bytes;
-        int u = -1;
-        while (v >= 1024 && u < units.length - 1) {
-            v /= 1024;
-            u++;
-        }
-        return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+        return new NodeStatus(config.nodeId(), downReason, new java.util.TreeSet<>(live.keySet()), unreachable,
+                segments, bytes, nameSnapshot.get().size(), t == null ? null : t.name(), incarnation,
+                java.time.Duration.ofNanos(System.nanoTime() - startedNanos));
     }
 
     /**

@@ -3,10 +3,11 @@ package io.membus.cluster;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigFactory;
-import com.typesafe.config.ConfigValue;
+import com.typesafe.config.ConfigValueFactory;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.TransportProvider;
 import io.membus.core.transport.Transports;
 
@@ -42,7 +43,12 @@ public final class NodeConfig {
     private final List<String> seedNodes;
     private final String secret;
     private final String transport;
-    private final Map<String, String> transportProperties;
+    /** The {@code membus.transports} subtree as the user set it, with host and secret derived. */
+    private final Config transports;
+    /** Paths (relative to membus.transports) that this config derived from membus.host / membus.secret. */
+    private final Map<String, String> derivedTransportKeys;
+    /** {@link #transports} over every transport module's defaults, checked. */
+    private final TransportConfig transportCheck;
     private final Duration operationTimeout;
     private final Tls tls;
     private final Duration connectTimeout;
@@ -91,15 +97,30 @@ public final class NodeConfig {
             throw bad("transport", transport, "one of " + String.join(", ", found)
                     + " (the transports on the class path; add a transport's module, e.g. dsm-transport-rdma, to use it)");
         }
-        this.transportProperties = new LinkedHashMap<>();
+        if (m.hasPath("transport-properties")) {
+            throw bad("transport-properties", m.getValue("transport-properties").render(), "nothing: transport settings"
+                    + " moved to membus.transports.<transport> { ... }, e.g. membus.transports.tcp.port = 0 for what was"
+                    + " membus.transport-properties { \"tcp.port\" = 0 } (each transport module's reference.conf lists its keys)");
+        }
+        Config userTransports = userTransports(given, config);
+        TransportConfig.builder(nodeId).transports(userTransports).build(); // checks keys before host and secret join
+        Map<String, String> derived = new LinkedHashMap<>();
+        Config reference = TransportConfig.reference();
+        String section = transport;
+        if (reference.hasPath(section + ".host") && !userTransports.hasPath(section + ".host")) {
+            derived.put(section + ".host", "membus.host");
+            userTransports = userTransports.withValue(section + ".host", ConfigValueFactory.fromAnyRef(host));
+        }
+        if (!secret.isEmpty() && reference.hasPath(section + ".secret") && !userTransports.hasPath(section + ".secret")) {
+            derived.put(section + ".secret", "membus.secret");
+            userTransports = userTransports.withValue(section + ".secret", ConfigValueFactory.fromAnyRef(secret));
+        }
+        this.transports = userTransports;
+        this.derivedTransportKeys = Map.copyOf(derived);
         try {
-            Config tp = m.getConfig("transport-properties");
-            for (Map.Entry<String, ConfigValue> e : tp.entrySet()) {
-                transportProperties.put(e.getKey().replace("\"", ""), String.valueOf(e.getValue().unwrapped()));
-            }
-        } catch (ConfigException.WrongType e) {
-            throw bad("transport-properties", m.getValue("transport-properties").render(),
-                    "an object of transport properties, e.g. { \"tcp.port\" = 0 }", e);
+            this.transportCheck = TransportConfig.builder(nodeId).transports(transports).build();
+        } catch (DsmConfigException e) {
+            throw reportedAsUserKey(e);
         }
         this.operationTimeout = duration(m, "operation-timeout");
         this.connectTimeout = duration(m, "connect-timeout");
@@ -162,6 +183,21 @@ public final class NodeConfig {
         }
         if (!(phiThreshold > 1.0)) {
             throw bad("failure-detection.threshold", phiThreshold, "a number above 1, e.g. 8.0");
+        }
+    }
+
+    /** The {@code membus.transports} subtree the user set (no defaults), its substitutions resolved. */
+    private static Config userTransports(Config given, Config merged) {
+        Config resolved = given.resolveWith(merged);
+        String path = TransportConfig.ROOT;
+        if (!resolved.hasPath(path)) {
+            return ConfigFactory.empty();
+        }
+        try {
+            return resolved.getConfig(path);
+        } catch (ConfigException.WrongType e) {
+            throw new DsmConfigException(path, resolved.getValue(path).render(),
+                    "an object of transport settings, e.g. membus.transports.tcp { port = 0 }", e);
         }
     }
 
@@ -324,31 +360,40 @@ public final class NodeConfig {
     }
 
     /**
-     * The properties handed to the transport: {@code transport-properties}, plus
-     * {@code <transport>.secret} and {@code <transport>.host} from {@code secret} and
-     * {@code host} unless set there.
+     * The {@code membus.transports} subtree handed to the transport ({@link
+     * TransportConfig.Builder#transports}): what the config sets, plus
+     * {@code <transport>.host} and {@code <transport>.secret} from {@code membus.host} and
+     * {@code membus.secret} when the transport has those keys and the config leaves them
+     * unset. Defaults are not included (the transport modules' {@code reference.conf} add them).
      */
-    public Map<String, String> transportProperties() {
-        Map<String, String> p = new LinkedHashMap<>(transportProperties);
-        if (!secret.isEmpty()) {
-            p.putIfAbsent(transport + ".secret", secret);
-        }
-        p.putIfAbsent(transport + ".host", host);
-        return p;
+    public Config transports() {
+        return transports;
+    }
+
+    /** {@link #transports()} over every transport module's defaults: what the transport will read. */
+    public TransportConfig transportSettings() {
+        return transportCheck;
     }
 
     /**
-     * Where the user sets a transport property: {@code membus.secret} / {@code membus.host}
-     * when the property came from them, else its entry in {@code membus.transport-properties}.
+     * Where the user sets a transport setting given by its full key
+     * ({@code membus.transports.tcp.secret}): {@code membus.secret} / {@code membus.host}
+     * when the value came from them, else the key itself.
      */
-    public String keyOfTransportProperty(String property) {
-        if (property.equals(transport + ".secret") && !transportProperties.containsKey(property)) {
-            return "membus.secret";
+    public String keyOfTransportSetting(String fullKey) {
+        if (fullKey.startsWith(TransportConfig.ROOT + ".")) {
+            String from = derivedTransportKeys.get(fullKey.substring(TransportConfig.ROOT.length() + 1));
+            if (from != null) {
+                return from;
+            }
         }
-        if (property.equals(transport + ".host") && !transportProperties.containsKey(property)) {
-            return "membus.host";
-        }
-        return "membus.transport-properties.\"" + property + "\"";
+        return fullKey;
+    }
+
+    /** The same complaint under the key the user wrote ({@code membus.secret}, not the tcp secret it became). */
+    DsmConfigException reportedAsUserKey(DsmConfigException e) {
+        String userKey = keyOfTransportSetting(e.key());
+        return userKey.equals(e.key()) ? e : e.reportedAs(userKey);
     }
 
     /** Membership TLS ({@code membus.tls}): Pekko Artery over TLS with mutual authentication. */

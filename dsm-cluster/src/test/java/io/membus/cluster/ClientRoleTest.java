@@ -59,7 +59,7 @@ class ClientRoleTest {
     void killingMoreClientsThanMemoryNodesNeverDownsTheMemoryNodes() throws Exception {
         Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
         shmDir = Files.createTempDirectory(root, "membus-client-test-");
-        String shm = "membus.transport-properties { \"shm.dir\" = \"" + shmDir + "\" }\n";
+        String shm = "membus.transports.shm.dir = \"" + shmDir + "\"\n";
         int seed = TestClusters.freePort();
         DsmNode n1 = DsmNode.start(NodeConfig.parse(TestClusters.config(1, seed, seed, "shm", shm)));
         nodes.add(n1);

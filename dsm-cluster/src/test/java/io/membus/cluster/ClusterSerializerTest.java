@@ -1,5 +1,6 @@
 package io.membus.cluster;
 
+import io.membus.alloc.HeapUsage;
 import io.membus.cluster.ClusterMessage.Bind;
 import io.membus.cluster.ClusterMessage.MemberRow;
 import io.membus.cluster.ClusterMessage.NameReply;
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import java.io.NotSerializableException;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -38,9 +40,12 @@ class ClusterSerializerTest {
                 new NameReply(5, ""), new NameReply(0, "no majority"), new StatusRequest(),
                 new StatusReply(3, "pekko://membus@h:1", List.of(new MemberRow("pekko://membus@h:1", "Up", true, 12, entry()),
                         new MemberRow("pekko://membus@h:2", "Joining", false, 0, null)), 4,
-                        "node  seg  used\n1     1    12.5% é\n"),
-                new StatusReply(2, "", List.of(), 0, "", List.of(new ClusterMessage.ChannelRow(40, "coherence-inval", 7,
-                        700, 3, 300, 1), new ClusterMessage.ChannelRow(-2, "x", 0, 0, 0, 0, 0))));
+                        List.of(new HeapUsage.SegmentUsage(1, 1, 65536, 100, 87, 12, 1, 300, 20, 1, Map.of(1, 12, 3, 1),
+                                null), new HeapUsage.SegmentUsage(2, 1, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(),
+                                "not formatted é")), "", List.of()),
+                new StatusReply(2, "", List.of(), 0, List.of(), "heap usage could not be read: x", List.of(
+                        new ClusterMessage.ChannelRow(40, "coherence-inval", 7, 700, 3, 300, 1),
+                        new ClusterMessage.ChannelRow(-2, "x", 0, 0, 0, 0, 0))));
         for (Object o : all) {
             assertEquals(o, roundTrip(o));
         }
@@ -57,11 +62,11 @@ class ClusterSerializerTest {
         assertTrue(truncated.getMessage().contains("malformed membus message: manifest=E"), truncated.getMessage());
         byte[] longer = Arrays.copyOf(good, good.length + 1);
         assertThrows(NotSerializableException.class, () -> serializer.fromBinary(longer, "E"));
-        byte[] hugeList = serializer.toBinary(new StatusReply(1, "", List.of(), 0, ""));
+        byte[] hugeList = serializer.toBinary(new StatusReply(1, "", List.of(), 0));
         hugeList[4 + 2] = 0x7f; // list count follows the int and the empty UTF string
         assertThrows(NotSerializableException.class, () -> serializer.fromBinary(hugeList, "S"));
-        byte[] longText = serializer.toBinary(new StatusReply(1, "", List.of(), 0, "x"));
-        longText[longText.length - 2] = 0x7f; // heap text length beyond the bytes that follow
+        byte[] longText = serializer.toBinary(new StatusReply(1, "", List.of(), 0, List.of(), "x", List.of()));
+        longText[longText.length - 8] = 0x7f; // heap problem's text length beyond the bytes that follow
         assertThrows(NotSerializableException.class, () -> serializer.fromBinary(longText, "S"));
         assertThrows(IllegalArgumentException.class, () -> serializer.manifest("a string"));
     }

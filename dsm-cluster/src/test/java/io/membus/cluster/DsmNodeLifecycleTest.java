@@ -34,7 +34,7 @@ class DsmNodeLifecycleTest {
                 + "membus.seed-nodes = [\"127.0.0.1:" + port + "\"]\n"
                 + "membus.transport = tcp\n"
                 + "membus.secret = \"lifecycle-secret\"\n"
-                + "membus.transport-properties { \"tcp.port\" = \"0\" }\n"
+                + "membus.transports.tcp.port = \"0\"\n"
                 + "membus.segments.count = 2\n"
                 + "membus.segments.size = 64KiB\n"
                 + extra;

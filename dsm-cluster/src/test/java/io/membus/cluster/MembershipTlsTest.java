@@ -78,9 +78,9 @@ class MembershipTlsTest {
         Path[] cluster = stores("cluster");
         Path[] stranger = stores("stranger");
         int seed = freePort();
-        start(config(1, seed, seed, "local", "membus.transport-properties { \"local.fabric\" = tls1 }\n" + tls(cluster)));
+        start(config(1, seed, seed, "local", "membus.transports.local.fabric = tls1\n" + tls(cluster)));
         DsmNode two = start(config(2, freePort(), seed, "local",
-                "membus.transport-properties { \"local.fabric\" = tls1 }\n" + tls(cluster)));
+                "membus.transports.local.fabric = tls1\n" + tls(cluster)));
         assertEquals(2, two.awaitMembers(2, Duration.ofSeconds(30)));
 
         // membus status speaks TLS with the same certificates ...
@@ -94,7 +94,7 @@ class MembershipTlsTest {
 
         // a node whose certificate the cluster does not trust never joins
         DsmException refused = assertThrows(DsmException.class, () -> start(config(3, freePort(), seed, "local",
-                "membus.start-timeout = 4s\nmembus.transport-properties { \"local.fabric\" = tls1 }\n" + tls(stranger))));
+                "membus.start-timeout = 4s\nmembus.transports.local.fabric = tls1\n" + tls(stranger))));
         assertTrue(refused.getMessage().contains("could not join"), refused.getMessage());
         assertEquals(2, two.awaitMembers(2, Duration.ofSeconds(5)));
     }

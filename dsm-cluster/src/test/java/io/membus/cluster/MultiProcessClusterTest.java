@@ -55,7 +55,7 @@ class MultiProcessClusterTest {
     void aKilledNodeIsFencedAndARestartBringsItsFileBackedDataBack() throws Exception {
         Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
         shmDir = Files.createTempDirectory(root, "membus-cluster-test-");
-        String shm = "membus.transport-properties { \"shm.dir\" = \"" + shmDir + "\" }\n";
+        String shm = "membus.transports.shm.dir = \"" + shmDir + "\"\n";
         int p1 = TestClusters.freePort();
         int p3 = TestClusters.freePort();
         DsmNode n1 = DsmNode.start(NodeConfig.parse(TestClusters.config(1, p1, p1, "shm", shm)));
@@ -116,7 +116,7 @@ class MultiProcessClusterTest {
     void aNodeRestartedAtOnceOnItsAddressIsAdmittedWithoutWaitingToBeDowned() throws Exception {
         Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
         shmDir = Files.createTempDirectory(root, "membus-cluster-test-");
-        String shm = "membus.transport-properties { \"shm.dir\" = \"" + shmDir + "\" }\n";
+        String shm = "membus.transports.shm.dir = \"" + shmDir + "\"\n";
         int p1 = TestClusters.freePort();
         int p3 = TestClusters.freePort();
         // failure detection at its defaults (not the tests' fast tuning): what a user waits for without the fix

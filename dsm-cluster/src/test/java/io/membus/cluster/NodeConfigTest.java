@@ -36,36 +36,56 @@ class NodeConfigTest {
         assertEquals(Access.ALL, c.segmentAccess());
         assertFalse(c.fileBacked());
         assertEquals(Duration.ofSeconds(7), c.stableAfter());
-        assertEquals(Map.of("tcp.host", "127.0.0.1"), c.transportProperties(), "no secret set: none passed");
+        assertEquals(Map.of("tcp", Map.of("host", "127.0.0.1")), c.transports().root().unwrapped(),
+                "no secret set: none passed");
+        assertEquals(0, c.transportSettings().getInt("tcp.port", 0, 65535), "tcp's reference.conf supplies the rest");
     }
 
     @Test
     void secretAndHostGoToTheTransportUnlessItsPropertiesSetThem() {
         NodeConfig c = NodeConfig.parse("""
                 membus { node-id = 1, transport = tcp, secret = "0123456789abcdef0123", host = "10.0.0.5"
-                  transport-properties { "tcp.port" = 0 } }
+                  transports.tcp { port = 0 } }
                 """);
-        assertEquals(Map.of("tcp.port", "0", "tcp.secret", "0123456789abcdef0123", "tcp.host", "10.0.0.5"),
-                c.transportProperties());
+        assertEquals(Map.of("tcp", Map.of("port", 0, "secret", "0123456789abcdef0123", "host", "10.0.0.5")),
+                c.transports().root().unwrapped());
         assertFalse(c.toString().contains("0123456789abcdef"), "the secret is never printed: " + c);
         NodeConfig own = NodeConfig.parse("""
                 membus { node-id = 1, transport = tcp, secret = "0123456789abcdef0123", host = "10.0.0.5"
-                  transport-properties { "tcp.secret" = "ffffffffffffffffffff", "tcp.host" = "0.0.0.0" } }
+                  transports.tcp { secret = "ffffffffffffffffffff", host = "0.0.0.0" } }
                 """);
-        assertEquals("ffffffffffffffffffff", own.transportProperties().get("tcp.secret"));
-        assertEquals("0.0.0.0", own.transportProperties().get("tcp.host"));
+        assertEquals("ffffffffffffffffffff", own.transports().getString("tcp.secret"));
+        assertEquals("0.0.0.0", own.transports().getString("tcp.host"));
     }
 
     @Test
     void aTransportPropertyIsTracedToTheKeyTheUserSetItUnder() {
         NodeConfig c = NodeConfig.parse("""
                 membus { node-id = 1, transport = tcp, secret = "0123456789abcdef0123"
-                  transport-properties { "tcp.port" = 0, "tcp.host" = "0.0.0.0" } }
+                  transports.tcp { port = 0, host = "0.0.0.0" } }
                 """);
-        assertEquals("membus.secret", c.keyOfTransportProperty("tcp.secret"));
-        assertEquals("membus.transport-properties.\"tcp.host\"", c.keyOfTransportProperty("tcp.host"));
-        assertEquals("membus.transport-properties.\"tcp.port\"", c.keyOfTransportProperty("tcp.port"));
-        assertEquals("membus.host", NodeConfig.parse("membus.node-id = 1").keyOfTransportProperty("tcp.host"));
+        assertEquals("membus.secret", c.keyOfTransportSetting("membus.transports.tcp.secret"));
+        assertEquals("membus.transports.tcp.host", c.keyOfTransportSetting("membus.transports.tcp.host"));
+        assertEquals("membus.transports.tcp.port", c.keyOfTransportSetting("membus.transports.tcp.port"));
+        assertEquals("membus.host", NodeConfig.parse("membus.node-id = 1").keyOfTransportSetting("membus.transports.tcp.host"));
+    }
+
+    @Test
+    void transportSettingsAreCheckedAtParseAndTheOldFlatFormIsRefusedWithTheNewKey() {
+        DsmConfigException typo = assertThrows(DsmConfigException.class, () -> NodeConfig.parse(
+                "membus { node-id = 1, transports.tcp.prot = 7000 }"));
+        assertEquals("membus.transports.tcp.prot", typo.key());
+        assertTrue(typo.allowed().contains("port") && typo.allowed().contains("io-threads"), typo.getMessage());
+        DsmConfigException old = assertThrows(DsmConfigException.class, () -> NodeConfig.parse(
+                "membus { node-id = 1, transport-properties { \"tcp.port\" = 0 } }"));
+        assertEquals("membus.transport-properties", old.key());
+        assertTrue(old.allowed().contains("membus.transports.tcp.port = 0"), old.getMessage());
+        DsmConfigException notObject = assertThrows(DsmConfigException.class, () -> NodeConfig.parse(
+                "membus { node-id = 1, transports.tcp = 5 }"));
+        assertEquals("membus.transports.tcp", notObject.key());
+        // a subtree of a transport whose module is not on this class path is left alone
+        assertEquals("x", NodeConfig.parse("membus { node-id = 1, transports.carrier-pigeon.coop = x }")
+                .transports().getString("carrier-pigeon.coop"));
     }
 
     @Test

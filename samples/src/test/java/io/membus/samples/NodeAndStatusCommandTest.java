@@ -24,7 +24,7 @@ class NodeAndStatusCommandTest {
             membus.cluster-name = cli-test
             membus.transport = tcp
             membus.secret = "cli-test-secret-0123"
-            membus.transport-properties { "tcp.port" = "0" }
+            membus.transports.tcp.port = 0
             membus.segments { count = 1, size = 1MiB }
             membus.failure-detection.gossip-interval = 200ms
             pekko.cluster.seed-node-timeout = 1s

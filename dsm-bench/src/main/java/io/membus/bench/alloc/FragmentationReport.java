@@ -86,7 +86,12 @@ public final class FragmentationReport {
                     before.usedBytes(), 100.0 * blockBytes / before.usedBytes());
             System.out.printf(Locale.ROOT, "claimed chunks after trim=%d B: live blocks fill %.1f%% of them%n",
                     after.usedBytes(), 100.0 * blockBytes / after.usedBytes());
-            System.out.print(after.format());
+            for (io.membus.alloc.HeapUsage.SegmentUsage u : after.segments()) { // the report lays out the rows
+                System.out.printf(Locale.ROOT, "node %d seg %d: chunks=%d free=%d small=%d large=%d used=%.1f%%"
+                                + " blocks-used=%d blocks-free=%d objects=%d owners=%s%n", u.nodeId(), u.segment(),
+                        u.chunks(), u.freeChunks(), u.smallChunks(), u.largeChunks(), u.usedPercent(), u.blocksInUse(),
+                        u.blocksFree(), u.largeObjects(), u.chunksByOwner());
+            }
         }
     }
 }

@@ -8,28 +8,15 @@ package io.membus.core.error;
  *
  * <p><b>Note:</b> immutable; thread-safe.
  */
-public final class HandlerFailedException extends DsmException {
+public final class HandlerFailedException extends ChannelException {
     private static final long serialVersionUID = 1L;
 
-    private final int nodeId;
-    private final int channel;
     private final String failure;
 
     public HandlerFailedException(int nodeId, int channel, String failure) {
         super(ErrorCode.HANDLER_FAILED, "message handler failed: node=" + nodeId + ", channel=" + channel
-                + ", failure=" + failure + "; see the log of node " + nodeId);
-        this.nodeId = nodeId;
-        this.channel = channel;
+                + ", failure=" + failure + "; see the log of node " + nodeId, nodeId, channel);
         this.failure = failure;
-    }
-
-    /** The receiver whose handler threw. */
-    public int nodeId() {
-        return nodeId;
-    }
-
-    public int channel() {
-        return channel;
     }
 
     public String failure() {

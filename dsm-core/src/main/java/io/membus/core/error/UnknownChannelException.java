@@ -7,7 +7,7 @@ package io.membus.core.error;
  *
  * <p><b>Note:</b> immutable; thread-safe.
  */
-public final class UnknownChannelException extends DsmException {
+public final class UnknownChannelException extends ChannelException {
 
     /** Refused before anything was sent or executed. */
     @Override
@@ -16,22 +16,8 @@ public final class UnknownChannelException extends DsmException {
     }
     private static final long serialVersionUID = 1L;
 
-    private final int nodeId;
-    private final int channel;
-
     public UnknownChannelException(int nodeId, int channel) {
         super(ErrorCode.UNKNOWN_CHANNEL, "unknown channel: node=" + nodeId + ", channel=" + channel
-                + "; register a handler for channel " + channel + " on node " + nodeId + " before sending to it");
-        this.nodeId = nodeId;
-        this.channel = channel;
-    }
-
-    /** The receiver that has no handler. */
-    public int nodeId() {
-        return nodeId;
-    }
-
-    public int channel() {
-        return channel;
+                + "; register a handler for channel " + channel + " on node " + nodeId + " before sending to it", nodeId, channel);
     }
 }

@@ -30,11 +30,11 @@ import java.util.function.IntFunction;
  * channel. Every transport owns one and feeds it what arrives; the transport
  * only carries bytes and answers.
  *
- * <p>Settings (transport properties, the same on every node):
- * {@code messages.max-size} (default 65536 bytes; 0..16 MiB): the largest payload
- * of a message or a reply; {@code messages.inbox} (default 64): messages one
+ * <p>Settings ({@code membus.transports.messages}, dsm-core's reference.conf; the same on every node):
+ * {@code membus.transports.messages.max-size} (default 65536 bytes; 0..16 MiB): the largest payload
+ * of a message or a reply; {@code membus.transports.messages.inbox} (default 64): messages one
  * sender may have in this node's inbox at once — its credits;
- * {@code messages.handler-threads} (default 2): threads running handlers.
+ * {@code membus.transports.messages.handler-threads} (default 2): threads running handlers.
  * Memory for waiting messages is bounded by senders × inbox × max-size.
  *
  * <p><b>Note:</b> thread-safe. A handler registered before a message arrives is
@@ -63,9 +63,9 @@ public final class MessageEndpoint implements AutoCloseable {
      */
     public MessageEndpoint(TransportConfig config, IntFunction<String> fenceReason) {
         this.nodeId = config.nodeId();
-        this.maxSize = config.getInt("messages.max-size", DEFAULT_MAX_SIZE, 0, LIMIT_MAX_SIZE);
-        this.inboxCapacity = config.getInt("messages.inbox", DEFAULT_INBOX, 1, 1 << 16);
-        int threads = config.getInt("messages.handler-threads", 2, 1, 256);
+        this.maxSize = (int) config.getBytes("messages.max-size", 0, LIMIT_MAX_SIZE);
+        this.inboxCapacity = config.getInt("messages.inbox", 1, 1 << 16);
+        int threads = config.getInt("messages.handler-threads", 1, 256);
         this.fenceReason = fenceReason;
         AtomicInteger n = new AtomicInteger();
         // threads start with the first message and stay; the queue holds at most one task per inbox

@@ -32,13 +32,13 @@ import java.util.concurrent.CompletableFuture;
  *       A message to a node that is fenced, not a member, or gone fails at once with
  *       {@code NodeUnavailableException}, as a verb would.</li>
  *   <li><b>Bounded.</b> A payload (or reply) larger than the receiver's
- *       {@code messages.max-size} fails with
+ *       {@code membus.transports.messages.max-size} fails with
  *       {@link io.membus.core.error.MessageTooLargeException}. The receiver keeps at
- *       most {@code messages.inbox} messages per sender: the sender holds that many
+ *       most {@code membus.transports.messages.inbox} messages per sender: the sender holds that many
  *       credits and gets one back with each answer, so a slow handler slows its
  *       senders (their messages wait, under their deadlines) and no memory grows.</li>
  *   <li><b>Threads.</b> Handlers run on the receiving node's message executor
- *       ({@code messages.handler-threads}), never on an I/O thread. Futures complete
+ *       ({@code membus.transports.messages.handler-threads}), never on an I/O thread. Futures complete
  *       on a transport or executor thread: callbacks must not block.</li>
  * </ul>
  *
@@ -77,7 +77,7 @@ public final class Messaging {
         return endpoint.unregister(channel);
     }
 
-    /** The largest payload this node takes; peers should use the same {@code messages.max-size}. */
+    /** The largest payload this node takes; peers should use the same {@code membus.transports.messages.max-size}. */
     public int maxMessageSize() {
         return endpoint.maxMessageSize();
     }

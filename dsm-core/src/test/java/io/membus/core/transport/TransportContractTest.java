@@ -126,7 +126,7 @@ public abstract class TransportContractTest {
         return node(nodeId, operationTimeout, Map.of());
     }
 
-    /** A node with {@code extra} transport properties besides the subclass's. */
+    /** A node with {@code extra} transport settings (paths under membus.transports) besides the subclass's. */
     protected Transport node(int nodeId, Duration operationTimeout, Map<String, String> extra) {
         TransportConfig config = TransportConfig.builder(nodeId)
                 .operationTimeout(operationTimeout)

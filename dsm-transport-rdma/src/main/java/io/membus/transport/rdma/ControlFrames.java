@@ -77,7 +77,7 @@ final class ControlFrames {
 
     static void checkMac(byte[] expected, byte[] actual, String peer, String what) {
         if (!PeerAuth.matches(expected, actual)) {
-            throw new AuthenticationException(peer, "bad " + what + " (HMAC-SHA256 with rdma.secret does not match)");
+            throw new AuthenticationException(peer, "bad " + what + " (HMAC-SHA256 with membus.transports.rdma.secret does not match)");
         }
     }
 

@@ -26,7 +26,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * This node's RDMA device through DiSNI: the listening RDMA CM id (bound to
- * {@code rdma.host}), the device context and protection domain every memory region
+ * {@code membus.transports.rdma.host}), the device context and protection domain every memory region
  * and queue pair belongs to, memory registration, and connection setup with a
  * deadline on every step (DiSNI's own {@code RdmaEndpoint.connect} waits forever;
  * this class drives the CM event channel itself and waits at most until the
@@ -77,17 +77,17 @@ final class DisniFabric implements Fabric {
             listenId.listen(128);
             context = listenId.getVerbs();
             if (context == null) {
-                throw new TransportUnavailableException("rdma", "rdma.host=" + settings.host()
+                throw new TransportUnavailableException("rdma", "membus.transports.rdma.host=" + settings.host()
                         + " is not the address of an RDMA interface (the RDMA CM bound it to no device);"
-                        + " set rdma.host to the IPv4 address of an IPoIB or RoCE interface (ibdev2netdev lists them)"
+                        + " set membus.transports.rdma.host to the IPv4 address of an IPoIB or RoCE interface (ibdev2netdev lists them)"
                         + ", or use transport = tcp");
             }
             pd = context.allocPd();
             compChannel = context.createCompChannel();
             cmPort = ((InetSocketAddress) listenId.getSource()).getPort();
         } catch (IOException e) {
-            throw new TransportUnavailableException("rdma", "cannot open the RDMA device for rdma.host=" + settings.host()
-                    + ", rdma.cm-port=" + settings.cmPort() + ": " + e.getMessage()
+            throw new TransportUnavailableException("rdma", "cannot open the RDMA device for membus.transports.rdma.host=" + settings.host()
+                    + ", membus.transports.rdma.cm-port=" + settings.cmPort() + ": " + e.getMessage()
                     + "; check the device with ibv_devinfo and rdma link, or use transport = tcp", e);
         }
         cmThread = new Thread(this::cmLoop, "membus-rdma-cm");
@@ -193,8 +193,8 @@ final class DisniFabric implements Fabric {
             IbvContext ctx = id.getVerbs();
             // DiSNI wraps the same ibv_context in a new object per CM id: compare the device's command fd
             if (ctx == null || ctx.getCmd_fd() != context.getCmd_fd()) {
-                throw new IOException("the route to " + target + " leaves through another RDMA device than rdma.host="
-                        + settings.host() + "; give every node an rdma.host on the same fabric");
+                throw new IOException("the route to " + target + " leaves through another RDMA device than membus.transports.rdma.host="
+                        + settings.host() + "; give every node an membus.transports.rdma.host on the same fabric");
             }
             cq = ctx.createCQ(compChannel, settings.queueDepth() * 2, 0);
             IbvQP qp = id.createQP(pd, initAttr(cq, settings.queueDepth()));

@@ -40,7 +40,7 @@ import java.util.function.Consumer;
  * </pre>
  *
  * <p><b>Credits.</b> Each end posts all its receive buffers at once and reposts one as
- * soon as its record is copied out. The target grants {@code min(messages.inbox,
+ * soon as its record is copied out. The target grants {@code min(membus.transports.messages.inbox,
  * slots - 1)} credits (one buffer stays for the HELLO); an initiator with fewer
  * receive buffers than that takes only as many. Every message is answered, so the
  * initiator never has more unanswered messages than the target has buffers posted,

@@ -34,7 +34,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -51,7 +50,7 @@ import java.util.concurrent.locks.LockSupport;
  *       queue pair set up through the RDMA CM, every step within the connect timeout.</li>
  *   <li>One completion thread ("membus-rdma-cq") polls every connection's
  *       completion queue and completes the verbs' futures.</li>
- *   <li>{@link #localAtomicsCoherent()} is {@code rdma.atomic-glob}: false by
+ *   <li>{@link #localAtomicsCoherent()} is {@code membus.transports.rdma.atomic-glob}: false by
  *       default, so a node reaches its own words that peers may CAS through a
  *       loopback connection to itself ({@code connect(self())}).</li>
  * </ul>
@@ -73,7 +72,7 @@ public final class RdmaTransport extends AbstractTransport {
     private final ServerSocket control;
     private final Map<Integer, Fabric.Region> regions = new ConcurrentHashMap<>();
     private final Object exportLock = new Object();
-    private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
+    private final Set<ControlSession> sessions = ConcurrentHashMap.newKeySet();
     private final Set<RdmaConnection> open = ConcurrentHashMap.newKeySet();
     /** The queue pairs the completion thread polls: copy-on-write, so its loop iterates without allocating. */
     private volatile Polled[] polled = new Polled[0];
@@ -96,9 +95,9 @@ public final class RdmaTransport extends AbstractTransport {
             control.bind(new InetSocketAddress(settings.address(), settings.controlPort()), 64);
         } catch (IOException e) {
             fabric.close();
-            throw new TransportUnavailableException("rdma", "cannot listen for control connections: rdma.host="
-                    + settings.host() + ", rdma.port=" + settings.controlPort() + ": " + e.getMessage()
-                    + "; choose a free rdma.port", e);
+            throw new TransportUnavailableException("rdma", "cannot listen for control connections: membus.transports.rdma.host="
+                    + settings.host() + ", membus.transports.rdma.port=" + settings.controlPort() + ": " + e.getMessage()
+                    + "; choose a free membus.transports.rdma.port", e);
         }
         acceptor = daemon(this::acceptLoop, "membus-rdma-control-" + nodeId());
         completions = daemon(this::completionLoop, "membus-rdma-cq-" + nodeId());
@@ -226,13 +225,13 @@ public final class RdmaTransport extends AbstractTransport {
         // every peer gets the new catalog first, then all are awaited against one deadline: an export
         // waits at most one connect timeout, however many peers there are
         long deadline = System.nanoTime() + config.connectTimeout().toNanos();
-        List<Session> sent = new ArrayList<>();
-        for (Session s : sessions) {
+        List<ControlSession> sent = new ArrayList<>();
+        for (ControlSession s : sessions) {
             if (s.sendPush()) {
                 sent.add(s);
             }
         }
-        for (Session s : sent) {
+        for (ControlSession s : sent) {
             s.awaitPush(deadline);
         }
     }
@@ -462,7 +461,7 @@ public final class RdmaTransport extends AbstractTransport {
     }
 
     private void serve(Socket socket) {
-        Session session = null;
+        ControlSession session = null;
         try {
             socket.setTcpNoDelay(true);
             socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()));
@@ -504,7 +503,8 @@ public final class RdmaTransport extends AbstractTransport {
                     "initiator proof");
             byte[] id = new byte[ControlFrames.SESSION_BYTES];
             RANDOM.nextBytes(id);
-            session = new Session(peerNode, socket, out, nonceI, id);
+            session = new ControlSession(peerNode, socket, out, nonceI, id, settings.secret(), this::catalog,
+                    config.connectTimeout());
             sessions.add(session);
             if (isFenced(peerNode) || !running) {
                 // fenced (or closed) since HELLO: fence() closes the sessions it sees, and it did not see this one
@@ -518,7 +518,7 @@ public final class RdmaTransport extends AbstractTransport {
             while (true) {
                 int kind = in.readUnsignedByte();
                 if (kind == ControlFrames.ACK) {
-                    session.acks.release();
+                    session.acked();
                 } else if (kind == ControlFrames.CM_SOURCE) {
                     InetSocketAddress from = ControlFrames.readCmSource(in, settings.secret(), nonceI, id, who);
                     fabric.expect(from, peerNode, id);
@@ -538,60 +538,7 @@ public final class RdmaTransport extends AbstractTransport {
         }
     }
 
-    /** The target side of one peer's control channel. */
-    private final class Session {
-        final int peerNode;
-        final Socket socket;
-        final DataOutputStream out;
-        final byte[] nonceI;
-        final Semaphore acks = new Semaphore(0);
-        final byte[] token;
-        long seq; // guarded by this
-
-        Session(int peerNode, Socket socket, DataOutputStream out, byte[] nonceI, byte[] token) {
-            this.peerNode = peerNode;
-            this.socket = socket;
-            this.out = out;
-            this.nonceI = nonceI;
-            this.token = token;
-        }
-
-        /** Sends the current catalog (the first one also hands the initiator the session id). */
-        synchronized void send() throws IOException {
-            ControlFrames.writeCatalog(out, settings.secret(), nonceI, seq++, token, catalog());
-        }
-
-        /** Tells the initiator that a connect request from {@code from} is expected now. */
-        synchronized void ready(InetSocketAddress from) throws IOException {
-            ControlFrames.writeReady(out, settings.secret(), nonceI, token, from);
-        }
-
-        /** Sends the current catalog; on failure closes the session and returns false. */
-        boolean sendPush() {
-            try {
-                send();
-                return true;
-            } catch (IOException e) {
-                closeQuietly(socket);
-                return false;
-            }
-        }
-
-        /** Waits until {@code deadlineNanos} for the peer to acknowledge the pushed catalog; closes it if not. */
-        void awaitPush(long deadlineNanos) {
-            try {
-                if (!acks.tryAcquire(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                    LOG.warn("peer node {} did not acknowledge a catalog update within {}: closing its session",
-                            peerNode, config.connectTimeout());
-                    closeQuietly(socket);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private static void closeQuietly(Socket s) {
+    static void closeQuietly(Socket s) {
         try {
             s.close();
         } catch (IOException e) {
@@ -601,7 +548,7 @@ public final class RdmaTransport extends AbstractTransport {
 
     @Override
     protected void fenced(int nodeId, String reason) {
-        for (Session s : sessions) {
+        for (ControlSession s : sessions) {
             if (s.peerNode == nodeId) {
                 closeQuietly(s.socket);
             }
@@ -621,7 +568,7 @@ public final class RdmaTransport extends AbstractTransport {
         } catch (IOException e) {
             LOG.debug("closing the control socket failed", e);
         }
-        for (Session s : sessions) {
+        for (ControlSession s : sessions) {
             closeQuietly(s.socket);
         }
         try {

@@ -55,7 +55,7 @@ class RdmaDetectionTest {
 
     /**
      * What a node started with {@code transport = rdma} passes (dsm-cluster's
-     * {@code NodeConfig.transportProperties()}: {@code rdma.secret} from membus.secret
+     * {@code NodeConfig.transports()}: {@code rdma.secret} from membus.secret
      * when set, {@code rdma.host} from membus.host, which may be a host name): the
      * check runs before the settings are parsed, so every such node gets the one
      * detection message, a single line without a cause (the CLI prints only the

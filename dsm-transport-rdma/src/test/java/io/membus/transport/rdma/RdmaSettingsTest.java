@@ -28,21 +28,21 @@ class RdmaSettingsTest {
 
     @Test
     void badValuesNameTheKey() {
-        assertEquals("rdma.host", assertThrows(DsmConfigException.class,
+        assertEquals("membus.transports.rdma.host", assertThrows(DsmConfigException.class,
                 () -> RdmaSettings.from(TransportConfig.builder(1).build())).key());
-        assertEquals("rdma.host", assertThrows(DsmConfigException.class,
+        assertEquals("membus.transports.rdma.host", assertThrows(DsmConfigException.class,
                 () -> RdmaSettings.from(base().property("rdma.host", "::1").build())).key());
-        assertEquals("rdma.secret", assertThrows(DsmConfigException.class,
+        assertEquals("membus.transports.rdma.secret", assertThrows(DsmConfigException.class,
                 () -> RdmaSettings.from(base().property("rdma.secret", "short").build())).key());
-        assertEquals("rdma.queue-depth", assertThrows(DsmConfigException.class,
+        assertEquals("membus.transports.rdma.queue-depth", assertThrows(DsmConfigException.class,
                 () -> RdmaSettings.from(base().property("rdma.queue-depth", "48").build())).key());
-        assertEquals("rdma.atomic-glob", assertThrows(DsmConfigException.class,
-                () -> RdmaSettings.from(base().property("rdma.atomic-glob", "yes").build())).key());
+        assertEquals("membus.transports.rdma.atomic-glob", assertThrows(DsmConfigException.class,
+                () -> RdmaSettings.from(base().property("rdma.atomic-glob", "maybe").build())).key());
         // each connection registers queue-depth x staging-bytes as one region: DiSNI 2.1 takes an int length
         DsmConfigException ring = assertThrows(DsmConfigException.class, () -> RdmaSettings.from(base()
                 .property("rdma.queue-depth", "4096").property("rdma.staging-bytes", "1048576").build()));
-        assertEquals("rdma.staging-bytes", ring.key());
-        assertTrue(ring.getMessage().contains("at most 524287 with rdma.queue-depth=4096"), ring.getMessage());
+        assertEquals("membus.transports.rdma.staging-bytes", ring.key());
+        assertTrue(ring.getMessage().contains("at most 524287 with membus.transports.rdma.queue-depth=4096"), ring.getMessage());
     }
 
     @Test

@@ -175,7 +175,7 @@ class RdmaTransportSoftTest {
         Transport a = node(1, "a-secret-of-16-bytes");
         Transport b = node(2, "another-secret-16-bytes");
         AuthenticationException e = assertThrows(AuthenticationException.class, () -> await(b.connect(a.self())));
-        assertTrue(e.getMessage().contains("HMAC-SHA256 with rdma.secret does not match"), e.getMessage());
+        assertTrue(e.getMessage().contains("HMAC-SHA256 with membus.transports.rdma.secret does not match"), e.getMessage());
     }
 
     @Test

@@ -30,7 +30,7 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p><b>Wake-up.</b> The receiver thread polls its ring with a bounded backoff
  * ({@link BackoffIdleStrategy}: a few spins, a few yields, then parks from 1 µs
- * doubling up to {@code shm.idle-park} = 1 ms). While messages flow it answers
+ * doubling up to {@code membus.transports.shm.idle-park} = 1 ms). While messages flow it answers
  * within microseconds; an idle node costs about a thousand short wake-ups a
  * second and no busy core. The first message after an idle spell waits at most
  * the longest park. (A cross-process wake-up — a futex, a pipe — would need native

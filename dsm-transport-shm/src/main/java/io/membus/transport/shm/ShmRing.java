@@ -86,7 +86,7 @@ final class ShmRing implements AutoCloseable {
             }
         } catch (IOException e) {
             throw new DsmException(ErrorCode.CONFIG, "cannot create the shm message ring: path=" + file
-                    + "; check that shm.dir is writable and has room", e);
+                    + "; check that membus.transports.shm.dir is writable and has room", e);
         }
     }
 

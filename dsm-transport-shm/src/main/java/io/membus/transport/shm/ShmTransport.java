@@ -36,12 +36,13 @@ import java.util.concurrent.ScheduledFuture;
  *
  * <p>Peers are found through {@link ShmRegistry} files in the same directory.
  * A connection re-reads its peer's registry at most every
- * {@code shm.refresh-interval} (default 50ms) to map new segments, drop removed
+ * {@code membus.transports.shm.refresh-interval} (default 50ms) to map new segments, drop removed
  * ones, and notice a peer process that has exited (its verbs then fail with
  * {@link NodeUnavailableException}).
  *
- * <p>Properties: {@code shm.dir} (default {@code /dev/shm/membus}): the shared
- * directory; {@link PeerInfo#address()} of a node is that directory.
+ * <p>Settings: {@code membus.transports.shm} (this module's {@code reference.conf}
+ * documents every key); {@code dir} (default {@code /dev/shm/membus}) is the shared
+ * directory, and {@link PeerInfo#address()} of a node is that directory.
  *
  * <p>Limits: fault rules apply at the initiator only (the target takes no part in
  * a verb), and fencing stops this node from reaching a fenced peer but cannot stop
@@ -59,20 +60,20 @@ public final class ShmTransport extends AbstractTransport {
 
     public ShmTransport(TransportConfig config) {
         super(config);
-        String d = config.get("shm.dir", "/dev/shm/membus");
+        String d = config.require("shm.dir", "a writable directory (on Linux, one under /dev/shm)");
         this.dir = Path.of(d).toAbsolutePath();
-        this.refreshNanos = config.getDuration("shm.refresh-interval", java.time.Duration.ofMillis(50)).toNanos();
+        this.refreshNanos = config.getDuration("shm.refresh-interval").toNanos();
         try {
             Files.createDirectories(dir);
         } catch (IOException e) {
-            throw new DsmConfigException("shm.dir", d, "a writable directory (on Linux, one under /dev/shm)", e);
+            throw TransportConfig.bad("shm.dir", d, "a writable directory (on Linux, one under /dev/shm)", e);
         }
         if (!Files.isWritable(dir)) {
-            throw new DsmConfigException("shm.dir", d, "a writable directory (on Linux, one under /dev/shm)");
+            throw TransportConfig.bad("shm.dir", d, "a writable directory (on Linux, one under /dev/shm)");
         }
         this.messaging = new ShmMessaging(config.nodeId(), config.incarnation(), dir, messages(),
                 config.operationTimeout().toNanos(),
-                config.getDuration("shm.idle-park", java.time.Duration.ofMillis(1)).toNanos());
+                config.getDuration("shm.idle-park").toNanos());
         segmentsChanged();
     }
 
@@ -99,7 +100,7 @@ public final class ShmTransport extends AbstractTransport {
         if (spec.file() != null) {
             Path f = spec.file().toAbsolutePath();
             if (!f.getParent().equals(dir)) {
-                throw new DsmConfigException("segment file", f, "a file directly in shm.dir=" + dir
+                throw new DsmConfigException("segment file", f, "a file directly in membus.transports.shm.dir=" + dir
                         + " (peers find segment files there)");
             }
             return Segment.createOrOpenFile(f, nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), false);
@@ -108,7 +109,7 @@ public final class ShmTransport extends AbstractTransport {
         try {
             Files.deleteIfExists(f); // a non-persistent segment starts zeroed, whatever an earlier run left
         } catch (IOException e) {
-            throw new DsmConfigException("shm.dir", dir, "a directory where node " + nodeId()
+            throw TransportConfig.bad("shm.dir", dir, "a directory where node " + nodeId()
                     + " may replace its segment files (cannot delete " + f + ")", e);
         }
         return Segment.createOrOpenFile(f, nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), true);

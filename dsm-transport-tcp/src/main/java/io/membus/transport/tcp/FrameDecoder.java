@@ -44,7 +44,7 @@ final class FrameDecoder extends ByteToMessageDecoder {
         if (length < Frame.MIN_LENGTH_FIELD || length > maxFrame - 4) {
             in.skipBytes(in.readableBytes());
             throw new ProtocolException(peer, "frameLength=" + length + ", allowed=" + Frame.MIN_LENGTH_FIELD + ".."
-                    + (maxFrame - 4) + (maxFrame == authenticatedMaxFrame ? " (tcp.max-frame=" + maxFrame + ")"
+                    + (maxFrame - 4) + (maxFrame == authenticatedMaxFrame ? " (membus.transports.tcp.max-frame=" + maxFrame + ")"
                     : " (before the handshake)"));
         }
         if (in.readableBytes() < 4 + length) {

@@ -505,7 +505,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     /**
      * Sends one ERROR frame (correlation id 0), then closes; nothing more of this peer is read. A peer that
      * does not read (its responses fill the socket, so the frame cannot leave) is closed anyway after
-     * {@code tcp.handshake-timeout}: a stopped or hostile peer cannot keep a refused channel open.
+     * {@code membus.transports.tcp.handshake-timeout}: a stopped or hostile peer cannot keep a refused channel open.
      */
     private void refuseWithDetail(ErrorCode code, long detail, String message) {
         if (state == CLOSED) {

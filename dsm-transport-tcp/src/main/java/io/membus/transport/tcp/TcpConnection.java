@@ -1,6 +1,5 @@
 package io.membus.transport.tcp;
 
-import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmException;
@@ -22,13 +21,10 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.handler.codec.DecoderException;
 import io.netty.util.concurrent.ScheduledFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -51,13 +47,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <h2>Issue, pipelining and order</h2>
  * Any thread issues a verb: it is appended to a lock-free issue queue and the
  * connection's I/O thread is woken at most once per burst. The I/O thread moves
- * issued verbs to its backlog, sends up to {@code tcp.max-in-flight} of them in
+ * issued verbs to its backlog, sends up to {@code membus.transports.tcp.max-in-flight} of them in
  * one buffer with one flush, and keeps the sent ones in issue order. The target
  * executes a connection's verbs in arrival order and answers in that order, so
  * responses complete the futures in issue order, on the I/O thread.
  *
  * <h2>Backpressure</h2>
- * A verb beyond {@code tcp.max-in-flight} waits in the backlog (no thread blocks)
+ * A verb beyond {@code membus.transports.tcp.max-in-flight} waits in the backlog (no thread blocks)
  * until a response frees a slot, under its own deadline: one that times out
  * while waiting is never sent. Nothing is written while the channel is not
  * writable (the peer does not read): verbs wait in the backlog the same way.
@@ -71,7 +67,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * peer never answers. A future completes once: a timed-out verb is never also
  * reported as executed. A lost connection fails every verb in flight or waiting at once
  * with {@link NodeUnavailableException}, and the connection reconnects with
- * exponential backoff ({@code tcp.reconnect-min-backoff}..{@code max-backoff});
+ * exponential backoff ({@code membus.transports.tcp.reconnect-min-backoff}..{@code max-backoff});
  * while it is down, {@link #isOpen()} is false and verbs fail at once. No verb is
  * ever sent twice: a verb that failed may or may not have been executed.
  * A reconnect that meets another incarnation of the peer, a wrong secret or a
@@ -95,7 +91,7 @@ final class TcpConnection implements Connection {
     private final EventLoop loop;
     private final long timeoutNanos;
     private final int maxInFlight;
-    /** Longest read / write whose frame fits {@code tcp.max-frame} (and {@link SegmentTable#MAX_VERB_LENGTH}). */
+    /** Longest read / write whose frame fits {@code membus.transports.tcp.max-frame} (and {@link SegmentTable#MAX_VERB_LENGTH}). */
     private final int maxReadLength;
     private final int maxWriteLength;
 
@@ -234,7 +230,7 @@ final class TcpConnection implements Connection {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         ch.pipeline().addLast(new FrameDecoder(transport.settings.maxFrame, peer.toString()),
-                                new Handler(ready));
+                                new ClientHandler(TcpConnection.this, peer, ready));
                     }
                 });
         ChannelFuture cf;
@@ -419,7 +415,7 @@ final class TcpConnection implements Connection {
         int max = op.opcode == Frame.OP_READ ? maxReadLength : op.opcode == Frame.OP_WRITE ? maxWriteLength
                 : Integer.MAX_VALUE;
         if (op.length > max) {
-            // its frame would exceed tcp.max-frame: the peer would refuse it as a protocol error and close the
+            // its frame would exceed membus.transports.tcp.max-frame: the peer would refuse it as a protocol error and close the
             // connection, failing every other verb in flight
             op.future.completeExceptionally(new BadLengthException(op.ptr, op.length, max));
             return false;
@@ -725,182 +721,53 @@ final class TcpConnection implements Connection {
         }, backoff, TimeUnit.NANOSECONDS);
     }
 
-    /** The pipeline end of one channel: handshake, then responses. */
-    private final class Handler extends ChannelInboundHandlerAdapter {
-        private final CompletableFuture<Void> ready;
-        private final Frame frame = new Frame();
-        private byte[] nonce;
-        private boolean authenticated;
-        private boolean challenged;
-        private String closedBy; // the peer's reason, when it closed in order
+    // ------------------------------------------------------------------ for ClientHandler (I/O thread)
 
-        Handler(CompletableFuture<Void> ready) {
-            this.ready = ready;
-        }
+    TcpTransport transport() {
+        return transport;
+    }
 
-        @Override
-        public void channelActive(ChannelHandlerContext ctx) {
-            nonce = PeerAuth.nonce();
-            ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.HELLO_BODY_LENGTH);
-            Frame.writeHello(b, transport.nodeId(), transport.incarnation(), peer.nodeId(), peer.incarnation(), nonce);
-            ctx.writeAndFlush(b, ctx.voidPromise());
-            ctx.fireChannelActive();
-        }
+    Outbox outbox() {
+        return outbox;
+    }
 
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            ByteBuf buf = (ByteBuf) msg;
-            try {
-                frame.wrap(buf, buf.readerIndex());
-                String invalid = frame.validate();
-                if (invalid != null) {
-                    throw new ProtocolException(peer.toString(), invalid);
-                }
-                if (authenticated) {
-                    if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) {
-                        closedBy = decodeError(frame).getMessage();
-                        ctx.close();
-                        return;
-                    }
-                    if (onMessageFrame()) {
-                        return;
-                    }
-                    if (frame.opcode() != Frame.OP_OK && frame.opcode() != Frame.OP_ERROR) {
-                        throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
-                                + " where a response was expected");
-                    }
-                    onResponse(frame);
-                } else {
-                    handshake(ctx);
-                }
-            } finally {
-                buf.release();
-            }
+    /**
+     * The handshake of {@code ch} ended with WELCOME: the connection is OPEN on it, unless
+     * its owner closed it during the handshake (the close must win, or the connection
+     * would come back to life, and reconnect, after close()).
+     *
+     * @return whether it is open now
+     */
+    boolean opened(Channel ch) {
+        channel = ch;
+        int s = state;
+        if (s == CLOSED || !STATE.compareAndSet(this, s, OPEN)) {
+            channel = null;
+            return false;
         }
+        return true;
+    }
 
-        /** Routes a message answer or credit grant to the outbox; false for any other frame. */
-        private boolean onMessageFrame() {
-            switch (frame.opcode()) {
-                case Frame.OP_MSG_CREDIT -> outbox.grant(frame.intAt(Frame.CREDIT_CREDITS_FIELD_OFFSET),
-                        frame.intAt(Frame.CREDIT_MAX_SIZE_FIELD_OFFSET));
-                case Frame.OP_MSG_REPLY -> outbox.replied(frame.correlationId(),
-                        frame.bytesAt(Frame.HEADER_LENGTH, frame.bodyLength()));
-                case Frame.OP_MSG_ERROR -> outbox.failed(frame.correlationId(),
-                        ErrorCode.fromWire(frame.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff),
-                        frame.longAt(Frame.ERROR_DETAIL_FIELD_OFFSET), frame.errorMessage());
-                default -> {
-                    return false;
-                }
-            }
-            return true;
-        }
+    /** A response frame arrived on the open channel. */
+    void response(Frame f) {
+        onResponse(f);
+    }
 
-        private void handshake(ChannelHandlerContext ctx) {
-            byte op = frame.opcode();
-            if (op == Frame.OP_ERROR) {
-                fail(ctx, decodeError(frame));
-            } else if (op == Frame.OP_CHALLENGE && !challenged) {
-                challenged = true;
-                int node = frame.intAt(Frame.CHALLENGE_NODE_FIELD_OFFSET);
-                long incarnation = frame.longAt(Frame.CHALLENGE_INCARNATION_FIELD_OFFSET);
-                byte[] serverNonce = frame.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
-                byte[] proof = frame.bytesAt(Frame.CHALLENGE_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
-                byte[] expected = transport.handshake.proof(PeerAuth.Role.TARGET, transport.nodeId(),
-                        transport.incarnation(), node, incarnation, nonce, serverNonce);
-                if (!PeerAuth.matches(expected, proof)) {
-                    AuthenticationException e = new AuthenticationException(peer.toString(),
-                            "reason=the server proof does not verify under this node's cluster secret");
-                    LOG.warn("{}; disconnected", e.getMessage());
-                    fail(ctx, e);
-                    return;
-                }
-                if (node != peer.nodeId()) {
-                    fail(ctx, NodeUnavailableException.notSent(peer.nodeId(), "address " + peer.address()
-                            + " serves node " + node + ", not node " + peer.nodeId()
-                            + "; the directory entry is out of date"));
-                    return;
-                }
-                if (incarnation != peer.incarnation()) {
-                    fail(ctx, new StaleIncarnationException(peer.nodeId(), peer.incarnation(), incarnation));
-                    return;
-                }
-                byte[] mine = transport.handshake.proof(PeerAuth.Role.INITIATOR, transport.nodeId(), transport.incarnation(),
-                        node, incarnation, nonce, serverNonce);
-                ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.AUTH_BODY_LENGTH);
-                Frame.writeAuth(b, mine);
-                ctx.writeAndFlush(b, ctx.voidPromise());
-            } else if (op == Frame.OP_WELCOME && challenged) {
-                if (ready.isDone()) {
-                    ctx.close();
-                    return;
-                }
-                channel = ctx.channel();
-                int s = state;
-                if (s == CLOSED || !STATE.compareAndSet(TcpConnection.this, s, OPEN)) {
-                    // closed by its owner during this handshake: the close must win, or the connection would
-                    // come back to life (and reconnect) after close()
-                    channel = null;
-                    ctx.close();
-                    return;
-                }
-                authenticated = true;
-                FrameDecoder decoder = ctx.pipeline().get(FrameDecoder.class);
-                if (decoder != null) {
-                    decoder.authenticated();
-                }
-                ready.complete(null);
-            } else {
-                throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(op) + " during the handshake");
-            }
+    /** Responses freed window slots, or the channel became writable: waiting verbs go out, one flush. */
+    void sendWaiting() {
+        if (!backlog.isEmpty()) {
+            send();
         }
+    }
 
-        private void fail(ChannelHandlerContext ctx, DsmException e) {
-            ready.completeExceptionally(e);
-            ctx.close();
-        }
+    /** The open channel closed. */
+    void channelLost(String reason, boolean orderly) {
+        lost(reason, orderly);
+    }
 
-        @Override
-        public void channelReadComplete(ChannelHandlerContext ctx) {
-            if (authenticated && !backlog.isEmpty()) {
-                send(); // responses freed window slots: waiting verbs go out, one flush
-            }
-            ctx.fireChannelReadComplete();
-        }
-
-        @Override
-        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-            if (authenticated && ctx.channel().isWritable() && !backlog.isEmpty()) {
-                send(); // the peer read what was queued: waiting verbs go out
-            }
-            ctx.fireChannelWritabilityChanged();
-        }
-
-        @Override
-        public void channelInactive(ChannelHandlerContext ctx) {
-            if (authenticated) {
-                lost(closedBy != null ? closedBy : "the peer closed the connection", closedBy != null);
-            } else {
-                ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), "the connection to "
-                        + peer.address() + " closed during the handshake"));
-            }
-            ctx.fireChannelInactive();
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            Throwable c = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
-            if (c instanceof ProtocolException) {
-                LOG.warn("{}; disconnected", c.getMessage());
-            } else {
-                LOG.debug("connection to {} failed", peer, c);
-            }
-            if (!authenticated) {
-                ready.completeExceptionally(c instanceof DsmException d ? d
-                        : NodeUnavailableException.notSent(peer.nodeId(), "connection to " + peer.address()
-                        + " failed: " + c, c));
-            }
-            ctx.close();
-        }
+    /** The failure an ERROR frame carries. */
+    DsmException error(Frame f) {
+        return decodeError(f);
     }
 
     /** Verbs kept until {@link #submit()}, then issued together: one wake-up, one flush. */

@@ -43,7 +43,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link PeerAuth} for authentication, and docs/tcp-transport.md for the
  * design; {@link TcpSettings} lists the {@code tcp.*} properties.
  *
- * <p>Epoll is used where the kernel has it ({@code tcp.io=auto}), NIO elsewhere.
+ * <p>Epoll is used where the kernel has it ({@code membus.transports.tcp.io=auto}), NIO elsewhere.
  *
  * <p><b>Note:</b> thread-safe. Verbs it serves run on its I/O threads, one
  * connection's verbs on one thread in arrival order; their memory effects are
@@ -66,7 +66,7 @@ public final class TcpTransport extends AbstractTransport {
     private final String localAddress;
     /** Authenticated (or handshaking) server-side channels. */
     private final Map<Channel, ServerHandler> served = new ConcurrentHashMap<>();
-    /** Accepted connections that have not authenticated yet: at most {@code tcp.max-handshaking}. */
+    /** Accepted connections that have not authenticated yet: at most {@code membus.transports.tcp.max-handshaking}. */
     final AtomicInteger handshaking = new AtomicInteger();
     /** The newest incarnation each initiator node authenticated with: older ones are refused. */
     private final Map<Integer, Long> initiatorIncarnations = new ConcurrentHashMap<>();
@@ -78,8 +78,8 @@ public final class TcpTransport extends AbstractTransport {
         boolean epoll = switch (settings.io) {
             case "epoll" -> {
                 if (!Epoll.isAvailable()) {
-                    throw new TransportUnavailableException("tcp", "tcp.io=epoll but epoll is not available here ("
-                            + Epoll.unavailabilityCause() + "); use tcp.io=auto or tcp.io=nio",
+                    throw new TransportUnavailableException("tcp", "membus.transports.tcp.io=epoll but epoll is not available here ("
+                            + Epoll.unavailabilityCause() + "); use membus.transports.tcp.io=auto or membus.transports.tcp.io=nio",
                             Epoll.unavailabilityCause());
                 }
                 yield true;
@@ -106,10 +106,10 @@ public final class TcpTransport extends AbstractTransport {
                             String peer = String.valueOf(ch.remoteAddress());
                             if (handshaking.incrementAndGet() > settings.maxHandshaking) {
                                 // a connection flood: each unauthenticated connection would hold a channel, a
-                                // timer and a buffer for tcp.handshake-timeout
+                                // timer and a buffer for membus.transports.tcp.handshake-timeout
                                 handshaking.decrementAndGet();
                                 refusals.warn("peer " + peer + " refused: " + settings.maxHandshaking
-                                        + " connections are already in the handshake (tcp.max-handshaking);"
+                                        + " connections are already in the handshake (membus.transports.tcp.max-handshaking);"
                                         + " disconnected");
                                 ch.close();
                                 return;
@@ -123,8 +123,8 @@ public final class TcpTransport extends AbstractTransport {
             this.serverChannel = b.bind(settings.host, settings.port).syncUninterruptibly().channel();
         } catch (RuntimeException e) {
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
-            throw new TransportUnavailableException("tcp", "cannot listen on tcp.host=" + settings.host
-                    + ", tcp.port=" + settings.port + ": " + e + "; choose a free port (0 = any) or another host", e);
+            throw new TransportUnavailableException("tcp", "cannot listen on membus.transports.tcp.host=" + settings.host
+                    + ", membus.transports.tcp.port=" + settings.port + ": " + e + "; choose a free port (0 = any) or another host", e);
         }
         int port = ((InetSocketAddress) serverChannel.localAddress()).getPort();
         String host = settings.advertiseHost.contains(":") && !settings.advertiseHost.startsWith("[")

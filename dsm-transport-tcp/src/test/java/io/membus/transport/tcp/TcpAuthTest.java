@@ -278,14 +278,14 @@ class TcpAuthTest {
     void theSecretIsRequiredAndLongEnough() {
         DsmConfigException missing = assertThrows(DsmConfigException.class, () -> Transports.create("tcp",
                 TransportConfig.builder(1).property("tcp.port", "0").build()));
-        assertEquals("tcp.secret", missing.key());
-        assertTrue(missing.getMessage().startsWith("bad config: key=tcp.secret, value=<missing>"), missing.getMessage());
+        assertEquals("membus.transports.tcp.secret", missing.key());
+        assertTrue(missing.getMessage().startsWith("bad config: key=membus.transports.tcp.secret, value=<missing>"), missing.getMessage());
         DsmConfigException shortOne = assertThrows(DsmConfigException.class, () -> Transports.create("tcp",
                 TransportConfig.builder(1).properties(Map.of("tcp.secret", "short", "tcp.port", "0")).build()));
-        assertEquals("tcp.secret", shortOne.key());
+        assertEquals("membus.transports.tcp.secret", shortOne.key());
         assertTrue(shortOne.getMessage().contains("5 bytes"), shortOne.getMessage());
         assertTrue(!shortOne.getMessage().contains("short"), "the message never shows the secret");
         DsmConfigException io = assertThrows(DsmConfigException.class, () -> nodes.start(1, "tcp.io", "kqueue"));
-        assertEquals("tcp.io", io.key());
+        assertEquals("membus.transports.tcp.io", io.key());
     }
 }

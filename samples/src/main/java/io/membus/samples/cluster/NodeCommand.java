@@ -49,7 +49,7 @@ public final class NodeCommand implements Callable<Integer> {
         out.println("membus node " + node.nodeId() + " running (member " + node.memberAddress() + "); Ctrl-C stops it");
         long until = runFor > 0 ? System.nanoTime() + TimeUnit.SECONDS.toNanos(runFor) : Long.MAX_VALUE;
         while (true) {
-            out.println(node.statusLine());
+            out.println(StatusText.statusLine(node.status()));
             out.flush();
             if (node.isDown()) {
                 Runtime.getRuntime().removeShutdownHook(hook);

@@ -58,7 +58,7 @@ public final class StatusCommand implements Callable<Integer> {
         }
         ClusterMessage.StatusReply reply = ClusterStatus.query(seed, name, bindHost,
                 Duration.ofSeconds(Math.max(1, timeoutSeconds)), tls);
-        System.out.print(ClusterStatus.format(reply));
+        System.out.print(StatusText.clusterTable(reply));
         return 0;
     }
 }

@@ -1,5 +1,6 @@
 package io.membus.samples.demo;
 
+import io.membus.samples.cluster.StatusText;
 import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.Placement;
@@ -112,7 +113,7 @@ final class CountersApp implements DemoApp {
                 Segment s = node.node().localSegment(0);
                 yield s.readLong(RING_COUNTER) + " " + s.readLong(SHARED_COUNTER);
             }
-            case "heap" -> node.node().allocator().usage().format().replace('\n', '\t');
+            case "heap" -> StatusText.heapTable(node.node().allocator().usage()).replace('\n', '\t');
             case "free" -> Integer.toString(node.state(Blocks.class, () -> new Blocks(node.node().allocator())).free());
             default -> throw new IllegalArgumentException("counters has no phase " + phase);
         };

@@ -1,6 +1,5 @@
 package io.membus.samples.demo;
 
-import io.membus.samples.proc.NodeProcess;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -74,7 +73,7 @@ public final class DemoCommand implements Callable<Integer> {
     int holdSeconds;
 
     /** Node processes log warnings only; their output is the demo's protocol. */
-    private static final List<String> QUIET_NODE = List.of("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+    static final List<String> QUIET_NODE = List.of("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-Dorg.slf4j.simpleLogger.log.org.apache.pekko=error");
 
     private final PrintStream out = System.out;
@@ -88,7 +87,7 @@ public final class DemoCommand implements Callable<Integer> {
         DemoOptions options = new DemoOptions(ops, blocks, blockSize, runSeed, kill);
         long segmentSize = DemoNode.segmentSizeFor(blocks, blockSize);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
-        List<Handle> handles = new ArrayList<>();
+        List<DemoNodeHandle> handles = new ArrayList<>();
         Path shmDir = null;
         Path[] hookShmDir = new Path[1];
         Thread hook = installHook(handles, hookShmDir);
@@ -124,14 +123,16 @@ public final class DemoCommand implements Callable<Integer> {
 
             int seedPort = freePort();
             for (int id = 1; id <= nodes; id++) {
-                Handle h = transport.equals("local") ? new InProcess(id, seedPort, segmentSize, props)
-                        : new Child(id, seedPort, segmentSize, props);
+                DemoNodeHandle h = transport.equals("local")
+                        ? new DemoNodeHandle.InProcess(id, nodes, seedPort, segmentSize, props)
+                        : new DemoNodeHandle.Child(id, nodes, transport, timeoutSeconds, seedPort, segmentSize, props,
+                                QUIET_NODE, () -> aborting);
                 synchronized (handles) {
                     handles.add(h);
                 }
             }
             List<String> joined = new ArrayList<>();
-            for (Handle h : handles) {
+            for (DemoNodeHandle h : handles) {
                 joined.add(h.ready(deadline));
             }
             out.printf("cluster formed (Pekko, seed 127.0.0.1:%d, cluster-name %s):%n", seedPort, DemoNode.CLUSTER_NAME);
@@ -174,11 +175,11 @@ public final class DemoCommand implements Callable<Integer> {
     /** The apps' view of the cluster. */
     private final class ClusterDriver implements DemoApp.Driver {
         private final String app;
-        private final List<Handle> handles;
+        private final List<DemoNodeHandle> handles;
         private final DemoOptions options;
         private final long deadline;
 
-        ClusterDriver(String app, List<Handle> handles, DemoOptions options, long deadline) {
+        ClusterDriver(String app, List<DemoNodeHandle> handles, DemoOptions options, long deadline) {
             this.app = app;
             this.handles = handles;
             this.options = options;
@@ -267,12 +268,12 @@ public final class DemoCommand implements Callable<Integer> {
     }
 
     /** Stops every node (EXIT, then by force after a grace period) and removes the shm directory. */
-    private void cleanUp(List<Handle> handles, Path shmDir) {
+    private void cleanUp(List<DemoNodeHandle> handles, Path shmDir) {
         synchronized (handles) {
-            for (Handle h : handles) {
+            for (DemoNodeHandle h : handles) {
                 h.exit();
             }
-            for (Handle h : handles) {
+            for (DemoNodeHandle h : handles) {
                 h.close();
             }
             handles.clear();
@@ -283,7 +284,7 @@ public final class DemoCommand implements Callable<Integer> {
     }
 
     /** On Ctrl-C (or a kill of this JVM): node processes are destroyed and the shm directory removed. */
-    private Thread installHook(List<Handle> handles, Path[] shmDir) {
+    private Thread installHook(List<DemoNodeHandle> handles, Path[] shmDir) {
         Thread hook = new Thread(() -> {
             aborting = true;
             cleanUp(handles, shmDir[0]);
@@ -357,126 +358,6 @@ public final class DemoCommand implements Callable<Integer> {
             }
         } catch (IOException e) {
             System.err.println("membus demo: could not remove " + dir + ": " + e.getMessage());
-        }
-    }
-
-    /** One node, wherever it runs. */
-    private interface Handle extends AutoCloseable {
-        /** Waits until the node has joined and sees every node's segment; returns its status line. */
-        String ready(long deadline) throws Exception;
-
-        /** Runs one phase of an app on the node. */
-        CompletableFuture<String> run(String app, String phase, List<String> args, long deadline);
-
-        /** Asks the node to leave the cluster and stop (without waiting). */
-        void exit();
-
-        /** kill -9 (node processes only). */
-        void kill();
-
-        @Override
-        void close();
-    }
-
-    /** A node as a thread of this JVM (the local transport). */
-    private final class InProcess implements Handle {
-        private final DemoNode node;
-
-        InProcess(int id, int seedPort, long segmentSize, Map<String, String> props) {
-            this.node = new DemoNode("local", id, id == 1 ? seedPort : 0, seedPort, segmentSize, props);
-        }
-
-        @Override
-        public String ready(long deadline) {
-            node.awaitCluster(nodes, java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
-            return node.statusLine();
-        }
-
-        @Override
-        public CompletableFuture<String> run(String app, String phase, List<String> args, long deadline) {
-            return CompletableFuture.supplyAsync(() -> node.run(app, nodes, phase, args),
-                    r -> new Thread(r, "demo-node-" + node.nodeId()).start());
-        }
-
-        @Override
-        public void exit() {
-        }
-
-        @Override
-        public void kill() {
-            throw new IllegalStateException("a node of --transport local is a thread of this JVM: it cannot be killed");
-        }
-
-        @Override
-        public void close() {
-            node.close();
-        }
-    }
-
-    /** A node process, driven over its standard input and output. */
-    private final class Child implements Handle {
-        private final int id;
-        private final NodeProcess process;
-        private final java.util.concurrent.atomic.AtomicLong tags = new java.util.concurrent.atomic.AtomicLong();
-
-        Child(int id, int seedPort, long segmentSize, Map<String, String> props) throws IOException {
-            this.id = id;
-            List<String> args = new ArrayList<>(List.of("demo-node", "--transport", transport, "--node-id",
-                    Integer.toString(id), "--nodes", Integer.toString(nodes), "--port",
-                    Integer.toString(id == 1 ? seedPort : 0), "--seed-port", Integer.toString(seedPort),
-                    "--segment-size", Long.toString(segmentSize), "--timeout", Integer.toString(timeoutSeconds)));
-            Map<String, String> env = new LinkedHashMap<>();
-            props.forEach((k, v) -> {
-                if (k.endsWith(".secret")) {
-                    // secrets go through the environment (readable by this user only), never the command line
-                    env.put(DemoNodeCommand.SECRET_ENV, k + "=" + v);
-                } else {
-                    args.add("--property");
-                    args.add(k + "=" + v);
-                }
-            });
-            this.process = new NodeProcess("node " + id, QUIET_NODE, args, env, System.err::println);
-        }
-
-        @Override
-        public String ready(long deadline) throws Exception {
-            return process.expect("READY ", deadline) + " (pid " + process.pid() + ")";
-        }
-
-        @Override
-        public CompletableFuture<String> run(String app, String phase, List<String> args, long deadline) {
-            return CompletableFuture.supplyAsync(() -> {
-                try {
-                    String tag = Long.toString(tags.incrementAndGet());
-                    process.send(String.join(" ", "RUN", tag, app, phase, String.join(" ", args)).trim());
-                    return process.expect("ANSWER " + tag + " ", deadline);
-                } catch (IllegalStateException e) {
-                    throw e;
-                } catch (Exception e) {
-                    throw new IllegalStateException("node " + id + ": " + e, e);
-                }
-            }, waiter -> {
-                // a thread per waiting phase: the common pool has one thread on a 2-core machine, and a
-                // phase that waits for another node's phase would queue behind it
-                Thread t = new Thread(waiter, "demo-wait-node-" + id);
-                t.setDaemon(true);
-                t.start();
-            });
-        }
-
-        @Override
-        public void exit() {
-            process.exit();
-        }
-
-        @Override
-        public void kill() {
-            process.kill();
-        }
-
-        @Override
-        public void close() {
-            process.destroy(aborting ? 0 : 20);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.membus.samples.demo;
 
+import io.membus.samples.cluster.StatusText;
 import com.typesafe.config.ConfigFactory;
 import io.membus.Membus;
 import io.membus.cluster.DsmNode;
@@ -43,7 +44,7 @@ public final class DemoNode implements AutoCloseable {
      * @param port        this node's Pekko port (0: ephemeral)
      * @param seedPort    node 1's Pekko port, the seed every node joins
      * @param segmentSize bytes of each of the node's two segments (the second is its heap)
-     * @param properties  transport properties (shm.dir, local.fabric, tcp.*)
+     * @param properties  transport settings as paths under membus.transports (shm.dir, local.fabric, tcp.*)
      */
     public DemoNode(String transport, int nodeId, int port, int seedPort, long segmentSize,
                     Map<String, String> properties) {
@@ -54,7 +55,7 @@ public final class DemoNode implements AutoCloseable {
         m.put("membus.port", port);
         m.put("membus.seed-nodes", List.of("127.0.0.1:" + seedPort));
         m.put("membus.transport", transport);
-        m.put("membus.transport-properties", properties);
+        properties.forEach((k, v) -> m.put("membus.transports." + k, v)); // e.g. tcp.port: a path under it
         m.put("membus.operation-timeout", "10s");
         m.put("membus.segments.count", 2);
         m.put("membus.segments.size", segmentSize);
@@ -75,7 +76,7 @@ public final class DemoNode implements AutoCloseable {
     }
 
     public String statusLine() {
-        return node.statusLine();
+        return StatusText.statusLine(node.status());
     }
 
     public DsmNode node() {

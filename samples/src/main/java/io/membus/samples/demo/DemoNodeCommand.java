@@ -54,7 +54,7 @@ public final class DemoNodeCommand implements Callable<Integer> {
     @Option(names = "--timeout", defaultValue = "60")
     int timeoutSeconds;
 
-    @Option(names = "--property", description = "transport property key=value")
+    @Option(names = "--property", description = "transport setting path=value, the path under membus.transports (e.g. tcp.port=0)")
     Map<String, String> properties = Map.of();
 
     /** A transport secret as {@code key=value}, passed by the demo in the environment, not on the command line. */

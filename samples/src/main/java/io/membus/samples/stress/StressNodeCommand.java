@@ -1,5 +1,6 @@
 package io.membus.samples.stress;
 
+import io.membus.samples.cluster.StatusText;
 import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.DsmNode;
 import io.membus.alloc.Placement;
@@ -102,7 +103,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         }
         try (DsmNode node = DsmNode.start(NodeConfig.from(ConfigFactory.parseMap(config())))) {
             node.awaitMembers(nodes, Duration.ofSeconds(timeoutSeconds));
-            answer("READY " + System.nanoTime() + " " + node.statusLine());
+            answer("READY " + System.nanoTime() + " " + StatusText.statusLine(node.status()));
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             String line;
             while ((line = in.readLine()) != null) {
@@ -151,7 +152,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         m.put("membus.port", port);
         m.put("membus.seed-nodes", seeds);
         m.put("membus.transport", transport);
-        m.put("membus.transport-properties", properties);
+        properties.forEach((k, v) -> m.put("membus.transports." + k, v)); // e.g. tcp.port: a path under it
         m.put("membus.operation-timeout", operationTimeoutMillis + "ms");
         m.put("membus.connect-timeout", "2s");
         m.put("membus.start-timeout", timeoutSeconds + "s");

@@ -7,7 +7,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The nodes of one JVM that reach each other with the {@code local} transport,
- * by name ({@code local.fabric}, default {@code "default"}). Several fabrics in
+ * by name ({@code membus.transports.local.fabric}, default {@code "default"}). Several fabrics in
  * one JVM are isolated from each other, so tests can run clusters side by side.
  *
  * <p><b>Note:</b> thread-safe.

@@ -22,7 +22,7 @@ import java.util.concurrent.CompletableFuture;
  * messages to each other's inboxes directly (still through the bounded inbox,
  * its credits and the receiver's executor). For tests and single-process clusters.
  *
- * <p>Properties: {@code local.fabric} (default {@code default}): nodes reach
+ * <p>Settings ({@code membus.transports.local}, dsm-core's reference.conf): {@code fabric} (default {@code default}): nodes reach
  * each other only within one fabric.
  *
  * <p><b>Note:</b> thread-safe.
@@ -32,7 +32,7 @@ public final class LocalTransport extends AbstractTransport {
 
     public LocalTransport(TransportConfig config) {
         super(config);
-        this.fabric = LocalFabric.named(config.get("local.fabric", "default"));
+        this.fabric = LocalFabric.named(config.require("local.fabric", "a fabric name: nodes reach each other only within one fabric"));
         fabric.join(this);
     }
 

@@ -1,0 +1,132 @@
+package io.membus.samples.cluster;
+
+import io.membus.alloc.HeapUsage;
+import io.membus.cluster.ClusterMessage;
+import io.membus.cluster.ClusterMessage.MemberRow;
+import io.membus.cluster.ClusterMessage.StatusReply;
+import io.membus.cluster.NodeStatus;
+import io.membus.core.SegmentDescriptor;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * How the {@code membus} command line prints what the library reports as data: a
+ * node's status line ({@link NodeStatus}), the cluster table of {@code membus status}
+ * ({@link StatusReply}), the heap-segment table ({@link HeapUsage}) and byte counts.
+ *
+ * <p><b>Note:</b> stateless; thread-safe.
+ */
+public final class StatusText {
+    private StatusText() {
+    }
+
+    /** One line on a node's state, for a console. */
+    public static String statusLine(NodeStatus s) {
+        if (s.isDown()) {
+            return String.format(Locale.ROOT, "node %d DOWN: %s", s.nodeId(), s.downReason());
+        }
+        return String.format(Locale.ROOT, "node %d UP | members %d %s | unreachable %d | segments %d (%s) | names %d"
+                        + " | transport %s | incarnation %d | up %ds", s.nodeId(), s.members().size(), s.members(),
+                s.unreachable(), s.segments(), human(s.exportedBytes()), s.names(),
+                s.transport() == null ? "-" : s.transport(), s.incarnation(), s.uptime().toSeconds());
+    }
+
+    /** {@code 64.0 MiB}-style size. */
+    public static String human(long bytes) {
+        if (bytes < 1024) {
+            return bytes + " B";
+        }
+        String[] units = {"KiB", "MiB", "GiB", "TiB"};
+        double v = bytes;
+        int u = -1;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+    }
+
+    /** The heap segments as a table: one row per node and heap segment. */
+    public static String heapTable(List<HeapUsage.SegmentUsage> segments) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "%-5s %-4s %9s %7s %7s %7s %7s %7s %11s %11s %8s  %s%n", "node", "seg",
+                "chunk", "chunks", "free", "small", "large", "used%", "blocks-used", "blocks-free", "objects",
+                "owners"));
+        for (HeapUsage.SegmentUsage s : segments) {
+            if (s.problem() != null) {
+                b.append(String.format(Locale.ROOT, "%-5d %-4d %s%n", s.nodeId(), s.segment(), s.problem()));
+                continue;
+            }
+            b.append(String.format(Locale.ROOT, "%-5d %-4d %9s %7d %7d %7d %7d %6.1f%% %11d %11d %8d  %s%n",
+                    s.nodeId(), s.segment(), chunkBytes(s.chunkSize()), s.chunks(), s.freeChunks(), s.smallChunks(),
+                    s.largeChunks(), s.usedPercent(), s.blocksInUse(), s.blocksFree(), s.largeObjects(),
+                    s.chunksByOwner()));
+        }
+        return b.toString();
+    }
+
+    /** {@link #heapTable(List)} of a usage reading. */
+    public static String heapTable(HeapUsage usage) {
+        return heapTable(usage.segments());
+    }
+
+    private static String chunkBytes(long n) {
+        if (n >= (1 << 20) && n % (1 << 20) == 0) {
+            return (n >> 20) + "MiB";
+        }
+        if (n >= 1024 && n % 1024 == 0) {
+            return (n >> 10) + "KiB";
+        }
+        return n + "B";
+    }
+
+    /** A status reply as a table: one row per member, then totals, the heap segments and the channels. */
+    public static String clusterTable(StatusReply reply) {
+        StringBuilder sb = new StringBuilder();
+        String header = String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22s %8s %12s",
+                "node", "member", "status", "reachable", "transport", "incarnation", "segments", "exported");
+        sb.append(header).append('\n').append("-".repeat(header.length())).append('\n');
+        long totalBytes = 0;
+        int totalSegments = 0;
+        int up = 0;
+        for (MemberRow m : reply.members()) {
+            String node = m.nodeId() == 0 ? "-" : Integer.toString(m.nodeId());
+            if (m.entry() != null) {
+                long bytes = 0;
+                for (SegmentDescriptor d : m.entry().segments()) {
+                    bytes += d.size();
+                }
+                totalBytes += bytes;
+                totalSegments += m.entry().segments().size();
+                sb.append(String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22d %8d %12s%n", node, m.address(),
+                        m.status(), m.reachable() ? "yes" : "NO", m.entry().transport(), m.entry().incarnation(),
+                        m.entry().segments().size(), human(bytes)));
+            } else {
+                sb.append(String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22s %8s %12s%n", node, m.address(),
+                        m.status(), m.reachable() ? "yes" : "NO", "-", "(no directory entry)", "-", "-"));
+            }
+            if ("Up".equals(m.status())) {
+                up++;
+            }
+        }
+        sb.append('\n').append(String.format(Locale.ROOT,
+                "%d members (%d Up), %d segments, %s exported, %d names bound; answered by node %d; leader %s%n",
+                reply.members().size(), up, totalSegments, human(totalBytes), reply.names(), reply.fromNode(),
+                reply.leader().isEmpty() ? "-" : reply.leader()));
+        if (!reply.heap().isEmpty() || !reply.heapProblem().isEmpty()) {
+            sb.append("\nheap segments (global allocator), read by node ").append(reply.fromNode()).append(":\n")
+                    .append(reply.heapProblem().isEmpty() ? heapTable(reply.heap()) : reply.heapProblem() + "\n");
+        }
+        if (!reply.channels().isEmpty()) {
+            sb.append("\nmessage channels of node ").append(reply.fromNode()).append(":\n");
+            sb.append(String.format(Locale.ROOT, "  %-7s %-24s %12s %12s %12s %12s %8s%n", "channel", "name",
+                    "msgs in", "bytes in", "msgs out", "bytes out", "errors"));
+            for (ClusterMessage.ChannelRow c : reply.channels()) {
+                sb.append(String.format(Locale.ROOT, "  %-7d %-24s %12d %12d %12d %12d %8d%n", c.channel(), c.name(),
+                        c.messagesIn(), c.bytesIn(), c.messagesOut(), c.bytesOut(), c.errors()));
+            }
+        }
+        return sb.toString();
+    }
+}
