@@ -127,6 +127,7 @@ public final class Membus implements AutoCloseable {
                 if (h == null) {
                     h = new CoherentHeap(node.allocator(), node.messaging(), Clock.system(),
                             coherenceConfig(node.config().raw(), node.config().operationTimeout()));
+                    node.statusSection("coherence", h::status); // membus status shows caching and skew
                     heap = h;
                 }
             }

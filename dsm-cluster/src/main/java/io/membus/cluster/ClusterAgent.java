@@ -76,6 +76,7 @@ final class ClusterAgent extends AbstractActor {
     private final Consumer<String> selfDowned;
     private final Duration timeout;
     private final Supplier<HeapUsage> heapUsage;
+    private final Supplier<List<StatusSection>> sections;
 
     private final Map<UniqueAddress, Member> members = new HashMap<>();
     private final Set<UniqueAddress> unreachable = new HashSet<>();
@@ -88,7 +89,7 @@ final class ClusterAgent extends AbstractActor {
 
     private ClusterAgent(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
                          AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
-                         Supplier<HeapUsage> heapUsage) {
+                         Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections) {
         this.nodeId = nodeId;
         this.cluster = Cluster.get(getContext().getSystem());
         this.replicator = DistributedData.get(getContext().getSystem()).replicator();
@@ -99,13 +100,14 @@ final class ClusterAgent extends AbstractActor {
         this.selfDowned = selfDowned;
         this.timeout = timeout;
         this.heapUsage = heapUsage;
+        this.sections = sections;
     }
 
     static Props props(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
                        AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
-                       Supplier<HeapUsage> heapUsage) {
+                       Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections) {
         return Props.create(ClusterAgent.class,
-                () -> new ClusterAgent(nodeId, directory, names, transport, selfDowned, timeout, heapUsage));
+                () -> new ClusterAgent(nodeId, directory, names, transport, selfDowned, timeout, heapUsage, sections));
     }
 
     /** The compact node id a member carries in its roles, or 0 (an observer). */
@@ -372,10 +374,10 @@ final class ClusterAgent extends AbstractActor {
                         .lookup(BLOCKING_DISPATCHER))
                 .handle((heap, e) -> e == null
                         ? new StatusReply(members.fromNode(), members.leader(), members.members(), members.names(),
-                                heap == null ? List.of() : heap.segments(), "", channelRows())
+                                heap == null ? List.of() : heap.segments(), "", channelRows(), sections.get())
                         : new StatusReply(members.fromNode(), members.leader(), members.members(), members.names(),
                                 List.of(), "heap usage could not be read: " + (e.getCause() != null ? e.getCause() : e),
-                                channelRows()))
+                                channelRows(), sections.get()))
                 .thenAccept(reply -> replyTo.tell(reply, me));
     }
 

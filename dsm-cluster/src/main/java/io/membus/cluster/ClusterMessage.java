@@ -72,16 +72,18 @@ public sealed interface ClusterMessage {
      * they could not be read, else it is empty.
      */
     record StatusReply(int fromNode, String leader, List<MemberRow> members, int names,
-                       List<HeapUsage.SegmentUsage> heap, String heapProblem, List<ChannelRow> channels)
+                       List<HeapUsage.SegmentUsage> heap, String heapProblem, List<ChannelRow> channels,
+                       List<StatusSection> sections)
             implements ClusterMessage {
         public StatusReply {
             members = List.copyOf(members);
             heap = List.copyOf(heap);
             channels = List.copyOf(channels);
+            sections = List.copyOf(sections);
         }
 
         public StatusReply(int fromNode, String leader, List<MemberRow> members, int names) {
-            this(fromNode, leader, members, names, List.of(), "", List.of());
+            this(fromNode, leader, members, names, List.of(), "", List.of(), List.of());
         }
     }
 

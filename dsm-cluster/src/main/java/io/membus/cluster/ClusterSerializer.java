@@ -107,6 +107,15 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                     out.writeLong(c.bytesOut());
                     out.writeLong(c.errors());
                 }
+                out.writeInt(s.sections().size());
+                for (StatusSection section : s.sections()) {
+                    out.writeUTF(section.name());
+                    out.writeInt(section.facts().size());
+                    for (Map.Entry<String, String> f : section.facts().entrySet()) {
+                        out.writeUTF(f.getKey());
+                        writeLongString(out, f.getValue());
+                    }
+                }
             } else if (o instanceof MemberRow m) {
                 writeRow(out, m);
             } else {
@@ -151,7 +160,18 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                         channels.add(new ClusterMessage.ChannelRow(in.readShort(), in.readUTF(), in.readLong(),
                                 in.readLong(), in.readLong(), in.readLong(), in.readLong()));
                     }
-                    yield new StatusReply(from, leader, rows, names, heap, heapProblem, channels);
+                    int sc = count(in);
+                    List<StatusSection> sections = new ArrayList<>(sc);
+                    for (int i = 0; i < sc; i++) {
+                        String name = in.readUTF();
+                        int fc = count(in);
+                        Map<String, String> facts = new java.util.LinkedHashMap<>();
+                        for (int j = 0; j < fc; j++) {
+                            facts.put(in.readUTF(), readLongString(in));
+                        }
+                        sections.add(new StatusSection(name, facts));
+                    }
+                    yield new StatusReply(from, leader, rows, names, heap, heapProblem, channels, sections);
                 }
                 case "M" -> readRow(in);
                 default -> throw new NotSerializableException("unknown membus manifest: manifest=" + manifest

@@ -74,6 +74,9 @@ public final class DsmNode implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DsmNode.class);
 
     private final NodeConfig config;
+    /** Status sections of the layers above, by name. */
+    private final java.util.concurrent.ConcurrentSkipListMap<String, java.util.function.Supplier<Map<String, String>>>
+            statusSections = new java.util.concurrent.ConcurrentSkipListMap<>();
     private final long incarnation;
     private final ActorSystem system;
     private final Cluster cluster;
@@ -112,7 +115,7 @@ public final class DsmNode implements AutoCloseable {
             ActorRef replicator = DistributedData.get(system).replicator();
             this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
-                    config.operationTimeout(), this::heapUsage), ClusterAgent.NAME);
+                    config.operationTimeout(), this::heapUsage, this::statusSections), ClusterAgent.NAME);
         } catch (RuntimeException | Error e) {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
             terminate(system, Duration.ofSeconds(5));
@@ -418,6 +421,30 @@ public final class DsmNode implements AutoCloseable {
                     + " runs no allocator");
         }
         return a;
+    }
+
+    /**
+     * Adds (or replaces) a section of this node's status reply: {@code facts} is asked
+     * for its key/value pairs each time a status is taken ({@code membus status} prints
+     * them), on a Pekko blocking dispatcher; it must not block for long. What the layers
+     * above report about themselves (the coherent heap: caching, measured skew).
+     */
+    public void statusSection(String name, java.util.function.Supplier<Map<String, String>> facts) {
+        statusSections.put(java.util.Objects.requireNonNull(name, "name"), java.util.Objects.requireNonNull(facts,
+                "facts"));
+    }
+
+    /** The sections registered with {@link #statusSection}, asked now; one that fails says so. */
+    private java.util.List<StatusSection> statusSections() {
+        java.util.List<StatusSection> out = new java.util.ArrayList<>();
+        statusSections.forEach((name, facts) -> {
+            try {
+                out.add(new StatusSection(name, facts.get()));
+            } catch (RuntimeException e) {
+                out.add(new StatusSection(name, Map.of("error", String.valueOf(e))));
+            }
+        });
+        return out;
     }
 
     /** The cluster's heap usage (for {@code membus status}), or {@code null} without an allocator. */

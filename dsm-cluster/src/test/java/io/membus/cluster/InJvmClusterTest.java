@@ -136,7 +136,10 @@ class InJvmClusterTest {
         assertEquals("", reply.heapProblem(), "heap segments (global allocator) read by node 2");
         assertEquals(3, reply.heap().stream().filter(h -> h.segment() == 1 && h.chunkSize() == 4096
                 && h.nodeId() >= 1 && h.nodeId() <= 3).count(), reply.heap().toString());
-        // node 3's message counters: the echo channel handled one request and one one-way message
+        // node 3's message counters: the echo channel handled one request and one one-way message,
+        // and a status section a layer above registered (asked afresh for every reply)
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        all.get(2).statusSection("test-layer", () -> java.util.Map.of("asked", Integer.toString(asked.incrementAndGet())));
         ClusterMessage.StatusReply three = ClusterStatus.query(all.get(2).memberAddress().replaceAll("^.*@", ""), "test",
                 "127.0.0.1", Duration.ofSeconds(10));
         ClusterMessage.ChannelRow echo = three.channels().stream().filter(c -> c.name().equals("test-echo"))
@@ -144,6 +147,7 @@ class InJvmClusterTest {
         assertEquals(40, echo.channel());
         assertEquals(2, echo.messagesIn(), echo.toString());
         assertEquals(3, three.fromNode(), "message channels of node 3");
+        assertEquals(List.of(new StatusSection("test-layer", java.util.Map.of("asked", "1"))), three.sections());
         assertTrue(reply.heap().stream().anyMatch(h -> h.nodeId() == 1 && h.segment() == 1
                 && h.chunksByOwner().containsKey(2)), "node 2 holds chunks of node 1 for its large object:\n"
                 + reply.heap());

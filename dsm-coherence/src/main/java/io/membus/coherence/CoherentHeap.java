@@ -824,12 +824,25 @@ public final class CoherentHeap implements AutoCloseable {
         return measuredSkewMicros;
     }
 
-    /** A status line: caching state, cached objects, measured skew. */
-    public String status() {
+    /**
+     * This heap's state as ordered facts (what {@code membus status} prints for the
+     * node): {@code caching} on or off, {@code why-not} when off, {@code cached-objects},
+     * {@code measured-skew-us} (the largest possible skew the last check measured),
+     * {@code clock-bound-us}.
+     */
+    public java.util.Map<String, String> status() {
         String p = cachingProblem();
-        return "coherence: node " + self + ", caching " + (config.caching() && p == null ? "on" : "off")
-                + (p != null ? " (" + p + ")" : "") + ", cached objects " + cache.size() + ", measured skew "
-                + measuredSkewMicros + "us, clock bound " + epsMicros + "us";
+        java.util.Map<String, String> facts = new java.util.LinkedHashMap<>();
+        facts.put("caching", config.caching() && p == null ? "on" : "off");
+        if (p != null) {
+            facts.put("why-not", p);
+        } else if (!config.caching()) {
+            facts.put("why-not", "membus.coherence.caching = false");
+        }
+        facts.put("cached-objects", Integer.toString(cache.size()));
+        facts.put("measured-skew-us", Long.toString(measuredSkewMicros));
+        facts.put("clock-bound-us", Long.toString(epsMicros));
+        return facts;
     }
 
     int cachedObjects() {

@@ -51,6 +51,7 @@ public final class ProcessNemesis implements Nemesis {
             node.kill();
         } else {
             signal("STOP", pid);
+            awaitStopped(pid);
         }
         AtomicBoolean healed = new AtomicBoolean();
         String targets = "node " + node.nodeId() + " (pid " + pid + ")";
@@ -76,6 +77,33 @@ public final class ProcessNemesis implements Nemesis {
                 }
             }
         };
+    }
+
+    /**
+     * Waits (at most 2 s) until Linux reports {@code pid} stopped: a signal is delivered
+     * asynchronously, and the fault must be in effect when {@code start} returns. Where
+     * {@code /proc} is not there, returns at once.
+     */
+    static void awaitStopped(long pid) {
+        java.nio.file.Path stat = java.nio.file.Path.of("/proc", Long.toString(pid), "stat");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        while (System.nanoTime() - deadline < 0) {
+            try {
+                String s = java.nio.file.Files.readString(stat);
+                char state = s.charAt(s.lastIndexOf(')') + 2);
+                if (state == 'T' || state == 't' || state == 'Z' || state == 'X') {
+                    return;
+                }
+            } catch (IOException | RuntimeException e) {
+                return; // no /proc, or the process is gone
+            }
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
     }
 
     /** Sends {@code SIG<name>} to {@code pid} with the {@code kill} command; fails loudly when it cannot. */

@@ -127,6 +127,11 @@ public final class StatusText {
                         c.messagesIn(), c.bytesIn(), c.messagesOut(), c.bytesOut(), c.errors()));
             }
         }
+        for (io.membus.cluster.StatusSection section : reply.sections()) {
+            sb.append('\n').append(section.name()).append(" of node ").append(reply.fromNode()).append(":");
+            section.facts().forEach((k, v) -> sb.append(' ').append(k).append('=').append(v));
+            sb.append('\n');
+        }
         return sb.toString();
     }
 }

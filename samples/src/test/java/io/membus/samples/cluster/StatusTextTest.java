@@ -63,7 +63,8 @@ class StatusTextTest {
                 new HeapUsage.SegmentUsage(2, 1, 4096, 15, 15, 0, 0, 0, 0, 0, Map.of(), null),
                 new HeapUsage.SegmentUsage(3, 1, 4096, 15, 14, 1, 0, 1, 100, 0, Map.of(3, 1), null));
         StatusReply reply = new StatusReply(2, members.get(0).address(), members, 5, heap, "",
-                List.of(new ClusterMessage.ChannelRow(40, "test-echo", 2, 64, 1, 32, 0)));
+                List.of(new ClusterMessage.ChannelRow(40, "test-echo", 2, 64, 1, 32, 0)),
+                List.of(new io.membus.cluster.StatusSection("coherence", Map.of("caching", "on"))));
         String table = StatusText.clusterTable(reply);
         System.out.println(table);
         for (MemberRow m : members) {
@@ -75,11 +76,12 @@ class StatusTextTest {
         assertEquals(3, table.lines().filter(l -> l.matches("[123] +1 +4KiB .*")).count(), table);
         assertTrue(table.lines().anyMatch(l -> l.matches("1 +1 .*") && l.contains("{") && l.contains("2=4")), table);
         assertTrue(table.contains("message channels of node 2"), table);
+        assertTrue(table.contains("coherence of node 2: caching=on"), table);
         assertTrue(table.lines().filter(l -> l.matches("[123] +pekko://test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"))
                 .count() == 3, "one Up tcp row per node:\n" + table);
 
         String failed = StatusText.clusterTable(new StatusReply(2, "", members, 0, List.of(),
-                "heap usage could not be read: timeout", List.of()));
+                "heap usage could not be read: timeout", List.of(), List.of()));
         assertTrue(failed.contains("heap usage could not be read: timeout"), failed);
     }
 }
