@@ -42,10 +42,11 @@ class ClusterSerializerTest {
                         new MemberRow("pekko://membus@h:2", "Joining", false, 0, null)), 4,
                         List.of(new HeapUsage.SegmentUsage(1, 1, 65536, 100, 87, 12, 1, 300, 20, 1, Map.of(1, 12, 3, 1),
                                 null), new HeapUsage.SegmentUsage(2, 1, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(),
-                                "not formatted é")), "", List.of()),
+                                "not formatted é")), "", List.of(), List.of(new StatusSection("coherence",
+                                Map.of("caching", "off", "why-not", "clock skew é")))),
                 new StatusReply(2, "", List.of(), 0, List.of(), "heap usage could not be read: x", List.of(
                         new ClusterMessage.ChannelRow(40, "coherence-inval", 7, 700, 3, 300, 1),
-                        new ClusterMessage.ChannelRow(-2, "x", 0, 0, 0, 0, 0))));
+                        new ClusterMessage.ChannelRow(-2, "x", 0, 0, 0, 0, 0)), List.of()));
         for (Object o : all) {
             assertEquals(o, roundTrip(o));
         }
@@ -65,8 +66,9 @@ class ClusterSerializerTest {
         byte[] hugeList = serializer.toBinary(new StatusReply(1, "", List.of(), 0));
         hugeList[4 + 2] = 0x7f; // list count follows the int and the empty UTF string
         assertThrows(NotSerializableException.class, () -> serializer.fromBinary(hugeList, "S"));
-        byte[] longText = serializer.toBinary(new StatusReply(1, "", List.of(), 0, List.of(), "x", List.of()));
-        longText[longText.length - 8] = 0x7f; // heap problem's text length beyond the bytes that follow
+        byte[] longText = serializer.toBinary(new StatusReply(1, "", List.of(), 0, List.of(), "x", List.of(),
+                List.of()));
+        longText[longText.length - 12] = 0x7f; // heap problem's text length beyond the bytes that follow
         assertThrows(NotSerializableException.class, () -> serializer.fromBinary(longText, "S"));
         assertThrows(IllegalArgumentException.class, () -> serializer.manifest("a string"));
     }

@@ -39,9 +39,18 @@ public final class NodeCommand implements Callable<Integer> {
         }
         PrintStream out = System.out;
         DsmNode node = DsmNode.start(config);
+        // the coherence layer runs on every node: it answers invalidations and clock checks, and
+        // `membus status` shows its state (caching, measured skew)
+        io.membus.Membus membus = io.membus.Membus.wrap(node);
+        try {
+            membus.heap();
+        } catch (io.membus.core.error.DsmException e) {
+            out.println("membus node " + node.nodeId() + ": no coherent heap: " + e.getMessage());
+        }
         CountDownLatch stopped = new CountDownLatch(1);
         Thread hook = new Thread(() -> {
             out.println("membus node " + node.nodeId() + ": stopping, leaving the cluster");
+            membus.close();
             node.close();
             stopped.countDown();
         }, "membus-node-shutdown");
@@ -53,12 +62,14 @@ public final class NodeCommand implements Callable<Integer> {
             out.flush();
             if (node.isDown()) {
                 Runtime.getRuntime().removeShutdownHook(hook);
+                membus.close();
                 node.close();
                 System.err.println("membus node " + node.nodeId() + " is down: " + node.downReason());
                 return 3;
             }
             if (runFor > 0 && System.nanoTime() - until >= 0) {
                 Runtime.getRuntime().removeShutdownHook(hook);
+                membus.close();
                 node.close();
                 return 0;
             }
