@@ -64,9 +64,9 @@ class AtomicLongRestartTest {
 
     private static String config(int id, int port, int seed, String transport, Path dir) {
         String transportLines = transport.equals("shm")
-                ? "membus.transport-properties { \"shm.dir\" = \"" + dir + "\" }\n"
+                ? "membus.transports.shm.dir = \"" + dir + "\"\n"
                 : "membus.secret = \"restart-test-secret-0123456789\"\n"
-                        + "membus.transport-properties { \"tcp.port\" = \"0\", \"tcp.handshake-timeout\" = \"30s\" }\n";
+                        + "membus.transports.tcp { port = 0, handshake-timeout = 30s }\n";
         return MembusTest.FAST + "membus.node-id = " + id + "\n"
                 + "membus.cluster-name = restart-test\n"
                 + "membus.host = \"127.0.0.1\"\n"
