@@ -47,12 +47,18 @@ import java.time.Duration;
 public final class Membus implements AutoCloseable {
     private final DsmNode node;
     private final boolean owned;
+    private final Clock clock;
     private volatile DsmCollections collections;
     private volatile CoherentHeap heap;
 
     private Membus(DsmNode node, boolean owned) {
+        this(node, owned, Clock.system());
+    }
+
+    private Membus(DsmNode node, boolean owned, Clock clock) {
         this.node = node;
         this.owned = owned;
+        this.clock = clock;
     }
 
     /** Starts a node from {@code application.conf} and system properties. */
@@ -78,6 +84,14 @@ public final class Membus implements AutoCloseable {
     /** Collections over a node the caller started and keeps closing itself. */
     public static Membus wrap(DsmNode node) {
         return new Membus(node, false);
+    }
+
+    /**
+     * {@link #wrap(DsmNode)} whose coherent heap reads lease times from {@code clock}
+     * (tests and the stress command's skew nemesis move a {@code SkewableClock}).
+     */
+    public static Membus wrap(DsmNode node, Clock clock) {
+        return new Membus(node, false, java.util.Objects.requireNonNull(clock, "clock"));
     }
 
     /** Waits until the cluster has {@code count} members; see {@link DsmNode#awaitMembers}. */
@@ -125,7 +139,7 @@ public final class Membus implements AutoCloseable {
             synchronized (this) {
                 h = heap;
                 if (h == null) {
-                    h = new CoherentHeap(node.allocator(), node.messaging(), Clock.system(),
+                    h = new CoherentHeap(node.allocator(), node.messaging(), clock,
                             coherenceConfig(node.config().raw(), node.config().operationTimeout()));
                     node.statusSection("coherence", h::status); // membus status shows caching and skew
                     heap = h;

@@ -5,7 +5,6 @@ import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.DsmNode;
 import io.membus.alloc.Placement;
 import io.membus.codec.Codecs;
-import io.membus.coherence.CoherenceConfig;
 import io.membus.coherence.CoherentHeap;
 import io.membus.coherence.RemoteRef;
 import io.membus.collections.DsmLongArray;
@@ -185,8 +184,8 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
             t.join(10_000);
         }
         synchronized (this) {
-            if (coherent != null) {
-                coherent.close();
+            if (membus != null) {
+                membus.close(); // closes the heap; the node is this command's to close
             }
         }
     }
@@ -205,7 +204,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
     /** The node's collections: one handle per name per node (locks need that). */
     private synchronized DsmCollections collections(DsmNode node) {
         if (membus == null) {
-            membus = io.membus.Membus.wrap(node);
+            membus = io.membus.Membus.wrap(node, clock); // its heap's lease clock is the one the skew nemesis moves
         }
         return membus.collections();
     }
@@ -218,16 +217,17 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         return map;
     }
 
-    private CoherentHeap coherent;
     private volatile int refKeys;
     private final Map<Integer, RemoteRef<Long>> refs = new HashMap<>();
 
-    /** This node's coherent heap: its lease clock is the one the skew nemesis moves. */
+    /**
+     * This node's coherent heap, the facade's (one per node: it owns the coherence channels,
+     * which the collections' leased maps use too); its lease clock is the one the skew
+     * nemesis moves.
+     */
     private synchronized CoherentHeap coherent(DsmNode node) {
-        if (coherent == null) {
-            coherent = new CoherentHeap(node.allocator(), node.messaging(), clock, CoherenceConfig.defaults());
-        }
-        return coherent;
+        collections(node);
+        return membus.heap();
     }
 
     /** Node 1, before the run: one coherent object per key, on node k % nodes + 1, their words in a named array. */
