@@ -3,6 +3,7 @@ package io.membus.bench.verbs;
 import io.membus.core.Access;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
+import io.membus.core.directory.StaticDirectory;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
@@ -36,6 +37,12 @@ import java.util.stream.Stream;
  * and 4 KiB, compare-and-swap and fetch-and-add over a transport, beside the
  * same memory operation on a plain Chronicle Bytes native store ({@code floor}).
  *
+ * <p>The {@code rm*} methods run the same verbs through {@link RemoteMemory}, the path
+ * every layer above calls: its blocking forms, which on {@code local} and {@code shm}
+ * run on the caller's thread with no future and no result array, and the posted form
+ * ({@code rmFetchAndAddPosted}: {@code fetchAndAddAsync().join()}). Run with
+ * {@code -prof gc} for the bytes allocated per verb.
+ *
  * <p>{@code local}: two nodes of one JVM. {@code shm}: two shm nodes (the
  * initiator maps the target's file under /dev/shm; the verb path is the same as
  * between processes).
@@ -55,6 +62,7 @@ public class VerbBenchmark {
     private Transport target;
     private Transport initiator;
     private Connection connection;
+    private RemoteMemory memory;
     private Segment segment;
     private long key;
     private long ptr;
@@ -80,6 +88,12 @@ public class VerbBenchmark {
         key = segment.remoteKey();
         ptr = segment.pointer(4096);
         connection = RemoteMemory.await(initiator.connect(target.self()), Duration.ofSeconds(10));
+        StaticDirectory directory = new StaticDirectory();
+        directory.addMember(target.self());
+        directory.addMember(initiator.self());
+        directory.addSegment(segment.descriptor());
+        memory = new RemoteMemory(initiator, directory, Duration.ofSeconds(5));
+        memory.readLong(ptr); // caches the connection and the descriptor
     }
 
     private TransportConfig config(int id, String fabric) {
@@ -154,5 +168,61 @@ public class VerbBenchmark {
             return floor.addAndGetLong(4096, 1);
         }
         return connection.fetchAndAdd(ptr, key, 1).join();
+    }
+
+    @Benchmark
+    public byte[] rmReadInto8() {
+        if (floor != null) {
+            floor.read(4096, eight, 0, 8);
+            return eight;
+        }
+        memory.read(ptr, eight, 0, 8);
+        return eight;
+    }
+
+    @Benchmark
+    public long rmReadLong() {
+        if (floor != null) {
+            return floor.readVolatileLong(4096);
+        }
+        return memory.readLong(ptr);
+    }
+
+    @Benchmark
+    public long rmWriteLong() {
+        long c = ++counter;
+        if (floor != null) {
+            floor.writeVolatileLong(4096, c);
+            return c;
+        }
+        memory.writeLong(ptr, c);
+        return c;
+    }
+
+    @Benchmark
+    public long rmCompareAndSwap() {
+        long c = counter;
+        counter = c + 1;
+        if (floor != null) {
+            return floor.compareAndSwapLong(4096, c, c + 1) ? c : -1;
+        }
+        return memory.compareAndSwap(ptr, c, c + 1);
+    }
+
+    @Benchmark
+    public long rmFetchAndAdd() {
+        if (floor != null) {
+            return floor.addAndGetLong(4096, 1) - 1;
+        }
+        return memory.fetchAndAdd(ptr, 1);
+    }
+
+    /** The posted form through RemoteMemory: a future per verb. */
+    @Benchmark
+    public long rmFetchAndAddPosted() {
+        if (floor != null) {
+            return floor.addAndGetLong(4096, 1) - 1;
+        }
+        return memory.fetchAndAddAsync(ptr, 1).join();
     }
 }
