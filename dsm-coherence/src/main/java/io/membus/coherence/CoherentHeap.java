@@ -289,7 +289,13 @@ public final class CoherentHeap implements AutoCloseable {
             CompletableFuture<byte[]> pipelined = null;
             try {
                 byte[] first;
-                if (whole) {
+                if (whole && memory.runsDirect(ptr)) {
+                    // a memory path: the same three reads, each run at once (no futures, no round trips)
+                    byte[] h = memory.read(ptr, 8 + ObjectLayout.META);
+                    checkBlock(ptr, ref.generationHeader(), Words.getLong(h, 0), "read");
+                    h1 = Words.getLong(h, 8 + ObjectLayout.HEADER);
+                    first = memory.read(ptr, 8 + ObjectLayout.objectSize(cap));
+                } else if (whole) {
                     CompletableFuture<byte[]> head = memory.readAsync(ptr, 8 + ObjectLayout.META);
                     CompletableFuture<byte[]> body = memory.readAsync(ptr, 8 + ObjectLayout.objectSize(cap));
                     pipelined = memory.readAsync(ptr, 8 + ObjectLayout.META);

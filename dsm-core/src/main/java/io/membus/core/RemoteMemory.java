@@ -374,6 +374,16 @@ public final class RemoteMemory {
     }
 
     /**
+     * Whether a blocking verb on {@code ptr} would run on the caller's thread now (a
+     * memory path: this node's segments, or a direct connection with no fault rule and
+     * nothing held). Callers that would pipeline verbs to save round trips may issue
+     * them one by one instead: on such a path there is no round trip to save.
+     */
+    public boolean runsDirect(long ptr) {
+        return direct(ptr) != null;
+    }
+
+    /**
      * The segments a verb on {@code ptr} may run on now, on the caller's thread: this
      * node's own (when its local atomics are coherent with peers' verbs), or a live
      * member's through its open direct connection with no fault rule and nothing held;
