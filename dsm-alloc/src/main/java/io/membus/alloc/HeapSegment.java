@@ -576,7 +576,13 @@ final class HeapSegment {
      * their chunk's COUNT stays below the carved count and the chunk is kept.
      */
     int trim() {
-        ClassPool[] ps = pools.clone();
+        // every class's pool, created if it is not there yet: a pool created after a snapshot of the
+        // array would not be made busy, could find a chunk of its class by its scan and pop from it while
+        // this trim releases that chunk (found by PoolConcurrencyTest: a free list that left its chunk)
+        ClassPool[] ps = new ClassPool[pools.length];
+        for (int cls = 0; cls < ps.length; cls++) {
+            ps[cls] = pool(cls);
+        }
         List<ClassPool> busy = new ArrayList<>();
         try {
             for (ClassPool p : ps) {
