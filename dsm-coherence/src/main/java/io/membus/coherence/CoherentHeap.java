@@ -778,15 +778,13 @@ public final class CoherentHeap implements AutoCloseable {
                         offset = Words.getLong(r, 0) - (t0 + t1) / 2;
                     }
                 }
-                long t0 = 0;
-                long t1 = rtt;
-                long possible = Math.abs(offset) + (t1 - t0) / 2;
+                long possible = Math.abs(offset) + rtt / 2;
                 if (possible > worst) {
                     worst = possible;
                 }
                 if (possible > epsMicros) {
                     problem = "clock skew to node " + peer.nodeId() + " may be " + possible + "us (measured offset "
-                            + offset + "us, round trip " + (t1 - t0) + "us), above the clock bound " + epsMicros
+                            + offset + "us, round trip " + rtt + "us), above the clock bound " + epsMicros
                             + "us (membus.coherence.clock-bound)";
                 }
             } catch (DsmException e) {
