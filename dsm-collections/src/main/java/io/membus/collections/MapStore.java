@@ -342,14 +342,19 @@ final class MapStore {
         if (cacheMax <= 0 || leases != null) {
             return;
         }
-        if (cache.size() >= cacheMax) {
-            Iterator<ByteBuffer> it = cache.keySet().iterator();
+        makeRoom(cache);
+        cache.put(ByteBuffer.wrap(key), new Cached(slotPtr, word, value, at));
+    }
+
+    /** Drops one entry of a full read cache (whichever the map's iteration meets first). */
+    private void makeRoom(ConcurrentHashMap<ByteBuffer, ?> c) {
+        if (c.size() >= cacheMax) {
+            Iterator<ByteBuffer> it = c.keySet().iterator();
             if (it.hasNext()) {
                 it.next();
                 it.remove();
             }
         }
-        cache.put(ByteBuffer.wrap(key), new Cached(slotPtr, word, value, at));
     }
 
     private void forget(byte[] key) {
@@ -384,13 +389,7 @@ final class MapStore {
         long version = leases.heap.cacheVersion(stripe);
         byte[] value = lookup(key, hash);
         if (version >= 0 && cacheMax > 0 && leases.heap.cachedVersion(stripe) == version) {
-            if (leased.size() >= cacheMax) {
-                Iterator<ByteBuffer> it = leased.keySet().iterator();
-                if (it.hasNext()) {
-                    it.next();
-                    it.remove();
-                }
-            }
+            makeRoom(leased);
             leased.put(k, new Leased(version, value));
         }
         return value;
