@@ -31,6 +31,7 @@ public abstract class AbstractTransport implements Transport {
     private final Map<Integer, String> fenced = new ConcurrentHashMap<>();
     private final Map<Integer, CompletableFuture<Connection>> connections = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    private volatile VerbObserver observer = VerbObserver.NONE;
     private final AtomicBoolean closeOnce = new AtomicBoolean();
 
     protected AbstractTransport(TransportConfig config) {
@@ -66,6 +67,16 @@ public abstract class AbstractTransport implements Transport {
     @Override
     public FaultInjector faults() {
         return faults;
+    }
+
+    /** Where this transport's connections report their verbs' outcomes ({@link VerbObserver#NONE} by default). */
+    public VerbObserver observer() {
+        return observer;
+    }
+
+    /** Installs the observer the connections report to; set it before connecting (connections read it then). */
+    public void observe(VerbObserver observer) {
+        this.observer = java.util.Objects.requireNonNull(observer, "observer");
     }
 
     /**
