@@ -115,10 +115,11 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      */
     static long formatRoot(GlobalAllocator heap, long body, Codec<?> keys, Codec<?> values, DsmMapOptions options) {
         int log2 = Integer.numberOfTrailingZeros(options.initialSlots());
-        long table = MapStore.newTable(heap, log2, WINDOW, 0, Placement.byKey(MapLayout.mix(body)));
+        int inline = options.inlineEntryBytes();
+        long table = MapStore.newTable(heap, log2, WINDOW, inline, 0, Placement.byKey(MapLayout.mix(body)));
         byte[] b = new byte[ROOT_LENGTH];
-        putInt(b, ROOT_VERSION_WINDOW, VERSION);
-        putInt(b, ROOT_VERSION_WINDOW + 4, WINDOW);
+        putInt(b, ROOT_VERSION_WINDOW, inline > 0 ? VERSION_INLINE : VERSION);
+        putInt(b, ROOT_VERSION_WINDOW + 4, WINDOW | inline << 16);
         putLong(b, ROOT_KEY_CODEC, codecHash(keys));
         putLong(b, ROOT_VALUE_CODEC, codecHash(values));
         putLong(b, ROOT_GRACE, options.grace().toNanos() / 1000);
@@ -187,9 +188,14 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
             throw DsmMapException.notAMap(where, "magic=" + Long.toHexString(getLong(b, p + ROOT_MAGIC)));
         }
         int version = getInt(b, p + ROOT_VERSION_WINDOW);
-        int window = getInt(b, p + ROOT_VERSION_WINDOW + 4);
-        if (version != VERSION || window < 1 || window > 1024) {
-            throw DsmMapException.notAMap(where, "version=" + version + ", window=" + window + ", supported=" + VERSION);
+        int windowWord = getInt(b, p + ROOT_VERSION_WINDOW + 4);
+        int window = windowWord & 0xffff;
+        int inline = windowWord >>> 16;
+        boolean inlineOk = version == VERSION ? inline == 0
+                : inline >= 16 && inline <= MAX_INLINE && inline % 8 == 0;
+        if ((version != VERSION && version != VERSION_INLINE) || window < 1 || window > 1024 || !inlineOk) {
+            throw DsmMapException.notAMap(where, "version=" + version + ", window=" + window + ", inline=" + inline
+                    + ", supported=" + VERSION + "," + VERSION_INLINE);
         }
         if (getLong(b, p + ROOT_KEY_CODEC) != codecHash(keys)) {
             throw DsmMapException.codecMismatch(where, "key", Long.toHexString(getLong(b, p + ROOT_KEY_CODEC)),
@@ -214,7 +220,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
             }
             leases = new MapLeases(options.coherentHeap(), leaseTable);
         }
-        return new DsmMap<>(new MapStore(heap, rootPtr, body, graceNanos, window, options.readCacheEntries(), leases),
+        return new DsmMap<>(new MapStore(heap, rootPtr, body, graceNanos, window, inline, options.readCacheEntries(), leases),
                 keys, values);
     }
 

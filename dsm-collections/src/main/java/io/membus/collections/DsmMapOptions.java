@@ -29,14 +29,23 @@ import java.time.Duration;
  * <p><b>Note:</b> immutable value; thread-safe.
  */
 public final class DsmMapOptions {
+    /** The default inline area per slot: 48 bytes, so key + value up to 38 bytes are read with their slot. */
+    public static final int DEFAULT_INLINE_BYTES = 48;
     private final int initialSlots;
     private final Duration grace;
     private final int readCacheEntries;
     private final boolean leasedReads;
     private final CoherentHeap coherentHeap;
+    private final int inlineBytes;
 
     private DsmMapOptions(int initialSlots, Duration grace, int readCacheEntries, boolean leasedReads,
                           CoherentHeap coherentHeap) {
+        this(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, DEFAULT_INLINE_BYTES);
+    }
+
+    private DsmMapOptions(int initialSlots, Duration grace, int readCacheEntries, boolean leasedReads,
+                          CoherentHeap coherentHeap, int inlineBytes) {
+        this.inlineBytes = inlineBytes;
         this.initialSlots = initialSlots;
         this.grace = grace;
         this.readCacheEntries = readCacheEntries;
@@ -48,7 +57,7 @@ public final class DsmMapOptions {
         this(initialSlots, grace, readCacheEntries, false, null);
     }
 
-    /** 256 home slots, a grace of one second, a read cache of 1024 entries, no leased reads. */
+    /** 256 home slots, a grace of one second, a read cache of 1024 entries, no leased reads, 48-byte inline areas. */
     public static DsmMapOptions defaults() {
         return new DsmMapOptions(256, Duration.ofSeconds(1), 1024);
     }
@@ -59,7 +68,7 @@ public final class DsmMapOptions {
      * root: every node then follows it. Needs {@link #coherentHeap}.
      */
     public DsmMapOptions leasedReads(boolean on) {
-        return new DsmMapOptions(initialSlots, grace, readCacheEntries, on, coherentHeap);
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, on, coherentHeap, inlineBytes);
     }
 
     public boolean leasedReads() {
@@ -68,7 +77,7 @@ public final class DsmMapOptions {
 
     /** This node's coherent heap: what a handle of a map with leased reads locks and caches through. */
     public DsmMapOptions coherentHeap(CoherentHeap heap) {
-        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, heap);
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, heap, inlineBytes);
     }
 
     /** The heap given by {@link #coherentHeap(CoherentHeap)}, or null. */
@@ -85,7 +94,7 @@ public final class DsmMapOptions {
         if (entries < 0 || entries > (1 << 24)) {
             throw new DsmConfigException("readCacheEntries", String.valueOf(entries), "0 .. 16777216");
         }
-        return new DsmMapOptions(initialSlots, grace, entries, leasedReads, coherentHeap);
+        return new DsmMapOptions(initialSlots, grace, entries, leasedReads, coherentHeap, inlineBytes);
     }
 
     public int readCacheEntries() {
@@ -98,7 +107,29 @@ public final class DsmMapOptions {
             throw new DsmConfigException("initialSlots", String.valueOf(slots), "1 .. 67108864");
         }
         int n = Math.max(16, Integer.highestOneBit(slots - 1) << 1);
-        return new DsmMapOptions(n, grace, readCacheEntries, leasedReads, coherentHeap);
+        return new DsmMapOptions(n, grace, readCacheEntries, leasedReads, coherentHeap, inlineBytes);
+    }
+
+    /**
+     * Bytes of the <b>inline area</b> beside each table slot, where a copy of the slot's
+     * entry sits when key and value together take at most {@code bytes - 10}: an uncached
+     * get of such a key is one round trip (the window's slot words and its inline areas,
+     * two reads issued together) instead of two. 0 turns it off (every slot is one word);
+     * else a multiple of 8 from 16 to {@value MapLayout#MAX_INLINE}. Costs {@code bytes}
+     * more per slot in every table and one more write (pipelined with the entry's) per
+     * change. Chosen at creation and kept in the map's root. Default
+     * {@value #DEFAULT_INLINE_BYTES}.
+     */
+    public DsmMapOptions inlineEntryBytes(int bytes) {
+        if (bytes != 0 && (bytes < 16 || bytes > MapLayout.MAX_INLINE || bytes % 8 != 0)) {
+            throw new DsmConfigException("inlineEntryBytes", String.valueOf(bytes),
+                    "0 (off), or a multiple of 8 from 16 to " + MapLayout.MAX_INLINE);
+        }
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, bytes);
+    }
+
+    public int inlineEntryBytes() {
+        return inlineBytes;
     }
 
     /** The grace period: 10 ms .. 1 hour. */
@@ -106,7 +137,7 @@ public final class DsmMapOptions {
         if (grace == null || grace.toMillis() < 10 || grace.toHours() > 1) {
             throw new DsmConfigException("grace", String.valueOf(grace), "10 ms .. 1 h");
         }
-        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap);
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, inlineBytes);
     }
 
     public int initialSlots() {

@@ -15,13 +15,15 @@ import io.membus.core.RemotePtr;
  *   0          8                 16               24               32             40            48            56          64
  *  +----------+--------+--------+----------------+----------------+--------------+-------------+-------------+-----------+
  *  | magic    | version| window | key codec hash | value codec    | grace (µs)   | TABLE       | FIRST TABLE | LEASES    |
- *  | MBMAP001 | (32)   | (32)   | (of its id)    | hash           |              | (CAS)       |             | (0: none) |
+ *  | MBMAP001 | (32)   | (32)*  | (of its id)    | hash           |              | (CAS)       |             | (0: none) |
  *  +----------+--------+--------+----------------+----------------+--------------+-------------+-------------+-----------+
  *   64                                                             64 + 8 * STRIPES
  *  +--------------------------------------------------------------+
  *  | size counters: one word per stripe (fetch-and-add, summed)    |
  *  +--------------------------------------------------------------+
  * </pre>
+ * (*) the window in the low 16 bits; version 2 keeps the inline area's size (bytes per
+ * slot) in the high 16 bits.
  * TABLE is the payload pointer of the newest fully populated table; it only moves
  * forward along the tables' NEXT chain. FIRST TABLE is where that chain starts (so
  * {@code destroy} finds every table). LEASES points to the table of lease stripes of a
@@ -35,7 +37,23 @@ import io.membus.core.RemotePtr;
  *  |          | (CAS)    | (FAA)    | (FAA)    |          | (to free it)|         | 8 bytes each                  |
  *  +----------+----------+----------+----------+----------+-------------+---------+------------------------------+
  * </pre>
- * A key's home slot is {@code mix(hash ^ SEED) mod n}; it lives in the first slot of
+ * A map of layout version 2 ({@link #VERSION_INLINE}) has, after the slot words, one
+ * <b>inline area</b> per slot ({@code inline} bytes each, recorded in the root beside the
+ * window), holding a copy of the slot's entry when the entry is small:
+ * <pre>
+ *   0            8          9            10
+ *  +------------+----------+------------+-----------+-------------+--------+
+ *  | check word | key len  | value len  | key bytes | value bytes | unused |
+ *  +------------+----------+------------+-----------+-------------+--------+
+ * </pre>
+ * The check word ({@link #inlineCheck}) binds the copy to the identity of the slot word
+ * it copies; a writer writes the area <em>before</em> the CAS that installs that word
+ * (an entry too big for it gets a check word of 0 instead), and a reader reads the
+ * window's words first and its inline areas after them (two verbs, issued together, that
+ * execute in order). docs/collections.md has the argument why a copy that checks is the
+ * entry the word named.
+ *
+ * <p>A key's home slot is {@code mix(hash ^ SEED) mod n}; it lives in the first slot of
  * the window {@code [home, home + window)} that holds it (linear probing in a
  * bounded window; the {@code window - 1} slots past {@code n} make every window
  * contiguous, so one read fetches it). NEXT is the table being migrated into;
@@ -77,7 +95,14 @@ import io.membus.core.RemotePtr;
  */
 public final class MapLayout {
     public static final long MAGIC = 0x31303050414D424DL; // "MBMAP001" little-endian
+    /** Layout version of a map without inline entries (every table slot is one word). */
     public static final int VERSION = 1;
+    /** Layout version of a map whose tables keep an inline copy of small entries beside their slots. */
+    public static final int VERSION_INLINE = 2;
+    /** The largest inline area a map may ask for (bytes per slot, beside its word). */
+    public static final int MAX_INLINE = 248;
+    /** Bytes of an inline area before its key and value bytes: check word, key length, value length. */
+    public static final int INLINE_PREFIX = 10;
 
     // root
     public static final int ROOT_MAGIC = 0;
@@ -110,6 +135,12 @@ public final class MapLayout {
     public static final int ENTRY_VALUE_LENGTH = 20;
     public static final int ENTRY_CHECK = 24;
     public static final int ENTRY_DATA = 32;
+
+    // inline area (beside slot i: at the table's inline base + i * inline bytes)
+    public static final int INLINE_CHECK = 0;
+    public static final int INLINE_KEY_LENGTH = 8;
+    public static final int INLINE_VALUE_LENGTH = 9;
+    public static final int INLINE_DATA = INLINE_PREFIX;
 
     // slot word
     public static final long TOMB = 1L << 63;
@@ -195,6 +226,33 @@ public final class MapLayout {
     /** Whether the word names a key (live or removed, frozen or not). */
     public static boolean hasKey(long word) {
         return pointerOf(word) != 0;
+    }
+
+    /** Offset in a table's payload of slot {@code i}'s inline area, for a table of {@code total} slots. */
+    public static long inlineOffset(int total, int inline, int i) {
+        return TABLE_SLOTS + 8L * total + (long) inline * i;
+    }
+
+    /** Payload bytes of a table of {@code total} slots, each with an inline area of {@code inline} bytes (0: none). */
+    public static long tableBytes(int total, int inline) {
+        return TABLE_SLOTS + (8L + inline) * total;
+    }
+
+    /** Whether an entry of these key and value lengths fits an inline area of {@code inline} bytes. */
+    public static boolean fitsInline(int inline, int keyLength, int valueLength) {
+        return inline > 0 && keyLength <= 255 && valueLength <= 255 && INLINE_PREFIX + keyLength + valueLength <= inline;
+    }
+
+    /**
+     * The check word of an inline copy: a mix of the identity of the slot word it copies
+     * (fingerprint, size class, entry pointer; no flags), the lengths and the bytes. A reader
+     * accepts an inline area only when this matches the slot word it read before the area:
+     * a copy of another entry, a torn copy or the marker of a large entry fails it.
+     */
+    public static long inlineCheck(long identity, byte[] data, int offset, int keyLength, int valueLength) {
+        long h = mix(identity ^ 0x496e6c696e65436bL);
+        h = mix(h ^ ((long) keyLength << 8 | valueLength));
+        return mixBytes(h, data, offset, keyLength + valueLength);
     }
 
     /** Bytes to read for an entry of size class {@code cls} (header included); a large entry reads a first page. */

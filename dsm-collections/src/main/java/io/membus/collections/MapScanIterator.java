@@ -96,7 +96,7 @@ final class MapScanIterator implements Iterator<MapStore.RawEntry> {
             if (isMoved(w)) {
                 if (!isTomb(w)) {
                     // make sure the key is in the next table before that table is walked
-                    store.copyInto(store.mustNext(table), e.key(), e.hash(), identity(w) | COPIED);
+                    store.copyInto(store.mustNext(table), e.key(), e.hash(), identity(w) | COPIED, e.value());
                 }
                 continue;
             }

@@ -76,11 +76,14 @@ final class MapStore {
         final long seq;
         final long seed;
         final int window;
+        /** Bytes of each slot's inline area (0: none). */
+        final int inline;
         volatile long next;
         /** When this node first saw every range claimed but the migration unfinished (0: not seen). */
         volatile long stalledSince;
 
-        Table(long ptr, int log2, long seq, long seed, int window, long next) {
+        Table(long ptr, int log2, long seq, long seed, int window, int inline, long next) {
+            this.inline = inline;
             this.ptr = ptr;
             this.log2 = log2;
             this.seq = seq;
@@ -99,6 +102,11 @@ final class MapStore {
 
         long slot(int i) {
             return ptr + TABLE_SLOTS + 8L * i;
+        }
+
+        /** The inline area beside slot {@code i} (a table with inline areas only). */
+        long inlineArea(int i) {
+            return ptr + inlineOffset(total(), inline, i);
         }
     }
 
@@ -134,6 +142,8 @@ final class MapStore {
     final long root;
     final long graceNanos;
     final int window;
+    /** Bytes of the inline area beside each slot (0: the map has none). */
+    final int inline;
     final Reclaimer reclaimer;
     /** The lease stripes of a map with leased reads, or null. */
     final MapLeases leases;
@@ -147,14 +157,16 @@ final class MapStore {
     private final int cacheMax;
     private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder repairs = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder inlineHits = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder restartCount = new java.util.concurrent.atomic.LongAdder();
 
     /** A key's slot word (at {@code slotPtr}) and value as seen by an operation that started at {@code at}. */
     private record Cached(long slotPtr, long word, byte[] value, long at) {
     }
 
-    MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window, int cacheMax,
+    MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window, int inline, int cacheMax,
              MapLeases leases) {
+        this.inline = inline;
         this.cacheMax = cacheMax;
         this.leases = leases;
         this.heap = heap;
@@ -169,10 +181,10 @@ final class MapStore {
 
     // ================================================================ creation
 
-    /** Allocates and zeroes a table of {@code 1 << log2} home slots (not yet reachable). */
-    static long newTable(GlobalAllocator heap, int log2, int window, long seq, Placement placement) {
+    /** Allocates and zeroes a table of {@code 1 << log2} home slots with their inline areas (not yet reachable). */
+    static long newTable(GlobalAllocator heap, int log2, int window, int inline, long seq, Placement placement) {
         int total = (1 << log2) + window - 1;
-        long bytes = TABLE_SLOTS + 8L * total;
+        long bytes = tableBytes(total, inline);
         BlockRef ref = heap.allocate(bytes, placement);
         RemoteMemory mem = heap.memory();
         byte[] zeros = new byte[(int) Math.min(ZERO_CHUNK, bytes)];
@@ -201,7 +213,7 @@ final class MapStore {
         if (log2 < 1 || log2 > 40) {
             throw DsmMapException.corrupted(RemotePtr.toString(ptr), "tableLog2=" + log2);
         }
-        t = new Table(ptr, log2, getLong(h, TABLE_SEQ), getLong(h, TABLE_SEED), window, getLong(h, TABLE_NEXT));
+        t = new Table(ptr, log2, getLong(h, TABLE_SEQ), getLong(h, TABLE_SEED), window, inline, getLong(h, TABLE_NEXT));
         Table prev = tables.putIfAbsent(ptr, t);
         return prev != null ? prev : t;
     }
@@ -294,6 +306,9 @@ final class MapStore {
 
     private Scan scan(Table t, byte[] key, long hash, long start) {
         int home = home(hash, t.seed, t.log2);
+        if (t.inline > 0) {
+            return scanInline(t, key, hash, start, home);
+        }
         long[] w = readWords(t.slot(home), window);
         int fp = fingerprint(hash);
         for (int i = 0; i < window; i++) {
@@ -313,6 +328,123 @@ final class MapStore {
             }
         }
         return new Scan(Kind.FULL, -1, 0, null);
+    }
+
+    /**
+     * {@link #scan} of a table with inline areas: the window's slot words, then their inline
+     * areas (a second read issued with the first on the same connection, so it runs after
+     * it: one round trip). A candidate slot whose inline area checks against the word read
+     * before it is decided from that copy; only a candidate without a valid copy (a large
+     * entry, a copy being rewritten) costs the read of its entry.
+     *
+     * <p>Why a copy that checks is the entry the word names (docs/collections.md has the
+     * whole argument): the check binds the copy to the word's identity (fingerprint, size
+     * class, entry pointer); whoever installs an identity in a slot wrote the slot's inline
+     * area first (a copy, or a check word of 0), and a block is reused only after a grace
+     * period once no slot names it. So the area, read after the word, holds either the copy
+     * the word's installer wrote, or a later write — a copy for another identity, which
+     * fails the check, or (after the word was replaced, the block freed a grace later and
+     * reused under the same identity) a copy of the reused block, which cannot happen
+     * within the half grace the read is bounded by ({@link #checkTime} below).
+     */
+    private Scan scanInline(Table t, byte[] key, long hash, long start, int home) {
+        byte[][] read = readWindow(t, home);
+        byte[] words = read[0];
+        byte[] areas = read[1];
+        checkTime(start);
+        int fp = fingerprint(hash);
+        for (int i = 0; i < window; i++) {
+            long word = getLong(words, 8 * i);
+            if (word == 0) {
+                return new Scan(Kind.EMPTY, home + i, 0, null);
+            }
+            if (isMovedEmpty(word)) {
+                return new Scan(Kind.MOVED_EMPTY, home + i, word, null);
+            }
+            if (fingerprintOf(word) != fp) {
+                continue;
+            }
+            Entry e = inlineEntry(word, areas, i * t.inline, t.inline, hash);
+            if (e != null) {
+                inlineHits.increment();
+                if (e.keyEquals(key)) {
+                    return new Scan(Kind.FOUND, home + i, word, e);
+                }
+                continue;
+            }
+            e = readEntry(word, start);
+            if (e.hash == hash && e.keyEquals(key)) {
+                return new Scan(Kind.FOUND, home + i, word, e);
+            }
+        }
+        return new Scan(Kind.FULL, -1, 0, null);
+    }
+
+    /**
+     * The window of {@code t} from {@code home}: its slot words, and then its inline areas.
+     * The areas are read after the words — by the second of two reads issued together on
+     * one connection (verbs execute in issue order), or one after the other on a memory
+     * path — which {@link #scanInline}'s argument needs: one read of both would copy its
+     * bytes in no promised order.
+     */
+    private byte[][] readWindow(Table t, int home) {
+        long words = t.slot(home);
+        long areas = t.inlineArea(home);
+        int wordBytes = 8 * window;
+        int areaBytes = t.inline * window;
+        if (mem.runsDirect(words)) {
+            byte[] w = mem.read(words, wordBytes);
+            return new byte[][] {w, mem.read(areas, areaBytes)};
+        }
+        java.util.concurrent.CompletableFuture<byte[]> w = mem.readAsync(words, wordBytes);
+        java.util.concurrent.CompletableFuture<byte[]> a = mem.readAsync(areas, areaBytes);
+        return new byte[][] {mem.await(w), mem.await(a)};
+    }
+
+    /**
+     * The entry in the inline area at {@code areas[at..]} when it is a copy of the entry
+     * {@code word} names (its check matches the word's identity), else null. Its hash is
+     * {@code hash}, the caller's key's: meaningful only if its key is the caller's.
+     */
+    private static Entry inlineEntry(long word, byte[] areas, int at, int inline, long hash) {
+        int kl = areas[at + INLINE_KEY_LENGTH] & 0xff;
+        int vl = areas[at + INLINE_VALUE_LENGTH] & 0xff;
+        if (INLINE_PREFIX + kl + vl > inline) {
+            return null;
+        }
+        if (inlineCheck(identity(word), areas, at + INLINE_DATA, kl, vl) != getLong(areas, at + INLINE_CHECK)) {
+            return null;
+        }
+        return new Entry(pointerOf(word), hash, areas, at + INLINE_DATA, kl, vl);
+    }
+
+    /** The bytes of slot {@code word}'s inline area: a copy of the entry when it fits, else a check word of 0. */
+    private byte[] inlineBytes(long word, byte[] key, byte[] value) {
+        if (!fitsInline(inline, key.length, value.length)) {
+            return new byte[8]; // a check word no copy has (but with probability 2^-64): "no copy here"
+        }
+        byte[] b = new byte[INLINE_PREFIX + key.length + value.length];
+        b[INLINE_KEY_LENGTH] = (byte) key.length;
+        b[INLINE_VALUE_LENGTH] = (byte) value.length;
+        System.arraycopy(key, 0, b, INLINE_DATA, key.length);
+        System.arraycopy(value, 0, b, INLINE_DATA + key.length, value.length);
+        putLong(b, INLINE_CHECK, inlineCheck(identity(word), b, INLINE_DATA, key.length, value.length));
+        return b;
+    }
+
+    /**
+     * Writes slot {@code index}'s inline area for {@code word} before the CAS that installs
+     * it (the rule {@link #scanInline} relies on). Waits for the write.
+     */
+    private void preWrite(Table t, int index, long word, byte[] key, byte[] value) {
+        if (t.inline > 0) {
+            mem.write(t.inlineArea(index), inlineBytes(word, key, value));
+        }
+    }
+
+    /** Candidates decided from their inline copy (no entry read) by this handle so far. */
+    long inlineHits() {
+        return inlineHits.sum();
     }
 
     /**
@@ -422,7 +554,7 @@ final class MapStore {
                         case FOUND:
                             if (isMoved(s.word)) {
                                 if (!isTomb(s.word)) {
-                                    copyInto(mustNext(t), key, hash, identity(s.word) | COPIED);
+                                    copyInto(mustNext(t), key, hash, identity(s.word) | COPIED, s.entry.value());
                                 }
                                 t = mustNext(t);
                                 continue;
@@ -512,7 +644,7 @@ final class MapStore {
                 if (s.kind == Kind.MOVED_EMPTY || s.kind == Kind.FULL
                         || (s.kind == Kind.FOUND && isMoved(s.word))) {
                     if (s.kind == Kind.FOUND && !isTomb(s.word)) {
-                        copyInto(mustNext(t), key, hash, identity(s.word) | COPIED);
+                        copyInto(mustNext(t), key, hash, identity(s.word) | COPIED, s.entry.value());
                     }
                     if (s.kind == Kind.FULL && nextOf(t) == null) {
                         startResize(t);
@@ -535,13 +667,21 @@ final class MapStore {
                 } else {
                     if (fresh == null || !Arrays.equals(freshValue, next)) {
                         if (fresh != null) {
-                            heap.free(fresh);
+                            heap.free(fresh); // never installed (its inline copy landed before: a reuse rewrites the area first)
                             fresh = null;
                         }
-                        fresh = writeEntry(key, hash, next);
+                        fresh = writeEntry(key, hash, next, t, s.index);
                         freshValue = next;
+                        update = slot(hash, entryClass(fresh), fresh.ptr());
+                    } else {
+                        update = slot(hash, entryClass(fresh), fresh.ptr());
+                        try {
+                            preWrite(t, s.index, update, key, next);
+                        } catch (RuntimeException e) {
+                            fresh = null; // the copy may still land: never free (reuse) the block it names
+                            throw e;
+                        }
                     }
-                    update = slot(hash, entryClass(fresh), fresh.ptr());
                 }
                 checkTime(start);
                 if (lastChange != Long.MAX_VALUE && System.nanoTime() - lastChange > 0) {
@@ -599,13 +739,30 @@ final class MapStore {
         }
     }
 
-    private BlockRef writeEntry(byte[] key, long hash, byte[] value) {
+    /**
+     * Allocates and writes a new entry block, and (a map with inline areas) slot
+     * {@code index}'s inline area of {@code t} for the word that will name it; the two
+     * writes are in flight together. A failed write leaves the block allocated (leaked):
+     * either write may still land, and a late copy of a block that was reused would name
+     * the new entry with the old bytes.
+     */
+    private BlockRef writeEntry(byte[] key, long hash, byte[] value, Table t, int index) {
         int payload = ENTRY_DATA + key.length + value.length;
         BlockRef ref = heap.allocate(payload, Placement.byKey(hash));
         if (!fitsSlot(ref.ptr()) || (!ref.isLarge() && HeapLayout.blockClassOf(ref.header()) >= LARGE_CLASS)) {
             heap.free(ref);
             throw DsmMapException.placement(RemotePtr.toString(ref.ptr()), "node=" + ref.nodeId() + ", segment="
                     + ref.segmentIndex() + ", offset=" + RemotePtr.offset(ref.ptr()));
+        }
+        java.util.concurrent.CompletableFuture<Void> copy = null;
+        if (t.inline > 0) {
+            long area = t.inlineArea(index);
+            byte[] bytes = inlineBytes(slot(hash, entryClass(ref), ref.ptr()), key, value);
+            if (mem.runsDirect(area)) {
+                mem.write(area, bytes);
+            } else {
+                copy = mem.writeAsync(area, bytes);
+            }
         }
         byte[] b = new byte[payload];
         putLong(b, ENTRY_HEADER_COPY, ref.header());
@@ -616,11 +773,17 @@ final class MapStore {
         System.arraycopy(value, 0, b, ENTRY_DATA + key.length, value.length);
         putLong(b, ENTRY_CHECK, check(ref.header(), hash, b, ENTRY_DATA, key.length + value.length));
         mem.write(ref.payload(), b);
+        if (copy != null) {
+            mem.await(copy);
+        }
         return ref;
     }
 
-    /** Puts {@code word} (a frozen key's entry) into {@code t} unless the key already reached it. */
-    void copyInto(Table t, byte[] key, long hash, long word) {
+    /**
+     * Puts {@code word} (a frozen key's entry, whose value is {@code value}) into {@code t}
+     * unless the key already reached it; the slot's inline area is written first.
+     */
+    void copyInto(Table t, byte[] key, long hash, long word, byte[] value) {
         long start = System.nanoTime();
         while (true) {
             Scan s;
@@ -634,6 +797,7 @@ final class MapStore {
                 case FOUND:
                     return;
                 case EMPTY:
+                    preWrite(t, s.index, word, key, value);
                     if (mem.compareAndSwap(t.slot(s.index), 0, word) == 0) {
                         return;
                     }
@@ -660,7 +824,7 @@ final class MapStore {
         long live = size();
         int log2 = live * 4 >= t.homes() ? t.log2 + 1 : t.log2;
         // spread tables over the nodes with heaps (this node may have none)
-        long fresh = newTable(heap, log2, window, t.seq + 1, Placement.byKey(MapLayout.mix(rootBlock ^ t.seq)));
+        long fresh = newTable(heap, log2, window, inline, t.seq + 1, Placement.byKey(MapLayout.mix(rootBlock ^ t.seq)));
         long witness = mem.compareAndSwap(t.ptr + TABLE_NEXT, 0, fresh);
         if (witness != 0) {
             freeTable(fresh); // another node's table won
@@ -733,7 +897,7 @@ final class MapStore {
         while (true) {
             try {
                 Entry e = readEntry(w, System.nanoTime());
-                copyInto(mustNext(t), e.key(), e.hash, identity(w) | COPIED);
+                copyInto(mustNext(t), e.key(), e.hash, identity(w) | COPIED, e.value());
                 return;
             } catch (Restart r) {
                 // a frozen live entry is not retired before the root passes t: a restart here is a slow read

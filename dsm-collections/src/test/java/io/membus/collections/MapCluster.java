@@ -49,6 +49,12 @@ final class MapCluster implements AutoCloseable {
 
     /** Nodes whose verbs time out after {@code operationTimeout}. */
     MapCluster(String transport, int nodes, long heapSize, Duration operationTimeout) {
+        this(transport, nodes, heapSize, operationTimeout, (id, t) -> t);
+    }
+
+    /** Nodes whose transports are wrapped by {@code wrap} (node id, transport): tests that count verbs. */
+    MapCluster(String transport, int nodes, long heapSize, Duration operationTimeout,
+               java.util.function.BiFunction<Integer, Transport, Transport> wrap) {
         this.transport = transport;
         if (transport.equals("shm")) {
             Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
@@ -72,7 +78,7 @@ final class MapCluster implements AutoCloseable {
                 b.property("tcp.secret", TCP_SECRET).property("tcp.host", "127.0.0.1")
                         .property("tcp.port", "0").connectTimeout(Duration.ofSeconds(10));
             }
-            Transport t = Transports.create(transport, b.build());
+            Transport t = wrap.apply(id, Transports.create(transport, b.build()));
             closeables.add(t);
             transports.put(id, t);
             directory.addMember(t.self());

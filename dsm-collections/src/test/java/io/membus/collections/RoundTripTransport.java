@@ -1,0 +1,271 @@
+package io.membus.collections;
+
+import io.membus.core.Segment;
+import io.membus.core.message.MessageEndpoint;
+import io.membus.core.transport.Batch;
+import io.membus.core.transport.Connection;
+import io.membus.core.transport.FaultInjector;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.SegmentTable;
+import io.membus.core.transport.Transport;
+
+import java.util.Collection;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A transport that counts, per calling thread, the verbs issued and the <b>round trips</b>
+ * they took: every verb goes through a connection (this node's own segments too: local
+ * atomics are reported not coherent, so no verb runs on a memory path), and each verb's
+ * future notes the thread's current <em>wave</em>. Waiting for the result of a verb of the
+ * current wave (a {@code get} or {@code join} on its future, which is what
+ * {@link io.membus.core.RemoteMemory#await} does) ends the wave; a verb issued afterwards
+ * starts a new one. Round trips = waves in which verbs were issued. Two reads issued
+ * together and then awaited are one round trip; a read awaited before the next is issued
+ * makes two — whatever the timing, so the count is exact on a loaded machine.
+ *
+ * <p><b>Note:</b> thread-safe; counts are per thread (read them on the thread that ran
+ * the operation).
+ */
+final class RoundTripTransport implements Transport {
+    /** A thread's counts. */
+    static final class Counts {
+        long verbs;
+        long reads;
+        long roundTrips;
+        private long wave;
+        private long lastWaveUsed = -1;
+
+        void reset() {
+            verbs = 0;
+            reads = 0;
+            roundTrips = 0;
+        }
+
+        @Override
+        public String toString() {
+            return "verbs=" + verbs + ", reads=" + reads + ", roundTrips=" + roundTrips;
+        }
+    }
+
+    private static final ThreadLocal<Counts> COUNTS = ThreadLocal.withInitial(Counts::new);
+
+    private final Transport delegate;
+    private final Map<Connection, Connection> wrapped = new ConcurrentHashMap<>();
+
+    RoundTripTransport(Transport delegate) {
+        this.delegate = delegate;
+    }
+
+    /** The calling thread's counts (live: reset them before an operation). */
+    static Counts counts() {
+        return COUNTS.get();
+    }
+
+    private static <T> CompletableFuture<T> counted(CompletableFuture<T> inner, boolean read) {
+        Counts c = COUNTS.get();
+        c.verbs++;
+        if (read) {
+            c.reads++;
+        }
+        if (c.lastWaveUsed != c.wave) {
+            c.lastWaveUsed = c.wave;
+            c.roundTrips++;
+        }
+        Waved<T> f = new Waved<>(c.wave);
+        inner.whenComplete((v, e) -> {
+            if (e != null) {
+                f.completeExceptionally(e);
+            } else {
+                f.complete(v);
+            }
+        });
+        return f;
+    }
+
+    /** A verb's future that ends its issuing thread's wave when that thread waits for it. */
+    private static final class Waved<T> extends CompletableFuture<T> {
+        private final long wave;
+
+        Waved(long wave) {
+            this.wave = wave;
+        }
+
+        private void awaited() {
+            Counts c = COUNTS.get();
+            if (c.wave == wave) {
+                c.wave++;
+            }
+        }
+
+        @Override
+        public T get() throws InterruptedException, ExecutionException {
+            awaited();
+            return super.get();
+        }
+
+        @Override
+        public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
+            awaited();
+            return super.get(timeout, unit);
+        }
+
+        @Override
+        public T join() {
+            awaited();
+            return super.join();
+        }
+    }
+
+    private final class Counting implements Connection {
+        private final Connection c;
+
+        Counting(Connection c) {
+            this.c = c;
+        }
+
+        @Override
+        public PeerInfo peer() {
+            return c.peer();
+        }
+
+        @Override
+        public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+            return counted(c.read(ptr, remoteKey, length), true);
+        }
+
+        @Override
+        public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+            return counted(c.write(ptr, remoteKey, src, offset, length), false);
+        }
+
+        @Override
+        public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+            return counted(c.compareAndSwap(ptr, remoteKey, expected, update), false);
+        }
+
+        @Override
+        public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
+            return counted(c.fetchAndAdd(ptr, remoteKey, delta), false);
+        }
+
+        @Override
+        public CompletableFuture<Void> send(short channel, byte[] payload) {
+            return c.send(channel, payload);
+        }
+
+        @Override
+        public CompletableFuture<byte[]> request(short channel, byte[] payload) {
+            return c.request(channel, payload);
+        }
+
+        @Override
+        public Batch batch() {
+            throw new UnsupportedOperationException("RoundTripTransport counts single verbs only");
+        }
+
+        @Override
+        public boolean isOpen() {
+            return c.isOpen();
+        }
+
+        @Override
+        public void close() {
+            c.close();
+        }
+
+        @Override
+        public void close(String reason) {
+            c.close(reason);
+        }
+    }
+
+    @Override
+    public CompletableFuture<Connection> connect(PeerInfo peer) {
+        CompletableFuture<Connection> f = delegate.connect(peer);
+        if (f.isDone() && !f.isCompletedExceptionally()) {
+            return CompletableFuture.completedFuture(wrapped.computeIfAbsent(f.join(), Counting::new));
+        }
+        return f.thenApply(c -> wrapped.computeIfAbsent(c, Counting::new));
+    }
+
+    @Override
+    public boolean localAtomicsCoherent() {
+        return false;
+    }
+
+    @Override
+    public String name() {
+        return delegate.name();
+    }
+
+    @Override
+    public int nodeId() {
+        return delegate.nodeId();
+    }
+
+    @Override
+    public long incarnation() {
+        return delegate.incarnation();
+    }
+
+    @Override
+    public String localAddress() {
+        return delegate.localAddress();
+    }
+
+    @Override
+    public Segment export(SegmentSpec spec) {
+        return delegate.export(spec);
+    }
+
+    @Override
+    public boolean unexport(int index, boolean keepFile) {
+        return delegate.unexport(index, keepFile);
+    }
+
+    @Override
+    public Collection<Segment> segments() {
+        return delegate.segments();
+    }
+
+    @Override
+    public void fence(int nodeId, String reason) {
+        delegate.fence(nodeId, reason);
+    }
+
+    @Override
+    public void unfence(int nodeId) {
+        delegate.unfence(nodeId);
+    }
+
+    @Override
+    public boolean isFenced(int nodeId) {
+        return delegate.isFenced(nodeId);
+    }
+
+    @Override
+    public SegmentTable table() {
+        return delegate.table();
+    }
+
+    @Override
+    public MessageEndpoint messages() {
+        return delegate.messages();
+    }
+
+    @Override
+    public FaultInjector faults() {
+        return delegate.faults();
+    }
+
+    @Override
+    public void close() {
+        delegate.close();
+    }
+}
