@@ -74,10 +74,39 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     private Collection<V> valuesView;
     private Set<Map.Entry<K, V>> entrySet;
 
+    /**
+     * Key types whose equal objects are the same key (equal objects encode to equal bytes
+     * under any deterministic codec, and {@code equals} is value equality): the leased
+     * cache is keyed by the key object itself, so a hit neither encodes nor hashes bytes.
+     * Not {@code Double}/{@code Float}: {@code equals} folds every NaN into one, which a
+     * codec of the raw bits does not.
+     */
+    private static final Set<Class<?>> OBJECT_KEY_TYPES = Set.of(Long.class, Integer.class, Short.class, Byte.class,
+            Character.class, Boolean.class, String.class, java.util.UUID.class);
+    /**
+     * Value types whose instances cannot change (final JDK classes, and enums): the leased
+     * cache decodes such a value once and hands the same instance to every caller.
+     * Values of any other type are decoded on every get, so a caller that changes the
+     * object it got changes nobody else's.
+     */
+    private static final Set<Class<?>> SHARED_VALUE_TYPES = Set.of(Long.class, Integer.class, Short.class, Byte.class,
+            Character.class, Boolean.class, Double.class, Float.class, String.class, java.util.UUID.class);
+
+    /** Whether the leased cache is keyed by key objects (a map with leased reads and a key type above). */
+    private final boolean objectKeys;
+    /** Whether leased hits hand out one decoded value to every caller (a value type above, or an enum). */
+    private final boolean sharedValues;
+
     private DsmMap(MapStore store, Codec<K> keys, Codec<V> values) {
         this.store = store;
         this.keys = keys;
         this.values = values;
+        this.objectKeys = store.leases != null && OBJECT_KEY_TYPES.contains(keys.type());
+        this.sharedValues = store.leases != null
+                && (SHARED_VALUE_TYPES.contains(values.type()) || values.type().isEnum());
+        if (sharedValues) {
+            store.shareDecoded(values::decode);
+        }
     }
 
     // ================================================================ creating and opening
@@ -345,8 +374,34 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     @Override
     public V get(Object key) {
+        if (store.leases != null) {
+            return leasedGet(key);
+        }
         byte[] k = queryKey(key);
         return k == null ? null : decodeValue(store.get(k, MapLayout.hash(k)));
+    }
+
+    /**
+     * A get of a map with leased reads. A hit of a key object (see {@link #OBJECT_KEY_TYPES})
+     * is one lookup in this handle's cache and the heap's version check of the key's stripe
+     * — no encoding, no hashing of bytes, and for values of an immutable type
+     * ({@link #SHARED_VALUE_TYPES}) no decoding either.
+     */
+    @SuppressWarnings("unchecked")
+    private V leasedGet(Object key) {
+        Objects.requireNonNull(key, "key");
+        MapStore.Leased e = objectKeys ? store.leasedHit(key) : null;
+        if (e == null) {
+            byte[] k = queryKey(key);
+            if (k == null) {
+                return null;
+            }
+            e = store.leasedGet(k, MapLayout.hash(k), objectKeys ? key : null);
+        }
+        if (e.value() == null) {
+            return null;
+        }
+        return sharedValues ? (V) e.decoded() : values.decode(e.value());
     }
 
     @Override

@@ -147,8 +147,14 @@ final class MapStore {
     final Reclaimer reclaimer;
     /** The lease stripes of a map with leased reads, or null. */
     final MapLeases leases;
-    /** Leased read cache: key bytes to the value (null: absent) and the stripe version it was read under. */
-    private final ConcurrentHashMap<ByteBuffer, Leased> leased = new ConcurrentHashMap<>();
+    /**
+     * Leased read cache: key (the key object for key types whose equal objects encode to
+     * equal bytes, see {@link DsmMap}; else its bytes, wrapped) to the value (null: absent),
+     * the stripe and the stripe's version it was read under.
+     */
+    private final ConcurrentHashMap<Object, Leased> leased = new ConcurrentHashMap<>();
+    /** Decodes a value once for every caller of the leased cache (values of an immutable type), or null: never. */
+    private volatile java.util.function.Function<byte[], Object> sharedDecoder;
     private final ConcurrentHashMap<Long, Table> tables = new ConcurrentHashMap<>();
     private final long counter;
     private volatile RootView rootView;
@@ -479,9 +485,9 @@ final class MapStore {
     }
 
     /** Drops one entry of a full read cache (whichever the map's iteration meets first). */
-    private void makeRoom(ConcurrentHashMap<ByteBuffer, ?> c) {
+    private void makeRoom(ConcurrentHashMap<?, ?> c) {
         if (c.size() >= cacheMax) {
-            Iterator<ByteBuffer> it = c.keySet().iterator();
+            Iterator<?> it = c.keySet().iterator();
             if (it.hasNext()) {
                 it.next();
                 it.remove();
@@ -500,37 +506,63 @@ final class MapStore {
         return cacheHits.sum();
     }
 
-    private record Leased(long version, byte[] value) {
+    /**
+     * A value of the leased cache: its bytes (null: absent), the same value decoded once
+     * when values are shared ({@link #shareDecoded}), and the stripe and its version it was
+     * read under. Immutable.
+     */
+    record Leased(long version, byte[] value, Object decoded, io.membus.coherence.RemoteRef<Long> stripe) {
+    }
+
+    /** Makes the leased cache keep every value decoded by {@code decoder}, handed to every caller (immutable values). */
+    void shareDecoded(java.util.function.Function<byte[], Object> decoder) {
+        this.sharedDecoder = decoder;
     }
 
     /**
-     * A get of a map with leased reads: served from {@link #leased} with no verb while this
-     * node holds the key's stripe cached at the version the value was read under (no
-     * change of the stripe's keys can have run since: each runs under the stripe's lock,
-     * which invalidates this node's copy first). Otherwise: cache the stripe (a fill),
-     * look the key up, and keep the value if the stripe's version held throughout.
+     * The leased cache's entry for {@code cacheKey} when it may be served: this node holds
+     * the entry's stripe cached at the version the value was read under (no change of the
+     * stripe's keys can have run since: each runs under the stripe's lock, which
+     * invalidates this node's copy first). No verb, no encoding, no hashing of bytes: the
+     * cache lookup, and the heap's version check (a map lookup and a clock read). Null
+     * otherwise.
      */
-    private byte[] leasedGet(byte[] key, long hash) {
-        io.membus.coherence.RemoteRef<Long> stripe = leases.stripe(hash);
-        ByteBuffer k = ByteBuffer.wrap(key);
-        Leased c = leased.get(k);
-        if (c != null && leases.heap.cachedVersion(stripe) == c.version) {
+    Leased leasedHit(Object cacheKey) {
+        Leased c = leased.get(cacheKey);
+        if (c != null && leases.heap.cachedVersion(c.stripe) == c.version) {
             cacheHits.increment();
-            return c.value;
+            return c;
         }
+        return null;
+    }
+
+    /**
+     * A get of a map with leased reads: {@link #leasedHit} when it can, else cache the
+     * stripe (a fill), look the key up, and keep the value if the stripe's version held
+     * throughout. {@code cacheKey}: the key object to cache under, or null for the bytes.
+     */
+    Leased leasedGet(byte[] key, long hash, Object cacheKey) {
+        Object k = cacheKey != null ? cacheKey : ByteBuffer.wrap(key);
+        Leased c = leasedHit(k);
+        if (c != null) {
+            return c;
+        }
+        io.membus.coherence.RemoteRef<Long> stripe = leases.stripe(hash);
         long version = leases.heap.cacheVersion(stripe);
         byte[] value = lookup(key, hash);
+        java.util.function.Function<byte[], Object> decoder = sharedDecoder;
+        Leased fresh = new Leased(version, value, decoder == null || value == null ? null : decoder.apply(value), stripe);
         if (version >= 0 && cacheMax > 0 && leases.heap.cachedVersion(stripe) == version) {
             makeRoom(leased);
-            leased.put(k, new Leased(version, value));
+            leased.put(k, fresh);
         }
-        return value;
+        return fresh;
     }
 
     /** The value bytes of {@code key}, or null. At most two verbs when the key's window holds it, one when cached. */
     byte[] get(byte[] key, long hash) {
         if (leases != null) {
-            return leasedGet(key, hash);
+            return leasedGet(key, hash, null).value();
         }
         if (cacheMax > 0) {
             byte[] v = cachedGet(ByteBuffer.wrap(key));

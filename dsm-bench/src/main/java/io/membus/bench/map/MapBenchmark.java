@@ -50,9 +50,10 @@ import java.util.stream.Stream;
  * touches are remote. Run with {@code -t 1} and {@code -t 8} for the thread counts.
  *
  * <ul>
- *   <li>{@code get}: uncached get of a present key (window read + entry read);</li>
+ *   <li>{@code get}: uncached get of a present key: its window's slot words and inline areas, two reads issued
+ *       together (one round trip; a {@code Long -> Long} entry sits beside its slot);</li>
  *   <li>{@code cachedGet}: get through a handle whose read cache holds every key (one 8-byte read of the slot word);</li>
- *   <li>{@code put}: overwrite of a present key (window read, entry read, entry write, CAS);</li>
+ *   <li>{@code put}: overwrite of a present key (window read, entry write with the slot's inline copy, CAS);</li>
  *   <li>{@code putIfAbsent}: on a present key (the no-change path: a lookup);</li>
  *   <li>{@code chmGet}: {@code ConcurrentHashMap.get} on the same keys, the floor.</li>
  * </ul>
