@@ -194,9 +194,19 @@ public final class CoherentHeap implements AutoCloseable {
     private record CacheEntry(long version, byte[] bytes, long expiryMicros) {
     }
 
+    /**
+     * The key of {@code ptr} in {@link #cache}: a bijection of the pointer whose
+     * {@code Long.hashCode} spreads its offset bits. Pointers of blocks allocated together
+     * differ only in a few middle bits, which {@code Long.hashCode} folds into few buckets:
+     * the map's bins turned into trees and a cached read paid a tree search.
+     */
+    private static Long cacheKey(long ptr) {
+        return ptr * 0x9E3779B97F4A7C15L;
+    }
+
     byte[] read(RemoteRef<?> ref, boolean cached) {
         if (cached && cachingAllowed()) {
-            CacheEntry e = cache.get(ref.ptr());
+            CacheEntry e = cache.get(cacheKey(ref.ptr()));
             if (e != null && clock.nowMicros() < e.expiryMicros - epsMicros) {
                 return e.bytes;
             }
@@ -245,13 +255,13 @@ public final class CoherentHeap implements AutoCloseable {
             sharers = seen;
         }
         Snapshot s = validatedRead(ref, deadline);
-        CacheEntry previous = cache.get(ptr);
+        CacheEntry previous = cache.get(cacheKey(ptr));
         long version = ObjectLayout.version(s.header());
         if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && (s.sharersAfter() & bit) != 0) {
             // installed under the map's lock for this object, as invalidations remove: an invalidation either
             // comes first (the epoch moved: no install) or after (it removes the entry) - never a stale window
             boolean[] installed = new boolean[1];
-            cache.compute(ptr, (k, current) -> {
+            cache.compute(cacheKey(ptr), (k, current) -> {
                 if (epochs.get(stripe) != epoch) {
                     return current;
                 }
@@ -485,7 +495,7 @@ public final class CoherentHeap implements AutoCloseable {
         if (!cachingAllowed()) {
             return -1;
         }
-        CacheEntry e = cache.get(ref.ptr());
+        CacheEntry e = cache.get(cacheKey(ref.ptr()));
         return e != null && clock.nowMicros() < e.expiryMicros - epsMicros ? e.version : -1;
     }
 
@@ -678,7 +688,7 @@ public final class CoherentHeap implements AutoCloseable {
     /** Drops this node's cached copy of {@code ptr}; a fill in progress for it is discarded. */
     void invalidateLocal(long ptr) {
         int stripe = stripe(ptr);
-        cache.compute(ptr, (k, current) -> {
+        cache.compute(cacheKey(ptr), (k, current) -> {
             epochs.incrementAndGet(stripe);
             return null;
         });
