@@ -24,7 +24,12 @@ import java.time.Duration;
  * value; changes cost the lock (about five more verbs, and an invalidation round trip
  * per node caching the stripe). Every handle of such a map needs this node's
  * {@link CoherentHeap} ({@link #coherentHeap}; {@link DsmCollections} built with a heap
- * passes it).
+ * passes it). A cached get hands every caller the same value object when the value type
+ * is immutable (boxed primitives, {@code String}, {@code UUID}, enums) and a freshly
+ * decoded one otherwise, so a caller that mutates a value it got changes nobody else's.
+ *
+ * <p><b>Inline entries.</b> {@link #inlineEntryBytes(int)}: small entries sit beside their
+ * table slots, so an uncached get of one is a single round trip.
  *
  * <p><b>Note:</b> immutable value; thread-safe.
  */
