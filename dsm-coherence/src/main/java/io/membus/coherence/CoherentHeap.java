@@ -207,7 +207,7 @@ public final class CoherentHeap implements AutoCloseable {
     byte[] read(RemoteRef<?> ref, boolean cached) {
         if (cached && cachingAllowed()) {
             CacheEntry e = cache.get(cacheKey(ref.ptr()));
-            if (e != null && clock.nowMicros() < e.expiryMicros - epsMicros) {
+            if (e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros) {
                 return e.bytes;
             }
             return fill(ref);
@@ -496,7 +496,7 @@ public final class CoherentHeap implements AutoCloseable {
             return -1;
         }
         CacheEntry e = cache.get(cacheKey(ref.ptr()));
-        return e != null && clock.nowMicros() < e.expiryMicros - epsMicros ? e.version : -1;
+        return e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros ? e.version : -1;
     }
 
     /**

@@ -18,6 +18,17 @@ public interface Clock {
     /** Microseconds since 1970-01-01T00:00:00Z. */
     long nowMicros();
 
+    /**
+     * A reading no earlier than {@link #nowMicros()} would give now (it may be later by
+     * up to a millisecond), and possibly cheaper: for checks that must not run late, such
+     * as a reader's "is my lease still valid" ({@code now < expiry - ε}), which an
+     * over-estimate only makes end a little sooner. Never for a writer's "has that lease
+     * run out", which needs the opposite bound: use {@link #nowMicros()} there.
+     */
+    default long nowMicrosAtLeast() {
+        return nowMicros();
+    }
+
     /** The system wall clock. */
     static Clock system() {
         return SystemClock.INSTANCE;

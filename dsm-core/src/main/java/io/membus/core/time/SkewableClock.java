@@ -24,6 +24,11 @@ public final class SkewableClock implements Clock {
         return base.nowMicros() + offsetMicros;
     }
 
+    @Override
+    public long nowMicrosAtLeast() {
+        return base.nowMicrosAtLeast() + offsetMicros;
+    }
+
     /** Sets the skew: positive runs this clock ahead of its base. */
     public void skewMicros(long offsetMicros) {
         this.offsetMicros = offsetMicros;
