@@ -9,6 +9,7 @@ import io.membus.core.error.InvalidPointerException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownSegmentException;
 import io.membus.core.error.WrongRemoteKeyException;
+import io.membus.core.transport.BlockingVerbs;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.DirectConnection;
 import io.membus.core.transport.PeerInfo;
@@ -267,10 +268,12 @@ public final class RemoteMemory {
     // same checks and no future, lambda or boxing; every other path posts the verb and waits.
 
     public byte[] read(long ptr, int length) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
-                return direct.read(ptr, directKey(ptr), length);
+                byte[] dst = new byte[length];
+                direct.readInto(ptr, directKey(ptr), dst, 0, length);
+                return dst;
             } catch (WrongRemoteKeyException | UnknownSegmentException e) {
                 forgetKey(ptr); // refused before any effect: posted below with the directory's key
             }
@@ -287,7 +290,7 @@ public final class RemoteMemory {
             throw new IllegalArgumentException("destination range out of bounds: offset=" + offset + ", length="
                     + length + ", array=" + dst.length);
         }
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 direct.readInto(ptr, directKey(ptr), dst, offset, length);
@@ -301,7 +304,7 @@ public final class RemoteMemory {
 
     /** Reads the little-endian word at {@code ptr}. */
     public long readLong(long ptr) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 return direct.readLong(ptr, directKey(ptr));
@@ -317,7 +320,7 @@ public final class RemoteMemory {
     }
 
     public void write(long ptr, byte[] src, int offset, int length) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             IllegalArgumentException badRange = Verbs.sourceRangeError(src, offset, length);
             if (badRange != null) {
@@ -335,7 +338,7 @@ public final class RemoteMemory {
 
     /** Writes the little-endian word at {@code ptr}. */
     public void writeLong(long ptr, long value) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 direct.writeLong(ptr, directKey(ptr), value);
@@ -350,7 +353,7 @@ public final class RemoteMemory {
     }
 
     public long compareAndSwap(long ptr, long expected, long update) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 return direct.compareAndSwap(ptr, directKey(ptr), expected, update);
@@ -362,7 +365,7 @@ public final class RemoteMemory {
     }
 
     public long fetchAndAdd(long ptr, long delta) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 return direct.fetchAndAdd(ptr, directKey(ptr), delta);
@@ -380,17 +383,18 @@ public final class RemoteMemory {
      * them one by one instead: on such a path there is no round trip to save.
      */
     public boolean runsDirect(long ptr) {
-        return direct(ptr) != null;
+        return direct(ptr) instanceof SegmentTable;
     }
 
     /**
-     * The segments a verb on {@code ptr} may run on now, on the caller's thread: this
-     * node's own (when its local atomics are coherent with peers' verbs), or a live
-     * member's through its open direct connection with no fault rule and nothing held;
-     * else null. A verb run this way never waits, so it is allowed on a transport
-     * thread too.
+     * Where a blocking verb on {@code ptr} may run now, on the caller's thread: this
+     * node's segments (when its local atomics are coherent with peers' verbs), a live
+     * member's through its open direct connection with no fault rule and nothing held
+     * (a verb run on a {@link SegmentTable} never waits, so it is allowed on a transport
+     * thread too), or the blocking lane of its connection ({@link Connection#blockingNow()});
+     * else null: post the verb and wait.
      */
-    private SegmentTable direct(long ptr) {
+    private BlockingVerbs direct(long ptr) {
         int node = RemotePtr.nodeId(ptr);
         if (node == transport.nodeId()) {
             return ptr != RemotePtr.NULL && transport.localAtomicsCoherent() ? transport.table() : null;
@@ -405,7 +409,7 @@ public final class RemoteMemory {
                 return null;
             }
         }
-        return c instanceof DirectConnection d ? d.tableNow() : null;
+        return c.blockingNow();
     }
 
     /**

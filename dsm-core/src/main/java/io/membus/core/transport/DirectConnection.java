@@ -66,6 +66,12 @@ public abstract class DirectConnection implements Connection {
         }
     }
 
+    /** The target's segments, when a verb may run on them on the caller's thread now ({@link #tableNow()}). */
+    @Override
+    public BlockingVerbs blockingNow() {
+        return tableNow();
+    }
+
     @Override
     public PeerInfo peer() {
         return peer;

@@ -117,6 +117,14 @@ final class TcpConnection implements Connection {
     /** Messages given a credit by the outbox, in order, waiting for the I/O thread to write them. */
     private final ConcurrentLinkedQueue<OutMessage> messagesIssued = new ConcurrentLinkedQueue<>();
     private final Outbox outbox;
+    /** The blocking lanes, or null when {@code membus.transports.tcp.blocking-lanes} is 0. */
+    private final TcpLanes lanes;
+    /**
+     * Verbs issued on the pipelined channel whose fate is not settled: not yet answered, failed before they were
+     * sent, or lost with the channel. While any is, no blocking lane is offered: a lane verb could overtake a
+     * verb its caller issued before.
+     */
+    private final java.util.concurrent.atomic.AtomicLong unsettled = new java.util.concurrent.atomic.AtomicLong();
 
     private record OutMessage(long correlation, short channel, boolean request, byte[] payload) {
     }
@@ -129,6 +137,8 @@ final class TcpConnection implements Connection {
     private long nextCorrelationId;
     /** Highest correlation id of a timed-out verb dropped from the head of {@link #inFlight}: a late answer is ignored. */
     private long discardedThrough;
+    /** Timed-out verbs dropped from the window whose late answer has not come (they may still run). */
+    private long discardedUnsettled;
     private ScheduledFuture<?> releaseTimer;
     private ScheduledFuture<?> sweepTimer;
     private ScheduledFuture<?> reconnectTimer;
@@ -193,6 +203,8 @@ final class TcpConnection implements Connection {
                 maxFrame - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH);
         this.outbox = new Outbox(peer.nodeId(), transport.settings.operationTimeout, transport.messages(),
                 this::transmit);
+        this.lanes = transport.settings.blockingLanes == 0 ? null
+                : new TcpLanes(this, transport, peer, host, port, transport.settings.blockingLanes);
     }
 
     /** Connects and authenticates; completes when verbs may be posted. */
@@ -300,6 +312,9 @@ final class TcpConnection implements Connection {
         if (ch != null) {
             ch.close();
         }
+        if (lanes != null) {
+            lanes.closeAll(true);
+        }
         try {
             loop.execute(() -> {
                 Channel c = channel;
@@ -401,10 +416,30 @@ final class TcpConnection implements Connection {
         return new TcpBatch();
     }
 
+    /**
+     * The blocking lanes, when a blocking verb may take one now: the connection is open,
+     * no verb on the pipelined channel is unsettled (so none its caller issued earlier
+     * can be overtaken), no fault rule is set and the caller is not a transport thread.
+     */
+    @Override
+    public io.membus.core.transport.BlockingVerbs blockingNow() {
+        if (lanes == null || state != OPEN || unsettled.get() != 0 || transport.faults().active()
+                || io.membus.core.transport.TransportThreads.isTransportThread()) {
+            return null;
+        }
+        return lanes;
+    }
+
+    /** Blocking lanes open now; for tests. */
+    int lanesOpen() {
+        return lanes == null ? 0 : lanes.openCount();
+    }
+
     private CompletableFuture<Object> issue(Op op) {
         if (!admit(op)) {
             return op.future;
         }
+        unsettled.incrementAndGet();
         issued.offer(op);
         wake();
         return op.future;
@@ -488,7 +523,8 @@ final class TcpConnection implements Connection {
         while (!backlog.isEmpty() && inFlight.size() - timedOutInFlight < maxInFlight) {
             Op op = backlog.peek();
             if (op.future.isDone()) {
-                backlog.poll(); // timed out while waiting: never sent
+                backlog.poll(); // timed out (or cancelled) while waiting: never sent
+                unsettled.decrementAndGet();
                 continue;
             }
             if (op.releaseNanos != 0) {
@@ -532,11 +568,17 @@ final class TcpConnection implements Connection {
             op = inFlight.peek();
             if (op == null || op.correlationId > corr) {
                 if (corr > 0 && corr <= discardedThrough) {
-                    return; // the late answer to a verb that timed out and was dropped from the window
+                    // the late answer to a verb that timed out and was dropped from the window: it has run
+                    if (discardedUnsettled > 0) {
+                        discardedUnsettled--;
+                        unsettled.decrementAndGet();
+                    }
+                    return;
                 }
                 throw new ProtocolException(peer.toString(), "correlationId=" + corr + " answers no verb in flight");
             }
             inFlight.poll();
+            unsettled.decrementAndGet(); // answered, or passed over (the target dropped it: it never runs)
             if (op.timedOut) {
                 timedOutInFlight--;
             }
@@ -587,6 +629,11 @@ final class TcpConnection implements Connection {
     }
 
     private DsmException decodeError(Frame f) {
+        return decodeError(f, peer);
+    }
+
+    /** The typed failure an ERROR frame from {@code peer} carries. */
+    static DsmException decodeError(Frame f, PeerInfo peer) {
         ErrorCode code = ErrorCode.fromWire(f.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff);
         long ptr = f.longAt(Frame.ERROR_PTR_FIELD_OFFSET);
         int length = f.intAt(Frame.ERROR_LENGTH_FIELD_OFFSET);
@@ -623,8 +670,15 @@ final class TcpConnection implements Connection {
             inFlight.poll();
             timedOutInFlight--;
             discardedThrough = head.correlationId;
+            discardedUnsettled++; // it may still run: it stays unsettled until its late answer or the channel's end
         }
-        backlog.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
+        for (java.util.Iterator<Op> it = backlog.iterator(); it.hasNext(); ) {
+            Op op = it.next();
+            if (op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op)) {
+                it.remove(); // never sent
+                unsettled.decrementAndGet();
+            }
+        }
         orphans.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
         if (!backlog.isEmpty()) {
             send(); // timed-out verbs may have freed the window
@@ -651,9 +705,14 @@ final class TcpConnection implements Connection {
         for (ArrayDeque<Op> q : queues) {
             NodeUnavailableException why = q == backlog ? unsent : e;
             while ((op = q.poll()) != null) {
+                if (q != orphans) {
+                    unsettled.decrementAndGet(); // orphans were settled when they were passed over
+                }
                 op.future.completeExceptionally(why);
             }
         }
+        unsettled.addAndGet(-discardedUnsettled); // the channel is gone: what it carried can no longer run
+        discardedUnsettled = 0;
         timedOutInFlight = 0;
         // messages: the outbox fails its own (it is reset first, under its lock, so a message it gave a credit
         // before is in the queue now and is dropped here, never sent on the next connection)
@@ -665,6 +724,7 @@ final class TcpConnection implements Connection {
         NodeUnavailableException e = NodeUnavailableException.notSent(peer.nodeId(), reason + " (peer " + peer + ")");
         Op op;
         while ((op = issued.poll()) != null) {
+            unsettled.decrementAndGet();
             op.future.completeExceptionally(e);
         }
     }
@@ -672,6 +732,9 @@ final class TcpConnection implements Connection {
     /** The channel is gone: fail what it carried and reconnect with backoff (I/O thread). */
     private void lost(String reason, boolean orderly) {
         channel = null;
+        if (lanes != null) {
+            lanes.closeAll(false); // they reach the same peer: its verbs there fail the same way
+        }
         String lostReason = "connection lost: " + reason + "; verbs in flight may or may not have been executed";
         if (!STATE.compareAndSet(this, OPEN, DOWN)) { // closed by its owner meanwhile: no reconnect
             failAll(downReason);
@@ -817,6 +880,7 @@ final class TcpConnection implements Connection {
             boolean any = false;
             for (Op op : ops) {
                 if (admit(op)) {
+                    unsettled.incrementAndGet();
                     issued.offer(op);
                     any = true;
                 }
