@@ -54,6 +54,11 @@ public interface Connection extends Verbs, AutoCloseable {
         return null;
     }
 
+    /** Verbs issued on this connection and not completed yet (waiting, on the wire or held); for metrics. */
+    default int inFlight() {
+        return 0;
+    }
+
     /** A new batch of verbs on this connection. */
     Batch batch();
 

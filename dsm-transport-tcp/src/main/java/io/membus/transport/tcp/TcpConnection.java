@@ -430,6 +430,12 @@ final class TcpConnection implements Connection {
         return lanes;
     }
 
+    /** Verbs on the pipelined channel not settled yet, and verbs running on blocking lanes. */
+    @Override
+    public int inFlight() {
+        return (int) Math.min(Integer.MAX_VALUE, unsettled.get()) + (lanes == null ? 0 : lanes.busyCount());
+    }
+
     /** Blocking lanes open now; for tests. */
     int lanesOpen() {
         return lanes == null ? 0 : lanes.openCount();
@@ -773,6 +779,7 @@ final class TcpConnection implements Connection {
                 if (e == null) {
                     reconnectAttempt = 0;
                     LOG.info("reconnected to {}", peer);
+                    transport.observer().reconnected(peer.nodeId());
                 } else if (e instanceof StaleIncarnationException || e instanceof AuthenticationException
                         || (e instanceof NodeUnavailableException && e.getMessage().contains("fenced"))) {
                     LOG.warn("connection to {} closed for good: {}", peer, e.getMessage());

@@ -299,6 +299,11 @@ final class TcpLanes implements BlockingVerbs {
         } while (!open.compareAndSet(o, o & ~bit));
     }
 
+    /** Lanes a caller holds now (for metrics: their verbs are in flight). */
+    int busyCount() {
+        return Math.max(0, Long.bitCount(open.get()) - Long.bitCount(idle.get()));
+    }
+
     /** Lanes open now (for tests and status). */
     int openCount() {
         return Long.bitCount(open.get());
