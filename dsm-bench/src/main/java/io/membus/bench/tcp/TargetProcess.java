@@ -31,6 +31,11 @@ final class TargetProcess implements AutoCloseable {
     private final Process process;
 
     TargetProcess() throws IOException {
+        this(1);
+    }
+
+    /** @param ioThreads {@code tcp.io-threads} of the target node */
+    TargetProcess(int ioThreads) throws IOException {
         byte[] bytes = new byte[16];
         new SecureRandom().nextBytes(bytes);
         secret = HexFormat.of().formatHex(bytes);
@@ -42,7 +47,7 @@ final class TargetProcess implements AutoCloseable {
             }
         }
         cmd.addAll(List.of("-Xmx512m", "-cp", System.getProperty("java.class.path"), TcpBenchTarget.class.getName(),
-                secret));
+                secret, Integer.toString(ioThreads)));
         process = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
         String line;

@@ -18,7 +18,7 @@ import java.util.Map;
  * {@code READY <incarnation> <address> <remoteKey> <floorPort> <blockingFloorPort>}
  * and runs until its standard input closes.
  *
- * <p>Arguments: secret
+ * <p>Arguments: secret [io-threads of the target node, default 1]
  */
 public final class TcpBenchTarget {
     private TcpBenchTarget() {
@@ -26,7 +26,8 @@ public final class TcpBenchTarget {
 
     public static void main(String[] args) throws Exception {
         TransportConfig config = TransportConfig.builder(1)
-                .properties(Map.of("tcp.secret", args[0], "tcp.host", "127.0.0.1", "tcp.port", "0")).build();
+                .properties(Map.of("tcp.secret", args[0], "tcp.host", "127.0.0.1", "tcp.port", "0",
+                        "tcp.io-threads", args.length > 1 ? args[1] : "1")).build();
         EventLoopGroup floorGroup = PingPong.group("floor-server");
         try (Transport t = Transports.create("tcp", config)) {
             Segment s = t.export(new SegmentSpec(0, 1 << 20, Access.ALL, null));

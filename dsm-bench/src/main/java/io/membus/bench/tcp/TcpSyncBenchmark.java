@@ -61,13 +61,17 @@ public class TcpSyncBenchmark {
         @Param({"lanes", "pipelined", "floor"})
         public String path;
 
+        /** {@code tcp.io-threads} of the target node. */
+        @Param({"1"})
+        public int targetIoThreads;
+
         TargetProcess target;
         Transport initiator;
         RemoteMemory memory;
 
         @Setup(Level.Trial)
         public void setUp() throws Exception {
-            target = new TargetProcess();
+            target = new TargetProcess(targetIoThreads);
             if (!path.equals("floor")) {
                 initiator = Transports.create("tcp", TransportConfig.builder(2).operationTimeout(Duration.ofSeconds(10))
                         .properties(Map.of("tcp.secret", target.secret, "tcp.host", "127.0.0.1", "tcp.port", "0",
