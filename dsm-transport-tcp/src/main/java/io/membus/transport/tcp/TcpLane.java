@@ -15,8 +15,6 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
-import java.net.SocketTimeoutException;
-import java.time.Duration;
 
 /**
  * One blocking socket to a peer on which a calling thread runs one verb at a time
@@ -33,7 +31,9 @@ import java.time.Duration;
  *
  * <p>Frames carry at most {@link #MAX_FRAME} bytes, so a request always fits an
  * empty socket send buffer and writing it never blocks: the only wait is for the
- * answer, bounded by the operation timeout ({@code SO_TIMEOUT}).
+ * answer. The socket stays in blocking mode (one {@code read} per answer); the
+ * deadline of each verb, and of the connect and handshake, is kept by
+ * {@link LaneReaper}, which closes the socket of a lane that outlived it.
  *
  * <p><b>Note:</b> not thread-safe: one thread at a time (the pool hands it out
  * exclusively); {@link #close()} may be called from any thread and wakes a
@@ -49,8 +49,8 @@ final class TcpLane implements AutoCloseable {
     private final TcpTransport transport;
     private final PeerInfo peer;
     private final Socket socket;
-    private final InputStream in;
-    private final OutputStream out;
+    private InputStream in;   // set once connected, before the lane is handed out
+    private OutputStream out;
     private final long timeoutNanos;
     /** The request being sent. */
     private final byte[] buffer = new byte[MAX_FRAME];
@@ -64,14 +64,17 @@ final class TcpLane implements AutoCloseable {
     private final Frame frame = new Frame();
     private long nextCorrelation;
     private volatile boolean broken;
+    /** When the current wait must end ({@code System.nanoTime()}), or 0 while the lane waits for nothing. */
+    private volatile long deadline;
+    /** Set by the reaper when it closed the socket for a passed deadline. */
+    private volatile boolean expired;
 
-    private TcpLane(int index, TcpTransport transport, PeerInfo peer, Socket socket) throws IOException {
+    private TcpLane(int index, TcpTransport transport, PeerInfo peer, Socket socket) {
         this.index = index;
         this.transport = transport;
         this.peer = peer;
         this.socket = socket;
-        this.in = socket.getInputStream();
-        this.out = socket.getOutputStream();
+
         this.timeoutNanos = transport.settings.operationTimeout.toNanos();
     }
 
@@ -81,24 +84,26 @@ final class TcpLane implements AutoCloseable {
      * @throws DsmException when the peer cannot be reached or refuses the handshake
      */
     static TcpLane open(int index, TcpTransport transport, PeerInfo peer, String host, int port) {
-        Duration connectTimeout = transport.settings.connectTimeout;
-        int timeoutMillis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, connectTimeout.toMillis()));
         Socket socket = new Socket();
-        TcpLane lane = null;
+        TcpLane lane = new TcpLane(index, transport, peer, socket);
+        lane.deadline = System.nanoTime() + transport.settings.connectTimeout.toNanos();
+        LaneReaper.watch(lane);
         try {
             socket.setTcpNoDelay(true);
             socket.setSendBufferSize(4 * MAX_FRAME);
-            socket.connect(new InetSocketAddress(host, port), timeoutMillis);
-            socket.setSoTimeout(timeoutMillis);
-            lane = new TcpLane(index, transport, peer, socket);
+            socket.connect(new InetSocketAddress(host, port)); // blocking; the reaper keeps the connect timeout
+            lane.in = socket.getInputStream();
+            lane.out = socket.getOutputStream();
             lane.handshake();
+            lane.deadline = 0;
             return lane;
         } catch (IOException e) {
-            closeQuietly(socket);
+            lane.close();
             throw NodeUnavailableException.notSent(peer.nodeId(), "cannot open a blocking lane to " + peer.address()
-                    + ": " + e, e);
+                    + (lane.expired ? ": no authenticated connection within the connect timeout ("
+                    + transport.settings.connectTimeout.toMillis() + " ms)" : ": " + e), e);
         } catch (RuntimeException e) {
-            closeQuietly(socket);
+            lane.close();
             throw e;
         }
     }
@@ -195,30 +200,26 @@ final class TcpLane implements AutoCloseable {
      */
     private void call(byte opcode) {
         long correlation = nextCorrelation;
-        long deadline = System.nanoTime() + timeoutNanos;
+        deadline = System.nanoTime() + timeoutNanos;
         try {
             send();
             do {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    throw new SocketTimeoutException();
-                }
-                socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, left / 1_000_000)));
                 receive();
             } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
-        } catch (SocketTimeoutException e) {
-            broken = true;
-            closeQuietly(socket);
-            throw new DsmTimeoutException(Frame.opName(opcode), peer.nodeId(), transport.settings.operationTimeout);
         } catch (IOException e) {
             broken = true;
             closeQuietly(socket);
+            if (expired) {
+                throw new DsmTimeoutException(Frame.opName(opcode), peer.nodeId(), transport.settings.operationTimeout);
+            }
             throw new NodeUnavailableException(peer.nodeId(), "blocking lane to " + peer + " lost: " + e
                     + "; the " + Frame.opName(opcode) + " may or may not have run", e);
         } catch (RuntimeException e) {
             broken = true;
             closeQuietly(socket);
             throw e;
+        } finally {
+            deadline = 0;
         }
         if (frame.correlationId() != correlation) {
             if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
@@ -305,10 +306,21 @@ final class TcpLane implements AutoCloseable {
         return broken;
     }
 
+    /** Closes the socket when the current wait outlived its deadline (the reaper's thread). */
+    void expireIfDue(long now) {
+        long d = deadline;
+        if (d != 0 && now - d > 0) {
+            expired = true; // before the close: the woken caller reads it
+            broken = true;
+            closeQuietly(socket);
+        }
+    }
+
     @Override
     public void close() {
         broken = true;
         closeQuietly(socket);
+        LaneReaper.forget(this);
     }
 
     private static void closeQuietly(Socket s) {
