@@ -93,6 +93,15 @@ public class Verb {
         };
     }
 
+    /**
+     * Fails a verb its connection refused before issuing it to a pipeline (too long,
+     * connection down): completes its future or calls its sink at once, on this thread.
+     */
+    public void refuse(Throwable e) {
+        resolve(null, 0, e);
+        deliver();
+    }
+
     void resolve(Object v, long l, Throwable e) {
         state = DONE;
         value = v;
