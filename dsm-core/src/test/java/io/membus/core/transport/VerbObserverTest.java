@@ -98,7 +98,12 @@ class VerbObserverTest {
                 failure.set(e);
                 done.countDown();
             };
-            c.fetchAndAdd(ptr, key, 1, sink); // direct: completes before it returns
+            // direct once the dropped verb's outcome is delivered (until then it queues behind it, in order)
+            c.fetchAndAdd(ptr, key, 1, sink);
+            long start = System.nanoTime();
+            while (done.getCount() == 2 && System.nanoTime() - start < WAIT.toNanos()) {
+                Thread.sleep(1);
+            }
             assertEquals(8L, got.get());
             one.faults().delay(2, Duration.ofMillis(20));
             c.compareAndSwap(ptr, key, 9, 100, sink); // held, then run by the wheel thread

@@ -522,7 +522,9 @@ public final class VerbPipeline<V extends Verb> {
      * while holding {@link #lock()} calls it after releasing the lock.
      */
     public void deliver() {
-        if (Thread.holdsLock(lock)) {
+        // a racy read is enough here: outcomes this thread added are visible to it, and an outcome another
+        // thread added is delivered by that thread's own call (or by the thread delivering, before it stops)
+        if (doneHead == null || Thread.holdsLock(lock)) {
             return;
         }
         Verb chain;
