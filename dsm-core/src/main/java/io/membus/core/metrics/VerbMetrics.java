@@ -13,7 +13,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.IntSupplier;
 import java.util.function.IntUnaryOperator;
 
 /**
@@ -269,8 +268,8 @@ public final class VerbMetrics implements VerbObserver {
                     .description("verbs refused by the target or lost with their connection").register(r);
             FunctionCounter.builder("membus.reconnects", reconnects, LongAdder::sum).tags(tags)
                     .description("connections to the peer that came back after a loss").register(r);
-            IntSupplier flight = () -> inFlight.applyAsInt(node);
-            Gauge.builder("membus.verbs.in.flight", flight, IntSupplier::getAsInt).tags(tags)
+            // gauges hold their object weakly: this peer, which the metrics keep, not a lambda
+            Gauge.builder("membus.verbs.in.flight", this, p -> inFlight.applyAsInt(p.node)).tags(tags)
                     .description("verbs issued and not completed").register(r);
             for (double q : new double[]{0.5, 0.99, 0.999, 1.0}) {
                 Gauge.builder("membus.verb.latency", this, p -> p.quantileSeconds(q))

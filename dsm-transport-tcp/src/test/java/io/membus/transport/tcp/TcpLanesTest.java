@@ -179,4 +179,33 @@ class TcpLanesTest {
         assertTrue(!ba.isOpen());
         a.faults().clear();
     }
+    @Test
+    void anotherThreadsUnsettledVerbDoesNotTakeTheLanesFromThisOne() throws Exception {
+        Transport a = node(1, Duration.ofSeconds(20));
+        Transport b = node(2, Duration.ofMillis(600));
+        long key = a.table().get(0).remoteKey();
+        long word = RemotePtr.pack(1, 0, 0);
+        TcpConnection ba = connection(b, a);
+        a.faults().delay(2, Duration.ofMillis(300)); // the target holds node 2's verbs
+        CompletableFuture<Long> held = ba.fetchAndAdd(word, key, 5); // posted by this thread
+        assertNull(ba.blockingNow(), "this thread's posted verb is unsettled");
+        CompletableFuture<Boolean> other = CompletableFuture.supplyAsync(() -> ba.blockingNow() != null);
+        assertTrue(other.get(30, TimeUnit.SECONDS), "another thread's verbs are settled: it may take a lane");
+        assertEquals(0L, RemoteMemory.await(held, WAIT));
+        a.faults().clear();
+
+        // a verb that timed out on the wire may still run: its thread keeps to the pipeline until the channel ends
+        a.faults().drop(2);
+        CompletableFuture<Long> lost = ba.fetchAndAdd(word, key, 1);
+        assertThrows(DsmTimeoutException.class, () -> RemoteMemory.await(lost, WAIT));
+        assertNull(ba.blockingNow(), "the timed-out verb could still run after a lane verb of this thread");
+        a.faults().heal(2);
+        assertEquals(1, ((TcpTransport) a).disconnect(2, "test: end the channel"), "one pipelined channel");
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (!(ba.isOpen() && ba.blockingNow() != null)) {
+            assertTrue(System.nanoTime() < until, "the reconnected channel offers lanes again");
+            Thread.sleep(20);
+        }
+        assertEquals(5, ba.blockingNow().readLong(word, key), "the dropped verb never ran");
+    }
 }
