@@ -170,6 +170,41 @@ public class TcpVerbBenchmark {
         return window.get(PIPELINE - 1).join(); // completion is in issue order: the last completes last
     }
 
+    private volatile int sinkCompletions;
+    private final io.membus.core.transport.LongCompletion sink = (value, failure) -> {
+        if (failure != null) {
+            throw new IllegalStateException("a verb of the benchmark failed", failure);
+        }
+        sinkCompletions++; // written by the connection's I/O thread only
+    };
+
+    /**
+     * {@value #PIPELINE} atomics in flight completing through one reused
+     * {@link io.membus.core.transport.LongCompletion} (no future, no boxed result): time
+     * per verb. For {@code cas} and {@code faa} only; the other verbs run {@link #pipelined()}.
+     */
+    @Benchmark
+    @OperationsPerInvocation(PIPELINE)
+    public Object pipelinedPrimitive() {
+        if (floor != null || !(verb.equals("cas") || verb.equals("faa"))) {
+            return pipelined();
+        }
+        int target = sinkCompletions + PIPELINE;
+        for (int i = 0; i < PIPELINE; i++) {
+            if (verb.equals("faa")) {
+                connection.fetchAndAdd(ptr, key, 1, sink);
+            } else {
+                long c = counter;
+                counter = c + 1;
+                connection.compareAndSwap(ptr, key, c, c + 1, sink);
+            }
+        }
+        while (sinkCompletions - target < 0) {
+            Thread.onSpinWait();
+        }
+        return connection;
+    }
+
     /** {@value #PIPELINE} verbs in one {@link Batch}: one wake-up of the I/O thread, one flush; time per verb. */
     @Benchmark
     @OperationsPerInvocation(PIPELINE)

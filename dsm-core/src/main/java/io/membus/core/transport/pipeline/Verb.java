@@ -40,17 +40,18 @@ public class Verb {
     /** The issuing thread's record of unsettled verbs (see {@link VerbOwner}), or null; set before issue. */
     public VerbOwner owner;
 
-    // pipeline state, guarded by the pipeline's lock
+    // pipeline state, guarded by the pipeline's lock; kept small: one object per verb is all the pipeline allocates
     long seq;
     long issuedNanos;
-    long releaseNanos;
+    /** While queued: the release time of an injected delay (0: none). Once resolved: an atomic's result. */
+    long word;
     byte state;
     boolean sent;
     boolean settled; // counted out of its owner
+    private boolean failed;
     Verb nextDone;
+    /** Once resolved: a read's bytes, or the failure when {@link #failed}. */
     private Object value;
-    private long longValue;
-    private Throwable failure;
 
     /** A verb whose result goes to a new future ({@link #future()}). */
     public Verb(int kind, long ptr, long remoteKey, int length, long a, long b, byte[] data, int dataOffset) {
@@ -107,34 +108,30 @@ public class Verb {
 
     void resolve(Object v, long l, Throwable e) {
         state = DONE;
-        value = v;
-        longValue = l;
-        failure = e;
-    }
-
-    boolean failed() {
-        return failure != null;
+        failed = e != null;
+        value = e != null ? e : v;
+        word = l;
     }
 
     Throwable failure() {
-        return failure;
+        return failed ? (Throwable) value : null;
     }
 
     /** Completes the future or calls the sink with the outcome (outside the pipeline's lock, in issue order). */
     void deliver() {
-        Throwable e = failure;
+        Throwable e = failure();
         if (longSink != null) {
             if (e != null) {
                 longSink.completed(0, e);
             } else {
-                longSink.completed(longValue, null);
+                longSink.completed(word, null);
             }
             return;
         }
         if (e != null) {
             future.completeExceptionally(e);
         } else if (kind == VerbObserver.CAS || kind == VerbObserver.FAA) {
-            future.complete(longValue); // boxed here, once, for the future form only
+            future.complete(word); // boxed here, once, for the future form only
         } else {
             future.complete(value);
         }

@@ -49,7 +49,9 @@ import java.util.function.Supplier;
  * issue; the wire's {@link Wire#post} and {@link Wire#flush} run under the lock, on the
  * thread that pumps. Outcomes are delivered on the thread that resolved them (a
  * transport's I/O or completion thread, the wheel thread for deadlines, or the caller),
- * never under the lock; callbacks must not block. Memory ordering: the lock orders a
+ * or by a thread already delivering this pipeline's outcomes, never under the lock;
+ * callbacks must not block (a blocked callback holds every later completion of the
+ * connection). Memory ordering: the lock orders a
  * verb's operands (written before {@link #issue}) before its post, and the wire's result
  * (passed to {@link #complete}) before its delivery.
  */
@@ -93,7 +95,7 @@ public final class VerbPipeline<V extends Verb> {
     private Supplier<? extends Throwable> closed; // what a verb issued after close fails with
     private Verb doneHead;
     private Verb doneTail;
-    private boolean delivering;
+    private Thread deliverer;         // the thread delivering outcomes, or null
     private long armedAt = NOT_ARMED;
     private int pendingCount;
     private volatile int pending;     // verbs issued whose outcome is not yet delivered
@@ -230,7 +232,7 @@ public final class VerbPipeline<V extends Verb> {
             waits = false;
         } else {
             v.state = Verb.QUEUED;
-            v.releaseNanos = hold > 0 ? now + hold : 0;
+            v.word = hold > 0 ? now + hold : 0;
             queued++;
             waits = true;
         }
@@ -275,12 +277,12 @@ public final class VerbPipeline<V extends Verb> {
                 sentEnd++; // dropped by a fault rule, or timed out in the backlog: never posted
                 continue;
             }
-            if (v.state == Verb.QUEUED && v.releaseNanos != 0) {
+            if (v.state == Verb.QUEUED && v.word != 0) {
                 if (now == 0) {
                     now = System.nanoTime();
                 }
-                if (v.releaseNanos - now > 0) {
-                    armAtMost(v.releaseNanos); // held: every later verb waits behind it
+                if (v.word - now > 0) {
+                    armAtMost(v.word); // held: every later verb waits behind it
                     break;
                 }
             }
@@ -556,7 +558,10 @@ public final class VerbPipeline<V extends Verb> {
      * Delivers resolved outcomes, in resolution order, on this thread unless another
      * thread is delivering (it takes these too) or this thread holds the lock (the
      * outermost call delivers). Every public method calls it; a wire that resolves verbs
-     * while holding {@link #lock()} calls it after releasing the lock.
+     * while holding {@link #lock()} calls it after releasing the lock. Re-entrant: a
+     * callback that issues a verb whose outcome is decided at once gets it delivered
+     * by the same loop, after the outcomes resolved before it, so a callback that waits
+     * for such a verb does not wait for itself.
      */
     public void deliver() {
         // a racy read is enough here: outcomes this thread added are visible to it, and an outcome another
@@ -564,45 +569,34 @@ public final class VerbPipeline<V extends Verb> {
         if (doneHead == null || Thread.holdsLock(lock)) {
             return;
         }
-        Verb chain;
-        synchronized (lock) {
-            if (delivering || doneHead == null) {
-                return;
-            }
-            chain = doneHead;
-            doneHead = null;
-            doneTail = null;
-            delivering = true;
-        }
+        Thread me = Thread.currentThread();
+        Verb v = null;
         while (true) {
-            int n = 0;
-            try {
-                for (Verb v = chain; v != null; ) {
-                    Verb next = v.nextDone;
-                    v.nextDone = null;
-                    n++;
-                    try {
-                        report(v);
-                        v.deliver();
-                    } catch (RuntimeException e) { // a callback that throws must not stop the others
-                        LOG.warn("a completion callback of a verb to node {} threw", peer, e);
-                    }
-                    v = next;
-                }
-            } finally {
-                synchronized (lock) {
-                    pendingCount -= n;
+            synchronized (lock) {
+                if (v != null) {
+                    pendingCount--; // after its delivery: pending() == 0 means every outcome was delivered
                     pending = pendingCount;
-                    chain = doneHead;
-                    doneHead = null;
-                    doneTail = null;
-                    if (chain == null) {
-                        delivering = false;
-                    }
                 }
+                if (deliverer != null && deliverer != me) {
+                    return; // that thread takes ours too, before it stops
+                }
+                v = doneHead;
+                if (v == null) {
+                    deliverer = null;
+                    return;
+                }
+                doneHead = v.nextDone;
+                if (doneHead == null) {
+                    doneTail = null;
+                }
+                v.nextDone = null;
+                deliverer = me;
             }
-            if (chain == null) {
-                return;
+            try {
+                report(v);
+                v.deliver();
+            } catch (RuntimeException e) { // a callback that throws must not stop the others
+                LOG.warn("a completion callback of a verb to node {} threw", peer, e);
             }
         }
     }

@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -367,6 +368,36 @@ class VerbPipelineTest {
         assertEquals(1234567890123L, got[0]);
         assertNull(failures[0]);
         assertSame(refused, failures[1]);
+    }
+
+    @Test
+    void aCallbackThatWaitsForAVerbItIssuesOnAnInlineWireDoesNotWaitForItself() throws Exception {
+        // a wire that answers inside post, as the direct connections do: the callback's verb is resolved while
+        // this thread is delivering, and must be delivered by the same loop, in order
+        AtomicReference<VerbPipeline<Verb>> ref = new AtomicReference<>();
+        Wire<Verb> inline = v -> {
+            ref.get().completeLong(v, v.a * 2);
+            return true;
+        };
+        VerbPipeline<Verb> p = new VerbPipeline<>(PEER, LONG, Integer.MAX_VALUE, VerbObserver.NONE, inline, true, wheel);
+        ref.set(p);
+        List<Long> seen = Collections.synchronizedList(new ArrayList<>());
+        Verb first = faa(1);
+        CompletableFuture<Long> nested = new CompletableFuture<>();
+        first.<Long>future().thenAccept(value -> {
+            seen.add(value);
+            Verb second = faa(2);
+            p.issue(second, 0);
+            seen.add(second.<Long>future().join()); // would never return if its outcome waited for this callback
+            nested.complete(second.<Long>future().join());
+        });
+        Verb held = faa(3);
+        p.issue(held, TimeUnit.MILLISECONDS.toNanos(20)); // the wheel thread will post both, and deliver
+        p.issue(first, 0);
+        assertEquals(4L, nested.get(10, TimeUnit.SECONDS));
+        assertEquals(List.of(2L, 4L), seen);
+        assertEquals(6L, held.<Long>future().get());
+        pollUntil(() -> p.pending() == 0, "pending() counts a verb until its delivery has returned");
     }
 
     @Test
