@@ -16,7 +16,8 @@ import java.util.function.Supplier;
  * each verb's outcome back.
  *
  * <h2>Structure</h2>
- * One ring of verbs in issue order (it grows by doubling, never per verb), with cursors:
+ * One ring of verbs in issue order (it grows by doubling, never per verb, and shrinks
+ * back when a large one empties), with cursors:
  * {@code head} (oldest verb kept), {@code sentEnd} (the next verb to post: before it the
  * verbs went to the wire or were passed over, after it is the backlog) and {@code tail}.
  * A verb's sequence number is its place in the ring (1, 2, ...), which tcp uses as its
@@ -60,6 +61,7 @@ public final class VerbPipeline<V extends Verb> {
     /** {@link #issue}'s hold for a verb a fault rule drops: never posted, its deadline fires. */
     public static final long DROP = -1;
     private static final long NOT_ARMED = Long.MIN_VALUE;
+    private static final int SHRINK_ABOVE = 4096;
 
     private final Object lock = new Object();
     private final int peer;
@@ -430,6 +432,10 @@ public final class VerbPipeline<V extends Verb> {
         answeredThrough = tail;
         onWire = 0;
         queued = 0;
+        if (ring.length > SHRINK_ABOVE) {
+            ring = new Verb[16];
+            mask = 15;
+        }
         if (armedAt != NOT_ARMED) {
             wheel.cancel(expiry);
             armedAt = NOT_ARMED;
@@ -451,6 +457,10 @@ public final class VerbPipeline<V extends Verb> {
         }
         if (answeredThrough < head) {
             answeredThrough = head;
+        }
+        if (head == tail && ring.length > SHRINK_ABOVE) {
+            ring = new Verb[16]; // a burst grew it; an empty pipeline gives the memory back
+            mask = 15;
         }
     }
 

@@ -401,6 +401,34 @@ class VerbPipelineTest {
     }
 
     @Test
+    void aLargeBacklogGrowsTheRingAndKeepsOrderAcrossItsGrowthAndShrink() throws Exception {
+        FakeWire wire = new FakeWire();
+        VerbPipeline<Verb> p = pipeline(wire, 1, LONG, VerbObserver.NONE);
+        int n = 10_000; // the ring doubles from 16 past 8,192 while verbs wait, then shrinks once empty
+        List<Verb> verbs = new ArrayList<>();
+        for (int round = 0; round < 2; round++) {
+            verbs.clear();
+            for (int i = 0; i < n; i++) {
+                Verb v = faa(i);
+                verbs.add(v);
+                p.issue(v, 0);
+            }
+            assertEquals(n - 1, p.backlog());
+            for (int i = 0; i < n; i++) {
+                Verb v = wire.posted.get(round * n + i);
+                assertSame(verbs.get(i), v, "posted in issue order");
+                assertSame(v, p.answering(v.seq()));
+                p.completeLong(v, i);
+                p.pump();
+            }
+            for (int i = 0; i < n; i++) {
+                assertEquals((long) i, verbs.get(i).<Long>future().get());
+            }
+            assertEquals(0, p.kept());
+        }
+    }
+
+    @Test
     void failAllKeepsThePipelineUsable() throws Exception {
         FakeWire wire = new FakeWire();
         VerbPipeline<Verb> p = pipeline(wire, 8, LONG, VerbObserver.NONE);

@@ -1,0 +1,93 @@
+package io.membus.core.transport.pipeline;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The wheel fires every entry once, never before its time, and moves, cancels and re-arms entries. */
+class TimerWheelTest {
+
+    /** Records when it fired. */
+    private static class Entry extends TimerWheel.Timeout {
+        final AtomicInteger fired = new AtomicInteger();
+        final AtomicLong firedAt = new AtomicLong();
+        final CountDownLatch done = new CountDownLatch(1);
+        volatile long at;
+
+        @Override
+        protected void expired() {
+            firedAt.set(System.nanoTime());
+            fired.incrementAndGet();
+            done.countDown();
+        }
+    }
+
+    @Test
+    void entriesFireOnceAndNeverBeforeTheirTimeAcrossRoundsOfTheWheel() throws Exception {
+        TimerWheel wheel = new TimerWheel("test-wheel-rounds");
+        List<Entry> entries = new ArrayList<>();
+        long now = System.nanoTime();
+        // 0 ms to 1.2 s: beyond one round of 512 ticks, and entries sharing buckets across rounds
+        long[] delaysMs = {0, 1, 3, 7, 50, 300, 511, 512, 513, 700, 1024, 1200};
+        for (long d : delaysMs) {
+            Entry e = new Entry();
+            e.at = now + TimeUnit.MILLISECONDS.toNanos(d);
+            wheel.arm(e, e.at);
+            entries.add(e);
+        }
+        assertEquals(delaysMs.length, wheel.armedCount());
+        for (Entry e : entries) {
+            assertTrue(e.done.await(10, TimeUnit.SECONDS), "an entry never fired");
+            assertTrue(e.firedAt.get() - e.at >= 0, "fired before its time");
+        }
+        Thread.sleep(20);
+        for (Entry e : entries) {
+            assertEquals(1, e.fired.get(), "fired once");
+        }
+        assertEquals(0, wheel.armedCount());
+    }
+
+    @Test
+    void armingAnArmedEntryMovesItAndCancelledEntriesNeverFire() throws Exception {
+        TimerWheel wheel = new TimerWheel("test-wheel-moves");
+        long now = System.nanoTime();
+        Entry moved = new Entry();
+        wheel.arm(moved, now + TimeUnit.SECONDS.toNanos(60));
+        moved.at = now + TimeUnit.MILLISECONDS.toNanos(5);
+        wheel.arm(moved, moved.at); // earlier: the sleeping thread must wake for it
+        assertEquals(1, wheel.armedCount(), "one entry, moved, not two");
+        Entry cancelled = new Entry();
+        wheel.arm(cancelled, now + TimeUnit.MILLISECONDS.toNanos(5));
+        wheel.cancel(cancelled);
+        wheel.cancel(cancelled); // idempotent
+        assertEquals(Long.MIN_VALUE, wheel.armedAt(cancelled));
+        assertTrue(moved.done.await(10, TimeUnit.SECONDS), "the moved entry never fired");
+        assertTrue(moved.firedAt.get() - moved.at >= 0);
+        // re-armed from its own expiry, as a pipeline does
+        Entry again = new Entry() {
+            final AtomicInteger rounds = new AtomicInteger();
+
+            @Override
+            protected void expired() {
+                if (rounds.incrementAndGet() < 3) {
+                    wheel.arm(this, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2));
+                } else {
+                    super.expired();
+                }
+            }
+        };
+        wheel.arm(again, System.nanoTime());
+        assertTrue(again.done.await(10, TimeUnit.SECONDS), "the re-armed entry stopped");
+        Thread.sleep(20);
+        assertEquals(0, cancelled.fired.get(), "a cancelled entry fired");
+        assertEquals(0, wheel.armedCount());
+    }
+}
