@@ -94,6 +94,9 @@ public final class DsmNode implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicBoolean closeStarted = new java.util.concurrent.atomic.AtomicBoolean();
     private final java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
     private final long startedNanos = System.nanoTime();
+    private final io.micrometer.core.instrument.composite.CompositeMeterRegistry meters =
+            new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
+    private volatile io.membus.core.metrics.VerbMetrics verbMetrics;
 
     private DsmNode(NodeConfig config) {
         this.config = config;
@@ -238,6 +241,7 @@ public final class DsmNode implements AutoCloseable {
             throw config.reportedAsUserKey(e);
         }
         transportRef.set(transport);
+        installMetrics(transport);
         List<SegmentDescriptor> exported = new ArrayList<>();
         for (int i = 0; i < config.segmentCount(); i++) {
             Path file = config.fileBacked() ? segmentFile(i) : null;
@@ -434,6 +438,50 @@ public final class DsmNode implements AutoCloseable {
                 "facts"));
     }
 
+    /**
+     * Counts the transport's verbs per peer ({@link io.membus.core.metrics.VerbMetrics}): a
+     * {@code verbs} section of {@code membus status}, meters in {@link #meterRegistry()},
+     * and JMX MBeans under {@code membus.node<id>} unless {@code membus.metrics.jmx = false}.
+     */
+    private void installMetrics(Transport transport) {
+        if (!(transport instanceof io.membus.core.transport.AbstractTransport t)) {
+            return;
+        }
+        io.membus.core.metrics.VerbMetrics m = new io.membus.core.metrics.VerbMetrics(transport.name());
+        m.inFlight(t::inFlight);
+        if (config.metricsJmx()) {
+            meters.add(new io.micrometer.jmx.JmxMeterRegistry(new io.micrometer.jmx.JmxConfig() {
+                @Override
+                public String get(String key) {
+                    return null;
+                }
+
+                @Override
+                public String domain() {
+                    return "membus.node" + config.nodeId();
+                }
+            }, io.micrometer.core.instrument.Clock.SYSTEM));
+        }
+        m.bindTo(meters);
+        t.observe(m);
+        verbMetrics = m;
+        statusSection("verbs", m::facts);
+    }
+
+    /**
+     * The node's meter registry: a composite that holds the JMX registry (unless
+     * {@code membus.metrics.jmx = false}); add a registry of your own to it to export
+     * the node's metrics elsewhere. Closed with the node.
+     */
+    public io.micrometer.core.instrument.MeterRegistry meterRegistry() {
+        return meters;
+    }
+
+    /** The transport's verb metrics, or {@code null} before the transport started. */
+    public io.membus.core.metrics.VerbMetrics verbMetrics() {
+        return verbMetrics;
+    }
+
     /** The sections registered with {@link #statusSection}, asked now; one that fails says so. */
     private java.util.List<StatusSection> statusSections() {
         java.util.List<StatusSection> out = new java.util.ArrayList<>();
@@ -572,6 +620,11 @@ public final class DsmNode implements AutoCloseable {
             } catch (RuntimeException e) {
                 LOG.warn("node {}: closing the transport: {}", config.nodeId(), e.toString());
             }
+            for (io.micrometer.core.instrument.MeterRegistry r : new ArrayList<>(meters.getRegistries())) {
+                meters.remove(r);
+                r.close(); // unregisters the MBeans
+            }
+            meters.close();
         }
     }
 

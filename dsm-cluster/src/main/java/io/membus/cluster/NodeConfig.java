@@ -58,6 +58,7 @@ public final class NodeConfig {
     private final long segmentSize;
     private final int segmentAccess;
     private final boolean fileBacked;
+    private final boolean metricsJmx;
     private final Path segmentDir;
     private final List<Integer> heapSegments;
     private final int heapChunkSize;
@@ -135,6 +136,7 @@ public final class NodeConfig {
             throw bad("segments.access", access, "a non-empty mix of the letters r (read), w (write), a (atomics)", e);
         }
         this.fileBacked = bool(m, "segments.file-backed");
+        this.metricsJmx = bool(m, "metrics.jmx");
         this.segmentDir = Path.of(string(m, "segments.dir"));
         String role = string(m, "role");
         switch (role) {
@@ -441,6 +443,11 @@ public final class NodeConfig {
 
     public int heapChunkSize() {
         return heapChunkSize;
+    }
+
+    /** {@code membus.metrics.jmx}: whether the node's metrics are exported as JMX MBeans. */
+    public boolean metricsJmx() {
+        return metricsJmx;
     }
 
     public boolean fileBacked() {

@@ -72,7 +72,7 @@ class InJvmClusterTest {
 
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
-    void threeNodesOverTcpFormTheDirectoryConvergesVerbsReachEveryNodeAndTheyCloseCleanly() {
+    void threeNodesOverTcpFormTheDirectoryConvergesVerbsReachEveryNodeAndTheyCloseCleanly() throws Exception {
         List<DsmNode> all = threeNodes("tcp");
         for (DsmNode n : all) {
             assertEquals("tcp", n.transport().name());
@@ -147,7 +147,21 @@ class InJvmClusterTest {
         assertEquals(40, echo.channel());
         assertEquals(2, echo.messagesIn(), echo.toString());
         assertEquals(3, three.fromNode(), "message channels of node 3");
-        assertEquals(List.of(new StatusSection("test-layer", java.util.Map.of("asked", "1"))), three.sections());
+        assertEquals(List.of(new StatusSection("test-layer", java.util.Map.of("asked", "1"))), three.sections().stream()
+                .filter(sec -> sec.name().equals("test-layer")).toList());
+        // node 3's verb metrics: its ten blocking fetch-and-adds on node 1 crossed the tcp transport
+        java.util.Map<String, String> verbs = three.sections().stream().filter(sec -> sec.name().equals("verbs"))
+                .findFirst().orElseThrow(() -> new AssertionError("no verbs section in " + three.sections())).facts();
+        assertEquals("tcp", verbs.get("transport"), verbs.toString());
+        assertTrue(verbs.getOrDefault("node-1", "").matches(".*faa [1-9][0-9]*.* timeouts=0 errors=0 .*latency p50=\\d.*"),
+                verbs.toString());
+        long faaToOne = all.get(2).verbMetrics().snapshot(1).verbs()[io.membus.core.transport.VerbObserver.FAA];
+        assertTrue(faaToOne >= 10, "fetch-and-adds of node 3 on node 1 counted: " + faaToOne);
+        // and the same meters as JMX MBeans under membus.node3
+        java.util.Set<javax.management.ObjectName> mbeans = java.lang.management.ManagementFactory
+                .getPlatformMBeanServer().queryNames(new javax.management.ObjectName("membus.node3:*"), null);
+        assertTrue(mbeans.stream().anyMatch(o -> o.toString().toLowerCase(java.util.Locale.ROOT).contains("verbs")),
+                mbeans.toString());
         assertTrue(reply.heap().stream().anyMatch(h -> h.nodeId() == 1 && h.segment() == 1
                 && h.chunksByOwner().containsKey(2)), "node 2 holds chunks of node 1 for its large object:\n"
                 + reply.heap());

@@ -9,6 +9,8 @@ import io.membus.core.error.InvalidPointerException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownSegmentException;
 import io.membus.core.error.WrongRemoteKeyException;
+import io.membus.core.transport.Batch;
+import io.membus.core.transport.BlockingVerbs;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.DirectConnection;
 import io.membus.core.transport.PeerInfo;
@@ -221,6 +223,128 @@ public final class RemoteMemory {
         return segmentOf(ptr).remoteKey();
     }
 
+    /**
+     * A batch of verbs on pointers of any nodes: nothing is posted until
+     * {@link RemoteBatch#submit()}, which posts each node's verbs as one {@link Batch}
+     * of its connection (one wake-up, one flush per node), in the order they were added.
+     */
+    public RemoteBatch batch() {
+        return new RemoteBatch();
+    }
+
+    /**
+     * Verbs on pointers of any nodes, posted together by {@link #submit()}: per node, in
+     * the order they were added, as one {@link Batch} of that node's connection (this
+     * node's own pointers run at submit, on the caller's thread). Each verb's future
+     * completes with its result or its typed failure; a pointer with no segment or
+     * member fails its own verb's future at once (when it is added), a node whose
+     * connection cannot open fails its verbs with that connection's error. Deadlines
+     * start at {@code submit()}.
+     *
+     * <p><b>Note:</b> not thread-safe: one thread fills and submits it, once.
+     */
+    public final class RemoteBatch {
+        private final java.util.Map<Integer, java.util.List<Pending<?>>> byNode = new java.util.LinkedHashMap<>();
+        private int size;
+        private boolean submitted;
+
+        private RemoteBatch() {
+        }
+
+        public CompletableFuture<byte[]> read(long ptr, int length) {
+            return add(ptr, key -> v -> v.read(ptr, key, length));
+        }
+
+        /** Writes {@code src[offset..offset+length)}; the bytes are read at {@link #submit()}. */
+        public CompletableFuture<Void> write(long ptr, byte[] src, int offset, int length) {
+            return add(ptr, key -> v -> v.write(ptr, key, src, offset, length));
+        }
+
+        public CompletableFuture<Long> compareAndSwap(long ptr, long expected, long update) {
+            return add(ptr, key -> v -> v.compareAndSwap(ptr, key, expected, update));
+        }
+
+        public CompletableFuture<Long> fetchAndAdd(long ptr, long delta) {
+            return add(ptr, key -> v -> v.fetchAndAdd(ptr, key, delta));
+        }
+
+        /** Verbs added and not yet submitted. */
+        public int size() {
+            return submitted ? 0 : size;
+        }
+
+        private <T> CompletableFuture<T> add(long ptr,
+                                             java.util.function.LongFunction<Function<Verbs, CompletableFuture<T>>> op) {
+            if (submitted) {
+                throw new IllegalStateException("batch already submitted: start a new batch");
+            }
+            CompletableFuture<T> result = new CompletableFuture<>();
+            int node = RemotePtr.nodeId(ptr);
+            if (ptr == RemotePtr.NULL) {
+                result.completeExceptionally(new InvalidPointerException(ptr, 0, node));
+                return result;
+            }
+            long key;
+            try {
+                key = keyOf(ptr);
+            } catch (DsmException e) {
+                result.completeExceptionally(e);
+                return result;
+            }
+            byNode.computeIfAbsent(node, n -> new java.util.ArrayList<>()).add(new Pending<>(op.apply(key), result));
+            size++;
+            return result;
+        }
+
+        /** Posts every verb added, one batch per node. */
+        public void submit() {
+            if (submitted) {
+                throw new IllegalStateException("batch already submitted: start a new batch");
+            }
+            submitted = true;
+            byNode.forEach((node, verbs) -> {
+                if (node == transport.nodeId() && transport.localAtomicsCoherent()) {
+                    LocalVerbs local = new LocalVerbs();
+                    verbs.forEach(p -> p.post(local));
+                    return;
+                }
+                onNode(node, connection -> {
+                    Batch b = connection.batch();
+                    verbs.forEach(p -> p.post(b));
+                    b.submit();
+                    return CompletableFuture.completedFuture(null);
+                }, () -> "node " + node).whenComplete((v, e) -> {
+                    if (e != null) { // the connection did not open: none of these verbs was posted
+                        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+                        verbs.forEach(p -> p.result.completeExceptionally(cause));
+                    }
+                });
+            });
+            byNode.clear();
+        }
+    }
+
+    /** One verb of a {@link RemoteBatch}: how to post it, and the future its caller holds. */
+    private record Pending<T>(Function<Verbs, CompletableFuture<T>> op, CompletableFuture<T> result) {
+        void post(Verbs on) {
+            CompletableFuture<T> posted;
+            try {
+                posted = op.apply(on);
+            } catch (RuntimeException e) {
+                result.completeExceptionally(e);
+                return;
+            }
+            posted.whenComplete((value, error) -> {
+                if (error != null) {
+                    result.completeExceptionally(error instanceof CompletionException && error.getCause() != null
+                            ? error.getCause() : error);
+                } else {
+                    result.complete(value);
+                }
+            });
+        }
+    }
+
     public CompletableFuture<byte[]> readAsync(long ptr, int length) {
         try {
             long key = keyOf(ptr);
@@ -267,10 +391,12 @@ public final class RemoteMemory {
     // same checks and no future, lambda or boxing; every other path posts the verb and waits.
 
     public byte[] read(long ptr, int length) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
-                return direct.read(ptr, directKey(ptr), length);
+                byte[] dst = new byte[length];
+                direct.readInto(ptr, directKey(ptr), dst, 0, length);
+                return dst;
             } catch (WrongRemoteKeyException | UnknownSegmentException e) {
                 forgetKey(ptr); // refused before any effect: posted below with the directory's key
             }
@@ -287,7 +413,7 @@ public final class RemoteMemory {
             throw new IllegalArgumentException("destination range out of bounds: offset=" + offset + ", length="
                     + length + ", array=" + dst.length);
         }
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 direct.readInto(ptr, directKey(ptr), dst, offset, length);
@@ -301,7 +427,7 @@ public final class RemoteMemory {
 
     /** Reads the little-endian word at {@code ptr}. */
     public long readLong(long ptr) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 return direct.readLong(ptr, directKey(ptr));
@@ -317,7 +443,7 @@ public final class RemoteMemory {
     }
 
     public void write(long ptr, byte[] src, int offset, int length) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             IllegalArgumentException badRange = Verbs.sourceRangeError(src, offset, length);
             if (badRange != null) {
@@ -335,7 +461,7 @@ public final class RemoteMemory {
 
     /** Writes the little-endian word at {@code ptr}. */
     public void writeLong(long ptr, long value) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 direct.writeLong(ptr, directKey(ptr), value);
@@ -350,7 +476,7 @@ public final class RemoteMemory {
     }
 
     public long compareAndSwap(long ptr, long expected, long update) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 return direct.compareAndSwap(ptr, directKey(ptr), expected, update);
@@ -362,7 +488,7 @@ public final class RemoteMemory {
     }
 
     public long fetchAndAdd(long ptr, long delta) {
-        SegmentTable direct = direct(ptr);
+        BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
                 return direct.fetchAndAdd(ptr, directKey(ptr), delta);
@@ -380,17 +506,18 @@ public final class RemoteMemory {
      * them one by one instead: on such a path there is no round trip to save.
      */
     public boolean runsDirect(long ptr) {
-        return direct(ptr) != null;
+        return direct(ptr) instanceof SegmentTable;
     }
 
     /**
-     * The segments a verb on {@code ptr} may run on now, on the caller's thread: this
-     * node's own (when its local atomics are coherent with peers' verbs), or a live
-     * member's through its open direct connection with no fault rule and nothing held;
-     * else null. A verb run this way never waits, so it is allowed on a transport
-     * thread too.
+     * Where a blocking verb on {@code ptr} may run now, on the caller's thread: this
+     * node's segments (when its local atomics are coherent with peers' verbs), a live
+     * member's through its open direct connection with no fault rule and nothing held
+     * (a verb run on a {@link SegmentTable} never waits, so it is allowed on a transport
+     * thread too), or the blocking lane of its connection ({@link Connection#blockingNow()});
+     * else null: post the verb and wait.
      */
-    private SegmentTable direct(long ptr) {
+    private BlockingVerbs direct(long ptr) {
         int node = RemotePtr.nodeId(ptr);
         if (node == transport.nodeId()) {
             return ptr != RemotePtr.NULL && transport.localAtomicsCoherent() ? transport.table() : null;
@@ -405,7 +532,7 @@ public final class RemoteMemory {
                 return null;
             }
         }
-        return c instanceof DirectConnection d ? d.tableNow() : null;
+        return c.blockingNow();
     }
 
     /**

@@ -20,6 +20,7 @@ import java.util.concurrent.CompletableFuture;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -168,7 +169,7 @@ class RemoteMemoryTest {
         // a completed future is no wait: it may be read anywhere
         CompletableFuture<Long> done = new CompletableFuture<>();
         io.membus.core.transport.TransportThreads.startDaemon("fake-transport-io-2",
-                () -> done.complete(RemoteMemory.await(CompletableFuture.completedFuture(5L), Duration.ofSeconds(1))));
+                () -> done.complete(one.await(CompletableFuture.completedFuture(5L), Duration.ofSeconds(1))));
         assertEquals(5L, done.get(10, java.util.concurrent.TimeUnit.SECONDS));
         assertEquals(0, one.fetchAndAdd(RemotePtr.pack(2, 0, 8), 1), "ordinary threads block as before");
     }
@@ -186,5 +187,39 @@ class RemoteMemoryTest {
         assertTrue(new io.membus.core.error.DsmTimeoutException("read", 2, Duration.ofSeconds(1)).mayHaveRun(),
                 "a verb whose deadline fired may have run");
         assertTrue(new NodeUnavailableException(2, "connection lost").mayHaveRun());
+    }
+    @Test
+    void aBatchSpanningNodesPostsEachNodesVerbsInOrderAndFailsOnlyTheVerbsThatCannotRun() {
+        RemoteMemory one = node(1);
+        node(2);
+        node(3);
+        long onTwo = RemotePtr.pack(2, 0, 64);
+        long onThree = RemotePtr.pack(3, 0, 64);
+        long onOne = RemotePtr.pack(1, 0, 64);
+        RemoteMemory.RemoteBatch batch = one.batch();
+        byte[] word = new byte[8];
+        Words.putLong(word, 0, 40);
+        CompletableFuture<Void> w2 = batch.write(onTwo, word, 0, 8);
+        CompletableFuture<Long> f2 = batch.fetchAndAdd(onTwo, 2);          // after the write: same node, in order
+        CompletableFuture<byte[]> r2 = batch.read(onTwo, 8);
+        CompletableFuture<Long> c3 = batch.compareAndSwap(onThree, 0, 7);
+        CompletableFuture<Long> f1 = batch.fetchAndAdd(onOne, 5);          // this node's own word
+        CompletableFuture<byte[]> bad = batch.read(RemotePtr.pack(2, 9, 0), 8);  // no such segment
+        CompletableFuture<byte[]> gone = batch.read(RemotePtr.pack(7, 0, 0), 8); // no such member
+        assertTrue(bad.isCompletedExceptionally() && gone.isCompletedExceptionally(), "refused when added");
+        assertEquals(5, batch.size());
+        assertFalse(w2.isDone() || f2.isDone() || c3.isDone() || f1.isDone(), "nothing runs before submit");
+        batch.submit();
+        one.await(w2);
+        assertEquals(40, one.await(f2));
+        assertEquals(42, Words.getLong(one.await(r2), 0));
+        assertEquals(0, one.await(c3));
+        assertEquals(0, one.await(f1));
+        assertEquals(7, one.readLong(onThree));
+        assertEquals(5, one.readLong(onOne));
+        assertThrows(UnknownSegmentException.class, () -> one.await(bad));
+        assertThrows(NodeUnavailableException.class, () -> one.await(gone));
+        assertThrows(IllegalStateException.class, batch::submit, "a batch is submitted once");
+        assertEquals(0, batch.size());
     }
 }

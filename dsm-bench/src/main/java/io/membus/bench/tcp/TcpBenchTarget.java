@@ -12,12 +12,13 @@ import io.netty.channel.EventLoopGroup;
 import java.util.Map;
 
 /**
- * The target process of {@link TcpVerbBenchmark}: a tcp node exporting a 1 MiB
- * segment and, beside it, the raw Netty echo server of the floor. Prints
- * {@code READY <incarnation> <address> <remoteKey> <floorPort>} and runs until
- * its standard input closes.
+ * The target process of {@link TcpVerbBenchmark} and {@link TcpSyncBenchmark}: a
+ * tcp node exporting a 1 MiB segment and, beside it, the floors: the raw Netty echo
+ * server and the blocking-socket one ({@link BlockingFloor}). Prints
+ * {@code READY <incarnation> <address> <remoteKey> <floorPort> <blockingFloorPort>}
+ * and runs until its standard input closes.
  *
- * <p>Arguments: secret
+ * <p>Arguments: secret [io-threads of the target node, default 1]
  */
 public final class TcpBenchTarget {
     private TcpBenchTarget() {
@@ -25,18 +26,21 @@ public final class TcpBenchTarget {
 
     public static void main(String[] args) throws Exception {
         TransportConfig config = TransportConfig.builder(1)
-                .properties(Map.of("tcp.secret", args[0], "tcp.host", "127.0.0.1", "tcp.port", "0")).build();
+                .properties(Map.of("tcp.secret", args[0], "tcp.host", "127.0.0.1", "tcp.port", "0",
+                        "tcp.io-threads", args.length > 1 ? args[1] : "1")).build();
         EventLoopGroup floorGroup = PingPong.group("floor-server");
         try (Transport t = Transports.create("tcp", config)) {
             Segment s = t.export(new SegmentSpec(0, 1 << 20, Access.ALL, null));
             Channel floor = PingPong.serve(floorGroup, "127.0.0.1");
+            java.net.ServerSocket blockingFloor = BlockingFloor.serve("127.0.0.1");
             System.out.println("READY " + t.incarnation() + " " + t.localAddress() + " " + s.remoteKey() + " "
-                    + PingPong.port(floor));
+                    + PingPong.port(floor) + " " + blockingFloor.getLocalPort());
             System.out.flush();
             while (System.in.read() >= 0) {
                 // serve until the benchmark goes away
             }
             floor.close().syncUninterruptibly();
+            blockingFloor.close();
         } finally {
             floorGroup.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
         }

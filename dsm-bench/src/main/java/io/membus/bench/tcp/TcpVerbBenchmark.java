@@ -4,7 +4,6 @@ import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.transport.Batch;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
@@ -25,15 +24,8 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.lang.management.ManagementFactory;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -70,7 +62,7 @@ public class TcpVerbBenchmark {
     @Param({"tcp", "floor"})
     public String path;
 
-    private Process target;
+    private TargetProcess target;
     private Transport initiator;
     private Connection connection;
     private EventLoopGroup floorGroup;
@@ -84,38 +76,16 @@ public class TcpVerbBenchmark {
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        byte[] secret = new byte[16];
-        new SecureRandom().nextBytes(secret);
-        String hex = HexFormat.of().formatHex(secret);
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            if (a.startsWith("--add-") || a.startsWith("-Dchronicle")) {
-                cmd.add(a);
-            }
-        }
-        cmd.addAll(List.of("-Xmx512m", "-cp", System.getProperty("java.class.path"), TcpBenchTarget.class.getName(), hex));
-        target = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        BufferedReader out = new BufferedReader(new InputStreamReader(target.getInputStream(), StandardCharsets.UTF_8));
-        String line;
-        do {
-            line = out.readLine();
-            if (line == null) {
-                throw new IllegalStateException("the target process exited before it was ready");
-            }
-        } while (!line.startsWith("READY "));
-        String[] f = line.split(" ");
-        PeerInfo peer = new PeerInfo(1, Long.parseLong(f[1]), f[2]);
-        key = Long.parseLong(f[3]);
+        target = new TargetProcess();
+        key = target.remoteKey;
         ptr = RemotePtr.pack(1, 0, 4096);
         if (path.equals("tcp")) {
             initiator = Transports.create("tcp", TransportConfig.builder(2)
-                    .properties(Map.of("tcp.secret", hex, "tcp.host", "127.0.0.1", "tcp.port", "0")).build());
-            connection = RemoteMemory.await(initiator.connect(peer), Duration.ofSeconds(20));
+                    .properties(Map.of("tcp.secret", target.secret, "tcp.host", "127.0.0.1", "tcp.port", "0")).build());
+            connection = RemoteMemory.await(initiator.connect(target.peer), Duration.ofSeconds(20));
         } else {
             floorGroup = PingPong.group("floor-client");
-            String host = f[2].substring(0, f[2].lastIndexOf(':'));
-            floor = new PingPong.Client(floorGroup, host, Integer.parseInt(f[4]), requestSize(), responseSize());
+            floor = new PingPong.Client(floorGroup, target.host, target.nettyFloorPort, requestSize(), responseSize());
         }
     }
 
@@ -148,10 +118,7 @@ public class TcpVerbBenchmark {
             floor.close();
             floorGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
         }
-        target.getOutputStream().close(); // the target exits when its stdin closes
-        if (!target.waitFor(10, TimeUnit.SECONDS)) {
-            target.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-        }
+        target.close();
     }
 
     private CompletableFuture<?> issue() {
@@ -201,6 +168,41 @@ public class TcpVerbBenchmark {
             window.add(issue());
         }
         return window.get(PIPELINE - 1).join(); // completion is in issue order: the last completes last
+    }
+
+    private volatile int sinkCompletions;
+    private final io.membus.core.transport.LongCompletion sink = (value, failure) -> {
+        if (failure != null) {
+            throw new IllegalStateException("a verb of the benchmark failed", failure);
+        }
+        sinkCompletions++; // written by the connection's I/O thread only
+    };
+
+    /**
+     * {@value #PIPELINE} atomics in flight completing through one reused
+     * {@link io.membus.core.transport.LongCompletion} (no future, no boxed result): time
+     * per verb. For {@code cas} and {@code faa} only; the other verbs run {@link #pipelined()}.
+     */
+    @Benchmark
+    @OperationsPerInvocation(PIPELINE)
+    public Object pipelinedPrimitive() {
+        if (floor != null || !(verb.equals("cas") || verb.equals("faa"))) {
+            return pipelined();
+        }
+        int target = sinkCompletions + PIPELINE;
+        for (int i = 0; i < PIPELINE; i++) {
+            if (verb.equals("faa")) {
+                connection.fetchAndAdd(ptr, key, 1, sink);
+            } else {
+                long c = counter;
+                counter = c + 1;
+                connection.compareAndSwap(ptr, key, c, c + 1, sink);
+            }
+        }
+        while (sinkCompletions - target < 0) {
+            Thread.onSpinWait();
+        }
+        return connection;
     }
 
     /** {@value #PIPELINE} verbs in one {@link Batch}: one wake-up of the I/O thread, one flush; time per verb. */

@@ -170,6 +170,24 @@ public class VerbBenchmark {
         return connection.fetchAndAdd(ptr, key, 1).join();
     }
 
+    private long sinkValue;
+    private final io.membus.core.transport.LongCompletion sink = (value, failure) -> {
+        if (failure != null) {
+            throw new IllegalStateException("a verb of the benchmark failed", failure);
+        }
+        sinkValue = value;
+    };
+
+    /** {@link #fetchAndAdd()} completing through a reused {@link io.membus.core.transport.LongCompletion}: no future, no box. */
+    @Benchmark
+    public long fetchAndAddPrimitive() {
+        if (floor != null) {
+            return floor.addAndGetLong(4096, 1);
+        }
+        connection.fetchAndAdd(ptr, key, 1, sink); // local and shm complete it before returning
+        return sinkValue;
+    }
+
     @Benchmark
     public byte[] rmReadInto8() {
         if (floor != null) {

@@ -74,6 +74,12 @@ public abstract class AbstractTransport implements Transport {
         return observer;
     }
 
+    /** Verbs issued and not completed on the open connection to {@code peer} (0 without one); for metrics. */
+    public int inFlight(int peer) {
+        CompletableFuture<Connection> c = connections.get(peer);
+        return c != null && c.isDone() && !c.isCompletedExceptionally() ? c.join().inFlight() : 0;
+    }
+
     /** Installs the observer the connections report to; set it before connecting (connections read it then). */
     public void observe(VerbObserver observer) {
         this.observer = java.util.Objects.requireNonNull(observer, "observer");

@@ -42,6 +42,23 @@ public interface Connection extends Verbs, AutoCloseable {
                 "this connection carries no messages; use local, shm or tcp"));
     }
 
+    /**
+     * Blocking verbs the calling thread may run on this connection right now, or
+     * {@code null} when it must post them and wait (the default). A connection
+     * offers them only when they keep the {@link Verbs} contract for this caller:
+     * no verb of this connection is unsettled (so none issued earlier by this thread
+     * can be overtaken), no fault rule applies, and the caller is not a transport
+     * thread. Used by {@link io.membus.core.RemoteMemory}'s blocking calls.
+     */
+    default BlockingVerbs blockingNow() {
+        return null;
+    }
+
+    /** Verbs issued on this connection and not completed yet (waiting, on the wire or held); for metrics. */
+    default int inFlight() {
+        return 0;
+    }
+
     /** A new batch of verbs on this connection. */
     Batch batch();
 

@@ -10,7 +10,10 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One daemon timer thread ("membus-timer") shared by the transports of a JVM, for
- * deadlines and injected delays. Tasks run on that thread and must not block.
+ * message deadlines, connect deadlines and housekeeping. Verbs do not use it: their
+ * deadlines and injected delays are on the pipelines' {@link
+ * io.membus.core.transport.pipeline.TimerWheel} (one entry per connection, none per
+ * verb). Tasks run on that thread and must not block.
  * Tasks scheduled for the same instant run in the order they were scheduled.
  *
  * <p><b>Note:</b> thread-safe.

@@ -2,9 +2,12 @@ package io.membus.core.transport;
 
 import io.membus.core.error.NodeUnavailableException;
 
+import io.membus.core.transport.pipeline.Verb;
+import io.membus.core.transport.pipeline.VerbPipeline;
+import io.membus.core.transport.pipeline.Wire;
+
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Supplier;
 
 /**
  * A connection whose verbs are memory operations the initiator runs itself on
@@ -12,28 +15,41 @@ import java.util.function.Supplier;
  * on its mapping of the target's files): one-sided by construction.
  *
  * <p>Verbs run on the calling thread and their futures are complete when the
- * method returns, so issue order is completion order. With an injected fault
- * the verb is instead held on the timer thread (delay) or never run (drop), and
- * every later verb on the connection queues behind held ones, so the order holds;
- * the deadline then applies.
+ * method returns, so issue order is completion order. With an injected fault,
+ * or while an earlier verb is still held by one, the verb goes through the
+ * connection's {@link VerbPipeline} (the one in-order engine every transport
+ * uses): held until its release (delay; released by the wheel thread, which
+ * then runs it) or never run (drop), every later verb queued behind held ones,
+ * so the order holds; the deadline then applies. Outcomes are reported to the
+ * transport's {@link VerbObserver} on both paths.
  *
  * <p><b>Note:</b> thread-safe.
  */
 public abstract class DirectConnection implements Connection {
     private final PeerInfo peer;
     private final FaultInjector faults;
-    private final Duration operationTimeout;
-    private final Object delayLock = new Object();
+    private final VerbObserver observer;
+    private final VerbPipeline<Verb> pipeline;
     private volatile boolean open = true;
     private volatile String closeReason = "connection closed";
-    private volatile int held; // verbs held on the timer; written under delayLock
-    private long lastRelease; // nanoTime the last held verb runs at, guarded by delayLock
-    private final java.util.ArrayDeque<Held> heldVerbs = new java.util.ArrayDeque<>(); // guarded by delayLock
 
     protected DirectConnection(PeerInfo peer, FaultInjector faults, Duration operationTimeout) {
+        this(peer, faults, operationTimeout, VerbObserver.NONE);
+    }
+
+    protected DirectConnection(PeerInfo peer, FaultInjector faults, Duration operationTimeout,
+                               VerbObserver observer) {
         this.peer = peer;
         this.faults = faults;
-        this.operationTimeout = operationTimeout;
+        this.observer = observer;
+        this.pipeline = new VerbPipeline<>(peer.nodeId(), operationTimeout, Integer.MAX_VALUE, observer,
+                new Wire<>() {
+                    @Override
+                    public boolean post(Verb v) {
+                        runHeld(v);
+                        return true;
+                    }
+                }, true);
     }
 
     /**
@@ -56,7 +72,7 @@ public abstract class DirectConnection implements Connection {
      * a verb with no future, no lambda and no result array.
      */
     public SegmentTable tableNow() {
-        if (!open || faults.active() || held > 0 || targetRule() != null) {
+        if (!open || faults.active() || pipeline.pending() > 0 || targetRule() != null) {
             return null;
         }
         try {
@@ -64,6 +80,23 @@ public abstract class DirectConnection implements Connection {
         } catch (RuntimeException e) {
             return null; // the posted verb fails with the typed reason (and closes the connection)
         }
+    }
+
+    /** The target's segments, when a verb may run on them on the caller's thread now ({@link #tableNow()}). */
+    @Override
+    public BlockingVerbs blockingNow() {
+        return tableNow();
+    }
+
+    /** Verbs held by a fault rule or waiting behind one, and their count on the way (for a metrics gauge). */
+    public int backlog() {
+        return pipeline.backlog();
+    }
+
+    /** Verbs of this connection not yet completed: held, dropped and waiting for their deadline (for a gauge). */
+    @Override
+    public int inFlight() {
+        return pipeline.pending();
     }
 
     @Override
@@ -77,12 +110,17 @@ public abstract class DirectConnection implements Connection {
     }
 
     @Override
-    public synchronized void close(String reason) {
-        if (!open) {
-            return; // the first reason stays
+    public void close(String reason) {
+        synchronized (this) {
+            if (!open) {
+                return; // the first reason stays
+            }
+            closeReason = reason;
+            open = false;
         }
-        closeReason = reason;
-        open = false;
+        // held verbs never ran: they fail as not sent, as do verbs issued from now on
+        NodeUnavailableException e = NodeUnavailableException.notSent(peer.nodeId(), reason);
+        pipeline.close(e, e, () -> NodeUnavailableException.notSent(peer.nodeId(), reason));
     }
 
     @Override
@@ -92,7 +130,17 @@ public abstract class DirectConnection implements Connection {
 
     @Override
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-        return run("read", () -> target().read(ptr, remoteKey, length));
+        if (direct()) {
+            long t0 = startTime();
+            try {
+                byte[] r = target().read(ptr, remoteKey, length);
+                observed(VerbObserver.READ, length, t0);
+                return CompletableFuture.completedFuture(r);
+            } catch (RuntimeException e) {
+                return failed(VerbObserver.READ, e);
+            }
+        }
+        return posted(new Verb(VerbObserver.READ, ptr, remoteKey, length, 0, 0, null, 0));
     }
 
     @Override
@@ -101,28 +149,85 @@ public abstract class DirectConnection implements Connection {
         if (badRange != null) {
             return CompletableFuture.failedFuture(badRange);
         }
-        if (faults.active() || held > 0) {
-            // the bytes must be copied now: the caller may reuse its buffer once write returns
-            byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
-            return run("write", () -> {
-                target().write(ptr, remoteKey, copy, 0, length);
-                return null;
-            });
+        if (direct()) {
+            long t0 = startTime();
+            try {
+                target().write(ptr, remoteKey, src, offset, length);
+                observed(VerbObserver.WRITE, length, t0);
+                return CompletableFuture.completedFuture(null);
+            } catch (RuntimeException e) {
+                return failed(VerbObserver.WRITE, e);
+            }
         }
-        return run("write", () -> {
-            target().write(ptr, remoteKey, src, offset, length);
-            return null;
-        });
+        // the bytes must be copied now: the caller may reuse its buffer once write returns
+        byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
+        return posted(new Verb(VerbObserver.WRITE, ptr, remoteKey, length, 0, 0, copy, 0));
     }
 
     @Override
     public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-        return run("compareAndSwap", () -> target().compareAndSwap(ptr, remoteKey, expected, update));
+        if (direct()) {
+            long t0 = startTime();
+            try {
+                long old = target().compareAndSwap(ptr, remoteKey, expected, update);
+                observed(VerbObserver.CAS, 8, t0);
+                return CompletableFuture.completedFuture(old);
+            } catch (RuntimeException e) {
+                return failed(VerbObserver.CAS, e);
+            }
+        }
+        return posted(new Verb(VerbObserver.CAS, ptr, remoteKey, 8, expected, update, null, 0));
     }
 
     @Override
     public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
-        return run("fetchAndAdd", () -> target().fetchAndAdd(ptr, remoteKey, delta));
+        if (direct()) {
+            long t0 = startTime();
+            try {
+                long old = target().fetchAndAdd(ptr, remoteKey, delta);
+                observed(VerbObserver.FAA, 8, t0);
+                return CompletableFuture.completedFuture(old);
+            } catch (RuntimeException e) {
+                return failed(VerbObserver.FAA, e);
+            }
+        }
+        return posted(new Verb(VerbObserver.FAA, ptr, remoteKey, 8, delta, 0, null, 0));
+    }
+
+    @Override
+    public void compareAndSwap(long ptr, long remoteKey, long expected, long update, LongCompletion done) {
+        if (direct()) {
+            long t0 = startTime();
+            long old;
+            try {
+                old = target().compareAndSwap(ptr, remoteKey, expected, update);
+                observed(VerbObserver.CAS, 8, t0);
+            } catch (RuntimeException e) {
+                done.completed(0, failure(VerbObserver.CAS, e));
+                return;
+            }
+            done.completed(old, null);
+            return;
+        }
+        issue(new Verb(VerbObserver.CAS, ptr, remoteKey, 8, expected, update, null, 0, done));
+    }
+
+    @Override
+    public void fetchAndAdd(long ptr, long remoteKey, long delta, LongCompletion done) {
+        if (direct()) {
+            long t0 = startTime();
+            long old;
+            try {
+                old = target().fetchAndAdd(ptr, remoteKey, delta);
+                observed(VerbObserver.FAA, 8, t0);
+            } catch (RuntimeException e) {
+                done.completed(0, failure(VerbObserver.FAA, e));
+                return;
+            }
+            done.completed(old, null);
+            return;
+        }
+        issue(new Verb(VerbObserver.FAA, ptr, remoteKey, 8, delta, 0, null, 0, done));
     }
 
     @Override
@@ -130,90 +235,65 @@ public abstract class DirectConnection implements Connection {
         return new DeferredBatch(this);
     }
 
-    private <T> CompletableFuture<T> run(String operation, Supplier<T> verb) {
-        if (!open) {
-            return CompletableFuture.failedFuture(NodeUnavailableException.notSent(peer.nodeId(), closeReason));
-        }
-        if (faults.active() || held > 0 || targetRule() != null) {
-            return runWithFaults(operation, verb);
-        }
-        return execute(verb);
+    /** Whether a verb runs on the calling thread now: open, no fault rule, nothing held or on the way. */
+    private boolean direct() {
+        return open && !faults.active() && pipeline.pending() == 0 && targetRule() == null;
     }
 
-    private <T> CompletableFuture<T> execute(Supplier<T> verb) {
-        try {
-            return CompletableFuture.completedFuture(verb.get());
-        } catch (NodeUnavailableException e) {
+    /** The clock at a direct verb's start, read only when an observer wants latencies. */
+    private long startTime() {
+        return observer == VerbObserver.NONE ? 0 : System.nanoTime();
+    }
+
+    private void observed(int kind, int bytes, long startNanos) {
+        if (observer != VerbObserver.NONE) {
+            observer.completed(peer.nodeId(), kind, bytes, System.nanoTime() - startNanos);
+        }
+    }
+
+    private <T> CompletableFuture<T> failed(int kind, RuntimeException e) {
+        return CompletableFuture.failedFuture(failure(kind, e));
+    }
+
+    private RuntimeException failure(int kind, RuntimeException e) {
+        if (observer != VerbObserver.NONE) {
+            observer.failed(peer.nodeId(), kind);
+        }
+        if (e instanceof NodeUnavailableException) {
             close(e.getMessage()); // the target is gone: later verbs fail at once, and connect() opens anew
-            return CompletableFuture.failedFuture(e);
+        }
+        return e;
+    }
+
+    private <T> CompletableFuture<T> posted(Verb v) {
+        issue(v);
+        return v.future();
+    }
+
+    private void issue(Verb v) {
+        // closed: the pipeline is closed too (or is being closed) and fails the verb as not sent
+        pipeline.issue(v, VerbPipeline.hold(faults.active() ? faults.rule(peer.nodeId()) : null, targetRule()));
+    }
+
+    /** Runs a verb the pipeline releases (under its lock, in issue order), and reports its outcome. */
+    private void runHeld(Verb v) {
+        SegmentTable t;
+        try {
+            t = target();
+            switch (v.kind) {
+                case VerbObserver.READ -> pipeline.complete(v, t.read(v.ptr, v.remoteKey, v.length));
+                case VerbObserver.WRITE -> {
+                    t.write(v.ptr, v.remoteKey, v.data, v.dataOffset, v.length);
+                    pipeline.complete(v, null);
+                }
+                case VerbObserver.CAS -> pipeline.completeLong(v, t.compareAndSwap(v.ptr, v.remoteKey, v.a, v.b));
+                default -> pipeline.completeLong(v, t.fetchAndAdd(v.ptr, v.remoteKey, v.a));
+            }
+        } catch (NodeUnavailableException e) {
+            pipeline.fail(v, e);
+            close(e.getMessage()); // later held verbs fail as not sent
         } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(e);
+            pipeline.fail(v, e);
         }
-    }
-
-    private <T> CompletableFuture<T> runWithFaults(String operation, Supplier<T> verb) {
-        FaultInjector.Rule mine = faults.rule(peer.nodeId());
-        FaultInjector.Rule theirs = targetRule();
-        CompletableFuture<T> future = new CompletableFuture<>();
-        Deadlines.within(future, operationTimeout, operation, peer.nodeId());
-        if ((mine != null && mine.drop()) || (theirs != null && theirs.drop())) {
-            return future; // never executed, never answered: the deadline fires
-        }
-        long delay = (mine != null ? mine.delayNanos() : 0) + (theirs != null ? theirs.delayNanos() : 0);
-        synchronized (delayLock) {
-            if (delay == 0 && held == 0) {
-                return execute(verb);
-            }
-            long release = Math.max(System.nanoTime() + delay, lastRelease);
-            lastRelease = release;
-            held++;
-            heldVerbs.add(new Held(release, () -> {
-                if (future.isDone()) {
-                    return; // timed out while held: never executed
-                }
-                if (!open) {
-                    future.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), closeReason));
-                    return;
-                }
-                execute(verb).whenComplete((v, e) -> {
-                    if (e != null) {
-                        future.completeExceptionally(e);
-                    } else {
-                        future.complete(v);
-                    }
-                });
-            }));
-            Deadlines.schedule(this::releaseDue, release - System.nanoTime());
-        }
-        return future;
-    }
-
-    /**
-     * Runs, on the timer thread and in issue order, every held verb whose release
-     * time has come. Release times never decrease along the queue, so the head is
-     * always the next verb due.
-     */
-    private void releaseDue() {
-        while (true) {
-            Held next;
-            synchronized (delayLock) {
-                next = heldVerbs.peek();
-                if (next == null || next.release - System.nanoTime() > 0) {
-                    return;
-                }
-                heldVerbs.poll();
-            }
-            try {
-                next.run.run();
-            } finally {
-                // only after the verb ran: a verb that sees held == 0 cannot overtake it
-                synchronized (delayLock) {
-                    held--;
-                }
-            }
-        }
-    }
-
-    private record Held(long release, Runnable run) {
     }
 }

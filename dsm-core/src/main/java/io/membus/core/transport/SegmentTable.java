@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * <p><b>Note:</b> thread-safe. Segments are published with volatile semantics
  * ({@link AtomicReferenceArray}); verbs run concurrently from any thread.
  */
-public final class SegmentTable {
+public final class SegmentTable implements BlockingVerbs {
     /** Largest byte count one read or write verb may carry (16 MiB). */
     public static final int MAX_VERB_LENGTH = 16 << 20;
 
@@ -125,12 +125,14 @@ public final class SegmentTable {
     }
 
     /** Reads {@code length} bytes at {@code ptr} into {@code dst[dstOffset..]}: no allocation. */
+    @Override
     public void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
         Segment s = check(ptr, remoteKey, length, Access.READ, false);
         s.read(RemotePtr.offset(ptr), dst, dstOffset, length);
     }
 
     /** Reads the little-endian word at {@code ptr} (any alignment a read allows). */
+    @Override
     public long readLong(long ptr, long remoteKey) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.READ, false);
         long offset = RemotePtr.offset(ptr);
@@ -143,6 +145,7 @@ public final class SegmentTable {
     }
 
     /** Writes the little-endian word at {@code ptr} (any alignment a write allows). */
+    @Override
     public void writeLong(long ptr, long remoteKey, long value) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.WRITE, false);
         long offset = RemotePtr.offset(ptr);
@@ -155,16 +158,19 @@ public final class SegmentTable {
         s.write(offset, b, 0, Long.BYTES);
     }
 
+    @Override
     public void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
         Segment s = check(ptr, remoteKey, length, Access.WRITE, false);
         s.write(RemotePtr.offset(ptr), src, offset, length);
     }
 
+    @Override
     public long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
         return s.compareAndSwap(RemotePtr.offset(ptr), expected, update);
     }
 
+    @Override
     public long fetchAndAdd(long ptr, long remoteKey, long delta) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
         return s.fetchAndAdd(RemotePtr.offset(ptr), delta);

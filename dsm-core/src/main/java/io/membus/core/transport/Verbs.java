@@ -89,4 +89,29 @@ public interface Verbs {
 
     /** Atomically adds {@code delta} to the word at {@code ptr}; returns the value before. */
     CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta);
+
+    /**
+     * {@link #compareAndSwap(long, long, long, long)} completing with a primitive: {@code done}
+     * gets the word's previous value, or the failure, exactly once, in the connection's
+     * completion order. The pipelined transports ({@code tcp}, {@code rdma}) and the direct
+     * ones ({@code local}, {@code shm}) implement it with no future and no boxed
+     * {@code Long}; this default goes through the future.
+     */
+    default void compareAndSwap(long ptr, long remoteKey, long expected, long update, LongCompletion done) {
+        compareAndSwap(ptr, remoteKey, expected, update).whenComplete((v, e) -> Verbs.complete(done, v, e));
+    }
+
+    /** {@link #fetchAndAdd(long, long, long)} completing with a primitive, as {@link #compareAndSwap(long, long, long, long, LongCompletion)}. */
+    default void fetchAndAdd(long ptr, long remoteKey, long delta, LongCompletion done) {
+        fetchAndAdd(ptr, remoteKey, delta).whenComplete((v, e) -> Verbs.complete(done, v, e));
+    }
+
+    private static void complete(LongCompletion done, Long value, Throwable failure) {
+        if (failure != null) {
+            done.completed(0, failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                    ? failure.getCause() : failure);
+        } else {
+            done.completed(value, null);
+        }
+    }
 }

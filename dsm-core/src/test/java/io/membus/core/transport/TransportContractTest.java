@@ -42,6 +42,8 @@ import java.util.function.Supplier;
 import java.util.zip.CRC32;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -92,6 +94,15 @@ public abstract class TransportContractTest {
      * ({@code shm}: the initiator's CPU runs it).
      */
     protected boolean targetRefusesFencedInitiators() {
+        return true;
+    }
+
+    /**
+     * Whether an idle connection with no fault rule offers blocking verbs
+     * ({@link Connection#blockingNow()}). False only for {@code rdma}, whose verbs
+     * complete on the NIC's completion thread.
+     */
+    protected boolean offersBlockingVerbs() {
         return true;
     }
 
@@ -989,6 +1000,54 @@ public abstract class TransportContractTest {
         a.messages().register(ECHO_OR_LOG, "self", (from, payload) -> new byte[]{(byte) from});
         assertArrayEquals(new byte[]{1}, m.request(1, ECHO_OR_LOG, new byte[]{7}), "to itself by node id");
         m.send(1, ECHO_OR_LOG, new byte[]{7});
+    }
+
+    @Test
+    void blockingVerbsKeepTheVerbContractAndAreWithdrawnWhileAPostedVerbIsUnsettled() {
+        Transport a = node(1);
+        Transport b = node(2);
+        Segment seg = b.export(SegmentSpec.of(0, SEGMENT_SIZE));
+        Connection ab = connect(a, b);
+        BlockingVerbs v = ab.blockingNow();
+        if (!offersBlockingVerbs()) {
+            assertNull(v, "this transport offers no blocking verbs");
+            return;
+        }
+        assertNotNull(v, "an idle connection with no fault rule offers blocking verbs");
+        long key = seg.remoteKey();
+        long word = seg.pointer(64);
+        v.writeLong(word, key, 41);
+        assertEquals(41, v.readLong(word, key));
+        assertEquals(41, v.fetchAndAdd(word, key, 1), "fetchAndAdd returns the old word");
+        assertEquals(42, v.compareAndSwap(word, key, 42, 7), "a CAS that succeeds returns the expected word");
+        assertEquals(7, v.compareAndSwap(word, key, 42, 9), "a CAS that fails returns the word it found");
+        assertEquals(7, Words.getLong(await(ab.read(word, key, 8)), 0), "posted verbs see blocking ones");
+        byte[] data = new byte[300];
+        new java.util.Random(7).nextBytes(data);
+        v.write(seg.pointer(1000), key, data, 5, 200);
+        byte[] back = new byte[210];
+        v.readInto(seg.pointer(1000), key, back, 10, 200);
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 5, 205), java.util.Arrays.copyOfRange(back, 10, 210));
+
+        // the errors are the posted verbs' errors, typed, and the blocking verbs go on working after them
+        assertThrows(WrongRemoteKeyException.class, () -> v.readLong(word, key + 1));
+        assertThrows(OutOfBoundsException.class, () -> v.readInto(seg.pointer(SEGMENT_SIZE - 4), key, back, 0, 8));
+        assertThrows(MisalignedAtomicException.class, () -> v.fetchAndAdd(seg.pointer(65), key, 1));
+        assertThrows(UnknownSegmentException.class, () -> v.readLong(RemotePtr.pack(2, 9, 0), key));
+        assertEquals(7, v.readLong(word, key), "still usable after refused verbs");
+
+        // a posted verb that is not answered yet withdraws the offer: a blocking verb could overtake it
+        b.faults().delay(1, Duration.ofMillis(500));
+        byte[] ninetyNine = new byte[8];
+        Words.putLong(ninetyNine, 0, 99);
+        CompletableFuture<Void> held = ab.write(word, key, ninetyNine, 0, 8);
+        if (!held.isDone()) { // a target whose rules reach initiators later (shm) may have run it already
+            assertNull(ab.blockingNow(), "no blocking verbs while a posted verb is unsettled");
+        }
+        b.faults().clear();
+        await(held);
+        eventually(() -> ab.blockingNow() != null, () -> "blocking verbs are offered again once it settled");
+        assertEquals(99, ab.blockingNow().readLong(word, key), "the posted write ran before the blocking read");
     }
 
     private static final short ECHO_OR_LOG = 9;

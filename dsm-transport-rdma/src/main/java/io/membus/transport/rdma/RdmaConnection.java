@@ -7,6 +7,7 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.Batch;
 import io.membus.core.transport.DeferredBatch;
 import io.membus.core.transport.Connection;
+import io.membus.core.transport.LongCompletion;
 import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.Verbs;
 
@@ -112,6 +113,40 @@ final class RdmaConnection implements Connection {
         } catch (DsmException refused) {
             return CompletableFuture.failedFuture(refused);
         }
+    }
+
+    @Override
+    public void compareAndSwap(long ptr, long remoteKey, long expected, long update, LongCompletion done) {
+        String reason = closeReason;
+        if (reason != null) {
+            done.completed(0, NodeUnavailableException.notSent(peer.nodeId(), reason));
+            return;
+        }
+        CatalogEntry e;
+        try {
+            e = catalog.check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
+        } catch (DsmException refused) {
+            done.completed(0, refused); // nothing was posted
+            return;
+        }
+        engine.compareAndSwap(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), expected, update, done);
+    }
+
+    @Override
+    public void fetchAndAdd(long ptr, long remoteKey, long delta, LongCompletion done) {
+        String reason = closeReason;
+        if (reason != null) {
+            done.completed(0, NodeUnavailableException.notSent(peer.nodeId(), reason));
+            return;
+        }
+        CatalogEntry e;
+        try {
+            e = catalog.check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
+        } catch (DsmException refused) {
+            done.completed(0, refused);
+            return;
+        }
+        engine.fetchAndAdd(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), delta, done);
     }
 
     /**

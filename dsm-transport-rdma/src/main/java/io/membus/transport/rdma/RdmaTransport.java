@@ -351,7 +351,8 @@ public final class RdmaTransport extends AbstractTransport {
                             + " connecting to " + who);
                 }
                 socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
-                VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog);
+                VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog,
+                        observer());
                 pair.attach(engine);
                 RdmaConnection[] self = new RdmaConnection[1];
                 connection = new RdmaConnection(peer, catalog, engine, () -> {

@@ -5,13 +5,15 @@ import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.Deadlines;
 import io.membus.core.transport.FaultInjector;
+import io.membus.core.transport.LongCompletion;
+import io.membus.core.transport.VerbObserver;
+import io.membus.core.transport.pipeline.Verb;
+import io.membus.core.transport.pipeline.VerbPipeline;
+import io.membus.core.transport.pipeline.Wire;
 import net.openhft.chronicle.core.UnsafeMemory;
 
 import java.io.IOException;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 import static io.membus.transport.rdma.SendWrLayout.IBV_WR_ATOMIC_CMP_AND_SWP;
@@ -20,8 +22,11 @@ import static io.membus.transport.rdma.SendWrLayout.IBV_WR_RDMA_READ;
 import static io.membus.transport.rdma.SendWrLayout.IBV_WR_RDMA_WRITE;
 
 /**
- * Posts verbs on one {@link SendQueue} and completes their futures from its
- * completions: the work-request bookkeeping of one reliable connection.
+ * The rdma wire of one reliable connection's {@link VerbPipeline}: posts verbs on one
+ * {@link SendQueue} and reports their completions back. The pipeline (shared by every
+ * transport) keeps issue order, the backlog, deadlines and fault holds; this class keeps
+ * what is rdma's own: work-request ids, the slot ring, staging and the error states of
+ * the queue pair.
  *
  * <h2>Work-request ids</h2>
  * Every work request gets the next sequence number as its {@code wr_id}; its slot is
@@ -32,55 +37,63 @@ import static io.membus.transport.rdma.SendWrLayout.IBV_WR_RDMA_WRITE;
  * consecutive work requests and completes with its last one.
  *
  * <h2>Backpressure and order</h2>
- * When the ring is full (or a verb ahead is held by an injected delay) verbs wait
- * in a FIFO backlog, posted as completions free slots; nothing blocks the caller.
- * Issue order is posting order is completion order.
+ * When the ring is full {@link #post} says so and the verb waits in the pipeline's
+ * backlog, posted as completions free slots; a verb held by an injected delay holds the
+ * ones behind it; nothing blocks the caller. Issue order is posting order is completion
+ * order.
  *
  * <h2>Failure</h2>
- * Each verb has a deadline from its issue ({@link Deadlines}). The first failed
- * completion fails its verb with the exception {@link CompletionErrors} maps it
- * to, and breaks the engine (the queue pair is in error state): every other verb
- * in flight or waiting fails with {@link NodeUnavailableException}, and so does
- * every verb issued later.
+ * Each verb has a deadline from its issue (the pipeline's timer-wheel entry, no task per
+ * verb). The first failed completion fails its verb with the exception
+ * {@link CompletionErrors} maps it to, and breaks the engine (the queue pair is in error
+ * state): every other verb in flight or waiting fails with
+ * {@link NodeUnavailableException}, and so does every verb issued later.
  *
  * <p><b>Note:</b> thread-safe: any thread may issue verbs; {@link #complete} is
- * called by the queue pair's one completion thread. State is guarded by one lock;
- * futures are completed outside it, in posting order, on the completion thread (or
- * the issuing thread when a verb fails before it is posted).
+ * called by the queue pair's one completion thread. State is guarded by the pipeline's
+ * lock; outcomes are delivered outside it, in posting order, on the completion thread (or
+ * the issuing thread when a verb fails before it is posted, the wheel thread for
+ * deadlines).
  */
-public final class VerbEngine {
+public final class VerbEngine implements Wire<VerbEngine.Op> {
     private static final UnsafeMemory MEMORY = UnsafeMemory.MEMORY;
     private static final long BYTE_ARRAY_OFFSET = UnsafeMemory.UNSAFE.arrayBaseOffset(byte[].class);
 
     private final SendQueue queue;
     private final int peerNode;
-    private final Duration timeout;
     private final FaultInjector faults;
     private final RemoteCatalog catalog;
     private final int mask;
     private final int stagingBytes;
+    private final VerbPipeline<Op> pipeline;
+    private final Object lock;
     private final SendWrFlyweight flyweight = new SendWrFlyweight(); // guarded by lock
     private final Op[] slotOps;                                         // guarded by lock
     private final int[] slotParts;                                      // guarded by lock
-    private final ArrayDeque<Op> backlog = new ArrayDeque<>();          // guarded by lock
-    private final Object lock = new Object();
     private long nextSeq;       // guarded by lock
     private long completedSeq;  // guarded by lock
     private String brokenReason; // guarded by lock; null while healthy
-    private boolean drainScheduled; // guarded by lock
     private volatile java.util.function.Consumer<String> brokenListener = reason -> { };
 
     /**
      * @param catalog the peer's catalog, to name the exact error of a refused verb (may be {@code null})
      */
     public VerbEngine(SendQueue queue, int peerNode, Duration timeout, FaultInjector faults, RemoteCatalog catalog) {
+        this(queue, peerNode, timeout, faults, catalog, VerbObserver.NONE);
+    }
+
+    /**
+     * @param catalog  the peer's catalog, to name the exact error of a refused verb (may be {@code null})
+     * @param observer where the verbs' outcomes are reported
+     */
+    public VerbEngine(SendQueue queue, int peerNode, Duration timeout, FaultInjector faults, RemoteCatalog catalog,
+                      VerbObserver observer) {
         int depth = queue.depth();
         if (depth < 1 || Integer.bitCount(depth) != 1) {
             throw new IllegalArgumentException("queue depth must be a power of two: depth=" + depth);
         }
         this.queue = queue;
         this.peerNode = peerNode;
-        this.timeout = timeout;
         this.faults = faults;
         this.catalog = catalog;
         this.mask = depth - 1;
@@ -90,34 +103,54 @@ public final class VerbEngine {
         }
         this.slotOps = new Op[depth];
         this.slotParts = new int[depth];
+        // the window is the ring's: post() says when it is full
+        this.pipeline = new VerbPipeline<>(peerNode, timeout, Integer.MAX_VALUE, observer, this, true);
+        this.lock = pipeline.lock();
     }
 
     /** Reads {@code length} bytes at {@code remoteAddress}; {@code ptr} and {@code remoteKey} name it in errors. */
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, long remoteAddress, int length) {
-        Op op = new Op(IBV_WR_RDMA_READ, ptr, remoteKey, remoteAddress, length, new byte[length], 0, 0, 0);
-        issue(op, "read");
-        return op.typed();
+        Op op = new Op(VerbObserver.READ, ptr, remoteKey, remoteAddress, length, new byte[length], 0, 0, 0, null);
+        issue(op);
+        return op.future();
     }
 
     /** Writes {@code src[offset..offset+length)} at {@code remoteAddress}; the bytes are copied before return. */
     public CompletableFuture<Void> write(long ptr, long remoteKey, long remoteAddress, byte[] src, int offset,
                                          int length) {
-        Op op = new Op(IBV_WR_RDMA_WRITE, ptr, remoteKey, remoteAddress, length, src, offset, 0, 0);
-        issue(op, "write");
-        return op.typed();
+        Op op = new Op(VerbObserver.WRITE, ptr, remoteKey, remoteAddress, length, src, offset, 0, 0, null);
+        synchronized (lock) {
+            issue(op);
+            if (op.partsPosted < op.parts(stagingBytes)) {
+                op.detach(); // it waits: the caller may reuse its buffer once write returns
+            }
+        }
+        pipeline.deliver();
+        return op.future();
     }
 
     public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long remoteAddress, long expected,
                                                   long update) {
-        Op op = new Op(IBV_WR_ATOMIC_CMP_AND_SWP, ptr, remoteKey, remoteAddress, Long.BYTES, null, 0, expected, update);
-        issue(op, "compareAndSwap");
-        return op.typed();
+        Op op = new Op(VerbObserver.CAS, ptr, remoteKey, remoteAddress, Long.BYTES, null, 0, expected, update, null);
+        issue(op);
+        return op.future();
     }
 
     public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long remoteAddress, long delta) {
-        Op op = new Op(IBV_WR_ATOMIC_FETCH_AND_ADD, ptr, remoteKey, remoteAddress, Long.BYTES, null, 0, delta, 0);
-        issue(op, "fetchAndAdd");
-        return op.typed();
+        Op op = new Op(VerbObserver.FAA, ptr, remoteKey, remoteAddress, Long.BYTES, null, 0, delta, 0, null);
+        issue(op);
+        return op.future();
+    }
+
+    /** {@link #compareAndSwap(long, long, long, long, long)} completing with a primitive (no future, no boxing). */
+    public void compareAndSwap(long ptr, long remoteKey, long remoteAddress, long expected, long update,
+                               LongCompletion done) {
+        issue(new Op(VerbObserver.CAS, ptr, remoteKey, remoteAddress, Long.BYTES, null, 0, expected, update, done));
+    }
+
+    /** {@link #fetchAndAdd(long, long, long, long)} completing with a primitive (no future, no boxing). */
+    public void fetchAndAdd(long ptr, long remoteKey, long remoteAddress, long delta, LongCompletion done) {
+        issue(new Op(VerbObserver.FAA, ptr, remoteKey, remoteAddress, Long.BYTES, null, 0, delta, 0, done));
     }
 
     /**
@@ -129,7 +162,7 @@ public final class VerbEngine {
         this.brokenListener = listener;
     }
 
-    /** Verbs posted and not yet completed (for tests and status). */
+    /** Work requests posted and not yet completed (for tests and status). */
     public int outstanding() {
         synchronized (lock) {
             return (int) (nextSeq - completedSeq);
@@ -138,9 +171,12 @@ public final class VerbEngine {
 
     /** Verbs waiting for a free slot or an injected delay. */
     public int backlog() {
-        synchronized (lock) {
-            return backlog.size();
-        }
+        return pipeline.backlog();
+    }
+
+    /** Verbs posted whose completion is awaited (timed-out ones excluded), for a metrics gauge. */
+    public int inFlight() {
+        return pipeline.inFlight();
     }
 
     /** Why the engine broke, or {@code null} while it is healthy. */
@@ -152,54 +188,32 @@ public final class VerbEngine {
 
     /** Fails every verb in flight or waiting, and every later verb, with {@link NodeUnavailableException}. */
     public void close(String reason) {
-        List<Op> failed;
         synchronized (lock) {
             if (brokenReason != null) {
                 return;
             }
-            failed = breakLocked(reason);
+            NodeUnavailableException e = new NodeUnavailableException(peerNode, reason);
+            breakLocked(reason, e, e);
         }
-        NodeUnavailableException e = new NodeUnavailableException(peerNode, reason);
-        failed.forEach(op -> op.future.completeExceptionally(e));
+        pipeline.deliver();
     }
 
-    private void issue(Op op, String operation) {
-        Deadlines.within(op.future, timeout, operation, peerNode);
-        long notBefore = 0;
-        if (faults != null && faults.active()) {
-            FaultInjector.Rule rule = faults.rule(peerNode);
-            if (rule != null && rule.drop()) {
-                return; // never posted, never answered: the deadline fires
-            }
-            if (rule != null && rule.delayNanos() > 0) {
-                notBefore = System.nanoTime() + rule.delayNanos();
-            }
-        }
-        String broken;
-        synchronized (lock) {
-            broken = brokenReason;
-            if (broken == null) {
-                op.notBefore = notBefore;
-                if (notBefore != 0 || !backlog.isEmpty() || !postLocked(op)) {
-                    if (op.kind == IBV_WR_RDMA_WRITE) {
-                        op.detach(); // the caller may reuse its buffer once write returns
-                    }
-                    backlog.add(op);
-                    scheduleDrainLocked();
-                }
-            }
-        }
-        if (broken != null) {
-            op.future.completeExceptionally(new NodeUnavailableException(peerNode, broken));
-        }
+    private void issue(Op op) {
+        pipeline.issue(op, faults == null ? 0 : VerbPipeline.hold(faults, peerNode));
+    }
+
+    @Override
+    public boolean mustFinish(Op op) {
+        return op.partsPosted > 0; // its posted parts own slots: the rest must follow
     }
 
     /**
-     * Posts as many parts of {@code op} as free slots allow.
+     * Posts as many parts of {@code op} as free slots allow (under the pipeline's lock).
      *
      * @return whether every part is posted
      */
-    private boolean postLocked(Op op) {
+    @Override
+    public boolean post(Op op) {
         int parts = op.parts(stagingBytes);
         while (op.partsPosted < parts) {
             if (nextSeq - completedSeq > mask) {
@@ -213,19 +227,19 @@ public final class VerbEngine {
             long staging = queue.stagingAddress(slot);
             flyweight.wrap(queue.workRequestAddress(slot));
             switch (op.kind) {
-                case IBV_WR_RDMA_READ -> flyweight.read(seq, staging, partLength, queue.localKey(),
+                case VerbObserver.READ -> flyweight.read(seq, staging, partLength, queue.localKey(),
                         op.remoteAddress + partOffset, CatalogEntry.rkeyOf(op.remoteKey));
-                case IBV_WR_RDMA_WRITE -> {
+                case VerbObserver.WRITE -> {
                     if (partLength > 0) {
                         MEMORY.copyMemory(op.data, (int) (op.dataOffset + partOffset), staging, partLength);
                     }
                     flyweight.write(seq, staging, partLength, queue.localKey(), op.remoteAddress + partOffset,
                             CatalogEntry.rkeyOf(op.remoteKey));
                 }
-                case IBV_WR_ATOMIC_CMP_AND_SWP -> flyweight.compareAndSwap(seq, staging, queue.localKey(),
-                        op.remoteAddress, CatalogEntry.rkeyOf(op.remoteKey), op.compareAdd, op.swap);
+                case VerbObserver.CAS -> flyweight.compareAndSwap(seq, staging, queue.localKey(),
+                        op.remoteAddress, CatalogEntry.rkeyOf(op.remoteKey), op.a, op.b);
                 default -> flyweight.fetchAndAdd(seq, staging, queue.localKey(), op.remoteAddress,
-                        CatalogEntry.rkeyOf(op.remoteKey), op.compareAdd);
+                        CatalogEntry.rkeyOf(op.remoteKey), op.a);
             }
             slotOps[slot] = op;
             slotParts[slot] = part;
@@ -237,11 +251,9 @@ public final class VerbEngine {
                 nextSeq--; // never posted: no completion will come for it
                 slotOps[slot] = null;
                 op.partsPosted--;
-                List<Op> failed = breakLocked("post failed: " + e.getMessage());
-                failed.add(op);
-                NodeUnavailableException ex = new NodeUnavailableException(peerNode, brokenReason, e);
-                // completing under the lock is safe here: callbacks must not block (Verbs contract)
-                failed.forEach(o -> o.future.completeExceptionally(ex));
+                String reason = "post failed: " + e.getMessage();
+                NodeUnavailableException ex = new NodeUnavailableException(peerNode, reason, e);
+                breakLocked(reason, ex, ex); // fails this verb too: the pipeline counts it as on the wire
                 return true;
             }
         }
@@ -253,20 +265,13 @@ public final class VerbEngine {
      * pair's completion thread, in completion order.
      */
     public void complete(long wrId, int status, int vendorErr) {
-        Op single = null;        // the common case: one verb completes; no list, no lambda
-        Object singleValue = null;
-        List<Runnable> done = null; // failures: every verb they fail, in posting order
         synchronized (lock) {
             if (wrId != completedSeq || completedSeq == nextSeq) {
                 if (brokenReason == null) {
                     String reason = "unexpected completion: wrId=" + wrId + ", expected=" + completedSeq
                             + ", posted=" + nextSeq + ", status=" + WcStatus.name(status);
-                    List<Op> failed = breakLocked(reason);
                     DsmException e = new DsmException(ErrorCode.INTERNAL, reason + "; the connection was closed");
-                    done = new ArrayList<>(failed.size());
-                    for (Op op : failed) {
-                        done.add(() -> op.future.completeExceptionally(e));
-                    }
+                    breakLocked(reason, e, e);
                 }
                 // else: a flushed or late completion after the engine broke
                 if (wrId == completedSeq && completedSeq < nextSeq) {
@@ -282,145 +287,78 @@ public final class VerbEngine {
                     // failed already with the engine: nothing to deliver
                 } else if (status != WcStatus.SUCCESS) {
                     // the queue pair is in error state now, even when this verb's deadline already fired
-                    List<Op> failed = breakLocked("an earlier verb failed with " + WcStatus.name(status)
-                            + " and the queue pair is in error state");
-                    failed.remove(op);
-                    NodeUnavailableException ne = new NodeUnavailableException(peerNode, brokenReason);
-                    done = new ArrayList<>(failed.size() + 1);
-                    if (!op.future.isDone()) {
-                        DsmException e = CompletionErrors.toException(status, vendorErr, op.kind, op.ptr,
-                                op.remoteKey, op.length, peerNode, catalog);
-                        done.add(() -> op.future.completeExceptionally(e));
-                    }
-                    for (Op o : failed) {
-                        done.add(() -> o.future.completeExceptionally(ne));
-                    }
-                } else if (op.future.isDone()) {
-                    // its deadline fired: the late result is dropped, the slot is free again
+                    DsmException e = CompletionErrors.toException(status, vendorErr, op.kind(), op.ptr,
+                            op.remoteKey, op.length, peerNode, catalog);
+                    pipeline.fail(op, e); // ignored when its deadline fired
+                    String reason = "an earlier verb failed with " + WcStatus.name(status)
+                            + " and the queue pair is in error state";
+                    NodeUnavailableException ne = new NodeUnavailableException(peerNode, reason);
+                    breakLocked(reason, ne, ne);
                 } else {
                     long staging = queue.stagingAddress(slot);
                     switch (op.kind) {
-                        case IBV_WR_RDMA_READ -> {
+                        case VerbObserver.READ -> {
                             long partOffset = (long) part * stagingBytes;
                             int partLength = (int) Math.min(stagingBytes, op.length - partOffset);
                             if (partLength > 0) {
                                 MEMORY.copyMemory(staging, op.data, BYTE_ARRAY_OFFSET + partOffset, partLength);
                             }
                         }
-                        case IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD ->
-                                op.result = MEMORY.readLong(staging); // boxed once, on completion
+                        case VerbObserver.CAS, VerbObserver.FAA -> op.result = MEMORY.readLong(staging);
                         default -> {
                         }
                     }
                     if (part == op.parts(stagingBytes) - 1) {
-                        single = op;
-                        singleValue = switch (op.kind) {
-                            case IBV_WR_RDMA_READ -> op.data;
-                            case IBV_WR_RDMA_WRITE -> null;
-                            default -> op.result;
-                        };
+                        // a verb whose deadline fired is resolved already: the late result is dropped
+                        switch (op.kind) {
+                            case VerbObserver.READ -> pipeline.complete(op, op.data);
+                            case VerbObserver.WRITE -> pipeline.complete(op, null);
+                            default -> pipeline.completeLong(op, op.result);
+                        }
                     }
                 }
                 if (brokenReason == null) {
-                    drainLocked();
+                    pipeline.pump(); // the freed slot takes the next waiting verb
                 }
             }
         }
-        if (single != null) {
-            single.future.complete(singleValue);
-        }
-        if (done != null) {
-            done.forEach(Runnable::run);
-        }
+        pipeline.deliver();
     }
 
-    /** Posts waiting verbs in order while slots are free and the head is due. */
-    private void drainLocked() {
-        while (!backlog.isEmpty() && brokenReason == null) {
-            Op head = backlog.peek();
-            if (head.future.isDone() && head.partsPosted == 0) {
-                backlog.poll(); // timed out while waiting: never posted
-                continue;
-            }
-            if (head.notBefore != 0 && head.notBefore - System.nanoTime() > 0) {
-                scheduleDrainLocked();
-                return;
-            }
-            if (!postLocked(head)) {
-                return;
-            }
-            backlog.poll();
-        }
-    }
-
-    private void scheduleDrainLocked() {
-        Op head = backlog.peek();
-        if (drainScheduled || head == null || head.notBefore == 0) {
-            return; // a completion will drain the ring-full case
-        }
-        drainScheduled = true;
-        Deadlines.schedule(() -> {
-            synchronized (lock) {
-                drainScheduled = false;
-                drainLocked();
-            }
-        }, head.notBefore - System.nanoTime());
-    }
-
-    /** Marks the engine broken and returns every verb still pending (in flight or waiting). */
-    private List<Op> breakLocked(String reason) {
+    /**
+     * Marks the engine broken: the pipeline fails every verb still pending (in flight
+     * with {@code onWire}, waiting with {@code waiting}) and every later one.
+     */
+    private void breakLocked(String reason, Throwable onWire, Throwable waiting) {
         brokenReason = reason;
-        List<Op> failed = new ArrayList<>();
-        for (long s = completedSeq; s < nextSeq; s++) {
-            Op op = slotOps[(int) s & mask];
-            if (op != null && !failed.contains(op)) {
-                failed.add(op);
-            }
-        }
-        failed.addAll(backlog);
-        backlog.clear();
+        pipeline.close(onWire, waiting, () -> new NodeUnavailableException(peerNode, reason));
         // destroyed off this lock: the completion thread may hold the queue's poll lock and wait for ours
         Deadlines.schedule(() -> {
             queue.close();
             brokenListener.accept(reason);
         }, 0);
-        return failed;
     }
 
     /** One verb, possibly posted as several work requests. */
-    private static final class Op {
-        final int kind;
-        final long ptr;
-        final long remoteKey;
+    static final class Op extends Verb {
         final long remoteAddress;
-        final int length;
-        byte[] data;
-        int dataOffset;
-        final long compareAdd;
-        final long swap;
-        /** Completes with the verb's value: {@code byte[]} (read), {@code null} (write), {@code Long} (atomics). */
-        final CompletableFuture<Object> future = new CompletableFuture<>();
         long result;
         int partsPosted;
-        long notBefore;
 
         Op(int kind, long ptr, long remoteKey, long remoteAddress, int length, byte[] data, int dataOffset,
-           long compareAdd, long swap) {
-            this.kind = kind;
-            this.ptr = ptr;
-            this.remoteKey = remoteKey;
+           long compareAdd, long swap, LongCompletion sink) {
+            super(kind, ptr, remoteKey, length, compareAdd, swap, data, dataOffset, sink);
             this.remoteAddress = remoteAddress;
-            this.length = length;
-            this.data = data;
-            this.dataOffset = dataOffset;
-            this.compareAdd = compareAdd;
-            this.swap = swap;
         }
 
-        /** The future as the verb's result type (one future per verb: no mapping stage). */
-        @SuppressWarnings("unchecked")
-        <T> CompletableFuture<T> typed() {
-            return (CompletableFuture<T>) (CompletableFuture<?>) future;
+        /** The work request opcode, as {@link CompletionErrors} takes it. */
+        int kind() {
+            return switch (kind) {
+                case VerbObserver.READ -> IBV_WR_RDMA_READ;
+                case VerbObserver.WRITE -> IBV_WR_RDMA_WRITE;
+                case VerbObserver.CAS -> IBV_WR_ATOMIC_CMP_AND_SWP;
+                default -> IBV_WR_ATOMIC_FETCH_AND_ADD;
+            };
         }
 
         int parts(int stagingBytes) {

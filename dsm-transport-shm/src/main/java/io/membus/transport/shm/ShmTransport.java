@@ -175,7 +175,7 @@ public final class ShmTransport extends AbstractTransport {
         private final ShmRing peerRing;
 
         ShmConnection(PeerInfo peer, Path peerDir, ShmRegistry reg) {
-            super(peer, ShmTransport.this.faults(), config.operationTimeout());
+            super(peer, ShmTransport.this.faults(), config.operationTimeout(), observer());
             this.peerDir = peerDir;
             this.mapped = new SegmentTable(peer.nodeId());
             this.outbox = new Outbox(peer.nodeId(), config.operationTimeout(), messages(), this::transmit);

@@ -110,31 +110,13 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
             fail(ctx, connection.error(frame));
         } else if (op == Frame.OP_CHALLENGE && !challenged) {
             challenged = true;
-            int node = frame.intAt(Frame.CHALLENGE_NODE_FIELD_OFFSET);
-            long incarnation = frame.longAt(Frame.CHALLENGE_INCARNATION_FIELD_OFFSET);
-            byte[] serverNonce = frame.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
-            byte[] proof = frame.bytesAt(Frame.CHALLENGE_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
-            byte[] expected = transport.handshake.proof(PeerAuth.Role.TARGET, transport.nodeId(),
-                    transport.incarnation(), node, incarnation, nonce, serverNonce);
-            if (!PeerAuth.matches(expected, proof)) {
-                AuthenticationException e = new AuthenticationException(peer.toString(),
-                        "reason=the server proof does not verify under this node's cluster secret");
-                LOG.warn("{}; disconnected", e.getMessage());
+            byte[] mine;
+            try {
+                mine = answerChallenge(transport, peer, nonce, frame);
+            } catch (DsmException e) {
                 fail(ctx, e);
                 return;
             }
-            if (node != peer.nodeId()) {
-                fail(ctx, NodeUnavailableException.notSent(peer.nodeId(), "address " + peer.address()
-                        + " serves node " + node + ", not node " + peer.nodeId()
-                        + "; the directory entry is out of date"));
-                return;
-            }
-            if (incarnation != peer.incarnation()) {
-                fail(ctx, new StaleIncarnationException(peer.nodeId(), peer.incarnation(), incarnation));
-                return;
-            }
-            byte[] mine = transport.handshake.proof(PeerAuth.Role.INITIATOR, transport.nodeId(), transport.incarnation(),
-                    node, incarnation, nonce, serverNonce);
             ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.AUTH_BODY_LENGTH);
             Frame.writeAuth(b, mine);
             ctx.writeAndFlush(b, ctx.voidPromise());
@@ -156,6 +138,39 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
         } else {
             throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(op) + " during the handshake");
         }
+    }
+
+    /**
+     * Checks a CHALLENGE frame: the target's proof under the cluster secret, its node
+     * and its incarnation. Shared by every initiator end (the pipelined channel and the
+     * blocking lanes).
+     *
+     * @return this node's proof, to send in AUTH
+     * @throws DsmException naming what did not match (the connection must be closed)
+     */
+    static byte[] answerChallenge(TcpTransport transport, PeerInfo peer, byte[] nonce, Frame frame) {
+        int node = frame.intAt(Frame.CHALLENGE_NODE_FIELD_OFFSET);
+        long incarnation = frame.longAt(Frame.CHALLENGE_INCARNATION_FIELD_OFFSET);
+        byte[] serverNonce = frame.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
+        byte[] proof = frame.bytesAt(Frame.CHALLENGE_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
+        byte[] expected = transport.handshake.proof(PeerAuth.Role.TARGET, transport.nodeId(),
+                transport.incarnation(), node, incarnation, nonce, serverNonce);
+        if (!PeerAuth.matches(expected, proof)) {
+            AuthenticationException e = new AuthenticationException(peer.toString(),
+                    "reason=the server proof does not verify under this node's cluster secret");
+            LOG.warn("{}; disconnected", e.getMessage());
+            throw e;
+        }
+        if (node != peer.nodeId()) {
+            throw NodeUnavailableException.notSent(peer.nodeId(), "address " + peer.address()
+                    + " serves node " + node + ", not node " + peer.nodeId()
+                    + "; the directory entry is out of date");
+        }
+        if (incarnation != peer.incarnation()) {
+            throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), incarnation);
+        }
+        return transport.handshake.proof(PeerAuth.Role.INITIATOR, transport.nodeId(), transport.incarnation(),
+                node, incarnation, nonce, serverNonce);
     }
 
     private void fail(ChannelHandlerContext ctx, DsmException e) {

@@ -12,11 +12,15 @@ import io.membus.core.error.VerbException;
 import io.membus.core.message.Outbox;
 import io.membus.core.transport.Batch;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.Deadlines;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.transport.LongCompletion;
 import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.SegmentTable;
+import io.membus.core.transport.VerbObserver;
 import io.membus.core.transport.Verbs;
+import io.membus.core.transport.pipeline.Verb;
+import io.membus.core.transport.pipeline.VerbOwner;
+import io.membus.core.transport.pipeline.VerbPipeline;
+import io.membus.core.transport.pipeline.Wire;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -31,7 +35,6 @@ import org.slf4j.LoggerFactory;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -45,12 +48,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The initiator's end of a tcp connection to one peer incarnation.
  *
  * <h2>Issue, pipelining and order</h2>
- * Any thread issues a verb: it is appended to a lock-free issue queue and the
- * connection's I/O thread is woken at most once per burst. The I/O thread moves
- * issued verbs to its backlog, sends up to {@code membus.transports.tcp.max-in-flight} of them in
- * one buffer with one flush, and keeps the sent ones in issue order. The target
- * executes a connection's verbs in arrival order and answers in that order, so
- * responses complete the futures in issue order, on the I/O thread.
+ * Any thread issues a verb into the connection's {@link VerbPipeline} (the in-order
+ * engine every transport shares) and the connection's I/O thread is woken at most
+ * once per burst. The I/O thread pumps the pipeline: it encodes up to
+ * {@code membus.transports.tcp.max-in-flight} verbs into one buffer (this transport's
+ * {@link Wire}) with one flush. The target executes a connection's verbs in arrival
+ * order and answers in that order, so responses complete the futures in issue order,
+ * on the I/O thread. A verb's correlation id is its sequence number in the pipeline.
  *
  * <h2>Backpressure</h2>
  * A verb beyond {@code membus.transports.tcp.max-in-flight} waits in the backlog (no thread blocks)
@@ -59,9 +63,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * writable (the peer does not read): verbs wait in the backlog the same way.
  *
  * <h2>Deadlines and failures</h2>
- * Each verb's deadline is its issue time plus the operation timeout; a sweep on
- * the I/O thread fails expired verbs with {@link DsmTimeoutException} (no timer
- * per verb). A verb that timed out on the wire frees its window slot; once it
+ * Each verb's deadline is its issue time plus the operation timeout; the
+ * pipeline's one entry on the shared timer wheel fails expired verbs with
+ * {@link DsmTimeoutException} (no timer per verb). A verb that timed out on the wire frees its window slot; once it
  * reaches the head of the window it is forgotten, and its late answer is
  * recognised by correlation id and ignored, so the window stays bounded when a
  * peer never answers. A future completes once: a timed-out verb is never also
@@ -75,7 +79,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p><b>Note:</b> thread-safe: any thread may issue verbs; the order guarantee
  * holds for verbs issued by one thread (or ordered by the callers). Futures
- * complete on the connection's I/O thread: callbacks must not block.
+ * complete on the connection's I/O thread (answers), the timer wheel's thread
+ * (deadlines) or the thread that closes the connection: callbacks must not block.
  */
 final class TcpConnection implements Connection {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
@@ -89,7 +94,6 @@ final class TcpConnection implements Connection {
     private final String host;
     private final int port;
     private final EventLoop loop;
-    private final long timeoutNanos;
     private final int maxInFlight;
     /** Longest read / write whose frame fits {@code membus.transports.tcp.max-frame} (and {@link SegmentTable#MAX_VERB_LENGTH}). */
     private final int maxReadLength;
@@ -111,62 +115,34 @@ final class TcpConnection implements Connection {
     private volatile Channel channel;
 
     // issue side: any thread
-    private final ConcurrentLinkedQueue<Op> issued = new ConcurrentLinkedQueue<>();
+    private final VerbPipeline<Verb> pipeline;
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
     private final Runnable drainTask = this::drain;
     /** Messages given a credit by the outbox, in order, waiting for the I/O thread to write them. */
     private final ConcurrentLinkedQueue<OutMessage> messagesIssued = new ConcurrentLinkedQueue<>();
     private final Outbox outbox;
+    /** The blocking lanes, or null when {@code membus.transports.tcp.blocking-lanes} is 0. */
+    private final TcpLanes lanes;
+    /** Each issuing thread's unsettled verbs on this connection (see {@link #blockingNow()}). */
+    private final ThreadLocal<VerbOwner> owners = ThreadLocal.withInitial(VerbOwner::new);
 
     private record OutMessage(long correlation, short channel, boolean request, byte[] payload) {
     }
 
     // I/O-thread confined
-    private final ArrayDeque<Op> backlog = new ArrayDeque<>();
-    private final ArrayDeque<Op> inFlight = new ArrayDeque<>();
-    private final ArrayDeque<Op> orphans = new ArrayDeque<>();
-    private int timedOutInFlight;
-    private long nextCorrelationId;
-    /** Highest correlation id of a timed-out verb dropped from the head of {@link #inFlight}: a late answer is ignored. */
-    private long discardedThrough;
-    private ScheduledFuture<?> releaseTimer;
-    private ScheduledFuture<?> sweepTimer;
+    /** The frames of the burst being encoded, flushed at its end; guarded by the pipeline's lock (I/O thread). */
+    private ByteBuf burst;
+    private Channel burstChannel;
     private ScheduledFuture<?> reconnectTimer;
     private int reconnectAttempt;
 
-    /** One verb. */
-    static final class Op {
-        final byte opcode;
-        final long ptr;
-        final long remoteKey;
-        final int length;
-        final long a;
-        final long b;
-        final byte[] data;
-        final CompletableFuture<Object> future = new CompletableFuture<>();
-        long deadlineNanos;
-        long releaseNanos;
-        long correlationId;
-        boolean timedOut; // failed by the sweep while on the wire (I/O thread)
-
-        Op(byte opcode, long ptr, long remoteKey, int length, long a, long b, byte[] data) {
-            this.opcode = opcode;
-            this.ptr = ptr;
-            this.remoteKey = remoteKey;
-            this.length = length;
-            this.a = a;
-            this.b = b;
-            this.data = data;
-        }
-
-        int frameLength() {
-            return Frame.HEADER_LENGTH + switch (opcode) {
-                case Frame.OP_READ -> Frame.READ_BODY_LENGTH;
-                case Frame.OP_WRITE -> Frame.WRITE_FIXED_BODY_LENGTH + length;
-                case Frame.OP_CAS -> Frame.CAS_BODY_LENGTH;
-                default -> Frame.FAA_BODY_LENGTH;
-            };
-        }
+    private static int frameLength(Verb v) {
+        return Frame.HEADER_LENGTH + switch (v.kind) {
+            case VerbObserver.READ -> Frame.READ_BODY_LENGTH;
+            case VerbObserver.WRITE -> Frame.WRITE_FIXED_BODY_LENGTH + v.length;
+            case VerbObserver.CAS -> Frame.CAS_BODY_LENGTH;
+            default -> Frame.FAA_BODY_LENGTH;
+        };
     }
 
     TcpConnection(TcpTransport transport, PeerInfo peer, EventLoop loop) {
@@ -185,7 +161,6 @@ final class TcpConnection implements Connection {
         } catch (NumberFormatException e) {
             throw NodeUnavailableException.notSent(peer.nodeId(), "address=" + peer.address() + " has no valid port", e);
         }
-        this.timeoutNanos = transport.settings.operationTimeout.toNanos();
         this.maxInFlight = transport.settings.maxInFlight;
         int maxFrame = transport.settings.maxFrame;
         this.maxReadLength = Math.min(SegmentTable.MAX_VERB_LENGTH, maxFrame - Frame.HEADER_LENGTH);
@@ -193,6 +168,57 @@ final class TcpConnection implements Connection {
                 maxFrame - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH);
         this.outbox = new Outbox(peer.nodeId(), transport.settings.operationTimeout, transport.messages(),
                 this::transmit);
+        this.pipeline = new VerbPipeline<>(peer.nodeId(), transport.settings.operationTimeout, maxInFlight,
+                transport.observer(), new TcpWire(), false);
+        this.lanes = transport.settings.blockingLanes == 0 ? null
+                : new TcpLanes(this, transport, peer, host, port, transport.settings.blockingLanes);
+    }
+
+    /**
+     * This transport's wire: a verb is encoded into the burst's buffer on the I/O thread; the
+     * burst is written with one flush. Nothing is written while the channel is down or not
+     * writable (the peer does not read): verbs wait in the backlog under their deadlines.
+     */
+    private final class TcpWire implements Wire<Verb> {
+        @Override
+        public boolean post(Verb v) {
+            Channel ch = channel;
+            if (ch == null || !ch.isWritable()) {
+                return false;
+            }
+            if (burst == null) {
+                // sized for what the window lets out now, so a burst is encoded without re-allocation
+                int room = maxInFlight - pipeline.inFlight() + 1;
+                long size = Math.min((long) frameLength(v) * Math.min(room, pipeline.backlog() + 1), 1 << 20);
+                burst = ch.alloc().ioBuffer((int) Math.max(Math.max(256, size), frameLength(v)));
+                burstChannel = ch;
+            }
+            long corr = v.seq();
+            switch (v.kind) {
+                case VerbObserver.READ -> Frame.writeRead(burst, corr, v.ptr, v.remoteKey, v.length);
+                case VerbObserver.WRITE -> Frame.writeWrite(burst, corr, v.ptr, v.remoteKey, v.data, v.dataOffset,
+                        v.length);
+                case VerbObserver.CAS -> Frame.writeCas(burst, corr, v.ptr, v.remoteKey, v.a, v.b);
+                default -> Frame.writeFaa(burst, corr, v.ptr, v.remoteKey, v.a);
+            }
+            return true;
+        }
+
+        @Override
+        public void flush() {
+            ByteBuf out = burst;
+            Channel ch = burstChannel;
+            burst = null;
+            burstChannel = null;
+            if (out != null) {
+                ch.writeAndFlush(out, ch.voidPromise());
+            }
+        }
+
+        @Override
+        public void wake(VerbPipeline<Verb> p) {
+            TcpConnection.this.wake(); // posts happen on the I/O thread only
+        }
     }
 
     /** Connects and authenticates; completes when verbs may be posted. */
@@ -202,18 +228,6 @@ final class TcpConnection implements Connection {
         return ready.whenComplete((v, e) -> {
             if (e != null) {
                 close(e.getMessage());
-            } else {
-                long period = Math.max(TimeUnit.MILLISECONDS.toNanos(1),
-                        Math.min(timeoutNanos / 8, TimeUnit.MILLISECONDS.toNanos(100)));
-                try {
-                    loop.execute(() -> {
-                        if (state != CLOSED) {
-                            sweepTimer = loop.scheduleAtFixedRate(this::sweep, period, period, TimeUnit.NANOSECONDS);
-                        }
-                    });
-                } catch (RejectedExecutionException shuttingDown) {
-                    close("the initiator's tcp transport is closed");
-                }
             }
         });
     }
@@ -300,14 +314,17 @@ final class TcpConnection implements Connection {
         if (ch != null) {
             ch.close();
         }
+        if (lanes != null) {
+            lanes.closeAll(true);
+        }
+        String why = reason + " (peer " + peer + ")";
+        pipeline.close(new NodeUnavailableException(peer.nodeId(), why), NodeUnavailableException.notSent(peer.nodeId(),
+                why), () -> NodeUnavailableException.notSent(peer.nodeId(), why));
         try {
             loop.execute(() -> {
                 Channel c = channel;
                 if (c != null) {
                     c.close(); // the I/O thread may have published it after the read above
-                }
-                if (sweepTimer != null) {
-                    sweepTimer.cancel(false);
                 }
                 if (reconnectTimer != null) {
                     reconnectTimer.cancel(false);
@@ -323,7 +340,7 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-        return cast(issue(new Op(Frame.OP_READ, ptr, remoteKey, length, 0, 0, null)));
+        return issue(new Verb(VerbObserver.READ, ptr, remoteKey, length, 0, 0, null, 0));
     }
 
     @Override
@@ -336,17 +353,38 @@ final class TcpConnection implements Connection {
             return CompletableFuture.failedFuture(new BadLengthException(ptr, length, maxWriteLength));
         }
         byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
-        return cast(issue(new Op(Frame.OP_WRITE, ptr, remoteKey, length, 0, 0, copy)));
+        return issue(new Verb(VerbObserver.WRITE, ptr, remoteKey, length, 0, 0, copy, 0));
     }
 
     @Override
     public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-        return cast(issue(new Op(Frame.OP_CAS, ptr, remoteKey, 8, expected, update, null)));
+        return issue(new Verb(VerbObserver.CAS, ptr, remoteKey, 8, expected, update, null, 0));
     }
 
     @Override
     public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
-        return cast(issue(new Op(Frame.OP_FAA, ptr, remoteKey, 8, delta, 0, null)));
+        return issue(new Verb(VerbObserver.FAA, ptr, remoteKey, 8, delta, 0, null, 0));
+    }
+
+    @Override
+    public void compareAndSwap(long ptr, long remoteKey, long expected, long update, LongCompletion done) {
+        issue(new Verb(VerbObserver.CAS, ptr, remoteKey, 8, expected, update, null, 0, done));
+    }
+
+    @Override
+    public void fetchAndAdd(long ptr, long remoteKey, long delta, LongCompletion done) {
+        issue(new Verb(VerbObserver.FAA, ptr, remoteKey, 8, delta, 0, null, 0, done));
+    }
+
+    /** Verbs issued and not completed: waiting, on the wire, or running on a blocking lane (a metrics gauge). */
+    @Override
+    public int inFlight() {
+        return pipeline.pending() + (lanes == null ? 0 : lanes.busyCount());
+    }
+
+    /** Verbs waiting for room in the window, a writable channel or an injected delay, for a metrics gauge. */
+    public int backlog() {
+        return pipeline.backlog();
     }
 
     // ------------------------------------------------------------------ messages
@@ -401,45 +439,56 @@ final class TcpConnection implements Connection {
         return new TcpBatch();
     }
 
-    private CompletableFuture<Object> issue(Op op) {
-        if (!admit(op)) {
-            return op.future;
+    private <T> CompletableFuture<T> issue(Verb v) {
+        long hold = admit(v);
+        if (hold != REFUSED) {
+            v.owner = owners.get();
+            pipeline.issue(v, hold);
         }
-        issued.offer(op);
-        wake();
-        return op.future;
+        return v.future();
     }
 
-    /** Stamps deadline and injected faults; false when the verb is already finished (too long, closed, dropped). */
-    private boolean admit(Op op) {
-        int max = op.opcode == Frame.OP_READ ? maxReadLength : op.opcode == Frame.OP_WRITE ? maxWriteLength
+    /**
+     * The blocking lanes, when a blocking verb may take one now: the connection is open,
+     * every verb the calling thread issued on the pipelined channel is settled (so none
+     * can be overtaken), no fault rule is set and the caller is not a transport thread.
+     */
+    @Override
+    public io.membus.core.transport.BlockingVerbs blockingNow() {
+        if (lanes == null || state != OPEN || transport.faults().active()
+                || io.membus.core.transport.TransportThreads.isTransportThread()
+                || !pipeline.settledFor(owners.get())) {
+            return null;
+        }
+        return lanes;
+    }
+
+    /** Blocking lanes open now; for tests. */
+    int lanesOpen() {
+        return lanes == null ? 0 : lanes.openCount();
+    }
+
+    private static final long REFUSED = Long.MIN_VALUE;
+
+    /**
+     * Checks a verb before the pipeline takes it: its frame must fit and the connection be
+     * open. Returns its fault hold ({@link VerbPipeline#hold}), or {@link #REFUSED} when
+     * the verb failed here (and was completed).
+     */
+    private long admit(Verb v) {
+        int max = v.kind == VerbObserver.READ ? maxReadLength : v.kind == VerbObserver.WRITE ? maxWriteLength
                 : Integer.MAX_VALUE;
-        if (op.length > max) {
+        if (v.length > max) {
             // its frame would exceed membus.transports.tcp.max-frame: the peer would refuse it as a protocol error and close the
             // connection, failing every other verb in flight
-            op.future.completeExceptionally(new BadLengthException(op.ptr, op.length, max));
-            return false;
+            v.refuse(new BadLengthException(v.ptr, v.length, max));
+            return REFUSED;
         }
         if (state != OPEN) {
-            op.future.completeExceptionally(unavailable());
-            return false;
+            v.refuse(unavailable());
+            return REFUSED;
         }
-        long now = System.nanoTime();
-        op.deadlineNanos = now + timeoutNanos;
-        FaultInjector faults = transport.faults();
-        if (faults.active()) {
-            FaultInjector.Rule rule = faults.rule(peer.nodeId());
-            if (rule != null) {
-                if (rule.drop()) {
-                    // never sent, never answered: the deadline fires
-                    Deadlines.within(op.future, transport.settings.operationTimeout, Frame.opName(op.opcode),
-                            peer.nodeId());
-                    return false;
-                }
-                op.releaseNanos = now + rule.delayNanos();
-            }
-        }
-        return true;
+        return VerbPipeline.hold(transport.faults(), peer.nodeId());
     }
 
     private void wake() {
@@ -452,9 +501,9 @@ final class TcpConnection implements Connection {
         }
     }
 
-    /** Verbs on the wire (timed-out ones not yet forgotten included), read on the I/O thread; for tests. */
+    /** Verbs the pipeline still keeps (timed-out ones not yet forgotten included); for tests. */
     CompletableFuture<Integer> inFlightCount() {
-        return CompletableFuture.supplyAsync(inFlight::size, loop);
+        return CompletableFuture.completedFuture(pipeline.kept());
     }
 
     private NodeUnavailableException unavailable() {
@@ -465,128 +514,69 @@ final class TcpConnection implements Connection {
 
     private void drain() {
         drainScheduled.set(false);
-        Op op;
-        while ((op = issued.poll()) != null) {
-            backlog.add(op);
-        }
         if (state != OPEN) {
             failAll(downReason);
             return;
         }
-        send();
+        pipeline.pump();
         sendMessages();
-    }
-
-    /** Sends waiting verbs in order while the window allows; one buffer, one flush. */
-    private void send() {
-        Channel ch = channel;
-        if (ch == null || backlog.isEmpty() || !ch.isWritable()) {
-            return; // not writable: the peer is not reading; verbs wait (under their deadlines) until it drains
-        }
-        ByteBuf out = null;
-        long now = 0;
-        while (!backlog.isEmpty() && inFlight.size() - timedOutInFlight < maxInFlight) {
-            Op op = backlog.peek();
-            if (op.future.isDone()) {
-                backlog.poll(); // timed out while waiting: never sent
-                continue;
-            }
-            if (op.releaseNanos != 0) {
-                if (now == 0) {
-                    now = System.nanoTime();
-                }
-                long wait = op.releaseNanos - now;
-                if (wait > 0) {
-                    if (releaseTimer == null || releaseTimer.isDone()) {
-                        releaseTimer = loop.schedule((Runnable) this::send, wait, TimeUnit.NANOSECONDS);
-                    }
-                    break; // later verbs wait behind a held one: the order holds
-                }
-            }
-            backlog.poll();
-            if (out == null) {
-                // sized for what the window lets out now, so a burst is encoded without re-allocation
-                int room = maxInFlight - (inFlight.size() - timedOutInFlight);
-                long burst = Math.min((long) op.frameLength() * Math.min(room, backlog.size() + 1), 1 << 20);
-                out = ch.alloc().ioBuffer((int) Math.max(Math.max(256, burst), op.frameLength()));
-            }
-            op.correlationId = ++nextCorrelationId;
-            switch (op.opcode) {
-                case Frame.OP_READ -> Frame.writeRead(out, op.correlationId, op.ptr, op.remoteKey, op.length);
-                case Frame.OP_WRITE -> Frame.writeWrite(out, op.correlationId, op.ptr, op.remoteKey, op.data, 0,
-                        op.length);
-                case Frame.OP_CAS -> Frame.writeCas(out, op.correlationId, op.ptr, op.remoteKey, op.a, op.b);
-                default -> Frame.writeFaa(out, op.correlationId, op.ptr, op.remoteKey, op.a);
-            }
-            inFlight.add(op);
-        }
-        if (out != null) {
-            ch.writeAndFlush(out, ch.voidPromise());
-        }
     }
 
     private void onResponse(Frame f) {
         long corr = f.correlationId();
-        Op op;
-        while (true) {
-            op = inFlight.peek();
-            if (op == null || op.correlationId > corr) {
-                if (corr > 0 && corr <= discardedThrough) {
-                    return; // the late answer to a verb that timed out and was dropped from the window
-                }
-                throw new ProtocolException(peer.toString(), "correlationId=" + corr + " answers no verb in flight");
-            }
-            inFlight.poll();
-            if (op.timedOut) {
-                timedOutInFlight--;
-            }
-            if (op.correlationId == corr) {
-                break;
-            }
-            // the target dropped this verb (injected fault): it is never answered
-            if (!op.future.isDone()) {
-                orphans.add(op);
-            }
+        Verb v;
+        try {
+            v = pipeline.answering(corr); // verbs before it that are still unanswered were dropped by the target
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException(peer.toString(), "correlationId=" + corr + " answers no verb in flight");
+        }
+        if (v == null) {
+            return; // the late answer to a verb that timed out
         }
         try {
-            complete(op, f);
+            complete(v, f);
         } catch (ProtocolException e) {
-            op.future.completeExceptionally(e); // the connection closes next; this verb must not be left hanging
+            pipeline.fail(v, e); // the connection closes next; this verb must not be left hanging
             throw e;
         }
     }
 
-    private void complete(Op op, Frame f) {
+    private void complete(Verb v, Frame f) {
         if (f.opcode() == Frame.OP_ERROR) {
-            op.future.completeExceptionally(decodeError(f));
+            pipeline.fail(v, decodeError(f));
             return;
         }
         int body = f.bodyLength();
-        switch (op.opcode) {
-            case Frame.OP_READ -> {
-                if (body != op.length) {
+        switch (v.kind) {
+            case VerbObserver.READ -> {
+                if (body != v.length) {
                     throw new ProtocolException(peer.toString(), "read response bodyLength=" + body + ", expected="
-                            + op.length);
+                            + v.length);
                 }
-                op.future.complete(f.bytesAt(Frame.HEADER_LENGTH, body));
+                pipeline.complete(v, f.bytesAt(Frame.HEADER_LENGTH, body));
             }
-            case Frame.OP_WRITE -> {
+            case VerbObserver.WRITE -> {
                 if (body != 0) {
                     throw new ProtocolException(peer.toString(), "write response bodyLength=" + body + ", expected=0");
                 }
-                op.future.complete(null);
+                pipeline.complete(v, null);
             }
             default -> {
                 if (body != 8) {
-                    throw new ProtocolException(peer.toString(), Frame.opName(op.opcode) + " response bodyLength="
+                    throw new ProtocolException(peer.toString(), Verb.operationName(v.kind) + " response bodyLength="
                             + body + ", expected=8");
                 }
-                op.future.complete(f.longAt(Frame.HEADER_LENGTH));
+                pipeline.completeLong(v, f.longAt(Frame.HEADER_LENGTH));
             }
         }
     }
 
     private DsmException decodeError(Frame f) {
+        return decodeError(f, peer);
+    }
+
+    /** The typed failure an ERROR frame from {@code peer} carries. */
+    static DsmException decodeError(Frame f, PeerInfo peer) {
         ErrorCode code = ErrorCode.fromWire(f.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff);
         long ptr = f.longAt(Frame.ERROR_PTR_FIELD_OFFSET);
         int length = f.intAt(Frame.ERROR_LENGTH_FIELD_OFFSET);
@@ -606,72 +596,32 @@ final class TcpConnection implements Connection {
         };
     }
 
-    /** Fails expired verbs; on the I/O thread, every sweep period. */
-    private void sweep() {
-        long now = System.nanoTime();
-        for (Op op : inFlight) {
-            if (!op.timedOut && op.deadlineNanos - now <= 0) {
-                op.timedOut = true; // it no longer holds a window slot
-                timedOutInFlight++;
-                timeout(op);
-            }
-        }
-        // timed-out verbs at the head are forgotten (their late answers are recognised by correlation id), so a
-        // peer that never answers cannot make the window grow without bound
-        Op head;
-        while ((head = inFlight.peek()) != null && head.timedOut) {
-            inFlight.poll();
-            timedOutInFlight--;
-            discardedThrough = head.correlationId;
-        }
-        backlog.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
-        orphans.removeIf(op -> op.future.isDone() || op.deadlineNanos - now <= 0 && timeout(op));
-        if (!backlog.isEmpty()) {
-            send(); // timed-out verbs may have freed the window
-        }
-    }
-
-    private boolean timeout(Op op) {
-        op.future.completeExceptionally(new DsmTimeoutException(Frame.opName(op.opcode), peer.nodeId(),
-                transport.settings.operationTimeout));
-        return true;
-    }
-
-    /** Fails every verb this connection holds; on the I/O thread. */
+    /** Fails every verb this connection holds, in issue order; on the I/O thread. */
     private void failAll(String reason) {
         NodeUnavailableException e = new NodeUnavailableException(peer.nodeId(), reason + " (peer " + peer + ")");
         NodeUnavailableException unsent = NodeUnavailableException.notSent(peer.nodeId(), reason + " (peer " + peer
                 + ")");
-        Op op;
-        while ((op = issued.poll()) != null) {
-            backlog.add(op);
-        }
-        // issue order: the oldest verbs fail first; those on the wire may have run, the backlog never left
-        List<ArrayDeque<Op>> queues = List.of(orphans, inFlight, backlog);
-        for (ArrayDeque<Op> q : queues) {
-            NodeUnavailableException why = q == backlog ? unsent : e;
-            while ((op = q.poll()) != null) {
-                op.future.completeExceptionally(why);
-            }
-        }
-        timedOutInFlight = 0;
+        // those on the wire may have run; the backlog never left
+        pipeline.failAll(e, unsent);
         // messages: the outbox fails its own (it is reset first, under its lock, so a message it gave a credit
         // before is in the queue now and is dropped here, never sent on the next connection)
         outbox.reset(e);
         messagesIssued.clear();
     }
 
+    /** The I/O threads are gone: nothing will be sent or answered any more. */
     private void failIssued(String reason) {
-        NodeUnavailableException e = NodeUnavailableException.notSent(peer.nodeId(), reason + " (peer " + peer + ")");
-        Op op;
-        while ((op = issued.poll()) != null) {
-            op.future.completeExceptionally(e);
-        }
+        String why = reason + " (peer " + peer + ")";
+        pipeline.failAll(new NodeUnavailableException(peer.nodeId(), why), NodeUnavailableException.notSent(
+                peer.nodeId(), why));
     }
 
     /** The channel is gone: fail what it carried and reconnect with backoff (I/O thread). */
     private void lost(String reason, boolean orderly) {
         channel = null;
+        if (lanes != null) {
+            lanes.closeAll(false); // they reach the same peer: its verbs there fail the same way
+        }
         String lostReason = "connection lost: " + reason + "; verbs in flight may or may not have been executed";
         if (!STATE.compareAndSet(this, OPEN, DOWN)) { // closed by its owner meanwhile: no reconnect
             failAll(downReason);
@@ -710,6 +660,7 @@ final class TcpConnection implements Connection {
                 if (e == null) {
                     reconnectAttempt = 0;
                     LOG.info("reconnected to {}", peer);
+                    transport.observer().reconnected(peer.nodeId());
                 } else if (e instanceof StaleIncarnationException || e instanceof AuthenticationException
                         || (e instanceof NodeUnavailableException && e.getMessage().contains("fenced"))) {
                     LOG.warn("connection to {} closed for good: {}", peer, e.getMessage());
@@ -755,9 +706,7 @@ final class TcpConnection implements Connection {
 
     /** Responses freed window slots, or the channel became writable: waiting verbs go out, one flush. */
     void sendWaiting() {
-        if (!backlog.isEmpty()) {
-            send();
-        }
+        pipeline.pump();
     }
 
     /** The open channel closed. */
@@ -772,12 +721,12 @@ final class TcpConnection implements Connection {
 
     /** Verbs kept until {@link #submit()}, then issued together: one wake-up, one flush. */
     private final class TcpBatch implements Batch {
-        private final List<Op> ops = new ArrayList<>();
+        private final List<Verb> verbs = new ArrayList<>();
         private boolean submitted;
 
         @Override
         public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-            return cast(add(new Op(Frame.OP_READ, ptr, remoteKey, length, 0, 0, null)));
+            return add(new Verb(VerbObserver.READ, ptr, remoteKey, length, 0, 0, null, 0));
         }
 
         @Override
@@ -786,26 +735,26 @@ final class TcpConnection implements Connection {
             if (badRange != null) {
                 return CompletableFuture.failedFuture(badRange);
             }
-            return cast(add(new Op(Frame.OP_WRITE, ptr, remoteKey, length, 0, 0,
-                    java.util.Arrays.copyOfRange(src, offset, offset + length))));
+            return add(new Verb(VerbObserver.WRITE, ptr, remoteKey, length, 0, 0,
+                    java.util.Arrays.copyOfRange(src, offset, offset + length), 0));
         }
 
         @Override
         public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-            return cast(add(new Op(Frame.OP_CAS, ptr, remoteKey, 8, expected, update, null)));
+            return add(new Verb(VerbObserver.CAS, ptr, remoteKey, 8, expected, update, null, 0));
         }
 
         @Override
         public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
-            return cast(add(new Op(Frame.OP_FAA, ptr, remoteKey, 8, delta, 0, null)));
+            return add(new Verb(VerbObserver.FAA, ptr, remoteKey, 8, delta, 0, null, 0));
         }
 
-        private CompletableFuture<Object> add(Op op) {
+        private <T> CompletableFuture<T> add(Verb v) {
             if (submitted) {
                 throw new IllegalStateException("batch already submitted: start a new batch");
             }
-            ops.add(op);
-            return op.future;
+            verbs.add(v);
+            return v.future();
         }
 
         @Override
@@ -815,13 +764,16 @@ final class TcpConnection implements Connection {
             }
             submitted = true;
             boolean any = false;
-            for (Op op : ops) {
-                if (admit(op)) {
-                    issued.offer(op);
-                    any = true;
+            for (Verb v : verbs) {
+                long hold = admit(v);
+                if (hold != REFUSED) {
+                    v.owner = owners.get();
+                    if (pipeline.enqueue(v, hold)) {
+                        any = true;
+                    }
                 }
             }
-            ops.clear();
+            verbs.clear();
             if (any) {
                 wake();
             }
@@ -829,7 +781,7 @@ final class TcpConnection implements Connection {
 
         @Override
         public int size() {
-            return submitted ? 0 : ops.size();
+            return submitted ? 0 : verbs.size();
         }
     }
 }

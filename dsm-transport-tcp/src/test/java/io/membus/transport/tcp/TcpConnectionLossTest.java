@@ -65,6 +65,26 @@ class TcpConnectionLossTest {
     void aCutFailsEveryVerbInFlightAtOnceAndTheConnectionComesBackWithoutResending() throws Exception {
         Transport a = nodes.start(1);
         Transport b = nodes.start(2);
+        java.util.concurrent.atomic.AtomicInteger completed = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger reconnected = new java.util.concurrent.atomic.AtomicInteger();
+        ((TcpTransport) b).observe(new io.membus.core.transport.VerbObserver() {
+            @Override
+            public void completed(int peer, int kind, int bytes, long latencyNanos) {
+                completed.incrementAndGet();
+            }
+
+            @Override
+            public void failed(int peer, int kind) {
+                failed.incrementAndGet();
+            }
+
+            @Override
+            public void reconnected(int peer) {
+                assertEquals(1, peer);
+                reconnected.incrementAndGet();
+            }
+        });
         Segment seg = a.export(SegmentSpec.of(0, 4096));
         Connection ba = connect(b, a);
         long ptr = seg.pointer(0);
@@ -100,6 +120,19 @@ class TcpConnectionLossTest {
         }
         assertEquals(0L, await(ba.fetchAndAdd(ptr, key, 1)), "no lost verb was resent after the reconnect");
         assertEquals(1, seg.readLong(0));
+        // the observer saw every outcome and the reconnect; an atomic completes with a primitive too
+        CompletableFuture<Long> viaSink = new CompletableFuture<>();
+        ba.fetchAndAdd(ptr, key, 1, (value, e) -> {
+            if (e != null) {
+                viaSink.completeExceptionally(e);
+            } else {
+                viaSink.complete(value);
+            }
+        });
+        assertEquals(1L, await(viaSink));
+        assertEquals(3, completed.get());
+        assertEquals(100, failed.get());
+        assertEquals(1, reconnected.get());
     }
 
     @Test

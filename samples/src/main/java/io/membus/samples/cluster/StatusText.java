@@ -129,6 +129,19 @@ public final class StatusText {
         }
         for (io.membus.cluster.StatusSection section : reply.sections()) {
             sb.append('\n').append(section.name()).append(" of node ").append(reply.fromNode()).append(":");
+            if (section.name().equals("verbs")) { // a line per peer: node-2 -> "verbs=... latency p50=..."
+                String transport = section.facts().getOrDefault("transport", "?");
+                sb.append(" (").append(transport).append(", verbs that crossed a connection)\n");
+                section.facts().forEach((k, v) -> {
+                    if (!k.equals("transport")) {
+                        sb.append("  to ").append(k.replace('-', ' ')).append(": ").append(v).append('\n');
+                    }
+                });
+                if (section.facts().size() <= 1) {
+                    sb.append("  none yet\n");
+                }
+                continue;
+            }
             section.facts().forEach((k, v) -> sb.append(' ').append(k).append('=').append(v));
             sb.append('\n');
         }

@@ -64,7 +64,9 @@ class StatusTextTest {
                 new HeapUsage.SegmentUsage(3, 1, 4096, 15, 14, 1, 0, 1, 100, 0, Map.of(3, 1), null));
         StatusReply reply = new StatusReply(2, members.get(0).address(), members, 5, heap, "",
                 List.of(new ClusterMessage.ChannelRow(40, "test-echo", 2, 64, 1, 32, 0)),
-                List.of(new io.membus.cluster.StatusSection("coherence", Map.of("caching", "on"))));
+                List.of(new io.membus.cluster.StatusSection("coherence", Map.of("caching", "on")),
+                        new io.membus.cluster.StatusSection("verbs", new java.util.LinkedHashMap<>(Map.of(
+                                "transport", "tcp", "node-1", "verbs=12 (read 10 write 0 cas 0 faa 2) bytes=656")))));
         String table = StatusText.clusterTable(reply);
         System.out.println(table);
         for (MemberRow m : members) {
@@ -77,6 +79,8 @@ class StatusTextTest {
         assertTrue(table.lines().anyMatch(l -> l.matches("1 +1 .*") && l.contains("{") && l.contains("2=4")), table);
         assertTrue(table.contains("message channels of node 2"), table);
         assertTrue(table.contains("coherence of node 2: caching=on"), table);
+        assertTrue(table.contains("verbs of node 2: (tcp, verbs that crossed a connection)\n"
+                + "  to node 1: verbs=12 (read 10 write 0 cas 0 faa 2) bytes=656\n"), table);
         assertTrue(table.lines().filter(l -> l.matches("[123] +pekko://test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"))
                 .count() == 3, "one Up tcp row per node:\n" + table);
 

@@ -87,7 +87,7 @@ public final class LocalTransport extends AbstractTransport {
         private final Inbox inbox;
 
         LocalConnection(PeerInfo peer, LocalTransport target) {
-            super(peer, LocalTransport.this.faults(), config.operationTimeout());
+            super(peer, LocalTransport.this.faults(), config.operationTimeout(), observer());
             this.target = target;
             this.outbox = new Outbox(peer.nodeId(), config.operationTimeout(), messages(), this::handOff);
             this.inbox = target.messages().open(nodeId(), new Responder() {

@@ -1,0 +1,38 @@
+package io.membus.core.transport;
+
+/**
+ * Verbs that run to completion on the calling thread and return their result
+ * directly: no future, no boxing, no result array. What
+ * {@link io.membus.core.RemoteMemory}'s blocking calls use when a path offers
+ * them: a {@link SegmentTable} (memory semantics: this node's own segments, or a
+ * peer's through a {@link DirectConnection}) or a connection's blocking lane
+ * ({@link Connection#blockingNow()}, e.g. tcp's per-call sockets).
+ *
+ * <p>Semantics are those of {@link Verbs} (the same checks, the same typed
+ * errors, the same deadline): only the way the caller waits differs. A verb that
+ * fails after it was sent may have run ({@link io.membus.core.error.DsmException#mayHaveRun()}).
+ *
+ * <p><b>Note:</b> thread-safe: any thread may call; a call that crosses a network
+ * blocks its thread for at most the operation timeout, so it is refused on a
+ * transport thread (see {@link Connection#blockingNow()}).
+ */
+public interface BlockingVerbs {
+
+    /** Reads {@code length} bytes at {@code ptr} into {@code dst[dstOffset..]}. */
+    void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length);
+
+    /** Reads the little-endian word at {@code ptr}. */
+    long readLong(long ptr, long remoteKey);
+
+    /** Writes {@code src[offset..offset+length)} at {@code ptr}. */
+    void write(long ptr, long remoteKey, byte[] src, int offset, int length);
+
+    /** Writes the little-endian word at {@code ptr}. */
+    void writeLong(long ptr, long remoteKey, long value);
+
+    /** Atomically replaces the word at {@code ptr} with {@code update} when it holds {@code expected}; returns the old word. */
+    long compareAndSwap(long ptr, long remoteKey, long expected, long update);
+
+    /** Atomically adds {@code delta} to the word at {@code ptr}; returns the old word. */
+    long fetchAndAdd(long ptr, long remoteKey, long delta);
+}

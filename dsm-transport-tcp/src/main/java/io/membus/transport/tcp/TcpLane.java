@@ -1,0 +1,333 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.auth.PeerAuth;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.ProtocolException;
+import io.membus.core.transport.PeerInfo;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+
+/**
+ * One blocking socket to a peer on which a calling thread runs one verb at a time
+ * and reads its answer itself: the request goes from the caller's thread straight
+ * to the socket and the answer wakes the caller, so a synchronous verb costs the
+ * two thread hops of a plain blocking-socket round trip instead of the four of the
+ * pipelined channel (caller, initiator I/O thread, target, initiator I/O thread,
+ * caller). The target serves it as any other authenticated connection.
+ *
+ * <p>A lane is owned by {@link TcpLanes}: a caller takes it, runs one verb, and
+ * gives it back. A lane that timed out, lost its socket or read a malformed frame
+ * is broken (its next answer could belong to the verb that timed out) and is
+ * closed, never reused.
+ *
+ * <p>Frames carry at most {@link #MAX_FRAME} bytes, so a request always fits an
+ * empty socket send buffer and writing it never blocks: the only wait is for the
+ * answer. The socket stays in blocking mode (one {@code read} per answer); the
+ * deadline of each verb, and of the connect and handshake, is kept by
+ * {@link LaneReaper}, which closes the socket of a lane that outlived it.
+ *
+ * <p><b>Note:</b> not thread-safe: one thread at a time (the pool hands it out
+ * exclusively); {@link #close()} may be called from any thread and wakes a
+ * blocked reader, which then fails.
+ */
+final class TcpLane implements AutoCloseable {
+    /** Largest request or answer a lane carries; longer verbs take the pipelined channel. */
+    static final int MAX_FRAME = 16 * 1024;
+    /** Longest read or write a lane carries. */
+    static final int MAX_VERB_LENGTH = MAX_FRAME - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH;
+
+    final int index;
+    private final TcpTransport transport;
+    private final PeerInfo peer;
+    private final Socket socket;
+    private InputStream in;   // set once connected, before the lane is handed out
+    private OutputStream out;
+    private final long timeoutNanos;
+    /** The request being sent. */
+    private final byte[] buffer = new byte[MAX_FRAME];
+    private final ByteBuf frameBuf = Unpooled.wrappedBuffer(buffer);
+    /** What was read from the socket: the current answer at {@link #readPos}, maybe more after it. */
+    private final byte[] received = new byte[MAX_FRAME];
+    private final ByteBuf receivedBuf = Unpooled.wrappedBuffer(received);
+    private int readPos;
+    private int readLimit;
+    private int frameEnd;
+    private final Frame frame = new Frame();
+    private long nextCorrelation;
+    private volatile boolean broken;
+    /** When the current wait must end ({@code System.nanoTime()}), or 0 while the lane waits for nothing. */
+    private volatile long deadline;
+    /** Set by the reaper when it closed the socket for a passed deadline. */
+    private volatile boolean expired;
+
+    private TcpLane(int index, TcpTransport transport, PeerInfo peer, Socket socket) {
+        this.index = index;
+        this.transport = transport;
+        this.peer = peer;
+        this.socket = socket;
+
+        this.timeoutNanos = transport.settings.operationTimeout.toNanos();
+    }
+
+    /**
+     * Connects and authenticates a lane within the connect timeout, on the calling thread.
+     *
+     * @throws DsmException when the peer cannot be reached or refuses the handshake
+     */
+    static TcpLane open(int index, TcpTransport transport, PeerInfo peer, String host, int port) {
+        Socket socket = new Socket();
+        TcpLane lane = new TcpLane(index, transport, peer, socket);
+        lane.deadline = System.nanoTime() + transport.settings.connectTimeout.toNanos();
+        LaneReaper.watch(lane);
+        try {
+            socket.setTcpNoDelay(true);
+            socket.setSendBufferSize(4 * MAX_FRAME);
+            socket.connect(new InetSocketAddress(host, port)); // blocking; the reaper keeps the connect timeout
+            lane.in = socket.getInputStream();
+            lane.out = socket.getOutputStream();
+            lane.handshake();
+            lane.deadline = 0;
+            return lane;
+        } catch (IOException e) {
+            lane.close();
+            throw NodeUnavailableException.notSent(peer.nodeId(), "cannot open a blocking lane to " + peer.address()
+                    + (lane.expired ? ": no authenticated connection within the connect timeout ("
+                    + transport.settings.connectTimeout.toMillis() + " ms)" : ": " + e), e);
+        } catch (RuntimeException e) {
+            lane.close();
+            throw e;
+        }
+    }
+
+    private void handshake() throws IOException {
+        byte[] nonce = PeerAuth.nonce();
+        frameBuf.clear();
+        Frame.writeHello(frameBuf, transport.nodeId(), transport.incarnation(), peer.nodeId(), peer.incarnation(),
+                nonce);
+        send();
+        receive();
+        if (frame.opcode() == Frame.OP_ERROR) {
+            throw handshakeRefused();
+        }
+        if (frame.opcode() != Frame.OP_CHALLENGE) {
+            throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
+                    + " during the handshake (expected CHALLENGE)");
+        }
+        byte[] proof = ClientHandler.answerChallenge(transport, peer, nonce, frame);
+        frameBuf.clear();
+        Frame.writeAuth(frameBuf, proof);
+        send();
+        receive();
+        if (frame.opcode() == Frame.OP_ERROR) {
+            throw handshakeRefused();
+        }
+        if (frame.opcode() != Frame.OP_WELCOME) {
+            throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
+                    + " during the handshake (expected WELCOME)");
+        }
+        // the target grants message credits next (MSG_CREDIT); a lane carries no messages and skips it
+    }
+
+    private DsmException handshakeRefused() {
+        return TcpConnection.decodeError(frame, peer);
+    }
+
+    // ------------------------------------------------------------------ verbs
+
+    void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
+        frameBuf.clear();
+        Frame.writeRead(frameBuf, ++nextCorrelation, ptr, remoteKey, length);
+        call(Frame.OP_READ);
+        expectBody(Frame.OP_READ, length);
+        frame.bytesAt(Frame.HEADER_LENGTH, dst, dstOffset, length);
+    }
+
+    long readLong(long ptr, long remoteKey) {
+        frameBuf.clear();
+        Frame.writeRead(frameBuf, ++nextCorrelation, ptr, remoteKey, Long.BYTES);
+        call(Frame.OP_READ);
+        expectBody(Frame.OP_READ, Long.BYTES);
+        return frame.longAt(Frame.HEADER_LENGTH);
+    }
+
+    void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+        frameBuf.clear();
+        Frame.writeWrite(frameBuf, ++nextCorrelation, ptr, remoteKey, src, offset, length);
+        call(Frame.OP_WRITE);
+        expectBody(Frame.OP_WRITE, 0);
+    }
+
+    void writeLong(long ptr, long remoteKey, long value) {
+        frameBuf.clear();
+        Frame.writeHeader(frameBuf, Frame.OP_WRITE, ++nextCorrelation, Frame.WRITE_FIXED_BODY_LENGTH + Long.BYTES);
+        frameBuf.writeLongLE(ptr);
+        frameBuf.writeLongLE(remoteKey);
+        frameBuf.writeIntLE(Long.BYTES);
+        frameBuf.writeLongLE(value);
+        call(Frame.OP_WRITE);
+        expectBody(Frame.OP_WRITE, 0);
+    }
+
+    long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+        frameBuf.clear();
+        Frame.writeCas(frameBuf, ++nextCorrelation, ptr, remoteKey, expected, update);
+        call(Frame.OP_CAS);
+        expectBody(Frame.OP_CAS, Long.BYTES);
+        return frame.longAt(Frame.HEADER_LENGTH);
+    }
+
+    long fetchAndAdd(long ptr, long remoteKey, long delta) {
+        frameBuf.clear();
+        Frame.writeFaa(frameBuf, ++nextCorrelation, ptr, remoteKey, delta);
+        call(Frame.OP_FAA);
+        expectBody(Frame.OP_FAA, Long.BYTES);
+        return frame.longAt(Frame.HEADER_LENGTH);
+    }
+
+    /**
+     * Sends the request in {@link #frameBuf} and reads its answer into {@link #frame}.
+     * An ERROR answer is thrown as its typed exception (the lane stays usable: the
+     * target answered in order); any other failure breaks the lane.
+     */
+    private void call(byte opcode) {
+        long correlation = nextCorrelation;
+        deadline = System.nanoTime() + timeoutNanos;
+        try {
+            send();
+            do {
+                receive();
+            } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
+        } catch (IOException e) {
+            broken = true;
+            closeQuietly(socket);
+            if (expired) {
+                throw new DsmTimeoutException(Frame.opName(opcode), peer.nodeId(), transport.settings.operationTimeout);
+            }
+            throw new NodeUnavailableException(peer.nodeId(), "blocking lane to " + peer + " lost: " + e
+                    + "; the " + Frame.opName(opcode) + " may or may not have run", e);
+        } catch (RuntimeException e) {
+            broken = true;
+            closeQuietly(socket);
+            throw e;
+        } finally {
+            deadline = 0;
+        }
+        if (frame.correlationId() != correlation) {
+            if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
+                broken = true;
+                closeQuietly(socket);
+                throw TcpConnection.decodeError(frame, peer);
+            }
+            broken = true;
+            closeQuietly(socket);
+            throw new ProtocolException(peer.toString(), "correlationId=" + frame.correlationId()
+                    + " answers no verb of this lane (expected " + correlation + ")");
+        }
+        if (frame.opcode() == Frame.OP_ERROR) {
+            throw TcpConnection.decodeError(frame, peer);
+        }
+        if (frame.opcode() != Frame.OP_OK) {
+            broken = true;
+            closeQuietly(socket);
+            throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
+                    + " where a response was expected");
+        }
+    }
+
+    private void expectBody(byte opcode, int length) {
+        if (frame.bodyLength() != length) {
+            broken = true;
+            closeQuietly(socket);
+            throw new ProtocolException(peer.toString(), Frame.opName(opcode) + " response bodyLength="
+                    + frame.bodyLength() + ", expected=" + length);
+        }
+    }
+
+    private void send() throws IOException {
+        out.write(buffer, 0, frameBuf.writerIndex());
+    }
+
+    /**
+     * Reads the next whole frame and wraps it in {@link #frame}: one {@code read} call
+     * when the frame arrived at once (what arrives after it stays for the next call).
+     */
+    private void receive() throws IOException {
+        readPos = frameEnd;
+        if (readPos == readLimit) {
+            readPos = readLimit = 0;
+        } else if (readPos > 0 && readLimit - readPos < Frame.HEADER_LENGTH) { // keep the rest at the start
+            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
+            readLimit -= readPos;
+            readPos = 0;
+        }
+        fill(Frame.HEADER_LENGTH);
+        int lengthField = receivedBuf.getIntLE(readPos + Frame.LENGTH_FIELD_OFFSET);
+        int total = lengthField + 4;
+        if (lengthField < Frame.MIN_LENGTH_FIELD || total > MAX_FRAME) {
+            throw new ProtocolException(peer.toString(), "frame length=" + total + " outside "
+                    + Frame.HEADER_LENGTH + ".." + MAX_FRAME + " on a blocking lane");
+        }
+        if (readPos + total > received.length) {
+            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
+            readLimit -= readPos;
+            readPos = 0;
+        }
+        fill(total);
+        frameEnd = readPos + total;
+        frame.wrap(receivedBuf, readPos);
+        String invalid = frame.validate();
+        if (invalid != null) {
+            throw new ProtocolException(peer.toString(), invalid);
+        }
+    }
+
+    /** Reads until at least {@code length} bytes from {@link #readPos} are buffered. */
+    private void fill(int length) throws IOException {
+        while (readLimit - readPos < length) {
+            int n = in.read(received, readLimit, received.length - readLimit);
+            if (n < 0) {
+                throw new EOFException("the peer closed the connection");
+            }
+            readLimit += n;
+        }
+    }
+
+    /** Whether the lane must not be reused (it timed out or lost its socket). */
+    boolean broken() {
+        return broken;
+    }
+
+    /** Closes the socket when the current wait outlived its deadline (the reaper's thread). */
+    void expireIfDue(long now) {
+        long d = deadline;
+        if (d != 0 && now - d > 0) {
+            expired = true; // before the close: the woken caller reads it
+            broken = true;
+            closeQuietly(socket);
+        }
+    }
+
+    @Override
+    public void close() {
+        broken = true;
+        closeQuietly(socket);
+        LaneReaper.forget(this);
+    }
+
+    private static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // closing: nothing left to do
+        }
+    }
+}

@@ -1,0 +1,333 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.RemoteMemory;
+import io.membus.core.Words;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.transport.BlockingVerbs;
+import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.VerbObserver;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * The blocking lanes of one {@link TcpConnection}: up to
+ * {@code membus.transports.tcp.blocking-lanes} sockets to the same peer incarnation,
+ * opened on demand, each used by one calling thread for one verb at a time (see
+ * {@link TcpLane} for why). A caller takes an idle lane, runs its verb and gives the
+ * lane back; when every lane is busy and no more may open, or a verb is too long
+ * for a lane, the verb is posted on the pipelined channel and awaited instead, so
+ * a blocking verb never waits for a lane.
+ *
+ * <p>Which lanes are open and which are idle are two bit sets in one word each:
+ * taking and giving back a lane is one CAS, with no allocation.
+ *
+ * <p><b>Note:</b> thread-safe. Closing (the connection closed or lost its
+ * channel) closes every lane, waking callers blocked on one: they fail with
+ * {@link NodeUnavailableException}; later verbs find the connection not open.
+ */
+final class TcpLanes implements BlockingVerbs {
+    private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
+    /** After a lane failed to open, none is opened again for this long (the pipelined channel serves). */
+    private static final long RETRY_AFTER_FAILED_OPEN_NANOS = 1_000_000_000L;
+
+    private final TcpConnection connection;
+    private final TcpTransport transport;
+    private final PeerInfo peer;
+    private final String host;
+    private final int port;
+    private final int max;
+    private final Duration wait;
+    private final AtomicReferenceArray<TcpLane> lanes;
+    /** Bit i: lane i exists or is being opened. */
+    private final AtomicLong open = new AtomicLong();
+    /** Bit i: lane i exists and no caller holds it. */
+    private final AtomicLong idle = new AtomicLong();
+    private volatile boolean closed;
+    private volatile long noOpenBefore;
+
+    TcpLanes(TcpConnection connection, TcpTransport transport, PeerInfo peer, String host, int port, int max) {
+        if (max < 0 || max > Long.SIZE) {
+            throw new IllegalArgumentException("lanes=" + max + " outside 0.." + Long.SIZE);
+        }
+        this.connection = connection;
+        this.transport = transport;
+        this.peer = peer;
+        this.host = host;
+        this.port = port;
+        this.max = max;
+        this.lanes = new AtomicReferenceArray<>(Math.max(1, max));
+        // a fallback verb waits for the pipelined channel's own deadline, plus a margin
+        this.wait = transport.settings.operationTimeout.plusSeconds(1);
+    }
+
+    // ------------------------------------------------------------------ verbs
+
+    @Override
+    public void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
+        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+        if (lane == null) {
+            System.arraycopy(await(connection.read(ptr, remoteKey, length)), 0, dst, dstOffset, length);
+            return;
+        }
+        long start = System.nanoTime();
+        try {
+            lane.readInto(ptr, remoteKey, dst, dstOffset, length);
+            observed(VerbObserver.READ, length, start);
+        } catch (DsmException e) {
+            throw failed(VerbObserver.READ, e);
+        } finally {
+            give(lane);
+        }
+    }
+
+    @Override
+    public long readLong(long ptr, long remoteKey) {
+        TcpLane lane = take();
+        if (lane == null) {
+            return Words.getLong(await(connection.read(ptr, remoteKey, Long.BYTES)), 0);
+        }
+        long start = System.nanoTime();
+        try {
+            long v = lane.readLong(ptr, remoteKey);
+            observed(VerbObserver.READ, Long.BYTES, start);
+            return v;
+        } catch (DsmException e) {
+            throw failed(VerbObserver.READ, e);
+        } finally {
+            give(lane);
+        }
+    }
+
+    @Override
+    public void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+        if (lane == null) {
+            await(connection.write(ptr, remoteKey, src, offset, length));
+            return;
+        }
+        long start = System.nanoTime();
+        try {
+            lane.write(ptr, remoteKey, src, offset, length);
+            observed(VerbObserver.WRITE, length, start);
+        } catch (DsmException e) {
+            throw failed(VerbObserver.WRITE, e);
+        } finally {
+            give(lane);
+        }
+    }
+
+    @Override
+    public void writeLong(long ptr, long remoteKey, long value) {
+        TcpLane lane = take();
+        if (lane == null) {
+            byte[] b = new byte[Long.BYTES];
+            Words.putLong(b, 0, value);
+            await(connection.write(ptr, remoteKey, b, 0, Long.BYTES));
+            return;
+        }
+        long start = System.nanoTime();
+        try {
+            lane.writeLong(ptr, remoteKey, value);
+            observed(VerbObserver.WRITE, Long.BYTES, start);
+        } catch (DsmException e) {
+            throw failed(VerbObserver.WRITE, e);
+        } finally {
+            give(lane);
+        }
+    }
+
+    @Override
+    public long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+        TcpLane lane = take();
+        if (lane == null) {
+            return await(connection.compareAndSwap(ptr, remoteKey, expected, update));
+        }
+        long start = System.nanoTime();
+        try {
+            long v = lane.compareAndSwap(ptr, remoteKey, expected, update);
+            observed(VerbObserver.CAS, Long.BYTES, start);
+            return v;
+        } catch (DsmException e) {
+            throw failed(VerbObserver.CAS, e);
+        } finally {
+            give(lane);
+        }
+    }
+
+    @Override
+    public long fetchAndAdd(long ptr, long remoteKey, long delta) {
+        TcpLane lane = take();
+        if (lane == null) {
+            return await(connection.fetchAndAdd(ptr, remoteKey, delta));
+        }
+        long start = System.nanoTime();
+        try {
+            long v = lane.fetchAndAdd(ptr, remoteKey, delta);
+            observed(VerbObserver.FAA, Long.BYTES, start);
+            return v;
+        } catch (DsmException e) {
+            throw failed(VerbObserver.FAA, e);
+        } finally {
+            give(lane);
+        }
+    }
+
+    private <T> T await(CompletableFuture<T> posted) {
+        return RemoteMemory.await(posted, wait);
+    }
+
+    private void observed(int kind, int bytes, long start) {
+        VerbObserver o = transport.observer();
+        if (o != VerbObserver.NONE) {
+            o.completed(peer.nodeId(), kind, bytes, System.nanoTime() - start);
+        }
+    }
+
+    private DsmException failed(int kind, DsmException e) {
+        VerbObserver o = transport.observer();
+        if (o != VerbObserver.NONE) {
+            if (e instanceof io.membus.core.error.DsmTimeoutException) {
+                o.timedOut(peer.nodeId(), kind);
+            } else {
+                o.failed(peer.nodeId(), kind);
+            }
+        }
+        return e;
+    }
+
+    // ------------------------------------------------------------------ the pool
+
+    /** An idle lane, a newly opened one, or null when none is free and no more may open. */
+    private TcpLane take() {
+        while (true) {
+            long m = idle.get();
+            if (m == 0) {
+                break;
+            }
+            long bit = Long.lowestOneBit(m);
+            if (idle.compareAndSet(m, m & ~bit)) {
+                TcpLane lane = lanes.get(Long.numberOfTrailingZeros(bit));
+                if (lane != null && !lane.broken()) {
+                    return lane;
+                }
+                discard(Long.numberOfTrailingZeros(bit), lane); // closed meanwhile
+            }
+        }
+        return closed || max == 0 || System.nanoTime() - noOpenBefore < 0 ? null : openLane();
+    }
+
+    private TcpLane openLane() {
+        long full = max == Long.SIZE ? -1L : (1L << max) - 1;
+        int index;
+        while (true) {
+            long o = open.get();
+            long free = ~o & full;
+            if (free == 0) {
+                return null;
+            }
+            long bit = Long.lowestOneBit(free);
+            if (open.compareAndSet(o, o | bit)) {
+                index = Long.numberOfTrailingZeros(bit);
+                break;
+            }
+        }
+        TcpLane lane;
+        try {
+            lane = TcpLane.open(index, transport, peer, host, port);
+        } catch (DsmException e) {
+            noOpenBefore = System.nanoTime() + RETRY_AFTER_FAILED_OPEN_NANOS;
+            release(index);
+            LOG.debug("no blocking lane to {} (the pipelined channel serves): {}", peer, e.getMessage());
+            return null;
+        }
+        lanes.set(index, lane);
+        if (closed) { // closed while it opened: closeAll may not have seen it
+            discard(index, lane);
+            return null;
+        }
+        return lane;
+    }
+
+    /** Gives a lane back after one verb: idle again, or closed when it broke or the lanes closed. */
+    private void give(TcpLane lane) {
+        if (lane.broken() || closed) {
+            discard(lane.index, lane);
+            return;
+        }
+        long bit = 1L << lane.index;
+        long m;
+        do {
+            m = idle.get();
+        } while (!idle.compareAndSet(m, m | bit));
+        if (closed && lanes.get(lane.index) == lane) { // closeAll ran between the check and the give-back
+            take(lane.index);
+        }
+    }
+
+    /** Takes lane {@code index} out of the idle set when it is there, and discards it. */
+    private void take(int index) {
+        long bit = 1L << index;
+        long m;
+        do {
+            m = idle.get();
+            if ((m & bit) == 0) {
+                return; // a caller took it: it discards it when it gives it back
+            }
+        } while (!idle.compareAndSet(m, m & ~bit));
+        discard(index, lanes.get(index));
+    }
+
+    private void discard(int index, TcpLane lane) {
+        if (lane != null) {
+            lane.close();
+            lanes.compareAndSet(index, lane, null);
+        }
+        release(index);
+    }
+
+    private void release(int index) {
+        long bit = 1L << index;
+        long o;
+        do {
+            o = open.get();
+        } while (!open.compareAndSet(o, o & ~bit));
+    }
+
+    /** Lanes a caller holds now (for metrics: their verbs are in flight). */
+    int busyCount() {
+        return Math.max(0, Long.bitCount(open.get()) - Long.bitCount(idle.get()));
+    }
+
+    /** Lanes open now (for tests and status). */
+    int openCount() {
+        return Long.bitCount(open.get());
+    }
+
+    /**
+     * Closes every lane: idle ones at once; one a caller holds is closed too (its
+     * blocked read wakes and fails) and discarded when given back.
+     *
+     * @param forGood whether no lane may open again (the connection closed), or lanes
+     *                may open again once the peer is reachable (the channel was lost)
+     */
+    void closeAll(boolean forGood) {
+        if (forGood) {
+            closed = true;
+        } else {
+            noOpenBefore = System.nanoTime() + RETRY_AFTER_FAILED_OPEN_NANOS;
+        }
+        for (int i = 0; i < lanes.length(); i++) {
+            TcpLane lane = lanes.get(i);
+            if (lane != null) {
+                lane.close();
+            }
+            take(i);
+        }
+    }
+}
