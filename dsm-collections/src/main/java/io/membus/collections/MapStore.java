@@ -339,7 +339,8 @@ final class MapStore {
     /**
      * {@link #scan} of a table with inline areas: the window's slot words, then their inline
      * areas (a second read issued with the first on the same connection, so it runs after
-     * it: one round trip). A candidate slot whose inline area checks against the word read
+     * it: one round trip; on a memory path, where there is no round trip to save, only a
+     * candidate's own area, read after the words). A candidate slot whose inline area checks against the word read
      * before it is decided from that copy; only a candidate without a valid copy (a large
      * entry, a copy being rewritten) costs the read of its entry.
      *
@@ -354,9 +355,18 @@ final class MapStore {
      * within the half grace the read is bounded by ({@link #checkTime} below).
      */
     private Scan scanInline(Table t, byte[] key, long hash, long start, int home) {
-        byte[][] read = readWindow(t, home);
-        byte[] words = read[0];
-        byte[] areas = read[1];
+        // on a memory path (this node's memory, shm) there is no round trip to save: read the words, then
+        // only a candidate's own area (after the words, as the argument needs), not all 32 areas
+        boolean direct = mem.runsDirect(t.slot(home));
+        byte[] words;
+        byte[] areas = null;
+        if (direct) {
+            words = mem.read(t.slot(home), 8 * window);
+        } else {
+            byte[][] read = readWindow(t, home);
+            words = read[0];
+            areas = read[1];
+        }
         checkTime(start);
         int fp = fingerprint(hash);
         for (int i = 0; i < window; i++) {
@@ -370,7 +380,14 @@ final class MapStore {
             if (fingerprintOf(word) != fp) {
                 continue;
             }
-            Entry e = inlineEntry(word, areas, i * t.inline, t.inline, hash);
+            Entry e;
+            if (areas != null) {
+                e = inlineEntry(word, areas, i * t.inline, t.inline, hash);
+            } else {
+                byte[] area = mem.read(t.inlineArea(home + i), t.inline);
+                checkTime(start);
+                e = inlineEntry(word, area, 0, t.inline, hash);
+            }
             if (e != null) {
                 inlineHits.increment();
                 if (e.keyEquals(key)) {
@@ -398,7 +415,7 @@ final class MapStore {
         long areas = t.inlineArea(home);
         int wordBytes = 8 * window;
         int areaBytes = t.inline * window;
-        if (mem.runsDirect(words)) {
+        if (mem.runsDirect(words)) { // the path became a memory path since scan chose: still in order
             byte[] w = mem.read(words, wordBytes);
             return new byte[][] {w, mem.read(areas, areaBytes)};
         }

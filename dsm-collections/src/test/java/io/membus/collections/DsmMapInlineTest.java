@@ -118,6 +118,24 @@ class DsmMapInlineTest {
     }
 
     @Test
+    void onAMemoryPathAGetReadsTheCandidatesOwnInlineArea() {
+        cluster = new MapCluster("local", 2, 8 << 20);
+        DsmMap<Long, Long> one = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(), counted(48));
+        DsmMap<Long, Long> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.longs(), Codecs.longs(), counted(48));
+        for (long k = 0; k < 100; k++) {
+            one.put(k, k);
+        }
+        for (long k = 0; k < 100; k++) {
+            assertEquals(k, two.get(k));
+        }
+        assertTrue(two.store().inlineHits() >= 100, "inline hits " + two.store().inlineHits());
+        one.put(7L, 70L);
+        assertEquals(70L, two.get(7L));
+        one.remove(7L);
+        assertNull(two.get(7L));
+    }
+
+    @Test
     void inlineAreaSizeIsCheckedAndKeptInTheRoot() {
         assertThrows(io.membus.core.error.DsmConfigException.class, () -> DsmMapOptions.defaults().inlineEntryBytes(12));
         assertThrows(io.membus.core.error.DsmConfigException.class, () -> DsmMapOptions.defaults().inlineEntryBytes(50));
@@ -147,7 +165,10 @@ class DsmMapInlineTest {
     void getsRacingPutsRemovesAndResizesNeverSeeATornValue(String transport) throws Exception {
         long seed = System.nanoTime();
         System.out.println("DsmMapInlineTest race seed=" + seed + " transport=" + transport);
-        cluster = new MapCluster(transport, 3, 32 << 20);
+        // node 2 posts every verb through a connection (two reads: the window's words, then all its inline
+        // areas), node 3 runs them on a memory path (the words, then a candidate's own area): readers on both
+        cluster = new MapCluster(transport, 3, 32 << 20, Duration.ofSeconds(10),
+                (id, t) -> id == 2 ? new RoundTripTransport(t) : t);
         DsmMapOptions options = DsmMapOptions.defaults().initialSlots(16).grace(Duration.ofMillis(200))
                 .readCacheEntries(0);
         DsmMap<Long, String> one = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.strings(), options);
@@ -223,6 +244,9 @@ class DsmMapInlineTest {
         assertTrue(problems.isEmpty(), "seed " + seed + ": " + problems.size() + " bad reads, first: "
                 + problems.stream().limit(5).toList());
         long hits = handles.get(1).store().inlineHits() + handles.get(2).store().inlineHits();
+        assertTrue(handles.get(1).store().inlineHits() > 100 && handles.get(2).store().inlineHits() > 100,
+                "both read paths took inline copies: posted " + handles.get(1).store().inlineHits() + ", memory "
+                        + handles.get(2).store().inlineHits());
         long tables = one.store().allTables().size();
         System.out.println("DsmMapInlineTest race: reads=" + reads + ", present=" + presentReads + ", inlineHits="
                 + hits + ", tables=" + tables + ", restarts=" + (handles.get(1).store().restarts()

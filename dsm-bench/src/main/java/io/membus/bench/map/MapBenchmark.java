@@ -50,8 +50,9 @@ import java.util.stream.Stream;
  * touches are remote. Run with {@code -t 1} and {@code -t 8} for the thread counts.
  *
  * <ul>
- *   <li>{@code get}: uncached get of a present key: its window's slot words and inline areas, two reads issued
- *       together (one round trip; a {@code Long -> Long} entry sits beside its slot);</li>
+ *   <li>{@code get}: uncached get of a present key: over tcp its window's slot words and inline areas, two reads
+ *       issued together (one round trip; a {@code Long -> Long} entry sits beside its slot); over shm, and when the
+ *       table is on node 2, the window's words and then the candidate's own inline area;</li>
  *   <li>{@code cachedGet}: get through a handle whose read cache holds every key (one 8-byte read of the slot word);</li>
  *   <li>{@code put}: overwrite of a present key (window read, entry write with the slot's inline copy, CAS);</li>
  *   <li>{@code putIfAbsent}: on a present key (the no-change path: a lookup);</li>
