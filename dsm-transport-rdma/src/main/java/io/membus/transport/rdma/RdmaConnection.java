@@ -117,36 +117,36 @@ final class RdmaConnection implements Connection {
 
     @Override
     public void compareAndSwap(long ptr, long remoteKey, long expected, long update, LongCompletion done) {
-        String reason = closeReason;
-        if (reason != null) {
-            done.completed(0, NodeUnavailableException.notSent(peer.nodeId(), reason));
-            return;
+        CatalogEntry e = atomicTarget(ptr, remoteKey, done);
+        if (e != null) {
+            engine.compareAndSwap(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), expected, update, done);
         }
-        CatalogEntry e;
-        try {
-            e = catalog.check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
-        } catch (DsmException refused) {
-            done.completed(0, refused); // nothing was posted
-            return;
-        }
-        engine.compareAndSwap(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), expected, update, done);
     }
 
     @Override
     public void fetchAndAdd(long ptr, long remoteKey, long delta, LongCompletion done) {
+        CatalogEntry e = atomicTarget(ptr, remoteKey, done);
+        if (e != null) {
+            engine.fetchAndAdd(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), delta, done);
+        }
+    }
+
+    /**
+     * The catalog entry of an atomic's word, or null when the verb failed here, before
+     * anything was posted ({@code done} was called with the typed failure).
+     */
+    private CatalogEntry atomicTarget(long ptr, long remoteKey, LongCompletion done) {
         String reason = closeReason;
         if (reason != null) {
             done.completed(0, NodeUnavailableException.notSent(peer.nodeId(), reason));
-            return;
+            return null;
         }
-        CatalogEntry e;
         try {
-            e = catalog.check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
+            return catalog.check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
         } catch (DsmException refused) {
-            done.completed(0, refused);
-            return;
+            done.completed(0, refused); // nothing was posted
+            return null;
         }
-        engine.fetchAndAdd(ptr, remoteKey, e.address() + RemotePtr.offset(ptr), delta, done);
     }
 
     /**
