@@ -46,9 +46,9 @@ public interface Connection extends Verbs, AutoCloseable {
      * Blocking verbs the calling thread may run on this connection right now, or
      * {@code null} when it must post them and wait (the default). A connection
      * offers them only when they keep the {@link Verbs} contract for this caller:
-     * no verb of this connection is unsettled (so none issued earlier by this thread
-     * can be overtaken), no fault rule applies, and the caller is not a transport
-     * thread. Used by {@link io.membus.core.RemoteMemory}'s blocking calls.
+     * no verb the calling thread issued on this connection is unsettled (so none can
+     * be overtaken), no fault rule applies, and the caller is not a transport thread.
+     * Used by {@link io.membus.core.RemoteMemory}'s blocking calls.
      */
     default BlockingVerbs blockingNow() {
         return null;
