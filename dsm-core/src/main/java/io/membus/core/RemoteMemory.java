@@ -425,6 +425,91 @@ public final class RemoteMemory {
         System.arraycopy(await(readAsync(ptr, length)), 0, dst, offset, length);
     }
 
+    /**
+     * Reads {@code length} bytes at {@code ptr} into native memory at {@code address}
+     * (the caller owns {@code length} bytes there: a direct buffer's, a Chronicle native
+     * store's). On a memory path the bytes are copied once, segment to destination; over
+     * a tcp lane once from the answer; on a posted path through the verb's result.
+     */
+    public void readToAddress(long ptr, long address, int length) {
+        checkNative(address, length);
+        BlockingVerbs direct = direct(ptr);
+        if (direct != null) {
+            try {
+                direct.readToAddress(ptr, directKey(ptr), address, length);
+                return;
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptr);
+            }
+        }
+        byte[] b = await(readAsync(ptr, length));
+        NATIVE.copyMemory(b, 0, address, length);
+    }
+
+    /** Writes {@code length} bytes of native memory at {@code address} to {@code ptr} (see {@link #readToAddress}). */
+    public void writeFromAddress(long ptr, long address, int length) {
+        checkNative(address, length);
+        BlockingVerbs direct = direct(ptr);
+        if (direct != null) {
+            try {
+                direct.writeFromAddress(ptr, directKey(ptr), address, length);
+                return;
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptr);
+            }
+        }
+        byte[] b = new byte[length];
+        NATIVE.copyMemory(address, b, BYTE_ARRAY_BASE, length);
+        await(writeAsync(ptr, b));
+    }
+
+    /**
+     * Reads {@code dst.remaining()} bytes at {@code ptr} into {@code dst} at its position,
+     * then advances the position. A direct buffer is filled through its address
+     * ({@link #readToAddress}), a heap one through its array: no intermediate copy on a
+     * memory path or a tcp lane.
+     *
+     * @throws java.nio.ReadOnlyBufferException when {@code dst} is read-only
+     */
+    public void read(long ptr, java.nio.ByteBuffer dst) {
+        if (dst.isReadOnly()) {
+            throw new java.nio.ReadOnlyBufferException();
+        }
+        int n = dst.remaining();
+        if (dst.isDirect()) {
+            readToAddress(ptr, net.openhft.chronicle.core.Jvm.address(dst) + dst.position(), n);
+        } else {
+            read(ptr, dst.array(), dst.arrayOffset() + dst.position(), n);
+        }
+        dst.position(dst.position() + n);
+    }
+
+    /** Writes {@code src.remaining()} bytes of {@code src} from its position to {@code ptr}, then advances the position. */
+    public void write(long ptr, java.nio.ByteBuffer src) {
+        int n = src.remaining();
+        if (src.isDirect()) {
+            writeFromAddress(ptr, net.openhft.chronicle.core.Jvm.address(src) + src.position(), n);
+        } else if (src.hasArray()) {
+            write(ptr, src.array(), src.arrayOffset() + src.position(), n);
+        } else { // a read-only heap buffer hides its array
+            byte[] b = new byte[n];
+            src.duplicate().get(b);
+            write(ptr, b, 0, n);
+        }
+        src.position(src.position() + n);
+    }
+
+    private static final net.openhft.chronicle.core.UnsafeMemory NATIVE = net.openhft.chronicle.core.UnsafeMemory.MEMORY;
+    private static final long BYTE_ARRAY_BASE = net.openhft.chronicle.core.UnsafeMemory.UNSAFE.arrayBaseOffset(
+            byte[].class);
+
+    private static void checkNative(long address, int length) {
+        if (length < 0 || (address == 0 && length > 0)) {
+            throw new IllegalArgumentException("native range invalid: address=" + address + ", length=" + length
+                    + "; pass the address of memory you own (a direct buffer's, a native store's)");
+        }
+    }
+
     /** Reads the little-endian word at {@code ptr}. */
     public long readLong(long ptr) {
         BlockingVerbs direct = direct(ptr);

@@ -297,6 +297,28 @@ public final class Segment implements AutoCloseable {
         }
     }
 
+    /** Copies {@code length} bytes at {@code offset} to native memory at {@code address} (the caller owns it). */
+    public void readToAddress(long offset, long address, int length) {
+        enter(offset, length);
+        try {
+            VarHandle.acquireFence();
+            store.nativeRead(base + offset, address, length);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Copies {@code length} bytes of native memory at {@code address} to {@code offset}. */
+    public void writeFromAddress(long offset, long address, int length) {
+        enter(offset, length);
+        try {
+            store.nativeWrite(address, base + offset, length);
+            VarHandle.fullFence();
+        } finally {
+            exit();
+        }
+    }
+
     /** Copies {@code src[srcOffset..srcOffset+length)} to {@code offset}. */
     public void write(long offset, byte[] src, int srcOffset, int length) {
         enter(offset, length);

@@ -222,4 +222,28 @@ class RemoteMemoryTest {
         assertThrows(IllegalStateException.class, batch::submit, "a batch is submitted once");
         assertEquals(0, batch.size());
     }
+    @Test
+    void byteBuffersAndNativeAddressesAreReadAndWrittenInPlace() {
+        RemoteMemory one = node(1);
+        node(2);
+        for (long ptr : new long[]{RemotePtr.pack(2, 0, 128), RemotePtr.pack(1, 0, 128)}) { // a peer's, its own
+            byte[] data = new byte[100];
+            new java.util.Random(ptr).nextBytes(data);
+            java.nio.ByteBuffer heap = java.nio.ByteBuffer.wrap(data, 10, 80);
+            one.write(ptr, heap);
+            assertEquals(90, heap.position(), "the position moves past what was written");
+            java.nio.ByteBuffer direct = java.nio.ByteBuffer.allocateDirect(100);
+            direct.position(20).limit(100);
+            one.read(ptr, direct);
+            assertEquals(100, direct.position());
+            byte[] back = new byte[80];
+            direct.get(20, back);
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, 10, 90), back);
+            java.nio.ByteBuffer readOnly = java.nio.ByteBuffer.wrap(data).asReadOnlyBuffer();
+            one.write(ptr, readOnly); // its array is hidden: copied once
+            assertArrayEquals(data, one.read(ptr, 100));
+            assertThrows(java.nio.ReadOnlyBufferException.class, () -> one.read(ptr, readOnly.rewind()));
+            assertThrows(IllegalArgumentException.class, () -> one.readToAddress(ptr, 0, 8));
+        }
+    }
 }

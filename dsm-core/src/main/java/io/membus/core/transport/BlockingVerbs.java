@@ -21,6 +21,15 @@ public interface BlockingVerbs {
     /** Reads {@code length} bytes at {@code ptr} into {@code dst[dstOffset..]}. */
     void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length);
 
+    /**
+     * Reads {@code length} bytes at {@code ptr} into native memory at {@code address}
+     * (a direct buffer's or a Chronicle store's; the caller owns {@code length} bytes there).
+     */
+    void readToAddress(long ptr, long remoteKey, long address, int length);
+
+    /** Writes {@code length} bytes of native memory at {@code address} to {@code ptr}. */
+    void writeFromAddress(long ptr, long remoteKey, long address, int length);
+
     /** Reads the little-endian word at {@code ptr}. */
     long readLong(long ptr, long remoteKey);
 

@@ -131,6 +131,18 @@ public final class SegmentTable implements BlockingVerbs {
         s.read(RemotePtr.offset(ptr), dst, dstOffset, length);
     }
 
+    @Override
+    public void readToAddress(long ptr, long remoteKey, long address, int length) {
+        Segment s = check(ptr, remoteKey, length, Access.READ, false);
+        s.readToAddress(RemotePtr.offset(ptr), address, length);
+    }
+
+    @Override
+    public void writeFromAddress(long ptr, long remoteKey, long address, int length) {
+        Segment s = check(ptr, remoteKey, length, Access.WRITE, false);
+        s.writeFromAddress(RemotePtr.offset(ptr), address, length);
+    }
+
     /** Reads the little-endian word at {@code ptr} (any alignment a read allows). */
     @Override
     public long readLong(long ptr, long remoteKey) {

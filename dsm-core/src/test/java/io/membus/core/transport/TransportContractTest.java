@@ -1028,6 +1028,15 @@ public abstract class TransportContractTest {
         byte[] back = new byte[210];
         v.readInto(seg.pointer(1000), key, back, 10, 200);
         assertArrayEquals(java.util.Arrays.copyOfRange(data, 5, 205), java.util.Arrays.copyOfRange(back, 10, 210));
+        java.nio.ByteBuffer direct = java.nio.ByteBuffer.allocateDirect(300);
+        long address = net.openhft.chronicle.core.Jvm.address(direct);
+        v.readToAddress(seg.pointer(1000), key, address + 50, 200); // native memory: a direct buffer's
+        byte[] viaAddress = new byte[200];
+        direct.get(50, viaAddress);
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 5, 205), viaAddress);
+        direct.put(0, data, 100, 64);
+        v.writeFromAddress(seg.pointer(2000), key, address, 64);
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 100, 164), await(ab.read(seg.pointer(2000), key, 64)));
 
         // the errors are the posted verbs' errors, typed, and the blocking verbs go on working after them
         assertThrows(WrongRemoteKeyException.class, () -> v.readLong(word, key + 1));

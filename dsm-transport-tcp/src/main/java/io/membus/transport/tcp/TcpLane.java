@@ -44,6 +44,9 @@ final class TcpLane implements AutoCloseable {
     static final int MAX_FRAME = 16 * 1024;
     /** Longest read or write a lane carries. */
     static final int MAX_VERB_LENGTH = MAX_FRAME - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH;
+    private static final net.openhft.chronicle.core.UnsafeMemory MEMORY = net.openhft.chronicle.core.UnsafeMemory.MEMORY;
+    private static final long BYTE_ARRAY_OFFSET = net.openhft.chronicle.core.UnsafeMemory.UNSAFE.arrayBaseOffset(
+            byte[].class);
 
     final int index;
     private final TcpTransport transport;
@@ -149,6 +152,27 @@ final class TcpLane implements AutoCloseable {
         call(Frame.OP_READ);
         expectBody(Frame.OP_READ, length);
         frame.bytesAt(Frame.HEADER_LENGTH, dst, dstOffset, length);
+    }
+
+    void readToAddress(long ptr, long remoteKey, long address, int length) {
+        frameBuf.clear();
+        Frame.writeRead(frameBuf, ++nextCorrelation, ptr, remoteKey, length);
+        call(Frame.OP_READ);
+        expectBody(Frame.OP_READ, length);
+        MEMORY.copyMemory(received, BYTE_ARRAY_OFFSET + readPos + Frame.HEADER_LENGTH, address, length);
+    }
+
+    void writeFromAddress(long ptr, long remoteKey, long address, int length) {
+        frameBuf.clear();
+        Frame.writeHeader(frameBuf, Frame.OP_WRITE, ++nextCorrelation, Frame.WRITE_FIXED_BODY_LENGTH + length);
+        frameBuf.writeLongLE(ptr);
+        frameBuf.writeLongLE(remoteKey);
+        frameBuf.writeIntLE(length);
+        int at = frameBuf.writerIndex();
+        MEMORY.copyMemory(address, buffer, BYTE_ARRAY_OFFSET + at, length);
+        frameBuf.writerIndex(at + length);
+        call(Frame.OP_WRITE);
+        expectBody(Frame.OP_WRITE, 0);
     }
 
     long readLong(long ptr, long remoteKey) {

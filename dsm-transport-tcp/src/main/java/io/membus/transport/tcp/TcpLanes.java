@@ -33,6 +33,9 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  */
 final class TcpLanes implements BlockingVerbs {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
+    private static final net.openhft.chronicle.core.UnsafeMemory MEMORY = net.openhft.chronicle.core.UnsafeMemory.MEMORY;
+    private static final long BYTE_ARRAY_OFFSET = net.openhft.chronicle.core.UnsafeMemory.UNSAFE.arrayBaseOffset(
+            byte[].class);
     /** After a lane failed to open, none is opened again for this long (the pipelined channel serves). */
     private static final long RETRY_AFTER_FAILED_OPEN_NANOS = 1_000_000_000L;
 
@@ -81,6 +84,45 @@ final class TcpLanes implements BlockingVerbs {
             observed(VerbObserver.READ, length, start);
         } catch (DsmException e) {
             throw failed(VerbObserver.READ, e);
+        } finally {
+            give(lane);
+        }
+    }
+
+    @Override
+    public void readToAddress(long ptr, long remoteKey, long address, int length) {
+        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+        if (lane == null) {
+            byte[] b = await(connection.read(ptr, remoteKey, length));
+            MEMORY.copyMemory(b, 0, address, length);
+            return;
+        }
+        long start = System.nanoTime();
+        try {
+            lane.readToAddress(ptr, remoteKey, address, length);
+            observed(VerbObserver.READ, length, start);
+        } catch (DsmException e) {
+            throw failed(VerbObserver.READ, e);
+        } finally {
+            give(lane);
+        }
+    }
+
+    @Override
+    public void writeFromAddress(long ptr, long remoteKey, long address, int length) {
+        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+        if (lane == null) {
+            byte[] b = new byte[length];
+            MEMORY.copyMemory(address, b, BYTE_ARRAY_OFFSET, length);
+            await(connection.write(ptr, remoteKey, b, 0, length));
+            return;
+        }
+        long start = System.nanoTime();
+        try {
+            lane.writeFromAddress(ptr, remoteKey, address, length);
+            observed(VerbObserver.WRITE, length, start);
+        } catch (DsmException e) {
+            throw failed(VerbObserver.WRITE, e);
         } finally {
             give(lane);
         }

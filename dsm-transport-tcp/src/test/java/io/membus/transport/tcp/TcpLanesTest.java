@@ -208,4 +208,23 @@ class TcpLanesTest {
         }
         assertEquals(5, ba.blockingNow().readLong(word, key), "the dropped verb never ran");
     }
+    @Test
+    void directBuffersTravelOnLanesAndOnThePipelinedChannel() {
+        Transport a = node(1, Duration.ofSeconds(20));
+        Transport b = node(2, Duration.ofSeconds(20));
+        RemoteMemory memory = new RemoteMemory(b, directory, Duration.ofSeconds(20));
+        TcpConnection ba = connection(b, a);
+        for (int size : new int[]{64, TcpLane.MAX_VERB_LENGTH + 100}) { // a lane's, and one only the channel carries
+            byte[] data = new byte[size];
+            new SplittableRandom(size).nextBytes(data);
+            java.nio.ByteBuffer src = java.nio.ByteBuffer.allocateDirect(size).put(data).flip();
+            memory.write(RemotePtr.pack(1, 0, 256), src);
+            java.nio.ByteBuffer dst = java.nio.ByteBuffer.allocateDirect(size);
+            memory.read(RemotePtr.pack(1, 0, 256), dst);
+            byte[] back = new byte[size];
+            dst.flip().get(back);
+            assertArrayEquals(data, back, "size " + size);
+        }
+        assertEquals(1, ba.lanesOpen(), "the small one ran on a lane");
+    }
 }
