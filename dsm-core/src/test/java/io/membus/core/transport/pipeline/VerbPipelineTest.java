@@ -487,4 +487,50 @@ class VerbPipelineTest {
         assertEquals(threads * perThread, completions.get());
         assertEquals(0, p.pending());
     }
+    @Test
+    void anOwnersVerbsAreSettledWhenAnsweredDroppedOrLostButOneTimedOutOnTheWireHoldsUntilTheNextEpoch()
+            throws Exception {
+        FakeWire wire = new FakeWire();
+        VerbPipeline<Verb> p = pipeline(wire, 8, Duration.ofMillis(200), VerbObserver.NONE);
+        VerbOwner mine = new VerbOwner();
+        VerbOwner other = new VerbOwner();
+        assertTrue(p.settledFor(mine), "nothing issued");
+
+        Verb answered = faa(1);
+        answered.owner = mine;
+        Verb dropped = faa(2);
+        dropped.owner = mine;
+        Verb theirs = faa(3);
+        theirs.owner = other;
+        p.issue(dropped, 0);
+        p.issue(answered, 0);
+        p.issue(theirs, 0);
+        assertFalse(p.settledFor(mine), "two of mine on the wire");
+        assertFalse(p.settledFor(other));
+        // the answer to the second passes over the first: the target dropped it, it never runs
+        assertSame(answered, p.answering(answered.seq()));
+        assertTrue(p.completeLong(answered, 5));
+        assertTrue(p.settledFor(mine), "answered, and passed over by a later answer");
+        assertFalse(p.settledFor(other), "another owner's verb is still on the wire");
+
+        // a verb that times out on the wire may still run: its owner is held until the next epoch
+        Verb late = faa(4);
+        late.owner = mine;
+        p.issue(late, 0);
+        assertInstanceOf(DsmTimeoutException.class, failure(late.future()));
+        assertFalse(p.settledFor(mine), "timed out on the wire: it may still run");
+        assertSame(null, p.answering(late.seq()), "its late answer is ignored");
+        assertFalse(p.settledFor(mine), "a late answer does not lift it either");
+        p.failAll(new IllegalStateException("lost"), new IllegalStateException("not sent"));
+        assertTrue(p.settledFor(mine), "the channel ended: nothing of the old one can run");
+        assertTrue(p.settledFor(other), "failed with the channel");
+
+        // one that times out before it was posted never ran: it settles at once
+        wire.room = false;
+        Verb queued = faa(5);
+        queued.owner = mine;
+        p.issue(queued, 0);
+        assertInstanceOf(DsmTimeoutException.class, failure(queued.future()));
+        assertTrue(p.settledFor(mine), "never posted");
+    }
 }
