@@ -6,6 +6,7 @@ import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.VerbObserver;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 
@@ -149,72 +150,93 @@ final class TcpLane implements AutoCloseable {
     void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
         frameBuf.clear();
         Frame.writeRead(frameBuf, ++nextCorrelation, ptr, remoteKey, length);
-        call(Frame.OP_READ);
-        expectBody(Frame.OP_READ, length);
+        call(Frame.OP_READ, length, length);
         frame.bytesAt(Frame.HEADER_LENGTH, dst, dstOffset, length);
     }
 
     void readToAddress(long ptr, long remoteKey, long address, int length) {
         frameBuf.clear();
         Frame.writeRead(frameBuf, ++nextCorrelation, ptr, remoteKey, length);
-        call(Frame.OP_READ);
-        expectBody(Frame.OP_READ, length);
+        call(Frame.OP_READ, length, length);
         MEMORY.copyMemory(received, BYTE_ARRAY_OFFSET + readPos + Frame.HEADER_LENGTH, address, length);
     }
 
     void writeFromAddress(long ptr, long remoteKey, long address, int length) {
-        frameBuf.clear();
-        Frame.writeHeader(frameBuf, Frame.OP_WRITE, ++nextCorrelation, Frame.WRITE_FIXED_BODY_LENGTH + length);
-        frameBuf.writeLongLE(ptr);
-        frameBuf.writeLongLE(remoteKey);
-        frameBuf.writeIntLE(length);
+        startWrite(ptr, remoteKey, length);
         int at = frameBuf.writerIndex();
         MEMORY.copyMemory(address, buffer, BYTE_ARRAY_OFFSET + at, length);
         frameBuf.writerIndex(at + length);
-        call(Frame.OP_WRITE);
-        expectBody(Frame.OP_WRITE, 0);
+        call(Frame.OP_WRITE, 0, length);
     }
 
     long readLong(long ptr, long remoteKey) {
         frameBuf.clear();
         Frame.writeRead(frameBuf, ++nextCorrelation, ptr, remoteKey, Long.BYTES);
-        call(Frame.OP_READ);
-        expectBody(Frame.OP_READ, Long.BYTES);
+        call(Frame.OP_READ, Long.BYTES, Long.BYTES);
         return frame.longAt(Frame.HEADER_LENGTH);
     }
 
     void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
         frameBuf.clear();
         Frame.writeWrite(frameBuf, ++nextCorrelation, ptr, remoteKey, src, offset, length);
-        call(Frame.OP_WRITE);
-        expectBody(Frame.OP_WRITE, 0);
+        call(Frame.OP_WRITE, 0, length);
     }
 
     void writeLong(long ptr, long remoteKey, long value) {
+        startWrite(ptr, remoteKey, Long.BYTES);
+        frameBuf.writeLongLE(value);
+        call(Frame.OP_WRITE, 0, Long.BYTES);
+    }
+
+    /** A WRITE request's header and fixed body in {@link #frameBuf}; the caller appends the {@code length} bytes. */
+    private void startWrite(long ptr, long remoteKey, int length) {
         frameBuf.clear();
-        Frame.writeHeader(frameBuf, Frame.OP_WRITE, ++nextCorrelation, Frame.WRITE_FIXED_BODY_LENGTH + Long.BYTES);
+        Frame.writeHeader(frameBuf, Frame.OP_WRITE, ++nextCorrelation, Frame.WRITE_FIXED_BODY_LENGTH + length);
         frameBuf.writeLongLE(ptr);
         frameBuf.writeLongLE(remoteKey);
-        frameBuf.writeIntLE(Long.BYTES);
-        frameBuf.writeLongLE(value);
-        call(Frame.OP_WRITE);
-        expectBody(Frame.OP_WRITE, 0);
+        frameBuf.writeIntLE(length);
     }
 
     long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
         frameBuf.clear();
         Frame.writeCas(frameBuf, ++nextCorrelation, ptr, remoteKey, expected, update);
-        call(Frame.OP_CAS);
-        expectBody(Frame.OP_CAS, Long.BYTES);
+        call(Frame.OP_CAS, Long.BYTES, Long.BYTES);
         return frame.longAt(Frame.HEADER_LENGTH);
     }
 
     long fetchAndAdd(long ptr, long remoteKey, long delta) {
         frameBuf.clear();
         Frame.writeFaa(frameBuf, ++nextCorrelation, ptr, remoteKey, delta);
-        call(Frame.OP_FAA);
-        expectBody(Frame.OP_FAA, Long.BYTES);
+        call(Frame.OP_FAA, Long.BYTES, Long.BYTES);
         return frame.longAt(Frame.HEADER_LENGTH);
+    }
+
+    /**
+     * Runs the verb whose request is in {@link #frameBuf}: {@link #exchange}, then checks
+     * that the answer's body has {@code answerBody} bytes, and reports the outcome to the
+     * transport's {@link VerbObserver} ({@code bytes}: the verb's payload).
+     */
+    private void call(byte opcode, int answerBody, int bytes) {
+        long start = System.nanoTime();
+        int kind = switch (opcode) {
+            case Frame.OP_READ -> VerbObserver.READ;
+            case Frame.OP_WRITE -> VerbObserver.WRITE;
+            case Frame.OP_CAS -> VerbObserver.CAS;
+            default -> VerbObserver.FAA;
+        };
+        VerbObserver observer = transport.observer();
+        try {
+            exchange(opcode);
+            expectBody(opcode, answerBody);
+        } catch (DsmException e) {
+            if (e instanceof DsmTimeoutException) {
+                observer.timedOut(peer.nodeId(), kind);
+            } else {
+                observer.failed(peer.nodeId(), kind);
+            }
+            throw e;
+        }
+        observer.completed(peer.nodeId(), kind, bytes, System.nanoTime() - start);
     }
 
     /**
@@ -222,7 +244,7 @@ final class TcpLane implements AutoCloseable {
      * An ERROR answer is thrown as its typed exception (the lane stays usable: the
      * target answered in order); any other failure breaks the lane.
      */
-    private void call(byte opcode) {
+    private void exchange(byte opcode) {
         long correlation = nextCorrelation;
         deadline = System.nanoTime() + timeoutNanos;
         try {

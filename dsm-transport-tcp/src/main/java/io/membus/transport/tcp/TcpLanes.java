@@ -6,7 +6,6 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.BlockingVerbs;
 import io.membus.core.transport.PeerInfo;
-import io.membus.core.transport.VerbObserver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -78,12 +77,8 @@ final class TcpLanes implements BlockingVerbs {
             System.arraycopy(await(connection.read(ptr, remoteKey, length)), 0, dst, dstOffset, length);
             return;
         }
-        long start = System.nanoTime();
         try {
             lane.readInto(ptr, remoteKey, dst, dstOffset, length);
-            observed(VerbObserver.READ, length, start);
-        } catch (DsmException e) {
-            throw failed(VerbObserver.READ, e);
         } finally {
             give(lane);
         }
@@ -97,12 +92,8 @@ final class TcpLanes implements BlockingVerbs {
             MEMORY.copyMemory(b, 0, address, length);
             return;
         }
-        long start = System.nanoTime();
         try {
             lane.readToAddress(ptr, remoteKey, address, length);
-            observed(VerbObserver.READ, length, start);
-        } catch (DsmException e) {
-            throw failed(VerbObserver.READ, e);
         } finally {
             give(lane);
         }
@@ -117,12 +108,8 @@ final class TcpLanes implements BlockingVerbs {
             await(connection.write(ptr, remoteKey, b, 0, length));
             return;
         }
-        long start = System.nanoTime();
         try {
             lane.writeFromAddress(ptr, remoteKey, address, length);
-            observed(VerbObserver.WRITE, length, start);
-        } catch (DsmException e) {
-            throw failed(VerbObserver.WRITE, e);
         } finally {
             give(lane);
         }
@@ -134,13 +121,8 @@ final class TcpLanes implements BlockingVerbs {
         if (lane == null) {
             return Words.getLong(await(connection.read(ptr, remoteKey, Long.BYTES)), 0);
         }
-        long start = System.nanoTime();
         try {
-            long v = lane.readLong(ptr, remoteKey);
-            observed(VerbObserver.READ, Long.BYTES, start);
-            return v;
-        } catch (DsmException e) {
-            throw failed(VerbObserver.READ, e);
+            return lane.readLong(ptr, remoteKey);
         } finally {
             give(lane);
         }
@@ -153,12 +135,8 @@ final class TcpLanes implements BlockingVerbs {
             await(connection.write(ptr, remoteKey, src, offset, length));
             return;
         }
-        long start = System.nanoTime();
         try {
             lane.write(ptr, remoteKey, src, offset, length);
-            observed(VerbObserver.WRITE, length, start);
-        } catch (DsmException e) {
-            throw failed(VerbObserver.WRITE, e);
         } finally {
             give(lane);
         }
@@ -173,12 +151,8 @@ final class TcpLanes implements BlockingVerbs {
             await(connection.write(ptr, remoteKey, b, 0, Long.BYTES));
             return;
         }
-        long start = System.nanoTime();
         try {
             lane.writeLong(ptr, remoteKey, value);
-            observed(VerbObserver.WRITE, Long.BYTES, start);
-        } catch (DsmException e) {
-            throw failed(VerbObserver.WRITE, e);
         } finally {
             give(lane);
         }
@@ -190,13 +164,8 @@ final class TcpLanes implements BlockingVerbs {
         if (lane == null) {
             return await(connection.compareAndSwap(ptr, remoteKey, expected, update));
         }
-        long start = System.nanoTime();
         try {
-            long v = lane.compareAndSwap(ptr, remoteKey, expected, update);
-            observed(VerbObserver.CAS, Long.BYTES, start);
-            return v;
-        } catch (DsmException e) {
-            throw failed(VerbObserver.CAS, e);
+            return lane.compareAndSwap(ptr, remoteKey, expected, update);
         } finally {
             give(lane);
         }
@@ -208,13 +177,8 @@ final class TcpLanes implements BlockingVerbs {
         if (lane == null) {
             return await(connection.fetchAndAdd(ptr, remoteKey, delta));
         }
-        long start = System.nanoTime();
         try {
-            long v = lane.fetchAndAdd(ptr, remoteKey, delta);
-            observed(VerbObserver.FAA, Long.BYTES, start);
-            return v;
-        } catch (DsmException e) {
-            throw failed(VerbObserver.FAA, e);
+            return lane.fetchAndAdd(ptr, remoteKey, delta);
         } finally {
             give(lane);
         }
@@ -222,25 +186,6 @@ final class TcpLanes implements BlockingVerbs {
 
     private <T> T await(CompletableFuture<T> posted) {
         return RemoteMemory.await(posted, wait);
-    }
-
-    private void observed(int kind, int bytes, long start) {
-        VerbObserver o = transport.observer();
-        if (o != VerbObserver.NONE) {
-            o.completed(peer.nodeId(), kind, bytes, System.nanoTime() - start);
-        }
-    }
-
-    private DsmException failed(int kind, DsmException e) {
-        VerbObserver o = transport.observer();
-        if (o != VerbObserver.NONE) {
-            if (e instanceof io.membus.core.error.DsmTimeoutException) {
-                o.timedOut(peer.nodeId(), kind);
-            } else {
-                o.failed(peer.nodeId(), kind);
-            }
-        }
-        return e;
     }
 
     // ------------------------------------------------------------------ the pool
