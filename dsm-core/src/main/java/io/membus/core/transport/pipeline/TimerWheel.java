@@ -6,6 +6,7 @@ import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 
 /**
  * A hashed timer wheel with one daemon thread ("membus-wheel"), shared by every
@@ -29,6 +30,7 @@ public final class TimerWheel {
     public static final long TICK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final int BUCKETS = 512; // a power of two: half a second per round at 1 ms
     private static final long NOT_ARMED = Long.MIN_VALUE;
+    private static final long PARK_UNTIL_ARMED = -1; // nothing armed: an arm unparks the thread
 
     /** The wheel of the JVM's pipelines. */
     public static final TimerWheel SHARED = new TimerWheel("membus-wheel");
@@ -47,13 +49,21 @@ public final class TimerWheel {
 
     private final Object lock = new Object();
     private final Timeout[] heads = new Timeout[BUCKETS]; // guarded by lock
-    private final long origin = System.nanoTime();
+    private final LongSupplier clock;                    // System::nanoTime but in tests
+    private final long origin;
     private long processedTick;                          // guarded by lock: every bucket up to it was visited
     private long sleepUntilTick = Long.MAX_VALUE;        // guarded by lock: when the thread wakes by itself
     private int armed;                                   // guarded by lock
     private final Thread thread;
 
     TimerWheel(String name) {
+        this(name, System::nanoTime);
+    }
+
+    /** A wheel reading {@code clock} instead of {@link System#nanoTime()} (tests drive time with it). */
+    TimerWheel(String name, LongSupplier clock) {
+        this.clock = clock;
+        this.origin = clock.getAsLong();
         this.processedTick = tickOf(origin);
         this.thread = TransportThreads.startDaemon(name, this::run);
     }
@@ -108,6 +118,11 @@ public final class TimerWheel {
         }
     }
 
+    /** The wheel's thread (for tests). */
+    Thread thread() {
+        return thread;
+    }
+
     /** Entries armed now (for tests). */
     public int armedCount() {
         synchronized (lock) {
@@ -136,7 +151,7 @@ public final class TimerWheel {
             Timeout expired = null;
             long sleepNanos;
             synchronized (lock) {
-                long now = System.nanoTime();
+                long now = clock.getAsLong();
                 long nowTick = Math.max(0, (now - origin) / TICK_NANOS); // the last tick that has begun
                 long from = processedTick + 1;
                 long to = Math.min(nowTick, processedTick + BUCKETS); // one round visits every bucket
@@ -162,8 +177,15 @@ public final class TimerWheel {
                     }
                 }
                 sleepUntilTick = expired != null ? processedTick : earliest;
-                sleepNanos = expired != null ? 0 : earliest == Long.MAX_VALUE ? -1
-                        : origin + earliest * TICK_NANOS - System.nanoTime();
+                if (expired != null) {
+                    sleepNanos = 0;
+                } else if (earliest == Long.MAX_VALUE) {
+                    sleepNanos = PARK_UNTIL_ARMED;
+                } else {
+                    // the earliest tick may have begun while this pass ran: then look again at once,
+                    // never park without a deadline while an entry is armed
+                    sleepNanos = Math.max(0, origin + earliest * TICK_NANOS - clock.getAsLong());
+                }
             }
             while (expired != null) {
                 Timeout t = expired;
@@ -175,7 +197,7 @@ public final class TimerWheel {
                     LOG.error("timer entry {} failed", t, e);
                 }
             }
-            if (sleepNanos < 0) {
+            if (sleepNanos == PARK_UNTIL_ARMED) {
                 LockSupport.park(this);
             } else if (sleepNanos > 0) {
                 LockSupport.parkNanos(this, sleepNanos);

@@ -90,4 +90,26 @@ class TimerWheelTest {
         assertEquals(0, cancelled.fired.get(), "a cancelled entry fired");
         assertEquals(0, wheel.armedCount());
     }
+
+    /**
+     * The earliest entry's tick begins while the wheel thread computes how long to sleep: it must
+     * look again, not park without a deadline (the thread once parked for good there and an entry
+     * never fired). A clock that moves 0.7 ms at every read makes that interleaving certain.
+     */
+    @Test
+    void anEntryWhoseTickBeginsWhileTheThreadPlansItsSleepStillFires() throws Exception {
+        long step = 700_000;
+        AtomicLong reads = new AtomicLong();
+        TimerWheel wheel = new TimerWheel("test-wheel-late-plan", () -> reads.getAndIncrement() * step);
+        // wait for the first pass (nothing armed) to park: the entry's arm wakes it for the next pass
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!(reads.get() >= 2 && wheel.thread().getState() == Thread.State.WAITING)) {
+            assertTrue(System.nanoTime() < until, "the wheel thread never parked");
+            Thread.sleep(1);
+        }
+        // next pass reads 1.4 ms (tick 1 has begun, tick 2 not), then 2.1 ms when planning its sleep
+        Entry e = new Entry();
+        wheel.arm(e, 2 * TimerWheel.TICK_NANOS);
+        assertTrue(e.done.await(10, TimeUnit.SECONDS), "the entry never fired: the thread parked without a deadline");
+    }
 }
