@@ -405,23 +405,16 @@ final class MapStore {
 
     /**
      * The window of {@code t} from {@code home}: its slot words, and then its inline areas.
-     * The areas are read after the words — by the second of two reads issued together on
-     * one connection (verbs execute in issue order), or one after the other on a memory
-     * path — which {@link #scanInline}'s argument needs: one read of both would copy its
-     * bytes in no promised order.
+     * The areas are read after the words ({@link RemoteMemory#readInOrder}: one round trip
+     * on a network path, a tcp lane call or two reads posted in issue order on one
+     * connection; one read after the other on a memory path), which {@link #scanInline}'s
+     * argument needs: one read of both would copy its bytes in no promised order.
      */
     private byte[][] readWindow(Table t, int home) {
-        long words = t.slot(home);
-        long areas = t.inlineArea(home);
-        int wordBytes = 8 * window;
-        int areaBytes = t.inline * window;
-        if (mem.runsDirect(words)) { // the path became a memory path since scan chose: still in order
-            byte[] w = mem.read(words, wordBytes);
-            return new byte[][] {w, mem.read(areas, areaBytes)};
-        }
-        java.util.concurrent.CompletableFuture<byte[]> w = mem.readAsync(words, wordBytes);
-        java.util.concurrent.CompletableFuture<byte[]> a = mem.readAsync(areas, areaBytes);
-        return new byte[][] {mem.await(w), mem.await(a)};
+        byte[] words = new byte[8 * window];
+        byte[] areas = new byte[t.inline * window];
+        mem.readInOrder(t.slot(home), words, t.inlineArea(home), areas);
+        return new byte[][] {words, areas};
     }
 
     /**

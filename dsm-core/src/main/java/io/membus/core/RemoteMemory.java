@@ -426,6 +426,47 @@ public final class RemoteMemory {
     }
 
     /**
+     * Reads {@code dstA.length} bytes at {@code ptrA} into {@code dstA}, then
+     * {@code dstB.length} bytes at {@code ptrB} into {@code dstB}: the second read runs
+     * after the first has read, so it sees every write the first saw (and maybe later
+     * ones) — what a reader needs that checks a word and then the data it guards. When
+     * both pointers are on one node, the pair costs one round trip on a network path (one
+     * tcp lane call, or two verbs posted in issue order on one connection); on a memory
+     * path the two reads run one after the other. Pointers on two nodes are read one
+     * after the other.
+     *
+     * @throws io.membus.core.error.DsmException the first failure (the first read's when both fail)
+     */
+    public void readInOrder(long ptrA, byte[] dstA, long ptrB, byte[] dstB) {
+        if (RemotePtr.nodeId(ptrA) != RemotePtr.nodeId(ptrB)) {
+            read(ptrA, dstA, 0, dstA.length);
+            read(ptrB, dstB, 0, dstB.length);
+            return;
+        }
+        BlockingVerbs direct = direct(ptrA);
+        if (direct != null) {
+            try {
+                direct.readInOrder(ptrA, directKey(ptrA), dstA, dstA.length, ptrB, directKey(ptrB), dstB, dstB.length);
+                return;
+            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                forgetKey(ptrA); // refused before any effect: posted below with the directory's keys
+                forgetKey(ptrB);
+            }
+        }
+        CompletableFuture<byte[]> a = readAsync(ptrA, dstA.length);
+        CompletableFuture<byte[]> b = readAsync(ptrB, dstB.length);
+        byte[] first;
+        try {
+            first = await(a);
+        } catch (RuntimeException e) {
+            b.exceptionally(x -> null); // the second's outcome is not needed
+            throw e;
+        }
+        System.arraycopy(first, 0, dstA, 0, dstA.length);
+        System.arraycopy(await(b), 0, dstB, 0, dstB.length);
+    }
+
+    /**
      * Reads {@code length} bytes at {@code ptr} into native memory at {@code address}
      * (the caller owns {@code length} bytes there: a direct buffer's, a Chronicle native
      * store's). On a memory path the bytes are copied once, segment to destination; over

@@ -44,4 +44,20 @@ public interface BlockingVerbs {
 
     /** Atomically adds {@code delta} to the word at {@code ptr}; returns the old word. */
     long fetchAndAdd(long ptr, long remoteKey, long delta);
+
+    /**
+     * Reads {@code lengthA} bytes at {@code ptrA} into {@code dstA[0..]}, then
+     * {@code lengthB} bytes at {@code ptrB} into {@code dstB[0..]}, both on this path's
+     * node: the second read runs after the first has read (it sees every write the first
+     * saw, and maybe later ones), and a path with round trips runs the pair in one. A
+     * failure of either is thrown (the first read's when both fail); both buffers are
+     * then unspecified.
+     *
+     * <p>This default runs them one after the other, which is what a memory path does.
+     */
+    default void readInOrder(long ptrA, long keyA, byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB,
+                             int lengthB) {
+        readInto(ptrA, keyA, dstA, 0, lengthA);
+        readInto(ptrB, keyB, dstB, 0, lengthB);
+    }
 }

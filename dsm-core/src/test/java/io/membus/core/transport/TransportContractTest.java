@@ -1038,6 +1038,19 @@ public abstract class TransportContractTest {
         v.writeFromAddress(seg.pointer(2000), key, address, 64);
         assertArrayEquals(java.util.Arrays.copyOfRange(data, 100, 164), await(ab.read(seg.pointer(2000), key, 64)));
 
+        // two reads in order: the word, then the bytes it guards; and the first refusal, with the path still usable
+        byte[] pairA = new byte[8];
+        byte[] pairB = new byte[64];
+        v.readInOrder(word, key, pairA, 8, seg.pointer(2000), key, pairB, 64);
+        assertEquals(7, Words.getLong(pairA, 0));
+        assertArrayEquals(java.util.Arrays.copyOfRange(data, 100, 164), pairB);
+        assertThrows(WrongRemoteKeyException.class,
+                () -> v.readInOrder(word, key + 1, pairA, 8, seg.pointer(2000), key, pairB, 64));
+        assertThrows(OutOfBoundsException.class,
+                () -> v.readInOrder(word, key, pairA, 8, seg.pointer(SEGMENT_SIZE - 4), key, pairB, 8));
+        assertThrows(WrongRemoteKeyException.class, () -> v.readInOrder(word, key + 1, pairA, 8,
+                seg.pointer(SEGMENT_SIZE - 4), key, pairB, 8), "both refused: the first read's error");
+
         // the errors are the posted verbs' errors, typed, and the blocking verbs go on working after them
         assertThrows(WrongRemoteKeyException.class, () -> v.readLong(word, key + 1));
         assertThrows(OutOfBoundsException.class, () -> v.readInto(seg.pointer(SEGMENT_SIZE - 4), key, back, 0, 8));

@@ -212,6 +212,68 @@ final class TcpLane implements AutoCloseable {
     }
 
     /**
+     * Reads {@code lengthA} bytes at {@code ptrA} into {@code dstA}, then {@code lengthB}
+     * bytes at {@code ptrB} into {@code dstB}: both requests leave in one {@code write}
+     * and the target runs them in that order, so the pair costs one round trip and the
+     * second read sees every write the first saw. When the first is refused (an ERROR
+     * answer) the second's answer is still read, so the lane stays in step; the first
+     * failure is thrown.
+     */
+    void readInOrder(long ptrA, long keyA, byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB,
+                     int lengthB) {
+        frameBuf.clear();
+        long first = ++nextCorrelation;
+        Frame.writeRead(frameBuf, first, ptrA, keyA, lengthA);
+        long second = ++nextCorrelation;
+        Frame.writeRead(frameBuf, second, ptrB, keyB, lengthB);
+        long start = System.nanoTime();
+        long until = start + timeoutNanos;
+        VerbObserver observer = transport.observer();
+        DsmException firstFailure = null;
+        boolean firstDone = false;
+        try {
+            transmit(Frame.OP_READ, until);
+            try {
+                answer(Frame.OP_READ, first, until);
+                expectBody(Frame.OP_READ, lengthA);
+                frame.bytesAt(Frame.HEADER_LENGTH, dstA, 0, lengthA);
+                firstDone = true;
+            } catch (DsmException e) {
+                firstFailure = e;
+                if (broken) {
+                    throw e;
+                }
+                // refused and answered in order: the second answer still follows
+            }
+            answer(Frame.OP_READ, second, until);
+            expectBody(Frame.OP_READ, lengthB);
+            frame.bytesAt(Frame.HEADER_LENGTH, dstB, 0, lengthB);
+        } catch (DsmException e) {
+            long took = System.nanoTime() - start;
+            report(observer, firstDone ? null : firstFailure != null ? firstFailure : e, lengthA, took);
+            report(observer, e, lengthB, took);
+            throw firstFailure != null ? firstFailure : e;
+        }
+        long took = System.nanoTime() - start;
+        report(observer, firstFailure, lengthA, took);
+        report(observer, null, lengthB, took);
+        if (firstFailure != null) {
+            throw firstFailure;
+        }
+    }
+
+    /** Reports one read of a pair: completed when {@code failure} is null. */
+    private void report(VerbObserver observer, DsmException failure, int bytes, long took) {
+        if (failure == null) {
+            observer.completed(peer.nodeId(), VerbObserver.READ, bytes, took);
+        } else if (failure instanceof DsmTimeoutException) {
+            observer.timedOut(peer.nodeId(), VerbObserver.READ);
+        } else {
+            observer.failed(peer.nodeId(), VerbObserver.READ);
+        }
+    }
+
+    /**
      * Runs the verb whose request is in {@link #frameBuf}: {@link #exchange}, then checks
      * that the answer's body has {@code answerBody} bytes, and reports the outcome to the
      * transport's {@link VerbObserver} ({@code bytes}: the verb's payload).
@@ -245,21 +307,40 @@ final class TcpLane implements AutoCloseable {
      * target answered in order); any other failure breaks the lane.
      */
     private void exchange(byte opcode) {
-        long correlation = nextCorrelation;
-        deadline = System.nanoTime() + timeoutNanos;
+        long d = System.nanoTime() + timeoutNanos;
+        transmit(opcode, d);
+        answer(opcode, nextCorrelation, d);
+    }
+
+    /** Sends every request in {@link #frameBuf} (one {@code write}); a failure breaks the lane. */
+    private void transmit(byte opcode, long until) {
+        deadline = until;
         try {
             send();
+        } catch (IOException e) {
+            throw lost(opcode, e);
+        } catch (RuntimeException e) {
+            broken = true;
+            closeQuietly(socket);
+            throw e;
+        } finally {
+            deadline = 0;
+        }
+    }
+
+    /**
+     * Reads the answer of the request {@code correlation} into {@link #frame}, waiting at
+     * most until {@code until}. An ERROR answer is thrown as its typed exception and
+     * leaves the lane usable; any other failure breaks it.
+     */
+    private void answer(byte opcode, long correlation, long until) {
+        deadline = until;
+        try {
             do {
                 receive();
             } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
         } catch (IOException e) {
-            broken = true;
-            closeQuietly(socket);
-            if (expired) {
-                throw new DsmTimeoutException(Frame.opName(opcode), peer.nodeId(), transport.settings.operationTimeout);
-            }
-            throw new NodeUnavailableException(peer.nodeId(), "blocking lane to " + peer + " lost: " + e
-                    + "; the " + Frame.opName(opcode) + " may or may not have run", e);
+            throw lost(opcode, e);
         } catch (RuntimeException e) {
             broken = true;
             closeQuietly(socket);
@@ -287,6 +368,17 @@ final class TcpLane implements AutoCloseable {
             throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
                     + " where a response was expected");
         }
+    }
+
+    /** The lane lost its socket (or the reaper closed it at the deadline): it is broken. */
+    private DsmException lost(byte opcode, IOException e) {
+        broken = true;
+        closeQuietly(socket);
+        if (expired) {
+            return new DsmTimeoutException(Frame.opName(opcode), peer.nodeId(), transport.settings.operationTimeout);
+        }
+        return new NodeUnavailableException(peer.nodeId(), "blocking lane to " + peer + " lost: " + e
+                + "; the " + Frame.opName(opcode) + " may or may not have run", e);
     }
 
     private void expectBody(byte opcode, int length) {

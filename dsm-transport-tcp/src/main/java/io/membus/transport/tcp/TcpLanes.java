@@ -84,6 +84,32 @@ final class TcpLanes implements BlockingVerbs {
         }
     }
 
+    /** Both reads on one lane in one round trip; on the pipelined channel (in issue order) when no lane is free. */
+    @Override
+    public void readInOrder(long ptrA, long keyA, byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB,
+                            int lengthB) {
+        TcpLane lane = lengthA <= TcpLane.MAX_VERB_LENGTH && lengthB <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+        if (lane == null) {
+            CompletableFuture<byte[]> a = connection.read(ptrA, keyA, lengthA);
+            CompletableFuture<byte[]> b = connection.read(ptrB, keyB, lengthB);
+            byte[] first;
+            try {
+                first = await(a);
+            } catch (RuntimeException e) {
+                b.exceptionally(x -> null); // the second's outcome is not needed
+                throw e;
+            }
+            System.arraycopy(first, 0, dstA, 0, lengthA);
+            System.arraycopy(await(b), 0, dstB, 0, lengthB);
+            return;
+        }
+        try {
+            lane.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
+        } finally {
+            give(lane);
+        }
+    }
+
     @Override
     public void readToAddress(long ptr, long remoteKey, long address, int length) {
         TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
