@@ -295,6 +295,16 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         return MapLayout.hash(codec.id().getBytes(StandardCharsets.UTF_8));
     }
 
+    /**
+     * The node whose memory holds the map's current table (the one its root names, as this
+     * handle last read it): where a lookup's window read goes, and so whether this node's
+     * lookups run on a memory path or cross the network. For placement diagnostics; the
+     * table moves to another node when the map grows.
+     */
+    public int tableNode() {
+        return RemotePtr.nodeId(store.rootTable().ptr);
+    }
+
     /** The pointer of the map's root block: what {@link #open} takes on any node. */
     public long rootPtr() {
         return store.rootBlock;

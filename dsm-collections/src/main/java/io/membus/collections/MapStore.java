@@ -448,16 +448,6 @@ final class MapStore {
         return b;
     }
 
-    /**
-     * Writes slot {@code index}'s inline area for {@code word} before the CAS that installs
-     * it (the rule {@link #scanInline} relies on). Waits for the write.
-     */
-    private void preWrite(Table t, int index, long word, byte[] key, byte[] value) {
-        if (t.inline > 0) {
-            mem.write(t.inlineArea(index), inlineBytes(word, key, value));
-        }
-    }
-
     /** Candidates decided from their inline copy (no entry read) by this handle so far. */
     long inlineHits() {
         return inlineHits.sum();
@@ -712,18 +702,10 @@ final class MapStore {
                             heap.free(fresh); // never installed (its inline copy landed before: a reuse rewrites the area first)
                             fresh = null;
                         }
-                        fresh = writeEntry(key, hash, next, t, s.index);
+                        fresh = writeEntry(key, hash, next);
                         freshValue = next;
-                        update = slot(hash, entryClass(fresh), fresh.ptr());
-                    } else {
-                        update = slot(hash, entryClass(fresh), fresh.ptr());
-                        try {
-                            preWrite(t, s.index, update, key, next);
-                        } catch (RuntimeException e) {
-                            fresh = null; // the copy may still land: never free (reuse) the block it names
-                            throw e;
-                        }
                     }
+                    update = slot(hash, entryClass(fresh), fresh.ptr());
                 }
                 checkTime(start);
                 if (lastChange != Long.MAX_VALUE && System.nanoTime() - lastChange > 0) {
@@ -734,10 +716,10 @@ final class MapStore {
                 long expected = s.kind == Kind.FOUND ? s.word : 0;
                 long witness;
                 try {
-                    witness = mem.compareAndSwap(t.slot(s.index), expected, update);
+                    witness = install(t, s.index, expected, update, key, next);
                 } catch (RuntimeException e) {
-                    // the CAS may have landed (a timeout leaves it unknown): the entry may be installed,
-                    // so it is never freed here (leaked if it was not)
+                    // the CAS may have landed (a timeout leaves it unknown): the entry may be installed, and its
+                    // inline copy may still land, so it is never freed here (leaked if it was not installed)
                     fresh = null;
                     throw e;
                 }
@@ -782,29 +764,17 @@ final class MapStore {
     }
 
     /**
-     * Allocates and writes a new entry block, and (a map with inline areas) slot
-     * {@code index}'s inline area of {@code t} for the word that will name it; the two
-     * writes are in flight together. A failed write leaves the block allocated (leaked):
-     * either write may still land, and a late copy of a block that was reused would name
-     * the new entry with the old bytes.
+     * Allocates and writes a new entry block. A failed write leaves the block allocated
+     * (leaked): the write may still land, and a late write to a block that was reused
+     * would change another entry.
      */
-    private BlockRef writeEntry(byte[] key, long hash, byte[] value, Table t, int index) {
+    private BlockRef writeEntry(byte[] key, long hash, byte[] value) {
         int payload = ENTRY_DATA + key.length + value.length;
         BlockRef ref = heap.allocate(payload, Placement.byKey(hash));
         if (!fitsSlot(ref.ptr()) || (!ref.isLarge() && HeapLayout.blockClassOf(ref.header()) >= LARGE_CLASS)) {
             heap.free(ref);
             throw DsmMapException.placement(RemotePtr.toString(ref.ptr()), "node=" + ref.nodeId() + ", segment="
                     + ref.segmentIndex() + ", offset=" + RemotePtr.offset(ref.ptr()));
-        }
-        java.util.concurrent.CompletableFuture<Void> copy = null;
-        if (t.inline > 0) {
-            long area = t.inlineArea(index);
-            byte[] bytes = inlineBytes(slot(hash, entryClass(ref), ref.ptr()), key, value);
-            if (mem.runsDirect(area)) {
-                mem.write(area, bytes);
-            } else {
-                copy = mem.writeAsync(area, bytes);
-            }
         }
         byte[] b = new byte[payload];
         putLong(b, ENTRY_HEADER_COPY, ref.header());
@@ -815,10 +785,24 @@ final class MapStore {
         System.arraycopy(value, 0, b, ENTRY_DATA + key.length, value.length);
         putLong(b, ENTRY_CHECK, check(ref.header(), hash, b, ENTRY_DATA, key.length + value.length));
         mem.write(ref.payload(), b);
-        if (copy != null) {
-            mem.await(copy);
-        }
         return ref;
+    }
+
+    /**
+     * CASes slot {@code index} of {@code t} from {@code expected} to {@code update}, which
+     * names the entry of {@code key} and {@code value} (null for a removal, whose TOMB
+     * changes no inline area). In a map with inline areas the slot's area is written
+     * first — the copy for {@code update}, or a check word of 0 for an entry too large —
+     * and the CAS runs only once that write is done: one lane round trip over tcp, the
+     * CAS linked to its write ({@link RemoteMemory#writeThenCompareAndSwap}). Returns the
+     * word the CAS found.
+     */
+    private long install(Table t, int index, long expected, long update, byte[] key, byte[] value) {
+        if (t.inline == 0 || value == null) {
+            return mem.compareAndSwap(t.slot(index), expected, update);
+        }
+        return mem.writeThenCompareAndSwap(t.inlineArea(index), inlineBytes(update, key, value), t.slot(index),
+                expected, update);
     }
 
     /**
@@ -839,8 +823,7 @@ final class MapStore {
                 case FOUND:
                     return;
                 case EMPTY:
-                    preWrite(t, s.index, word, key, value);
-                    if (mem.compareAndSwap(t.slot(s.index), 0, word) == 0) {
+                    if (install(t, s.index, 0, word, key, value) == 0) {
                         return;
                     }
                     continue;

@@ -54,9 +54,13 @@ class DsmMapTest {
                 DsmMapOptions.defaults().initialSlots(16).grace(Duration.ofMillis(200)));
         DsmMap<Long, Long> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.longs(), Codecs.longs());
         int n = 3000;
+        java.util.Set<Integer> tableNodes = new java.util.TreeSet<>();
         for (long i = 0; i < n; i++) {
             (i % 2 == 0 ? one : two).put(i, i * 10);
+            tableNodes.add(one.tableNode());
         }
+        assertTrue(java.util.Set.of(1, 2, 3).containsAll(tableNodes), "tables are on the cluster's nodes: "
+                + tableNodes);
         assertEquals(n, one.size());
         for (long i = 0; i < n; i++) {
             assertEquals(i * 10, two.get(i), "key " + i);

@@ -467,6 +467,34 @@ public final class RemoteMemory {
     }
 
     /**
+     * Writes {@code src} at {@code ptrW} and then, only if the write succeeded,
+     * compare-and-swaps the word at {@code ptrC} from {@code expected} to {@code update}:
+     * the swap is ordered after the write and never runs without it (fill, then publish).
+     * When both pointers are in one segment and a tcp lane is free, the pair costs one
+     * round trip (the CAS travels LINKED to its write); otherwise the write completes
+     * before the CAS is issued.
+     *
+     * @return the word the CAS found (equal to {@code expected} when it swapped)
+     * @throws io.membus.core.error.DsmException the write's failure (its CAS was not run), or the CAS's
+     */
+    public long writeThenCompareAndSwap(long ptrW, byte[] src, long ptrC, long expected, long update) {
+        if (RemotePtr.nodeId(ptrW) == RemotePtr.nodeId(ptrC)
+                && RemotePtr.segmentIndex(ptrW) == RemotePtr.segmentIndex(ptrC)) {
+            BlockingVerbs direct = direct(ptrW);
+            if (direct != null) {
+                long key = directKey(ptrW); // one segment, one key: a stale key refuses the write, so the CAS never ran
+                try {
+                    return direct.writeThenCompareAndSwap(ptrW, key, src, 0, src.length, ptrC, key, expected, update);
+                } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                    forgetKey(ptrW); // refused before any effect: both again below with the directory's key
+                }
+            }
+        }
+        write(ptrW, src);
+        return compareAndSwap(ptrC, expected, update);
+    }
+
+    /**
      * Reads {@code length} bytes at {@code ptr} into native memory at {@code address}
      * (the caller owns {@code length} bytes there: a direct buffer's, a Chronicle native
      * store's). On a memory path the bytes are copied once, segment to destination; over

@@ -45,14 +45,14 @@ import java.util.stream.Stream;
 /**
  * {@link DsmMap} operations per second beside {@code ConcurrentHashMap.get}: two nodes
  * in this JVM over {@code shm} or {@code tcp} (loopback), a map of {@value #KEYS}
- * {@code Long -> Long} entries created on node 1 and used from node 2; entries are
- * spread over both nodes by key hash, so about half of the entries a benchmark
- * touches are remote. Run with {@code -t 1} and {@code -t 8} for the thread counts.
+ * {@code Long -> Long} entries created on node 1 and used from node 2, its table on
+ * node 1 (so every lookup's window read crosses the transport); entries are spread
+ * over both nodes by key hash. Run with {@code -t 1} and {@code -t 8} for the thread counts.
  *
  * <ul>
  *   <li>{@code get}: uncached get of a present key: over tcp its window's slot words and inline areas, two reads
- *       issued together (one round trip; a {@code Long -> Long} entry sits beside its slot); over shm, and when the
- *       table is on node 2, the window's words and then the candidate's own inline area;</li>
+ *       in one lane call (one round trip; a {@code Long -> Long} entry sits beside its slot); over shm the window's
+ *       words and then the candidate's own inline area;</li>
  *   <li>{@code cachedGet}: get through a handle whose read cache holds every key (one 8-byte read of the slot word);</li>
  *   <li>{@code put}: overwrite of a present key (window read, entry write with the slot's inline copy, CAS);</li>
  *   <li>{@code putIfAbsent}: on a present key (the no-change path: a lookup);</li>
@@ -116,7 +116,21 @@ public class MapBenchmark {
             a.formatLocalSegments();
             allocators.add(a);
         }
-        DsmMap<Long, Long> created = DsmMap.create(allocators.get(0), Codecs.longs(), Codecs.longs());
+        // the table goes where placement puts it, which may be node 2 (then its gets run on a memory path):
+        // make maps until one's table is on node 1, so node 2's lookups cross the transport in every run.
+        // Sized for the keys, the table does not grow (and move) while it is filled.
+        DsmMap<Long, Long> created = null;
+        for (int attempt = 0; created == null; attempt++) {
+            DsmMap<Long, Long> m = DsmMap.create(allocators.get(0), Codecs.longs(), Codecs.longs(),
+                    DsmMapOptions.defaults().initialSlots(1 << 16));
+            if (m.tableNode() == 1) {
+                created = m;
+            } else if (attempt == 50) {
+                throw new IllegalStateException("no map of 50 had its table on node 1");
+            } else {
+                m.destroy();
+            }
+        }
         map = DsmMap.open(allocators.get(1), created.rootPtr(), Codecs.longs(), Codecs.longs(),
                 DsmMapOptions.defaults().readCacheEntries(0));
         cached = DsmMap.open(allocators.get(1), created.rootPtr(), Codecs.longs(), Codecs.longs(),
@@ -124,6 +138,9 @@ public class MapBenchmark {
         for (long k = 0; k < KEYS; k++) {
             map.put(k, k);
             chm.put(k, k);
+        }
+        if (map.tableNode() != 1) {
+            throw new IllegalStateException("the table moved to node " + map.tableNode() + " while it was filled");
         }
         // a second map with leased reads: node 2's gets are served under its leases on the key stripes
         CoherenceConfig cc = CoherenceConfig.defaults().withLeases(Duration.ofSeconds(1), Duration.ofSeconds(5))

@@ -54,6 +54,11 @@ public enum ErrorCode {
     HANDLER_FAILED(22),
     /** A coherent object's write lock was broken (its owner was presumed dead) before the write published. */
     LOCK_BROKEN(23),
+    /**
+     * A linked verb was not run because the verb before it on its connection failed
+     * (a write-then-compare-and-swap pair: the swap runs only after its write succeeded).
+     */
+    NOT_RUN(24),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 

@@ -1051,6 +1051,21 @@ public abstract class TransportContractTest {
         assertThrows(WrongRemoteKeyException.class, () -> v.readInOrder(word, key + 1, pairA, 8,
                 seg.pointer(SEGMENT_SIZE - 4), key, pairB, 8), "both refused: the first read's error");
 
+        // a write and then a CAS that runs only if the write did: fill, then publish
+        long flag = seg.pointer(128);
+        byte[] fill = java.util.Arrays.copyOfRange(data, 0, 64);
+        assertEquals(0, v.writeThenCompareAndSwap(seg.pointer(3000), key, fill, 0, 64, flag, key, 0, 5));
+        assertEquals(5, v.readLong(flag, key), "the CAS ran after its write");
+        assertArrayEquals(fill, await(ab.read(seg.pointer(3000), key, 64)));
+        assertEquals(5, v.writeThenCompareAndSwap(seg.pointer(3000), key, fill, 0, 64, flag, key, 0, 6),
+                "a CAS that fails returns the word it found");
+        assertThrows(OutOfBoundsException.class, () -> v.writeThenCompareAndSwap(seg.pointer(SEGMENT_SIZE - 4), key,
+                fill, 0, 64, flag, key, 5, 9));
+        assertEquals(5, v.readLong(flag, key), "the CAS after a refused write did not run");
+        assertThrows(WrongRemoteKeyException.class, () -> v.writeThenCompareAndSwap(seg.pointer(3000), key + 1,
+                fill, 0, 64, flag, key, 5, 9));
+        assertEquals(5, v.readLong(flag, key), "the CAS after a refused write did not run");
+
         // the errors are the posted verbs' errors, typed, and the blocking verbs go on working after them
         assertThrows(WrongRemoteKeyException.class, () -> v.readLong(word, key + 1));
         assertThrows(OutOfBoundsException.class, () -> v.readInto(seg.pointer(SEGMENT_SIZE - 4), key, back, 0, 8));

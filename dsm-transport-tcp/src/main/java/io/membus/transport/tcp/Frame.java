@@ -14,10 +14,13 @@ import java.nio.charset.StandardCharsets;
  * Every frame:
  *   0               4       5       6               8                               16
  *   +---------------+-------+-------+---------------+-------------------------------+------ ... --+
- *   | frame length  |version|opcode |   reserved    |        correlation id         |    body     |
- *   |    int32      | uint8 | uint8 |   (zero)      |            int64              |             |
+ *   | frame length  |version|opcode | flags |reservd|        correlation id         |    body     |
+ *   |    int32      | uint8 | uint8 | uint8 | (zero)|            int64              |             |
  *   +---------------+-------+-------+---------------+-------------------------------+------ ... --+
  *   frame length = the bytes after the length field = 12 + body length; at most max-frame - 4.
+ *
+ * flags (requests): bit 0 LINKED: run this verb only if the verb before it on this connection ran
+ *   without error; otherwise it is answered with ERROR NOT_RUN and has no effect. Zero elsewhere.
  *
  * Requests (initiator -> target), body offsets from 16:
  *   READ   ptr int64 | remoteKey int64 | length int32                          (20 bytes)
@@ -49,13 +52,20 @@ import java.nio.charset.StandardCharsets;
  * wraps and reads it. The static encoders are stateless.
  */
 public final class Frame {
-    /** Version of this wire format; a frame with another version is a protocol error. */
-    public static final byte VERSION = 1;
+    /**
+     * Version of this wire format; a frame with another version is a protocol error.
+     * Version 2 gave the first reserved byte its meaning as flags (LINKED), which a
+     * version 1 target would have ignored: the two refuse each other's handshake.
+     */
+    public static final byte VERSION = 2;
 
     public static final int LENGTH_FIELD_OFFSET = 0;
     public static final int VERSION_FIELD_OFFSET = 4;
     public static final int OPCODE_FIELD_OFFSET = 5;
-    public static final int RESERVED_FIELD_OFFSET = 6;
+    public static final int FLAGS_FIELD_OFFSET = 6;
+    public static final int RESERVED_FIELD_OFFSET = 7;
+    /** Request flag: run only if the previous verb of this connection ran without error. */
+    public static final byte FLAG_LINKED = 0x01;
     public static final int CORRELATION_ID_FIELD_OFFSET = 8;
     /** Bytes of the header, the length field included; the body starts here. */
     public static final int HEADER_LENGTH = 16;
@@ -155,6 +165,11 @@ public final class Frame {
 
     public byte opcode() {
         return buffer.getByte(offset + OPCODE_FIELD_OFFSET);
+    }
+
+    /** The request flags ({@link #FLAG_LINKED}). */
+    public byte flags() {
+        return buffer.getByte(offset + FLAGS_FIELD_OFFSET);
     }
 
     public long correlationId() {
@@ -288,6 +303,14 @@ public final class Frame {
         out.writeLongLE(remoteKey);
         out.writeLongLE(expected);
         out.writeLongLE(update);
+    }
+
+    /** A CAS request that runs only if the verb before it on its connection ran without error. */
+    public static void writeLinkedCas(ByteBuf out, long correlationId, long ptr, long remoteKey, long expected,
+                                      long update) {
+        int start = out.writerIndex();
+        writeCas(out, correlationId, ptr, remoteKey, expected, update);
+        out.setByte(start + FLAGS_FIELD_OFFSET, FLAG_LINKED);
     }
 
     public static void writeFaa(ByteBuf out, long correlationId, long ptr, long remoteKey, long delta) {

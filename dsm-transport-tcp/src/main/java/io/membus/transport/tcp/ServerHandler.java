@@ -81,6 +81,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private final ArrayDeque<Held> held = new ArrayDeque<>();
     /** The inbox of this initiator's messages, from WELCOME on. */
     private Inbox inbox;
+    /** Whether the last verb of this connection failed or was dropped: a LINKED verb after it is not run. */
+    private boolean lastVerbFailed;
 
     private record Held(long releaseNanos, ByteBuf frame) {
     }
@@ -319,6 +321,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         if (faults.active() || !held.isEmpty() || backedUp) {
             FaultInjector.Rule rule = faults.active() ? faults.rule(initiatorNode) : null;
             if (rule != null && rule.drop()) {
+                lastVerbFailed = true; // never run: a verb linked to it must not run either
                 return false; // never executed, never answered
             }
             long delay = rule == null ? 0 : rule.delayNanos();
@@ -418,6 +421,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             default -> 8;
         };
         ByteBuf o = out();
+        if (lastVerbFailed && (frame.flags() & Frame.FLAG_LINKED) != 0) {
+            Frame.writeError(o, corr, ErrorCode.NOT_RUN.wire(), length, ptr, 0, Frame.opName(op)
+                    + " not run on node " + transport.nodeId() + ": it was linked to the verb before it, which failed");
+            return; // lastVerbFailed stays: a chain stops at its first failure
+        }
+        lastVerbFailed = true; // until the verb below succeeds
         try {
             if (transport.isFenced(initiatorNode)) {
                 throw new io.membus.core.error.NodeUnavailableException(transport.nodeId(), "node "
@@ -443,6 +452,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                 default -> Frame.writeOkValue(o, corr, transport.table().fetchAndAdd(ptr, key,
                         frame.longAt(Frame.DELTA_FIELD_OFFSET)));
             }
+            lastVerbFailed = false;
         } catch (VerbException e) {
             Frame.writeError(o, corr, e.code().wire(), e.length(), e.ptr(), e.detail(), null);
         } catch (DsmException e) {

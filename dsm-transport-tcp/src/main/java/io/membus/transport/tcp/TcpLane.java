@@ -250,26 +250,83 @@ final class TcpLane implements AutoCloseable {
             frame.bytesAt(Frame.HEADER_LENGTH, dstB, 0, lengthB);
         } catch (DsmException e) {
             long took = System.nanoTime() - start;
-            report(observer, firstDone ? null : firstFailure != null ? firstFailure : e, lengthA, took);
-            report(observer, e, lengthB, took);
+            report(observer, VerbObserver.READ, firstDone ? null : firstFailure != null ? firstFailure : e, lengthA, took);
+            report(observer, VerbObserver.READ, e, lengthB, took);
             throw firstFailure != null ? firstFailure : e;
         }
         long took = System.nanoTime() - start;
-        report(observer, firstFailure, lengthA, took);
-        report(observer, null, lengthB, took);
+        report(observer, VerbObserver.READ, firstFailure, lengthA, took);
+        report(observer, VerbObserver.READ, null, lengthB, took);
         if (firstFailure != null) {
             throw firstFailure;
         }
     }
 
-    /** Reports one read of a pair: completed when {@code failure} is null. */
-    private void report(VerbObserver observer, DsmException failure, int bytes, long took) {
+    /**
+     * Writes {@code src[offset..offset+length)} at {@code ptrW}, then compare-and-swaps the
+     * word at {@code ptrC}: both requests leave in one {@code write}, and the CAS is LINKED
+     * (the target runs it only if the write ran without error), so the pair costs one
+     * round trip and the swap never runs without its write. Returns the CAS's witness; a
+     * refused write is thrown (its CAS was not run).
+     */
+    long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC, long keyC,
+                                 long expected, long update) {
+        frameBuf.clear();
+        long first = ++nextCorrelation;
+        Frame.writeWrite(frameBuf, first, ptrW, keyW, src, offset, length);
+        long second = ++nextCorrelation;
+        Frame.writeLinkedCas(frameBuf, second, ptrC, keyC, expected, update);
+        long start = System.nanoTime();
+        long until = start + timeoutNanos;
+        VerbObserver observer = transport.observer();
+        DsmException writeFailure = null;
+        boolean written = false;
+        long witness;
+        try {
+            transmit(Frame.OP_WRITE, until);
+            try {
+                answer(Frame.OP_WRITE, first, until);
+                expectBody(Frame.OP_WRITE, 0);
+                written = true;
+            } catch (DsmException e) {
+                writeFailure = e;
+                if (broken) {
+                    throw e;
+                }
+                // refused: the linked CAS is answered NOT_RUN next, which keeps the lane in step
+            }
+            try {
+                answer(Frame.OP_CAS, second, until);
+            } catch (DsmException e) {
+                if (broken || writeFailure == null) {
+                    throw e;
+                }
+            }
+            if (writeFailure != null) {
+                throw writeFailure;
+            }
+            expectBody(Frame.OP_CAS, Long.BYTES);
+            witness = frame.longAt(Frame.HEADER_LENGTH);
+        } catch (DsmException e) {
+            long took = System.nanoTime() - start;
+            report(observer, VerbObserver.WRITE, written ? null : e, length, took);
+            report(observer, VerbObserver.CAS, e, Long.BYTES, took);
+            throw e;
+        }
+        long took = System.nanoTime() - start;
+        report(observer, VerbObserver.WRITE, null, length, took);
+        report(observer, VerbObserver.CAS, null, Long.BYTES, took);
+        return witness;
+    }
+
+    /** Reports one verb of a pair of kind {@code kind}: completed when {@code failure} is null. */
+    private void report(VerbObserver observer, int kind, DsmException failure, int bytes, long took) {
         if (failure == null) {
-            observer.completed(peer.nodeId(), VerbObserver.READ, bytes, took);
+            observer.completed(peer.nodeId(), kind, bytes, took);
         } else if (failure instanceof DsmTimeoutException) {
-            observer.timedOut(peer.nodeId(), VerbObserver.READ);
+            observer.timedOut(peer.nodeId(), kind);
         } else {
-            observer.failed(peer.nodeId(), VerbObserver.READ);
+            observer.failed(peer.nodeId(), kind);
         }
     }
 

@@ -110,6 +110,22 @@ final class TcpLanes implements BlockingVerbs {
         }
     }
 
+    /** Both on one lane in one round trip, the CAS linked to the write; one after the other when no lane is free. */
+    @Override
+    public long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,
+                                       long keyC, long expected, long update) {
+        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+        if (lane == null) {
+            await(connection.write(ptrW, keyW, src, offset, length));
+            return await(connection.compareAndSwap(ptrC, keyC, expected, update));
+        }
+        try {
+            return lane.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected, update);
+        } finally {
+            give(lane);
+        }
+    }
+
     @Override
     public void readToAddress(long ptr, long remoteKey, long address, int length) {
         TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
