@@ -76,7 +76,7 @@ public final class CoherentHeap implements AutoCloseable {
     private final CoherenceConfig config;
     private final int self;
     private final long epsMicros;
-    private final ConcurrentHashMap<Long, CacheEntry> cache = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, CachedCopy> cache = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, Long> leaseOf = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, long[]> lockSightings = new ConcurrentHashMap<>();
     /** Per stripe of objects: raised by every invalidation, so a fill that met one is discarded. */
@@ -191,7 +191,31 @@ public final class CoherentHeap implements AutoCloseable {
     }
 
     /** This node's cached copy of an object: its bytes, version and the lease it may be served under. */
-    private record CacheEntry(long version, byte[] bytes, long expiryMicros) {
+    /**
+     * This node's cached copy of an object under a lease, as {@link #cachedCopy} hands it
+     * out: a caller that keeps it can ask {@link #versionIfValid} whether it is still the
+     * copy this node serves, without looking the object up again.
+     *
+     * <p><b>Note:</b> immutable but for its drop flag, which the heap sets (volatile) when it
+     * removes or replaces the copy — an invalidation, a newer fill, a clock problem,
+     * {@code close} — before it acknowledges the invalidation to the writer.
+     */
+    public static final class CachedCopy {
+        final long version;
+        final byte[] bytes;
+        final long expiryMicros;
+        volatile boolean dropped;
+
+        CachedCopy(long version, byte[] bytes, long expiryMicros) {
+            this.version = version;
+            this.bytes = bytes;
+            this.expiryMicros = expiryMicros;
+        }
+
+        /** The object's version this copy was made at. */
+        public long version() {
+            return version;
+        }
     }
 
     /**
@@ -206,7 +230,7 @@ public final class CoherentHeap implements AutoCloseable {
 
     byte[] read(RemoteRef<?> ref, boolean cached) {
         if (cached && cachingAllowed()) {
-            CacheEntry e = cache.get(cacheKey(ref.ptr()));
+            CachedCopy e = cache.get(cacheKey(ref.ptr()));
             if (e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros) {
                 return e.bytes;
             }
@@ -255,7 +279,7 @@ public final class CoherentHeap implements AutoCloseable {
             sharers = seen;
         }
         Snapshot s = validatedRead(ref, deadline);
-        CacheEntry previous = cache.get(cacheKey(ptr));
+        CachedCopy previous = cache.get(cacheKey(ptr));
         long version = ObjectLayout.version(s.header());
         if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && (s.sharersAfter() & bit) != 0) {
             // installed under the map's lock for this object, as invalidations remove: an invalidation either
@@ -266,7 +290,10 @@ public final class CoherentHeap implements AutoCloseable {
                     return current;
                 }
                 installed[0] = true;
-                return new CacheEntry(version, s.bytes(), expiry);
+                if (current != null) {
+                    current.dropped = true; // replaced: a holder of it looks again
+                }
+                return new CachedCopy(version, s.bytes(), expiry);
             });
             if (installed[0]) {
                 // adapt: an object written since our last fill gets a shorter lease, a quiet one a longer
@@ -495,8 +522,32 @@ public final class CoherentHeap implements AutoCloseable {
         if (!cachingAllowed()) {
             return -1;
         }
-        CacheEntry e = cache.get(cacheKey(ref.ptr()));
+        CachedCopy e = cache.get(cacheKey(ref.ptr()));
         return e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros ? e.version : -1;
+    }
+
+    /**
+     * This node's cached copy of {@code ref} while it may be served (as
+     * {@link #cachedVersion} decides), else null. Keep it and ask {@link #versionIfValid}
+     * later instead of {@link #cachedVersion}: the same answer without the lookup.
+     */
+    public CachedCopy cachedCopy(RemoteRef<?> ref) {
+        if (!cachingAllowed()) {
+            return null;
+        }
+        CachedCopy e = cache.get(cacheKey(ref.ptr()));
+        return e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros ? e : null;
+    }
+
+    /**
+     * {@code copy}'s version while it is still the copy this node serves — not dropped
+     * (invalidated, replaced, cleared), its lease not run out, caching allowed — else -1:
+     * what {@link #cachedVersion} of its object would return, with no lookup. Thread-safe:
+     * the drop flag is volatile and set before an invalidation is acknowledged.
+     */
+    public long versionIfValid(CachedCopy copy) {
+        return copy != null && !copy.dropped && cachingAllowed() && !closed
+                && clock.nowMicrosAtLeast() < copy.expiryMicros - epsMicros ? copy.version : -1;
     }
 
     /**
@@ -690,6 +741,9 @@ public final class CoherentHeap implements AutoCloseable {
         int stripe = stripe(ptr);
         cache.compute(cacheKey(ptr), (k, current) -> {
             epochs.incrementAndGet(stripe);
+            if (current != null) {
+                current.dropped = true;
+            }
             return null;
         });
     }
@@ -805,7 +859,7 @@ public final class CoherentHeap implements AutoCloseable {
         String before = skewProblem;
         skewProblem = problem;
         if (problem != null && before == null) {
-            cache.clear();
+            dropAll(); // (versionIfValid also refuses while skewProblem is set)
             LOG.warn("node {} stops serving cached reads (validated reads only): {}; fix the clocks (NTP)", self,
                     problem);
         } else if (problem == null && before != null) {
@@ -910,6 +964,12 @@ public final class CoherentHeap implements AutoCloseable {
             messaging.unregister(INVALIDATE_CHANNEL);
             messaging.unregister(CLOCK_CHANNEL);
         }
+        dropAll(); // (versionIfValid also refuses once closed)
+    }
+
+    /** Drops every cached copy: marks each dropped, then empties the cache. */
+    private void dropAll() {
+        cache.values().forEach(c -> c.dropped = true);
         cache.clear();
     }
 }

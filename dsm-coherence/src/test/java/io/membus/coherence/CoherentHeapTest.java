@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -63,6 +64,27 @@ class CoherentHeapTest {
         assertEquals(0, cluster.heap(2).cachedObjects(), "the writer's invalidation dropped node 2's copy");
         assertEquals("b", reader.get());
         assertEquals("b", reader.cached(false).get());
+    }
+
+    @Test
+    void aKeptCopyIsNoLongerValidOnceAWriteInvalidatedItOrAFillReplacedIt() {
+        cluster = new CoherenceCluster("local", 3, id -> fast().withLeases(Duration.ofSeconds(2), Duration.ofSeconds(5)), true);
+        RemoteRef<Long> writer = cluster.heap(1).create(Codecs.longs(), 1L, Placement.node(3));
+        RemoteRef<Long> reader = cluster.heap(2).open(writer.ptr(), writer.generationHeader(), Codecs.longs());
+        CoherentHeap heap = cluster.heap(2);
+        assertNull(heap.cachedCopy(reader), "nothing cached yet");
+        long v1 = heap.cacheVersion(reader);
+        CoherentHeap.CachedCopy copy = heap.cachedCopy(reader);
+        assertEquals(v1, heap.versionIfValid(copy), "the copy just filled is served");
+        assertEquals(v1, copy.version());
+        writer.set(2L); // invalidates node 2's copy before it returns
+        assertEquals(-1, heap.versionIfValid(copy), "a copy dropped by an invalidation is never served again");
+        long v2 = heap.cacheVersion(reader);
+        assertTrue(v2 > v1, "refilled at the new version");
+        CoherentHeap.CachedCopy second = heap.cachedCopy(reader);
+        assertEquals(v2, heap.versionIfValid(second));
+        assertEquals(-1, heap.versionIfValid(copy), "the old copy stays dropped after a refill");
+        assertEquals(-1, heap.versionIfValid(null));
     }
 
     @Test

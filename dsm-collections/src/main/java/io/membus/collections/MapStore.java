@@ -508,10 +508,11 @@ final class MapStore {
 
     /**
      * A value of the leased cache: its bytes (null: absent), the same value decoded once
-     * when values are shared ({@link #shareDecoded}), and the stripe and its version it was
-     * read under. Immutable.
+     * when values are shared ({@link #shareDecoded}), and the stripe's cached copy and its
+     * version it was read under (a hit asks the heap whether that copy is still served: no
+     * lookup of the stripe). Immutable.
      */
-    record Leased(long version, byte[] value, Object decoded, io.membus.coherence.RemoteRef<Long> stripe) {
+    record Leased(long version, byte[] value, Object decoded, io.membus.coherence.CoherentHeap.CachedCopy copy) {
     }
 
     /** Makes the leased cache keep every value decoded by {@code decoder}, handed to every caller (immutable values). */
@@ -529,7 +530,7 @@ final class MapStore {
      */
     Leased leasedHit(Object cacheKey) {
         Leased c = leased.get(cacheKey);
-        if (c != null && leases.heap.cachedVersion(c.stripe) == c.version) {
+        if (c != null && leases.heap.versionIfValid(c.copy) == c.version) {
             cacheHits.increment();
             return c;
         }
@@ -551,8 +552,9 @@ final class MapStore {
         long version = leases.heap.cacheVersion(stripe);
         byte[] value = lookup(key, hash);
         java.util.function.Function<byte[], Object> decoder = sharedDecoder;
-        Leased fresh = new Leased(version, value, decoder == null || value == null ? null : decoder.apply(value), stripe);
-        if (version >= 0 && cacheMax > 0 && leases.heap.cachedVersion(stripe) == version) {
+        io.membus.coherence.CoherentHeap.CachedCopy copy = leases.heap.cachedCopy(stripe);
+        Leased fresh = new Leased(version, value, decoder == null || value == null ? null : decoder.apply(value), copy);
+        if (version >= 0 && cacheMax > 0 && leases.heap.versionIfValid(copy) == version) {
             makeRoom(leased);
             leased.put(k, fresh);
         }
