@@ -190,9 +190,9 @@ public final class CoherentHeap implements AutoCloseable {
     private record Snapshot(long header, byte[] bytes, boolean unlockedAfter, long sharersAfter) {
     }
 
-    /** This node's cached copy of an object: its bytes, version and the lease it may be served under. */
     /**
-     * This node's cached copy of an object under a lease, as {@link #cachedCopy} hands it
+     * This node's cached copy of an object (its bytes, version and the lease it may be
+     * served under), as {@link #cachedCopy} hands it
      * out: a caller that keeps it can ask {@link #versionIfValid} whether it is still the
      * copy this node serves, without looking the object up again.
      *

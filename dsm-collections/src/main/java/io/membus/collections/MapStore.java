@@ -525,8 +525,8 @@ final class MapStore {
      * the entry's stripe cached at the version the value was read under (no change of the
      * stripe's keys can have run since: each runs under the stripe's lock, which
      * invalidates this node's copy first). No verb, no encoding, no hashing of bytes: the
-     * cache lookup, and the heap's version check (a map lookup and a clock read). Null
-     * otherwise.
+     * cache lookup, and the heap's check of the kept copy (its drop flag and a clock read).
+     * Null otherwise.
      */
     Leased leasedHit(Object cacheKey) {
         Leased c = leased.get(cacheKey);

@@ -453,16 +453,9 @@ public final class RemoteMemory {
                 forgetKey(ptrB);
             }
         }
-        CompletableFuture<byte[]> a = readAsync(ptrA, dstA.length);
+        CompletableFuture<byte[]> a = readAsync(ptrA, dstA.length); // one connection runs them in issue order
         CompletableFuture<byte[]> b = readAsync(ptrB, dstB.length);
-        byte[] first;
-        try {
-            first = await(a);
-        } catch (RuntimeException e) {
-            b.exceptionally(x -> null); // the second's outcome is not needed
-            throw e;
-        }
-        System.arraycopy(first, 0, dstA, 0, dstA.length);
+        System.arraycopy(await(a), 0, dstA, 0, dstA.length);
         System.arraycopy(await(b), 0, dstB, 0, dstB.length);
     }
 

@@ -84,23 +84,13 @@ final class TcpLanes implements BlockingVerbs {
         }
     }
 
-    /** Both reads on one lane in one round trip; on the pipelined channel (in issue order) when no lane is free. */
+    /** Both reads on one lane in one round trip; one after the other when no lane is free (two round trips). */
     @Override
     public void readInOrder(long ptrA, long keyA, byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB,
                             int lengthB) {
         TcpLane lane = lengthA <= TcpLane.MAX_VERB_LENGTH && lengthB <= TcpLane.MAX_VERB_LENGTH ? take() : null;
         if (lane == null) {
-            CompletableFuture<byte[]> a = connection.read(ptrA, keyA, lengthA);
-            CompletableFuture<byte[]> b = connection.read(ptrB, keyB, lengthB);
-            byte[] first;
-            try {
-                first = await(a);
-            } catch (RuntimeException e) {
-                b.exceptionally(x -> null); // the second's outcome is not needed
-                throw e;
-            }
-            System.arraycopy(first, 0, dstA, 0, lengthA);
-            System.arraycopy(await(b), 0, dstB, 0, lengthB);
+            BlockingVerbs.super.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
             return;
         }
         try {
@@ -116,8 +106,8 @@ final class TcpLanes implements BlockingVerbs {
                                        long keyC, long expected, long update) {
         TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
         if (lane == null) {
-            await(connection.write(ptrW, keyW, src, offset, length));
-            return await(connection.compareAndSwap(ptrC, keyC, expected, update));
+            return BlockingVerbs.super.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected,
+                    update);
         }
         try {
             return lane.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected, update);
