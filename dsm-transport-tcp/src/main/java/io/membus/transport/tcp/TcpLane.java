@@ -371,18 +371,7 @@ final class TcpLane implements AutoCloseable {
 
     /** Sends every request in {@link #frameBuf} (one {@code write}); a failure breaks the lane. */
     private void transmit(byte opcode, long until) {
-        deadline = until;
-        try {
-            send();
-        } catch (IOException e) {
-            throw lost(opcode, e);
-        } catch (RuntimeException e) {
-            broken = true;
-            closeQuietly(socket);
-            throw e;
-        } finally {
-            deadline = 0;
-        }
+        io(opcode, until, true);
     }
 
     /**
@@ -391,28 +380,13 @@ final class TcpLane implements AutoCloseable {
      * leaves the lane usable; any other failure breaks it.
      */
     private void answer(byte opcode, long correlation, long until) {
-        deadline = until;
-        try {
-            do {
-                receive();
-            } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
-        } catch (IOException e) {
-            throw lost(opcode, e);
-        } catch (RuntimeException e) {
-            broken = true;
-            closeQuietly(socket);
-            throw e;
-        } finally {
-            deadline = 0;
-        }
+        io(opcode, until, false);
         if (frame.correlationId() != correlation) {
             if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
-                broken = true;
-                closeQuietly(socket);
+                breakLane();
                 throw TcpConnection.decodeError(frame, peer);
             }
-            broken = true;
-            closeQuietly(socket);
+            breakLane();
             throw new ProtocolException(peer.toString(), "correlationId=" + frame.correlationId()
                     + " answers no verb of this lane (expected " + correlation + ")");
         }
@@ -420,17 +394,45 @@ final class TcpLane implements AutoCloseable {
             throw TcpConnection.decodeError(frame, peer);
         }
         if (frame.opcode() != Frame.OP_OK) {
-            broken = true;
-            closeQuietly(socket);
+            breakLane();
             throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
                     + " where a response was expected");
         }
     }
 
-    /** The lane lost its socket (or the reaper closed it at the deadline): it is broken. */
-    private DsmException lost(byte opcode, IOException e) {
+    /**
+     * Sends the requests ({@code sending}) or reads the next answer (skipping message
+     * credits), with {@code until} as the reaper's deadline; a failure breaks the lane.
+     */
+    private void io(byte opcode, long until, boolean sending) {
+        deadline = until;
+        try {
+            if (sending) {
+                send();
+            } else {
+                do {
+                    receive();
+                } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
+            }
+        } catch (IOException e) {
+            throw lost(opcode, e);
+        } catch (RuntimeException e) {
+            breakLane();
+            throw e;
+        } finally {
+            deadline = 0;
+        }
+    }
+
+    /** Marks the lane broken and closes its socket: it is never reused. */
+    private void breakLane() {
         broken = true;
         closeQuietly(socket);
+    }
+
+    /** The lane lost its socket (or the reaper closed it at the deadline): it is broken. */
+    private DsmException lost(byte opcode, IOException e) {
+        breakLane();
         if (expired) {
             return new DsmTimeoutException(Frame.opName(opcode), peer.nodeId(), transport.settings.operationTimeout);
         }
@@ -440,8 +442,7 @@ final class TcpLane implements AutoCloseable {
 
     private void expectBody(byte opcode, int length) {
         if (frame.bodyLength() != length) {
-            broken = true;
-            closeQuietly(socket);
+            breakLane();
             throw new ProtocolException(peer.toString(), Frame.opName(opcode) + " response bodyLength="
                     + frame.bodyLength() + ", expected=" + length);
         }
@@ -506,15 +507,13 @@ final class TcpLane implements AutoCloseable {
         long d = deadline;
         if (d != 0 && now - d > 0) {
             expired = true; // before the close: the woken caller reads it
-            broken = true;
-            closeQuietly(socket);
+            breakLane();
         }
     }
 
     @Override
     public void close() {
-        broken = true;
-        closeQuietly(socket);
+        breakLane();
         LaneReaper.forget(this);
     }
 
