@@ -119,7 +119,9 @@ public class MapBenchmark {
         // the table goes where placement puts it, which may be node 2 (then its gets run on a memory path):
         // make maps until one's table is on node 1, so node 2's lookups cross the transport in every run.
         // Sized for the keys, the table does not grow (and move) while it is filled.
+        // (the maps passed over are destroyed only afterwards, so no new map reuses their blocks and placement)
         DsmMap<Long, Long> created = null;
+        List<DsmMap<Long, Long>> passedOver = new ArrayList<>();
         for (int attempt = 0; created == null; attempt++) {
             DsmMap<Long, Long> m = DsmMap.create(allocators.get(0), Codecs.longs(), Codecs.longs(),
                     DsmMapOptions.defaults().initialSlots(1 << 16));
@@ -128,9 +130,10 @@ public class MapBenchmark {
             } else if (attempt == 50) {
                 throw new IllegalStateException("no map of 50 had its table on node 1");
             } else {
-                m.destroy();
+                passedOver.add(m);
             }
         }
+        passedOver.forEach(DsmMap::destroy);
         map = DsmMap.open(allocators.get(1), created.rootPtr(), Codecs.longs(), Codecs.longs(),
                 DsmMapOptions.defaults().readCacheEntries(0));
         cached = DsmMap.open(allocators.get(1), created.rootPtr(), Codecs.longs(), Codecs.longs(),
