@@ -125,6 +125,7 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
                 ctx.close();
                 return;
             }
+            connection.lanePort(frame.intAt(Frame.WELCOME_LANE_PORT_FIELD_OFFSET));
             if (!connection.opened(ctx.channel())) { // closed by its owner during this handshake
                 ctx.close();
                 return;

@@ -43,7 +43,8 @@ import java.nio.charset.StandardCharsets;
  *   HELLO     nodeId int32 | incarnation int64 | targetNode int32 | targetIncarnation int64 | nonce[32]  (56)
  *   CHALLENGE nodeId int32 | incarnation int64 | nonce[32] | serverProof[32]                            (76)
  *   AUTH      clientProof[32]                                                                            (32)
- *   WELCOME   nothing
+ *   WELCOME   lanePort int32: the port of this node's lane server, where blocking lanes connect
+ *             (0: none; lanes then connect to this port)                                             (4)
  *   a refused handshake gets an ERROR frame (code AUTHENTICATION, STALE_INCARNATION, NODE_UNAVAILABLE
  *   or PROTOCOL) and the connection is closed.
  * </pre>
@@ -120,6 +121,8 @@ public final class Frame {
     public static final int CREDIT_CREDITS_FIELD_OFFSET = HEADER_LENGTH;
     public static final int CREDIT_MAX_SIZE_FIELD_OFFSET = HEADER_LENGTH + 4;
     public static final int CREDIT_BODY_LENGTH = 8;
+    public static final int WELCOME_LANE_PORT_FIELD_OFFSET = HEADER_LENGTH;
+    public static final int WELCOME_BODY_LENGTH = 4;
 
     // opcodes
     public static final byte OP_READ = 1;
@@ -233,7 +236,7 @@ public final class Frame {
             case OP_HELLO -> HELLO_BODY_LENGTH;
             case OP_CHALLENGE -> CHALLENGE_BODY_LENGTH;
             case OP_AUTH -> AUTH_BODY_LENGTH;
-            case OP_WELCOME -> 0;
+            case OP_WELCOME -> WELCOME_BODY_LENGTH;
             case OP_OK, OP_MSG_REPLY -> body;
             case OP_ERROR, OP_MSG_ERROR -> body < ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH
                     ? ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH : body;
@@ -392,7 +395,9 @@ public final class Frame {
         out.writeBytes(proof);
     }
 
-    public static void writeWelcome(ByteBuf out) {
-        writeHeader(out, OP_WELCOME, 0, 0);
+    /** @param lanePort the port of the node's lane server, 0 for none */
+    public static void writeWelcome(ByteBuf out, int lanePort) {
+        writeHeader(out, OP_WELCOME, 0, WELCOME_BODY_LENGTH);
+        out.writeIntLE(lanePort);
     }
 }

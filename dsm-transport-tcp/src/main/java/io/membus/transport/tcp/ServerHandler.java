@@ -1,15 +1,8 @@
 package io.membus.transport.tcp;
 
-import io.membus.core.auth.PeerAuth;
-import io.membus.core.Access;
-import io.membus.core.RemotePtr;
-import io.membus.core.Segment;
-import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.ProtocolException;
-import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.error.VerbException;
 import io.membus.core.transport.FaultInjector;
 import io.membus.core.message.Inbox;
 import io.membus.core.message.MessageFailures;
@@ -53,7 +46,6 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private static final int AWAIT_AUTH = 1;
     private static final int OPEN = 2;
     private static final int CLOSED = 3;
-    private static final int SCRATCH_KEEP = 64 * 1024;
     /** Responses buffered in a read batch beyond this many bytes are written at once, not at the batch's end. */
     static final int FLUSH_AT = 256 * 1024;
 
@@ -63,17 +55,14 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private int state = AWAIT_HELLO;
     private volatile int initiatorNode = -1;
     private volatile long initiatorIncarnation;
-    private int targetNodeClaimed;
-    private long targetIncarnationClaimed;
-    private byte[] clientNonce;
-    private byte[] serverNonce;
+    private final TargetHandshake handshake;
     private ChannelHandlerContext ctx;
     private ScheduledFuture<?> handshakeTimer;
     /** Whether this connection still counts in {@link TcpTransport#handshaking}. */
     private boolean handshaking = true;
     private ByteBuf out;
-    /** Copy buffer of reads and writes; allocated at the first verb, so a peer that never authenticates costs none. */
-    private byte[] scratch = new byte[0];
+    /** Runs this connection's verbs (its copy buffer is allocated at the first verb). */
+    private final VerbExecutor verbs;
     /**
      * Verbs not yet executed, in arrival order (retained frames): held by an injected delay, or parked while
      * the channel is not writable (the peer does not take its responses as fast as it asks).
@@ -81,8 +70,6 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private final ArrayDeque<Held> held = new ArrayDeque<>();
     /** The inbox of this initiator's messages, from WELCOME on. */
     private Inbox inbox;
-    /** Whether the last verb of this connection failed or was dropped: a LINKED verb after it is not run. */
-    private boolean lastVerbFailed;
 
     private record Held(long releaseNanos, ByteBuf frame) {
     }
@@ -90,6 +77,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     ServerHandler(TcpTransport transport, String peer) {
         this.transport = transport;
         this.peer = peer;
+        this.verbs = new VerbExecutor(transport);
+        this.handshake = new TargetHandshake(transport, peer);
     }
 
     int initiatorNode() {
@@ -219,65 +208,25 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             protocolError("opcode=" + Frame.opName(frame.opcode()) + " before the handshake (expected HELLO)");
             return;
         }
-        initiatorNode = frame.intAt(Frame.HELLO_NODE_FIELD_OFFSET);
-        long claimedIncarnation = frame.longAt(Frame.HELLO_INCARNATION_FIELD_OFFSET);
-        targetNodeClaimed = frame.intAt(Frame.HELLO_TARGET_NODE_FIELD_OFFSET);
-        targetIncarnationClaimed = frame.longAt(Frame.HELLO_TARGET_INCARNATION_FIELD_OFFSET);
-        clientNonce = frame.bytesAt(Frame.HELLO_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
         initiatorIncarnation = 0; // not trusted until AUTH verifies
-        serverNonce = PeerAuth.nonce();
-        byte[] proof = transport.handshake.proof(PeerAuth.Role.TARGET, initiatorNode, claimedIncarnation,
-                transport.nodeId(), transport.incarnation(), clientNonce, serverNonce);
-        this.claimedIncarnation = claimedIncarnation;
         ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.CHALLENGE_BODY_LENGTH);
-        Frame.writeChallenge(b, transport.nodeId(), transport.incarnation(), serverNonce, proof);
+        handshake.hello(frame, b);
+        initiatorNode = handshake.initiatorNode();
         ctx.writeAndFlush(b, ctx.voidPromise());
         state = AWAIT_AUTH;
     }
-
-    private long claimedIncarnation;
 
     private void onAuth() {
         if (frame.opcode() != Frame.OP_AUTH) {
             protocolError("opcode=" + Frame.opName(frame.opcode()) + " before the handshake completed (expected AUTH)");
             return;
         }
-        byte[] expected = transport.handshake.proof(PeerAuth.Role.INITIATOR, initiatorNode, claimedIncarnation,
-                transport.nodeId(), transport.incarnation(), clientNonce, serverNonce);
-        byte[] received = frame.bytesAt(Frame.AUTH_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
-        if (!PeerAuth.matches(expected, received)) {
-            AuthenticationException e = new AuthenticationException(peer + " (claims node " + initiatorNode + ")",
-                    "reason=the client proof does not verify under this node's cluster secret");
-            transport.refusals.warn(e.getMessage() + "; disconnected");
-            refuse(ErrorCode.AUTHENTICATION, 0, e.getMessage());
+        TargetHandshake.Refusal refusal = handshake.auth(frame, ctx.channel());
+        if (refusal != null) {
+            refuseWithDetail(refusal.code(), refusal.detail(), refusal.message());
             return;
         }
-        if (targetNodeClaimed != transport.nodeId()) {
-            refuse(ErrorCode.NODE_UNAVAILABLE, 0, "this address serves node " + transport.nodeId() + ", not node "
-                    + targetNodeClaimed + "; the directory entry of node " + targetNodeClaimed + " is out of date");
-            return;
-        }
-        if (targetIncarnationClaimed != transport.incarnation()) {
-            StaleIncarnationException e = new StaleIncarnationException(transport.nodeId(), targetIncarnationClaimed,
-                    transport.incarnation());
-            LOG.info("peer node {} at {} asked for an earlier incarnation: {}", initiatorNode, peer, e.getMessage());
-            refuseWithDetail(ErrorCode.STALE_INCARNATION, transport.incarnation(), e.getMessage());
-            return;
-        }
-        String fence = transport.fenceReason(initiatorNode);
-        if (fence != null || !transport.serving()) {
-            refuse(ErrorCode.NODE_UNAVAILABLE, 0, fence != null ? "node " + transport.nodeId() + " fenced node "
-                    + initiatorNode + ": " + fence : "node " + transport.nodeId() + " is shutting down");
-            return;
-        }
-        long newer = transport.admitInitiator(initiatorNode, claimedIncarnation, ctx.channel());
-        if (newer != 0) {
-            StaleIncarnationException e = new StaleIncarnationException(initiatorNode, claimedIncarnation, newer);
-            transport.refusals.warn("peer " + peer + " authenticated as an earlier incarnation of node "
-                    + initiatorNode + ": " + e.getMessage());
-            refuseWithDetail(ErrorCode.STALE_INCARNATION, newer, e.getMessage());
-            return;
-        }
+        long claimedIncarnation = handshake.claimedIncarnation();
         initiatorIncarnation = claimedIncarnation;
         state = OPEN;
         leaveHandshake();
@@ -295,7 +244,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         ByteBuf b = ctx.alloc().ioBuffer(2 * Frame.HEADER_LENGTH + Frame.CREDIT_BODY_LENGTH);
-        Frame.writeWelcome(b);
+        Frame.writeWelcome(b, transport.lanePort());
         // the message credits: this initiator's inbox, and the largest message a frame of this node carries
         Frame.writeCredit(b, transport.messages().inboxCapacity(), Math.min(transport.messages().maxMessageSize(),
                 transport.settings.maxFrame - Frame.HEADER_LENGTH - Frame.MSG_FIXED_BODY_LENGTH));
@@ -321,7 +270,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         if (faults.active() || !held.isEmpty() || backedUp) {
             FaultInjector.Rule rule = faults.active() ? faults.rule(initiatorNode) : null;
             if (rule != null && rule.drop()) {
-                lastVerbFailed = true; // never run: a verb linked to it must not run either
+                verbs.dropped(); // never run: a verb linked to it must not run either
                 return false; // never executed, never answered
             }
             long delay = rule == null ? 0 : rule.delayNanos();
@@ -412,72 +361,13 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void execute() {
-        long corr = frame.correlationId();
-        long ptr = frame.longAt(Frame.PTR_FIELD_OFFSET);
-        long key = frame.longAt(Frame.REMOTE_KEY_FIELD_OFFSET);
-        byte op = frame.opcode();
-        int length = switch (op) {
-            case Frame.OP_READ, Frame.OP_WRITE -> frame.intAt(Frame.VERB_LENGTH_FIELD_OFFSET);
-            default -> 8;
-        };
         ByteBuf o = out();
-        if (lastVerbFailed && (frame.flags() & Frame.FLAG_LINKED) != 0) {
-            Frame.writeError(o, corr, ErrorCode.NOT_RUN.wire(), length, ptr, 0, Frame.opName(op)
-                    + " not run on node " + transport.nodeId() + ": it was linked to the verb before it, which failed");
-            return; // lastVerbFailed stays: a chain stops at its first failure
-        }
-        lastVerbFailed = true; // until the verb below succeeds
-        try {
-            if (transport.isFenced(initiatorNode)) {
-                throw new io.membus.core.error.NodeUnavailableException(transport.nodeId(), "node "
-                        + transport.nodeId() + " fenced node " + initiatorNode + ": " + transport.fenceReason(initiatorNode));
-            }
-            switch (op) {
-                case Frame.OP_READ -> {
-                    Segment s = transport.table().check(ptr, key, length, Access.READ, false);
-                    byte[] dst = scratch(length);
-                    s.read(RemotePtr.offset(ptr), dst, 0, length);
-                    Frame.writeHeader(o, Frame.OP_OK, corr, length);
-                    o.writeBytes(dst, 0, length);
-                }
-                case Frame.OP_WRITE -> {
-                    Segment s = transport.table().check(ptr, key, length, Access.WRITE, false);
-                    byte[] src = scratch(length);
-                    frame.bytesAt(Frame.WRITE_DATA_FIELD_OFFSET, src, 0, length);
-                    s.write(RemotePtr.offset(ptr), src, 0, length);
-                    Frame.writeHeader(o, Frame.OP_OK, corr, 0);
-                }
-                case Frame.OP_CAS -> Frame.writeOkValue(o, corr, transport.table().compareAndSwap(ptr, key,
-                        frame.longAt(Frame.EXPECTED_FIELD_OFFSET), frame.longAt(Frame.UPDATE_FIELD_OFFSET)));
-                default -> Frame.writeOkValue(o, corr, transport.table().fetchAndAdd(ptr, key,
-                        frame.longAt(Frame.DELTA_FIELD_OFFSET)));
-            }
-            lastVerbFailed = false;
-        } catch (VerbException e) {
-            Frame.writeError(o, corr, e.code().wire(), e.length(), e.ptr(), e.detail(), null);
-        } catch (DsmException e) {
-            Frame.writeError(o, corr, e.code().wire(), length, ptr, 0, e.getMessage());
-        } catch (RuntimeException e) {
-            LOG.warn("verb {} from node {} failed unexpectedly", Frame.opName(op), initiatorNode, e);
-            Frame.writeError(o, corr, ErrorCode.INTERNAL.wire(), length, ptr, 0, "verb failed on node "
-                    + transport.nodeId() + ": " + e);
-        }
+        verbs.execute(frame, initiatorNode, o);
         if (o.readableBytes() >= FLUSH_AT) {
             // large answers leave now: a batch of big reads must not build one huge buffer, and once the
             // channel is not writable the rest of the batch waits in held instead of executing
             flush();
         }
-    }
-
-    private byte[] scratch(int length) {
-        if (length <= scratch.length) {
-            return scratch;
-        }
-        byte[] b = new byte[Math.max(length, 4096)];
-        if (b.length <= SCRATCH_KEEP) {
-            scratch = b;
-        }
-        return b;
     }
 
     private ByteBuf out() {

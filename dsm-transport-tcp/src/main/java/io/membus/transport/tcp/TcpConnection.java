@@ -682,6 +682,17 @@ final class TcpConnection implements Connection {
         return outbox;
     }
 
+    /** The peer's lane server port from its WELCOME (0: none; lanes connect to the peer's port). */
+    private volatile int lanePort;
+
+    void lanePort(int port) {
+        this.lanePort = port;
+    }
+
+    int lanePort() {
+        return lanePort;
+    }
+
     /**
      * The handshake of {@code ch} ended with WELCOME: the connection is OPEN on it, unless
      * its owner closed it during the handshake (the close must win, or the connection

@@ -258,7 +258,8 @@ final class TcpLanes implements BlockingVerbs {
         }
         TcpLane lane;
         try {
-            lane = TcpLane.open(index, transport, peer, host, port);
+            int lanePort = connection.lanePort(); // the peer's lane server, when it runs one
+            lane = TcpLane.open(index, transport, peer, host, lanePort > 0 ? lanePort : port);
         } catch (DsmException e) {
             noOpenBefore = System.nanoTime() + RETRY_AFTER_FAILED_OPEN_NANOS;
             release(index);

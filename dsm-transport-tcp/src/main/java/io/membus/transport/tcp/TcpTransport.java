@@ -66,6 +66,8 @@ public final class TcpTransport extends AbstractTransport {
     private final String localAddress;
     /** Authenticated (or handshaking) server-side channels. */
     private final Map<Channel, ServerHandler> served = new ConcurrentHashMap<>();
+    /** Serves the blocking lanes peers open to this node; null when {@code lane-server = false}. */
+    private final LaneServer laneServer;
     /** Accepted connections that have not authenticated yet: at most {@code membus.transports.tcp.max-handshaking}. */
     final AtomicInteger handshaking = new AtomicInteger();
     /** The newest incarnation each initiator node authenticated with: older ones are refused. */
@@ -126,6 +128,19 @@ public final class TcpTransport extends AbstractTransport {
             throw new TransportUnavailableException("tcp", "cannot listen on membus.transports.tcp.host=" + settings.host
                     + ", membus.transports.tcp.port=" + settings.port + ": " + e + "; choose a free port (0 = any) or another host", e);
         }
+        LaneServer lanes = null;
+        if (settings.laneServer) {
+            try {
+                lanes = new LaneServer(this, settings.host);
+            } catch (java.io.IOException e) {
+                serverChannel.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
+                group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
+                throw new TransportUnavailableException("tcp", "cannot listen for blocking lanes on"
+                        + " membus.transports.tcp.host=" + settings.host + ": " + e
+                        + "; choose another host, or set membus.transports.tcp.lane-server=false", e);
+            }
+        }
+        this.laneServer = lanes;
         int port = ((InetSocketAddress) serverChannel.localAddress()).getPort();
         String host = settings.advertiseHost.contains(":") && !settings.advertiseHost.startsWith("[")
                 ? "[" + settings.advertiseHost + "]" : settings.advertiseHost; // an IPv6 literal
@@ -163,7 +178,12 @@ public final class TcpTransport extends AbstractTransport {
      *
      * @return the newer incarnation already seen, or {@code 0} when this one is current
      */
-    long admitInitiator(int nodeId, long incarnation, Channel channel) {
+    /** The port of this node's lane server, announced in WELCOME; 0 when lanes are served on the Netty port. */
+    int lanePort() {
+        return laneServer == null ? 0 : laneServer.port();
+    }
+
+    long admitInitiator(int nodeId, long incarnation, Object owner) {
         long[] newer = {0};
         initiatorIncarnations.merge(nodeId, incarnation, (old, now) -> {
             if (old > now) {
@@ -174,12 +194,17 @@ public final class TcpTransport extends AbstractTransport {
         });
         if (newer[0] == 0) {
             // a restarted initiator: its earlier incarnation's channels are closed
+            String why = "node " + nodeId + " restarted with incarnation " + incarnation;
             served.forEach((ch, h) -> {
-                if (ch != channel && h.initiatorNode() == nodeId && h.initiatorIncarnation() != 0
+                if (ch != owner && h.initiatorNode() == nodeId && h.initiatorIncarnation() != 0
                         && h.initiatorIncarnation() < incarnation) {
-                    h.drop("node " + nodeId + " restarted with incarnation " + incarnation);
+                    h.drop(why);
                 }
             });
+            if (laneServer != null) {
+                laneServer.drop(c -> c != owner && c.initiatorNode == nodeId && c.initiatorIncarnation < incarnation,
+                        why);
+            }
         }
         return newer[0];
     }
@@ -198,7 +223,7 @@ public final class TcpTransport extends AbstractTransport {
                 n[0]++;
             }
         });
-        return n[0];
+        return n[0] + (laneServer == null ? 0 : laneServer.drop(c -> c.initiatorNode == nodeId, reason));
     }
 
     @Override
@@ -208,10 +233,16 @@ public final class TcpTransport extends AbstractTransport {
                 h.drop("fenced: " + reason);
             }
         });
+        if (laneServer != null) {
+            laneServer.drop(c -> c.initiatorNode == nodeId, "fenced: " + reason);
+        }
     }
 
     @Override
     protected void closeTransport() {
+        if (laneServer != null) {
+            laneServer.close(); // its threads end as their sockets close
+        }
         serverChannel.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
         for (ServerHandler h : served.values()) {
             h.drop("node " + nodeId() + " is shutting down"); // peers learn why, and fail their verbs at once
@@ -223,6 +254,11 @@ public final class TcpTransport extends AbstractTransport {
         }
         // the timeout bounds close(); quiet period 0: nothing is left to run on the loops
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
+
+    /** Lanes the lane server serves now (0 without one); for tests. */
+    int lanesServed() {
+        return laneServer == null ? 0 : laneServer.servedCount();
     }
 
     /** Accepted channels not yet closed (handshaking or authenticated); for tests. */

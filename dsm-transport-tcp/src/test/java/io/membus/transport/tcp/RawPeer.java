@@ -98,6 +98,21 @@ final class RawPeer implements AutoCloseable {
         }
     }
 
+    /**
+     * Sends a fetch-and-add before any handshake and checks that the node answers with a
+     * PROTOCOL error that names the missing HELLO, then closes the connection.
+     */
+    void sendVerbBeforeHelloAndExpectRefusal(long ptr, long remoteKey) throws IOException {
+        send(b -> Frame.writeFaa(b, 1, ptr, remoteKey, 1));
+        byte[] answer = readFrame();
+        if (answer == null || errorCode(answer) != io.membus.core.error.ErrorCode.PROTOCOL.wire()
+                || !errorMessage(answer).contains("before the handshake (expected HELLO)")) {
+            throw new AssertionError("expected a PROTOCOL error naming the missing HELLO, got "
+                    + (answer == null ? "the end of the stream" : wrap(answer).opcode() + ": " + errorMessage(answer)));
+        }
+        awaitClosed();
+    }
+
     static Frame wrap(byte[] frame) {
         return new Frame().wrap(Unpooled.wrappedBuffer(frame), 0);
     }
@@ -126,6 +141,17 @@ final class RawPeer implements AutoCloseable {
      */
     byte[] handshake(byte[] secret, int nodeId, long incarnation, int targetNode, long targetIncarnation)
             throws IOException {
+        return handshake(secret, nodeId, incarnation, targetNode, targetIncarnation, true);
+    }
+
+    /** A full handshake with {@code secret} on a node's lane server, which grants no message credits. */
+    byte[] laneHandshake(byte[] secret, int nodeId, long incarnation, int targetNode, long targetIncarnation)
+            throws IOException {
+        return handshake(secret, nodeId, incarnation, targetNode, targetIncarnation, false);
+    }
+
+    private byte[] handshake(byte[] secret, int nodeId, long incarnation, int targetNode, long targetIncarnation,
+                             boolean credits) throws IOException {
         byte[] challenge = hello(nodeId, incarnation, targetNode, targetIncarnation);
         Frame c = wrap(challenge);
         if (c.opcode() != Frame.OP_CHALLENGE) {
@@ -137,7 +163,7 @@ final class RawPeer implements AutoCloseable {
                 clientNonce, serverNonce);
         send(b -> Frame.writeAuth(b, proof));
         byte[] answer = readFrame();
-        if (answer != null && wrap(answer).opcode() == Frame.OP_WELCOME) {
+        if (credits && answer != null && wrap(answer).opcode() == Frame.OP_WELCOME) {
             byte[] credit = readFrame();
             if (credit == null || wrap(credit).opcode() != Frame.OP_MSG_CREDIT) {
                 throw new AssertionError("WELCOME was not followed by the message credit grant");

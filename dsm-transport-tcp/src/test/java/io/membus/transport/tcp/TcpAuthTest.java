@@ -81,12 +81,7 @@ class TcpAuthTest {
         Segment seg = a.export(SegmentSpec.of(0, 4096));
         // the right pointer and key, but no handshake at all
         try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
-            p.send(b -> Frame.writeFaa(b, 1, seg.pointer(0), seg.remoteKey(), 1));
-            byte[] answer = p.readFrame();
-            assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(answer));
-            assertTrue(RawPeer.errorMessage(answer).contains("before the handshake (expected HELLO)"),
-                    RawPeer.errorMessage(answer));
-            p.awaitClosed();
+            p.sendVerbBeforeHelloAndExpectRefusal(seg.pointer(0), seg.remoteKey());
         }
         // HELLO, then a verb instead of AUTH
         try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {

@@ -191,7 +191,7 @@ class TcpFuzzTest {
                 switch (r.nextInt(3)) {
                     case 0 -> Frame.writeHello(out, 2, 42, 1, r.nextLong(), PeerAuth.nonce());
                     case 1 -> Frame.writeAuth(out, PeerAuth.nonce());
-                    default -> Frame.writeWelcome(out);
+                    default -> Frame.writeWelcome(out, 0);
                 }
             }
             case 8 -> {

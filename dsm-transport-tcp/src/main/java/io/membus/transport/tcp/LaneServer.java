@@ -1,0 +1,306 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.error.ErrorCode;
+import io.membus.core.transport.FaultInjector;
+import io.membus.core.transport.TransportThreads;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Predicate;
+
+/**
+ * The target's side of the blocking lanes: a plain blocking server socket, beside the
+ * Netty one, whose every accepted connection is served by a thread of its own that
+ * reads a verb, runs it and writes its answer — the shape of the blocking-socket floor
+ * a synchronous verb is measured against. The lane's caller writes its request and
+ * reads its answer itself, so a lane verb now costs the two thread wake-ups of that
+ * floor on both sides; served by the Netty event loop, the target's side paid an epoll
+ * wake-up and the event loop's pipeline per verb, and one event-loop thread served
+ * every lane of every peer.
+ *
+ * <p>A connection here is a lane and nothing else: the same handshake as any
+ * connection ({@link TargetHandshake}: the cluster secret's proofs, the node and
+ * incarnation asked for, fencing), then verbs only (a message or any other frame is a
+ * protocol error that closes it), run by a {@link VerbExecutor} with the same checks,
+ * LINKED rule and answers as on the Netty side. Fault rules apply as there: a dropped
+ * verb is never run nor answered, a delayed one runs after its delay (the lane's later
+ * verbs wait behind it, as they do on a channel). Fencing an initiator, a newer
+ * incarnation of it, {@code disconnect} and {@code close} close its lane sockets, which
+ * ends their threads; the caller sees its lane lost. The port is announced in the
+ * WELCOME of every Netty connection; an initiator whose WELCOME names no port opens
+ * its lanes to the Netty port, as before.
+ *
+ * <p>One thread per lane: at most {@code blocking-lanes} per initiator (default 8). A
+ * thread blocked in {@code read} costs no CPU.
+ *
+ * <p><b>Note:</b> thread-safe: the acceptor and one thread per connection; the
+ * registry of connections is concurrent and {@link #close} may be called from any
+ * thread.
+ */
+final class LaneServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(LaneServer.class);
+    /** A lane's requests are at most this long (the lane's own limit); anything longer is a protocol error. */
+    private static final int MAX_FRAME = TcpLane.MAX_FRAME;
+
+    private final TcpTransport transport;
+    private final ServerSocket server;
+    private final Set<Served> served = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger threads = new AtomicInteger();
+    private volatile boolean closed;
+
+    LaneServer(TcpTransport transport, String host) throws IOException {
+        this.transport = transport;
+        this.server = new ServerSocket();
+        server.setReuseAddress(true);
+        server.bind(new InetSocketAddress(host, 0), 64);
+        TransportThreads.startDaemon("membus-lanes-accept-" + transport.nodeId(), this::acceptLoop);
+    }
+
+    int port() {
+        return server.getLocalPort();
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            Socket s;
+            try {
+                s = server.accept();
+            } catch (IOException e) {
+                if (!closed) {
+                    LOG.warn("node {}: the lane server stopped accepting: {}", transport.nodeId(), e.toString());
+                }
+                return;
+            }
+            String peer = String.valueOf(s.getRemoteSocketAddress());
+            if (transport.handshaking.incrementAndGet() > transport.settings.maxHandshaking) {
+                transport.handshaking.decrementAndGet();
+                transport.refusals.warn("peer " + peer + " refused: " + transport.settings.maxHandshaking
+                        + " connections are already in the handshake (membus.transports.tcp.max-handshaking);"
+                        + " disconnected");
+                closeQuietly(s);
+                continue;
+            }
+            Served c = new Served(s, peer);
+            served.add(c);
+            if (closed) { // closed while it was accepted: close() may not have seen it
+                c.close();
+                transport.handshaking.decrementAndGet();
+                continue;
+            }
+            TransportThreads.startDaemon("membus-lane-" + transport.nodeId() + "-" + threads.incrementAndGet(), c);
+        }
+    }
+
+    /** Closes the lanes whose initiator matches; returns how many. */
+    int drop(Predicate<Served> which, String reason) {
+        int n = 0;
+        for (Served c : served) {
+            if (which.test(c)) {
+                LOG.info("closing lane from node {} at {}: {}", c.initiatorNode, c.peer, reason);
+                c.close();
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Lanes served now (for tests). */
+    int servedCount() {
+        return served.size();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        closeQuietly(server);
+        for (Served c : served) {
+            c.close();
+        }
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        try {
+            c.close();
+        } catch (Exception ignored) {
+            // closing: nothing left to do
+        }
+    }
+
+    /** One accepted lane and the thread that serves it. */
+    final class Served implements Runnable {
+        private final Socket socket;
+        private final String peer;
+        /** The authenticated initiator (-1 until the handshake admitted it) and its incarnation. */
+        volatile int initiatorNode = -1;
+        volatile long initiatorIncarnation;
+        private final byte[] in = new byte[MAX_FRAME];
+        private final ByteBuf inBuf = Unpooled.wrappedBuffer(in);
+        private final ByteBuf out = Unpooled.buffer(MAX_FRAME);
+        private final Frame frame = new Frame();
+
+        Served(Socket socket, String peer) {
+            this.socket = socket;
+            this.peer = peer;
+        }
+
+        @Override
+        public void run() {
+            boolean handshaking = true;
+            try {
+                socket.setTcpNoDelay(true);
+                socket.setSoTimeout((int) Math.max(1, transport.settings.handshakeTimeout.toMillis()));
+                DataInputStream input = new DataInputStream(new BufferedInputStream(socket.getInputStream(), MAX_FRAME));
+                OutputStream output = socket.getOutputStream();
+                if (!handshake(input, output)) {
+                    return;
+                }
+                transport.handshaking.decrementAndGet();
+                handshaking = false;
+                socket.setSoTimeout(0); // from here the caller's reaper keeps the deadline
+                serve(input, output);
+            } catch (SocketTimeoutException e) {
+                transport.refusals.warn("peer " + peer + " did not complete the lane handshake within "
+                        + transport.settings.handshakeTimeout.toMillis() + " ms: disconnected");
+            } catch (IOException e) {
+                LOG.debug("lane from {} ended: {}", peer, e.toString());
+            } catch (RuntimeException e) {
+                LOG.warn("lane from {} failed: {}", peer, e.toString(), e);
+            } finally {
+                if (handshaking) {
+                    transport.handshaking.decrementAndGet();
+                }
+                close();
+                served.remove(this);
+            }
+        }
+
+        /** HELLO, CHALLENGE, AUTH, WELCOME; false (refused, answered and to be closed) when not admitted. */
+        private boolean handshake(DataInputStream input, OutputStream output) throws IOException {
+            TargetHandshake hs = new TargetHandshake(transport, peer);
+            String bad = read(input);
+            if (bad != null || frame.opcode() != Frame.OP_HELLO) {
+                return refuseProtocol(bad != null ? bad : "opcode=" + Frame.opName(frame.opcode())
+                        + " before the handshake (expected HELLO)", output);
+            }
+            out.clear();
+            hs.hello(frame, out);
+            write(output);
+            bad = read(input);
+            if (bad != null || frame.opcode() != Frame.OP_AUTH) {
+                return refuseProtocol(bad != null ? bad : "opcode=" + Frame.opName(frame.opcode())
+                        + " before the handshake completed (expected AUTH)", output);
+            }
+            TargetHandshake.Refusal refusal = hs.auth(frame, this);
+            if (refusal != null) {
+                refuse(refusal.code(), refusal.detail(), refusal.message(), output);
+                return false;
+            }
+            initiatorNode = hs.initiatorNode();
+            initiatorIncarnation = hs.claimedIncarnation();
+            out.clear();
+            Frame.writeWelcome(out, 0);
+            write(output);
+            LOG.debug("lane from node {} (incarnation {}) at {} authenticated", initiatorNode, initiatorIncarnation,
+                    peer);
+            return true;
+        }
+
+        /** Verbs until the peer goes away, a protocol error, or the lane is closed. */
+        private void serve(DataInputStream input, OutputStream output) throws IOException {
+            VerbExecutor verbs = new VerbExecutor(transport);
+            while (true) {
+                String bad = read(input);
+                if (bad != null) {
+                    refuseProtocol(bad, output);
+                    return;
+                }
+                byte op = frame.opcode();
+                if (op < Frame.OP_READ || op > Frame.OP_FAA) {
+                    refuseProtocol("opcode=" + Frame.opName(op) + " on a blocking lane, which carries verbs only",
+                            output);
+                    return;
+                }
+                FaultInjector faults = transport.faults();
+                if (faults.active()) {
+                    FaultInjector.Rule rule = faults.rule(initiatorNode);
+                    if (rule != null && rule.drop()) {
+                        verbs.dropped(); // never run, never answered; a verb linked to it does not run either
+                        continue;
+                    }
+                    long delay = rule == null ? 0 : rule.delayNanos();
+                    long until = System.nanoTime() + delay;
+                    // the lane's later verbs wait behind it, as on a channel; a closed lane stops waiting
+                    while (delay > 0 && !socket.isClosed() && until - System.nanoTime() > 0) {
+                        LockSupport.parkNanos(Math.min(until - System.nanoTime(), 10_000_000L));
+                    }
+                    if (socket.isClosed()) {
+                        return;
+                    }
+                }
+                out.clear();
+                verbs.execute(frame, initiatorNode, out);
+                write(output);
+            }
+        }
+
+        /**
+         * Reads one whole frame into {@link #frame}: null, or what is wrong with it (a length
+         * outside the lane's limits, or what {@link Frame#validate()} refuses).
+         *
+         * @throws IOException the peer went away, or the socket was closed
+         */
+        private String read(DataInputStream input) throws IOException {
+            input.readFully(in, 0, 4);
+            int lengthField = inBuf.getIntLE(Frame.LENGTH_FIELD_OFFSET);
+            if (lengthField < Frame.MIN_LENGTH_FIELD || lengthField > MAX_FRAME - 4) {
+                return "frame length=" + (lengthField + 4L) + " outside " + Frame.HEADER_LENGTH + ".." + MAX_FRAME
+                        + " on a blocking lane";
+            }
+            input.readFully(in, 4, lengthField);
+            frame.wrap(inBuf, 0);
+            return frame.validate();
+        }
+
+        private void write(OutputStream output) throws IOException {
+            output.write(out.array(), out.arrayOffset() + out.readerIndex(), out.readableBytes());
+        }
+
+        private boolean refuseProtocol(String detail, OutputStream output) {
+            String who = peer + (initiatorNode >= 0 ? " (node " + initiatorNode + ")" : "");
+            transport.refusals.warn("protocol error from " + who + " on a blocking lane: " + detail + "; disconnected");
+            refuse(ErrorCode.PROTOCOL, 0, "protocol error on a blocking lane of node " + transport.nodeId() + ": "
+                    + detail, output);
+            return false;
+        }
+
+        /** One ERROR frame (correlation id 0) if the socket takes it, then the caller closes. */
+        private void refuse(ErrorCode code, long detail, String message, OutputStream output) {
+            out.clear();
+            Frame.writeError(out, 0, code.wire(), 0, 0, detail, message);
+            try {
+                write(output);
+            } catch (IOException ignored) {
+                // the peer is gone: nothing to tell it
+            }
+        }
+
+        void close() {
+            closeQuietly(socket);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.Access;
+import io.membus.core.RemotePtr;
+import io.membus.core.Segment;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.VerbException;
+import io.netty.buffer.ByteBuf;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The soft NIC's execution of one connection's verbs on this node's segment table:
+ * checks (fencing, the table's checks), the memory operation, and the answer (OK with
+ * its result, or ERROR with the typed failure) written to a buffer. Keeps the rule of
+ * the LINKED flag: a verb linked to one that failed, or was dropped by a fault rule, is
+ * not run and is answered NOT_RUN. Used by both ways a target serves a connection: the
+ * Netty channel ({@link ServerHandler}) and the blocking lane server ({@link LaneServer}).
+ *
+ * <p><b>Note:</b> not thread-safe: one per connection, used by the thread that serves it.
+ */
+final class VerbExecutor {
+    private static final Logger LOG = LoggerFactory.getLogger(VerbExecutor.class);
+    private static final int SCRATCH_KEEP = 64 * 1024;
+
+    private final TcpTransport transport;
+    /** Copy buffer of reads and writes; allocated at the first verb, so a peer that never authenticates costs none. */
+    private byte[] scratch = new byte[0];
+    /** Whether the last verb failed or was dropped: a LINKED verb after it is not run. */
+    private boolean lastVerbFailed;
+
+    VerbExecutor(TcpTransport transport) {
+        this.transport = transport;
+    }
+
+    /** A fault rule dropped the connection's next verb: it never ran, so a verb linked to it must not run either. */
+    void dropped() {
+        lastVerbFailed = true;
+    }
+
+    /** Runs the verb request in {@code frame} (validated, opcode READ..FAA) from {@code initiatorNode}; answers into {@code o}. */
+    void execute(Frame frame, int initiatorNode, ByteBuf o) {
+        long corr = frame.correlationId();
+        long ptr = frame.longAt(Frame.PTR_FIELD_OFFSET);
+        long key = frame.longAt(Frame.REMOTE_KEY_FIELD_OFFSET);
+        byte op = frame.opcode();
+        int length = switch (op) {
+            case Frame.OP_READ, Frame.OP_WRITE -> frame.intAt(Frame.VERB_LENGTH_FIELD_OFFSET);
+            default -> 8;
+        };
+        if (lastVerbFailed && (frame.flags() & Frame.FLAG_LINKED) != 0) {
+            Frame.writeError(o, corr, ErrorCode.NOT_RUN.wire(), length, ptr, 0, Frame.opName(op)
+                    + " not run on node " + transport.nodeId() + ": it was linked to the verb before it, which failed");
+            return; // lastVerbFailed stays: a chain stops at its first failure
+        }
+        lastVerbFailed = true; // until the verb below succeeds
+        try {
+            if (transport.isFenced(initiatorNode)) {
+                throw new NodeUnavailableException(transport.nodeId(), "node " + transport.nodeId() + " fenced node "
+                        + initiatorNode + ": " + transport.fenceReason(initiatorNode));
+            }
+            switch (op) {
+                case Frame.OP_READ -> {
+                    Segment s = transport.table().check(ptr, key, length, Access.READ, false);
+                    byte[] dst = scratch(length);
+                    s.read(RemotePtr.offset(ptr), dst, 0, length);
+                    Frame.writeHeader(o, Frame.OP_OK, corr, length);
+                    o.writeBytes(dst, 0, length);
+                }
+                case Frame.OP_WRITE -> {
+                    Segment s = transport.table().check(ptr, key, length, Access.WRITE, false);
+                    byte[] src = scratch(length);
+                    frame.bytesAt(Frame.WRITE_DATA_FIELD_OFFSET, src, 0, length);
+                    s.write(RemotePtr.offset(ptr), src, 0, length);
+                    Frame.writeHeader(o, Frame.OP_OK, corr, 0);
+                }
+                case Frame.OP_CAS -> Frame.writeOkValue(o, corr, transport.table().compareAndSwap(ptr, key,
+                        frame.longAt(Frame.EXPECTED_FIELD_OFFSET), frame.longAt(Frame.UPDATE_FIELD_OFFSET)));
+                default -> Frame.writeOkValue(o, corr, transport.table().fetchAndAdd(ptr, key,
+                        frame.longAt(Frame.DELTA_FIELD_OFFSET)));
+            }
+            lastVerbFailed = false;
+        } catch (VerbException e) {
+            Frame.writeError(o, corr, e.code().wire(), e.length(), e.ptr(), e.detail(), null);
+        } catch (DsmException e) {
+            Frame.writeError(o, corr, e.code().wire(), length, ptr, 0, e.getMessage());
+        } catch (RuntimeException e) {
+            LOG.warn("verb {} from node {} failed unexpectedly", Frame.opName(op), initiatorNode, e);
+            Frame.writeError(o, corr, ErrorCode.INTERNAL.wire(), length, ptr, 0, "verb failed on node "
+                    + transport.nodeId() + ": " + e);
+        }
+    }
+
+    private byte[] scratch(int length) {
+        if (length <= scratch.length) {
+            return scratch;
+        }
+        byte[] b = new byte[Math.max(length, 4096)];
+        if (b.length <= SCRATCH_KEEP) {
+            scratch = b;
+        }
+        return b;
+    }
+}

@@ -1,0 +1,171 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.RemoteMemory;
+import io.membus.core.RemotePtr;
+import io.membus.core.Segment;
+import io.membus.core.directory.StaticDirectory;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The lane server: blocking lanes are served by a thread each on the target's lane
+ * port, with the handshake, the checks and the fencing of any connection; a peer that
+ * breaks the protocol there is refused and nothing of it runs; closing the node ends
+ * every lane thread.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class LaneServerTest {
+    private static final Duration WAIT = Duration.ofSeconds(20);
+    private final Nodes nodes = new Nodes();
+    private final StaticDirectory directory = new StaticDirectory();
+
+    @AfterEach
+    void close() {
+        nodes.close();
+    }
+
+    private TcpTransport node(int id, String... properties) {
+        Transport t = nodes.start(id, WAIT, properties);
+        directory.addMember(t.self());
+        Segment s = t.export(SegmentSpec.of(0, 64 * 1024));
+        directory.addSegment(s.descriptor());
+        return (TcpTransport) t;
+    }
+
+    private static String laneAddress(TcpTransport t) {
+        return "127.0.0.1:" + t.lanePort();
+    }
+
+    private static void eventually(BooleanSupplier condition, String what) throws InterruptedException {
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < until, what);
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void blockingVerbsRunOnTheLaneServerAndOnTheEventLoopWhenItIsOff() {
+        TcpTransport a = node(1);
+        TcpTransport off = node(3, "tcp.lane-server", "false");
+        TcpTransport b = node(2);
+        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
+        long word = RemotePtr.pack(1, 0, 64);
+        memory.writeLong(word, 41);
+        assertEquals(41, memory.fetchAndAdd(word, 1));
+        assertTrue(a.lanePort() > 0, "node 1 runs a lane server");
+        assertEquals(1, a.lanesServed(), "node 2's blocking verbs took one lane, served by node 1's lane server");
+        // a node without a lane server announces none: lanes connect to its Netty port, as before
+        assertEquals(0, off.lanePort());
+        long other = RemotePtr.pack(3, 0, 64);
+        memory.writeLong(other, 7);
+        assertEquals(7, memory.fetchAndAdd(other, 1));
+        assertEquals(8, memory.readLong(other));
+        assertEquals(0, off.lanesServed());
+        assertEquals(1, ((TcpConnection) RemoteMemory.await(b.connect(off.self()), WAIT)).lanesOpen(),
+                "the lane to node 3 opened on its Netty port");
+    }
+
+    @Test
+    void aWrongProofOrAFrameBeforeTheHandshakeIsRefusedAndNothingRuns() throws Exception {
+        TcpTransport a = node(1);
+        Segment seg = a.table().get(0);
+        try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) {
+            byte[] answer = p.laneHandshake(RawPeer.secret("not-the-cluster-secret!!"), 2, 5, 1, a.incarnation());
+            assertEquals(ErrorCode.AUTHENTICATION.wire(), RawPeer.errorCode(answer));
+            p.send(b -> Frame.writeFaa(b, 1, seg.pointer(0), seg.remoteKey(), 1));
+            p.awaitClosed();
+        }
+        try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) {
+            p.sendVerbBeforeHelloAndExpectRefusal(seg.pointer(0), seg.remoteKey());
+        }
+        assertEquals(0, seg.readLong(0), "no verb of a peer that did not authenticate ran");
+    }
+
+    @Test
+    void anAuthenticatedLaneCarriesVerbsOnlyAndFramesWithinItsLimit() throws Exception {
+        TcpTransport a = node(1);
+        Segment seg = a.table().get(0);
+        byte[] secret = RawPeer.secret(Nodes.SECRET);
+        try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) {
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.laneHandshake(secret, 2, 5, 1, a.incarnation())).opcode());
+            p.send(b -> Frame.writeFaa(b, 7, seg.pointer(0), seg.remoteKey(), 3));
+            Frame ok = RawPeer.wrap(p.readFrame());
+            assertEquals(Frame.OP_OK, ok.opcode());
+            assertEquals(7, ok.correlationId());
+            // a LINKED CAS after a refused write is not run
+            p.send(b -> Frame.writeWrite(b, 8, seg.pointer(64 * 1024 - 4), seg.remoteKey(), new byte[8], 0, 8));
+            p.send(b -> Frame.writeLinkedCas(b, 9, seg.pointer(0), seg.remoteKey(), 3, 99));
+            assertEquals(ErrorCode.OUT_OF_BOUNDS.wire(), RawPeer.errorCode(p.readFrame()));
+            assertEquals(ErrorCode.NOT_RUN.wire(), RawPeer.errorCode(p.readFrame()));
+            assertEquals(3, seg.readLong(0), "the linked CAS did not run");
+            // a message is not a lane's: protocol error, closed
+            p.send(b -> {
+                Frame.writeHeader(b, Frame.OP_MSG, 10, Frame.MSG_FIXED_BODY_LENGTH);
+                b.writeZero(Frame.MSG_FIXED_BODY_LENGTH);
+            });
+            byte[] refused = p.readFrame();
+            assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(refused));
+            assertTrue(RawPeer.errorMessage(refused).contains("carries verbs only"), RawPeer.errorMessage(refused));
+            p.awaitClosed();
+        }
+        try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) {
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.laneHandshake(secret, 2, 5, 1, a.incarnation())).opcode());
+            p.send(b -> b.writeIntLE(1 << 20).writeZero(12)); // beyond a lane's frame
+            byte[] refused = p.readFrame();
+            assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(refused));
+            assertTrue(RawPeer.errorMessage(refused).contains("on a blocking lane"), RawPeer.errorMessage(refused));
+            p.awaitClosed();
+        }
+        assertEquals(3, seg.readLong(0));
+    }
+
+    @Test
+    void fencingTheInitiatorClosesItsLanesAndClosingTheNodeEndsEveryLaneThread() throws Exception {
+        TcpTransport a = node(1);
+        TcpTransport b = node(2);
+        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
+        long word = RemotePtr.pack(1, 0, 64);
+        memory.writeLong(word, 0); // opens the connection (a blocking verb takes a lane once it is open)
+        assertEquals(0, memory.fetchAndAdd(word, 1));
+        assertEquals(1, a.lanesServed());
+        a.fence(2, "downed by the test");
+        eventually(() -> a.lanesServed() == 0, "the fenced node's lane is closed");
+        assertThrows(NodeUnavailableException.class, () -> memory.fetchAndAdd(word, 1),
+                "a fenced node's verbs are refused");
+        assertEquals(1, a.table().get(0).readLong(64), "nothing of the fenced node ran");
+
+        // a lane whose initiator keeps it open (here a hand-driven one of node 4): the target closes it itself
+        try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) {
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.laneHandshake(RawPeer.secret(Nodes.SECRET), 4, 5, 1,
+                    a.incarnation())).opcode());
+            assertEquals(1, a.lanesServed());
+            a.fence(4, "downed by the test");
+            p.awaitClosed();
+        }
+        eventually(() -> a.lanesServed() == 0, "the fenced node's lane is gone");
+
+        TcpTransport c = node(3);
+        RemoteMemory fromC = new RemoteMemory(c, directory, WAIT);
+        assertEquals(1, fromC.readLong(word));
+        assertEquals(1, fromC.fetchAndAdd(word, 1));
+        assertEquals(1, a.lanesServed());
+        a.close();
+        eventually(() -> Thread.getAllStackTraces().keySet().stream()
+                .noneMatch(t -> t.getName().startsWith("membus-lane-1-") || t.getName().equals("membus-lanes-accept-1")),
+                "node 1's lane threads ended with it");
+    }
+}
