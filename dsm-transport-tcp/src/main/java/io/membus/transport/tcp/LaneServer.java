@@ -56,6 +56,8 @@ final class LaneServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LaneServer.class);
     /** A lane's requests are at most this long (the lane's own limit); anything longer is a protocol error. */
     private static final int MAX_FRAME = TcpLane.MAX_FRAME;
+    /** Lanes one initiator may hold at once: the most {@code blocking-lanes} allows. */
+    static final int MAX_LANES_PER_INITIATOR = Long.SIZE;
 
     private final TcpTransport transport;
     private final ServerSocket server;
@@ -99,6 +101,7 @@ final class LaneServer implements AutoCloseable {
             served.add(c);
             if (closed) { // closed while it was accepted: close() may not have seen it
                 c.close();
+                served.remove(c);
                 transport.handshaking.decrementAndGet();
                 continue;
             }
@@ -210,7 +213,16 @@ final class LaneServer implements AutoCloseable {
                 refuse(refusal.code(), refusal.detail(), refusal.message(), output);
                 return false;
             }
-            initiatorNode = hs.initiatorNode();
+            int node = hs.initiatorNode();
+            long others = served.stream().filter(c -> c != this && c.initiatorNode == node).count();
+            if (others >= MAX_LANES_PER_INITIATOR) { // a peer leaking lanes must not leak this node's threads
+                transport.refusals.warn("peer " + peer + " (node " + node + ") refused: it holds " + others
+                        + " lanes to node " + transport.nodeId() + " already; disconnected");
+                refuse(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " serves at most "
+                        + MAX_LANES_PER_INITIATOR + " blocking lanes per initiator; close idle ones", output);
+                return false;
+            }
+            initiatorNode = node;
             initiatorIncarnation = hs.claimedIncarnation();
             out.clear();
             Frame.writeWelcome(out, 0);

@@ -134,6 +134,35 @@ class LaneServerTest {
     }
 
     @Test
+    void anInitiatorHoldsAtMostSixtyFourLanes() throws Exception {
+        TcpTransport a = node(1);
+        byte[] secret = RawPeer.secret(Nodes.SECRET);
+        java.util.List<RawPeer> lanes = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < LaneServer.MAX_LANES_PER_INITIATOR; i++) {
+                RawPeer p = new RawPeer(laneAddress(a), 10_000);
+                lanes.add(p);
+                assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.laneHandshake(secret, 2, 5, 1, a.incarnation())).opcode());
+            }
+            try (RawPeer one = new RawPeer(laneAddress(a), 10_000)) {
+                byte[] refused = one.laneHandshake(secret, 2, 5, 1, a.incarnation());
+                assertEquals(ErrorCode.NODE_UNAVAILABLE.wire(), RawPeer.errorCode(refused));
+                assertTrue(RawPeer.errorMessage(refused).contains("at most 64 blocking lanes"),
+                        RawPeer.errorMessage(refused));
+                one.awaitClosed();
+            }
+            try (RawPeer other = new RawPeer(laneAddress(a), 10_000)) { // another initiator is not held back
+                assertEquals(Frame.OP_WELCOME, RawPeer.wrap(other.laneHandshake(secret, 3, 5, 1, a.incarnation()))
+                        .opcode());
+            }
+        } finally {
+            for (RawPeer p : lanes) {
+                p.close();
+            }
+        }
+    }
+
+    @Test
     void fencingTheInitiatorClosesItsLanesAndClosingTheNodeEndsEveryLaneThread() throws Exception {
         TcpTransport a = node(1);
         TcpTransport b = node(2);
