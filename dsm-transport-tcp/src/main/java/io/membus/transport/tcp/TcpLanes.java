@@ -52,6 +52,8 @@ final class TcpLanes implements BlockingVerbs {
     private final AtomicLong idle = new AtomicLong();
     private volatile boolean closed;
     private volatile long noOpenBefore;
+    /** Set when the peer's lane server could not be reached: this connection's lanes open on the peer's port. */
+    private volatile boolean laneServerUnreachable;
 
     TcpLanes(TcpConnection connection, TcpTransport transport, PeerInfo peer, String host, int port, int max) {
         if (max < 0 || max > Long.SIZE) {
@@ -257,9 +259,21 @@ final class TcpLanes implements BlockingVerbs {
             }
         }
         TcpLane lane;
+        int lanePort = laneServerUnreachable ? 0 : connection.lanePort(); // the peer's lane server, if it runs one
         try {
-            int lanePort = connection.lanePort(); // the peer's lane server, when it runs one
-            lane = TcpLane.open(index, transport, peer, host, lanePort > 0 ? lanePort : port);
+            try {
+                lane = TcpLane.open(index, transport, peer, host, lanePort > 0 ? lanePort : port);
+            } catch (NodeUnavailableException e) {
+                if (lanePort <= 0) {
+                    throw e;
+                }
+                // the lane port cannot be reached (a firewall that lets only the node's port through?) while
+                // the node's port can: lanes of this connection go there, served by the peer's event loop
+                laneServerUnreachable = true;
+                LOG.warn("cannot reach the lane server of {} at port {} ({}); blocking lanes use its port {}",
+                        peer, lanePort, e.getMessage(), port);
+                lane = TcpLane.open(index, transport, peer, host, port);
+            }
         } catch (DsmException e) {
             noOpenBefore = System.nanoTime() + RETRY_AFTER_FAILED_OPEN_NANOS;
             release(index);

@@ -256,6 +256,11 @@ public final class TcpTransport extends AbstractTransport {
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
     }
 
+    /** The lane server, or null; for tests. */
+    LaneServer laneServer() {
+        return laneServer;
+    }
+
     /** Lanes the lane server serves now (0 without one); for tests. */
     int lanesServed() {
         return laneServer == null ? 0 : laneServer.servedCount();

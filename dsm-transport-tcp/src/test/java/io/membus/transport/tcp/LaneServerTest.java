@@ -80,6 +80,21 @@ class LaneServerTest {
     }
 
     @Test
+    void whenTheLaneServerCannotBeReachedLanesOpenOnTheNodesPort() {
+        TcpTransport a = node(1);
+        TcpTransport b = node(2);
+        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
+        long word = RemotePtr.pack(1, 0, 64);
+        memory.writeLong(word, 5); // the connection is open and knows node 1's lane port
+        a.laneServer().close(); // now nothing listens there (as behind a firewall that lets only the node's port in)
+        assertEquals(5, memory.fetchAndAdd(word, 1));
+        assertEquals(6, memory.readLong(word));
+        assertEquals(1, ((TcpConnection) RemoteMemory.await(b.connect(a.self()), WAIT)).lanesOpen(),
+                "the lane opened on node 1's own port");
+        assertEquals(0, a.lanesServed());
+    }
+
+    @Test
     void aWrongProofOrAFrameBeforeTheHandshakeIsRefusedAndNothingRuns() throws Exception {
         TcpTransport a = node(1);
         Segment seg = a.table().get(0);
