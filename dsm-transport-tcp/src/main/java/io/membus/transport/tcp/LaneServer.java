@@ -279,9 +279,11 @@ final class LaneServer implements AutoCloseable {
         private String read(DataInputStream input) throws IOException {
             input.readFully(in, 0, 4);
             int lengthField = inBuf.getIntLE(Frame.LENGTH_FIELD_OFFSET);
-            if (lengthField < Frame.MIN_LENGTH_FIELD || lengthField > MAX_FRAME - 4) {
-                return "frame length=" + (lengthField + 4L) + " outside " + Frame.HEADER_LENGTH + ".." + MAX_FRAME
-                        + " on a blocking lane";
+            // before the handshake, no frame longer than a handshake's (as on the Netty side)
+            int max = initiatorNode < 0 ? FrameDecoder.HANDSHAKE_MAX_FRAME : MAX_FRAME;
+            if (lengthField < Frame.MIN_LENGTH_FIELD || lengthField > max - 4) {
+                return "frame length=" + (lengthField + 4L) + " outside " + Frame.HEADER_LENGTH + ".." + max
+                        + " on a blocking lane" + (initiatorNode < 0 ? " (before the handshake)" : "");
             }
             input.readFully(in, 4, lengthField);
             frame.wrap(inBuf, 0);

@@ -107,6 +107,13 @@ class LaneServerTest {
         try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) {
             p.sendVerbBeforeHelloAndExpectRefusal(seg.pointer(0), seg.remoteKey());
         }
+        try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) { // longer than any handshake frame: refused unread
+            p.send(b -> b.writeIntLE(2000).writeZero(12));
+            byte[] refused = p.readFrame();
+            assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(refused));
+            assertTrue(RawPeer.errorMessage(refused).contains("(before the handshake)"), RawPeer.errorMessage(refused));
+            p.awaitClosed();
+        }
         assertEquals(0, seg.readLong(0), "no verb of a peer that did not authenticate ran");
     }
 
@@ -146,6 +153,67 @@ class LaneServerTest {
             p.awaitClosed();
         }
         assertEquals(3, seg.readLong(0));
+    }
+
+    /**
+     * Random and mutated frames on the lane port, before and after a handshake: the lane
+     * server never runs a verb of a peer that did not authenticate, answers or closes, and
+     * keeps serving; a peer's exact count and the other segment's bytes prove nothing else
+     * ran. Prints its seed ({@code -Dmembus.fuzz.seed} replays).
+     */
+    @Test
+    void randomAndMutatedFramesOnTheLanePortNeverChangeASegment() throws Exception {
+        java.util.SplittableRandom random = io.membus.core.test.Seeds.random("membus.fuzz.seed",
+                "LaneServerTest.randomAndMutatedFrames");
+        TcpTransport a = node(1);
+        TcpTransport b = node(2);
+        Segment seg = a.table().get(0);
+        Segment guarded = a.export(SegmentSpec.of(1, 4096));
+        byte[] pattern = new byte[4096];
+        random.nextBytes(pattern);
+        guarded.write(0, pattern, 0, pattern.length);
+        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
+        long counter = RemotePtr.pack(1, 0, 128);
+        memory.writeLong(counter, 0);
+        byte[] secret = RawPeer.secret(Nodes.SECRET);
+        int rounds = Integer.getInteger("membus.fuzz.rounds", 60);
+        for (int round = 0; round < rounds; round++) {
+            try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) {
+                boolean authenticate = random.nextBoolean();
+                if (authenticate) {
+                    assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.laneHandshake(secret, 3, 5, 1, a.incarnation()))
+                            .opcode());
+                }
+                // a valid verb on the guarded segment (unauthenticated: refused), then garbage or a mutated verb
+                io.netty.buffer.ByteBuf b0 = io.netty.buffer.Unpooled.buffer();
+                Frame.writeWrite(b0, 1, guarded.pointer(8), guarded.remoteKey(), new byte[]{1, 2, 3, 4}, 0, 4);
+                byte[] frame = new byte[b0.readableBytes()];
+                b0.readBytes(frame);
+                if (!authenticate) {
+                    p.send(frame);
+                } else {
+                    for (int flips = 1 + random.nextInt(4); flips > 0; flips--) { // never a valid frame again
+                        int at = 4 + random.nextInt(frame.length - 4);
+                        frame[at] ^= (byte) (1 + random.nextInt(255));
+                    }
+                    frame[Frame.OPCODE_FIELD_OFFSET] = (byte) (Frame.OP_MSG + random.nextInt(3)); // no verb opcode
+                    p.send(frame);
+                }
+                byte[] junk = new byte[random.nextInt(64)];
+                random.nextBytes(junk);
+                try {
+                    p.send(junk);
+                } catch (java.io.IOException closedAlready) {
+                    // refused and closed: fine
+                }
+                p.awaitClosed();
+            }
+            assertEquals(round, memory.fetchAndAdd(counter, 1), "the lane server still serves, exactly once");
+        }
+        byte[] after = new byte[4096];
+        guarded.read(0, after, 0, after.length);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(pattern, after, "no fuzzed frame changed a segment");
+        eventually(() -> a.lanesServed() == 1, "every fuzzing lane is gone; node 2's stays");
     }
 
     @Test
