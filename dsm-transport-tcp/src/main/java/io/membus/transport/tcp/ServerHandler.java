@@ -243,7 +243,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             refuse(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " is shutting down");
             return;
         }
-        ByteBuf b = ctx.alloc().ioBuffer(2 * Frame.HEADER_LENGTH + Frame.CREDIT_BODY_LENGTH);
+        ByteBuf b = ctx.alloc().ioBuffer(2 * Frame.HEADER_LENGTH + Frame.WELCOME_BODY_LENGTH + Frame.CREDIT_BODY_LENGTH);
         Frame.writeWelcome(b, transport.lanePort());
         // the message credits: this initiator's inbox, and the largest message a frame of this node carries
         Frame.writeCredit(b, transport.messages().inboxCapacity(), Math.min(transport.messages().maxMessageSize(),
