@@ -10,7 +10,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -27,33 +26,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class VerbObserverTest {
     private static final Duration WAIT = Duration.ofSeconds(10);
 
-    private static final class Counting implements VerbObserver {
-        final AtomicInteger completed = new AtomicInteger();
-        final AtomicInteger timedOut = new AtomicInteger();
-        final AtomicInteger failed = new AtomicInteger();
-        final AtomicLong bytes = new AtomicLong();
-        final int[] byKind = new int[4];
-
-        @Override
-        public synchronized void completed(int peer, int kind, int b, long latencyNanos) {
-            assertEquals(2, peer);
-            assertTrue(latencyNanos >= 0, "latency=" + latencyNanos);
-            completed.incrementAndGet();
-            bytes.addAndGet(b);
-            byKind[kind]++;
-        }
-
-        @Override
-        public void timedOut(int peer, int kind) {
-            timedOut.incrementAndGet();
-        }
-
-        @Override
-        public void failed(int peer, int kind) {
-            failed.incrementAndGet();
-        }
-    }
-
     @Test
     void everyOutcomeIsReportedOnTheDirectAndTheHeldPath() throws Exception {
         String fabric = "observer-test-" + System.nanoTime();
@@ -62,7 +34,7 @@ class VerbObserverTest {
         try (Transport one = Transports.create("local", c1);
              Transport two = Transports.create("local", TransportConfig.builder(2).property("local.fabric", fabric)
                      .build())) {
-            Counting counting = new Counting();
+            CountingObserver counting = new CountingObserver(2);
             ((AbstractTransport) one).observe(counting);
             two.export(SegmentSpec.of(0, 4096));
             long key = two.table().get(0).remoteKey();

@@ -117,28 +117,25 @@ final class TcpLane implements AutoCloseable {
         frameBuf.clear();
         Frame.writeHello(frameBuf, transport.nodeId(), transport.incarnation(), peer.nodeId(), peer.incarnation(),
                 nonce);
-        send();
-        receive();
-        if (frame.opcode() == Frame.OP_ERROR) {
-            throw handshakeRefused();
-        }
-        if (frame.opcode() != Frame.OP_CHALLENGE) {
-            throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
-                    + " during the handshake (expected CHALLENGE)");
-        }
+        handshakeStep(Frame.OP_CHALLENGE);
         byte[] proof = ClientHandler.answerChallenge(transport, peer, nonce, frame);
         frameBuf.clear();
         Frame.writeAuth(frameBuf, proof);
+        handshakeStep(Frame.OP_WELCOME);
+        // the Netty side grants message credits next (MSG_CREDIT); a lane carries no messages and skips them
+    }
+
+    /** Sends the handshake frame in {@link #frameBuf} and reads the answer, which must be {@code expected}. */
+    private void handshakeStep(byte expected) throws IOException {
         send();
         receive();
         if (frame.opcode() == Frame.OP_ERROR) {
             throw handshakeRefused();
         }
-        if (frame.opcode() != Frame.OP_WELCOME) {
+        if (frame.opcode() != expected) {
             throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
-                    + " during the handshake (expected WELCOME)");
+                    + " during the handshake (expected " + Frame.opName(expected) + ")");
         }
-        // the target grants message credits next (MSG_CREDIT); a lane carries no messages and skips it
     }
 
     private DsmException handshakeRefused() {

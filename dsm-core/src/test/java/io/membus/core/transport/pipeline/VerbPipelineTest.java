@@ -2,6 +2,7 @@ package io.membus.core.transport.pipeline;
 
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.transport.CountingObserver;
 import io.membus.core.transport.VerbObserver;
 import org.junit.jupiter.api.Test;
 
@@ -13,7 +14,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
@@ -51,32 +51,6 @@ class VerbPipelineTest {
         @Override
         public void flush() {
             flushes.incrementAndGet();
-        }
-    }
-
-    /** Counts outcomes. */
-    private static final class Counting implements VerbObserver {
-        final AtomicInteger completed = new AtomicInteger();
-        final AtomicInteger timedOut = new AtomicInteger();
-        final AtomicInteger failed = new AtomicInteger();
-        final AtomicLong bytes = new AtomicLong();
-
-        @Override
-        public void completed(int peer, int kind, int b, long latencyNanos) {
-            assertEquals(PEER, peer);
-            assertTrue(latencyNanos >= 0);
-            completed.incrementAndGet();
-            bytes.addAndGet(b);
-        }
-
-        @Override
-        public void timedOut(int peer, int kind) {
-            timedOut.incrementAndGet();
-        }
-
-        @Override
-        public void failed(int peer, int kind) {
-            failed.incrementAndGet();
         }
     }
 
@@ -122,7 +96,7 @@ class VerbPipelineTest {
     @Test
     void verbsArePostedInIssueOrderWithinTheWindowAndCompleteInThatOrder() throws Exception {
         FakeWire wire = new FakeWire();
-        Counting observer = new Counting();
+        CountingObserver observer = new CountingObserver(PEER);
         VerbPipeline<Verb> p = pipeline(wire, 4, LONG, observer);
         int n = 100;
         List<Verb> verbs = new ArrayList<>();
@@ -192,7 +166,7 @@ class VerbPipelineTest {
     @Test
     void deadlinesFireFromOneWheelEntryPerPipelineNotOneTaskPerVerb() throws Exception {
         FakeWire wire = new FakeWire();
-        Counting observer = new Counting();
+        CountingObserver observer = new CountingObserver(PEER);
         VerbPipeline<Verb> p = pipeline(wire, 16, Duration.ofMillis(300), observer);
         int n = 1000;
         List<Verb> verbs = new ArrayList<>();
@@ -221,7 +195,7 @@ class VerbPipelineTest {
     @Test
     void aLateAnswerAfterTheDeadlineIsIgnoredAndDoesNotCompleteTheVerbTwice() throws Exception {
         FakeWire wire = new FakeWire();
-        Counting observer = new Counting();
+        CountingObserver observer = new CountingObserver(PEER);
         VerbPipeline<Verb> p = pipeline(wire, 4, Duration.ofMillis(100), observer);
         Verb v = faa(1);
         p.issue(v, 0);
@@ -309,7 +283,7 @@ class VerbPipelineTest {
     @Test
     void closeFailsEveryVerbInIssueOrderAndEveryLaterVerb() throws Exception {
         FakeWire wire = new FakeWire();
-        Counting observer = new Counting();
+        CountingObserver observer = new CountingObserver(PEER);
         VerbPipeline<Verb> p = pipeline(wire, 2, LONG, observer);
         List<Verb> verbs = new ArrayList<>();
         List<Integer> order = Collections.synchronizedList(new ArrayList<>());
