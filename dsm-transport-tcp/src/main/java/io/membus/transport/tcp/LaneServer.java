@@ -56,12 +56,16 @@ final class LaneServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LaneServer.class);
     /** A lane's requests are at most this long (the lane's own limit); anything longer is a protocol error. */
     private static final int MAX_FRAME = TcpLane.MAX_FRAME;
+    /** Answers held for one write at most (a batch of reads' answers is written when it reaches this). */
+    private static final int FLUSH_BYTES = 64 << 10;
     /** Lanes one initiator may hold at once: the most {@code blocking-lanes} allows. */
     static final int MAX_LANES_PER_INITIATOR = Long.SIZE;
 
     private final TcpTransport transport;
     private final ServerSocket server;
     private final Set<Served> served = ConcurrentHashMap.newKeySet();
+    /** Writes of answers (one per batch of answers); for tests. */
+    private final java.util.concurrent.atomic.LongAdder answerWrites = new java.util.concurrent.atomic.LongAdder();
     private final AtomicInteger threads = new AtomicInteger();
     private volatile boolean closed;
 
@@ -123,6 +127,10 @@ final class LaneServer implements AutoCloseable {
     }
 
     /** Lanes served now (for tests). */
+    long answerWrites() {
+        return answerWrites.sum();
+    }
+
     int servedCount() {
         return served.size();
     }
@@ -141,6 +149,29 @@ final class LaneServer implements AutoCloseable {
             c.close();
         } catch (Exception ignored) {
             // closing: nothing left to do
+        }
+    }
+
+    /**
+     * The lane's input buffer, which tells whether the next request already arrived whole
+     * (so its answer can leave with the one before it).
+     *
+     * <p><b>Note:</b> not thread-safe: its lane's thread only.
+     */
+    static final class LaneInput extends BufferedInputStream {
+        LaneInput(java.io.InputStream in) {
+            super(in, MAX_FRAME);
+        }
+
+        /** Whether a whole frame (its length field and all it counts) is buffered: reading it makes no call. */
+        boolean holdsWholeFrame() {
+            int held = count - pos;
+            if (held < 4) {
+                return false;
+            }
+            int lengthField = (buf[pos] & 0xff) | (buf[pos + 1] & 0xff) << 8 | (buf[pos + 2] & 0xff) << 16
+                    | (buf[pos + 3] & 0xff) << 24;
+            return lengthField >= 0 && held - 4 >= lengthField;
         }
     }
 
@@ -167,7 +198,8 @@ final class LaneServer implements AutoCloseable {
             try {
                 socket.setTcpNoDelay(true);
                 socket.setSoTimeout((int) Math.max(1, transport.settings.handshakeTimeout.toMillis()));
-                DataInputStream input = new DataInputStream(new BufferedInputStream(socket.getInputStream(), MAX_FRAME));
+                LaneInput buffered = new LaneInput(socket.getInputStream());
+                DataInputStream input = new DataInputStream(buffered);
                 OutputStream output = socket.getOutputStream();
                 if (!handshake(input, output)) {
                     return;
@@ -175,7 +207,7 @@ final class LaneServer implements AutoCloseable {
                 transport.handshaking.decrementAndGet();
                 handshaking = false;
                 socket.setSoTimeout(0); // from here the caller's reaper keeps the deadline
-                serve(input, output);
+                serve(input, buffered, output);
             } catch (SocketTimeoutException e) {
                 transport.refusals.warn("peer " + peer + " did not complete the lane handshake within "
                         + transport.settings.handshakeTimeout.toMillis() + " ms: disconnected");
@@ -233,40 +265,64 @@ final class LaneServer implements AutoCloseable {
         }
 
         /** Verbs until the peer goes away, a protocol error, or the lane is closed. */
-        private void serve(DataInputStream input, OutputStream output) throws IOException {
+        /**
+         * Runs the lane's verbs in order. The answers of the verbs that arrived together
+         * (a pair the caller wrote at once) leave together: an answer is held while the
+         * next request is already whole in the input buffer, and written with the answers
+         * after it once a request has to be waited for (or {@value LaneServer#FLUSH_BYTES} bytes of
+         * answers are held). One write and one wake-up of the caller per batch, where an
+         * answer per write woke the caller for the first answer of a pair and again for
+         * the second. Nothing is held across a wait: not across a read that blocks, nor
+         * across a fault rule's delay.
+         */
+        private void serve(DataInputStream input, LaneInput buffered, OutputStream output) throws IOException {
             VerbExecutor verbs = new VerbExecutor(transport);
+            out.clear();
             while (true) {
                 String bad = read(input);
                 if (bad != null) {
+                    flush(output);
                     refuseProtocol(bad, output);
                     return;
                 }
                 byte op = frame.opcode();
                 if (op < Frame.OP_READ || op > Frame.OP_FAA) {
+                    flush(output);
                     refuseProtocol("opcode=" + Frame.opName(op) + " on a blocking lane, which carries verbs only",
                             output);
                     return;
                 }
                 FaultInjector faults = transport.faults();
-                if (faults.active()) {
-                    FaultInjector.Rule rule = faults.rule(initiatorNode);
-                    if (rule != null && rule.drop()) {
-                        verbs.dropped(); // never run, never answered; a verb linked to it does not run either
-                        continue;
-                    }
+                FaultInjector.Rule rule = faults.active() ? faults.rule(initiatorNode) : null;
+                if (rule != null && rule.drop()) {
+                    verbs.dropped(); // never run, never answered; a verb linked to it does not run either
+                } else {
                     long delay = rule == null ? 0 : rule.delayNanos();
-                    long until = System.nanoTime() + delay;
-                    // the lane's later verbs wait behind it, as on a channel; a closed lane stops waiting
-                    while (delay > 0 && !socket.isClosed() && until - System.nanoTime() > 0) {
-                        LockSupport.parkNanos(Math.min(until - System.nanoTime(), 10_000_000L));
+                    if (delay > 0) {
+                        flush(output); // the answers before it are not held for its delay
+                        long until = System.nanoTime() + delay;
+                        // the lane's later verbs wait behind it, as on a channel; a closed lane stops waiting
+                        while (!socket.isClosed() && until - System.nanoTime() > 0) {
+                            LockSupport.parkNanos(Math.min(until - System.nanoTime(), 10_000_000L));
+                        }
+                        if (socket.isClosed()) {
+                            return;
+                        }
                     }
-                    if (socket.isClosed()) {
-                        return;
-                    }
+                    verbs.execute(frame, initiatorNode, out);
                 }
-                out.clear();
-                verbs.execute(frame, initiatorNode, out);
+                if (out.readableBytes() >= FLUSH_BYTES || !buffered.holdsWholeFrame()) {
+                    flush(output);
+                }
+            }
+        }
+
+        /** Writes the answers held, if any. */
+        private void flush(OutputStream output) throws IOException {
+            if (out.isReadable()) {
+                answerWrites.increment(); // before the write: a test that got the answers sees it counted
                 write(output);
+                out.clear();
             }
         }
 

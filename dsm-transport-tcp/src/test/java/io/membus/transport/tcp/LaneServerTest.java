@@ -162,6 +162,36 @@ class LaneServerTest {
      * ran. Prints its seed ({@code -Dmembus.fuzz.seed} replays).
      */
     @Test
+    void theAnswersOfRequestsThatArriveTogetherLeaveInOneWriteAndNoAnswerWaitsForALaterRequest() throws Exception {
+        TcpTransport a = node(1);
+        Segment seg = a.table().get(0);
+        try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) {
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.laneHandshake(RawPeer.secret(Nodes.SECRET), 2, 5, 1,
+                    a.incarnation())).opcode());
+            LaneServer server = a.laneServer();
+            long before = server.answerWrites();
+            p.send(b -> { // a pair, as a caller's readInOrder or writeThenCompareAndSwap sends it: one write
+                Frame.writeFaa(b, 1, seg.pointer(0), seg.remoteKey(), 5);
+                Frame.writeFaa(b, 2, seg.pointer(0), seg.remoteKey(), 7);
+            });
+            Frame first = RawPeer.wrap(p.readFrame());
+            Frame second = RawPeer.wrap(p.readFrame());
+            assertEquals(1, first.correlationId());
+            assertEquals(2, second.correlationId());
+            assertEquals(5, second.longAt(Frame.HEADER_LENGTH), "run in order: the second saw the first's add");
+            assertEquals(before + 1, server.answerWrites(), "both answers in one write");
+            // a request alone is answered at once: nothing is held for a request that has not come
+            for (int i = 0; i < 3; i++) {
+                long id = 10 + i;
+                p.send(b -> Frame.writeFaa(b, id, seg.pointer(0), seg.remoteKey(), 1));
+                assertEquals(id, RawPeer.wrap(p.readFrame()).correlationId());
+            }
+            assertEquals(before + 4, server.answerWrites());
+        }
+        assertEquals(15, seg.readLong(0));
+    }
+
+    @Test
     void randomAndMutatedFramesOnTheLanePortNeverChangeASegment() throws Exception {
         java.util.SplittableRandom random = io.membus.core.test.Seeds.random("membus.fuzz.seed",
                 "LaneServerTest.randomAndMutatedFrames");
