@@ -38,9 +38,11 @@ final class Reclaimer {
     private static final Logger LOG = LoggerFactory.getLogger(Reclaimer.class);
     private static final int DRAIN_BATCH = 32;
     private static final int MAX_ATTEMPTS = 5;
+    private static final long[] NONE = new long[0];
 
     private final GlobalAllocator heap;
     private final long graceNanos;
+    private final java.util.function.LongSupplier clock;
     /** Blocks whose free failed with a transient error: the header to free them with, and the attempts so far. */
     private final java.util.concurrent.ConcurrentHashMap<Long, long[]> retries = new java.util.concurrent.ConcurrentHashMap<>();
     private final ReentrantLock lock = new ReentrantLock();
@@ -63,13 +65,19 @@ final class Reclaimer {
             });
 
     Reclaimer(GlobalAllocator heap, long graceNanos) {
+        this(heap, graceNanos, System::nanoTime);
+    }
+
+    /** With {@code clock} as the time (in nanoseconds) blocks are retired and come due at; tests step it. */
+    Reclaimer(GlobalAllocator heap, long graceNanos, java.util.function.LongSupplier clock) {
         this.heap = heap;
         this.graceNanos = graceNanos;
+        this.clock = clock;
     }
 
     /** The entry block at {@code ptr} is no longer named by any slot word this map will read. */
     void retire(long ptr) {
-        long now = System.nanoTime();
+        long now = clock.getAsLong();
         lock.lock();
         try {
             limbo.addLast(new long[]{ptr, now});
@@ -90,7 +98,7 @@ final class Reclaimer {
 
     /** The root names the table of sequence {@code rootSeq}: every table before it is no longer read. */
     void rootAdvanced(long rootSeq) {
-        long now = System.nanoTime();
+        long now = clock.getAsLong();
         lock.lock();
         try {
             Map<Long, List<Long>> passed = afterTable.headMap(rootSeq, false);
@@ -105,9 +113,15 @@ final class Reclaimer {
         }
     }
 
-    /** Hands up to a batch of blocks whose grace has passed to the freeing thread; never blocks. */
+    /**
+     * Hands a batch of blocks whose grace has passed to the freeing thread; never blocks.
+     * Only a whole batch ({@value #DRAIN_BATCH} blocks) is handed over, or whatever is due
+     * once the oldest block waited twice its grace: a change that found one block due and
+     * woke the freeing thread for it paid a thread wake-up per change, the CPU of a round
+     * trip on a busy machine.
+     */
     void drain() {
-        long[] due = takeDue();
+        long[] due = takeDue(true);
         if (due.length == 0) {
             return;
         }
@@ -132,26 +146,47 @@ final class Reclaimer {
 
     /** Frees, on this thread, up to a batch of blocks whose grace has passed. */
     void drainHere() {
-        for (long p : takeDue()) {
+        for (long p : takeDue(false)) {
             free(p);
         }
     }
 
-    private long[] takeDue() {
+    /**
+     * Up to a batch of the blocks whose grace has passed, taken out of limbo. With
+     * {@code wholeBatch}, none unless a whole batch is due or the oldest waited twice its
+     * grace.
+     */
+    private long[] takeDue(boolean wholeBatch) {
         if (!lock.tryLock()) {
-            return new long[0];
+            return NONE;
         }
-        long[] due = new long[DRAIN_BATCH];
-        int n = 0;
         try {
-            long now = System.nanoTime();
+            long now = clock.getAsLong();
+            long[] oldest = limbo.peekFirst();
+            if (oldest == null || now - oldest[1] < graceNanos) {
+                return NONE;
+            }
+            int n = 0;
+            if (wholeBatch && now - oldest[1] < 2 * graceNanos) {
+                for (long[] b : limbo) { // oldest first: the due ones are a prefix
+                    if (n == DRAIN_BATCH || now - b[1] < graceNanos) {
+                        break;
+                    }
+                    n++;
+                }
+                if (n < DRAIN_BATCH) {
+                    return NONE;
+                }
+            }
+            long[] due = new long[DRAIN_BATCH];
+            n = 0;
             while (n < DRAIN_BATCH && !limbo.isEmpty() && now - limbo.peekFirst()[1] >= graceNanos) {
                 due[n++] = limbo.pollFirst()[0];
             }
+            return n == DRAIN_BATCH ? due : java.util.Arrays.copyOf(due, n);
         } finally {
             lock.unlock();
         }
-        return java.util.Arrays.copyOf(due, n);
     }
 
     /** Blocks waiting for their grace or for a table to be passed. */
@@ -186,7 +221,7 @@ final class Reclaimer {
                 if (limbo.isEmpty()) {
                     wait = 1_000_000;
                 } else {
-                    wait = graceNanos - (System.nanoTime() - limbo.peekFirst()[1]);
+                    wait = graceNanos - (clock.getAsLong() - limbo.peekFirst()[1]);
                 }
             } finally {
                 lock.unlock();
