@@ -321,16 +321,23 @@ public final class GlobalAllocator implements AutoCloseable {
                     addReachableHeapsOf(nodes[(start + i) % nodes.length], out);
                 }
             }
-            case KEY -> {
+            case KEY, LOCAL_FIRST -> {
+                boolean selfFirst = placement.kind() == Placement.Kind.LOCAL_FIRST;
+                if (selfFirst) {
+                    addReachableHeapsOf(self, out);
+                }
                 int[] nodes = heapNodes();
                 Integer[] order = new Integer[nodes.length];
-                for (int i = 0; i < nodes.length; i++) {
-                    order[i] = nodes[i];
+                int n = 0;
+                for (int node : nodes) {
+                    if (!selfFirst || node != self) {
+                        order[n++] = node;
+                    }
                 }
                 long key = placement.keyHash();
-                Arrays.sort(order, (a, b) -> Long.compareUnsigned(Placement.score(key, b), Placement.score(key, a)));
-                for (int n : order) {
-                    addReachableHeapsOf(n, out);
+                Arrays.sort(order, 0, n, (a, b) -> Long.compareUnsigned(Placement.score(key, b), Placement.score(key, a)));
+                for (int i = 0; i < n; i++) {
+                    addReachableHeapsOf(order[i], out);
                 }
             }
             default -> throw new IllegalStateException("unknown placement " + placement);
@@ -365,8 +372,9 @@ public final class GlobalAllocator implements AutoCloseable {
         if (size <= 0 || size > Integer.MAX_VALUE - BLOCK_HEADER_LENGTH) {
             throw new AllocationSizeException(size, Integer.MAX_VALUE - BLOCK_HEADER_LENGTH);
         }
-        // roundRobin and byKey move on past a heap that is full or cannot be reached; local and node do not
-        boolean spread = placement.kind() == Placement.Kind.ROUND_ROBIN || placement.kind() == Placement.Kind.KEY;
+        // roundRobin, byKey and localFirst move on past a heap that is full or cannot be reached; local and node do not
+        boolean spread = placement.kind() == Placement.Kind.ROUND_ROBIN || placement.kind() == Placement.Kind.KEY
+                || placement.kind() == Placement.Kind.LOCAL_FIRST;
         List<HeapSegment> targets = null;
         for (int round = 0; round < 2; round++) {
             targets = targets(placement);

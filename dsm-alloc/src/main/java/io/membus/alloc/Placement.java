@@ -5,7 +5,8 @@ import java.util.UUID;
 
 /**
  * Where an allocation goes: this node's heap, the heaps of all members in turn,
- * one named node's heap, or a node chosen from a key's hash.
+ * one named node's heap, a node chosen from a key's hash, or this node's heap first
+ * and a node chosen from a key's hash when it is full.
  *
  * <ul>
  *   <li>{@link #local()}: this node's heap segments only.</li>
@@ -22,7 +23,7 @@ import java.util.UUID;
  */
 public final class Placement {
     /** The kinds of placement. */
-    public enum Kind { LOCAL, ROUND_ROBIN, NODE, KEY }
+    public enum Kind { LOCAL, ROUND_ROBIN, NODE, KEY, LOCAL_FIRST }
 
     private static final Placement LOCAL = new Placement(Kind.LOCAL, 0);
     private static final Placement ROUND_ROBIN = new Placement(Kind.ROUND_ROBIN, 0);
@@ -50,6 +51,14 @@ public final class Placement {
     /** Spread by a 64-bit key hash. */
     public static Placement byKey(long keyHash) {
         return new Placement(Kind.KEY, keyHash);
+    }
+
+    /**
+     * This node's heap first; when it is full (or this node exports no heap), the other
+     * members in the rendezvous order of the 64-bit {@code keyHash}, as {@link #byKey(long)}.
+     */
+    public static Placement localFirst(long keyHash) {
+        return new Placement(Kind.LOCAL_FIRST, keyHash);
     }
 
     /** Spread by the UTF-8 bytes of {@code key}: the same node in every JVM. */
@@ -113,7 +122,7 @@ public final class Placement {
         return (int) arg;
     }
 
-    /** The key hash of {@link Kind#KEY}. */
+    /** The key hash of {@link Kind#KEY} and {@link Kind#LOCAL_FIRST}. */
     public long keyHash() {
         return arg;
     }
@@ -146,6 +155,7 @@ public final class Placement {
             case ROUND_ROBIN -> "round-robin";
             case NODE -> "node(" + arg + ")";
             case KEY -> "key(0x" + Long.toHexString(arg) + ")";
+            case LOCAL_FIRST -> "local-first(key 0x" + Long.toHexString(arg) + ")";
         };
     }
 }

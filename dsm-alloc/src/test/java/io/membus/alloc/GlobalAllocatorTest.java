@@ -248,6 +248,37 @@ class GlobalAllocatorTest {
     }
 
     @Test
+    void localFirstFillsThisNodeThenFollowsTheKeysOrderOverTheOthers() {
+        cluster = new AllocCluster(3, 256 << 10, 16 << 10);
+        GlobalAllocator a = cluster.node(2);
+        for (int k = 0; k < 50; k++) {
+            assertEquals(2, a.allocate(1000, Placement.localFirst(k)).nodeId(), "this node's heap first");
+        }
+        List<BlockRef> filler = new ArrayList<>();
+        while (true) { // fill node 2's heap
+            try {
+                filler.add(a.allocate(1000, Placement.local()));
+            } catch (OutOfRemoteMemoryException e) {
+                break;
+            }
+        }
+        Map<Integer, Integer> spread = new HashMap<>();
+        for (int k = 0; k < 60; k++) {
+            BlockRef r = a.allocate(1000, Placement.localFirst(k));
+            assertNotEquals(2, r.nodeId(), "a full local heap is passed over");
+            // the other members in the key's rendezvous order, node 2 left out
+            int expected = Long.compareUnsigned(Placement.score(k, 1), Placement.score(k, 3)) > 0 ? 1 : 3;
+            assertEquals(expected, r.nodeId(), "key " + k + " follows the byKey order of the others");
+            spread.merge(r.nodeId(), 1, Integer::sum);
+            a.free(r);
+        }
+        assertEquals(Set.of(1, 3), spread.keySet(), "spread over both others: " + spread);
+        filler.forEach(a::free);
+        assertEquals(2, a.allocate(1000, Placement.localFirst(7)).nodeId(), "back home once there is room");
+        assertEquals("local-first(key 0x7)", Placement.localFirst(7).toString());
+    }
+
+    @Test
     void exhaustionIsATypedErrorWithUsageAndFreeingRecovers() {
         cluster = new AllocCluster(2, 256 << 10, 16 << 10);
         GlobalAllocator a = cluster.node(1);

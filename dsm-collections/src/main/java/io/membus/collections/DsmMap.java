@@ -249,8 +249,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
             }
             leases = new MapLeases(options.coherentHeap(), leaseTable);
         }
-        return new DsmMap<>(new MapStore(heap, rootPtr, body, graceNanos, window, inline, options.readCacheEntries(), leases),
-                keys, values);
+        MapStore store = new MapStore(heap, rootPtr, body, graceNanos, window, inline, options.readCacheEntries(),
+                leases, options.entryPlacement());
+        return new DsmMap<>(store, keys, values);
     }
 
     /** The type descriptor a named map's root records: its key and value codecs. */
@@ -303,6 +304,12 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      */
     public int tableNode() {
         return RemotePtr.nodeId(store.rootTable().ptr);
+    }
+
+    /** The node holding {@code key}'s entry block, 0 when absent (diagnostics of a quiescent map, for tests). */
+    int entryNode(K key) {
+        byte[] k = encodeKey(key);
+        return store.entryNode(k, MapLayout.hash(k));
     }
 
     /** The pointer of the map's root block: what {@link #open} takes on any node. */

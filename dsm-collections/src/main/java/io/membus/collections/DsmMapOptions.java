@@ -42,15 +42,41 @@ public final class DsmMapOptions {
     private final boolean leasedReads;
     private final CoherentHeap coherentHeap;
     private final int inlineBytes;
+    private final EntryPlacement entryPlacement;
 
-    private DsmMapOptions(int initialSlots, Duration grace, int readCacheEntries, boolean leasedReads,
-                          CoherentHeap coherentHeap) {
-        this(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, DEFAULT_INLINE_BYTES);
+    /**
+     * Where a handle allocates the entry blocks of the keys it writes (a choice of each
+     * handle, not kept in the map: every placement names blocks every node can read).
+     */
+    public enum EntryPlacement {
+        /**
+         * This node's heap while it has room, then the other members in the key's order
+         * ({@link io.membus.alloc.Placement#localFirst}): a put writes its entry with a
+         * memory copy and the block it replaced is freed (when this node wrote it too) with a
+         * local CAS, so a put costs two round trips to the table's node (the window's read and
+         * the install). Readers do not care where a small entry lives (they read its inline
+         * copy beside the slot). The default.
+         */
+        WRITER,
+        /**
+         * The node the key's hash picks ({@link io.membus.alloc.Placement#byKey(long)}):
+         * entries spread evenly over the members whoever writes them, at the cost of the
+         * entry's write and the old entry's free crossing the network for the keys placed
+         * elsewhere (about 3.5 round trips per put on two nodes).
+         */
+        KEY
     }
 
     private DsmMapOptions(int initialSlots, Duration grace, int readCacheEntries, boolean leasedReads,
-                          CoherentHeap coherentHeap, int inlineBytes) {
+                          CoherentHeap coherentHeap) {
+        this(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, DEFAULT_INLINE_BYTES,
+                EntryPlacement.WRITER);
+    }
+
+    private DsmMapOptions(int initialSlots, Duration grace, int readCacheEntries, boolean leasedReads,
+                          CoherentHeap coherentHeap, int inlineBytes, EntryPlacement entryPlacement) {
         this.inlineBytes = inlineBytes;
+        this.entryPlacement = entryPlacement;
         this.initialSlots = initialSlots;
         this.grace = grace;
         this.readCacheEntries = readCacheEntries;
@@ -62,7 +88,10 @@ public final class DsmMapOptions {
         this(initialSlots, grace, readCacheEntries, false, null);
     }
 
-    /** 256 home slots, a grace of one second, a read cache of 1024 entries, no leased reads, 48-byte inline areas. */
+    /**
+     * 256 home slots, a grace of one second, a read cache of 1024 entries, no leased reads,
+     * 48-byte inline areas, entries on the writer's node.
+     */
     public static DsmMapOptions defaults() {
         return new DsmMapOptions(256, Duration.ofSeconds(1), 1024);
     }
@@ -73,7 +102,7 @@ public final class DsmMapOptions {
      * root: every node then follows it. Needs {@link #coherentHeap}.
      */
     public DsmMapOptions leasedReads(boolean on) {
-        return new DsmMapOptions(initialSlots, grace, readCacheEntries, on, coherentHeap, inlineBytes);
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, on, coherentHeap, inlineBytes, entryPlacement);
     }
 
     public boolean leasedReads() {
@@ -82,7 +111,7 @@ public final class DsmMapOptions {
 
     /** This node's coherent heap: what a handle of a map with leased reads locks and caches through. */
     public DsmMapOptions coherentHeap(CoherentHeap heap) {
-        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, heap, inlineBytes);
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, heap, inlineBytes, entryPlacement);
     }
 
     /** The heap given by {@link #coherentHeap(CoherentHeap)}, or null. */
@@ -99,7 +128,7 @@ public final class DsmMapOptions {
         if (entries < 0 || entries > (1 << 24)) {
             throw new DsmConfigException("readCacheEntries", String.valueOf(entries), "0 .. 16777216");
         }
-        return new DsmMapOptions(initialSlots, grace, entries, leasedReads, coherentHeap, inlineBytes);
+        return new DsmMapOptions(initialSlots, grace, entries, leasedReads, coherentHeap, inlineBytes, entryPlacement);
     }
 
     public int readCacheEntries() {
@@ -112,7 +141,7 @@ public final class DsmMapOptions {
             throw new DsmConfigException("initialSlots", String.valueOf(slots), "1 .. 67108864");
         }
         int n = Math.max(16, Integer.highestOneBit(slots - 1) << 1);
-        return new DsmMapOptions(n, grace, readCacheEntries, leasedReads, coherentHeap, inlineBytes);
+        return new DsmMapOptions(n, grace, readCacheEntries, leasedReads, coherentHeap, inlineBytes, entryPlacement);
     }
 
     /**
@@ -130,11 +159,25 @@ public final class DsmMapOptions {
             throw new DsmConfigException("inlineEntryBytes", String.valueOf(bytes),
                     "0 (off), or a multiple of 8 from 16 to " + MapLayout.MAX_INLINE);
         }
-        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, bytes);
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, bytes,
+                entryPlacement);
     }
 
     public int inlineEntryBytes() {
         return inlineBytes;
+    }
+
+    /** Where this handle allocates the entries it writes ({@link EntryPlacement}); default {@link EntryPlacement#WRITER}. */
+    public DsmMapOptions entryPlacement(EntryPlacement placement) {
+        if (placement == null) {
+            throw new DsmConfigException("entryPlacement", "null", "WRITER or KEY");
+        }
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, inlineBytes,
+                placement);
+    }
+
+    public EntryPlacement entryPlacement() {
+        return entryPlacement;
     }
 
     /** The grace period: 10 ms .. 1 hour. */
@@ -142,7 +185,8 @@ public final class DsmMapOptions {
         if (grace == null || grace.toMillis() < 10 || grace.toHours() > 1) {
             throw new DsmConfigException("grace", String.valueOf(grace), "10 ms .. 1 h");
         }
-        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, inlineBytes);
+        return new DsmMapOptions(initialSlots, grace, readCacheEntries, leasedReads, coherentHeap, inlineBytes,
+                entryPlacement);
     }
 
     public int initialSlots() {

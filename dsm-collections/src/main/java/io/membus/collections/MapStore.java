@@ -44,6 +44,14 @@ final class MapStore {
     static final byte[] KEEP = new byte[0];
     private static final int MIGRATE_RANGE = 64;
     static final int MAX_RESTARTS = 10_000;
+    /**
+     * Slots of a window a lookup over the network reads first (their words and inline
+     * areas: 8 * (8 + inline) bytes, 448 with the default areas, where the whole window of
+     * 32 is 1,792). Linear probing keeps a key near its home slot: at a load of 0.75 a
+     * lookup probes 2.5 slots on average and rarely more than 8, so the rest of the window
+     * is read (a second round trip) only for the few keys past them.
+     */
+    static final int FIRST_READ_SLOTS = 8;
     private static final int ZERO_CHUNK = 64 << 10;
 
     /** A change of one key: from its current value bytes (null when absent) to new bytes, null (remove) or {@link #KEEP}. */
@@ -161,6 +169,8 @@ final class MapStore {
     /** Validated read cache: key bytes to the slot word and value last seen (see {@link #cachedGet}). */
     private final ConcurrentHashMap<ByteBuffer, Cached> cache = new ConcurrentHashMap<>();
     private final int cacheMax;
+    /** {@link DsmMapOptions.EntryPlacement#WRITER}: new entries go to this node's heap first. */
+    private final boolean entriesOnWriter;
     private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder repairs = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder inlineHits = new java.util.concurrent.atomic.LongAdder();
@@ -171,7 +181,8 @@ final class MapStore {
     }
 
     MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window, int inline, int cacheMax,
-             MapLeases leases) {
+             MapLeases leases, DsmMapOptions.EntryPlacement entryPlacement) {
+        this.entriesOnWriter = entryPlacement == DsmMapOptions.EntryPlacement.WRITER;
         this.inline = inline;
         this.cacheMax = cacheMax;
         this.leases = leases;
@@ -355,22 +366,36 @@ final class MapStore {
      * within the half grace the read is bounded by ({@link #checkTime} below).
      */
     private Scan scanInline(Table t, byte[] key, long hash, long start, int home) {
+        // on a network path the window is read in two parts: its first FIRST_READ_SLOTS slots, where a key almost
+        // always is (or an empty slot that says it is absent), and the rest only when neither was there
         // on a memory path (this node's memory, shm) there is no round trip to save: read the words, then
         // only a candidate's own area (after the words, as the argument needs), not all 32 areas
         boolean direct = mem.runsDirect(t.slot(home));
         byte[] words;
         byte[] areas = null;
+        int first = 0; // the window's slot that words[0] (and areas[0]) holds
+        int loaded; // slots read so far
         if (direct) {
             words = mem.read(t.slot(home), 8 * window);
+            loaded = window;
         } else {
-            byte[][] read = readWindow(t, home);
+            loaded = Math.min(window, FIRST_READ_SLOTS);
+            byte[][] read = readWindow(t, home, loaded);
             words = read[0];
             areas = read[1];
         }
         checkTime(start);
         int fp = fingerprint(hash);
         for (int i = 0; i < window; i++) {
-            long word = getLong(words, 8 * i);
+            if (i == loaded) { // neither the key nor an empty slot in the part read: read the rest of the window
+                first = loaded;
+                loaded = window;
+                byte[][] read = readWindow(t, home + first, window - first);
+                words = read[0];
+                areas = read[1];
+                checkTime(start);
+            }
+            long word = getLong(words, 8 * (i - first));
             if (word == 0) {
                 return new Scan(Kind.EMPTY, home + i, 0, null);
             }
@@ -382,7 +407,7 @@ final class MapStore {
             }
             Entry e;
             if (areas != null) {
-                e = inlineEntry(word, areas, i * t.inline, t.inline, hash);
+                e = inlineEntry(word, areas, (i - first) * t.inline, t.inline, hash);
             } else {
                 byte[] area = mem.read(t.inlineArea(home + i), t.inline);
                 checkTime(start);
@@ -404,16 +429,16 @@ final class MapStore {
     }
 
     /**
-     * The window of {@code t} from {@code home}: its slot words, and then its inline areas.
+     * Slots {@code [from, from + slots)} of {@code t}: their words, and then their inline areas.
      * The areas are read after the words ({@link RemoteMemory#readInOrder}: one round trip
      * on a network path, a tcp lane call or two reads posted in issue order on one
      * connection; one read after the other on a memory path), which {@link #scanInline}'s
      * argument needs: one read of both would copy its bytes in no promised order.
      */
-    private byte[][] readWindow(Table t, int home) {
-        byte[] words = new byte[8 * window];
-        byte[] areas = new byte[t.inline * window];
-        mem.readInOrder(t.slot(home), words, t.inlineArea(home), areas);
+    private byte[][] readWindow(Table t, int from, int slots) {
+        byte[] words = new byte[8 * slots];
+        byte[] areas = new byte[t.inline * slots];
+        mem.readInOrder(t.slot(from), words, t.inlineArea(from), areas);
         return new byte[][] {words, areas};
     }
 
@@ -618,6 +643,16 @@ final class MapStore {
         }
     }
 
+    /**
+     * The node holding the entry block of {@code key} in the newest table, 0 when the key is
+     * not there (absent, removed, or still in a table being migrated from): a diagnostic for a
+     * quiescent map (tests of the placement), not an operation of the map.
+     */
+    int entryNode(byte[] key, long hash) {
+        Scan s = scan(rootTable(), key, hash, System.nanoTime());
+        return s.kind == Kind.FOUND && !isTomb(s.word) && !isMoved(s.word) ? RemotePtr.nodeId(pointerOf(s.word)) : 0;
+    }
+
     /** Operations this handle started over (a read outlived half the grace or met a reused entry). */
     long restarts() {
         return restartCount.sum();
@@ -772,7 +807,7 @@ final class MapStore {
      */
     private BlockRef writeEntry(byte[] key, long hash, byte[] value) {
         int payload = ENTRY_DATA + key.length + value.length;
-        BlockRef ref = heap.allocate(payload, Placement.byKey(hash));
+        BlockRef ref = heap.allocate(payload, entriesOnWriter ? Placement.localFirst(hash) : Placement.byKey(hash));
         if (!fitsSlot(ref.ptr()) || (!ref.isLarge() && HeapLayout.blockClassOf(ref.header()) >= LARGE_CLASS)) {
             heap.free(ref);
             throw DsmMapException.placement(RemotePtr.toString(ref.ptr()), "node=" + ref.nodeId() + ", segment="

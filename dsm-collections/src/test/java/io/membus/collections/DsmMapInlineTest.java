@@ -3,6 +3,7 @@ package io.membus.collections;
 import io.membus.codec.Codecs;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -115,6 +116,51 @@ class DsmMapInlineTest {
         c.reset();
         assertEquals("small again", bigTwo.get(1L));
         assertEquals(1, c.roundTrips, c.toString());
+    }
+
+    /**
+     * A lookup over a connection reads the first {@value MapStore#FIRST_READ_SLOTS} slots of
+     * its window, and the rest only when neither the key nor an empty slot was among them.
+     * Sixteen home slots and 31 keys (the table does not grow: every window of 32 keeps an
+     * empty slot) pile keys far past their home: those take a second round trip,
+     * the others one, and every get, put and remove finds its key wherever it sits.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"local", "tcp"})
+    // a lookup that misses keys it should find inserts them again and grows the table without end: fail, not hang
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void keysPastTheFirstPartOfTheirWindowAreFoundWithASecondRead(String transport) {
+        countingCluster(transport);
+        DsmMapOptions options = DsmMapOptions.defaults().initialSlots(16).grace(Duration.ofSeconds(60))
+                .readCacheEntries(0);
+        DsmMap<Long, Long> one = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(), options);
+        DsmMap<Long, Long> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.longs(), Codecs.longs(), options);
+        int keys = 31; // fewer than a window: every window keeps an empty slot, so the table never grows
+        for (long k = 0; k < keys; k++) {
+            one.put(k, k * 3);
+        }
+        assertEquals(3L, two.get(1L)); // the root's table pointer is read once per half grace: not counted below
+        RoundTripTransport.Counts c = RoundTripTransport.counts();
+        int twoRoundTrips = 0;
+        for (long k = 0; k < keys; k++) {
+            c.reset();
+            assertEquals(k * 3, two.get(k), "key " + k);
+            assertTrue(c.roundTrips == 1 || c.roundTrips == 2, "key " + k + ": " + c);
+            twoRoundTrips += c.roundTrips == 2 ? 1 : 0;
+        }
+        assertTrue(twoRoundTrips > 0, "some key sat past the first part of its window");
+        assertTrue(twoRoundTrips < keys, "most keys sat in the first part: " + twoRoundTrips + " of " + keys);
+        for (long k = 0; k < keys; k++) { // changes find the key's own slot too (no second copy of a key)
+            assertEquals(k * 3, two.put(k, -k));
+        }
+        for (long k = 0; k < keys; k += 2) {
+            assertEquals(-k, two.remove(k));
+        }
+        for (long k = 0; k < keys; k++) {
+            assertEquals(k % 2 == 0 ? null : (Long) (-k), one.get(k), "key " + k);
+        }
+        assertEquals(keys / 2, two.size());
+        assertEquals(16, 1 << one.store().rootTable().log2, "the table did not grow");
     }
 
     @Test

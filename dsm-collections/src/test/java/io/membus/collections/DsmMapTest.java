@@ -48,6 +48,27 @@ class DsmMapTest {
     }
 
     @Test
+    void entriesGoToTheWritersNodeByDefaultAndToTheKeysNodeWhenAsked() {
+        cluster = new MapCluster("local", 3, 8 << 20);
+        DsmMap<Long, String> one = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.strings(),
+                DsmMapOptions.defaults().initialSlots(1024));
+        DsmMap<Long, String> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.longs(), Codecs.strings());
+        DsmMap<Long, String> byKey = DsmMap.open(cluster.node(3), one.rootPtr(), Codecs.longs(), Codecs.strings(),
+                DsmMapOptions.defaults().entryPlacement(DsmMapOptions.EntryPlacement.KEY));
+        assertEquals(DsmMapOptions.EntryPlacement.WRITER, DsmMapOptions.defaults().entryPlacement());
+        java.util.Set<Integer> keyNodes = new java.util.TreeSet<>();
+        for (long k = 0; k < 60; k++) {
+            assertNull(two.put(k, "v" + k));
+            assertEquals(2, one.entryNode(k), "key " + k + " written by node 2 lives on node 2");
+            assertEquals("v" + k, byKey.put(k, "w" + k));
+            keyNodes.add(one.entryNode(k));
+            assertEquals("w" + k, one.get(k));
+        }
+        assertEquals(java.util.Set.of(1, 2, 3), keyNodes, "by key, node 3's entries spread over the members");
+        assertThrows(io.membus.core.error.DsmConfigException.class, () -> DsmMapOptions.defaults().entryPlacement(null));
+    }
+
+    @Test
     void growsOnlineAndKeepsEveryKey() {
         cluster = new MapCluster("local", 3, 32 << 20);
         DsmMap<Long, Long> one = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),

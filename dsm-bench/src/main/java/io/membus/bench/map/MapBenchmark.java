@@ -46,8 +46,10 @@ import java.util.stream.Stream;
  * {@link DsmMap} operations per second beside {@code ConcurrentHashMap.get}: two nodes
  * in this JVM over {@code shm} or {@code tcp} (loopback), a map of {@value #KEYS}
  * {@code Long -> Long} entries created on node 1 and used from node 2, its table on
- * node 1 (so every lookup's window read crosses the transport); entries are spread
- * over both nodes by key hash. Run with {@code -t 1} and {@code -t 8} for the thread counts.
+ * node 1 (so every lookup's window read crosses the transport); the entries node 2
+ * writes go where {@code entries} says: {@code WRITER} (the default placement: node 2's
+ * own heap) or {@code KEY} (spread over both nodes by key hash). Run with {@code -t 1} and
+ * {@code -t 8} for the thread counts.
  *
  * <ul>
  *   <li>{@code get}: uncached get of a present key: over tcp its window's slot words and inline areas, two reads
@@ -73,6 +75,10 @@ public class MapBenchmark {
 
     @Param({"shm", "tcp"})
     public String transport;
+
+    /** {@link DsmMapOptions.EntryPlacement} of node 2's handles. */
+    @Param({"WRITER"})
+    public String entries;
 
     private final List<Transport> transports = new ArrayList<>();
     private final List<GlobalAllocator> allocators = new ArrayList<>();
@@ -134,10 +140,11 @@ public class MapBenchmark {
             }
         }
         passedOver.forEach(DsmMap::destroy);
+        DsmMapOptions.EntryPlacement placement = DsmMapOptions.EntryPlacement.valueOf(entries);
         map = DsmMap.open(allocators.get(1), created.rootPtr(), Codecs.longs(), Codecs.longs(),
-                DsmMapOptions.defaults().readCacheEntries(0));
+                DsmMapOptions.defaults().readCacheEntries(0).entryPlacement(placement));
         cached = DsmMap.open(allocators.get(1), created.rootPtr(), Codecs.longs(), Codecs.longs(),
-                DsmMapOptions.defaults().readCacheEntries(2 * KEYS));
+                DsmMapOptions.defaults().readCacheEntries(2 * KEYS).entryPlacement(placement));
         for (long k = 0; k < KEYS; k++) {
             map.put(k, k);
             chm.put(k, k);
