@@ -175,9 +175,14 @@ final class MapStore {
     private final java.util.concurrent.atomic.LongAdder repairs = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder inlineHits = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder restartCount = new java.util.concurrent.atomic.LongAdder();
+    /** Changes installed on the slot word of the read cache, with no lookup. */
+    private final java.util.concurrent.atomic.LongAdder speculated = new java.util.concurrent.atomic.LongAdder();
 
-    /** A key's slot word (at {@code slotPtr}) and value as seen by an operation that started at {@code at}. */
-    private record Cached(long slotPtr, long word, byte[] value, long at) {
+    /** A key's slot word (slot {@code index} of {@code table}) and value as seen by an operation that started at {@code at}. */
+    private record Cached(Table table, int index, long word, byte[] value, long at) {
+        long slotPtr() {
+            return table.slot(index);
+        }
     }
 
     MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window, int inline, int cacheMax,
@@ -491,7 +496,7 @@ final class MapStore {
             return null;
         }
         if (System.nanoTime() - c.at < graceNanos / 2) {
-            long w = mem.readLong(c.slotPtr);
+            long w = mem.readLong(c.slotPtr());
             if (w == c.word && System.nanoTime() - c.at < graceNanos / 2) {
                 cacheHits.increment();
                 return c.value;
@@ -501,12 +506,12 @@ final class MapStore {
         return null;
     }
 
-    private void remember(byte[] key, long slotPtr, long word, byte[] value, long at) {
+    private void remember(byte[] key, Table table, int index, long word, byte[] value, long at) {
         if (cacheMax <= 0 || leases != null) {
             return;
         }
         makeRoom(cache);
-        cache.put(ByteBuffer.wrap(key), new Cached(slotPtr, word, value, at));
+        cache.put(ByteBuffer.wrap(key), new Cached(table, index, word, value, at));
     }
 
     /** Drops one entry of a full read cache (whichever the map's iteration meets first). */
@@ -622,7 +627,7 @@ final class MapStore {
                                 return null;
                             }
                             byte[] value = s.entry.value();
-                            remember(key, t.slot(s.index), s.word, value, start);
+                            remember(key, t, s.index, s.word, value, start);
                             return value;
                         case EMPTY:
                             return null;
@@ -651,6 +656,11 @@ final class MapStore {
     int entryNode(byte[] key, long hash) {
         Scan s = scan(rootTable(), key, hash, System.nanoTime());
         return s.kind == Kind.FOUND && !isTomb(s.word) && !isMoved(s.word) ? RemotePtr.nodeId(pointerOf(s.word)) : 0;
+    }
+
+    /** Changes this handle installed on the slot word its read cache held for the key (one round trip, no lookup). */
+    long speculated() {
+        return speculated.sum();
     }
 
     /** Operations this handle started over (a read outlived half the grace or met a reused entry). */
@@ -708,6 +718,36 @@ final class MapStore {
         byte[] freshValue = null;
         boolean helped = false;
         try {
+            Cached hint = cacheMax > 0 && leases == null ? cache.get(ByteBuffer.wrap(key)) : null;
+            if (hint != null && hint.table == t && start - hint.at < graceNanos / 2) {
+                // the slot word this handle last saw for the key, less than half a grace ago: change it with no
+                // lookup. The CAS proves the slot still held that word, which (no block is reused within a grace)
+                // still named the cached entry: the value the mutation saw was current.
+                byte[] current = hint.value;
+                byte[] next = m.apply(current);
+                if (next != KEEP && next != null) {
+                    fresh = writeEntry(key, hash, next);
+                    freshValue = next;
+                    long update = slot(hash, entryClass(fresh), fresh.ptr());
+                    if (System.nanoTime() - hint.at < graceNanos / 2) {
+                        long witness;
+                        try {
+                            witness = install(t, hint.index, hint.word, update, key, next);
+                        } catch (RuntimeException e) {
+                            fresh = null; // as below: the CAS may have landed
+                            throw e;
+                        }
+                        if (witness == hint.word) {
+                            fresh = null; // installed
+                            speculated.increment();
+                            retireReplaced(t, hint.word);
+                            remember(key, t, hint.index, update, next, start);
+                            return new Outcome(current, true);
+                        }
+                    }
+                }
+                cache.remove(ByteBuffer.wrap(key), hint); // changed since (or too old): look it up
+            }
             while (true) {
                 Scan s = scan(t, key, hash, start);
                 if (s.kind == Kind.MOVED_EMPTY || s.kind == Kind.FULL
@@ -768,7 +808,7 @@ final class MapStore {
                     if (s.kind == Kind.FOUND) {
                         retireReplaced(t, s.word);
                     }
-                    remember(key, t.slot(s.index), update, next, start);
+                    remember(key, t, s.index, update, next, start);
                 } else {
                     forget(key);
                 }

@@ -69,6 +69,46 @@ class DsmMapTest {
     }
 
     @Test
+    void aChangeOfAKeyInTheReadCacheSkipsTheLookupAndNeverActsOnAStaleValue() throws InterruptedException {
+        cluster = new MapCluster("local", 2, 8 << 20);
+        DsmMap<String, String> one = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings(),
+                DsmMapOptions.defaults().grace(Duration.ofSeconds(60)));
+        DsmMap<String, String> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.strings(), Codecs.strings());
+        one.put("k", "a");
+        assertEquals("a", two.get("k")); // node 2's read cache now holds k's slot word
+        long before = two.store().speculated();
+        assertEquals("a", two.put("k", "b"));
+        assertEquals(before + 1, two.store().speculated(), "changed on the cached word, no lookup");
+        assertEquals("b", one.get("k"));
+        assertEquals("b", two.put("k", "b2"), "again on the word its own change cached");
+        assertEquals(before + 2, two.store().speculated());
+        // node 1 changes the key: node 2's cached word is stale, its CAS fails and it looks the key up
+        assertEquals("b2", one.put("k", "c"));
+        assertEquals("c", two.put("k", "d"), "the value replaced is the current one, not the cached one");
+        assertEquals(before + 2, two.store().speculated());
+        one.put("k", "e");
+        assertFalse(two.replace("k", "d", "f"), "the cached d is stale: k holds e");
+        assertEquals("e", one.get("k"));
+        assertTrue(two.replace("k", "e", "f"));
+        one.remove("k");
+        assertNull(two.put("k", "g"), "removed by node 1: nothing replaced");
+        assertEquals(1, one.size(), "the size counted the removal and the new key");
+        assertEquals("g", one.get("k"));
+
+        // a cached word older than half the grace is not changed blindly (its block may have been reused)
+        DsmMap<String, String> quick = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings(),
+                DsmMapOptions.defaults().grace(Duration.ofMillis(20)));
+        DsmMap<String, String> quickTwo = DsmMap.open(cluster.node(2), quick.rootPtr(), Codecs.strings(),
+                Codecs.strings());
+        quick.put("x", "1");
+        assertEquals("1", quickTwo.get("x"));
+        Thread.sleep(15);
+        long q = quickTwo.store().speculated();
+        assertEquals("1", quickTwo.put("x", "2"));
+        assertEquals(q, quickTwo.store().speculated(), "older than half the grace: looked up");
+    }
+
+    @Test
     void growsOnlineAndKeepsEveryKey() {
         cluster = new MapCluster("local", 3, 32 << 20);
         DsmMap<Long, Long> one = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),

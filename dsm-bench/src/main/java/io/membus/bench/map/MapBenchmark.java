@@ -56,7 +56,10 @@ import java.util.stream.Stream;
  *       in one lane call (one round trip; a {@code Long -> Long} entry sits beside its slot); over shm the window's
  *       words and then the candidate's own inline area;</li>
  *   <li>{@code cachedGet}: get through a handle whose read cache holds every key (one 8-byte read of the slot word);</li>
- *   <li>{@code put}: overwrite of a present key (window read, entry write with the slot's inline copy, CAS);</li>
+ *   <li>{@code put}: overwrite of a present key through a handle without a read cache (window read, entry write,
+ *       the slot's inline copy and the CAS linked to it);</li>
+ *   <li>{@code cachedPut}: the same through a handle whose read cache holds the key's slot word (as the default
+ *       options' cache does for the keys a node works on): the install alone, on the cached word;</li>
  *   <li>{@code putIfAbsent}: on a present key (the no-change path: a lookup);</li>
  *   <li>{@code chmGet}: {@code ConcurrentHashMap.get} on the same keys, the floor.</li>
  * </ul>
@@ -204,6 +207,12 @@ public class MapBenchmark {
     public Long put(Keys keys) {
         long k = keys.next();
         return map.put(k, k + 1);
+    }
+
+    @Benchmark
+    public Long cachedPut(Keys keys) {
+        long k = keys.next();
+        return cached.put(k, k + 1);
     }
 
     @Benchmark
