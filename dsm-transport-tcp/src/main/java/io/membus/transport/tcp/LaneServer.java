@@ -3,6 +3,7 @@ package io.membus.transport.tcp;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.transport.FaultInjector;
 import io.membus.core.transport.TransportThreads;
+import io.membus.core.transport.pipeline.TimerWheel;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.slf4j.Logger;
@@ -16,7 +17,6 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketTimeoutException;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -187,6 +187,22 @@ final class LaneServer implements AutoCloseable {
         private final ByteBuf out = Unpooled.buffer(MAX_FRAME);
         private final Frame frame = new Frame();
 
+        /** Set (before it closes the socket) by {@link #handshakeDeadline} when the handshake ran out of time. */
+        private volatile boolean handshakeExpired;
+        /**
+         * Closes the socket when the handshake is not done by its deadline. A timer, not
+         * {@code SO_TIMEOUT}: a JDK socket that was ever given a read timeout stays in
+         * non-blocking mode for good, and then every read that waits costs three system
+         * calls (a read that finds nothing, a poll, the read) where a blocking read costs one.
+         */
+        private final TimerWheel.Timeout handshakeDeadline = new TimerWheel.Timeout() {
+            @Override
+            protected void expired() {
+                handshakeExpired = true;
+                close();
+            }
+        };
+
         Served(Socket socket, String peer) {
             this.socket = socket;
             this.peer = peer;
@@ -197,25 +213,32 @@ final class LaneServer implements AutoCloseable {
             boolean handshaking = true;
             try {
                 socket.setTcpNoDelay(true);
-                socket.setSoTimeout((int) Math.max(1, transport.settings.handshakeTimeout.toMillis()));
+                TimerWheel.SHARED.arm(handshakeDeadline,
+                        System.nanoTime() + Math.max(1, transport.settings.handshakeTimeout.toNanos()));
                 LaneInput buffered = new LaneInput(socket.getInputStream());
                 DataInputStream input = new DataInputStream(buffered);
                 OutputStream output = socket.getOutputStream();
                 if (!handshake(input, output)) {
                     return;
                 }
+                TimerWheel.SHARED.cancel(handshakeDeadline);
+                if (handshakeExpired) {
+                    return; // admitted as the deadline closed the socket: the lane is gone
+                }
                 transport.handshaking.decrementAndGet();
                 handshaking = false;
-                socket.setSoTimeout(0); // from here the caller's reaper keeps the deadline
-                serve(input, buffered, output);
-            } catch (SocketTimeoutException e) {
-                transport.refusals.warn("peer " + peer + " did not complete the lane handshake within "
-                        + transport.settings.handshakeTimeout.toMillis() + " ms: disconnected");
+                serve(input, buffered, output); // from here the caller's reaper keeps the deadline
             } catch (IOException e) {
-                LOG.debug("lane from {} ended: {}", peer, e.toString());
+                if (handshaking && handshakeExpired) {
+                    transport.refusals.warn("peer " + peer + " did not complete the lane handshake within "
+                            + transport.settings.handshakeTimeout.toMillis() + " ms: disconnected");
+                } else {
+                    LOG.debug("lane from {} ended: {}", peer, e.toString());
+                }
             } catch (RuntimeException e) {
                 LOG.warn("lane from {} failed: {}", peer, e.toString(), e);
             } finally {
+                TimerWheel.SHARED.cancel(handshakeDeadline);
                 if (handshaking) {
                     transport.handshaking.decrementAndGet();
                 }

@@ -162,6 +162,27 @@ class LaneServerTest {
      * ran. Prints its seed ({@code -Dmembus.fuzz.seed} replays).
      */
     @Test
+    void aLaneThatDoesNotFinishItsHandshakeIsClosedAtTheDeadlineAndAFinishedOneIsNot() throws Exception {
+        TcpTransport a = node(1, "tcp.handshake-timeout", "300ms");
+        try (RawPeer silent = new RawPeer(laneAddress(a), 20_000)) {
+            silent.awaitClosed(); // nothing sent: closed by the handshake deadline (a timer, not SO_TIMEOUT)
+        }
+        try (RawPeer half = new RawPeer(laneAddress(a), 20_000)) {
+            assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(half.hello(2, 5, 1, a.incarnation())).opcode());
+            half.awaitClosed(); // HELLO alone does not keep a lane
+        }
+        eventually(() -> a.handshaking.get() == 0, "the handshake slots are given back");
+        Segment seg = a.table().get(0);
+        try (RawPeer p = new RawPeer(laneAddress(a), 20_000)) {
+            assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.laneHandshake(RawPeer.secret(Nodes.SECRET), 2, 6, 1,
+                    a.incarnation())).opcode());
+            Thread.sleep(600); // past the handshake deadline: an admitted lane keeps serving
+            p.send(b -> Frame.writeFaa(b, 1, seg.pointer(0), seg.remoteKey(), 1));
+            assertEquals(Frame.OP_OK, RawPeer.wrap(p.readFrame()).opcode());
+        }
+    }
+
+    @Test
     void theAnswersOfRequestsThatArriveTogetherLeaveInOneWriteAndNoAnswerWaitsForALaterRequest() throws Exception {
         TcpTransport a = node(1);
         Segment seg = a.table().get(0);
