@@ -123,7 +123,7 @@ public final class DsmMapOptions {
      * Entries this node's handle keeps in its validated read cache (0: none). A cached
      * get reads only the key's slot word (8 bytes, one verb) and returns the cached value
      * when the word is unchanged; it never returns a stale value. A change of a cached key
-     * ({@code put}, {@code replace}, {@code compute*}, {@code merge}) installs on the cached
+     * ({@code put}, {@code replace}, {@code remove}, {@code compute*}, {@code merge}) installs on the cached
      * word with no lookup (one round trip), and looks the key up only when that CAS finds
      * the word changed. Local to the handle.
      */

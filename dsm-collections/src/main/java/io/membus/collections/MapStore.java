@@ -718,61 +718,54 @@ final class MapStore {
         byte[] freshValue = null;
         boolean helped = false;
         try {
+            // the slot word this handle's read cache saw for the key, less than half a grace ago: the first try
+            // changes it with no lookup. The CAS proves the slot still held that word, which (no block is reused
+            // within a grace) still named the cached entry: the value the mutation saw was current.
             Cached hint = cacheMax > 0 && leases == null ? cache.get(ByteBuffer.wrap(key)) : null;
-            if (hint != null && hint.table == t && start - hint.at < graceNanos / 2) {
-                // the slot word this handle last saw for the key, less than half a grace ago: change it with no
-                // lookup. The CAS proves the slot still held that word, which (no block is reused within a grace)
-                // still named the cached entry: the value the mutation saw was current.
-                byte[] current = hint.value;
-                byte[] next = m.apply(current);
-                if (next != KEEP && next != null) {
-                    fresh = writeEntry(key, hash, next);
-                    freshValue = next;
-                    long update = slot(hash, entryClass(fresh), fresh.ptr());
-                    if (System.nanoTime() - hint.at < graceNanos / 2) {
-                        long witness;
-                        try {
-                            witness = install(t, hint.index, hint.word, update, key, next);
-                        } catch (RuntimeException e) {
-                            fresh = null; // as below: the CAS may have landed
-                            throw e;
-                        }
-                        if (witness == hint.word) {
-                            fresh = null; // installed
-                            speculated.increment();
-                            retireReplaced(t, hint.word);
-                            remember(key, t, hint.index, update, next, start);
-                            return new Outcome(current, true);
-                        }
-                    }
-                }
-                cache.remove(ByteBuffer.wrap(key), hint); // changed since (or too old): look it up
+            if (hint != null && (hint.table != t || start - hint.at >= graceNanos / 2)) {
+                hint = null;
             }
             while (true) {
-                Scan s = scan(t, key, hash, start);
-                if (s.kind == Kind.MOVED_EMPTY || s.kind == Kind.FULL
-                        || (s.kind == Kind.FOUND && isMoved(s.word))) {
-                    if (s.kind == Kind.FOUND && !isTomb(s.word)) {
-                        copyInto(mustNext(t), key, hash, identity(s.word) | COPIED, s.entry.value());
+                boolean onHint = hint != null;
+                int index;
+                long word; // the word the CAS expects: 0 for an empty slot
+                byte[] current;
+                if (onHint) {
+                    index = hint.index;
+                    word = hint.word;
+                    current = hint.value;
+                } else {
+                    Scan s = scan(t, key, hash, start);
+                    if (s.kind == Kind.MOVED_EMPTY || s.kind == Kind.FULL
+                            || (s.kind == Kind.FOUND && isMoved(s.word))) {
+                        if (s.kind == Kind.FOUND && !isTomb(s.word)) {
+                            copyInto(mustNext(t), key, hash, identity(s.word) | COPIED, s.entry.value());
+                        }
+                        if (s.kind == Kind.FULL && nextOf(t) == null) {
+                            startResize(t);
+                            migrateAll(t);
+                        } else if (!helped) {
+                            helped = true;
+                            helpMigrate(t);
+                        }
+                        t = mustNext(t);
+                        continue;
                     }
-                    if (s.kind == Kind.FULL && nextOf(t) == null) {
-                        startResize(t);
-                        migrateAll(t);
-                    } else if (!helped) {
-                        helped = true;
-                        helpMigrate(t);
-                    }
-                    t = mustNext(t);
-                    continue;
+                    index = s.index;
+                    word = s.kind == Kind.FOUND ? s.word : 0;
+                    current = s.kind == Kind.FOUND && !isTomb(s.word) ? s.entry.value() : null;
                 }
-                byte[] current = s.kind == Kind.FOUND && !isTomb(s.word) ? s.entry.value() : null;
                 byte[] next = m.apply(current);
                 if (next == KEEP || (next == null && current == null)) {
+                    if (onHint) { // a change of nothing is never decided on a cached value: look the key up
+                        hint = dropHint(key, hint);
+                        continue;
+                    }
                     return new Outcome(current, false);
                 }
                 long update;
                 if (next == null) {
-                    update = s.word | TOMB;
+                    update = word | TOMB;
                 } else {
                     if (fresh == null || !Arrays.equals(freshValue, next)) {
                         if (fresh != null) {
@@ -784,31 +777,40 @@ final class MapStore {
                     }
                     update = slot(hash, entryClass(fresh), fresh.ptr());
                 }
+                if (onHint && System.nanoTime() - hint.at >= graceNanos / 2) {
+                    hint = dropHint(key, hint); // too old by now to vouch for its entry
+                    continue;
+                }
                 checkTime(start);
                 if (lastChange != Long.MAX_VALUE && System.nanoTime() - lastChange > 0) {
                     throw new DsmMapException(ErrorCode.TIMEOUT, "stripe-lock", "map change too slow: root="
                             + RemotePtr.toString(rootBlock) + "; it held its stripe's lock so long that a survivor"
                             + " may break it, so it changed nothing (retry; a node this slow is overloaded)");
                 }
-                long expected = s.kind == Kind.FOUND ? s.word : 0;
                 long witness;
                 try {
-                    witness = install(t, s.index, expected, update, key, next);
+                    witness = install(t, index, word, update, key, next);
                 } catch (RuntimeException e) {
                     // the CAS may have landed (a timeout leaves it unknown): the entry may be installed, and its
                     // inline copy may still land, so it is never freed here (leaked if it was not installed)
                     fresh = null;
                     throw e;
                 }
-                if (witness != expected) {
+                if (witness != word) {
+                    if (onHint) {
+                        hint = dropHint(key, hint); // changed since it was cached
+                    }
                     continue; // another change won: look again and re-apply
+                }
+                if (onHint) {
+                    speculated.increment();
                 }
                 if (next != null) {
                     fresh = null; // installed
-                    if (s.kind == Kind.FOUND) {
-                        retireReplaced(t, s.word);
+                    if (word != 0) {
+                        retireReplaced(t, word);
                     }
-                    remember(key, t, s.index, update, next, start);
+                    remember(key, t, index, update, next, start);
                 } else {
                     forget(key);
                 }
@@ -824,6 +826,12 @@ final class MapStore {
                 heap.free(fresh); // never installed: nobody can have read it through a slot
             }
         }
+    }
+
+    /** Drops a cached word that could not be changed (it stays if it was replaced meanwhile); returns null. */
+    private Cached dropHint(byte[] key, Cached hint) {
+        cache.remove(ByteBuffer.wrap(key), hint);
+        return null;
     }
 
     private static int entryClass(BlockRef ref) {

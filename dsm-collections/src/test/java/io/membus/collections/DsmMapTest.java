@@ -94,6 +94,11 @@ class DsmMapTest {
         assertNull(two.put("k", "g"), "removed by node 1: nothing replaced");
         assertEquals(1, one.size(), "the size counted the removal and the new key");
         assertEquals("g", one.get("k"));
+        long beforeRemove = two.store().speculated();
+        assertEquals("g", two.remove("k"), "a removal on the word cached by node 2's own put");
+        assertEquals(beforeRemove + 1, two.store().speculated());
+        assertNull(one.get("k"));
+        assertEquals(0, one.size());
 
         // a cached word older than half the grace is not changed blindly (its block may have been reused)
         DsmMap<String, String> quick = DsmMap.create(cluster.node(1), Codecs.strings(), Codecs.strings(),
