@@ -249,8 +249,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
             }
             leases = new MapLeases(options.coherentHeap(), leaseTable);
         }
+        Class<?> objectKeyType = leases != null && OBJECT_KEY_TYPES.contains(keys.type()) ? keys.type() : null;
         MapStore store = new MapStore(heap, rootPtr, body, graceNanos, window, inline, options.readCacheEntries(),
-                leases, options.entryPlacement());
+                leases, objectKeyType, options.entryPlacement());
         return new DsmMap<>(store, keys, values);
     }
 
@@ -407,18 +408,18 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     @SuppressWarnings("unchecked")
     private V leasedGet(Object key) {
         Objects.requireNonNull(key, "key");
-        MapStore.Leased e = objectKeys ? store.leasedHit(key) : null;
-        if (e == null) {
+        Object v = objectKeys ? store.leasedHit(key, sharedValues) : null;
+        if (v == null) {
             byte[] k = queryKey(key);
             if (k == null) {
                 return null;
             }
-            e = store.leasedGet(k, MapLayout.hash(k), objectKeys ? key : null);
+            v = store.leasedGet(k, MapLayout.hash(k), objectKeys ? key : null, sharedValues);
         }
-        if (e.value() == null) {
+        if (v == LeasedCache.ABSENT) {
             return null;
         }
-        return sharedValues ? (V) e.decoded() : values.decode(e.value());
+        return sharedValues ? (V) v : values.decode((byte[]) v);
     }
 
     @Override

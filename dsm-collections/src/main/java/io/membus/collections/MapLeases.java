@@ -89,9 +89,14 @@ final class MapLeases {
         allocator.free(BlockRef.of(block, header, 0));
     }
 
+    /** The index of a key's stripe, from the key's hash. */
+    static int stripeIndex(long hash) {
+        return (int) (MapLayout.mix(hash ^ 0x6c65617365L) >>> 58) & (STRIPES - 1);
+    }
+
     /** The stripe of a key's hash. */
     RemoteRef<Long> stripe(long hash) {
-        int i = (int) (MapLayout.mix(hash ^ 0x6c65617365L) >>> 58) & (STRIPES - 1);
+        int i = stripeIndex(hash);
         RemoteRef<Long> r = stripes.get(i);
         if (r == null) {
             byte[] pair = heap.allocator().memory().read(table + (long) i * PAIR, PAIR);

@@ -156,11 +156,12 @@ final class MapStore {
     /** The lease stripes of a map with leased reads, or null. */
     final MapLeases leases;
     /**
-     * Leased read cache: key (the key object for key types whose equal objects encode to
-     * equal bytes, see {@link DsmMap}; else its bytes, wrapped) to the value (null: absent),
-     * the stripe and the stripe's version it was read under.
+     * Leased read cache, or null (no leased reads, or no read cache): key (the key object
+     * for key types whose equal objects encode to equal bytes, see {@link DsmMap}; else its
+     * bytes, wrapped) to the value ({@link LeasedCache#ABSENT}: absent) and the stripe's
+     * version it was read under.
      */
-    private final ConcurrentHashMap<Object, Leased> leased = new ConcurrentHashMap<>();
+    private final LeasedCache<io.membus.coherence.CoherentHeap.CachedCopy> leased;
     /** Decodes a value once for every caller of the leased cache (values of an immutable type), or null: never. */
     private volatile java.util.function.Function<byte[], Object> sharedDecoder;
     private final ConcurrentHashMap<Long, Table> tables = new ConcurrentHashMap<>();
@@ -171,7 +172,18 @@ final class MapStore {
     private final int cacheMax;
     /** {@link DsmMapOptions.EntryPlacement#WRITER}: new entries go to this node's heap first. */
     private final boolean entriesOnWriter;
+    /** Gets served by the validated read cache. */
     private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
+    /**
+     * Lookups in the leased cache, and those that missed: the leased hits are the
+     * difference. Counted so because a leased hit costs tens of nanoseconds: the lookup is
+     * counted before it starts (its count overlaps the lookup's memory reads, where a count
+     * after the hit would wait for the clock read that ends it), into a cell of the calling
+     * thread's own (no atomic instruction), and a miss, which goes on to read remote
+     * memory, is counted by a {@link java.util.concurrent.atomic.LongAdder}.
+     */
+    private final OwnedCounter leasedLookups = new OwnedCounter();
+    private final java.util.concurrent.atomic.LongAdder leasedMisses = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder repairs = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder inlineHits = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder restartCount = new java.util.concurrent.atomic.LongAdder();
@@ -185,12 +197,18 @@ final class MapStore {
         }
     }
 
+    /**
+     * @param objectKeyType with leased reads: the key type whose objects key the leased cache
+     *                      (see {@link DsmMap}), or null when keys are cached as their bytes
+     */
     MapStore(GlobalAllocator heap, long rootBlock, long root, long graceNanos, int window, int inline, int cacheMax,
-             MapLeases leases, DsmMapOptions.EntryPlacement entryPlacement) {
+             MapLeases leases, Class<?> objectKeyType, DsmMapOptions.EntryPlacement entryPlacement) {
         this.entriesOnWriter = entryPlacement == DsmMapOptions.EntryPlacement.WRITER;
         this.inline = inline;
         this.cacheMax = cacheMax;
         this.leases = leases;
+        this.leased = leases != null && cacheMax > 0
+                ? new LeasedCache<>(leases.heap::versionIfValid, MapLeases.STRIPES, cacheMax, objectKeyType) : null;
         this.heap = heap;
         this.mem = heap.memory();
         this.rootBlock = rootBlock;
@@ -533,16 +551,8 @@ final class MapStore {
 
     /** Gets served by the read cache so far. */
     long cacheHits() {
-        return cacheHits.sum();
-    }
-
-    /**
-     * A value of the leased cache: its bytes (null: absent), the same value decoded once
-     * when values are shared ({@link #shareDecoded}), and the stripe's cached copy and its
-     * version it was read under (a hit asks the heap whether that copy is still served: no
-     * lookup of the stripe). Immutable.
-     */
-    record Leased(long version, byte[] value, Object decoded, io.membus.coherence.CoherentHeap.CachedCopy copy) {
+        long misses = leasedMisses.sum(); // before the lookups: a lookup counted later cannot make the sum too high
+        return cacheHits.sum() + leasedLookups.sum() - misses;
     }
 
     /** Makes the leased cache keep every value decoded by {@code decoder}, handed to every caller (immutable values). */
@@ -558,13 +568,16 @@ final class MapStore {
      * cache lookup, and the heap's check of the kept copy (its drop flag and a clock read).
      * Null otherwise.
      */
-    Leased leasedHit(Object cacheKey) {
-        Leased c = leased.get(cacheKey);
-        if (c != null && leases.heap.versionIfValid(c.copy) == c.version) {
-            cacheHits.increment();
-            return c;
+    Object leasedHit(Object cacheKey, boolean decodedForm) {
+        if (leased == null) {
+            return null;
         }
-        return null;
+        leasedLookups.increment();
+        Object v = leased.hit(cacheKey, decodedForm);
+        if (v == null) {
+            leasedMisses.increment();
+        }
+        return v;
     }
 
     /**
@@ -572,9 +585,9 @@ final class MapStore {
      * stripe (a fill), look the key up, and keep the value if the stripe's version held
      * throughout. {@code cacheKey}: the key object to cache under, or null for the bytes.
      */
-    Leased leasedGet(byte[] key, long hash, Object cacheKey) {
+    Object leasedGet(byte[] key, long hash, Object cacheKey, boolean decodedForm) {
         Object k = cacheKey != null ? cacheKey : ByteBuffer.wrap(key);
-        Leased c = leasedHit(k);
+        Object c = leasedHit(k, decodedForm);
         if (c != null) {
             return c;
         }
@@ -583,18 +596,27 @@ final class MapStore {
         byte[] value = lookup(key, hash);
         java.util.function.Function<byte[], Object> decoder = sharedDecoder;
         io.membus.coherence.CoherentHeap.CachedCopy copy = leases.heap.cachedCopy(stripe);
-        Leased fresh = new Leased(version, value, decoder == null || value == null ? null : decoder.apply(value), copy);
-        if (version >= 0 && cacheMax > 0 && leases.heap.versionIfValid(copy) == version) {
-            makeRoom(leased);
-            leased.put(k, fresh);
+        if (value == null) {
+            keepLeased(k, hash, version, copy, null, null);
+            return LeasedCache.ABSENT;
         }
-        return fresh;
+        Object decoded = decoder == null ? null : decoder.apply(value);
+        keepLeased(k, hash, version, copy, value, decoded);
+        return decodedForm ? decoded : value;
+    }
+
+    private void keepLeased(Object k, long hash, long version, io.membus.coherence.CoherentHeap.CachedCopy copy,
+                            byte[] value, Object decoded) {
+        if (leased != null && version >= 0 && leases.heap.versionIfValid(copy) == version) {
+            leased.keep(k, MapLeases.stripeIndex(hash), version, copy, value, decoded);
+        }
     }
 
     /** The value bytes of {@code key}, or null. At most two verbs when the key's window holds it, one when cached. */
     byte[] get(byte[] key, long hash) {
         if (leases != null) {
-            return leasedGet(key, hash, null).value();
+            Object v = leasedGet(key, hash, null, false);
+            return v == LeasedCache.ABSENT ? null : (byte[]) v;
         }
         if (cacheMax > 0) {
             byte[] v = cachedGet(ByteBuffer.wrap(key));
@@ -691,7 +713,6 @@ final class MapStore {
         if (leases == null) {
             return mutate(key, hash, m, Long.MAX_VALUE);
         }
-        leased.remove(ByteBuffer.wrap(key));
         return leases.heap.exclusive(leases.stripe(hash), lastChange -> mutate(key, hash, m, lastChange));
     }
 

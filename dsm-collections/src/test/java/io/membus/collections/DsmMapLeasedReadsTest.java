@@ -73,6 +73,41 @@ class DsmMapLeasedReadsTest {
     }
 
     @ParameterizedTest
+    @ValueSource(strings = {"local", "shm"})
+    void aSmallLeasedCacheEvictsButNeverServesAnotherKeysValueNorAStaleOne(String transport) {
+        long seed = System.nanoTime();
+        System.out.println("DsmMapLeasedReadsTest.aSmallLeasedCache... seed=" + seed);
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(seed);
+        cluster = new MapCluster(transport, 2, 16 << 20, Duration.ofSeconds(5));
+        DsmMap<Long, Long> a = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(), options(1));
+        // 16 keys kept at most, 200 in use: every get evicts, the table is rebuilt over and over
+        DsmMap<Long, Long> reader = DsmMap.open(cluster.node(2), a.rootPtr(), Codecs.longs(), Codecs.longs(),
+                options(2).readCacheEntries(16));
+        long[] model = new long[200];
+        for (int k = 0; k < model.length; k++) {
+            model[k] = rnd.nextLong();
+            a.put((long) k, model[k]);
+        }
+        for (int i = 0; i < 5_000; i++) {
+            int k = rnd.nextInt(model.length);
+            if (rnd.nextInt(20) == 0) {
+                model[k] = rnd.nextLong();
+                a.put((long) k, model[k]);
+            }
+            assertEquals(model[k], reader.get((long) k), "seed=" + seed + ": key " + k);
+        }
+        // a hot key is a hit every time, and counted exactly
+        reader.get(3L);
+        long before = reader.readCacheHits();
+        for (int r = 0; r < 100; r++) {
+            assertEquals(model[3], reader.get(3L));
+        }
+        assertEquals(before + 100, reader.readCacheHits(), "seed=" + seed + ": each repeated get is one hit");
+        assertNull(reader.get(1_000L));
+        assertNull(reader.get(1_000), "an Integer is not a Long key, cached or not");
+    }
+
+    @ParameterizedTest
     @ValueSource(strings = {"local"})
     void aHandleWithoutACoherentHeapIsRefusedNamingTheFix(String transport) {
         cluster = new MapCluster(transport, 2, 16 << 20, Duration.ofSeconds(5));
