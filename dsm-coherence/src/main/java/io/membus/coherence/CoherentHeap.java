@@ -546,8 +546,25 @@ public final class CoherentHeap implements AutoCloseable {
      * the drop flag is volatile and set before an invalidation is acknowledged.
      */
     public long versionIfValid(CachedCopy copy) {
+        return versionIfValid(copy, clock.nowMicrosAtLeast());
+    }
+
+    /**
+     * {@link #versionIfValid(CachedCopy)} at the time {@code nowMicrosAtLeast}, a reading
+     * of {@link #clock()}'s {@link Clock#nowMicrosAtLeast()} the caller took <em>before</em>
+     * this call (and within the operation it answers): the copy is still served if its
+     * lease held at that time and it has not been dropped by now — so it was served at that
+     * time, which is where the caller's read takes effect. Reading the clock first lets a
+     * caller overlap its own memory reads with the clock read's tail.
+     */
+    public long versionIfValid(CachedCopy copy, long nowMicrosAtLeast) {
         return copy != null && !copy.dropped && cachingAllowed() && !closed
-                && clock.nowMicrosAtLeast() < copy.expiryMicros - epsMicros ? copy.version : -1;
+                && nowMicrosAtLeast < copy.expiryMicros - epsMicros ? copy.version : -1;
+    }
+
+    /** The clock this heap's leases are judged by. */
+    public Clock clock() {
+        return clock;
     }
 
     /**

@@ -3,7 +3,7 @@ package io.membus.collections;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
-import java.util.function.ToLongFunction;
+import io.membus.core.time.Clock;
 
 /**
  * The leased read cache of a {@link DsmMap} handle: key to the value read under a lease
@@ -26,11 +26,13 @@ import java.util.function.ToLongFunction;
  * stripe's version the value was read under; the cache keeps the last cached copy of
  * each stripe it was handed ({@link #keep}; {@code C}: a
  * {@link io.membus.coherence.CoherentHeap.CachedCopy} in a map). A hit is served when
- * that copy is still served at that version
- * ({@link io.membus.coherence.CoherentHeap#versionIfValid}): every change of a key
- * runs under its stripe's lock and gives the stripe a new version, so an unchanged
- * version means the value is current. A copy at the same version that is not the one
- * kept only makes a miss, never a wrong hit.
+ * that copy was served at that version at the time the hit read the clock, before it
+ * looked the key up, and has not been dropped since
+ * ({@link io.membus.coherence.CoherentHeap#versionIfValid(io.membus.coherence.CoherentHeap.CachedCopy, long)}):
+ * every change of a key runs under its stripe's lock, which drops this node's copy (or
+ * waits out its lease) and gives the stripe a new version, so the value was current at
+ * that clock reading, which lies within the get. A copy at the same version that is not
+ * the one kept only makes a miss, never a wrong hit.
  *
  * <p><b>Layout and changes.</b> Open addressing with linear probing in a power-of-two
  * table; an evicted key leaves a tombstone, and the table is rebuilt (grown up
@@ -101,8 +103,15 @@ final class LeasedCache<C> {
         }
     }
 
-    /** A copy's version while it is still served, else -1. */
-    private final ToLongFunction<? super C> versionIfValid;
+    /** Whether a copy of a stripe was served at a time: its version if so, else -1. */
+    @FunctionalInterface
+    interface Validity<C> {
+        /** {@code copy}'s version if it was served at {@code nowMicrosAtLeast} and is not dropped, else -1 (null: -1). */
+        long versionIfValid(C copy, long nowMicrosAtLeast);
+    }
+
+    private final Validity<? super C> validity;
+    private final Clock clock;
     /**
      * The last cached copy of each stripe handed to {@link #keep}, by stripe index. Read
      * without ordering: a copy is safely published (final fields, a volatile drop flag),
@@ -112,27 +121,27 @@ final class LeasedCache<C> {
     private final int max;
     private final int maxSlots;
     private final int keyKind;
-    private final Class<?> keyType;
     private volatile Table table = new Table(MIN_SLOTS);
     /** Live keys; written under the monitor. */
     private int live;
     private int evictCursor;
 
     /**
-     * @param versionIfValid a copy's version while it is still served, else -1 (null: -1)
-     * @param stripes        number of lease stripes
+     * @param validity whether a copy is served at a time ({@code CoherentHeap::versionIfValid})
+     * @param clock    the clock that time is read from (the heap's)
+     * @param stripes  number of lease stripes
      * @param max     keys kept at most (at least 1; above 2<sup>20</sup>, 2<sup>20</sup>)
      * @param keyType the map's key type when the cache is keyed by key objects of that type, or null
      */
-    LeasedCache(ToLongFunction<? super C> versionIfValid, int stripes, int max, Class<?> keyType) {
+    LeasedCache(Validity<? super C> validity, Clock clock, int stripes, int max, Class<?> keyType) {
         if (max < 1) {
             throw new IllegalArgumentException("a leased cache keeps at least one key: max=" + max);
         }
-        this.versionIfValid = Objects.requireNonNull(versionIfValid, "versionIfValid");
+        this.validity = Objects.requireNonNull(validity, "validity");
+        this.clock = Objects.requireNonNull(clock, "clock");
         this.copies = new Object[stripes];
         this.maxSlots = Math.max(MIN_SLOTS, Math.min(MAX_SLOTS, Integer.highestOneBit(Math.min(max, MAX_SLOTS)) << 2));
         this.max = Math.min(max, maxSlots / 2); // at most half the slots live: probes stay short, and end
-        this.keyType = keyType;
         this.keyKind = kindOf(keyType);
     }
 
@@ -155,7 +164,22 @@ final class LeasedCache<C> {
 
     /** The kind {@code key} is kept as: the map's integral kind for an object of that type, else {@link #OBJECT}. */
     private int kind(Object key) {
-        return keyKind != OBJECT && key.getClass() == keyType ? keyKind : OBJECT;
+        switch (keyKind) { // the classes are final: each test is one compare of the object's class word
+            case LONG:
+                return key instanceof Long ? LONG : OBJECT;
+            case INT:
+                return key instanceof Integer ? INT : OBJECT;
+            case SHORT:
+                return key instanceof Short ? SHORT : OBJECT;
+            case BYTE:
+                return key instanceof Byte ? BYTE : OBJECT;
+            case CHAR:
+                return key instanceof Character ? CHAR : OBJECT;
+            case BOOL:
+                return key instanceof Boolean ? BOOL : OBJECT;
+            default:
+                return OBJECT;
+        }
     }
 
     /** The bits a key of {@code kind} is kept as: its value for an integral kind, its hash for an object. */
@@ -196,6 +220,9 @@ final class LeasedCache<C> {
      */
     @SuppressWarnings("unchecked")
     Object hit(Object key, boolean decodedForm) {
+        // the clock first: the lookup's reads may then overlap the end of the clock read, where
+        // after it they would all have to complete before the clock read could start (lfence)
+        long now = clock.nowMicrosAtLeast();
         Table t = table;
         int kind = kind(key);
         long bits = bits(key, kind);
@@ -222,7 +249,7 @@ final class LeasedCache<C> {
             if (kind == OBJECT && !key.equals(k)) {
                 continue;
             }
-            return versionIfValid.applyAsLong((C) copies[(int) (meta >>> 16)]) == version ? v : null;
+            return validity.versionIfValid((C) copies[(int) (meta >>> 16)], now) == version ? v : null;
         }
         return null;
     }

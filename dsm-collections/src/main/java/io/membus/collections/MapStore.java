@@ -208,7 +208,8 @@ final class MapStore {
         this.cacheMax = cacheMax;
         this.leases = leases;
         this.leased = leases != null && cacheMax > 0
-                ? new LeasedCache<>(leases.heap::versionIfValid, MapLeases.STRIPES, cacheMax, objectKeyType) : null;
+                ? new LeasedCache<>(leases.heap::versionIfValid, leases.heap.clock(), MapLeases.STRIPES, cacheMax,
+                objectKeyType) : null;
         this.heap = heap;
         this.mem = heap.memory();
         this.rootBlock = rootBlock;

@@ -31,7 +31,7 @@ class LeasedCacheTest {
     }
 
     private static LeasedCache<Copy> cache(int max, Class<?> keyType) {
-        return new LeasedCache<>(c -> c == null ? -1 : c.version, 64, max, keyType);
+        return new LeasedCache<>((c, now) -> c == null ? -1 : c.version, () -> 0, 64, max, keyType);
     }
 
     private static byte[] bytes(long v) {
@@ -72,6 +72,20 @@ class LeasedCacheTest {
         c.keep(4L, 0, 6, new Copy(6), bytes(4), null); // stripe 0 changed since
         assertNull(c.hit(1L, false), "read under version 5, the stripe is at 6");
         assertEquals(4, valueOf(c.hit(4L, false)));
+    }
+
+    @Test
+    void aHitIsJudgedByTheClockReadingItTakes() {
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong(1_000);
+        // a copy served until 2_000 (its lease), at version 3
+        LeasedCache<Copy> c = new LeasedCache<>((copy, at) -> copy != null && at < 2_000 ? copy.version : -1,
+                now::get, 64, 10, Long.class);
+        c.keep(1L, 0, 3, new Copy(3), bytes(1), null);
+        assertEquals(1, valueOf(c.hit(1L, false)));
+        now.set(1_999);
+        assertEquals(1, valueOf(c.hit(1L, false)));
+        now.set(2_000);
+        assertNull(c.hit(1L, false), "the lease has run out by the clock");
     }
 
     @Test
