@@ -2,6 +2,7 @@ package io.membus.collections;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.List;
 import java.util.Objects;
 import io.membus.core.time.Clock;
 
@@ -75,7 +76,7 @@ final class LeasedCache<C> {
     private static final int LIVE = 1;
     private static final int TOMB = 2;
 
-    /** Kinds of key (meta bits 8-15): compared by the bits kept in the slot, or by {@code equals}. */
+    /** Kinds of key (meta bits 8-15): compared by the bits kept in the slot, or by {@code equals}; {@link #INTEGRAL} order. */
     private static final int OBJECT = 0;
     private static final int LONG = 1;
     private static final int INT = 2;
@@ -121,6 +122,7 @@ final class LeasedCache<C> {
     private final int max;
     private final int maxSlots;
     private final int keyKind;
+    private final Class<?> keyType;
     private volatile Table table = new Table(MIN_SLOTS);
     /** Live keys; written under the monitor. */
     private int live;
@@ -143,43 +145,20 @@ final class LeasedCache<C> {
         this.maxSlots = Math.max(MIN_SLOTS, Math.min(MAX_SLOTS, Integer.highestOneBit(Math.min(max, MAX_SLOTS)) << 2));
         this.max = Math.min(max, maxSlots / 2); // at most half the slots live: probes stay short, and end
         this.keyKind = kindOf(keyType);
+        this.keyType = keyType;
     }
 
+    /** The integral key types, at their kind minus one. */
+    private static final List<Class<?>> INTEGRAL = List.of(Long.class, Integer.class, Short.class, Byte.class,
+            Character.class, Boolean.class);
+
     private static int kindOf(Class<?> type) {
-        if (type == Long.class) {
-            return LONG;
-        } else if (type == Integer.class) {
-            return INT;
-        } else if (type == Short.class) {
-            return SHORT;
-        } else if (type == Byte.class) {
-            return BYTE;
-        } else if (type == Character.class) {
-            return CHAR;
-        } else if (type == Boolean.class) {
-            return BOOL;
-        }
-        return OBJECT;
+        return type == null ? OBJECT : INTEGRAL.indexOf(type) + 1; // OBJECT (0) when it is none of them
     }
 
     /** The kind {@code key} is kept as: the map's integral kind for an object of that type, else {@link #OBJECT}. */
     private int kind(Object key) {
-        switch (keyKind) { // the classes are final: each test is one compare of the object's class word
-            case LONG:
-                return key instanceof Long ? LONG : OBJECT;
-            case INT:
-                return key instanceof Integer ? INT : OBJECT;
-            case SHORT:
-                return key instanceof Short ? SHORT : OBJECT;
-            case BYTE:
-                return key instanceof Byte ? BYTE : OBJECT;
-            case CHAR:
-                return key instanceof Character ? CHAR : OBJECT;
-            case BOOL:
-                return key instanceof Boolean ? BOOL : OBJECT;
-            default:
-                return OBJECT;
-        }
+        return keyKind != OBJECT && key.getClass() == keyType ? keyKind : OBJECT;
     }
 
     /** The bits a key of {@code kind} is kept as: its value for an integral kind, its hash for an object. */
