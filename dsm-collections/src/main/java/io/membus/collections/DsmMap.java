@@ -355,7 +355,12 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         return store;
     }
 
-    /** Gets this handle served from its read cache (one 8-byte read of the key's slot word). */
+    /**
+     * Gets this handle served from its read cache: with leased reads, those served with no
+     * verb under a lease; otherwise those served by one 8-byte read of the key's slot word.
+     * Exact once the gets counted have returned (and the caller has synchronised with their
+     * threads); while gets run, a value the count passed through.
+     */
     public long readCacheHits() {
         return store.cacheHits();
     }
