@@ -359,7 +359,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      * Gets this handle served from its read cache: with leased reads, those served with no
      * verb under a lease; otherwise those served by one 8-byte read of the key's slot word.
      * Exact once the gets counted have returned (and the caller has synchronised with their
-     * threads); while gets run, a value the count passed through.
+     * threads); while gets run, an estimate (it may count a get still under way as a hit).
      */
     public long readCacheHits() {
         return store.cacheHits();
