@@ -32,8 +32,10 @@ import io.membus.core.time.Clock;
  * ({@link io.membus.coherence.CoherentHeap#versionIfValid(io.membus.coherence.CoherentHeap.CachedCopy, long)}):
  * every change of a key runs under its stripe's lock, which drops this node's copy (or
  * waits out its lease) and gives the stripe a new version, so the value was current at
- * that clock reading, which lies within the get. A copy at the same version that is not
- * the one kept only makes a miss, never a wrong hit.
+ * some instant within the get: at that clock reading, or, for a value kept by a fill
+ * that ran after it, when that fill read it (docs/collections.md, "Leased reads", gives
+ * the whole argument). A copy at the same version that is not the one kept only makes a
+ * miss, never a wrong hit.
  *
  * <p><b>Layout and changes.</b> Open addressing with linear probing in a power-of-two
  * table; an evicted key leaves a tombstone, and the table is rebuilt (grown up
