@@ -419,7 +419,8 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
             if (k == null) {
                 return null;
             }
-            v = store.leasedGet(k, MapLayout.hash(k), objectKeys ? key : null, sharedValues);
+            long hash = MapLayout.hash(k);
+            v = objectKeys ? store.leasedFill(k, hash, key, sharedValues) : store.leasedGet(k, hash, sharedValues);
         }
         if (v == LeasedCache.ABSENT) {
             return null;

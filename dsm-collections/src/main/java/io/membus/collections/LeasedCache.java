@@ -192,6 +192,11 @@ final class LeasedCache<C> {
         return state | (long) kind << 8 | (long) stripe << 16;
     }
 
+    /** Whether a slot's meta word is that of a live key of {@code kind}. */
+    private static boolean liveOfKind(long meta, int kind) {
+        return (meta & 0xff03) == (LIVE | kind << 8);
+    }
+
     /**
      * The value of {@code key} when a kept one may be served now (see the class comment):
      * its decoded form when {@code decodedForm} (kept only when a decoded value was handed
@@ -217,7 +222,7 @@ final class LeasedCache<C> {
             if ((meta & 3) == EMPTY || (seq & 1) != 0) {
                 return null;
             }
-            if ((meta & 0xff03) != (LIVE | kind << 8) || w[b + 1] != bits) {
+            if (!liveOfKind(meta, kind) || w[b + 1] != bits) {
                 continue;
             }
             long version = w[b + 2];
@@ -277,11 +282,10 @@ final class LeasedCache<C> {
         long[] w = t.words;
         for (int i = home(bits, t.mask), probe = 0; probe <= t.mask; probe++, i = (i + 1) & t.mask) {
             long meta = w[i * SLOT + 3];
-            int state = (int) meta & 3;
-            if (state == EMPTY) {
+            if ((meta & 3) == EMPTY) {
                 return -1;
             }
-            if (state == LIVE && (int) (meta >>> 8 & 0xff) == kind && w[i * SLOT + 1] == bits
+            if (liveOfKind(meta, kind) && w[i * SLOT + 1] == bits
                     && (kind != OBJECT || key.equals(t.keys[i]))) {
                 return i;
             }

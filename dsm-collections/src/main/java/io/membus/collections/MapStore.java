@@ -582,41 +582,37 @@ final class MapStore {
     }
 
     /**
-     * A get of a map with leased reads: {@link #leasedHit} when it can, else cache the
-     * stripe (a fill), look the key up, and keep the value if the stripe's version held
-     * throughout. {@code cacheKey}: the key object to cache under, or null for the bytes.
+     * A get of a map with leased reads whose cache is keyed by the key's bytes:
+     * {@link #leasedHit} when it can, else {@link #leasedFill}.
      */
-    Object leasedGet(byte[] key, long hash, Object cacheKey, boolean decodedForm) {
-        Object k = cacheKey != null ? cacheKey : ByteBuffer.wrap(key);
+    Object leasedGet(byte[] key, long hash, boolean decodedForm) {
+        ByteBuffer k = ByteBuffer.wrap(key);
         Object c = leasedHit(k, decodedForm);
-        if (c != null) {
-            return c;
-        }
+        return c != null ? c : leasedFill(key, hash, k, decodedForm);
+    }
+
+    /**
+     * The miss path of a leased get: cache the stripe (a fill), look the key up, and keep
+     * the value under {@code cacheKey} if the stripe's version held throughout. Returns
+     * the value as {@link #leasedHit} would.
+     */
+    Object leasedFill(byte[] key, long hash, Object cacheKey, boolean decodedForm) {
         io.membus.coherence.RemoteRef<Long> stripe = leases.stripe(hash);
         long version = leases.heap.cacheVersion(stripe);
         byte[] value = lookup(key, hash);
         java.util.function.Function<byte[], Object> decoder = sharedDecoder;
         io.membus.coherence.CoherentHeap.CachedCopy copy = leases.heap.cachedCopy(stripe);
-        if (value == null) {
-            keepLeased(k, hash, version, copy, null, null);
-            return LeasedCache.ABSENT;
-        }
-        Object decoded = decoder == null ? null : decoder.apply(value);
-        keepLeased(k, hash, version, copy, value, decoded);
-        return decodedForm ? decoded : value;
-    }
-
-    private void keepLeased(Object k, long hash, long version, io.membus.coherence.CoherentHeap.CachedCopy copy,
-                            byte[] value, Object decoded) {
+        Object decoded = value == null || decoder == null ? null : decoder.apply(value);
         if (leased != null && version >= 0 && leases.heap.versionIfValid(copy) == version) {
-            leased.keep(k, MapLeases.stripeIndex(hash), version, copy, value, decoded);
+            leased.keep(cacheKey, MapLeases.stripeIndex(hash), version, copy, value, decoded);
         }
+        return value == null ? LeasedCache.ABSENT : decodedForm ? decoded : value;
     }
 
     /** The value bytes of {@code key}, or null. At most two verbs when the key's window holds it, one when cached. */
     byte[] get(byte[] key, long hash) {
         if (leases != null) {
-            Object v = leasedGet(key, hash, null, false);
+            Object v = leasedGet(key, hash, false);
             return v == LeasedCache.ABSENT ? null : (byte[]) v;
         }
         if (cacheMax > 0) {
