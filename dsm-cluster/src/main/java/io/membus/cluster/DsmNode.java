@@ -5,6 +5,7 @@ import io.membus.cluster.ClusterMessage.NodeEntry;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.HeapUsage;
+import io.membus.core.JvmFlags;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
@@ -164,11 +165,13 @@ public final class DsmNode implements AutoCloseable {
      * Starts a node: joins the cluster, claims the node id, starts the transport,
      * exports and publishes the segments. Waits at most {@code membus.start-timeout}.
      *
-     * @throws DsmConfigException when the node id is held by a live member, or the
+     * @throws DsmConfigException when the JVM lacks the flags of {@link JvmFlags#required()}, the node id is held
+     *                            by a live member, or the
      *                            transport's settings are bad
      * @throws DsmException       ({@link ErrorCode#TIMEOUT}) when the cluster could not be joined in time
      */
     public static DsmNode start(NodeConfig config) {
+        JvmFlags.require(); // before Chronicle is touched: a start without the flags fails naming them
         DsmNode node;
         try {
             node = new DsmNode(config);
