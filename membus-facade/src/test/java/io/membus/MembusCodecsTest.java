@@ -92,4 +92,50 @@ class MembusCodecsTest {
             assertEquals(s, three.map("shipments", String.class, Shipment.class).get("s-1"), "the cluster carries on");
         }
     }
+    @Test
+    void ofTwoNodesStartedAtOnceWithDifferentListsAtLeastOneIsRefused() throws Exception {
+        int seed = freePort();
+        String fabric = "facade-codecs-race-" + System.nanoTime();
+        try (Membus memory = Membus.start(ConfigFactory.parseString(config(1, seed, seed, fabric)))) {
+            java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+            try {
+                var a = pool.submit(() -> Membus.start(ConfigFactory.parseString(config(2, freePort(), seed, fabric)),
+                        CodecRegistry.builder().register(Shipment.class)));
+                var b = pool.submit(() -> Membus.start(ConfigFactory.parseString(config(3, freePort(), seed, fabric)),
+                        CodecRegistry.builder().register(Other.class)));
+                int refused = 0;
+                for (var f : List.of(a, b)) {
+                    try {
+                        f.get(60, java.util.concurrent.TimeUnit.SECONDS).close();
+                    } catch (java.util.concurrent.ExecutionException e) {
+                        assertTrue(e.getCause() instanceof RegistrationMismatchException, String.valueOf(e.getCause()));
+                        refused++;
+                    }
+                }
+                assertTrue(refused >= 1, "both nodes started with different lists");
+            } finally {
+                pool.shutdownNow();
+            }
+        }
+    }
+    @Test
+    void aDepartedNodesListNoLongerCounts() throws Exception {
+        int seed = freePort();
+        String fabric = "facade-codecs-left-" + System.nanoTime();
+        try (Membus memory = Membus.start(ConfigFactory.parseString(config(1, seed, seed, fabric)))) {
+            try (Membus old = Membus.start(ConfigFactory.parseString(config(2, freePort(), seed, fabric)),
+                    CodecRegistry.builder().register(Shipment.class))) {
+                old.awaitMembers(2, Duration.ofSeconds(30));
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (memory.node().status().members().contains(2)) { // node 2 left: wait until the cluster knows it
+                assertTrue(System.nanoTime() < deadline, "node 2 still a member after 30 s");
+                Thread.sleep(50);
+            }
+            try (Membus changed = Membus.start(ConfigFactory.parseString(config(3, freePort(), seed, fabric)),
+                    CodecRegistry.builder().register(Other.class))) {
+                assertEquals(Other.class, changed.codecs().registrations().keySet().iterator().next());
+            }
+        }
+    }
 }

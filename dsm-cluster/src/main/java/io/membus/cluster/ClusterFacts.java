@@ -5,6 +5,7 @@ import io.membus.core.error.ErrorCode;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.cluster.Cluster;
 import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.ddata.Key;
 import org.apache.pekko.cluster.ddata.LWWMap;
 import org.apache.pekko.cluster.ddata.LWWMapKey;
@@ -24,9 +25,9 @@ import java.util.concurrent.TimeUnit;
  * reads go to a majority, so of two nodes that each publish and then read, the one
  * whose read begins after the other's write completed sees it.
  *
- * <p>{@link #read} returns only the facts of current members (Up, WeaklyUp or
- * Leaving), so a departed node's stale fact never counts; a node id that comes back
- * overwrites its own.
+ * <p>{@link #read} returns only the facts of the members this node knows (in any
+ * status but Down or Removed), so a departed node's stale fact never counts; a node
+ * id that comes back overwrites its own.
  *
  * <p><b>Note:</b> thread-safe; every call blocks its caller at most about twice the
  * operation timeout and fails with a typed error after that.
@@ -78,7 +79,8 @@ public final class ClusterFacts {
         Map<String, String> all = ((LWWMap<String, String>) s.dataValue()).getEntries();
         for (Member m : cluster.state().getMembers()) {
             int id = ClusterAgent.nodeIdOf(m);
-            String text = id == nodeId || !ClusterAgent.isLive(m.status()) ? null : all.get(fact + "/" + id);
+            boolean gone = m.status() == MemberStatus.down() || m.status() == MemberStatus.removed();
+            String text = id == nodeId || gone ? null : all.get(fact + "/" + id);
             if (text != null) {
                 out.put(id, text);
             }

@@ -33,7 +33,8 @@ import java.util.UUID;
  * <p>The list is, in order:
  * <ol>
  *   <li>Kryo's own (primitives and {@code String}, ids 0–9);</li>
- *   <li>the JDK types of {@link KryoCodec#JDK_TYPES} (ids 10–34);</li>
+ *   <li>the JDK types of {@link KryoCodec#JDK_TYPES} (ids 10–34; the wrappers among them keep
+ *       Kryo's ids of their primitives);</li>
  *   <li>the JDK's immutable and wrapper collections ({@code List.of}, {@code Set.of},
  *       {@code Map.of}, {@code List.copyOf}, {@code Collections.unmodifiable*},
  *       {@code empty*}, {@code singleton*}, {@code Arrays.asList}; ids 40–58), with

@@ -49,7 +49,7 @@ import java.util.UUID;
  * @param <T> the root type
  */
 public final class KryoCodec<T> implements Codec<T> {
-    /** Ids below this are Kryo's own (primitives, String: 0–9), {@link #JDK_TYPES} (10–34) and the JDK collections (40–58). */
+    /** Ids below this are Kryo's own (primitives and their wrappers, String: 0–9), {@link #JDK_TYPES} (10–34) and the JDK collections (40–58). */
     public static final int FIRST_USER_ID = 100;
 
     /** JDK types every KryoCodec registers, with ids 10, 11, ... in this order. */

@@ -20,8 +20,8 @@ public final class RegistrationMismatchException extends CodecException {
     RegistrationMismatchException(String fingerprint, String otherNode, int index, String here, String there) {
         super("registry#" + fingerprint, "registrations differ from " + otherNode + "'s: index=" + index
                 + ", here=\"" + here + "\", on " + otherNode + "=\"" + there + "\""
-                + "; list the same classes in the same order on every node (membus.codec.classes, then the classes"
-                + " registered in code; nested records and enums follow the class that uses them), docs/codecs.md");
+                + "; list the same classes in the same order on every node (the classes registered in code, then"
+                + " membus.codec.classes; nested records and enums follow the record that uses them), docs/codecs.md");
         this.index = index;
         this.here = here;
         this.there = there;
