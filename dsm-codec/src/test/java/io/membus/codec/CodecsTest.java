@@ -91,6 +91,20 @@ class CodecsTest {
                 && e.getMessage().contains("register(io.membus.codec.CodecsTest.Gadget.class)"), e.getMessage());
     }
 
+    record Holder(String name, Gadget gadget) {
+    }
+
+    @Test
+    void aPlainClassInsideARecordIsNotFollowedAndIsNamedWhenMissing() {
+        Codec<Holder> codec = KryoCodec.of(Holder.class); // records and enums are followed, plain classes are not
+        UnregisteredClassException e = assertThrows(UnregisteredClassException.class,
+                () -> codec.encode(new Holder("h", new Gadget())));
+        assertEquals(Gadget.class.getName(), e.className());
+        assertTrue(e.getMessage().contains("found in value=" + Holder.class.getName()), e.getMessage());
+        Codec<Holder> listed = KryoCodec.of(Holder.class, Gadget.class);
+        assertEquals("x", listed.decode(listed.encode(new Holder("h", new Gadget()))).gadget().name);
+    }
+
     @Test
     void bytesNamingAnUnregisteredClassAreRefusedWhenDecoding() {
         // a writer that registered Gadget stores a list holding one; a reader that did not must refuse it
