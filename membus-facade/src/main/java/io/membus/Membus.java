@@ -20,6 +20,7 @@ import io.membus.collections.DsmLongArray;
 import io.membus.collections.DsmMap;
 import io.membus.collections.DsmQueue;
 import io.membus.codec.Codec;
+import io.membus.codec.CodecRegistry;
 import io.membus.core.RemoteMemory;
 
 import java.nio.file.Path;
@@ -48,17 +49,26 @@ public final class Membus implements AutoCloseable {
     private final DsmNode node;
     private final boolean owned;
     private final Clock clock;
+    private final CodecRegistry codecs;
     private volatile DsmCollections collections;
     private volatile CoherentHeap heap;
 
     private Membus(DsmNode node, boolean owned) {
-        this(node, owned, Clock.system());
+        this(node, owned, Clock.system(), null);
     }
 
-    private Membus(DsmNode node, boolean owned, Clock clock) {
+    private Membus(DsmNode node, boolean owned, Clock clock, CodecRegistry.Builder code) {
         this.node = node;
         this.owned = owned;
         this.clock = clock;
+        try {
+            this.codecs = MembusCodecs.registry(node, code);
+        } catch (RuntimeException | Error e) {
+            if (owned) { // refused before serving: leave the cluster
+                node.close();
+            }
+            throw e;
+        }
     }
 
     /** Starts a node from {@code application.conf} and system properties. */
@@ -71,9 +81,27 @@ public final class Membus implements AutoCloseable {
         return new Membus(DsmNode.start(config), true);
     }
 
+    /**
+     * {@link #start(Config)} with codec classes registered in code: {@code codecs}'
+     * classes first, then those of {@code membus.codec.classes}. The resulting list must
+     * be the same on every node that registers any class; a node whose list differs is
+     * refused at start with a {@link io.membus.codec.RegistrationMismatchException}
+     * naming the first difference (docs/codecs.md). {@code codecs} is used up by the call.
+     */
+    public static Membus start(Config config, CodecRegistry.Builder codecs) {
+        java.util.Objects.requireNonNull(codecs, "codecs");
+        return new Membus(DsmNode.start(config), true, Clock.system(), codecs);
+    }
+
     /** Starts a node from a HOCON file. */
     public static Membus start(Path configFile) {
         return new Membus(DsmNode.start(configFile), true);
+    }
+
+    /** {@link #start(Path)} with codec classes registered in code, as {@link #start(Config, CodecRegistry.Builder)}. */
+    public static Membus start(Path configFile, CodecRegistry.Builder codecs) {
+        java.util.Objects.requireNonNull(codecs, "codecs");
+        return new Membus(DsmNode.start(configFile), true, Clock.system(), codecs);
     }
 
     /** Starts a node from a parsed config. */
@@ -86,12 +114,17 @@ public final class Membus implements AutoCloseable {
         return new Membus(node, false);
     }
 
+    /** {@link #wrap(DsmNode)} with codec classes registered in code, as {@link #start(Config, CodecRegistry.Builder)}. */
+    public static Membus wrap(DsmNode node, CodecRegistry.Builder codecs) {
+        return new Membus(node, false, Clock.system(), java.util.Objects.requireNonNull(codecs, "codecs"));
+    }
+
     /**
      * {@link #wrap(DsmNode)} whose coherent heap reads lease times from {@code clock}
      * (tests and the stress command's skew nemesis move a {@code SkewableClock}).
      */
     public static Membus wrap(DsmNode node, Clock clock) {
-        return new Membus(node, false, java.util.Objects.requireNonNull(clock, "clock"));
+        return new Membus(node, false, java.util.Objects.requireNonNull(clock, "clock"), null);
     }
 
     /** Waits until the cluster has {@code count} members; see {@link DsmNode#awaitMembers}. */
@@ -177,6 +210,24 @@ public final class Membus implements AutoCloseable {
         }
     }
 
+    /**
+     * This node's codec registrations ({@code membus.codec.classes} and those given in
+     * code), checked against the other members' at start; see docs/codecs.md.
+     */
+    public CodecRegistry codecs() {
+        return codecs;
+    }
+
+    /**
+     * The codec of {@code type} over {@link #codecs()}: a fixed codec for {@code Long},
+     * {@code Integer}, {@code Double}, {@code String}, {@code byte[]}, else Kryo.
+     *
+     * @throws io.membus.codec.UnregisteredClassException when {@code type} is not registered (naming the line to add)
+     */
+    public <T> Codec<T> codec(Class<T> type) {
+        return codecs.codec(type);
+    }
+
     /** Creates a coherent object holding {@code initial}, cached by default; see {@link CoherentHeap#create}. */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial, Placement placement) {
         return heap().create(codec, initial, placement);
@@ -202,9 +253,9 @@ public final class Membus implements AutoCloseable {
         return collections().lock(name);
     }
 
-    /** The bounded queue named {@code name} of {@code type} (codec {@code Codecs.of(type)}); see {@link DsmQueue}. */
+    /** The bounded queue named {@code name} of {@code type} (codec {@link #codec(Class) codec(type)}); see {@link DsmQueue}. */
     public <E> DsmQueue<E> queue(String name, Class<E> type, int capacity) {
-        return collections().queue(name, type, capacity);
+        return collections().queue(name, codec(type), capacity);
     }
 
     /** The bounded queue named {@code name} with elements encoded by {@code codec}; see {@link DsmQueue}. */
@@ -214,10 +265,10 @@ public final class Membus implements AutoCloseable {
 
     /**
      * The map named {@code name} (created empty when absent), keys and values encoded
-     * by {@code Codecs.of(type)}: the same {@code ConcurrentMap} on every node; see {@link DsmMap}.
+     * by {@link #codec(Class)}: the same {@code ConcurrentMap} on every node; see {@link DsmMap}.
      */
     public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType) {
-        return collections().map(name, keyType, valueType);
+        return collections().map(name, codec(keyType), codec(valueType));
     }
 
     /** The map named {@code name} with keys and values encoded by these codecs; see {@link DsmMap}. */

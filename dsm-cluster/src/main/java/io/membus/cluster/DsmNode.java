@@ -86,6 +86,7 @@ public final class DsmNode implements AutoCloseable {
     private final AtomicReference<Transport> transportRef = new AtomicReference<>();
     private final java.util.concurrent.atomic.AtomicBoolean transportClosed = new java.util.concurrent.atomic.AtomicBoolean();
     private final ClusterNames names;
+    private final ClusterFacts facts;
     private volatile RemoteMemory memory;
     private volatile io.membus.core.message.Messaging messaging;
     private volatile GlobalAllocator allocator;
@@ -118,6 +119,8 @@ public final class DsmNode implements AutoCloseable {
             this.cluster = Cluster.get(system);
             ActorRef replicator = DistributedData.get(system).replicator();
             this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
+            this.facts = new ClusterFacts(cluster, replicator, DistributedData.get(system).selfUniqueAddress(),
+                    config.nodeId(), config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
                     config.operationTimeout(), this::heapUsage, this::statusSections), ClusterAgent.NAME);
         } catch (RuntimeException | Error e) {
@@ -516,6 +519,11 @@ public final class DsmNode implements AutoCloseable {
     /** The replicated name registry. */
     public NameRegistry names() {
         return names;
+    }
+
+    /** Facts nodes publish for each other to check (e.g. codec registrations); see {@link ClusterFacts}. */
+    public ClusterFacts facts() {
+        return facts;
     }
 
     /** This node's segment {@code index}. */

@@ -3,7 +3,8 @@ package io.membus.codec;
 /**
  * The built-in codecs. Fixed-width codecs for {@code long}, {@code int} and
  * {@code double} (little-endian, 8/4/8 bytes), raw {@code byte[]}, UTF-8 strings;
- * everything else through {@link KryoCodec} with registration required.
+ * everything else through {@link KryoCodec} with registration required
+ * ({@link CodecRegistry}).
  *
  * <p><b>Note:</b> every codec returned is thread-safe and may be shared.
  */
@@ -34,7 +35,9 @@ public final class Codecs {
     /**
      * The codec for {@code type}: a fixed codec for {@code Long}, {@code Integer},
      * {@code Double}, {@code String} and {@code byte[]}; otherwise a
-     * {@link KryoCodec} registering {@code type} and then {@code others}, in order.
+     * {@link KryoCodec} registering {@code type} and then {@code others}, in order, each
+     * followed by the records and enums it uses (see {@link CodecRegistry}). A node's
+     * shared list is {@code Membus.codecs()}; docs/codecs.md.
      */
     @SuppressWarnings("unchecked")
     public static <T> Codec<T> of(Class<T> type, Class<?>... others) {

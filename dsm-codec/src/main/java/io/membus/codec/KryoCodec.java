@@ -4,14 +4,10 @@ import com.esotericsoftware.kryo.Kryo;
 import com.esotericsoftware.kryo.KryoException;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
-import com.esotericsoftware.kryo.serializers.DefaultSerializers;
-import com.esotericsoftware.kryo.util.Pool;
 
+import java.lang.reflect.Modifier;
 import java.math.BigDecimal;
 import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
@@ -19,7 +15,6 @@ import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.LinkedList;
@@ -31,20 +26,22 @@ import java.util.TreeSet;
 import java.util.UUID;
 
 /**
- * A Kryo 5 codec with registration required: only the classes registered with the
- * builder (and the JDK types listed in {@link #JDK_TYPES}) are ever written or
- * read, so bytes from remote memory can never make this node instantiate an
- * arbitrary class. A class that is not registered is refused on both sides: by
- * {@link #encode} before anything is stored, and by {@link #decode} when the bytes
- * name a class id nobody registered.
+ * A Kryo 5 codec with registration required: only the classes of its
+ * {@link CodecRegistry} (the user's, the JDK types listed in {@link #JDK_TYPES} and
+ * the JDK's immutable collections) are ever written or read, so bytes from remote
+ * memory can never make this node instantiate an arbitrary class. A class that is
+ * not registered is refused on both sides: by {@link #encode} before anything is
+ * stored ({@link UnregisteredClassException}, naming the class and the line to add),
+ * and by {@link #decode} when the bytes name a class id nobody registered.
  *
  * <p>Class ids are part of the stored format: every node must register the same
- * classes with the same ids. The builder numbers classes in call order from
- * {@link #FIRST_USER_ID} (or takes explicit ids), and {@link #id()} carries a
- * fingerprint of the whole registration list, so structures opened with another
- * list are refused by the layers above rather than misread.
+ * classes with the same ids (see {@link CodecRegistry}); {@link #id()} carries the
+ * registry's fingerprint, so structures opened with another list are refused by the
+ * layers above rather than misread. A final root type (a record, an enum, a final
+ * class) is written without its class; any other root type (an interface such as
+ * {@code List}, an open class) with it, and the value read back must be an instance.
  *
- * <p>Kryo instances are not thread-safe; this codec keeps them in a pool (one
+ * <p>Kryo instances are not thread-safe; the registry keeps them in a pool (one
  * borrowed per call, returned after), together with their output buffers.
  *
  * <p><b>Note:</b> thread-safe; calls share nothing but the pool.
@@ -52,7 +49,7 @@ import java.util.UUID;
  * @param <T> the root type
  */
 public final class KryoCodec<T> implements Codec<T> {
-    /** Ids below this are Kryo's own (primitives, String: 0–9) and {@link #JDK_TYPES} (10–99). */
+    /** Ids below this are Kryo's own (primitives and their wrappers, String: 0–9), {@link #JDK_TYPES} (10–34) and the JDK collections (40–58). */
     public static final int FIRST_USER_ID = 100;
 
     /** JDK types every KryoCodec registers, with ids 10, 11, ... in this order. */
@@ -63,31 +60,21 @@ public final class KryoCodec<T> implements Codec<T> {
             byte[].class, int[].class, long[].class, double[].class, String[].class, Object[].class,
             Long.class, Integer.class, Double.class, Boolean.class);
 
-    private static final int MAX_BUFFER = 64 << 20;
-
     private final Class<T> type;
-    private final Map<Class<?>, Integer> registrations;
+    private final CodecRegistry registry;
+    private final boolean withClass;
     private final String id;
-    private final Pool<Kryo> kryos;
-    private final Pool<Output> outputs;
 
-    private KryoCodec(Class<T> type, Map<Class<?>, Integer> registrations) {
-        this.type = type;
-        this.registrations = Map.copyOf(registrations);
-        this.id = "kryo:" + type.getName() + "#" + fingerprint(registrations);
-        int pool = Math.max(4, Runtime.getRuntime().availableProcessors() * 2);
-        this.kryos = new Pool<>(true, false, pool) {
-            @Override
-            protected Kryo create() {
-                return newKryo(registrations);
-            }
-        };
-        this.outputs = new Pool<>(true, false, pool) {
-            @Override
-            protected Output create() {
-                return new Output(256, MAX_BUFFER);
-            }
-        };
+    KryoCodec(Class<T> type, CodecRegistry registry) {
+        this.type = Objects.requireNonNull(type, "type");
+        this.registry = registry;
+        this.withClass = writesRootClass(type);
+        this.id = "kryo:" + type.getName() + "#" + registry.fingerprint();
+    }
+
+    /** Whether values of {@code type} are written with their class (their class may be a subclass). */
+    static boolean writesRootClass(Class<?> type) {
+        return !type.isPrimitive() && !type.isArray() && !Modifier.isFinal(type.getModifiers());
     }
 
     /** A builder for a codec of {@code type}; {@code type} itself is registered first. */
@@ -95,43 +82,16 @@ public final class KryoCodec<T> implements Codec<T> {
         return new Builder<>(type);
     }
 
-    /** A codec of {@code type} that also accepts the {@code others} (in that order) inside its values. */
+    /**
+     * A codec of {@code type} that also accepts the {@code others} (in that order) inside
+     * its values; the records and enums they use are registered with them.
+     */
     public static <T> KryoCodec<T> of(Class<T> type, Class<?>... others) {
         Builder<T> b = builder(type);
         for (Class<?> c : others) {
             b.register(c);
         }
         return b.build();
-    }
-
-    private static Kryo newKryo(Map<Class<?>, Integer> registrations) {
-        Kryo kryo = new Kryo();
-        kryo.setRegistrationRequired(true);
-        kryo.setReferences(false);
-        int next = 10;
-        for (Class<?> c : JDK_TYPES) {
-            if (c == UUID.class) {
-                kryo.register(c, new DefaultSerializers.UUIDSerializer(), next++);
-            } else {
-                kryo.register(c, next++);
-            }
-        }
-        registrations.forEach((c, id) -> kryo.register(c, id));
-        return kryo;
-    }
-
-    private static String fingerprint(Map<Class<?>, Integer> registrations) {
-        StringBuilder sb = new StringBuilder();
-        JDK_TYPES.forEach(c -> sb.append(c.getName()).append(';'));
-        new TreeMap<>(registrations.entrySet().stream()
-                .collect(java.util.stream.Collectors.toMap(Map.Entry::getValue, e -> e.getKey().getName())))
-                .forEach((id, name) -> sb.append(id).append('=').append(name).append(';'));
-        try {
-            byte[] digest = MessageDigest.getInstance("SHA-256").digest(sb.toString().getBytes(StandardCharsets.UTF_8));
-            return HexFormat.of().formatHex(digest, 0, 8);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
-        }
     }
 
     @Override
@@ -144,48 +104,65 @@ public final class KryoCodec<T> implements Codec<T> {
         return type;
     }
 
+    /** The registry whose classes this codec writes and reads. */
+    public CodecRegistry registry() {
+        return registry;
+    }
+
     @Override
     public byte[] encode(T value) {
         Objects.requireNonNull(value, "value");
-        Kryo kryo = kryos.obtain();
-        Output out = outputs.obtain();
+        Kryo kryo = registry.kryos.obtain();
+        Output out = registry.outputs.obtain();
         try {
             out.reset();
-            kryo.writeObject(out, value);
+            if (withClass) {
+                kryo.writeClassAndObject(out, value);
+            } else {
+                kryo.writeObject(out, value);
+            }
             return out.toBytes();
         } catch (IllegalArgumentException | KryoException | java.lang.reflect.InaccessibleObjectException e) {
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                if (t instanceof CodecRegistry.Unregistered u) {
+                    throw new UnregisteredClassException(id, u.type, " (found in value=" + value.getClass().getName() + ")");
+                }
+            }
             throw new CodecException(id, "value=" + value.getClass().getName() + ": cannot encode (" + e.getMessage()
-                    + "); register every class a value contains with KryoCodec.builder(...).register(...)"
-                    + ", in the same order on every node", e);
+                    + "); docs/codecs.md says which classes a codec writes", e);
         } finally {
-            outputs.free(out);
-            kryos.free(kryo);
+            registry.outputs.free(out);
+            registry.kryos.free(kryo);
         }
     }
 
     @Override
     public T decode(byte[] src, int offset, int length) {
         Objects.checkFromIndexSize(offset, length, src.length);
-        Kryo kryo = kryos.obtain();
+        Kryo kryo = registry.kryos.obtain();
         try {
             Input in = new Input(src, offset, length);
-            T value = kryo.readObject(in, type);
+            Object value = withClass ? kryo.readClassAndObject(in) : kryo.readObject(in, type);
             if (in.position() != offset + length) {
                 throw new CodecException(id, "length=" + length + ", read=" + (in.position() - offset)
                         + ": trailing bytes after the value; another codec wrote them, or they are corrupt");
             }
-            return value;
+            if (!type.isInstance(value)) {
+                throw new CodecException(id, "length=" + length + ", read=" + (value == null ? "null"
+                        : value.getClass().getName()) + ": not a " + type.getName() + "; another codec wrote them");
+            }
+            return type.cast(value);
         } catch (KryoException | IllegalArgumentException | IndexOutOfBoundsException | NegativeArraySizeException e) {
             throw new CodecException(id, "length=" + length + ": the bytes do not decode (" + e.getMessage()
                     + "); a node with another registration list wrote them, or they are corrupt", e);
         } finally {
-            kryos.free(kryo);
+            registry.kryos.free(kryo);
         }
     }
 
-    /** The classes this codec registers beyond {@link #JDK_TYPES}, with their ids. */
+    /** The classes this codec registers beyond the built-ins, with their ids. */
     public Map<Class<?>, Integer> registrations() {
-        return registrations;
+        return registry.registrations();
     }
 
     @Override
@@ -194,57 +171,35 @@ public final class KryoCodec<T> implements Codec<T> {
     }
 
     /**
-     * Collects registrations. Not thread-safe; {@link #build()} returns a thread-safe codec.
+     * Collects registrations for a codec of one root type (a {@link CodecRegistry.Builder}
+     * with the root type registered first). Not thread-safe; {@link #build()} returns a
+     * thread-safe codec.
      *
      * @param <T> the root type
      */
     public static final class Builder<T> {
         private final Class<T> type;
-        private final LinkedHashMap<Class<?>, Integer> registrations = new LinkedHashMap<>();
-        private int next = FIRST_USER_ID;
+        private final CodecRegistry.Builder registry = CodecRegistry.builder();
 
         private Builder(Class<T> type) {
             this.type = Objects.requireNonNull(type, "type");
-            if (!JDK_TYPES.contains(type) && !type.isPrimitive() && type != String.class) {
-                register(type);
-            }
+            registry.register(type);
         }
 
-        /** Registers {@code c} with the next free id. */
+        /** Registers {@code c} with the next free id (and the records and enums it uses after it). */
         public Builder<T> register(Class<?> c) {
-            while (registrations.containsValue(next)) {
-                next++;
-            }
-            return register(c, next++);
+            registry.register(c);
+            return this;
         }
 
         /** Registers {@code c} with {@code id} (at least {@link #FIRST_USER_ID}). */
         public Builder<T> register(Class<?> c, int id) {
-            Objects.requireNonNull(c, "class");
-            if (id < FIRST_USER_ID) {
-                throw new IllegalArgumentException("id=" + id + ", class=" + c.getName()
-                        + ": ids below " + FIRST_USER_ID + " are Kryo's and Membus' own; use " + FIRST_USER_ID + " or more");
-            }
-            if (JDK_TYPES.contains(c)) {
-                return this;
-            }
-            Integer old = registrations.get(c);
-            if (old != null && old != id) {
-                throw new IllegalArgumentException("class=" + c.getName() + ", id=" + id + ", registered=" + old
-                        + ": a class is registered once");
-            }
-            registrations.forEach((k, v) -> {
-                if (v == id && k != c) {
-                    throw new IllegalArgumentException("id=" + id + ", class=" + c.getName() + ", taken by="
-                            + k.getName() + ": every class needs its own id");
-                }
-            });
-            registrations.put(c, id);
+            registry.register(c, id);
             return this;
         }
 
         public KryoCodec<T> build() {
-            return new KryoCodec<>(type, registrations);
+            return registry.build().kryo(type);
         }
     }
 }

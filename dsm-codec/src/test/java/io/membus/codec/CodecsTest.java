@@ -11,6 +11,7 @@ import java.util.concurrent.Future;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -56,12 +57,52 @@ class CodecsTest {
         assertEquals(order, codec.decode(codec.encode(order)));
     }
 
+    enum Status { NEW, PAID, SHIPPED { @Override public String toString() { return "shipped!"; } } }
+
+    record Address(String city, Status lastStatus) {
+    }
+
+    record Shipment(String id, Status status, Address to, List<Item> items, java.util.Set<String> tags,
+                    java.util.Map<String, Integer> counts) {
+    }
+
+    @Test
+    void aRecordHoldingImmutableCollectionsAnEnumAndANestedRecordRoundTrips() {
+        // only the root type is named: its nested records and enums are registered from its components
+        Codec<Shipment> codec = KryoCodec.of(Shipment.class);
+        Shipment s = new Shipment("s1", Status.SHIPPED, new Address("Oslo", Status.PAID),
+                List.of(new Item("a", 1), new Item("b", 2), new Item("c", 3)), java.util.Set.of("x", "y"),
+                java.util.Map.of("a", 1, "b", 2));
+        Shipment back = codec.decode(codec.encode(s));
+        assertEquals(s, back);
+        assertSame(Status.SHIPPED, back.status());
+        assertThrows(UnsupportedOperationException.class, () -> back.items().add(new Item("d", 4)));
+        assertThrows(UnsupportedOperationException.class, () -> back.tags().add("z"));
+        assertThrows(UnsupportedOperationException.class, () -> back.counts().put("c", 3));
+    }
+
     @Test
     void anUnregisteredClassIsRefusedWhenEncoding() {
-        Codec<Order> codec = KryoCodec.of(Order.class); // Item not registered
-        Order order = new Order(1, "bob", new ArrayList<>(List.of(new Item("a", 1))));
-        CodecException e = assertThrows(CodecException.class, () -> codec.encode(order));
-        assertTrue(e.getMessage().contains("register"), e.getMessage());
+        Codec<ArrayList> codec = KryoCodec.of(ArrayList.class); // Gadget not registered
+        ArrayList<Object> list = new ArrayList<>(List.of(new Gadget()));
+        UnregisteredClassException e = assertThrows(UnregisteredClassException.class, () -> codec.encode(list));
+        assertEquals(Gadget.class.getName(), e.className());
+        assertTrue(e.getMessage().contains("add \"io.membus.codec.CodecsTest$Gadget\" to membus.codec.classes")
+                && e.getMessage().contains("register(io.membus.codec.CodecsTest.Gadget.class)"), e.getMessage());
+    }
+
+    record Holder(String name, Gadget gadget) {
+    }
+
+    @Test
+    void aPlainClassInsideARecordIsNotFollowedAndIsNamedWhenMissing() {
+        Codec<Holder> codec = KryoCodec.of(Holder.class); // records and enums are followed, plain classes are not
+        UnregisteredClassException e = assertThrows(UnregisteredClassException.class,
+                () -> codec.encode(new Holder("h", new Gadget())));
+        assertEquals(Gadget.class.getName(), e.className());
+        assertTrue(e.getMessage().contains("found in value=" + Holder.class.getName()), e.getMessage());
+        Codec<Holder> listed = KryoCodec.of(Holder.class, Gadget.class);
+        assertEquals("x", listed.decode(listed.encode(new Holder("h", new Gadget()))).gadget().name);
     }
 
     @Test
@@ -89,7 +130,8 @@ class CodecsTest {
     @Test
     void theIdChangesWithTheRegistrationList() {
         assertEquals(KryoCodec.of(Order.class, Item.class).id(), KryoCodec.of(Order.class, Item.class).id());
-        assertNotEquals(KryoCodec.of(Order.class, Item.class).id(), KryoCodec.of(Order.class).id());
+        assertNotEquals(KryoCodec.of(Order.class, Gadget.class).id(), KryoCodec.of(Order.class).id());
+        assertEquals(KryoCodec.of(Order.class, Item.class).id(), KryoCodec.of(Order.class).id()); // Item is nested
         assertThrows(IllegalArgumentException.class,
                 () -> KryoCodec.builder(Order.class).register(Item.class, 100)); // 100 is Order's
         assertThrows(IllegalArgumentException.class, () -> KryoCodec.builder(Order.class).register(Item.class, 5));
