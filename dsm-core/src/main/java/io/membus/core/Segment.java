@@ -146,9 +146,19 @@ public final class Segment implements AutoCloseable {
      */
     public static Segment createOrOpenFile(Path file, int nodeId, long incarnation, int index, long size, int flags,
                                            boolean replace) {
+        return createOrOpenFile(file, nodeId, incarnation, index, size, flags, replace, PrivateFiles.ownerOnly());
+    }
+
+    /**
+     * As {@link #createOrOpenFile(Path, int, long, int, long, int, boolean)}, the file and any
+     * directory it creates given the permissions of {@code files} (the file's memory is the
+     * node's: no one else may read it); a file it reopens gets them too.
+     */
+    public static Segment createOrOpenFile(Path file, int nodeId, long incarnation, int index, long size, int flags,
+                                           boolean replace, PrivateFiles files) {
         SegmentDescriptor d = new SegmentDescriptor(nodeId, incarnation, index, size, flags, newRemoteKey());
         try {
-            Files.createDirectories(file.toAbsolutePath().getParent());
+            files.createDirectories(file.toAbsolutePath().getParent());
             if (Files.exists(file)) {
                 SegmentDescriptor old = readHeader(file);
                 boolean same = old != null && old.nodeId() == nodeId && old.index() == index && old.size() == size;
@@ -161,6 +171,11 @@ public final class Segment implements AutoCloseable {
                     }
                     Files.delete(file);
                 }
+            }
+            if (Files.exists(file)) {
+                files.secureFile(file);
+            } else {
+                files.createFile(file); // created with its permissions before any byte is in it
             }
             long fileSize = SegmentLayout.DATA_OFFSET + size;
             MappedFile mf = MappedFile.ofSingle(file.toFile(), fileSize, false);
