@@ -37,6 +37,9 @@ final class StripedWords {
     static final int STRIPE_COUNT_OFFSET = 16;
     static final int STRIPES_OFFSET = 24;
     static final int STRIPE_ENTRY_LENGTH = 16;
+    /** Stripes an array may have: its stripe table is read with one verb. */
+    static final int MAX_STRIPES = (io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH - STRIPES_OFFSET)
+            / STRIPE_ENTRY_LENGTH;
     /** Elements per stripe unless asked otherwise: 4 KiB blocks. */
     static final int DEFAULT_STRIPE_LENGTH = 512;
 
@@ -65,7 +68,15 @@ final class StripedWords {
         if (stripeLength <= 0 || stripeLength > (1 << 20)) {
             throw new CollectionArgumentException("stripeLength", stripeLength, "1..1048576 elements");
         }
-        int count = (length + stripeLength - 1) / stripeLength;
+        // the stripe table is read in one verb: at most MAX_STRIPES entries (checked before anything is allocated;
+        // the count in int overflowed for a length near Integer.MAX_VALUE)
+        long stripesNeeded = ((long) length + stripeLength - 1) / stripeLength;
+        if (stripesNeeded > MAX_STRIPES) {
+            throw new CollectionArgumentException("length", length, "1.." + Math.min(Integer.MAX_VALUE,
+                    (long) MAX_STRIPES * stripeLength) + " with stripeLength=" + stripeLength + " (at most "
+                    + MAX_STRIPES + " stripes; a longer stripeLength allows more)");
+        }
+        int count = (int) stripesNeeded;
         GlobalAllocator allocator = roots.allocator();
         RemoteMemory memory = roots.memory();
         Root root = roots.getOrCreate(name, kind, descriptor, STRIPES_OFFSET + (long) count * STRIPE_ENTRY_LENGTH,

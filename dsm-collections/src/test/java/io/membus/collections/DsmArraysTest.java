@@ -189,4 +189,23 @@ class DsmArraysTest {
             assertEquals(Set.of(1, 2), nodes);
         }
     }
+
+    /** Issue 26.5: a length near Integer.MAX_VALUE overflowed the stripe count into NegativeArraySizeException. */
+    @Test
+    void aLengthTooLargeForItsStripeTableIsRefusedBeforeAnythingIsAllocated() {
+        try (CollCluster c = new CollCluster("local", 1)) {
+            for (int length : new int[] {Integer.MAX_VALUE, Integer.MAX_VALUE - 1, StripedWords.MAX_STRIPES * 512 + 1}) {
+                CollectionArgumentException e = assertThrows(CollectionArgumentException.class,
+                        () -> c.node(1).longArray("huge", length), "length " + length);
+                assertEquals("length", e.argument());
+                assertTrue(e.getMessage().contains("length=" + length) && e.getMessage().contains("stripeLength=512"),
+                        e.getMessage());
+                assertThrows(CollectionArgumentException.class, () -> c.node(1).doubleArray("huge", length));
+            }
+            assertThrows(CollectionArgumentException.class, () -> c.node(1).longArray("neg", -5));
+            assertThrows(CollectionArgumentException.class, () -> c.node(1).longArray("s", 10, 0));
+            assertThrows(CollectionArgumentException.class, () -> c.node(1).longArray("s", 10, Integer.MAX_VALUE));
+            assertEquals(0, c.node(1).longArray("after", 8).get(7), "nothing was left half made: names still work");
+        }
+    }
 }

@@ -1,6 +1,7 @@
 package io.membus.core;
 
 import io.membus.core.directory.SegmentDirectory;
+import io.membus.core.error.BadLengthException;
 import io.membus.core.error.BlockingCallOnTransportThreadException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
@@ -252,6 +253,10 @@ public final class RemoteMemory {
         }
 
         public CompletableFuture<byte[]> read(long ptr, int length) {
+            BadLengthException bad = SegmentTable.lengthError(ptr, length);
+            if (bad != null) {
+                return CompletableFuture.failedFuture(bad);
+            }
             return add(ptr, key -> v -> v.read(ptr, key, length));
         }
 
@@ -346,6 +351,10 @@ public final class RemoteMemory {
     }
 
     public CompletableFuture<byte[]> readAsync(long ptr, int length) {
+        BadLengthException bad = SegmentTable.lengthError(ptr, length); // before anything is allocated
+        if (bad != null) {
+            return CompletableFuture.failedFuture(bad);
+        }
         try {
             long key = keyOf(ptr);
             return on(ptr, v -> v.read(ptr, key, length));
@@ -391,6 +400,10 @@ public final class RemoteMemory {
     // same checks and no future, lambda or boxing; every other path posts the verb and waits.
 
     public byte[] read(long ptr, int length) {
+        BadLengthException bad = SegmentTable.lengthError(ptr, length); // before the array is allocated
+        if (bad != null) {
+            throw bad;
+        }
         BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
@@ -511,6 +524,10 @@ public final class RemoteMemory {
     /** Writes {@code length} bytes of native memory at {@code address} to {@code ptr} (see {@link #readToAddress}). */
     public void writeFromAddress(long ptr, long address, int length) {
         checkNative(address, length);
+        BadLengthException bad = SegmentTable.lengthError(ptr, length); // before the posted path's copy
+        if (bad != null) {
+            throw bad;
+        }
         BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {

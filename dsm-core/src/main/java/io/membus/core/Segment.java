@@ -28,7 +28,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>The methods here are the raw memory operations on the data area, with
  * bounds checks only: the checks of a <em>verb</em> (remote key, access flags,
  * alignment) are done by {@link io.membus.core.transport.SegmentTable}.
- * Words are little-endian. {@link #compareAndSwap} and {@link #fetchAndAdd} are
+ * Words are little-endian. {@link #read} and {@link #write} (and their native-memory
+ * forms) move every 8-byte aligned word they cover whole with one 8-byte load or store
+ * ({@link WordCopy}), so such a word is never seen half written, by this process or
+ * another mapping the file. {@link #compareAndSwap} and {@link #fetchAndAdd} are
  * sequentially consistent CPU atomics on the shared memory (they are atomic with
  * respect to other processes that map the same file); {@link #write} ends with a
  * full fence and {@link #read} starts with an acquire fence, so a completed write
@@ -50,6 +53,8 @@ public final class Segment implements AutoCloseable {
     private final SegmentDescriptor descriptor;
     private final BytesStore<?, ?> store;
     private final long base;
+    /** Native address of data byte 0 (the memory stays mapped until {@link #close} frees it). */
+    private final long address0;
     private final MappedFile mappedFile;
     private final Path file;
     private final boolean ownsFile;
@@ -65,6 +70,7 @@ public final class Segment implements AutoCloseable {
         this.descriptor = descriptor;
         this.store = store;
         this.base = base;
+        this.address0 = store.addressForRead(base);
         this.mappedFile = mappedFile;
         this.file = file;
         this.ownsFile = ownsFile;
@@ -140,9 +146,19 @@ public final class Segment implements AutoCloseable {
      */
     public static Segment createOrOpenFile(Path file, int nodeId, long incarnation, int index, long size, int flags,
                                            boolean replace) {
+        return createOrOpenFile(file, nodeId, incarnation, index, size, flags, replace, PrivateFiles.ownerOnly());
+    }
+
+    /**
+     * As {@link #createOrOpenFile(Path, int, long, int, long, int, boolean)}, the file and any
+     * directory it creates given the permissions of {@code files} (the file's memory is the
+     * node's: no one else may read it); a file it reopens gets them too.
+     */
+    public static Segment createOrOpenFile(Path file, int nodeId, long incarnation, int index, long size, int flags,
+                                           boolean replace, PrivateFiles files) {
         SegmentDescriptor d = new SegmentDescriptor(nodeId, incarnation, index, size, flags, newRemoteKey());
         try {
-            Files.createDirectories(file.toAbsolutePath().getParent());
+            files.createDirectories(file.toAbsolutePath().getParent());
             if (Files.exists(file)) {
                 SegmentDescriptor old = readHeader(file);
                 boolean same = old != null && old.nodeId() == nodeId && old.index() == index && old.size() == size;
@@ -155,6 +171,11 @@ public final class Segment implements AutoCloseable {
                     }
                     Files.delete(file);
                 }
+            }
+            if (Files.exists(file)) {
+                files.secureFile(file);
+            } else {
+                files.createFile(file); // created with its permissions before any byte is in it
             }
             long fileSize = SegmentLayout.DATA_OFFSET + size;
             MappedFile mf = MappedFile.ofSingle(file.toFile(), fileSize, false);
@@ -290,8 +311,12 @@ public final class Segment implements AutoCloseable {
     public void read(long offset, byte[] dst, int dstOffset, int length) {
         enter(offset, length);
         try {
+            if (dstOffset < 0 || dstOffset > dst.length - length) {
+                throw new IllegalArgumentException("destination range out of bounds: offset=" + dstOffset
+                        + ", length=" + length + ", array=" + dst.length);
+            }
             VarHandle.acquireFence();
-            store.read(base + offset, dst, dstOffset, length);
+            WordCopy.toArray(address0 + offset, dst, dstOffset, length);
         } finally {
             exit();
         }
@@ -302,7 +327,7 @@ public final class Segment implements AutoCloseable {
         enter(offset, length);
         try {
             VarHandle.acquireFence();
-            store.nativeRead(base + offset, address, length);
+            WordCopy.toAddress(address0 + offset, address, length);
         } finally {
             exit();
         }
@@ -312,7 +337,7 @@ public final class Segment implements AutoCloseable {
     public void writeFromAddress(long offset, long address, int length) {
         enter(offset, length);
         try {
-            store.nativeWrite(address, base + offset, length);
+            WordCopy.fromAddress(address, address0 + offset, length);
             VarHandle.fullFence();
         } finally {
             exit();
@@ -323,7 +348,11 @@ public final class Segment implements AutoCloseable {
     public void write(long offset, byte[] src, int srcOffset, int length) {
         enter(offset, length);
         try {
-            store.write(base + offset, src, srcOffset, length);
+            if (srcOffset < 0 || srcOffset > src.length - length) {
+                throw new IllegalArgumentException("source range out of bounds: offset=" + srcOffset
+                        + ", length=" + length + ", array=" + src.length);
+            }
+            WordCopy.fromArray(src, srcOffset, address0 + offset, length);
             VarHandle.fullFence();
         } finally {
             exit();

@@ -1,6 +1,8 @@
 package io.membus.core;
 
 import io.membus.core.directory.StaticDirectory;
+import io.membus.core.transport.SegmentTable;
+import io.membus.core.error.BadLengthException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownSegmentException;
 import io.membus.core.error.WrongRemoteKeyException;
@@ -54,6 +56,38 @@ class RemoteMemoryTest {
         assertEquals(42, one.compareAndSwap(onTwo, 42, 43));
         one.write(RemotePtr.pack(1, 0, 0), new byte[]{1, 2, 3});
         assertArrayEquals(new byte[]{1, 2, 3}, two.read(RemotePtr.pack(1, 0, 0), 3));
+    }
+
+    /**
+     * Issue 26.5: a negative or huge length threw NegativeArraySizeException or OutOfMemoryError
+     * before it was checked. Every read and write is refused with BadLengthException first, on
+     * this node's own memory path and towards a peer, blocking, asynchronous and batched.
+     */
+    @Test
+    void aNegativeOrHugeLengthIsRefusedWithItsTypedErrorBeforeAnythingIsAllocated() {
+        RemoteMemory one = node(1);
+        node(2);
+        java.nio.ByteBuffer direct = java.nio.ByteBuffer.allocateDirect(16);
+        long address = net.openhft.chronicle.core.Jvm.address(direct);
+        for (long ptr : new long[] {RemotePtr.pack(1, 0, 0), RemotePtr.pack(2, 0, 0)}) {
+            for (int length : new int[] {-1, Integer.MIN_VALUE, Integer.MAX_VALUE, SegmentTable.MAX_VERB_LENGTH + 1}) {
+                String what = "length " + length + " at " + RemotePtr.toString(ptr);
+                BadLengthException e = assertThrows(BadLengthException.class, () -> one.read(ptr, length), what);
+                assertEquals(length, e.length(), what);
+                assertEquals(SegmentTable.MAX_VERB_LENGTH, e.maxLength(), what);
+                assertThrows(BadLengthException.class, () -> RemoteMemory.await(one.readAsync(ptr, length),
+                        Duration.ofSeconds(5)), what);
+                RemoteMemory.RemoteBatch batch = one.batch();
+                java.util.concurrent.CompletableFuture<byte[]> r = batch.read(ptr, length);
+                batch.submit();
+                assertThrows(BadLengthException.class, () -> RemoteMemory.await(r, Duration.ofSeconds(5)), what);
+                if (length > 0) {
+                    assertThrows(BadLengthException.class, () -> one.writeFromAddress(ptr, address, length), what);
+                    assertThrows(BadLengthException.class, () -> one.readToAddress(ptr, address, length), what);
+                }
+            }
+        }
+        assertEquals(0, one.readLong(RemotePtr.pack(2, 0, 0)), "still usable");
     }
 
     @Test

@@ -35,6 +35,15 @@ public final class SegmentTable implements BlockingVerbs {
     /** Largest byte count one read or write verb may carry (16 MiB). */
     public static final int MAX_VERB_LENGTH = 16 << 20;
 
+    /**
+     * The failure of a read or write of {@code length} bytes at {@code ptr} whose length is
+     * negative or over {@link #MAX_VERB_LENGTH}, or {@code null}: what an initiator checks
+     * before it allocates anything for the verb (a result array, a copy).
+     */
+    public static BadLengthException lengthError(long ptr, int length) {
+        return length < 0 || length > MAX_VERB_LENGTH ? new BadLengthException(ptr, length, MAX_VERB_LENGTH) : null;
+    }
+
     private final int nodeId;
     private final AtomicReferenceArray<Segment> segments = new AtomicReferenceArray<>(RemotePtr.MAX_SEGMENT_INDEX + 1);
 

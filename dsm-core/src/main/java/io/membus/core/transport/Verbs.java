@@ -26,6 +26,16 @@ import java.util.concurrent.CompletableFuture;
  *       specification promises atomicity only among atomics, so layers above never
  *       race a plain write with an atomic on one word (they change such words by
  *       CAS).</li>
+ *   <li><b>Whole words.</b> A {@link #read} or {@link #write} moves every 8-byte
+ *       aligned word it covers whole with one 8-byte load or store at the target
+ *       ({@code local}, {@code shm}, {@code tcp}, and the rdma software fabric of the
+ *       tests; {@link io.membus.core.WordCopy}): a read never returns such a word made
+ *       of parts of two writes, plain or atomic, and a write never leaves one half
+ *       written. The promise is per word: a longer transfer is not one atomic unit (a
+ *       read racing a longer write may see some of its words new and others old), and
+ *       a word the transfer covers only in part (an unaligned start or end) has none.
+ *       An RDMA NIC moves aligned words whole too, but the InfiniBand specification
+ *       does not promise it.</li>
  *   <li><b>Deadlines.</b> Every verb has a deadline: the transport's operation
  *       timeout, counted from the moment the verb is issued (time spent waiting for
  *       room in an in-flight window counts); a verb not completed by then fails with

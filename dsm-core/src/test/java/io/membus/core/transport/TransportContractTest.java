@@ -608,6 +608,141 @@ public abstract class TransportContractTest {
         }
     }
 
+    /**
+     * A word value that tells a torn read: both halves carry the same 32 bits (the writer in the
+     * top byte, a counter below), so a value made of halves of two writes has unequal halves.
+     */
+    private static long tiedWord(int writer, int count) {
+        long half = ((long) writer << 24 | (count & 0xffffff)) & 0xffffffffL;
+        return half << 32 | half;
+    }
+
+    /** Null when {@code v} is a value {@link #tiedWord} makes for writers 1..writers (or the initial 0), else why not. */
+    private static String notWritten(long v, int writers) {
+        long hi = v >>> 32;
+        long lo = v & 0xffffffffL;
+        if (hi != lo) {
+            return String.format("torn: 0x%016x (high half 0x%08x, low half 0x%08x)", v, hi, lo);
+        }
+        long writer = hi >>> 24;
+        return v == 0 || writer >= 1 && writer <= writers ? null : String.format("never written: 0x%016x", v);
+    }
+
+    /**
+     * Word atomicity of plain reads and writes (see {@link Verbs}): writers on two nodes write one
+     * aligned word (alone, and inside longer transfers whose every aligned word they fill, from
+     * array offsets of any alignment) while readers on both nodes read it (alone, inside longer
+     * reads, at unaligned starts and into unaligned array offsets); every aligned word a read
+     * covers whole must be a value some writer wrote, never half of one and half of another.
+     * Blocking verbs are used where the connection offers them (tcp lanes: a target thread per
+     * lane, so the target's copies really race), posted verbs otherwise.
+     */
+    @Test
+    void anAlignedWordIsReadAndWrittenWholeWhileWritersAndReadersRace() throws Exception {
+        Transport a = node(1);
+        Transport b = node(2);
+        Transport c = node(3);
+        Segment seg = a.export(SegmentSpec.of(0, SEGMENT_SIZE));
+        long key = seg.remoteKey();
+        long base = seg.pointer(4096); // words at 4096 (the raced word), 4104, 4112, 4120
+        long seed = Seeds.seed("membus.words.seed", getClass().getSimpleName() + ".wordAtomicity");
+        List<Connection> conns = List.of(connect(b, a), connect(c, a));
+        int writers = 2;
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2500);
+        AtomicLong reads = new AtomicLong();
+        AtomicLong bad = new AtomicLong();
+        java.util.concurrent.atomic.AtomicReference<String> firstBad = new java.util.concurrent.atomic.AtomicReference<>();
+        ExecutorService pool = Executors.newFixedThreadPool(5);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int w = 1; w <= writers; w++) {
+                int writer = w;
+                Connection conn = conns.get(w - 1);
+                SplittableRandom rnd = new SplittableRandom(seed + w);
+                done.add(pool.submit(() -> {
+                    byte[] buf = new byte[8 + 32];
+                    for (int n = 1; System.nanoTime() < until; n++) {
+                        long v = tiedWord(writer, n);
+                        int shape = rnd.nextInt(3);
+                        int off = rnd.nextInt(8); // array offset: any alignment
+                        int words = shape == 0 ? 1 : 4;
+                        for (int i = 0; i < words; i++) {
+                            Words.putLong(buf, off + 8 * i, v);
+                        }
+                        BlockingVerbs v2 = conn.blockingNow();
+                        if (v2 != null && shape != 2) {
+                            v2.write(base, key, buf, off, 8 * words);
+                        } else {
+                            await(conn.write(base, key, buf, off, 8 * words));
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (int r = 0; r < 2; r++) {
+                Connection conn = conns.get(r);
+                SplittableRandom rnd = new SplittableRandom(seed + 10 + r);
+                done.add(pool.submit(() -> {
+                    byte[] dst = new byte[8 + 32];
+                    while (System.nanoTime() < until) {
+                        int shape = rnd.nextInt(4);
+                        int off = rnd.nextInt(8);
+                        // shape 0: the word alone; 1: the four words; 2: from byte 4 of the first word, 24 bytes
+                        // (words 2 and 3 whole); 3: a posted read of the four words
+                        long from = shape == 2 ? base + 4 : base;
+                        int length = shape == 0 ? 8 : shape == 2 ? 24 : 32;
+                        BlockingVerbs v2 = conn.blockingNow();
+                        if (v2 != null && shape != 3) {
+                            v2.readInto(from, key, dst, off, length);
+                        } else {
+                            System.arraycopy(await(conn.read(from, key, length)), 0, dst, off, length);
+                        }
+                        int firstWhole = shape == 2 ? 4 : 0;
+                        for (int at = firstWhole; at + 8 <= length; at += 8) {
+                            String why = notWritten(Words.getLong(dst, off + at), writers);
+                            if (why != null) {
+                                bad.incrementAndGet();
+                                firstBad.compareAndSet(null, why + " at word " + (from + at - base) / 8
+                                        + " of a " + length + "-byte read (shape " + shape + ")");
+                            }
+                        }
+                        reads.incrementAndGet();
+                    }
+                    return null;
+                }));
+            }
+            // Stops the other threads one at a time at their safepoint polls (Thread.getStackTrace is a handshake
+            // with that thread alone), the others running on: a copy made of two stores is then caught between
+            // them far more often than by preemption alone (a few per second here, none in 2.5 s without it).
+            done.add(pool.submit(() -> {
+                Thread self = Thread.currentThread();
+                List<Thread> others = new ArrayList<>();
+                long refresh = 0;
+                while (System.nanoTime() < until) {
+                    if (System.nanoTime() - refresh > 0) { // new threads (a transport's lanes) join the round
+                        others.clear();
+                        Thread.getAllStackTraces().keySet().stream().filter(t -> t != self).forEach(others::add);
+                        refresh = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(250);
+                    }
+                    for (Thread t : others) {
+                        t.getStackTrace();
+                    }
+                }
+                return null;
+            }));
+            for (Future<?> f : done) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        System.out.println(getClass().getSimpleName() + " word atomicity: " + reads.get() + " reads, " + bad.get()
+                + " bad");
+        assertTrue(reads.get() > 0, "no read ran");
+        assertEquals(0, bad.get(), "reads that returned a word nobody wrote (seed " + seed + "), first: "
+                + firstBad.get());
+    }
+
     @Test
     void nodesInSeparateProcessesReachTheExactFetchAndAddTotal() throws Exception {
         if (!multiProcess()) {

@@ -267,7 +267,7 @@ final class RdmaMessages {
             }
             int slot = (int) wrId;
             long b = port.recvBufferAddress(slot);
-            int kind = MEMORY.readByte(b + KIND_OFFSET);
+            int kind = MEMORY.readByte(b + KIND_OFFSET) & 0xff; // unsigned, as it is printed
             short channel = MEMORY.readShort(b + CHANNEL_OFFSET);
             long correlation = MEMORY.readLong(b + CORRELATION_OFFSET);
             byte[] body = null;

@@ -162,8 +162,9 @@ final class SoftNic extends SoftRing implements AutoCloseable {
         }
         long local = wr.sgeAddress();
         switch (op) {
-            case SendWrLayout.IBV_WR_RDMA_READ -> UnsafeMemory.copyMemory(remote, local, length);
-            case SendWrLayout.IBV_WR_RDMA_WRITE -> UnsafeMemory.copyMemory(local, remote, length);
+            // whole aligned words, as a NIC's DMA moves them (and as the Verbs contract's word atomicity asks)
+            case SendWrLayout.IBV_WR_RDMA_READ -> io.membus.core.WordCopy.toAddress(remote, local, length);
+            case SendWrLayout.IBV_WR_RDMA_WRITE -> io.membus.core.WordCopy.fromAddress(local, remote, length);
             case SendWrLayout.IBV_WR_ATOMIC_CMP_AND_SWP -> {
                 long expected = wr.compareAdd();
                 long old;

@@ -73,7 +73,8 @@ final class ShmMessaging implements AutoCloseable {
     private record PeerRing(long incarnation, ShmRing ring) {
     }
 
-    ShmMessaging(int nodeId, long incarnation, Path dir, MessageEndpoint endpoint, long replyWaitNanos,
+    ShmMessaging(int nodeId, long incarnation, Path dir, io.membus.core.PrivateFiles files, MessageEndpoint endpoint,
+                 long replyWaitNanos,
                  long maxParkNanos) {
         this.nodeId = nodeId;
         this.incarnation = incarnation;
@@ -81,7 +82,8 @@ final class ShmMessaging implements AutoCloseable {
         this.endpoint = endpoint;
         this.replyWaitNanos = replyWaitNanos;
         this.maxParkNanos = maxParkNanos;
-        this.ring = ShmRing.create(dir.resolve(ringFileName(nodeId)), ShmRing.capacityFor(endpoint.maxMessageSize()));
+        this.ring = ShmRing.create(dir.resolve(ringFileName(nodeId)), ShmRing.capacityFor(endpoint.maxMessageSize()),
+                files);
         this.maxPayload = Math.min(endpoint.maxMessageSize(), ring.maxPayload());
         this.receiver = TransportThreads.startDaemon("membus-shm-inbox-" + nodeId, this::run);
     }

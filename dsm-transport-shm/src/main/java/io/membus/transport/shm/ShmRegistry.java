@@ -58,8 +58,8 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
         return dir.resolve("node-" + nodeId + ".reg");
     }
 
-    /** Writes this registry atomically into {@code dir}. */
-    public void write(Path dir) {
+    /** Writes this registry atomically into {@code dir}, its file created with the permissions of {@code files}. */
+    public void write(Path dir, io.membus.core.PrivateFiles files) {
         Properties p = new Properties();
         p.setProperty("node", Integer.toString(nodeId));
         p.setProperty("incarnation", Long.toString(incarnation));
@@ -73,6 +73,8 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
         Path target = fileOf(dir, nodeId);
         Path tmp = dir.resolve("node-" + nodeId + ".reg.tmp-" + ProcessHandle.current().pid());
         try {
+            Files.deleteIfExists(tmp); // left by a process of this pid that died half way
+            files.createFile(tmp);
             try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
                 p.store(w, "membus shm registry");
             }

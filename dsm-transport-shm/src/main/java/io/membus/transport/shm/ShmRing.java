@@ -76,9 +76,10 @@ final class ShmRing implements AutoCloseable {
     }
 
     /** Creates a zeroed ring file (replacing any earlier one: its mappers keep the old file). */
-    static ShmRing create(Path file, int capacity) {
+    static ShmRing create(Path file, int capacity, io.membus.core.PrivateFiles files) {
         try {
             Files.deleteIfExists(file);
+            files.createFile(file); // its permissions before any message is in it
             long length = capacity + RingBufferDescriptor.TRAILER_LENGTH;
             try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
                 raf.setLength(length);

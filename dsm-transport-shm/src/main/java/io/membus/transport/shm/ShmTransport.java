@@ -1,5 +1,6 @@
 package io.membus.transport.shm;
 
+import io.membus.core.PrivateFiles;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmConfigException;
@@ -57,24 +58,43 @@ public final class ShmTransport extends AbstractTransport {
     private final Path dir;
     private final long refreshNanos;
     private final ShmMessaging messaging;
+    /** Permissions of every file and directory this node creates in {@link #dir}. */
+    private final PrivateFiles files;
 
     public ShmTransport(TransportConfig config) {
         super(config);
         String d = config.require("shm.dir", "a writable directory (on Linux, one under /dev/shm)");
         this.dir = Path.of(d).toAbsolutePath();
         this.refreshNanos = config.getDuration("shm.refresh-interval").toNanos();
+        String group = config.getString("shm.group", GROUP_ALLOWED);
         try {
-            Files.createDirectories(dir);
+            this.files = PrivateFiles.forGroup(group);
+        } catch (IllegalArgumentException e) {
+            throw TransportConfig.bad("shm.group", group, GROUP_ALLOWED, e);
+        }
+        try {
+            if (!files.secureDirectory(dir) && dir.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+                LOG.warn("membus.transports.shm.dir={} is shared with other users (world-writable, or not this"
+                        + " user's): they can list it; this node's files in it are still {}", dir, files);
+            }
         } catch (IOException e) {
             throw TransportConfig.bad("shm.dir", d, "a writable directory (on Linux, one under /dev/shm)", e);
         }
         if (!Files.isWritable(dir)) {
             throw TransportConfig.bad("shm.dir", d, "a writable directory (on Linux, one under /dev/shm)");
         }
-        this.messaging = new ShmMessaging(config.nodeId(), config.incarnation(), dir, messages(),
+        this.messaging = new ShmMessaging(config.nodeId(), config.incarnation(), dir, files, messages(),
                 config.operationTimeout().toNanos(),
                 config.getDuration("shm.idle-park").toNanos());
         segmentsChanged();
+    }
+
+    private static final String GROUP_ALLOWED = "\"\" (files readable by this user only) or the name of a group on"
+            + " this host that this user belongs to (files and directories shared with it)";
+
+    /** The permissions this node gives its files and directories. */
+    public PrivateFiles files() {
+        return files;
     }
 
     @Override
@@ -103,7 +123,8 @@ public final class ShmTransport extends AbstractTransport {
                 throw new DsmConfigException("segment file", f, "a file directly in membus.transports.shm.dir=" + dir
                         + " (peers find segment files there)");
             }
-            return Segment.createOrOpenFile(f, nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), false);
+            return Segment.createOrOpenFile(f, nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), false,
+                    files);
         }
         Path f = defaultFile(spec.index());
         try {
@@ -112,7 +133,8 @@ public final class ShmTransport extends AbstractTransport {
             throw TransportConfig.bad("shm.dir", dir, "a directory where node " + nodeId()
                     + " may replace its segment files (cannot delete " + f + ")", e);
         }
-        return Segment.createOrOpenFile(f, nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), true);
+        return Segment.createOrOpenFile(f, nodeId(), incarnation(), spec.index(), spec.size(), spec.flags(), true,
+                files);
     }
 
     @Override
@@ -136,7 +158,7 @@ public final class ShmTransport extends AbstractTransport {
             files.put(s.index(), s.file().getFileName().toString());
         }
         new ShmRegistry(nodeId(), incarnation(), ProcessHandle.current().pid(), files,
-                ShmMessaging.ringFileName(nodeId()), messages().inboxCapacity(), messaging.maxPayload()).write(dir);
+                ShmMessaging.ringFileName(nodeId()), messages().inboxCapacity(), messaging.maxPayload()).write(dir, this.files);
     }
 
     @Override

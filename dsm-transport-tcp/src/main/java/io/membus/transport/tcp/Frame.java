@@ -223,7 +223,7 @@ public final class Frame {
      */
     public String validate() {
         if (version() != VERSION) {
-            return "version=" + version() + ", supported=" + VERSION;
+            return "version=" + (version() & 0xff) + ", supported=" + VERSION; // uint8: never printed negative
         }
         int body = bodyLength();
         byte op = opcode();
@@ -245,7 +245,7 @@ public final class Frame {
             default -> -1;
         };
         if (expected < 0) {
-            return "opcode=" + op + " (unknown)";
+            return "opcode=" + (op & 0xff) + " (unknown)";
         }
         if (body != expected) {
             return "opcode=" + opName(op) + ", bodyLength=" + body + ", expected=" + expected;

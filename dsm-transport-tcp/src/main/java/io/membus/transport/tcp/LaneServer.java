@@ -93,24 +93,44 @@ final class LaneServer implements AutoCloseable {
                 return;
             }
             String peer = String.valueOf(s.getRemoteSocketAddress());
-            if (transport.handshaking.incrementAndGet() > transport.settings.maxHandshaking) {
-                transport.handshaking.decrementAndGet();
-                transport.refusals.warn("peer " + peer + " refused: " + transport.settings.maxHandshaking
-                        + " connections are already in the handshake (membus.transports.tcp.max-handshaking);"
-                        + " disconnected");
+            java.net.InetAddress source = s.getInetAddress();
+            Served c = new Served(s, peer, source);
+            // the node's handshake slots, shared with the Netty port: beyond its source's share a lane waits
+            // (accepted, no thread, not read) and its source's later ones wait behind every other source's
+            HandshakeSlots.Offer offer = transport.slots.offer(source, new HandshakeSlots.Waiter() {
+                @Override
+                public void admitted() {
+                    start(c);
+                }
+
+                @Override
+                public void expired() {
+                    transport.refusals.warn("peer " + peer + " waited " + transport.settings.handshakeTimeout.toMillis()
+                            + " ms for a handshake slot on the lane port: disconnected");
+                    c.close();
+                }
+            });
+            if (offer == HandshakeSlots.Offer.REFUSED) {
+                transport.refusals.warn("peer " + peer + " refused on the lane port: its address already waits with"
+                        + " too many connections for a handshake slot (membus.transports.tcp.max-handshaking="
+                        + transport.settings.maxHandshaking + "); disconnected");
                 closeQuietly(s);
-                continue;
+            } else if (offer == HandshakeSlots.Offer.ADMITTED) {
+                start(c);
             }
-            Served c = new Served(s, peer);
-            served.add(c);
-            if (closed) { // closed while it was accepted: close() may not have seen it
-                c.close();
-                served.remove(c);
-                transport.handshaking.decrementAndGet();
-                continue;
-            }
-            TransportThreads.startDaemon("membus-lane-" + transport.nodeId() + "-" + threads.incrementAndGet(), c);
         }
+    }
+
+    /** Serves an accepted lane that holds a handshake slot: a thread of its own (it gives the slot back). */
+    private void start(Served c) {
+        served.add(c);
+        if (closed) { // closed while it was accepted: close() may not have seen it
+            c.close();
+            served.remove(c);
+            transport.slots.release(c.source);
+            return;
+        }
+        TransportThreads.startDaemon("membus-lane-" + transport.nodeId() + "-" + threads.incrementAndGet(), c);
     }
 
     /** Closes the lanes whose initiator matches; returns how many. */
@@ -179,6 +199,8 @@ final class LaneServer implements AutoCloseable {
     final class Served implements Runnable {
         private final Socket socket;
         private final String peer;
+        /** The source address whose handshake slot it holds until admitted or closed. */
+        final java.net.InetAddress source;
         /** The authenticated initiator (-1 until the handshake admitted it) and its incarnation. */
         volatile int initiatorNode = -1;
         volatile long initiatorIncarnation;
@@ -203,9 +225,10 @@ final class LaneServer implements AutoCloseable {
             }
         };
 
-        Served(Socket socket, String peer) {
+        Served(Socket socket, String peer, java.net.InetAddress source) {
             this.socket = socket;
             this.peer = peer;
+            this.source = source;
         }
 
         @Override
@@ -225,7 +248,7 @@ final class LaneServer implements AutoCloseable {
                 if (handshakeExpired) {
                     return; // admitted as the deadline closed the socket: the lane is gone
                 }
-                transport.handshaking.decrementAndGet();
+                transport.slots.release(source);
                 handshaking = false;
                 serve(input, buffered, output); // from here the caller's reaper keeps the deadline
             } catch (IOException e) {
@@ -240,7 +263,7 @@ final class LaneServer implements AutoCloseable {
             } finally {
                 TimerWheel.SHARED.cancel(handshakeDeadline);
                 if (handshaking) {
-                    transport.handshaking.decrementAndGet();
+                    transport.slots.release(source);
                 }
                 close();
                 served.remove(this);

@@ -58,8 +58,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private final TargetHandshake handshake;
     private ChannelHandlerContext ctx;
     private ScheduledFuture<?> handshakeTimer;
-    /** Whether this connection still counts in {@link TcpTransport#handshaking}. */
-    private boolean handshaking = true;
+    /** The source address whose handshake slot this connection holds ({@link TcpTransport#slots}). */
+    private final java.net.InetAddress source;
+    /** Whether this connection holds a handshake slot now (from admission until it authenticated or closed). */
+    private boolean handshaking;
+    /** Whether it was given a slot (at once, or after waiting): its handshake timer runs from then. */
+    private boolean admitted;
     private ByteBuf out;
     /** Runs this connection's verbs (its copy buffer is allocated at the first verb). */
     private final VerbExecutor verbs;
@@ -74,9 +78,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private record Held(long releaseNanos, ByteBuf frame) {
     }
 
-    ServerHandler(TcpTransport transport, String peer) {
+    ServerHandler(TcpTransport transport, String peer, java.net.InetAddress source) {
         this.transport = transport;
         this.peer = peer;
+        this.source = source;
         this.verbs = new VerbExecutor(transport);
         this.handshake = new TargetHandshake(transport, peer);
     }
@@ -109,8 +114,38 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         this.ctx = ctx;
     }
 
+    /** Called before the channel is registered: it holds a slot from the start. */
+    void holdsSlot() {
+        handshaking = true;
+        admitted = true;
+    }
+
+    /**
+     * On the channel's I/O thread: a slot was given to this connection after it waited. A
+     * connection closed meanwhile gives it back at once; otherwise it is read from now on,
+     * under its handshake timeout.
+     */
+    void admitted() {
+        handshaking = true;
+        if (state == CLOSED || ctx == null || !ctx.channel().isActive()) {
+            leaveHandshake();
+            return;
+        }
+        admitted = true;
+        armHandshakeTimer(ctx);
+        ctx.channel().config().setAutoRead(true);
+        ctx.read();
+    }
+
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
+        if (admitted) {
+            armHandshakeTimer(ctx);
+        }
+        ctx.fireChannelActive();
+    }
+
+    private void armHandshakeTimer(ChannelHandlerContext ctx) {
         long timeout = transport.settings.handshakeTimeout.toNanos();
         handshakeTimer = ctx.executor().schedule(() -> {
             if (state < OPEN) {
@@ -119,7 +154,6 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                 closeNow();
             }
         }, timeout, TimeUnit.NANOSECONDS);
-        ctx.fireChannelActive();
     }
 
     @Override
@@ -433,7 +467,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private void leaveHandshake() {
         if (handshaking) {
             handshaking = false;
-            transport.handshaking.decrementAndGet();
+            transport.slots.release(source);
         }
     }
 

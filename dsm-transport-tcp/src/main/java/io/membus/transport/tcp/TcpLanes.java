@@ -137,6 +137,10 @@ final class TcpLanes implements BlockingVerbs {
     public void writeFromAddress(long ptr, long remoteKey, long address, int length) {
         TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
         if (lane == null) {
+            if (length > io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH) { // refused before the copy is allocated
+                throw new io.membus.core.error.BadLengthException(ptr, length,
+                        io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH);
+            }
             byte[] b = new byte[length];
             MEMORY.copyMemory(address, b, BYTE_ARRAY_OFFSET, length);
             await(connection.write(ptr, remoteKey, b, 0, length));

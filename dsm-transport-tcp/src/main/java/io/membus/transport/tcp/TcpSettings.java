@@ -9,7 +9,7 @@ import java.time.Duration;
  * The {@code membus.transports.tcp} settings of a node, parsed and checked once. This
  * module's {@code reference.conf} defines and documents every key with its default:
  * {@code secret} (required, at least 16 bytes), {@code host}, {@code port},
- * {@code advertise-host}, {@code handshake-timeout}, {@code max-handshaking},
+ * {@code advertise-host}, {@code handshake-timeout}, {@code max-handshaking}, {@code max-handshaking-per-source},
  * {@code reconnect-min-backoff}, {@code reconnect-max-backoff}, {@code max-frame},
  * {@code max-in-flight}, {@code blocking-lanes}, {@code lane-server}, {@code io} and
  * {@code io-threads}.
@@ -25,6 +25,7 @@ final class TcpSettings {
     final String advertiseHost;
     final Duration handshakeTimeout;
     final int maxHandshaking;
+    final int maxHandshakingPerSource;
     final Duration reconnectMinBackoff;
     final Duration reconnectMaxBackoff;
     final int maxFrame;
@@ -59,6 +60,7 @@ final class TcpSettings {
         }
         this.handshakeTimeout = config.getDuration("tcp.handshake-timeout");
         this.maxHandshaking = config.getInt("tcp.max-handshaking", 1, 1 << 16);
+        this.maxHandshakingPerSource = config.getInt("tcp.max-handshaking-per-source", 1, 1 << 16);
         this.reconnectMinBackoff = config.getDuration("tcp.reconnect-min-backoff");
         this.reconnectMaxBackoff = config.getDuration("tcp.reconnect-max-backoff");
         if (reconnectMaxBackoff.compareTo(reconnectMinBackoff) < 0) {

@@ -33,7 +33,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The {@code tcp} transport: every node runs a "soft NIC", a Netty server that
@@ -68,8 +67,11 @@ public final class TcpTransport extends AbstractTransport {
     private final Map<Channel, ServerHandler> served = new ConcurrentHashMap<>();
     /** Serves the blocking lanes peers open to this node; null when {@code lane-server = false}. */
     private final LaneServer laneServer;
-    /** Accepted connections that have not authenticated yet: at most {@code membus.transports.tcp.max-handshaking}. */
-    final AtomicInteger handshaking = new AtomicInteger();
+    /**
+     * The handshake slots of both ports: accepted connections that have not authenticated yet, at most
+     * {@code membus.transports.tcp.max-handshaking}, and {@code max-handshaking-per-source} per source address.
+     */
+    final HandshakeSlots slots;
     /** The newest incarnation each initiator node authenticated with: older ones are refused. */
     private final Map<Integer, Long> initiatorIncarnations = new ConcurrentHashMap<>();
 
@@ -77,6 +79,8 @@ public final class TcpTransport extends AbstractTransport {
         super(config);
         this.settings = new TcpSettings(config);
         this.handshake = new PeerAuth(settings.secret, "tcp");
+        this.slots = new HandshakeSlots(settings.maxHandshaking, settings.maxHandshakingPerSource,
+                settings.handshakeTimeout.toNanos());
         boolean epoll = switch (settings.io) {
             case "epoll" -> {
                 if (!Epoll.isAvailable()) {
@@ -106,17 +110,38 @@ public final class TcpTransport extends AbstractTransport {
                         @Override
                         protected void initChannel(SocketChannel ch) {
                             String peer = String.valueOf(ch.remoteAddress());
-                            if (handshaking.incrementAndGet() > settings.maxHandshaking) {
-                                // a connection flood: each unauthenticated connection would hold a channel, a
-                                // timer and a buffer for membus.transports.tcp.handshake-timeout
-                                handshaking.decrementAndGet();
-                                refusals.warn("peer " + peer + " refused: " + settings.maxHandshaking
-                                        + " connections are already in the handshake (membus.transports.tcp.max-handshaking);"
-                                        + " disconnected");
+                            java.net.InetAddress source = ch.remoteAddress().getAddress();
+                            ServerHandler handler = new ServerHandler(TcpTransport.this, peer, source);
+                            // a connection flood: each unauthenticated connection holds a slot, a channel and a
+                            // timer for membus.transports.tcp.handshake-timeout; beyond its source's share it waits
+                            // unread, and its source's later ones wait behind every other source's
+                            HandshakeSlots.Offer offer = slots.offer(source, new HandshakeSlots.Waiter() {
+                                @Override
+                                public void admitted() {
+                                    ch.eventLoop().execute(handler::admitted);
+                                }
+
+                                @Override
+                                public void expired() {
+                                    refusals.warn("peer " + peer + " waited " + settings.handshakeTimeout.toMillis()
+                                            + " ms for a handshake slot (membus.transports.tcp.max-handshaking-per-source="
+                                            + settings.maxHandshakingPerSource + ", max-handshaking="
+                                            + settings.maxHandshaking + "): disconnected");
+                                    ch.close();
+                                }
+                            });
+                            if (offer == HandshakeSlots.Offer.REFUSED) {
+                                refusals.warn("peer " + peer + " refused: its address already waits with too many"
+                                        + " connections for a handshake slot (membus.transports.tcp.max-handshaking="
+                                        + settings.maxHandshaking + "); disconnected");
                                 ch.close();
                                 return;
                             }
-                            ServerHandler handler = new ServerHandler(TcpTransport.this, peer);
+                            if (offer == HandshakeSlots.Offer.ADMITTED) {
+                                handler.holdsSlot();
+                            } else {
+                                ch.config().setAutoRead(false); // not read, not timed, until it holds a slot
+                            }
                             served.put(ch, handler);
                             ch.closeFuture().addListener(f -> served.remove(ch));
                             ch.pipeline().addLast(new FrameDecoder(settings.maxFrame, peer), handler);
@@ -240,6 +265,7 @@ public final class TcpTransport extends AbstractTransport {
 
     @Override
     protected void closeTransport() {
+        slots.close(); // connections waiting for a slot are closed
         if (laneServer != null) {
             laneServer.close(); // its threads end as their sockets close
         }

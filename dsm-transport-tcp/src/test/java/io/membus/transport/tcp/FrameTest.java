@@ -134,6 +134,13 @@ class FrameTest {
         Frame.writeHeader(buf, (byte) 0x42, 1, 0);
         assertEquals("opcode=66 (unknown)", frame.wrap(buf, 0).validate());
 
+        // uint8 fields print unsigned (they printed opcode=-47 and version=-16)
+        buf.clear();
+        Frame.writeHeader(buf, (byte) 0xd1, 1, 0);
+        assertEquals("opcode=209 (unknown)", frame.wrap(buf, 0).validate());
+        buf.setByte(Frame.VERSION_FIELD_OFFSET, 0xf0);
+        assertEquals("version=240, supported=" + Frame.VERSION, frame.wrap(buf, 0).validate());
+
         buf.clear();
         Frame.writeWrite(buf, 1, 2, 3, new byte[16], 0, 16);
         buf.setIntLE(Frame.VERB_LENGTH_FIELD_OFFSET, 17); // claims one byte more than it carries

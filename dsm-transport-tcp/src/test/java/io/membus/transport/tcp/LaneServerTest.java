@@ -171,7 +171,7 @@ class LaneServerTest {
             assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(half.hello(2, 5, 1, a.incarnation())).opcode());
             half.awaitClosed(); // HELLO alone does not keep a lane
         }
-        eventually(() -> a.handshaking.get() == 0, "the handshake slots are given back");
+        eventually(() -> a.slots.held() == 0, "the handshake slots are given back");
         Segment seg = a.table().get(0);
         try (RawPeer p = new RawPeer(laneAddress(a), 20_000)) {
             assertEquals(Frame.OP_WELCOME, RawPeer.wrap(p.laneHandshake(RawPeer.secret(Nodes.SECRET), 2, 6, 1,

@@ -199,8 +199,17 @@ class TcpAuthTest {
         try (RawPeer p1 = new RawPeer(a.localAddress(), 10_000); RawPeer p2 = new RawPeer(a.localAddress(), 10_000)) {
             assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p1.hello(2, 5, 1, a.incarnation())).opcode());
             assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p2.hello(2, 6, 1, a.incarnation())).opcode());
-            try (RawPeer p3 = new RawPeer(a.localAddress(), 10_000)) {
-                p3.awaitClosed(); // the third half-open connection is closed at once, not after 30 s
+            // beyond the slots the next connections of this source wait unread (as many as the slots), and the
+            // one after them is closed at once, not after 30 s
+            try (RawPeer p3 = new RawPeer(a.localAddress(), 400); RawPeer p4 = new RawPeer(a.localAddress(), 400);
+                 RawPeer p5 = new RawPeer(a.localAddress(), 10_000)) {
+                p5.awaitClosed();
+                p3.send(b -> Frame.writeHello(b, 2, 7, 1, a.incarnation(), io.membus.core.auth.PeerAuth.nonce()));
+                assertThrows(java.net.SocketTimeoutException.class, p3::readFrame, "a waiting connection is not read");
+                p1.close(); // its slot goes to the oldest waiting connection
+                p3.socket.setSoTimeout(10_000);
+                assertEquals(Frame.OP_CHALLENGE, RawPeer.wrap(p3.readFrame()).opcode(), "admitted when a slot freed");
+                assertEquals(1, ((TcpTransport) a).slots.waiting(), "p4 still waits");
             }
         }
         // the two slots free up as the node sees the closes; then a real peer gets in
