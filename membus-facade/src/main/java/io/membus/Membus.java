@@ -152,6 +152,7 @@ public final class Membus implements AutoCloseable {
                 c = collections;
                 if (c == null) {
                     c = new DsmCollections(node.remoteMemory(), node.allocator(), node.names(), heap());
+                    c.maxValueSize(maxValueSize(node.config().raw()));
                     collections = c;
                 }
             }
@@ -180,6 +181,27 @@ public final class Membus implements AutoCloseable {
             }
         }
         return h;
+    }
+
+    /**
+     * Reads {@code membus.collections.max-value-size} over the defaults (a size in bytes,
+     * e.g. {@code 8MiB}); a bad value is a typed error naming the key.
+     */
+    static long maxValueSize(Config raw) {
+        Config c = raw.withFallback(ConfigFactory.defaultReference(Membus.class.getClassLoader()));
+        String key = DsmCollections.MAX_VALUE_SIZE_SETTING;
+        long bytes;
+        try {
+            bytes = c.getBytes(key);
+        } catch (com.typesafe.config.ConfigException e) {
+            throw new DsmConfigException(key, String.valueOf(c.hasPath(key) ? c.getValue(key).unwrapped() : null),
+                    "a size such as 8MiB, 1 .. " + DsmCollections.MAX_VALUE_SIZE_LIMIT + " bytes: " + e.getMessage(), e);
+        }
+        if (bytes < 1 || bytes > DsmCollections.MAX_VALUE_SIZE_LIMIT) {
+            throw new DsmConfigException(key, String.valueOf(c.getValue(key).unwrapped()),
+                    "1 .. " + DsmCollections.MAX_VALUE_SIZE_LIMIT + " bytes (one verb carries a map entry or a queue element)");
+        }
+        return bytes;
     }
 
     /** Reads {@code membus.coherence} over the defaults; a bad value is a typed error naming its key. */

@@ -152,4 +152,18 @@ class MembusTest {
                         "membus.coherence.min-lease = banana"), Duration.ofSeconds(5)));
         assertTrue(bad.getMessage().contains("membus.coherence.min-lease"), bad.getMessage());
     }
+
+    @org.junit.jupiter.api.Test
+    void maxValueSizeComesFromTheConfigAndABadOneIsRefusedNamingTheKey() {
+        assertEquals(io.membus.collections.DsmCollections.DEFAULT_MAX_VALUE_SIZE,
+                Membus.maxValueSize(ConfigFactory.empty()), "reference.conf's default");
+        assertEquals(1L << 20, Membus.maxValueSize(ConfigFactory.parseString(
+                "membus.collections.max-value-size = 1MiB")));
+        for (String bad : new String[] {"banana", "0", "32MiB"}) {
+            io.membus.core.error.DsmConfigException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    io.membus.core.error.DsmConfigException.class, () -> Membus.maxValueSize(ConfigFactory.parseString(
+                            "membus.collections.max-value-size = " + bad)));
+            assertTrue(e.getMessage().contains("membus.collections.max-value-size"), e.getMessage());
+        }
+    }
 }

@@ -34,6 +34,20 @@ public final class DsmCollections {
 
     private final CoherentHeap heap;
 
+    /** The setting that holds the largest value a structure accepts. */
+    public static final String MAX_VALUE_SIZE_SETTING = "membus.collections.max-value-size";
+    /** Default of {@value #MAX_VALUE_SIZE_SETTING}: 8 MiB. */
+    public static final long DEFAULT_MAX_VALUE_SIZE = 8L << 20;
+    /**
+     * The highest {@value #MAX_VALUE_SIZE_SETTING} accepted: a map entry or a queue element
+     * is written with one verb, which carries at most 16 MiB; 4 KiB are kept for the
+     * entry's own header words.
+     */
+    public static final long MAX_VALUE_SIZE_LIMIT = (16L << 20) - 4096;
+
+    /** Largest encoded map entry (key + value) and queue element handles opened from now on accept. */
+    private volatile long maxValueSize = DEFAULT_MAX_VALUE_SIZE;
+
     public DsmCollections(RemoteMemory memory, GlobalAllocator allocator, NameRegistry names) {
         this(memory, allocator, names, null);
     }
@@ -48,6 +62,34 @@ public final class DsmCollections {
         this.words = new WordVerbs(memory);
         this.wakeUps = WakeUps.of(memory);
         this.heap = heap;
+    }
+
+    /**
+     * Sets {@value #MAX_VALUE_SIZE_SETTING}: the largest map entry (encoded key and value
+     * together) and queue element (encoded) that handles opened by this object from now
+     * on accept, in bytes. A larger one is refused with a
+     * {@link io.membus.core.error.ValueTooLargeException} naming the size, the limit and
+     * the setting, before anything is allocated. The {@code io.membus.Membus} facade sets
+     * it from its config before opening any handle. Returns this.
+     *
+     * @throws io.membus.core.error.DsmConfigException when {@code bytes} is not in 1 .. {@link #MAX_VALUE_SIZE_LIMIT}
+     */
+    public DsmCollections maxValueSize(long bytes) {
+        checkMaxValueSize(bytes, MAX_VALUE_SIZE_SETTING);
+        this.maxValueSize = bytes;
+        return this;
+    }
+
+    /** The current {@value #MAX_VALUE_SIZE_SETTING}, in bytes. */
+    public long maxValueSize() {
+        return maxValueSize;
+    }
+
+    static void checkMaxValueSize(long bytes, String key) {
+        if (bytes < 1 || bytes > MAX_VALUE_SIZE_LIMIT) {
+            throw new io.membus.core.error.DsmConfigException(key, String.valueOf(bytes),
+                    "1 .. " + MAX_VALUE_SIZE_LIMIT + " bytes (one verb carries a value)");
+        }
     }
 
     /** The root mechanism, for structures built outside this class (the map). */
@@ -119,7 +161,8 @@ public final class DsmCollections {
     @SuppressWarnings("unchecked")
     public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity, int slotBytes) {
         return cached(name, DsmQueue.class, CollectionKind.QUEUE + " " + DsmQueue.descriptor(capacity, codec),
-                () -> DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, slotBytes));
+                () -> DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, slotBytes)
+                        .limitElements(maxValueSize, MAX_VALUE_SIZE_SETTING));
     }
 
     /** {@link #queue(String, Codec, int)} with {@link Codecs#of(Class, Class[])} for {@code type}. */
@@ -149,8 +192,13 @@ public final class DsmCollections {
     @SuppressWarnings("unchecked")
     public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec, DsmMapOptions options) {
         return cached(name, DsmMap.class, CollectionKind.MAP + " " + DsmMap.descriptor(keyCodec, valueCodec),
-                () -> DsmMap.getOrCreate(roots, name, keyCodec, valueCodec,
-                        options.coherentHeap() == null && heap != null ? options.coherentHeap(heap) : options));
+                () -> limited(DsmMap.getOrCreate(roots, name, keyCodec, valueCodec,
+                        options.coherentHeap() == null && heap != null ? options.coherentHeap(heap) : options)));
+    }
+
+    private <K, V> DsmMap<K, V> limited(DsmMap<K, V> map) {
+        map.limitEntries(maxValueSize, MAX_VALUE_SIZE_SETTING);
+        return map;
     }
 
     /**

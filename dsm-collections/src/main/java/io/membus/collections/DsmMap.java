@@ -287,6 +287,27 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         return map;
     }
 
+    /**
+     * Sets the largest entry (encoded key and value together, in bytes) this handle
+     * writes; larger ones are refused with a {@link io.membus.core.error.ValueTooLargeException}
+     * before anything is allocated. Default {@link DsmCollections#DEFAULT_MAX_VALUE_SIZE};
+     * {@link DsmCollections} sets it from {@code membus.collections.max-value-size}.
+     * Local to this handle; returns it.
+     *
+     * @throws DsmConfigException when {@code bytes} is not in 1 .. {@link DsmCollections#MAX_VALUE_SIZE_LIMIT}
+     */
+    public DsmMap<K, V> maxEntryBytes(long bytes) {
+        DsmCollections.checkMaxValueSize(bytes, "maxEntryBytes");
+        limitEntries(bytes, "DsmMap.maxEntryBytes(" + bytes + ")");
+        return this;
+    }
+
+    /** The entry limit with the setting it came from (for the error message). */
+    void limitEntries(long bytes, String setting) {
+        store.limitEntries(bytes, root == null ? "map at " + RemotePtr.toString(store.rootBlock)
+                : "map \"" + root.name() + "\"", setting);
+    }
+
     /** The named root of a map from {@link DsmCollections#map}; null for a map made by {@link #create}. */
     @Override
     public Root root() {

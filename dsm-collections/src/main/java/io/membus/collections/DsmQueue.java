@@ -251,9 +251,24 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         }
     }
 
+    /** Largest encoded element accepted, and the setting it came from; set before the handle is published. */
+    private volatile long maxElementBytes = DsmCollections.DEFAULT_MAX_VALUE_SIZE;
+    private volatile String limitSetting = DsmCollections.MAX_VALUE_SIZE_SETTING;
+
+    /** Sets the largest encoded element this handle offers ({@code setting}: where the limit comes from); returns this. */
+    DsmQueue<E> limitElements(long bytes, String setting) {
+        this.limitSetting = setting;
+        this.maxElementBytes = bytes;
+        return this;
+    }
+
     private Prepared prepare(E e) {
         Objects.requireNonNull(e, "DsmQueue does not accept null elements");
         byte[] bytes = codec.encode(e);
+        if (bytes.length > maxElementBytes) { // before anything is claimed
+            throw new io.membus.core.error.ValueTooLargeException("queue \"" + root.name() + "\" element",
+                    bytes.length, maxElementBytes, limitSetting);
+        }
         if (bytes.length <= slotBytes - PAYLOAD_FIELD) {
             byte[] data = new byte[PAYLOAD_FIELD + bytes.length];
             Words.putInt(data, LENGTH_FIELD, bytes.length);

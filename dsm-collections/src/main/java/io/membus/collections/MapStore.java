@@ -172,6 +172,14 @@ final class MapStore {
     private final int cacheMax;
     /** {@link DsmMapOptions.EntryPlacement#WRITER}: new entries go to this node's heap first. */
     private final boolean entriesOnWriter;
+    /**
+     * The largest entry (encoded key and value together) this handle writes, and what
+     * error messages call the map and the setting; set once when the handle is opened
+     * ({@link #limitEntries}), before the handle is published.
+     */
+    private volatile long maxEntryBytes = DsmCollections.DEFAULT_MAX_VALUE_SIZE;
+    private volatile String limitedAs = "map";
+    private volatile String limitSetting = DsmCollections.MAX_VALUE_SIZE_SETTING;
     /** Gets served by the validated read cache. */
     private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
     /**
@@ -810,8 +818,11 @@ final class MapStore {
                     witness = install(t, index, word, update, key, next);
                 } catch (RuntimeException e) {
                     // the CAS may have landed (a timeout leaves it unknown): the entry may be installed, and its
-                    // inline copy may still land, so it is never freed here (leaked if it was not installed)
-                    fresh = null;
+                    // inline copy may still land, so it is never freed here (leaked if it was not installed);
+                    // a failure refused before it was sent (mayHaveRun false) installed nothing: freed below
+                    if (!(e instanceof io.membus.core.error.DsmException d && !d.mayHaveRun())) {
+                        fresh = null;
+                    }
                     throw e;
                 }
                 if (witness != word) {
@@ -867,11 +878,18 @@ final class MapStore {
     }
 
     /**
-     * Allocates and writes a new entry block. A failed write leaves the block allocated
-     * (leaked): the write may still land, and a late write to a block that was reused
-     * would change another entry.
+     * Allocates and writes a new entry block. An entry larger than the handle's limit is
+     * refused before anything is allocated ({@link io.membus.core.error.ValueTooLargeException}).
+     * A write refused before it was sent ({@code mayHaveRun() == false}) frees the block;
+     * any other failed write leaves it allocated (leaked): the write may still land, and a
+     * late write to a block that was reused would change another entry.
      */
     private BlockRef writeEntry(byte[] key, long hash, byte[] value) {
+        long size = (long) key.length + value.length;
+        if (size > maxEntryBytes) { // before anything is claimed
+            throw new io.membus.core.error.ValueTooLargeException(limitedAs + " entry (key " + key.length
+                    + " B + value " + value.length + " B)", size, maxEntryBytes, limitSetting);
+        }
         int payload = ENTRY_DATA + key.length + value.length;
         BlockRef ref = heap.allocate(payload, entriesOnWriter ? Placement.localFirst(hash) : Placement.byKey(hash));
         if (!fitsSlot(ref.ptr()) || (!ref.isLarge() && HeapLayout.blockClassOf(ref.header()) >= LARGE_CLASS)) {
@@ -887,8 +905,29 @@ final class MapStore {
         System.arraycopy(key, 0, b, ENTRY_DATA, key.length);
         System.arraycopy(value, 0, b, ENTRY_DATA + key.length, value.length);
         putLong(b, ENTRY_CHECK, check(ref.header(), hash, b, ENTRY_DATA, key.length + value.length));
-        mem.write(ref.payload(), b);
+        try {
+            mem.write(ref.payload(), b);
+        } catch (io.membus.core.error.DsmException e) {
+            if (!e.mayHaveRun()) { // refused before it was sent (e.g. longer than a verb): it can never land
+                try {
+                    heap.free(ref);
+                } catch (RuntimeException f) {
+                    e.addSuppressed(f);
+                }
+            }
+            throw e;
+        }
         return ref;
+    }
+
+    /**
+     * Sets the largest entry (encoded key + value bytes) this handle writes; {@code as}
+     * names the map in the error, {@code setting} where the limit comes from.
+     */
+    void limitEntries(long maxBytes, String as, String setting) {
+        this.limitedAs = as;
+        this.limitSetting = setting;
+        this.maxEntryBytes = maxBytes;
     }
 
     /**

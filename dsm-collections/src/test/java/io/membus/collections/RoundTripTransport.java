@@ -62,6 +62,9 @@ final class RoundTripTransport implements Transport {
         this.delegate = delegate;
     }
 
+    /** Writes longer than this are refused before they are sent (a {@code BadLengthException}), as tcp's are. */
+    volatile int refuseWritesOver = Integer.MAX_VALUE;
+
     /** The calling thread's counts (live: reset them before an operation). */
     static Counts counts() {
         return COUNTS.get();
@@ -141,6 +144,10 @@ final class RoundTripTransport implements Transport {
 
         @Override
         public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+            int max = refuseWritesOver;
+            if (length > max) { // as tcp refuses a write longer than its frames, before sending anything
+                return CompletableFuture.failedFuture(new io.membus.core.error.BadLengthException(ptr, length, max));
+            }
             return counted(c.write(ptr, remoteKey, src, offset, length), false);
         }
 
