@@ -103,6 +103,28 @@ public final class Placement {
                 + " hash with Placement.byKey(long)");
     }
 
+    /**
+     * The node {@link #byKey(String) byKey(key)} places on when {@code nodes} are the
+     * members with heaps and the first choice has room: the highest rendezvous score
+     * (the order {@link GlobalAllocator} tries them in). The same in every JVM; lets a
+     * caller pick names that spread over given nodes.
+     *
+     * @throws IllegalArgumentException when {@code nodes} is empty
+     */
+    public static int homeOf(String key, int... nodes) {
+        if (nodes.length == 0) {
+            throw new IllegalArgumentException("no nodes to place key=" + key + " on");
+        }
+        long hash = stableHash(key.getBytes(StandardCharsets.UTF_8));
+        int best = nodes[0];
+        for (int n : nodes) {
+            if (Long.compareUnsigned(score(hash, n), score(hash, best)) > 0) {
+                best = n;
+            }
+        }
+        return best;
+    }
+
     /** FNV-1a over the bytes, then mixed: the same in every JVM. */
     static long stableHash(byte[] bytes) {
         long h = 0xcbf29ce484222325L;

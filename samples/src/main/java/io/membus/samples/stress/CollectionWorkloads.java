@@ -1,5 +1,6 @@
 package io.membus.samples.stress;
 
+import io.membus.alloc.Placement;
 import io.membus.codec.Codecs;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmCollections;
@@ -12,7 +13,8 @@ import java.util.function.IntFunction;
 
 /**
  * The workloads on the collections: each key is one object of a collection, named
- * from the key, found by every node through the name registry.
+ * from the key ({@link #spreadName}: key {@code k}'s root is on node {@code k % nodes + 1}),
+ * found by every node through the name registry.
  *
  * <ul>
  *   <li>{@code register}: a {@link DsmAtomicLong}: {@code read} (get), {@code write}
@@ -37,14 +39,41 @@ final class CollectionWorkloads {
     private CollectionWorkloads() {
     }
 
+    /** Salts tried per key before {@link #spreadName} gives up (each hits with chance 1/nodes). */
+    private static final int MAX_SALTS = 10_000;
+
+    /**
+     * The name of key {@code key}'s object: {@code prefix + key}, with the smallest salt
+     * ({@code @1}, {@code @2}, ...) that makes {@link Placement#byKey(String)} place its
+     * root on node {@code key % nodes + 1} of memory nodes {@code 1..nodes}. So the keys
+     * spread over every node, as the raw-verb and coherent workloads' do, and every
+     * {@code kill} or {@code pause} hits some key's data (names hashed as they are put
+     * three keys on one node about one run in nine). The same name in every process.
+     */
+    static String spreadName(String prefix, int key, int nodes) {
+        int[] all = java.util.stream.IntStream.rangeClosed(1, nodes).toArray();
+        int home = key % nodes + 1;
+        String base = prefix + key;
+        if (Placement.homeOf(base, all) == home) {
+            return base;
+        }
+        for (int salt = 1; salt <= MAX_SALTS; salt++) {
+            String name = base + "@" + salt;
+            if (Placement.homeOf(name, all) == home) {
+                return name;
+            }
+        }
+        throw new IllegalStateException("no name for key " + key + " lands on node " + home + " of " + nodes);
+    }
+
     /** Register on a DsmAtomicLong; {@code plant}: stale remembered reads. */
     static final class Register implements Workload {
         private final IntFunction<DsmAtomicLong> word;
         private final StaleReads reads;
         private final SplittableRandom random;
 
-        Register(DsmCollections c, boolean plant, SplittableRandom random) {
-            this.word = k -> c.atomicLong("stress-register-" + k);
+        Register(DsmCollections c, int nodes, boolean plant, SplittableRandom random) {
+            this.word = k -> c.atomicLong(spreadName("stress-register-", k, nodes));
             this.reads = new StaleReads(plant);
             this.random = random;
         }
@@ -91,8 +120,8 @@ final class CollectionWorkloads {
         private final StaleReads reads;
         private final SplittableRandom random;
 
-        Counter(DsmCollections c, boolean plant, SplittableRandom random) {
-            this.word = k -> c.atomicLong("stress-counter-" + k);
+        Counter(DsmCollections c, int nodes, boolean plant, SplittableRandom random) {
+            this.word = k -> c.atomicLong(spreadName("stress-counter-", k, nodes));
             this.reads = new StaleReads(plant);
             this.random = random;
         }
@@ -174,8 +203,8 @@ final class CollectionWorkloads {
         private final long base;
         private long next;
 
-        Queues(DsmCollections c, long base) {
-            this.queue = k -> c.queue("stress-queue-" + k, Codecs.longs(), QUEUE_CAPACITY);
+        Queues(DsmCollections c, int nodes, long base) {
+            this.queue = k -> c.queue(spreadName("stress-queue-", k, nodes), Codecs.longs(), QUEUE_CAPACITY);
             this.base = base;
         }
 
@@ -222,8 +251,8 @@ final class CollectionWorkloads {
         private int heldKey = -1;
         private long heldToken;
 
-        Locks(DsmCollections c) {
-            this.lock = k -> c.lock("stress-lock-" + k);
+        Locks(DsmCollections c, int nodes) {
+            this.lock = k -> c.lock(spreadName("stress-lock-", k, nodes));
         }
 
         @Override

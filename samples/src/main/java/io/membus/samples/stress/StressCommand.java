@@ -69,7 +69,8 @@ public final class StressCommand implements Callable<Integer> {
     int clients;
 
     @Option(names = "--keys", defaultValue = "3",
-            description = "independent objects, each checked on its own, spread over the nodes (default: ${DEFAULT-VALUE})")
+            description = "independent objects, each checked on its own; key k lives on node k % nodes + 1, so every "
+                    + "node holds keys when keys >= nodes (default: ${DEFAULT-VALUE})")
     int keys;
 
     @Option(names = "--duration", defaultValue = "20", description = "seconds the clients run (default: ${DEFAULT-VALUE})")

@@ -272,12 +272,12 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
                         random.split());
                 case "counter-verbs" -> new RawWordWorkloads.Counter(node.remoteMemory(), k -> word(node, k), plant,
                         random.split());
-                case "register" -> new CollectionWorkloads.Register(collections(node), plant, random.split());
+                case "register" -> new CollectionWorkloads.Register(collections(node), nodes, plant, random.split());
                 case "register-coherent" -> new CoherentRegister(k -> ref(node, k), plant, random.split());
-                case "counter" -> new CollectionWorkloads.Counter(collections(node), plant, random.split());
+                case "counter" -> new CollectionWorkloads.Counter(collections(node), nodes, plant, random.split());
                 case "map" -> new CollectionWorkloads.MapKeys(map(node));
-                case "queue" -> new CollectionWorkloads.Queues(collections(node), base * 1000);
-                case "lock" -> new CollectionWorkloads.Locks(collections(node));
+                case "queue" -> new CollectionWorkloads.Queues(collections(node), nodes, base * 1000);
+                case "lock" -> new CollectionWorkloads.Locks(collections(node), nodes);
                 default -> throw new IllegalArgumentException("workload " + workload + " is not built into this"
                         + " node; allowed: register, counter, map, queue, lock, register-verbs, counter-verbs");
             };
