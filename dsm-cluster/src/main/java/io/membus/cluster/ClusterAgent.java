@@ -336,7 +336,8 @@ final class ClusterAgent extends AbstractActor {
                     }
                     return Patterns.ask(replicator, new Replicator.Update<LWWMap<String, Long>>(NAMES,
                         LWWMap.create(), writeMajority(), m -> {
-                    had[0] = m.get(u.name()).isDefined();
+                    had[0] = m.get(u.name()).isDefined()
+                            && (u.expected() == 0 || m.get(u.name()).get() == u.expected());
                     return had[0] ? m.remove(self, u.name()) : m;
                 }), timeout.multipliedBy(2));
                 })

@@ -44,8 +44,11 @@ public sealed interface ClusterMessage {
     record Bind(String name, long ptr) implements ClusterMessage {
     }
 
-    /** Remove the binding of {@code name}. */
-    record Unbind(String name) implements ClusterMessage {
+    /** Remove the binding of {@code name}; when {@code expected} is not 0, only if it is bound to that pointer. */
+    record Unbind(String name, long expected) implements ClusterMessage {
+        Unbind(String name) {
+            this(name, 0);
+        }
     }
 
     /**

@@ -137,6 +137,27 @@ public final class ClusterNames implements NameRegistry {
     }
 
     @Override
+    public boolean unbind(String name, long expectedPtr) {
+        return RemoteMemory.await(unbindAsync(name, expectedPtr).toCompletableFuture(),
+                timeout.multipliedBy(3).plusSeconds(1));
+    }
+
+    /** Compare-and-unbind, decided by the arbiter on the majority's bindings like {@link #bindAsync}. */
+    @Override
+    public CompletionStage<Boolean> unbindAsync(String name, long expectedPtr) {
+        try {
+            checkName(name);
+            if (expectedPtr == RemotePtr.NULL) {
+                throw new InvalidPointerException(expectedPtr, 0, 0);
+            }
+            return arbitrate(new Unbind(name, expectedPtr), "unbind name=" + name + " if bound to "
+                    + RemotePtr.toString(expectedPtr)).thenApply(r -> r.ptr() != 0).minimalCompletionStage();
+        } catch (DsmException e) {
+            return CompletableFuture.failedStage(e);
+        }
+    }
+
+    @Override
     public Map<String, Long> bindings() {
         Map<String, Long> local = snapshot.get();
         return local == null ? Map.of() : local;

@@ -79,6 +79,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                 out.writeLong(b.ptr());
             } else if (o instanceof Unbind u) {
                 out.writeUTF(u.name());
+                out.writeLong(u.expected());
             } else if (o instanceof NameReply r) {
                 out.writeLong(r.ptr());
                 out.writeUTF(r.error());
@@ -133,7 +134,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             Object o = switch (manifest) {
                 case "E" -> readEntry(in);
                 case "B" -> new Bind(in.readUTF(), in.readLong());
-                case "U" -> new Unbind(in.readUTF());
+                case "U" -> new Unbind(in.readUTF(), in.available() >= 8 ? in.readLong() : 0);
                 case "N" -> new NameReply(in.readLong(), in.readUTF());
                 case "Q" -> {
                     in.readByte();

@@ -36,7 +36,7 @@ class ClusterSerializerTest {
 
     @Test
     void everyMessageSurvivesARoundTrip() throws Exception {
-        List<Object> all = List.of(entry(), new Bind("queue/é", 0x0001_0200_0000_0040L), new Unbind("x"),
+        List<Object> all = List.of(entry(), new Bind("queue/é", 0x0001_0200_0000_0040L), new Unbind("x"), new Unbind("y", 0x0001_0200_0000_0040L),
                 new NameReply(5, ""), new NameReply(0, "no majority"), new StatusRequest(),
                 new StatusReply(3, "pekko://membus@h:1", List.of(new MemberRow("pekko://membus@h:1", "Up", true, 12, entry()),
                         new MemberRow("pekko://membus@h:2", "Joining", false, 0, null)), 4,

@@ -65,6 +65,49 @@ public final class DsmAtomicLong extends Number implements Rooted {
         return root;
     }
 
+    private transient volatile Lifecycle.Life life;
+
+    @Override
+    public void life(Lifecycle.Life life) {
+        this.life = life;
+    }
+
+    @Override
+    public Lifecycle.Life life() {
+        return life;
+    }
+
+    /** The word's pointer, once the structure is known to be alive (see {@link Lifecycle}). */
+    private long ptr() {
+        Lifecycle.Life l = life;
+        if (l != null) {
+            l.check();
+        }
+        return ptr;
+    }
+
+    /** The failure of {@link #ptr()}, for the async forms: null when alive. */
+    private StructureGoneException goneNow() {
+        try {
+            ptr();
+            return null;
+        } catch (StructureGoneException e) {
+            return e;
+        }
+    }
+
+    /**
+     * Destroys this counter cluster-wide: its name is given back (when still bound to it)
+     * and its root freed a grace later; from then on every operation of every handle on it
+     * fails with a {@link StructureGoneException} (within a quarter second on other
+     * nodes). Returns whether this call destroyed it (false: destroyed already).
+     *
+     * @throws CollectionArgumentException when the handle was not opened through {@link DsmCollections}
+     */
+    public boolean destroy() {
+        return Rooted.destroy(this);
+    }
+
     /** The name this counter is bound to. */
     public String name() {
         return root.name();
@@ -76,15 +119,19 @@ public final class DsmAtomicLong extends Number implements Rooted {
     }
 
     public long get() {
-        return memory.readLong(ptr);
+        return memory.readLong(ptr());
     }
 
     public CompletableFuture<Long> getAsync() {
-        return memory.readAsync(ptr, Long.BYTES).thenApply(b -> io.membus.core.Words.getLong(b, 0));
+        StructureGoneException gone = goneNow();
+        if (gone != null) {
+            return CompletableFuture.failedFuture(gone);
+        }
+        return memory.readAsync(ptr(), Long.BYTES).thenApply(b -> io.membus.core.Words.getLong(b, 0));
     }
 
     public void set(long newValue) {
-        words.store(ptr, newValue);
+        words.store(ptr(), newValue);
     }
 
     /** As {@link #set}: a remote store has no weaker form. */
@@ -93,20 +140,24 @@ public final class DsmAtomicLong extends Number implements Rooted {
     }
 
     public long getAndSet(long newValue) {
-        return words.swap(ptr, newValue);
+        return words.swap(ptr(), newValue);
     }
 
     public boolean compareAndSet(long expectedValue, long newValue) {
-        return memory.compareAndSwap(ptr, expectedValue, newValue) == expectedValue;
+        return memory.compareAndSwap(ptr(), expectedValue, newValue) == expectedValue;
     }
 
     public CompletableFuture<Boolean> compareAndSetAsync(long expectedValue, long newValue) {
-        return memory.compareAndSwapAsync(ptr, expectedValue, newValue).thenApply(w -> w == expectedValue);
+        StructureGoneException gone = goneNow();
+        if (gone != null) {
+            return CompletableFuture.failedFuture(gone);
+        }
+        return memory.compareAndSwapAsync(ptr(), expectedValue, newValue).thenApply(w -> w == expectedValue);
     }
 
     /** The witness value: {@code expectedValue} when the swap took place. One CAS. */
     public long compareAndExchange(long expectedValue, long newValue) {
-        return memory.compareAndSwap(ptr, expectedValue, newValue);
+        return memory.compareAndSwap(ptr(), expectedValue, newValue);
     }
 
     /** As {@link #compareAndSet}: never fails spuriously. */
@@ -136,39 +187,43 @@ public final class DsmAtomicLong extends Number implements Rooted {
     }
 
     public long getAndIncrement() {
-        return memory.fetchAndAdd(ptr, 1);
+        return memory.fetchAndAdd(ptr(), 1);
     }
 
     public long getAndDecrement() {
-        return memory.fetchAndAdd(ptr, -1);
+        return memory.fetchAndAdd(ptr(), -1);
     }
 
     public long getAndAdd(long delta) {
-        return memory.fetchAndAdd(ptr, delta);
+        return memory.fetchAndAdd(ptr(), delta);
     }
 
     public long incrementAndGet() {
-        return memory.fetchAndAdd(ptr, 1) + 1;
+        return memory.fetchAndAdd(ptr(), 1) + 1;
     }
 
     public long decrementAndGet() {
-        return memory.fetchAndAdd(ptr, -1) - 1;
+        return memory.fetchAndAdd(ptr(), -1) - 1;
     }
 
     public long addAndGet(long delta) {
-        return memory.fetchAndAdd(ptr, delta) + delta;
+        return memory.fetchAndAdd(ptr(), delta) + delta;
     }
 
     /** One fetch-and-add, completed asynchronously; the value after the addition. */
     public CompletableFuture<Long> addAndGetAsync(long delta) {
-        return memory.fetchAndAddAsync(ptr, delta).thenApply(before -> before + delta);
+        StructureGoneException gone = goneNow();
+        if (gone != null) {
+            return CompletableFuture.failedFuture(gone);
+        }
+        return memory.fetchAndAddAsync(ptr(), delta).thenApply(before -> before + delta);
     }
 
     public long getAndUpdate(LongUnaryOperator updateFunction) {
         long prev = get();
         while (true) {
             long next = updateFunction.applyAsLong(prev);
-            long witness = memory.compareAndSwap(ptr, prev, next);
+            long witness = memory.compareAndSwap(ptr(), prev, next);
             if (witness == prev) {
                 return prev;
             }
@@ -180,7 +235,7 @@ public final class DsmAtomicLong extends Number implements Rooted {
         long prev = get();
         while (true) {
             long next = updateFunction.applyAsLong(prev);
-            long witness = memory.compareAndSwap(ptr, prev, next);
+            long witness = memory.compareAndSwap(ptr(), prev, next);
             if (witness == prev) {
                 return next;
             }

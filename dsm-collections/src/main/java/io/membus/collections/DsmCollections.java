@@ -23,6 +23,12 @@ import java.util.function.Supplier;
  * Use one {@code DsmCollections} per node (the {@code io.membus.Membus} facade
  * holds it).
  *
+ * <p>Life cycle: {@link #destroy(String)} (or a handle's {@code destroy()}) destroys a
+ * structure cluster-wide and gives its name back; handles on it then fail with a
+ * {@link StructureGoneException}, and so does opening a name whose root is gone (its
+ * node's memory lost), until {@code destroy(name)} gives the name back. Sizes: map
+ * entries and queue elements are limited by {@link #maxValueSize(long)}.
+ *
  * <p><b>Note:</b> thread-safe; creation follows {@link NamedRoots}. A handle is
  * safe to share between threads.
  */
@@ -33,6 +39,7 @@ public final class DsmCollections {
     private final ConcurrentHashMap<String, Object> open = new ConcurrentHashMap<>();
 
     private final CoherentHeap heap;
+    private final Lifecycle lifecycle;
 
     /** The setting that holds the largest value a structure accepts. */
     public static final String MAX_VALUE_SIZE_SETTING = "membus.collections.max-value-size";
@@ -59,6 +66,7 @@ public final class DsmCollections {
      */
     public DsmCollections(RemoteMemory memory, GlobalAllocator allocator, NameRegistry names, CoherentHeap heap) {
         this.roots = new NamedRoots(memory, allocator, names);
+        this.lifecycle = new Lifecycle(roots);
         this.words = new WordVerbs(memory);
         this.wakeUps = WakeUps.of(memory);
         this.heap = heap;
@@ -90,6 +98,58 @@ public final class DsmCollections {
             throw new io.membus.core.error.DsmConfigException(key, String.valueOf(bytes),
                     "1 .. " + MAX_VALUE_SIZE_LIMIT + " bytes (one verb carries a value)");
         }
+    }
+
+    /**
+     * Destroys the structure named {@code name}, whatever its kind, cluster-wide, and
+     * gives the name back: opening it again (on any node) creates a new, empty structure
+     * (first creator wins, as always). Every handle on the destroyed structure, on every
+     * node, fails from then on with a {@link StructureGoneException} (within a quarter
+     * second of the destroy; a handle cached here is dropped, so asking this object for
+     * the name again opens the new one). Its blocks are freed {@link #destroyGrace()}
+     * later, when no operation of a handle can still reach them.
+     *
+     * <p>A name whose root is gone already (destroyed, or its node's memory lost: the
+     * {@link StructureGoneException} opening it throws says so) is only unbound: how such
+     * a name is given back. Destroying a name that is not bound returns false.
+     *
+     * @return whether this call destroyed the structure or gave a gone one's name back;
+     *         false when the name is not bound or another caller destroyed it first
+     * @throws CollectionTypeMismatchException when the name is bound to something that is not a root (left alone)
+     */
+    public boolean destroy(String name) {
+        Object cachedHandle = open.get(name);
+        boolean done = lifecycle.destroy(name);
+        if (cachedHandle != null) {
+            Lifecycle.Life life = ((Rooted) cachedHandle).life();
+            if (life == null || life.lookNow()) { // a look at its root now: it fails from here on
+                open.remove(name, cachedHandle);
+            }
+        }
+        return done;
+    }
+
+    /** How long a destroyed structure's blocks stay allocated after the destroy (default 30 s). */
+    public java.time.Duration destroyGrace() {
+        return lifecycle.grace();
+    }
+
+    /**
+     * Sets {@link #destroyGrace()}: it must exceed {@code membus.operation-timeout} plus a
+     * quarter second (see {@link Lifecycle}); 10 ms .. 1 h. Handles check their root every
+     * quarter grace, at most every 250 ms. Returns this.
+     */
+    public DsmCollections destroyGrace(java.time.Duration grace) {
+        if (grace == null || grace.toMillis() < 10 || grace.toHours() >= 1) {
+            throw new io.membus.core.error.DsmConfigException("destroyGrace", String.valueOf(grace), "10 ms .. 1 h");
+        }
+        lifecycle.grace(grace);
+        return this;
+    }
+
+    /** Destroys armed and not yet freed (tests wait for 0). */
+    int pendingReleases() {
+        return lifecycle.pendingReleases();
     }
 
     /** The root mechanism, for structures built outside this class (the map). */
@@ -209,8 +269,13 @@ public final class DsmCollections {
     private <T> T cached(String name, Class<T> type, String requested, Supplier<T> opener) {
         Object handle = open.get(name);
         // the cache holds Rooted handles only
+        if (handle != null && gone((Rooted) handle)) {
+            open.remove(name, handle); // destroyed (here or elsewhere): the name may be bound to a new structure
+            handle = null;
+        }
         if (handle == null) {
             T fresh = opener.get();
+            ((Rooted) fresh).life(lifecycle.life(((Rooted) fresh).root()));
             handle = open.putIfAbsent(name, fresh);
             if (handle == null) {
                 return fresh;
@@ -225,6 +290,20 @@ public final class DsmCollections {
             throw new CollectionTypeMismatchException(name, existing, requested);
         }
         return typed;
+    }
+
+    /** Whether the handle's structure is known to be destroyed (reads its root at most every check interval). */
+    private static boolean gone(Rooted handle) {
+        Lifecycle.Life life = handle.life();
+        if (life == null) {
+            return false;
+        }
+        try {
+            life.check();
+            return false;
+        } catch (StructureGoneException e) {
+            return true;
+        }
     }
 
     private static String describe(Object handle) {

@@ -47,6 +47,28 @@ public final class DsmDoubleArray implements Rooted {
         return w.root;
     }
 
+    @Override
+    public void life(Lifecycle.Life life) {
+        w.life = life;
+    }
+
+    @Override
+    public Lifecycle.Life life() {
+        return w.life;
+    }
+
+    /**
+     * Destroys this array cluster-wide: its name is given back (when still bound to it)
+     * and its stripes and root freed a grace later; from then on every operation of every
+     * handle on it fails with a {@link StructureGoneException} (within a quarter second
+     * on other nodes). Returns whether this call destroyed it (false: destroyed already).
+     *
+     * @throws CollectionArgumentException when the handle was not opened through {@link DsmCollections}
+     */
+    public boolean destroy() {
+        return Rooted.destroy(this);
+    }
+
     public String name() {
         return w.root.name();
     }

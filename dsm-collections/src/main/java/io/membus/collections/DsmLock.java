@@ -81,6 +81,39 @@ public final class DsmLock implements Lock, Rooted {
         return root;
     }
 
+    private volatile Lifecycle.Life life;
+
+    @Override
+    public void life(Lifecycle.Life life) {
+        this.life = life;
+    }
+
+    @Override
+    public Lifecycle.Life life() {
+        return life;
+    }
+
+    /** The lock word's pointer, once the lock is known to be alive (see {@link Lifecycle}). */
+    private long ptr() {
+        Lifecycle.Life l = life;
+        if (l != null) {
+            l.check();
+        }
+        return ptr;
+    }
+
+    /**
+     * Destroys this lock cluster-wide: its name is given back (when still bound to it) and
+     * its root freed a grace later; from then on every operation of every handle on it
+     * (a waiter's next look too) fails with a {@link StructureGoneException} (within a
+     * quarter second on other nodes). Returns whether this call destroyed it.
+     *
+     * @throws CollectionArgumentException when the handle was not opened through {@link DsmCollections}
+     */
+    public boolean destroy() {
+        return Rooted.destroy(this);
+    }
+
     public String name() {
         return root.name();
     }
@@ -161,7 +194,7 @@ public final class DsmLock implements Lock, Rooted {
     private boolean acquireWord(long deadline, boolean interruptible, boolean wait) throws InterruptedException {
         Waiting waiting = new Waiting(wakeUps, waitersPtr);
         try {
-            long word = memory.readLong(ptr);
+            long word = memory.readLong(ptr());
             while (true) {
                 boolean free = !LockWord.held(word);
                 if (free || !holderAlive(LockWord.node(word))) {
@@ -170,7 +203,7 @@ public final class DsmLock implements Lock, Rooted {
                         throw new CollectionArgumentException("token", next, "at most " + LockWord.MAX_TOKEN
                                 + " acquisitions of lock " + root.name() + ": use a new lock name");
                     }
-                    long witness = memory.compareAndSwap(ptr, word, LockWord.held(next, self));
+                    long witness = memory.compareAndSwap(ptr(), word, LockWord.held(next, self));
                     if (witness == word) {
                         token = next;
                         return true;
@@ -181,7 +214,7 @@ public final class DsmLock implements Lock, Rooted {
                 if (!wait || !waiting.next(deadline, interruptible)) {
                     return false;
                 }
-                word = memory.readLong(ptr);
+                word = memory.readLong(ptr());
             }
         } finally {
             waiting.done();
@@ -217,7 +250,7 @@ public final class DsmLock implements Lock, Rooted {
         try {
             if (gate.getHoldCount() == 1) {
                 long mine = LockWord.held(token, self);
-                long witness = memory.compareAndSwap(ptr, mine, LockWord.free(token, self));
+                long witness = memory.compareAndSwap(ptr(), mine, LockWord.free(token, self));
                 if (witness != mine) {
                     throw new LockLostException(root.name(), token, LockWord.token(witness), LockWord.node(witness),
                             LockWord.held(witness));
@@ -253,18 +286,18 @@ public final class DsmLock implements Lock, Rooted {
 
     /** Whether any node holds the lock now (one read). */
     public boolean isLocked() {
-        return LockWord.held(memory.readLong(ptr));
+        return LockWord.held(memory.readLong(ptr()));
     }
 
     /** The node holding the lock now, or -1 (one read). */
     public int holderNode() {
-        long w = memory.readLong(ptr);
+        long w = memory.readLong(ptr());
         return LockWord.held(w) ? LockWord.node(w) : -1;
     }
 
     /** The token of the latest acquisition by any node (one read). */
     public long lastToken() {
-        return LockWord.token(memory.readLong(ptr));
+        return LockWord.token(memory.readLong(ptr()));
     }
 
     /** Not supported: see the class comment. */
@@ -276,7 +309,7 @@ public final class DsmLock implements Lock, Rooted {
 
     @Override
     public String toString() {
-        long w = memory.readLong(ptr);
+        long w = memory.readLong(ptr());
         return "DsmLock{name=" + root.name() + ", " + LockWord.toString(w) + "}";
     }
 }

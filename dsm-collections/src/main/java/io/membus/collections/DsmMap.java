@@ -255,6 +255,28 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         return new DsmMap<>(store, keys, values);
     }
 
+    /**
+     * Frees every entry, table and lease table of a destroyed named map (its root block
+     * is freed by the caller). No handle uses it any more (see {@link Lifecycle}), so the
+     * codecs are not needed.
+     */
+    static void releaseNamed(GlobalAllocator heap, Root root) {
+        long body = root.bodyPtr();
+        byte[] b = heap.memory().read(body, ROOT_COUNTERS);
+        if (getLong(b, ROOT_MAGIC) != MAGIC) {
+            return; // never formatted: nothing beside the root
+        }
+        int windowWord = getInt(b, ROOT_VERSION_WINDOW + 4);
+        int inline = getInt(b, ROOT_VERSION_WINDOW) == VERSION ? 0 : windowWord >>> 16;
+        MapStore store = new MapStore(heap, root.block().ptr(), body, Math.max(1, getLong(b, ROOT_GRACE)) * 1000,
+                windowWord & 0xffff, inline, 0, null, null, DsmMapOptions.EntryPlacement.WRITER);
+        store.destroyTables();
+        long leases = getLong(b, ROOT_LEASES);
+        if (leases != 0) {
+            MapLeases.discard(heap, leases);
+        }
+    }
+
     /** The type descriptor a named map's root records: its key and value codecs. */
     static String descriptor(Codec<?> keys, Codec<?> values) {
         return KIND_NAME + "(key=" + keys.id() + ",value=" + values.id() + ")";
@@ -356,14 +378,31 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         store.reclaimer.drainAll();
     }
 
+    @Override
+    public void life(Lifecycle.Life life) {
+        store.life = life;
+    }
+
+    @Override
+    public Lifecycle.Life life() {
+        return store.life;
+    }
+
     /**
-     * Frees every entry, every table and the root. Only when no node uses the map any
+     * Frees every entry, every table and the root.
+     *
+     * <p>A named map (from {@link DsmCollections#map}) is destroyed cluster-wide: its name
+     * is given back (when still bound to it) and its blocks freed a grace later; from then
+     * on every operation of every handle on it fails with a {@link StructureGoneException}
+     * (within a quarter second on other nodes); see {@link DsmCollections#destroy}.
+     *
+     * <p>A map made by {@link #create} is freed at once: only when no node uses it any
      * more; afterwards every operation on it, on any node, fails.
      */
     public void destroy() {
         if (root != null) {
-            throw new DsmMapException(io.membus.core.error.ErrorCode.CONFIG, "named", "cannot destroy a named map: name="
-                    + root.name() + "; its root stays bound to the name for every node: clear() it instead");
+            Rooted.destroy(this);
+            return;
         }
         store.destroyTables();
         store.mem.writeLong(store.root + ROOT_MAGIC, 0);

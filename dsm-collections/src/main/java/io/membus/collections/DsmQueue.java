@@ -207,9 +207,79 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         return new DsmQueue<>(root, roots, wakeUps, codec, capacity, storedSlotBytes);
     }
 
+    /**
+     * Frees the blocks of the large elements still in a destroyed queue's slots (the ring
+     * itself is in the root block, which the caller frees). No handle uses it any more
+     * (see {@link Lifecycle}).
+     */
+    static void releaseNamed(io.membus.alloc.GlobalAllocator allocator, Root root) {
+        RemoteMemory memory = allocator.memory();
+        long body = root.bodyPtr();
+        int capacity = (int) memory.readLong(body + QueueDescriptor.CAPACITY_OFFSET);
+        int slotBytes = (int) memory.readLong(body + QueueDescriptor.SLOT_BYTES_OFFSET);
+        if (capacity <= 0 || capacity > MAX_CAPACITY || slotBytes < QueueDescriptor.MIN_SLOT_BYTES) {
+            throw new IllegalStateException("capacity " + capacity + ", slotBytes " + slotBytes + " in " + root);
+        }
+        long data = body + QueueDescriptor.dataOffset(capacity);
+        for (int from = 0; from < capacity; from += STATES_PER_READ) {
+            int n = Math.min(STATES_PER_READ, capacity - from);
+            byte[] states = memory.read(body + QueueDescriptor.STATES_OFFSET + (long) from * Long.BYTES, n * Long.BYTES);
+            for (int i = 0; i < n; i++) {
+                int phase = SlotState.phase(Words.getLong(states, i * Long.BYTES));
+                if (phase == SlotState.EMPTY) {
+                    continue;
+                }
+                byte[] head = memory.read(data + (long) (from + i) * slotBytes,
+                        PAYLOAD_FIELD + QueueDescriptor.LARGE_REF_LENGTH);
+                if (Words.getInt(head, FORM_FIELD) == FORM_LARGE) {
+                    BlockRef block = BlockRef.of(Words.getLong(head, PAYLOAD_FIELD), Words.getLong(head, PAYLOAD_FIELD + 8),
+                            Words.getLong(head, PAYLOAD_FIELD + 16));
+                    try {
+                        allocator.free(block);
+                    } catch (io.membus.alloc.StaleBlockReferenceException e) {
+                        // taken and freed by its consumer already (the slot's state lags its data)
+                    }
+                }
+            }
+        }
+    }
+
     @Override
     public Root root() {
         return root;
+    }
+
+    private volatile Lifecycle.Life life;
+
+    @Override
+    public void life(Lifecycle.Life life) {
+        this.life = life;
+    }
+
+    @Override
+    public Lifecycle.Life life() {
+        return life;
+    }
+
+    /** Fails with a {@link StructureGoneException} once the queue is known to be destroyed (see {@link Lifecycle}). */
+    private void live() {
+        Lifecycle.Life l = life;
+        if (l != null) {
+            l.check();
+        }
+    }
+
+    /**
+     * Destroys this queue cluster-wide: its name is given back (when still bound to it),
+     * and its ring and the blocks of the elements still in it are freed a grace later;
+     * from then on every operation of every handle on it (a waiter's next look too) fails
+     * with a {@link StructureGoneException} (within a quarter second on other nodes).
+     * Returns whether this call destroyed it.
+     *
+     * @throws CollectionArgumentException when the handle was not opened through {@link DsmCollections}
+     */
+    public boolean destroy() {
+        return Rooted.destroy(this);
     }
 
     public String name() {
@@ -313,6 +383,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
     /** One pass: puts {@code p} in the slot of the tail's ticket: OFFERED, FULL_NOW or BUSY. */
     private int tryOffer(Prepared p) {
+        live();
         long t = tailHint.get();
         while (true) {
             checkTicket(t);
@@ -475,6 +546,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
     /** One pass: the element at the head; null when there is none now; {@link #WRITING_NOW}. */
     private Object tryPoll() {
+        live();
         long t = headHint.get();
         while (true) {
             long full = SlotState.of(t, FULL, 0);
@@ -672,6 +744,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      */
     @Override
     public E peek() {
+        live();
         long t = headHint.get();
         Backoff backoff = new Backoff();
         try {
@@ -801,6 +874,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     /** The number of FULL slots (one read of the state words per 8192 slots). */
     @Override
     public int size() {
+        live();
         int count = 0;
         for (int from = 0; from < capacity; from += STATES_PER_READ) {
             int n = Math.min(STATES_PER_READ, capacity - from);
@@ -846,6 +920,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      */
     @Override
     public Iterator<E> iterator() {
+        live();
         return new Itr(memory.readLong(headPtr), memory.readLong(tailPtr));
     }
 

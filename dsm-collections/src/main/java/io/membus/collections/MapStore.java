@@ -578,6 +578,7 @@ final class MapStore {
      * Null otherwise.
      */
     Object leasedHit(Object cacheKey, boolean decodedForm) {
+        live();
         if (leased == null) {
             return null;
         }
@@ -594,6 +595,7 @@ final class MapStore {
      * {@link #leasedHit} when it can, else {@link #leasedFill}.
      */
     Object leasedGet(byte[] key, long hash, boolean decodedForm) {
+        live();
         ByteBuffer k = ByteBuffer.wrap(key);
         Object c = leasedHit(k, decodedForm);
         return c != null ? c : leasedFill(key, hash, k, decodedForm);
@@ -605,6 +607,7 @@ final class MapStore {
      * the value as {@link #leasedHit} would.
      */
     Object leasedFill(byte[] key, long hash, Object cacheKey, boolean decodedForm) {
+        live();
         io.membus.coherence.RemoteRef<Long> stripe = leases.stripe(hash);
         long version = leases.heap.cacheVersion(stripe);
         byte[] value = lookup(key, hash);
@@ -619,6 +622,7 @@ final class MapStore {
 
     /** The value bytes of {@code key}, or null. At most two verbs when the key's window holds it, one when cached. */
     byte[] get(byte[] key, long hash) {
+        live();
         if (leases != null) {
             Object v = leasedGet(key, hash, false);
             return v == LeasedCache.ABSENT ? null : (byte[]) v;
@@ -681,6 +685,7 @@ final class MapStore {
      * quiescent map (tests of the placement), not an operation of the map.
      */
     int entryNode(byte[] key, long hash) {
+        live();
         Scan s = scan(rootTable(), key, hash, System.nanoTime());
         return s.kind == Kind.FOUND && !isTomb(s.word) && !isMoved(s.word) ? RemotePtr.nodeId(pointerOf(s.word)) : 0;
     }
@@ -714,6 +719,7 @@ final class MapStore {
      * applied again to the value that won.
      */
     Outcome mutate(byte[] key, long hash, Mutation m) {
+        live();
         reclaimer.drain();
         if (leases == null) {
             return mutate(key, hash, m, Long.MAX_VALUE);
@@ -924,6 +930,17 @@ final class MapStore {
      * Sets the largest entry (encoded key + value bytes) this handle writes; {@code as}
      * names the map in the error, {@code setting} where the limit comes from.
      */
+    /** Set by {@link DsmCollections} when it opens a named map: every operation checks it (see {@link Lifecycle}). */
+    volatile Lifecycle.Life life;
+
+    /** Fails with a {@link StructureGoneException} once the named map is known to be destroyed. */
+    private void live() {
+        Lifecycle.Life l = life;
+        if (l != null) {
+            l.check();
+        }
+    }
+
     void limitEntries(long maxBytes, String as, String setting) {
         this.limitedAs = as;
         this.limitSetting = setting;
@@ -1142,6 +1159,7 @@ final class MapStore {
 
     /** The sum of every node's counter: exact when no change is in flight. */
     long size() {
+        live();
         long[] w = readWords(root + ROOT_COUNTERS, STRIPES);
         long s = 0;
         for (long x : w) {
@@ -1157,6 +1175,7 @@ final class MapStore {
      * the chain, skipping keys already returned.
      */
     Iterator<RawEntry> scan() {
+        live();
         return new MapScanIterator(this, rootTable());
     }
 

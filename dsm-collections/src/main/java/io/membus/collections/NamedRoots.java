@@ -4,6 +4,7 @@ import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.InvalidBlockException;
 import io.membus.alloc.Placement;
+import io.membus.alloc.StaleBlockReferenceException;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.Words;
@@ -25,7 +26,10 @@ import java.util.Optional;
  *   <li>a creator that lost the bind race discards what its initializer allocated,
  *       frees its root and opens the winner's.</li>
  * </ol>
- * A root is never freed while its name is bound.
+ * A root is never freed while its name is bound: {@link #destroy} tombstones the
+ * root, unbinds the name, and only then hands the root over to be freed a grace later.
+ * Opening a name whose root is gone (destroyed, or its node's memory lost) is a
+ * {@link StructureGoneException} that says so and how to give the name back.
  *
  * <p><b>Note:</b> thread-safe; any number of nodes and threads may get-or-create
  * the same name at once and all of them end up with the same root. The root's
@@ -155,7 +159,11 @@ public final class NamedRoots {
         }
         byte[] head = memory.read(ptr + 8, RootDescriptor.DESCRIPTOR_OFFSET);
         long magic = Words.getLong(head, RootDescriptor.MAGIC_OFFSET);
+        if (magic == RootDescriptor.TOMBSTONE) {
+            throw gone(name, ptr, "destroyed (its root is a tombstone; its blocks are freed a grace after the destroy)");
+        }
         if (magic != RootDescriptor.MAGIC) {
+            checkGone(name, ptr, "magic=0x" + Long.toHexString(magic));
             throw new CollectionTypeMismatchException(name, "not a collection root (at=" + RemotePtr.toString(ptr)
                     + ", magic=0x" + Long.toHexString(magic) + ")", requested);
         }
@@ -176,13 +184,94 @@ public final class NamedRoots {
             throw new CollectionTypeMismatchException(name, "not a collection root (" + e.getMessage() + ")",
                     requested);
         }
-        String existingDescriptor = new String(allocator.read(block, RootDescriptor.DESCRIPTOR_OFFSET, descLength),
-                StandardCharsets.UTF_8);
+        String existingDescriptor;
+        try {
+            existingDescriptor = new String(allocator.read(block, RootDescriptor.DESCRIPTOR_OFFSET, descLength),
+                    StandardCharsets.UTF_8);
+        } catch (StaleBlockReferenceException e) {
+            throw gone(name, ptr, "its root block was freed (" + e.getMessage() + ")");
+        }
         Root root = new Root(name, block, existingKind, existingDescriptor, RootDescriptor.bodyOffset(descLength));
         if (kind != null && (existingKind != kind || !existingDescriptor.equals(descriptor))) {
             throw new CollectionTypeMismatchException(name, root.type(), requested);
         }
         return root;
+    }
+
+    /**
+     * Whether the block at {@code ptr}, which does not hold a root, is allocated at all:
+     * when it is not (freed, never carved since its node's heap was formatted again) the
+     * root is gone and a {@link StructureGoneException} is thrown; when it is, something
+     * else lives there and the caller reports a type mismatch.
+     */
+    private void checkGone(String name, long ptr, String found) {
+        if (memory.readLong(ptr) == 0) { // an allocated block's sealed header is never 0: zeroed (fresh) memory
+            throw gone(name, ptr, "its root's memory no longer holds it (" + found + ", block header=0: the memory"
+                    + " there is fresh): its node restarted without file-backed heap segments");
+        }
+        try {
+            allocator.ref(ptr);
+        } catch (io.membus.alloc.FreedBlockException | InvalidBlockException e) {
+            throw gone(name, ptr, "its root's memory no longer holds it (" + found + "; " + e.getMessage()
+                    + "): its node restarted without file-backed heap segments, or it was destroyed");
+        }
+    }
+
+    static StructureGoneException gone(String name, long ptr, String reason) {
+        return new StructureGoneException(name, ptr, reason, "its data is gone: call destroy(\"" + name
+                + "\") (Membus.destroy or DsmCollections.destroy) to give the name back, then open it again to"
+                + " create a new, empty structure");
+    }
+
+    /**
+     * Destroys the structure bound to {@code name}, once cluster-wide:
+     * <ol>
+     *   <li>its root's magic word is CASed to {@link RootDescriptor#TOMBSTONE} (the one
+     *       destroyer; handles that check their root from now on fail with a
+     *       {@link StructureGoneException});</li>
+     *   <li>the name is unbound if it is still bound to that root
+     *       ({@link NameRegistry#unbind(String, long)}), so opening it again creates a new
+     *       structure (first binder wins, as always);</li>
+     *   <li>{@code release} is handed the root, to free its blocks a grace later.</li>
+     * </ol>
+     * A name whose root is gone already (a tombstone, or memory that was lost) is only
+     * unbound. A name bound to something that is not a root is refused
+     * ({@link CollectionTypeMismatchException}) and left alone.
+     *
+     * @return whether this call destroyed a structure or unbound a gone one; false when
+     *         the name was not bound, or another caller destroyed it first
+     */
+    public boolean destroy(String name, java.util.function.Consumer<Root> release) {
+        checkName(name);
+        Optional<Long> bound = names.lookup(name);
+        if (bound.isEmpty()) {
+            return false;
+        }
+        return destroy(name, bound.get(), release);
+    }
+
+    /**
+     * {@link #destroy(String, java.util.function.Consumer)} of the root at {@code ptr} (a
+     * handle's own): the name is unbound only while it is still bound to that root, so a
+     * name already bound to a new structure keeps it.
+     */
+    public boolean destroy(String name, long ptr, java.util.function.Consumer<Root> release) {
+        checkName(name);
+        Root root;
+        try {
+            root = open(name, ptr, null, null);
+        } catch (StructureGoneException e) {
+            return names.unbind(name, ptr);
+        }
+        long witness = memory.compareAndSwap(root.block().payload() + RootDescriptor.MAGIC_OFFSET,
+                RootDescriptor.MAGIC, RootDescriptor.TOMBSTONE);
+        // the name goes first: a failed unbind throws here and leaves the blocks allocated (safe; destroy again)
+        names.unbind(name, ptr);
+        if (witness != RootDescriptor.MAGIC) {
+            return false; // another destroyer won the tombstone CAS and releases the blocks
+        }
+        release.accept(root);
+        return true;
     }
 
     private static void checkName(String name) {

@@ -24,6 +24,11 @@ package io.membus.collections;
 public final class RootDescriptor {
     /** "MBROOT01" read as a little-endian long. */
     public static final long MAGIC = 0x3130544f4f52424dL;
+    /**
+     * "MBDEAD01" read as a little-endian long: the magic word of a root that was destroyed
+     * (CASed from {@link #MAGIC} by the one destroyer; its blocks are freed a grace later).
+     */
+    public static final long TOMBSTONE = 0x313044414544424dL;
     public static final int MAGIC_OFFSET = 0;
     public static final int BLOCK_HEADER_OFFSET = 8;
     public static final int CAPACITY_OFFSET = 16;

@@ -122,6 +122,20 @@ final class StripedWords {
         return new StripedWords(root, words, storedLength, storedStripe, stripes);
     }
 
+    /** Frees the stripes of a destroyed array's root (its stripe table names each block with its header). */
+    static void release(GlobalAllocator allocator, Root root) {
+        RemoteMemory memory = allocator.memory();
+        int count = (int) memory.readLong(root.bodyPtr() + STRIPE_COUNT_OFFSET);
+        if (count <= 0 || count > MAX_STRIPES) {
+            throw new IllegalStateException("stripe count " + count + " in " + root);
+        }
+        byte[] table = memory.read(root.bodyPtr() + STRIPES_OFFSET, count * STRIPE_ENTRY_LENGTH);
+        for (int s = 0; s < count; s++) {
+            allocator.free(BlockRef.of(Words.getLong(table, s * STRIPE_ENTRY_LENGTH),
+                    Words.getLong(table, s * STRIPE_ENTRY_LENGTH + 8), 0));
+        }
+    }
+
     static void awaitAll(RemoteMemory memory, List<? extends CompletableFuture<?>> futures) {
         RuntimeException first = null;
         for (CompletableFuture<?> f : futures) {
@@ -140,10 +154,17 @@ final class StripedWords {
         }
     }
 
-    /** The remote pointer of element {@code i}. */
+    /** Set by {@link DsmCollections} when it opens the array: {@link #ptr} checks it (see {@link Lifecycle}). */
+    volatile Lifecycle.Life life;
+
+    /** The remote pointer of element {@code i}, once the array is known to be alive. */
     long ptr(int i) {
         if (i < 0 || i >= length) {
             throw new CollectionArgumentException("index", i, "0.." + (length - 1) + " (length=" + length + ")");
+        }
+        Lifecycle.Life l = life;
+        if (l != null) {
+            l.check();
         }
         return stripes[i / stripeLength] + (long) (i % stripeLength) * Long.BYTES;
     }

@@ -68,9 +68,6 @@ class NamedMapTest {
                 Codecs.longs()));
         cluster.node(1).atomicLong("hits");
         assertThrows(CollectionTypeMismatchException.class, () -> cluster.node(2).map("hits", String.class, Long.class));
-        DsmMapException named = assertThrows(DsmMapException.class,
-                () -> cluster.node(1).map("orders", String.class, Long.class).destroy());
-        assertEquals("named", named.reason());
         assertEquals(1L, cluster.node(2).map("orders", String.class, Long.class).get("a"));
     }
 }

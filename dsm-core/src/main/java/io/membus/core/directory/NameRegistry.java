@@ -16,8 +16,9 @@ import java.util.concurrent.CompletionStage;
  * in-memory one) may keep the default {@code *Async} forms, which run the plain
  * method at once.
  *
- * <p><b>Note:</b> implementations are thread-safe; {@link #bind} is atomic
- * (first binder wins, cluster-wide in the replicated implementation).
+ * <p><b>Note:</b> implementations are thread-safe; {@link #bind} and
+ * {@link #unbind(String, long)} are atomic (first binder wins; an unbind compares
+ * the bound pointer; cluster-wide in the replicated implementation).
  */
 public interface NameRegistry {
 
@@ -33,6 +34,16 @@ public interface NameRegistry {
 
     /** Removes the binding; returns whether there was one. */
     boolean unbind(String name);
+
+    /**
+     * Removes the binding of {@code name} only if it is bound to {@code expectedPtr}
+     * (compare-and-unbind, atomic like {@link #bind}): a name that a concurrent caller
+     * already rebound to a new object is left alone. How a structure that is gone (its
+     * root destroyed, or its node's memory lost) gives its name back.
+     *
+     * @return whether this call removed the binding
+     */
+    boolean unbind(String name, long expectedPtr);
 
     /** A snapshot of every binding. */
     Map<String, Long> bindings();
@@ -50,6 +61,11 @@ public interface NameRegistry {
     /** {@link #unbind} without blocking the caller. */
     default CompletionStage<Boolean> unbindAsync(String name) {
         return now(() -> unbind(name));
+    }
+
+    /** {@link #unbind(String, long)} without blocking the caller. */
+    default CompletionStage<Boolean> unbindAsync(String name, long expectedPtr) {
+        return now(() -> unbind(name, expectedPtr));
     }
 
     private static <T> CompletionStage<T> now(java.util.function.Supplier<T> call) {

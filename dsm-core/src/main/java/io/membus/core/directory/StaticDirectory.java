@@ -110,6 +110,11 @@ public final class StaticDirectory implements SegmentDirectory, NameRegistry {
     }
 
     @Override
+    public boolean unbind(String name, long expectedPtr) {
+        return names.remove(name, expectedPtr);
+    }
+
+    @Override
     public Map<String, Long> bindings() {
         return Map.copyOf(names);
     }

@@ -1,0 +1,194 @@
+package io.membus.collections;
+
+import io.membus.alloc.BlockRef;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.core.Words;
+import io.membus.core.transport.pipeline.TimerWheel;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The life cycle of the named structures of one {@link DsmCollections}: destroys them
+ * ({@link NamedRoots#destroy}) and frees their blocks a <b>grace</b> later, and gives
+ * each handle the {@link Life} that notices its structure was destroyed.
+ *
+ * <p>Why a grace, and why handles check: hot paths are raw verbs on the structure's
+ * words (no block-header check per operation), so a handle that kept running on a
+ * destroyed structure whose blocks were freed and handed out again would change
+ * another structure's bytes. Instead, every handle re-reads its root (checked against
+ * the root block's generation) at least every {@link #checkNanos()} before it issues
+ * an operation, and fails with a {@link StructureGoneException} once the root is a
+ * tombstone; the blocks are freed {@link #grace()} after the tombstone. An operation
+ * that passed its check before the tombstone issues its verbs within the check
+ * interval and they complete (or fail) within the operation deadline, so with a grace
+ * above the check interval plus the verb deadline no verb of a handle lands in a freed
+ * block. The grace must therefore exceed {@code membus.operation-timeout} (default
+ * grace 30 s); a thread paused longer than the grace between its check and its verb
+ * is the one case this time bound does not cover.
+ *
+ * <p><b>Note:</b> thread-safe: the grace is a volatile field; releases are armed on the
+ * shared {@link TimerWheel} and run on one JVM-wide daemon thread ({@code membus-destroy}),
+ * one at a time; a failed release is logged and its remaining blocks stay allocated.
+ */
+final class Lifecycle {
+    private static final Logger LOG = LoggerFactory.getLogger(Lifecycle.class);
+    static final Duration DEFAULT_GRACE = Duration.ofSeconds(30);
+    private static final long MAX_CHECK_NANOS = 250_000_000L;
+
+    /** Frees destroyed structures' blocks, JVM-wide, off the timer wheel's thread (frees are verbs). */
+    private static final ExecutorService RELEASER = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "membus-destroy");
+        t.setDaemon(true);
+        return t;
+    });
+
+    private final NamedRoots roots;
+    private volatile long graceNanos = DEFAULT_GRACE.toNanos();
+    private final AtomicInteger pending = new AtomicInteger();
+
+    Lifecycle(NamedRoots roots) {
+        this.roots = roots;
+    }
+
+    Duration grace() {
+        return Duration.ofNanos(graceNanos);
+    }
+
+    void grace(Duration grace) {
+        this.graceNanos = grace.toNanos();
+    }
+
+    /** How long a handle trusts its last look at its root: a quarter of the grace, at most 250 ms. */
+    long checkNanos() {
+        return Math.min(MAX_CHECK_NANOS, graceNanos / 4);
+    }
+
+    /** Releases armed and not finished yet. */
+    int pendingReleases() {
+        return pending.get();
+    }
+
+    Life life(Root root) {
+        return new Life(root, this);
+    }
+
+    /** Destroys what {@code name} is bound to; see {@link NamedRoots#destroy(String, java.util.function.Consumer)}. */
+    boolean destroy(String name) {
+        return roots.destroy(name, this::releaseLater);
+    }
+
+    /** Destroys the structure of {@code root} (a handle's own). */
+    boolean destroy(Root root) {
+        return roots.destroy(root.name(), root.block().ptr(), this::releaseLater);
+    }
+
+    private void releaseLater(Root root) {
+        pending.incrementAndGet();
+        TimerWheel.SHARED.arm(new TimerWheel.Timeout() {
+            @Override
+            protected void expired() {
+                RELEASER.execute(() -> release(root));
+            }
+        }, System.nanoTime() + graceNanos);
+    }
+
+    /** Frees the structure's blocks beside its root, then the root. */
+    private void release(Root root) {
+        GlobalAllocator allocator = roots.allocator();
+        try {
+            switch (root.kind()) {
+                case LONG_ARRAY, DOUBLE_ARRAY -> StripedWords.release(allocator, root);
+                case MAP -> DsmMap.releaseNamed(allocator, root);
+                case QUEUE -> DsmQueue.releaseNamed(allocator, root);
+                case ATOMIC_LONG, LOCK -> {
+                    // the root holds every word
+                }
+            }
+            allocator.free(root.block());
+        } catch (RuntimeException e) {
+            LOG.warn("destroyed structure {}: freeing its blocks failed; what was not freed stays allocated: {}",
+                    root, e.toString());
+        } finally {
+            pending.decrementAndGet();
+        }
+    }
+
+    /**
+     * A handle's view of its root's life: {@link #check()} before each operation.
+     *
+     * <p><b>Note:</b> thread-safe: the time of the last good look and the verdict are
+     * volatile; concurrent checks may both read the root (harmless).
+     */
+    static final class Life {
+        private final Root root;
+        private final Lifecycle lifecycle;
+        private volatile long checkedAt;
+        private volatile boolean everChecked;
+        private volatile StructureGoneException gone;
+
+        Life(Root root, Lifecycle lifecycle) {
+            this.root = root;
+            this.lifecycle = lifecycle;
+        }
+
+        /**
+         * Fails with a {@link StructureGoneException} when the structure was destroyed;
+         * reads the root (two verbs) when the last look is older than the check interval.
+         */
+        void check() {
+            StructureGoneException g = gone;
+            if (g != null) {
+                throw (StructureGoneException) g.forCaller();
+            }
+            long now = System.nanoTime();
+            if (everChecked && now - checkedAt < lifecycle.checkNanos()) {
+                return;
+            }
+            long magic;
+            try {
+                magic = Words.getLong(lifecycle.roots.allocator().read(root.block(), RootDescriptor.MAGIC_OFFSET,
+                        Long.BYTES), 0);
+            } catch (io.membus.alloc.StaleBlockReferenceException e) {
+                throw gone = NamedRoots.gone(root.name(), root.block().ptr(), "destroyed (its root block was freed)");
+            }
+            if (magic != RootDescriptor.MAGIC) {
+                throw gone = NamedRoots.gone(root.name(), root.block().ptr(), magic == RootDescriptor.TOMBSTONE
+                        ? "destroyed" : "its root was overwritten (magic=0x" + Long.toHexString(magic) + ")");
+            }
+            checkedAt = now; // the time before the read: the look vouches for no longer than it should
+            everChecked = true;
+        }
+
+        /** Destroys this handle's structure; see {@link NamedRoots#destroy(String, long, java.util.function.Consumer)}. */
+        boolean destroy() {
+            boolean done = lifecycle.destroy(root);
+            markGone();
+            return done;
+        }
+
+        /** Looks at the root now (whatever the last look's age); returns whether the structure is gone. */
+        boolean lookNow() {
+            everChecked = false;
+            try {
+                check();
+                return false;
+            } catch (StructureGoneException e) {
+                return true;
+            }
+        }
+
+        /** This node destroyed the structure: fail from now on without another look. */
+        void markGone() {
+            gone = NamedRoots.gone(root.name(), root.block().ptr(), "destroyed");
+        }
+
+        Root root() {
+            return root;
+        }
+    }
+}

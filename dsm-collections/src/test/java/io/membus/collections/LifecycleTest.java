@@ -1,0 +1,242 @@
+package io.membus.collections;
+
+import io.membus.alloc.BlockRef;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.HeapUsage;
+import io.membus.alloc.Placement;
+import io.membus.codec.Codecs;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Named structures have a life cycle: destroy gives the name back and frees every block a
+ * grace later; handles on a destroyed structure fail typed on every node; a name whose
+ * root is gone says so and can be given back.
+ */
+class LifecycleTest {
+    private static final Duration GRACE = Duration.ofMillis(300);
+    private CollCluster cluster;
+
+    @AfterEach
+    void close() {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    private CollCluster start(int nodes) {
+        cluster = new CollCluster("local", nodes);
+        for (int n = 1; n <= nodes; n++) {
+            cluster.node(n).destroyGrace(GRACE);
+        }
+        return cluster;
+    }
+
+    /** Per node and segment: free chunks, large chunks, small blocks in use, large objects (caches trimmed). */
+    private List<String> usage() {
+        for (GlobalAllocator a : cluster.allocators.values()) {
+            a.trim();
+        }
+        List<String> rows = new ArrayList<>();
+        for (HeapUsage.SegmentUsage s : cluster.allocators.get(1).usage().segments()) {
+            rows.add("node=" + s.nodeId() + " segment=" + s.segment() + " freeChunks=" + s.freeChunks()
+                    + " largeChunks=" + s.largeChunks() + " blocksInUse=" + s.blocksInUse()
+                    + " largeObjects=" + s.largeObjects());
+        }
+        return rows;
+    }
+
+    /** Waits (bounded) until every node's destroys have freed their blocks. */
+    private void awaitReleases() throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        for (int n : cluster.allocators.keySet()) {
+            while (cluster.node(n).pendingReleases() > 0) {
+                if (System.nanoTime() > deadline) {
+                    fail("destroyed blocks not freed within 20 s of a " + GRACE + " grace");
+                }
+                Thread.sleep(20);
+            }
+        }
+    }
+
+    /** {@code op} fails with a StructureGoneException naming {@code name} within a few check intervals. */
+    private static void failsGone(String name, Executable op) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (true) {
+            try {
+                op.execute();
+            } catch (StructureGoneException e) {
+                assertEquals(name, e.name());
+                assertTrue(e.getMessage().contains("name=" + name) && e.getMessage().contains("destroy"),
+                        e.getMessage());
+                assertFalse(e.mayHaveRun());
+                return;
+            } catch (Throwable t) {
+                throw new AssertionError("expected a StructureGoneException for " + name + ", got " + t, t);
+            }
+            if (System.nanoTime() > deadline) {
+                fail(name + ": operations still succeed 5 s after the destroy");
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void destroyGivesTheNameBackHandlesEverywhereFailTypedAndTheBlocksAreFreed() throws Exception {
+        start(2);
+        List<String> before = usage();
+        DsmAtomicLong one = cluster.node(1).atomicLong("hits");
+        DsmAtomicLong two = cluster.node(2).atomicLong("hits");
+        one.addAndGet(5);
+        assertEquals(5, two.get());
+        long oldRoot = one.root().block().ptr();
+
+        assertTrue(cluster.node(1).destroy("hits"));
+        assertThrows(StructureGoneException.class, one::get, "the destroying node's handle fails at once");
+        failsGone("hits", two::incrementAndGet);
+        assertFalse(cluster.node(2).destroy("hits"), "nothing bound any more");
+
+        // the name is free: a new, empty counter (node 2's cache dropped the dead handle)
+        DsmAtomicLong fresh = cluster.node(2).atomicLong("hits");
+        assertEquals(0, fresh.get());
+        assertEquals(1, fresh.incrementAndGet());
+        assertEquals(1, cluster.node(1).atomicLong("hits").get());
+        assertThrows(StructureGoneException.class, two::get, "the old handle stays dead");
+        assertTrue(fresh.destroy());
+        awaitReleases();
+        assertEquals(before, usage(), "every block of both counters freed");
+        assertNotEquals(0, oldRoot);
+    }
+
+    @Test
+    void everyKindIsDestroyedByItsHandleAndAllItsBlocksAreFreed() throws Exception {
+        start(2);
+        DsmCollections a = cluster.node(1);
+        DsmCollections b = cluster.node(2);
+        a.atomicLong("warm").incrementAndGet(); // allocator caches warmed up, kept alive
+        List<String> before = usage();
+
+        DsmLongArray longs = a.longArray("longs", 1000, 100);
+        longs.set(999, 7);
+        DsmDoubleArray doubles = a.doubleArray("doubles", 300, 100);
+        doubles.set(1, 2.5);
+        DsmLock lock = a.lock("lock");
+        lock.lock();
+        lock.unlock();
+        DsmQueue<byte[]> queue = a.queue("queue", Codecs.bytes(), 8);
+        assertTrue(queue.offer(new byte[5000])); // a block of its own, still in the queue when destroyed
+        assertTrue(queue.offer(new byte[10]));
+        DsmMap<String, byte[]> map = a.map("map", Codecs.strings(), Codecs.bytes());
+        for (int i = 0; i < 300; i++) {
+            map.put("k" + i, new byte[i % 3 == 0 ? 200 : 8]);
+        }
+        assertEquals(7, b.longArray("longs", 1000, 100).get(999));
+
+        // destroyed from node 2's handles; node 1's fail typed
+        assertTrue(b.longArray("longs", 1000, 100).destroy());
+        assertTrue(b.doubleArray("doubles", 300, 100).destroy());
+        assertTrue(b.lock("lock").destroy());
+        assertTrue(b.queue("queue", Codecs.bytes(), 8).destroy());
+        b.map("map", Codecs.strings(), Codecs.bytes()).destroy();
+        assertFalse(b.lock("lock2").destroy() && false);
+        failsGone("longs", () -> longs.get(0));
+        failsGone("doubles", () -> doubles.addAndGet(1, 1.0));
+        failsGone("lock", lock::tryLock);
+        failsGone("queue", queue::poll);
+        failsGone("map", () -> map.get("k1"));
+        failsGone("map", () -> map.put("k1", new byte[1]));
+        assertTrue(b.lock("lock2").destroy());
+        awaitReleases();
+        assertEquals(before, usage(), "every stripe, entry, table, element block and root freed");
+        assertEquals(1, a.atomicLong("warm").get());
+    }
+
+    @Test
+    void aNameWhoseRootMemoryWasLostSaysSoAndDestroyGivesItBack() throws Exception {
+        start(2);
+        DsmAtomicLong hits = cluster.node(1).atomicLong("hits");
+        hits.addAndGet(41);
+        // the root's node loses its memory (a restart without file-backed segments): the root block is
+        // no longer allocated and its bytes are zero
+        BlockRef root = hits.root().block();
+        GlobalAllocator owner = cluster.allocators.get(io.membus.core.RemotePtr.nodeId(root.ptr()));
+        owner.memory().write(root.ptr(), new byte[(int) (8 + root.capacity())]);
+        StructureGoneException gone = assertThrows(StructureGoneException.class,
+                () -> cluster.node(2).atomicLong("hits"));
+        assertEquals("hits", gone.name());
+        assertTrue(gone.getMessage().contains("node=" + root.nodeId()) && gone.getMessage().contains("magic=0x0")
+                && gone.getMessage().contains("destroy(\"hits\")"), gone.getMessage());
+        assertThrows(StructureGoneException.class, () -> cluster.node(2).lock("hits"), "whatever the kind asked");
+
+        assertTrue(cluster.node(2).destroy("hits"), "the gone root's name is given back");
+        assertTrue(cluster.directory.lookup("hits").isEmpty());
+        assertEquals(0, cluster.node(2).atomicLong("hits").get(), "a new counter");
+        assertEquals(1, cluster.node(1).atomicLong("hits").incrementAndGet(), "node 1 dropped its dead handle");
+    }
+
+    @Test
+    void aNameBoundToALiveBlockThatIsNotARootIsStillATypeMismatchAndNotDestroyed() {
+        start(2);
+        long notARoot = cluster.allocators.get(1).allocate(64).ptr();
+        cluster.directory.bind("raw", notARoot);
+        assertThrows(CollectionTypeMismatchException.class, () -> cluster.node(2).atomicLong("raw"));
+        assertThrows(CollectionTypeMismatchException.class, () -> cluster.node(2).destroy("raw"));
+        assertEquals(notARoot, cluster.directory.lookup("raw").orElseThrow());
+    }
+
+    @Test
+    void afterADestroyConcurrentCreatorsFromEveryNodeGetOneNewStructure() throws Exception {
+        start(3);
+        cluster.node(1).atomicLong("race").addAndGet(9);
+        for (int round = 0; round < 5; round++) {
+            assertTrue(cluster.node(1 + round % 3).destroy("race"));
+            // the other nodes' cached handles notice within a check interval (a quarter grace here)
+            Thread.sleep(GRACE.toMillis() / 4 + 50);
+            ExecutorService exec = Executors.newFixedThreadPool(3);
+            try {
+                List<Future<DsmAtomicLong>> fs = new ArrayList<>();
+                for (int n = 1; n <= 3; n++) {
+                    DsmCollections c = cluster.node(n);
+                    fs.add(exec.submit(() -> c.atomicLong("race")));
+                }
+                long ptr = fs.get(0).get(30, TimeUnit.SECONDS).root().block().ptr();
+                for (Future<DsmAtomicLong> f : fs) {
+                    DsmAtomicLong h = f.get(30, TimeUnit.SECONDS);
+                    assertEquals(ptr, h.root().block().ptr(), "one structure per name");
+                    h.incrementAndGet();
+                }
+                assertEquals(3, cluster.node(2).atomicLong("race").get());
+            } finally {
+                exec.shutdownNow();
+                assertTrue(exec.awaitTermination(10, TimeUnit.SECONDS));
+            }
+        }
+    }
+
+    @Test
+    void compareAndUnbindLeavesANameBoundElsewhere() {
+        start(1);
+        long p = cluster.allocators.get(1).allocate(64, Placement.local()).ptr();
+        cluster.directory.bind("n", p);
+        assertFalse(cluster.directory.unbind("n", p + 64));
+        assertTrue(cluster.directory.lookup("n").isPresent());
+        assertTrue(cluster.directory.unbind("n", p));
+        assertTrue(cluster.directory.lookup("n").isEmpty());
+    }
+}
