@@ -153,6 +153,7 @@ public final class Membus implements AutoCloseable {
                 if (c == null) {
                     c = new DsmCollections(node.remoteMemory(), node.allocator(), node.names(), heap());
                     c.maxValueSize(maxValueSize(node.config().raw()));
+                    c.destroyGrace(destroyGrace(node.config().raw(), node.config().operationTimeout()));
                     collections = c;
                 }
             }
@@ -202,6 +203,30 @@ public final class Membus implements AutoCloseable {
                     "1 .. " + DsmCollections.MAX_VALUE_SIZE_LIMIT + " bytes (one verb carries a map entry or a queue element)");
         }
         return bytes;
+    }
+
+    /**
+     * Reads {@code membus.collections.destroy-grace} over the defaults: how long a destroyed
+     * structure's blocks stay allocated; it must exceed the operation timeout by at least
+     * a second (see {@link DsmCollections#destroy}). A bad value is a typed error naming the key.
+     */
+    static Duration destroyGrace(Config raw, Duration operationTimeout) {
+        Config c = raw.withFallback(ConfigFactory.defaultReference(Membus.class.getClassLoader()));
+        String key = "membus.collections.destroy-grace";
+        Duration grace;
+        try {
+            grace = c.getDuration(key);
+        } catch (com.typesafe.config.ConfigException e) {
+            throw new DsmConfigException(key, String.valueOf(c.hasPath(key) ? c.getValue(key).unwrapped() : null),
+                    "a duration such as 30s: " + e.getMessage(), e);
+        }
+        Duration least = operationTimeout.plusSeconds(1);
+        if (grace.compareTo(least) < 0 || grace.toHours() >= 1) {
+            throw new DsmConfigException(key, String.valueOf(c.getValue(key).unwrapped()), "at least membus.operation-timeout"
+                    + " + 1s (" + least.toMillis() + "ms) and under 1h: a destroyed structure's blocks are freed only"
+                    + " when no operation of a handle can still reach them");
+        }
+        return grace;
     }
 
     /** Reads {@code membus.coherence} over the defaults; a bad value is a typed error naming its key. */
@@ -296,6 +321,37 @@ public final class Membus implements AutoCloseable {
     /** The map named {@code name} with keys and values encoded by these codecs; see {@link DsmMap}. */
     public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec) {
         return collections().map(name, keyCodec, valueCodec);
+    }
+
+    /**
+     * Destroys the structure (collection or named coherent object) bound to {@code name},
+     * cluster-wide, and gives the name back: opening it again creates a new one. Handles
+     * on it, on every node, fail from then on with a typed error; a name whose root is
+     * gone (its node's memory lost) is only given back. See {@link DsmCollections#destroy}.
+     *
+     * @return whether this call destroyed it (false: not bound, or destroyed by another caller first)
+     */
+    public boolean destroy(String name) {
+        return collections().destroy(name);
+    }
+
+    /**
+     * The coherent object named {@code name} holding {@code type} values (codec
+     * {@link #codec(Class) codec(type)}), created with {@code initial.get()} when absent;
+     * see {@link DsmCollections#ref(String, Codec, java.util.function.Supplier)}.
+     */
+    public <T> RemoteRef<T> ref(String name, Class<T> type, java.util.function.Supplier<T> initial) {
+        return collections().ref(name, codec(type), initial);
+    }
+
+    /** As {@link #ref(String, Class, java.util.function.Supplier)} with this codec. */
+    public <T> RemoteRef<T> ref(String name, Codec<T> codec, java.util.function.Supplier<T> initial) {
+        return collections().ref(name, codec, initial);
+    }
+
+    /** The existing coherent object named {@code name}; see {@link DsmCollections#ref(String, Codec)}. */
+    public <T> RemoteRef<T> ref(String name, Codec<T> codec) {
+        return collections().ref(name, codec);
     }
 
     @Override

@@ -166,4 +166,56 @@ class MembusTest {
             assertTrue(e.getMessage().contains("membus.collections.max-value-size"), e.getMessage());
         }
     }
+
+    @Test
+    void namedStructuresAndCoherentObjectsAreDestroyedAndTheirNamesGivenBack() throws Exception {
+        int seed = freePort();
+        String fabric = "facade-life-" + System.nanoTime();
+        try (Membus one = Membus.start(ConfigFactory.parseString(config(1, seed, seed, fabric)));
+             Membus two = Membus.start(ConfigFactory.parseString(config(2, freePort(), seed, fabric)
+                     + "membus.collections.max-value-size = 1KiB\n"))) {
+            one.awaitMembers(2, Duration.ofSeconds(30));
+            two.awaitMembers(2, Duration.ofSeconds(30));
+            assertEquals(Duration.ofSeconds(30), one.collections().destroyGrace(), "reference.conf's default");
+
+            // a named coherent object: created once, found by name on the other node
+            io.membus.coherence.RemoteRef<String> a = one.ref("config", String.class, () -> "v1");
+            io.membus.coherence.RemoteRef<String> b = two.ref("config", io.membus.codec.Codecs.strings());
+            assertEquals("v1", b.get());
+            assertEquals("v1", two.ref("config", String.class, () -> "ignored: exists").get());
+            a.set("v2");
+            assertEquals("v2", b.get());
+            assertTrue(two.destroy("config"));
+            org.junit.jupiter.api.Assertions.assertThrows(io.membus.alloc.UseAfterFreeException.class, a::get,
+                    "the object is freed at once: every handle fails typed");
+            org.junit.jupiter.api.Assertions.assertThrows(io.membus.collections.CollectionArgumentException.class,
+                    () -> one.ref("config", io.membus.codec.Codecs.strings()), "the name is free");
+            assertEquals("v3", one.ref("config", String.class, () -> "v3").get());
+
+            // a counter destroyed through the facade; the other node's handle fails typed, the name is reusable
+            one.atomicLong("hits").addAndGet(3);
+            io.membus.collections.DsmAtomicLong old = two.atomicLong("hits");
+            assertEquals(3, old.get());
+            assertTrue(one.destroy("hits"));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (true) {
+                try {
+                    old.get();
+                } catch (io.membus.collections.StructureGoneException e) {
+                    assertTrue(e.getMessage().contains("name=hits"), e.getMessage());
+                    break;
+                }
+                assertTrue(System.nanoTime() < deadline, "the old handle still works 5 s after the destroy");
+                Thread.sleep(10);
+            }
+            assertEquals(0, two.atomicLong("hits").get());
+
+            // node 2's own limit (1 KiB) refuses a larger value before anything is claimed
+            io.membus.core.error.ValueTooLargeException big = org.junit.jupiter.api.Assertions.assertThrows(
+                    io.membus.core.error.ValueTooLargeException.class,
+                    () -> two.map("blobs", String.class, byte[].class).put("k", new byte[2000]));
+            assertEquals(1024, big.limit());
+            one.map("blobs", String.class, byte[].class).put("k", new byte[2000]);
+        }
+    }
 }

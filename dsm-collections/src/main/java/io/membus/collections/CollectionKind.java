@@ -17,7 +17,12 @@ public enum CollectionKind {
     /** {@link DsmQueue}. */
     QUEUE(5),
     /** {@link DsmLock}. */
-    LOCK(6);
+    LOCK(6),
+    /**
+     * A named coherent object ({@link io.membus.coherence.RemoteRef}, {@link DsmCollections#ref}):
+     * the root body holds the object's two words (pointer, generation header).
+     */
+    REF(7);
 
     private final int id;
 

@@ -4,6 +4,7 @@ import io.membus.alloc.GlobalAllocator;
 import io.membus.codec.Codec;
 import io.membus.codec.Codecs;
 import io.membus.coherence.CoherentHeap;
+import io.membus.coherence.RemoteRef;
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.NameRegistry;
 
@@ -66,7 +67,7 @@ public final class DsmCollections {
      */
     public DsmCollections(RemoteMemory memory, GlobalAllocator allocator, NameRegistry names, CoherentHeap heap) {
         this.roots = new NamedRoots(memory, allocator, names);
-        this.lifecycle = new Lifecycle(roots);
+        this.lifecycle = new Lifecycle(roots, heap);
         this.words = new WordVerbs(memory);
         this.wakeUps = WakeUps.of(memory);
         this.heap = heap;
@@ -259,6 +260,86 @@ public final class DsmCollections {
     private <K, V> DsmMap<K, V> limited(DsmMap<K, V> map) {
         map.limitEntries(maxValueSize, MAX_VALUE_SIZE_SETTING);
         return map;
+    }
+
+    /** The descriptor a named coherent object's root records: its codec. */
+    static String refDescriptor(Codec<?> codec) {
+        return "ref(codec=" + codec.id() + ")";
+    }
+
+    /**
+     * The coherent object named {@code name} ({@link RemoteRef}: cached reads under
+     * leases, linearizable; see {@link CoherentHeap}), created holding
+     * {@code initial.get()} when the name is free (one creator wins cluster-wide; the
+     * others' values are not used). The object is placed by the name's key, like a
+     * collection's root. The returned handle is a fresh {@link RemoteRef} each call (one
+     * lookup and two reads); keep it. {@link #destroy(String)} frees the object at once:
+     * every handle on it then fails with {@link io.membus.alloc.UseAfterFreeException}.
+     *
+     * @throws CollectionTypeMismatchException when the name holds another type or codec
+     * @throws CollectionArgumentException when this object was built without a coherent heap
+     */
+    public <T> RemoteRef<T> ref(String name, Codec<T> codec, Supplier<T> initial) {
+        CoherentHeap h = requireHeap();
+        java.util.Objects.requireNonNull(codec, "codec");
+        java.util.Objects.requireNonNull(initial, "initial");
+        Root root = roots.getOrCreate(name, CollectionKind.REF, refDescriptor(codec), 16, new NamedRoots.Initializer() {
+            private RemoteRef<T> made;
+
+            @Override
+            public void format(Root r) {
+                made = h.create(codec, initial.get(), io.membus.alloc.Placement.byKey(name));
+                byte[] words = new byte[16];
+                io.membus.core.Words.putLong(words, 0, made.ptr());
+                io.membus.core.Words.putLong(words, 8, made.generationHeader());
+                roots.memory().write(r.bodyPtr(), words);
+            }
+
+            @Override
+            public void discard(Root r) {
+                if (made != null) {
+                    made.free();
+                }
+            }
+        });
+        return openRef(h, root, codec);
+    }
+
+    /**
+     * The coherent object named {@code name}, which must exist (see
+     * {@link #ref(String, Codec, Supplier)}).
+     *
+     * @throws CollectionArgumentException when the name is not bound
+     * @throws CollectionTypeMismatchException when the name holds another type or codec
+     * @throws StructureGoneException when it was destroyed or its memory lost
+     */
+    public <T> RemoteRef<T> ref(String name, Codec<T> codec) {
+        CoherentHeap h = requireHeap();
+        Root root = roots.open(name).orElseThrow(() -> new CollectionArgumentException("name", name,
+                "the name of a coherent object: create it with ref(name, codec, initial)"));
+        String requested = CollectionKind.REF + " " + refDescriptor(codec);
+        if (!root.type().equals(requested)) {
+            throw new CollectionTypeMismatchException(name, root.type(), requested);
+        }
+        return openRef(h, root, codec);
+    }
+
+    private <T> RemoteRef<T> openRef(CoherentHeap h, Root root, Codec<T> codec) {
+        byte[] words = roots.memory().read(root.bodyPtr(), 16);
+        try {
+            return h.open(io.membus.core.Words.getLong(words, 0), io.membus.core.Words.getLong(words, 8), codec);
+        } catch (io.membus.alloc.StaleBlockReferenceException e) {
+            throw NamedRoots.gone(root.name(), root.block().ptr(), "its coherent object was freed (" + e.getMessage()
+                    + ")");
+        }
+    }
+
+    private CoherentHeap requireHeap() {
+        if (heap == null) {
+            throw new CollectionArgumentException("heap", "null", "DsmCollections built with this node's CoherentHeap"
+                    + " (io.membus.Membus passes it) for named coherent objects");
+        }
+        return heap;
     }
 
     /**

@@ -48,11 +48,14 @@ final class Lifecycle {
     });
 
     private final NamedRoots roots;
+    /** This node's coherent heap (null when it has none): frees destroyed named coherent objects. */
+    private final io.membus.coherence.CoherentHeap heap;
     private volatile long graceNanos = DEFAULT_GRACE.toNanos();
     private final AtomicInteger pending = new AtomicInteger();
 
-    Lifecycle(NamedRoots roots) {
+    Lifecycle(NamedRoots roots, io.membus.coherence.CoherentHeap heap) {
         this.roots = roots;
+        this.heap = heap;
     }
 
     Duration grace() {
@@ -88,6 +91,10 @@ final class Lifecycle {
     }
 
     private void releaseLater(Root root) {
+        if (root.kind() == CollectionKind.REF) {
+            // a coherent object checks its generation on every use: freed now, every handle on it fails from now on
+            freeRefObject(root);
+        }
         pending.incrementAndGet();
         TimerWheel.SHARED.arm(new TimerWheel.Timeout() {
             @Override
@@ -105,8 +112,8 @@ final class Lifecycle {
                 case LONG_ARRAY, DOUBLE_ARRAY -> StripedWords.release(allocator, root);
                 case MAP -> DsmMap.releaseNamed(allocator, root);
                 case QUEUE -> DsmQueue.releaseNamed(allocator, root);
-                case ATOMIC_LONG, LOCK -> {
-                    // the root holds every word
+                case ATOMIC_LONG, LOCK, REF -> {
+                    // the root holds every word (a REF's object was freed at the destroy)
                 }
             }
             allocator.free(root.block());
@@ -115,6 +122,25 @@ final class Lifecycle {
                     root, e.toString());
         } finally {
             pending.decrementAndGet();
+        }
+    }
+
+    /** Frees the coherent object a REF root names (invalidating every cached copy first). */
+    private void freeRefObject(Root root) {
+        byte[] words = roots.memory().read(root.bodyPtr(), 16);
+        long ptr = Words.getLong(words, 0);
+        long generation = Words.getLong(words, 8);
+        if (ptr == 0) {
+            return;
+        }
+        try {
+            if (heap == null) {
+                roots.allocator().free(BlockRef.of(ptr, generation, 0));
+            } else {
+                heap.open(ptr, generation, io.membus.codec.Codecs.bytes()).free();
+            }
+        } catch (io.membus.alloc.StaleBlockReferenceException e) {
+            // freed already
         }
     }
 
