@@ -176,6 +176,7 @@ public final class Membus implements AutoCloseable {
                 if (h == null) {
                     h = new CoherentHeap(node.allocator(), node.messaging(), clock,
                             coherenceConfig(node.config().raw(), node.config().operationTimeout()));
+                    h.maxValueSize(maxValueSize(node.config().raw()));
                     node.statusSection("coherence", h::status); // membus status shows caching and skew
                     heap = h;
                 }

@@ -133,9 +133,43 @@ public final class CoherentHeap implements AutoCloseable {
 
     // ------------------------------------------------------------------ handles
 
+    /** The setting that holds {@link #maxValueSize()} in the facade's config. */
+    public static final String MAX_VALUE_SIZE_SETTING = "membus.collections.max-value-size";
+    /** The largest encoded value an object takes (8 MiB unless set); see {@link #maxValueSize(long)}. */
+    private volatile long maxValueSize = 8L << 20;
+
+    /**
+     * Sets the largest encoded value {@link #create} and the writes of {@link RemoteRef}
+     * accept, in bytes (1 .. 16 MiB - 4 KiB: a value is written with one verb); a larger
+     * one is refused with a {@link io.membus.core.error.ValueTooLargeException} naming the
+     * size, the limit and {@value #MAX_VALUE_SIZE_SETTING}, before anything is allocated
+     * or locked. Returns this.
+     */
+    public CoherentHeap maxValueSize(long bytes) {
+        if (bytes < 1 || bytes > (16L << 20) - 4096) {
+            throw new io.membus.core.error.DsmConfigException(MAX_VALUE_SIZE_SETTING, String.valueOf(bytes),
+                    "1 .. " + ((16L << 20) - 4096) + " bytes (one verb carries a value)");
+        }
+        this.maxValueSize = bytes;
+        return this;
+    }
+
+    /** The largest encoded value accepted, in bytes. */
+    public long maxValueSize() {
+        return maxValueSize;
+    }
+
+    private void checkSize(byte[] bytes, String what) {
+        long max = maxValueSize;
+        if (bytes.length > max) {
+            throw new io.membus.core.error.ValueTooLargeException(what, bytes.length, max, MAX_VALUE_SIZE_SETTING);
+        }
+    }
+
     /** Allocates an object holding {@code initial}, placed as {@code placement} says. */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial, Placement placement) {
         byte[] bytes = codec.encode(initial);
+        checkSize(bytes, "coherent object value (create)");
         // at least the three words of an out-of-line value
         int slotCapacity = Math.max(ObjectLayout.OUT_OF_LINE_BYTES + 8, Math.min(Math.max(bytes.length, 8) * 2, 4096));
         BlockRef block = allocator.allocate(ObjectLayout.objectSize(slotCapacity), placement);
@@ -455,6 +489,7 @@ public final class CoherentHeap implements AutoCloseable {
             if (next == null) {
                 return new Result(s.bytes(), null, ObjectLayout.version(h));
             }
+            checkSize(next, "coherent object value at " + RemotePtr.toString(ptr)); // before the lock
             long mine = ObjectLayout.lockedBy(h, self);
             if (memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, h, mine) != h) {
                 backoff(++attempt, deadline, "write", ptr);
@@ -669,7 +704,18 @@ public final class CoherentHeap implements AutoCloseable {
             System.arraycopy(bytes, 0, slot, ObjectLayout.SLOT_PREFIX, bytes.length);
         } else {
             out = allocator.allocate(bytes.length, Placement.node(block.nodeId()));
-            allocator.write(out, 0, bytes);
+            try {
+                allocator.write(out, 0, bytes);
+            } catch (DsmException e) {
+                if (!e.mayHaveRun()) { // refused before it was sent: it can never land, so the block goes back
+                    try {
+                        allocator.free(out);
+                    } catch (RuntimeException f) {
+                        e.addSuppressed(f);
+                    }
+                }
+                throw e;
+            }
             slot = new byte[ObjectLayout.SLOT_PREFIX + ObjectLayout.OUT_OF_LINE_BYTES];
             Words.putLong(slot, 0, (long) ObjectLayout.OUT_OF_LINE << 32 | (bytes.length & 0xffffffffL));
             Words.putLong(slot, 8, out.ptr());

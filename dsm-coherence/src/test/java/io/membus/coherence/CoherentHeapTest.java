@@ -172,4 +172,26 @@ class CoherentHeapTest {
         assertTrue(System.nanoTime() - start < Duration.ofMinutes(1).toNanos(), "not the five-minute lock timeout");
         assertEquals(5L, other.get());
     }
+
+    @Test
+    void aValueOverTheLimitIsRefusedBeforeAnythingIsClaimedOrLocked() {
+        cluster = new CoherenceCluster("local", 2, id -> fast(), true);
+        CoherentHeap heap = cluster.heap(1).maxValueSize(10_000);
+        io.membus.alloc.GlobalAllocator allocator = heap.allocator();
+        RemoteRef<byte[]> ref = heap.create(Codecs.bytes(), new byte[100], Placement.node(2));
+        ref.set(new byte[5000]); // out of line: a block of its own
+        allocator.trim();
+        String before = allocator.usage().segments().toString();
+        io.membus.core.error.ValueTooLargeException e = org.junit.jupiter.api.Assertions.assertThrows(
+                io.membus.core.error.ValueTooLargeException.class, () -> ref.set(new byte[20_000]));
+        assertEquals(10_000, e.limit());
+        assertEquals(CoherentHeap.MAX_VALUE_SIZE_SETTING, e.setting());
+        org.junit.jupiter.api.Assertions.assertThrows(io.membus.core.error.ValueTooLargeException.class,
+                () -> heap.create(Codecs.bytes(), new byte[20_000], Placement.node(2)));
+        allocator.trim();
+        assertEquals(before, allocator.usage().segments().toString(), "nothing claimed");
+        assertEquals(5000, ref.get().length, "the value is unchanged");
+        ref.set(new byte[9000]); // not left locked
+        assertEquals(9000, cluster.heap(2).open(ref.ptr(), ref.generationHeader(), Codecs.bytes()).get().length);
+    }
 }
