@@ -191,6 +191,32 @@ class LifecycleTest {
     }
 
     @Test
+    void aNameWhoseNodeRestartedWithoutFileBackedMemoryIsGoneAndCanBeRebound() throws Exception {
+        start(3);
+        // the case: a counter whose root is on a node that restarts with fresh memory
+        String name = null;
+        for (int i = 0; name == null; i++) {
+            if (Placement.homeOf("hits-" + i, 1, 2, 3) == 3) {
+                name = "hits-" + i;
+            }
+        }
+        DsmAtomicLong hits = cluster.node(1).atomicLong(name);
+        hits.addAndGet(41);
+        assertEquals(3, hits.root().block().nodeId());
+        cluster.down(3);
+        cluster.addNode(3).destroyGrace(GRACE); // a new incarnation: its heap formatted afresh
+        String n = name;
+        StructureGoneException gone = assertThrows(StructureGoneException.class, () -> cluster.node(2).atomicLong(n));
+        System.out.println(gone.getMessage());
+        assertTrue(gone.getMessage().contains("node=3") && gone.getMessage().contains("destroy(\"" + name + "\")"),
+                gone.getMessage());
+        assertThrows(StructureGoneException.class, hits::get, "the old handle fails typed too");
+        assertTrue(cluster.node(3).destroy(name));
+        assertEquals(0, cluster.node(2).atomicLong(name).get(), "a new counter under the name");
+        assertEquals(1, cluster.node(1).atomicLong(name).incrementAndGet());
+    }
+
+    @Test
     void aNameBoundToALiveBlockThatIsNotARootIsStillATypeMismatchAndNotDestroyed() {
         start(2);
         long notARoot = cluster.allocators.get(1).allocate(64).ptr();
