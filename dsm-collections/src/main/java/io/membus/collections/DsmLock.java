@@ -161,6 +161,7 @@ public final class DsmLock implements Lock, Rooted {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
+        ptr(); // a reentrant hold touches no word: it too fails once the lock is known to be destroyed
         boolean local;
         if (!wait) {
             local = gate.tryLock();
