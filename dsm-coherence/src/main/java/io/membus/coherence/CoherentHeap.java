@@ -462,6 +462,7 @@ public final class CoherentHeap implements AutoCloseable {
             }
             // the lock is ours: only now read the lease and the sharers (a reader that joins later sees the lock)
             boolean published = false;
+            boolean interrupted = false;
             BlockRef freshOutOfLine = null;
             try {
                 memory.writeLong(ref.payload() + ObjectLayout.LOCKED_AT, clock.nowMicros());
@@ -470,7 +471,7 @@ public final class CoherentHeap implements AutoCloseable {
                     return new Result(s.bytes(), null, ObjectLayout.version(h));
                 }
                 byte[] ls = memory.read(ref.payload() + ObjectLayout.LEASE, 16);
-                invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
+                interrupted = invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
                 int spare = 1 - ObjectLayout.slot(h);
                 BlockRef oldOutOfLine = outOfLine(ref, spare);
                 freshOutOfLine = writeSlot(ref.block(), ref.slotCapacity(), spare, next);
@@ -504,6 +505,9 @@ public final class CoherentHeap implements AutoCloseable {
                 if (!published) {
                     // failed before publishing: release the lock with a new version over the current slot
                     release(ref, mine, h);
+                }
+                if (interrupted) {
+                    Thread.currentThread().interrupt(); // the ack wait went on; the caller learns of it now
                 }
             }
         }
@@ -618,30 +622,40 @@ public final class CoherentHeap implements AutoCloseable {
                 backoff(++attempt, deadline, "lock", ptr);
                 continue;
             }
+            boolean interrupted = false;
             try {
                 byte[] now = new byte[8];
                 Words.putLong(now, 0, clock.nowMicros());
                 CompletableFuture<Void> stamp = memory.writeAsync(ref.payload() + ObjectLayout.LOCKED_AT, now);
                 byte[] ls = memory.read(ref.payload() + ObjectLayout.LEASE, 16);
                 memory.await(stamp);
-                invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
+                interrupted = invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
                 // half the lock timeout: the other half is the margin for the last change's verb in flight
                 long lastChange = lockedAt + config.lockTimeout().toNanos() / 2;
                 return action.apply(lastChange);
             } finally {
                 release(ref, mine, h);
                 invalidateLocal(ptr);
+                if (interrupted) {
+                    Thread.currentThread().interrupt(); // the ack wait went on; the caller learns of it now
+                }
             }
         }
     }
 
     private void release(RemoteRef<?> ref, long mine, long h) {
+        // an interrupted thread must still release (a waiting verb would fail at once): flag off for the CAS
+        boolean interrupted = Thread.interrupted();
         try {
             memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, mine,
                     ObjectLayout.unlocked(ObjectLayout.slot(h), ObjectLayout.version(h) + 1));
         } catch (DsmException e) {
             LOG.warn("could not release the write lock of {} ({}); a survivor recovers it after the lock timeout",
                     RemotePtr.toString(ref.ptr()), e.getMessage());
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
@@ -686,16 +700,25 @@ public final class CoherentHeap implements AutoCloseable {
      * the lease plus ε has passed. Acks are awaited only until then (at most the
      * deadline): a partitioned sharer costs a writer the rest of the lease, not the
      * whole operation timeout.
+     *
+     * <p>An interrupt does not end the wait: the caller holds the object's write lock and
+     * must publish or release it, which it may do only once no sharer can serve the old
+     * version. The wait is bounded (by the lease plus ε and the deadline) and goes on; the
+     * interrupt is returned, and the caller re-asserts the thread's flag once the lock is
+     * published or released.
+     *
+     * @return whether the thread was interrupted while it waited (its flag is then clear)
      */
-    private void invalidateSharers(RemoteRef<?> ref, long leaseWord, long sharers, long deadline) {
+    private boolean invalidateSharers(RemoteRef<?> ref, long leaseWord, long sharers, long deadline) {
         long ptr = ref.ptr();
         invalidateLocal(ptr);
         if (sharers == 0 || clock.nowMicros() > leaseWord + epsMicros) {
             if (sharers != 0) {
                 clearSharers(ref, sharers);
             }
-            return; // nobody can still serve a cached copy
+            return false; // nobody can still serve a cached copy
         }
+        boolean interrupted = false;
         boolean acked = messaging != null;
         if (acked) {
             byte[] payload = new byte[8];
@@ -710,18 +733,25 @@ public final class CoherentHeap implements AutoCloseable {
             long leaseOver = System.nanoTime() + Math.max(0, leaseWord + epsMicros - clock.nowMicros() + 1) * 1000;
             long waitUntil = Math.min(deadline, leaseOver);
             for (CompletableFuture<byte[]> ask : asks) {
-                try {
-                    long left = Math.max(1, waitUntil - System.nanoTime());
-                    ask.get(left, TimeUnit.NANOSECONDS);
-                } catch (Exception e) {
-                    acked = false; // a sharer that did not answer: its lease must run out
+                while (true) {
+                    try {
+                        long left = Math.max(1, waitUntil - System.nanoTime());
+                        ask.get(left, TimeUnit.NANOSECONDS);
+                        break;
+                    } catch (InterruptedException e) {
+                        interrupted = true; // keep waiting (bounded): see above
+                    } catch (Exception e) {
+                        acked = false; // a sharer that did not answer: its lease must run out
+                        break;
+                    }
                 }
             }
         }
         if (!acked) {
-            waitOutLease(leaseWord, deadline, ptr);
+            interrupted |= waitOutLease(leaseWord, deadline, ptr);
         }
         clearSharers(ref, sharers);
+        return interrupted;
     }
 
     /**
@@ -743,14 +773,21 @@ public final class CoherentHeap implements AutoCloseable {
         }
     }
 
-    private void waitOutLease(long leaseWord, long deadline, long ptr) {
+    /** Waits until the lease plus ε has passed; returns whether the thread was interrupted (flag cleared). */
+    private boolean waitOutLease(long leaseWord, long deadline, long ptr) {
+        boolean interrupted = false;
         while (clock.nowMicros() <= leaseWord + epsMicros) {
             if (System.nanoTime() - deadline > 0) {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
                 throw new DsmTimeoutException("write (waiting out the lease of " + RemotePtr.toString(ptr) + ")",
                         RemotePtr.nodeId(ptr), config.timeout());
             }
             LockSupport.parkNanos(200_000);
+            interrupted |= Thread.interrupted(); // else park returns at once: a busy loop
         }
+        return interrupted;
     }
 
     /** Drops this node's cached copy of {@code ptr}; a fill in progress for it is discarded. */
@@ -807,7 +844,7 @@ public final class CoherentHeap implements AutoCloseable {
                 continue;
             }
             byte[] ls = memory.read(ref.payload() + ObjectLayout.LEASE, 16);
-            invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
+            boolean interrupted = invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
             for (int slot = 0; slot < 2; slot++) {
                 BlockRef out = outOfLine(ref, slot);
                 if (out != null) {
@@ -822,6 +859,9 @@ public final class CoherentHeap implements AutoCloseable {
             allocator.free(ref.block());
             invalidateLocal(ref.ptr());
             leaseOf.remove(ref.ptr());
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
             return;
         }
     }
