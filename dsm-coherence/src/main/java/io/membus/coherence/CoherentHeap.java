@@ -66,8 +66,10 @@ public final class CoherentHeap implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CoherentHeap.class);
     private static final int WHOLE_READ_LIMIT = 2048;
     private static final int STRIPES = 256;
-    /** Clock samples per peer and check, of which the shortest round trip counts. */
-    private static final int SKEW_SAMPLES = 5;
+    /** Clock samples per peer and check (one window) at most, of which the shortest round trip counts. */
+    static final int SKEW_SAMPLES = 16;
+    /** Consecutive checks whose verdict must agree to stop caching for a skew, or to start again. */
+    static final int SKEW_PERSISTENCE = 3;
 
     private final GlobalAllocator allocator;
     private final RemoteMemory memory;
@@ -82,7 +84,11 @@ public final class CoherentHeap implements AutoCloseable {
     /** Per stripe of objects: raised by every invalidation, so a fill that met one is discarded. */
     private final AtomicLongArray epochs = new AtomicLongArray(STRIPES);
     private final ScheduledExecutorService skewChecker;
+    /** The verdict per peer (guarded by itself: checks never run at once). */
+    private final java.util.Map<Integer, SkewEstimator> skewEstimators = new java.util.HashMap<>();
+    private volatile boolean skewPending;
     private volatile long measuredSkewMicros;
+    private volatile long skewAtLeastMicros;
     private volatile String skewProblem;
     private volatile boolean closed;
 
@@ -116,8 +122,7 @@ public final class CoherentHeap implements AutoCloseable {
                 t.setDaemon(true);
                 return t;
             });
-            long every = config.skewInterval().toMillis();
-            skewChecker.scheduleWithFixedDelay(this::checkSkewQuietly, 0, every, TimeUnit.MILLISECONDS);
+            skewChecker.execute(this::skewTick);
         } else {
             skewChecker = null;
         }
@@ -869,69 +874,94 @@ public final class CoherentHeap implements AutoCloseable {
     // ------------------------------------------------------------------ clocks
 
     /**
-     * Measures this node's clock against every live peer (a request on the clock
-     * channel; offset = peer − midpoint of the round trip, uncertain by half the round
-     * trip) and stops serving cached reads while the largest possible skew exceeds ε.
+     * Measures this node's clock against every live peer, one window each (up to
+     * {@value #SKEW_SAMPLES} requests on the clock channel, of which the shortest round trip
+     * counts; see {@link SkewEstimator}), and stops serving cached reads once the skew to a
+     * peer is proven beyond ε (its lower bound) in {@value #SKEW_PERSISTENCE} consecutive
+     * checks; starts again after as many checks within ε. The heap runs it every
+     * {@code skew-interval}, and sooner (a fifth of it) while a verdict is pending.
      *
-     * @return the largest possible skew measured, in microseconds
+     * @return the largest possible skew the check measured (the upper bound), in microseconds
      */
     public long checkSkew() {
         if (messaging == null) {
             return 0;
         }
-        long worst = 0;
-        String problem = null;
-        for (var peer : memory.directory().members()) {
-            if (peer.nodeId() == self) {
-                continue;
-            }
-            try {
-                // NTP's rule: of a few samples, trust the one with the shortest round trip (the least
-                // uncertain); a single sample on a loaded machine can be tens of milliseconds wide
-                long offset = 0;
-                long rtt = Long.MAX_VALUE;
-                for (int sample = 0; sample < SKEW_SAMPLES && rtt > epsMicros / 4; sample++) {
-                    long t0 = clock.nowMicros();
-                    byte[] r = messaging.request(peer.nodeId(), CLOCK_CHANNEL, new byte[0]);
-                    long t1 = clock.nowMicros();
-                    if (t1 - t0 < rtt) {
-                        rtt = t1 - t0;
-                        offset = Words.getLong(r, 0) - (t0 + t1) / 2;
+        synchronized (skewEstimators) {
+            long worst = 0;
+            long atLeast = 0;
+            String problem = null;
+            boolean pending = false;
+            java.util.Set<Integer> peers = new java.util.HashSet<>();
+            for (var peer : memory.directory().members()) {
+                int n = peer.nodeId();
+                if (n == self) {
+                    continue;
+                }
+                peers.add(n);
+                SkewEstimator estimator = skewEstimators.computeIfAbsent(n,
+                        k -> new SkewEstimator(epsMicros, SKEW_PERSISTENCE));
+                try {
+                    for (int sample = 0; sample < SKEW_SAMPLES && !estimator.decided(); sample++) {
+                        long t0 = clock.nowMicros();
+                        byte[] r = messaging.request(n, CLOCK_CHANNEL, new byte[0]);
+                        long t1 = clock.nowMicros();
+                        estimator.sample(t0, Words.getLong(r, 0), t1);
                     }
+                } catch (DsmException e) {
+                    LOG.debug("clock check of node {} failed: {}", n, e.getMessage());
                 }
-                long possible = Math.abs(offset) + rtt / 2;
-                if (possible > worst) {
-                    worst = possible;
+                SkewEstimator.Window w = estimator.endWindow();
+                if (w == null) {
+                    continue; // no answer: the verdict on this peer stays as it was
                 }
-                if (possible > epsMicros) {
-                    problem = "clock skew to node " + peer.nodeId() + " may be " + possible + "us (measured offset "
-                            + offset + "us, round trip " + rtt + "us), above the clock bound " + epsMicros
-                            + "us (membus.coherence.clock-bound)";
+                worst = Math.max(worst, w.atMostMicros());
+                atLeast = Math.max(atLeast, w.atLeastMicros());
+                pending |= estimator.pending();
+                if (w.alarmed()) {
+                    problem = "clock skew to node " + n + " is at least " + w.atLeastMicros() + "us (measured offset "
+                            + w.offsetMicros() + "us, uncertain by half the round trip " + w.rttMicros()
+                            + "us, the shortest of " + w.samples() + " samples), above the clock bound " + epsMicros
+                            + "us (membus.coherence.clock-bound) in " + SKEW_PERSISTENCE + " consecutive checks";
+                } else if (estimator.alarmed()) {
+                    problem = "clock skew to node " + n + " was above the clock bound " + epsMicros + "us";
                 }
-            } catch (DsmException e) {
-                LOG.debug("clock check of node {} failed: {}", peer.nodeId(), e.getMessage());
             }
+            skewEstimators.keySet().retainAll(peers); // a peer that left takes its verdict with it
+            measuredSkewMicros = worst;
+            skewAtLeastMicros = atLeast;
+            skewPending = pending;
+            String before = skewProblem;
+            skewProblem = problem;
+            if (problem != null && before == null) {
+                dropAll(); // (versionIfValid also refuses while skewProblem is set)
+                LOG.warn("node {} stops serving cached reads (validated reads only): {}; fix the clocks (NTP)", self,
+                        problem);
+            } else if (problem == null && before != null) {
+                LOG.info("node {} serves cached reads again: the clock skew was within the bound in {} consecutive"
+                        + " checks (at most {}us now)", self, SKEW_PERSISTENCE, worst);
+            }
+            return worst;
         }
-        measuredSkewMicros = worst;
-        String before = skewProblem;
-        skewProblem = problem;
-        if (problem != null && before == null) {
-            dropAll(); // (versionIfValid also refuses while skewProblem is set)
-            LOG.warn("node {} stops serving cached reads (validated reads only): {}; fix the clocks (NTP)", self,
-                    problem);
-        } else if (problem == null && before != null) {
-            LOG.info("node {} serves cached reads again: measured clock skew {}us is within the bound", self, worst);
-        }
-        return worst;
     }
 
-    private void checkSkewQuietly() {
+    /** One scheduled check, then the next: after the skew interval, or a fifth of it while a verdict is pending. */
+    private void skewTick() {
         try {
             if (!closed) {
                 checkSkew();
             }
         } catch (RuntimeException e) {
             LOG.debug("clock check failed: {}", e.toString());
+        }
+        if (!closed) {
+            long every = config.skewInterval().toMillis();
+            try {
+                skewChecker.schedule(this::skewTick, skewPending ? Math.max(1, every / 5) : every,
+                        TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // closed meanwhile
+            }
         }
     }
 
@@ -944,16 +974,22 @@ public final class CoherentHeap implements AutoCloseable {
         return skewProblem;
     }
 
-    /** The largest clock skew the last check measured, in microseconds. */
+    /** The largest clock skew the last check left possible (the upper bound), in microseconds. */
     public long measuredSkewMicros() {
         return measuredSkewMicros;
+    }
+
+    /** The largest clock skew the last check proved (the lower bound), in microseconds. */
+    public long skewAtLeastMicros() {
+        return skewAtLeastMicros;
     }
 
     /**
      * This heap's state as ordered facts (what {@code membus status} prints for the
      * node): {@code caching} on or off, {@code why-not} when off, {@code cached-objects},
-     * {@code measured-skew-us} (the largest possible skew the last check measured),
-     * {@code clock-bound-us}.
+     * {@code measured-skew-us} (the largest possible skew the last check measured: its
+     * upper bound), {@code skew-at-least-us} (the largest skew it proved: its lower bound;
+     * caching stops when this exceeds the bound in consecutive checks), {@code clock-bound-us}.
      */
     public java.util.Map<String, String> status() {
         String p = cachingProblem();
@@ -966,6 +1002,7 @@ public final class CoherentHeap implements AutoCloseable {
         }
         facts.put("cached-objects", Integer.toString(cache.size()));
         facts.put("measured-skew-us", Long.toString(measuredSkewMicros));
+        facts.put("skew-at-least-us", Long.toString(skewAtLeastMicros));
         facts.put("clock-bound-us", Long.toString(epsMicros));
         return facts;
     }
