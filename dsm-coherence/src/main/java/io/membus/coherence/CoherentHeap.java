@@ -14,18 +14,23 @@ import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.message.Messaging;
 import io.membus.core.time.Clock;
+import io.membus.core.transport.pipeline.TimerWheel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.UnaryOperator;
 
 /**
@@ -70,6 +75,10 @@ public final class CoherentHeap implements AutoCloseable {
     static final int SKEW_SAMPLES = 16;
     /** Consecutive checks whose verdict must agree to stop caching for a skew, or to start again. */
     static final int SKEW_PERSISTENCE = 3;
+    /** Cached copies an install looks at for an expired one to drop (the amortised sweep). */
+    private static final int INSTALL_SWEEP = 2;
+    /** Cached copies one tick of the periodic sweep looks at, at most (it runs on the shared timer wheel). */
+    private static final int TICK_SWEEP = 1024;
 
     private final GlobalAllocator allocator;
     private final RemoteMemory memory;
@@ -79,7 +88,19 @@ public final class CoherentHeap implements AutoCloseable {
     private final int self;
     private final long epsMicros;
     private final ConcurrentHashMap<Long, CachedCopy> cache = new ConcurrentHashMap<>();
+    /** The adaptive lease per object (a hint: cleared whole past twice the cache's entry bound). */
     private final ConcurrentHashMap<Long, Long> leaseOf = new ConcurrentHashMap<>();
+    // ---- the bound of the cache (see "The cache of copies" in docs/coherence.md)
+    /** Sum of the cached values' lengths; changed only inside the cache map's compute for the entry. */
+    private final AtomicLong cachedBytes = new AtomicLong();
+    /** Held by installs and sweeps (never by a hit or an invalidation): the bound holds at every instant. */
+    private final ReentrantLock sweepLock = new ReentrantLock();
+    /** Where sweeps and evictions go on (weakly consistent; guarded by sweepLock). */
+    private Iterator<Map.Entry<Long, CachedCopy>> sweepCursor;
+    private boolean sweepArmed; // guarded by sweepLock
+    private final Sweeper sweeper = new Sweeper();
+    private final AtomicLong evictions = new AtomicLong();
+    private final AtomicLong expiredDropped = new AtomicLong();
     private final ConcurrentHashMap<Long, long[]> lockSightings = new ConcurrentHashMap<>();
     /** Per stripe of objects: raised by every invalidation, so a fill that met one is discarded. */
     private final AtomicLongArray epochs = new AtomicLongArray(STRIPES);
@@ -209,12 +230,14 @@ public final class CoherentHeap implements AutoCloseable {
         final long version;
         final byte[] bytes;
         final long expiryMicros;
+        final long ptr;
         volatile boolean dropped;
 
-        CachedCopy(long version, byte[] bytes, long expiryMicros) {
+        CachedCopy(long version, byte[] bytes, long expiryMicros, long ptr) {
             this.version = version;
             this.bytes = bytes;
             this.expiryMicros = expiryMicros;
+            this.ptr = ptr;
         }
 
         /** The object's version this copy was made at. */
@@ -265,7 +288,12 @@ public final class CoherentHeap implements AutoCloseable {
         long expiry = now + lease;
         // raise the lease word to at least our expiry, then join the sharers: both before the validated read
         byte[] w = memory.read(ptr, 8 + ObjectLayout.META);
-        checkBlock(ptr, ref.generationHeader(), Words.getLong(w, 0), "read");
+        try {
+            checkBlock(ptr, ref.generationHeader(), Words.getLong(w, 0), "read");
+        } catch (UseAfterFreeException e) {
+            forget(ptr); // freed by another node (maybe after our lease ran out: no invalidation came)
+            throw e;
+        }
         long leaseWord = Words.getLong(w, 8 + ObjectLayout.LEASE);
         while (leaseWord < expiry) {
             long seen = memory.compareAndSwap(ref.payload() + ObjectLayout.LEASE, leaseWord, expiry);
@@ -283,24 +311,33 @@ public final class CoherentHeap implements AutoCloseable {
             }
             sharers = seen;
         }
-        Snapshot s = validatedRead(ref, deadline);
+        Snapshot s;
+        try {
+            s = validatedRead(ref, deadline);
+        } catch (UseAfterFreeException e) {
+            forget(ptr);
+            throw e;
+        }
         CachedCopy previous = cache.get(cacheKey(ptr));
         long version = ObjectLayout.version(s.header());
-        if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && (s.sharersAfter() & bit) != 0) {
-            // installed under the map's lock for this object, as invalidations remove: an invalidation either
-            // comes first (the epoch moved: no install) or after (it removes the entry) - never a stale window
-            boolean[] installed = new boolean[1];
-            cache.compute(cacheKey(ptr), (k, current) -> {
-                if (epochs.get(stripe) != epoch) {
-                    return current;
+        if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && (s.sharersAfter() & bit) != 0
+                && s.bytes().length <= config.cacheMaxBytes()) {
+            boolean installed;
+            sweepLock.lock();
+            try {
+                makeRoom(s.bytes().length);
+                installed = install(ptr, stripe, epoch, new CachedCopy(version, s.bytes(), expiry, ptr));
+                if (installed) {
+                    sweepStep(INSTALL_SWEEP, clock.nowMicros()); // amortised: drops copies whose lease ran out
+                    armSweeper();
                 }
-                installed[0] = true;
-                if (current != null) {
-                    current.dropped = true; // replaced: a holder of it looks again
+            } finally {
+                sweepLock.unlock();
+            }
+            if (installed) {
+                if (leaseOf.size() >= 2L * config.cacheMaxEntries()) {
+                    leaseOf.clear(); // hints only: objects not cached for long start again at the default lease
                 }
-                return new CachedCopy(version, s.bytes(), expiry);
-            });
-            if (installed[0]) {
                 // adapt: an object written since our last fill gets a shorter lease, a quiet one a longer
                 long next = previous != null && previous.version != version ? Math.max(minLease, lease / 2)
                         : Math.min(maxLease, lease * 2);
@@ -802,9 +839,148 @@ public final class CoherentHeap implements AutoCloseable {
             epochs.incrementAndGet(stripe);
             if (current != null) {
                 current.dropped = true;
+                cachedBytes.addAndGet(-current.bytes.length);
             }
             return null;
         });
+    }
+
+    // ------------------------------------------------------------------ the bound of the cache
+
+    /**
+     * Installs {@code copy} (under {@link #sweepLock}) unless an invalidation of its stripe came
+     * since the fill began: under the map's lock for this object, as invalidations remove, so an
+     * invalidation either comes first (the epoch moved: no install) or after (it removes the
+     * entry) — never a stale window.
+     */
+    private boolean install(long ptr, int stripe, long epoch, CachedCopy copy) {
+        boolean[] installed = new boolean[1];
+        cache.compute(cacheKey(ptr), (k, current) -> {
+            if (epochs.get(stripe) != epoch) {
+                return current;
+            }
+            installed[0] = true;
+            long freed = 0;
+            if (current != null) {
+                current.dropped = true; // replaced: a holder of it looks again
+                freed = current.bytes.length;
+            }
+            cachedBytes.addAndGet(copy.bytes.length - freed);
+            return copy;
+        });
+        return installed[0];
+    }
+
+    /**
+     * Drops copies (under {@link #sweepLock}) until one more of {@code length} bytes fits the
+     * bound: expired ones and live ones alike, in the order of the sweep's cursor (a clock hand
+     * over the map: no order is kept on the hit path). Only installs add copies, all under the
+     * lock, so the cache never holds more than the bound.
+     */
+    private void makeRoom(int length) {
+        int maxEntries = config.cacheMaxEntries();
+        long maxBytes = config.cacheMaxBytes();
+        while ((cache.size() >= maxEntries || cachedBytes.get() + length > maxBytes) && !cache.isEmpty()) {
+            Map.Entry<Long, CachedCopy> e = nextInSweep();
+            if (e != null && drop(e.getKey(), e.getValue())) {
+                evictions.incrementAndGet();
+            }
+        }
+    }
+
+    /** Looks at up to {@code budget} copies (under {@link #sweepLock}) and drops those that can no longer be served. */
+    private int sweepStep(int budget, long nowMicros) {
+        int seen = 0;
+        while (seen < budget) {
+            Map.Entry<Long, CachedCopy> e = nextInSweep();
+            if (e == null) {
+                break; // a pass ended
+            }
+            seen++;
+            CachedCopy c = e.getValue();
+            if (nowMicros >= c.expiryMicros - epsMicros && drop(e.getKey(), c)) {
+                expiredDropped.incrementAndGet();
+            }
+        }
+        return seen;
+    }
+
+    /** The next entry of the sweep (under {@link #sweepLock}); null when a pass ended (the next call starts one). */
+    private Map.Entry<Long, CachedCopy> nextInSweep() {
+        if (sweepCursor == null) {
+            sweepCursor = cache.entrySet().iterator();
+        }
+        if (!sweepCursor.hasNext()) {
+            sweepCursor = null;
+            return null;
+        }
+        return sweepCursor.next();
+    }
+
+    /** Removes {@code victim} if it is still the copy of {@code key}; its adaptive lease goes with it. */
+    private boolean drop(Long key, CachedCopy victim) {
+        boolean[] dropped = new boolean[1];
+        cache.computeIfPresent(key, (k, current) -> {
+            if (current != victim) {
+                return current;
+            }
+            current.dropped = true;
+            cachedBytes.addAndGet(-current.bytes.length);
+            dropped[0] = true;
+            return null;
+        });
+        return dropped[0];
+    }
+
+    /** Drops this node's copy of an object that was freed, and its lease hint. */
+    private void forget(long ptr) {
+        invalidateLocal(ptr);
+        leaseOf.remove(ptr);
+    }
+
+    /** Arms the periodic sweep (under {@link #sweepLock}) if it is not armed: it runs while copies are cached. */
+    private void armSweeper() {
+        if (!sweepArmed && !closed) {
+            sweepArmed = true;
+            TimerWheel.SHARED.arm(sweeper, System.nanoTime() + sweepPeriodNanos());
+        }
+    }
+
+    /** As long as the longest lease (no copy outlives it unseen by much), within 10 ms .. 1 s. */
+    private long sweepPeriodNanos() {
+        return Math.max(TimeUnit.MILLISECONDS.toNanos(10), Math.min(TimeUnit.SECONDS.toNanos(1),
+                config.maxLease().toNanos()));
+    }
+
+    /**
+     * The periodic sweep, on the JVM's shared timer wheel (no thread of its own; it must not
+     * block, so it only tries the lock): drops copies whose lease ran out, {@value #TICK_SWEEP}
+     * at a time, going on a tick later until a pass ends, then after {@link #sweepPeriodNanos()};
+     * it stops while nothing is cached (the next install arms it).
+     */
+    private final class Sweeper extends TimerWheel.Timeout {
+        @Override
+        protected void expired() {
+            if (closed) {
+                return;
+            }
+            long next = TimerWheel.TICK_NANOS;
+            if (sweepLock.tryLock()) {
+                try {
+                    int seen = sweepStep(TICK_SWEEP, clock.nowMicros());
+                    if (seen < TICK_SWEEP) {
+                        next = sweepPeriodNanos(); // a pass ended
+                    }
+                    if (cache.isEmpty()) {
+                        sweepArmed = false;
+                        return;
+                    }
+                } finally {
+                    sweepLock.unlock();
+                }
+            }
+            TimerWheel.SHARED.arm(this, System.nanoTime() + next);
+        }
     }
 
     /**
@@ -1001,14 +1177,29 @@ public final class CoherentHeap implements AutoCloseable {
             facts.put("why-not", "membus.coherence.caching = false");
         }
         facts.put("cached-objects", Integer.toString(cache.size()));
+        facts.put("cached-bytes", Long.toString(cachedBytes.get()));
+        facts.put("cache-bound", config.cacheMaxEntries() + " objects, " + config.cacheMaxBytes() + " bytes");
+        facts.put("cache-evictions", Long.toString(evictions.get()));
+        facts.put("cache-expired-dropped", Long.toString(expiredDropped.get()));
         facts.put("measured-skew-us", Long.toString(measuredSkewMicros));
         facts.put("skew-at-least-us", Long.toString(skewAtLeastMicros));
         facts.put("clock-bound-us", Long.toString(epsMicros));
         return facts;
     }
 
-    int cachedObjects() {
+    /** Copies this node holds now (at most {@link CoherenceConfig#cacheMaxEntries()}). */
+    public int cachedObjects() {
         return cache.size();
+    }
+
+    /** Bytes of the values of the copies this node holds now (at most {@link CoherenceConfig#cacheMaxBytes()}). */
+    public long cachedBytes() {
+        return cachedBytes.get();
+    }
+
+    /** Lease hints this node keeps (at most twice the entry bound; tests). */
+    int leaseHints() {
+        return leaseOf.size();
     }
 
     // ------------------------------------------------------------------ helpers
@@ -1054,6 +1245,7 @@ public final class CoherentHeap implements AutoCloseable {
         if (skewChecker != null) {
             skewChecker.shutdownNow();
         }
+        TimerWheel.SHARED.cancel(sweeper);
         if (messaging != null) {
             messaging.unregister(INVALIDATE_CHANNEL);
             messaging.unregister(CLOCK_CHANNEL);
@@ -1061,9 +1253,10 @@ public final class CoherentHeap implements AutoCloseable {
         dropAll(); // (versionIfValid also refuses once closed)
     }
 
-    /** Drops every cached copy: marks each dropped, then empties the cache. */
+    /** Drops every cached copy (each marked dropped, its bytes uncounted). */
     private void dropAll() {
-        cache.values().forEach(c -> c.dropped = true);
-        cache.clear();
+        for (Map.Entry<Long, CachedCopy> e : cache.entrySet()) {
+            drop(e.getKey(), e.getValue());
+        }
     }
 }
