@@ -1055,7 +1055,7 @@ public final class CoherentHeap implements AutoCloseable {
      * counts; see {@link SkewEstimator}), and stops serving cached reads once the skew to a
      * peer is proven beyond ε (its lower bound) in {@value #SKEW_PERSISTENCE} consecutive
      * checks; starts again after as many checks within ε. The heap runs it every
-     * {@code skew-interval}, and sooner (a fifth of it) while a verdict is pending.
+     * {@code skew-interval}, and sooner (a fifth of it, at most 100 ms) while a verdict is pending.
      *
      * @return the largest possible skew the check measured (the upper bound), in microseconds
      */
@@ -1121,7 +1121,11 @@ public final class CoherentHeap implements AutoCloseable {
         }
     }
 
-    /** One scheduled check, then the next: after the skew interval, or a fifth of it while a verdict is pending. */
+    /**
+     * One scheduled check, then the next: after the skew interval, or while a verdict is
+     * pending after a fifth of it, at most 100 ms (a proven skew stops caching about 200 ms
+     * after the check that first saw it, not two intervals later).
+     */
     private void skewTick() {
         try {
             if (!closed) {
@@ -1133,7 +1137,7 @@ public final class CoherentHeap implements AutoCloseable {
         if (!closed) {
             long every = config.skewInterval().toMillis();
             try {
-                skewChecker.schedule(this::skewTick, skewPending ? Math.max(1, every / 5) : every,
+                skewChecker.schedule(this::skewTick, skewPending ? Math.max(1, Math.min(every / 5, 100)) : every,
                         TimeUnit.MILLISECONDS);
             } catch (java.util.concurrent.RejectedExecutionException e) {
                 // closed meanwhile

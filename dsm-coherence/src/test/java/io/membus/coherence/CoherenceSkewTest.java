@@ -113,7 +113,7 @@ class CoherenceSkewTest {
                 && System.nanoTime() - start < TimeUnit.SECONDS.toNanos(20)) {
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
         }
-        assertNotNull(heap.cachingProblem(), "the checks every 200 ms (40 ms while pending) stop caching: "
+        assertNotNull(heap.cachingProblem(), "the checks every 200 ms (40 ms apart while pending) stop caching: "
                 + heap.status());
         assertNotNull(cluster.heap(1).cachingProblem(), "on the skewed node too: " + cluster.heap(1).status());
     }
