@@ -884,6 +884,7 @@ public final class CoherentHeap implements AutoCloseable {
             Map.Entry<Long, CachedCopy> e = nextInSweep();
             if (e != null && drop(e.getKey(), e.getValue())) {
                 evictions.incrementAndGet();
+                leaseOf.remove(e.getValue().ptr); // evicted: its lease hint goes too (an expired copy keeps it)
             }
         }
     }
@@ -917,7 +918,7 @@ public final class CoherentHeap implements AutoCloseable {
         return sweepCursor.next();
     }
 
-    /** Removes {@code victim} if it is still the copy of {@code key}; its adaptive lease goes with it. */
+    /** Removes {@code victim} if it is still the copy of {@code key} (marked dropped, its bytes uncounted). */
     private boolean drop(Long key, CachedCopy victim) {
         boolean[] dropped = new boolean[1];
         cache.computeIfPresent(key, (k, current) -> {

@@ -83,6 +83,54 @@ class CoherentHeapCacheBoundTest {
     }
 
     @Test
+    void readersOnManyThreadsNeverMakeTheCacheExceedItsBound() throws Exception {
+        int bound = 32;
+        long bytes = 2048;
+        cluster = new CoherenceCluster("local", 2, id -> config().withCacheBound(bound, bytes), true);
+        List<RemoteRef<String>> refs = create(400, 40);
+        List<RemoteRef<String>> mine = new ArrayList<>();
+        for (RemoteRef<String> r : refs) {
+            mine.add(on2(r));
+        }
+        CoherentHeap heap = cluster.heap(2);
+        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicInteger most = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicLong mostBytes = new java.util.concurrent.atomic.AtomicLong();
+        Thread watcher = new Thread(() -> {
+            while (!done.get()) {
+                most.accumulateAndGet(heap.cachedObjects(), Math::max);
+                mostBytes.accumulateAndGet(heap.cachedBytes(), Math::max);
+            }
+        });
+        watcher.start();
+        List<Thread> readers = new ArrayList<>();
+        java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        for (int t = 0; t < 4; t++) {
+            int offset = t * 97;
+            readers.add(new Thread(() -> {
+                try {
+                    for (int i = 0; i < 2_000; i++) {
+                        RemoteRef<String> r = mine.get((offset + i * 7) % mine.size());
+                        assertTrue(r.get().startsWith((offset + i * 7) % mine.size() + ":"));
+                    }
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            }));
+        }
+        readers.forEach(Thread::start);
+        for (Thread t : readers) {
+            t.join(60_000);
+        }
+        done.set(true);
+        watcher.join(10_000);
+        assertEquals(null, failure.get());
+        assertTrue(most.get() <= bound, "at most " + bound + " copies at any time, saw " + most.get());
+        assertTrue(mostBytes.get() <= bytes, "at most " + bytes + " bytes at any time, saw " + mostBytes.get());
+        assertTrue(heap.cachedObjects() > 0);
+    }
+
+    @Test
     void readingMoreBytesThanTheByteBoundNeverCachesMoreThanIt() {
         long bytes = 16 << 10;
         cluster = new CoherenceCluster("local", 2, id -> config().withCacheBound(1_000_000, bytes), true);
