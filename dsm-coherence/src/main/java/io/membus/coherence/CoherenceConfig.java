@@ -16,8 +16,9 @@ import java.time.Duration;
  *                      abandoned and recovered (its owner died or hangs)
  * @param timeout       the deadline of every operation of the heap
  * @param checkSkew     whether the node measures its clock against its peers' and stops caching when the
- *                      measured skew exceeds ε (switch it off only to demonstrate what happens without it)
- * @param skewInterval  how often the skew is measured
+ *                      measured skew is proven beyond ε in 3 checks in a row (switch it off only to
+ *                      demonstrate what happens without it)
+ * @param skewInterval  how often the skew is measured (at most every 100 ms while a verdict is pending)
  * @param cacheMaxEntries the most objects this node keeps cached copies of (at least 1); past it, filling a
  *                      copy first drops others
  * @param cacheMaxBytes the most bytes of cached values (the sum of the encoded values' lengths) this node

@@ -53,8 +53,15 @@ import java.util.function.UnaryOperator;
  *       the current slot: the broken writer's publish fails
  *       ({@link LockBrokenException}), and no value is ever torn.</li>
  *   <li>Clocks: leases are wall-clock microseconds from {@link Clock}; with messages,
- *       the node measures its skew against its peers and stops serving cached reads
- *       while the measured skew exceeds ε (it reads validated instead, and says so).</li>
+ *       the node measures its skew against its peers ({@link SkewEstimator}) and stops
+ *       serving cached reads while a skew beyond ε is proven in consecutive checks (it
+ *       reads validated instead, and says so).</li>
+ *   <li>The cache of copies is bounded by {@link CoherenceConfig#cacheMaxEntries()} and
+ *       {@link CoherenceConfig#cacheMaxBytes()}; copies whose lease ran out or whose
+ *       object was freed are dropped (see {@code docs/coherence.md}, "The cache of copies").</li>
+ *   <li>Interrupts: writes do not throw {@link InterruptedException}; a writer interrupted
+ *       while it waits for invalidation acks keeps waiting (bounded), publishes or
+ *       releases its lock, and returns with the thread's interrupt flag set.</li>
  * </ul>
  *
  * <p>One heap per node (it owns the node's invalidation and clock channels).
@@ -955,7 +962,7 @@ public final class CoherentHeap implements AutoCloseable {
 
     /**
      * The periodic sweep, on the JVM's shared timer wheel (no thread of its own; it must not
-     * block, so it only tries the lock): drops copies whose lease ran out, {@value #TICK_SWEEP}
+     * block, so it only tries the lock): drops copies whose lease ran out, 1,024
      * at a time, going on a tick later until a pass ends, then after {@link #sweepPeriodNanos()};
      * it stops while nothing is cached (the next install arms it).
      */
@@ -1052,9 +1059,9 @@ public final class CoherentHeap implements AutoCloseable {
 
     /**
      * Measures this node's clock against every live peer, one window each (up to
-     * {@value #SKEW_SAMPLES} requests on the clock channel, of which the shortest round trip
+     * 16 ({@code SKEW_SAMPLES}) requests on the clock channel, of which the shortest round trip
      * counts; see {@link SkewEstimator}), and stops serving cached reads once the skew to a
-     * peer is proven beyond ε (its lower bound) in {@value #SKEW_PERSISTENCE} consecutive
+     * peer is proven beyond ε (its lower bound) in 3 ({@code SKEW_PERSISTENCE}) consecutive
      * checks; starts again after as many checks within ε. The heap runs it every
      * {@code skew-interval}, and sooner (a fifth of it, at most 100 ms) while a verdict is pending.
      *
