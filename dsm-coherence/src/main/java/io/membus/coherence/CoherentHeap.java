@@ -1104,7 +1104,7 @@ public final class CoherentHeap implements AutoCloseable {
                 pending |= estimator.pending();
                 if (w.alarmed()) {
                     problem = "clock skew to node " + n + " is at least " + w.atLeastMicros() + "us (measured offset "
-                            + w.offsetMicros() + "us, uncertain by half the round trip " + w.rttMicros()
+                            + w.offsetMicros() + "us, uncertain by half its round trip of " + w.rttMicros()
                             + "us, the shortest of " + w.samples() + " samples), above the clock bound " + epsMicros
                             + "us (membus.coherence.clock-bound) in " + SKEW_PERSISTENCE + " consecutive checks";
                 } else if (estimator.alarmed()) {
