@@ -201,9 +201,14 @@ public final class Membus implements AutoCloseable {
             boolean check = c.getBoolean(key);
             key = "skew-interval";
             Duration every = c.getDuration(key);
+            // the bound of the cache of copies (issue 24)
+            key = "cache-max-entries";
+            int maxEntries = c.getInt(key);
+            key = "cache-max-bytes";
+            long maxBytes = c.getBytes(key);
             key = "(the durations together)";
             return new CoherenceConfig(caching, bound, min, max, lock, timeout, check,
-                    every);
+                    every, maxEntries, maxBytes);
         } catch (com.typesafe.config.ConfigException | IllegalArgumentException e) {
             throw new DsmConfigException("membus.coherence." + key, String.valueOf(c.root().get(key.startsWith("(")
                     ? "clock-bound" : key)), "see membus-facade's reference.conf: " + e.getMessage(), e);

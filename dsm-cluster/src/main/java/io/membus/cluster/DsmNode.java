@@ -178,9 +178,14 @@ public final class DsmNode implements AutoCloseable {
         DsmNode node;
         try {
             node = new DsmNode(config);
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // Pekko's start may throw an undeclared (checked) InterruptedException
             if (e instanceof DsmException d) {
                 throw d;
+            }
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt(); // the caller's: kept, not swallowed
+                throw new DsmException(ErrorCode.INTERNAL, "interrupted while the actor system of node "
+                        + config.nodeId() + " was starting; the start was abandoned", e);
             }
             throw new DsmConfigException("membus.port", config.host() + ":" + config.port(),
                     "an address this node can listen on (free port, local interface): the cluster membership could"
@@ -231,6 +236,10 @@ public final class DsmNode implements AutoCloseable {
                     + ", seed-nodes=" + config.seedNodes() + ", cluster-name=" + config.clusterName() + ", waited="
                     + config.startTimeout().toMillis() + "ms; check that a seed node runs, is reachable from "
                     + config.host() + " and uses the same cluster-name");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the caller's: kept, not swallowed
+            throw new DsmException(ErrorCode.INTERNAL, "interrupted while joining the cluster: node="
+                    + config.nodeId() + "; the start was abandoned and nothing of it is left running", e);
         } catch (Exception e) {
             throw new DsmException(ErrorCode.INTERNAL, "joining the cluster failed: " + e, e);
         }
@@ -328,6 +337,9 @@ public final class DsmNode implements AutoCloseable {
                         entry.nodeId(), t.toMillis(), r.getClass().getSimpleName());
             }
         } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt(); // the wait for the majority's acks ends; the caller learns of it
+            }
             LOG.warn("node {}: publishing the directory entry did not complete: {}; it spreads by gossip",
                     entry.nodeId(), e.toString());
         }
