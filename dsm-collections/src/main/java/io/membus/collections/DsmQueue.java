@@ -57,7 +57,10 @@ import static io.membus.collections.SlotState.WRITING;
  * then sleeps until a wake-up message ({@link WakeUps}: the take and put waiters
  * words of the root; every publish wakes the takers' nodes, every take the
  * putters'), looking again at least every 50 ms, honouring its timeout and interruption
- * ({@link InterruptedException}; a large element's block is freed). The
+ * ({@link InterruptedException}; a large element's block is freed). An interrupt never
+ * abandons a verb in flight ({@link RemoteMemory#await} keeps it for after the verb):
+ * the step finishes and the interrupt is seen at the next wait, so a {@code put} that
+ * throws enqueued nothing and a {@code take} that throws took nothing. The
  * non-blocking {@code poll()}/{@code peek()} wait, the same way, for an offer whose
  * producer has claimed the head slot and is still writing it (its element comes
  * before every later one), and {@code offer()} waits for a consumer that has
