@@ -28,6 +28,7 @@ import static io.membus.collections.QueueDescriptor.LENGTH_FIELD;
 import static io.membus.collections.QueueDescriptor.PAYLOAD_FIELD;
 import static io.membus.collections.SlotState.EMPTY;
 import static io.membus.collections.SlotState.FULL;
+import static io.membus.collections.SlotState.MOVING;
 import static io.membus.collections.SlotState.READING;
 import static io.membus.collections.SlotState.WRITING;
 
@@ -88,6 +89,8 @@ import static io.membus.collections.SlotState.WRITING;
  *       for every element but a redelivered one). Its large block, if any, was not
  *       freed yet (a consumer frees it after emptying the slot; a consumer that dies
  *       between the two leaks that one block).</li>
+ *   <li>A remover that died while closing a gap ({@code MOVING(x, dead)}): the element
+ *       it was moving stays where it was, its gap is emptied ({@link #recoverMoving}).</li>
  *   <li>A slot held by this very node without an operation of this handle in
  *       flight was left by an earlier incarnation of the node and is recovered the
  *       same way.</li>
@@ -112,10 +115,13 @@ import static io.membus.collections.SlotState.WRITING;
  * state words); {@link #iterator()} is weakly consistent (it walks the tickets
  * between the head and the tail it read at creation, returns the elements it finds
  * still there, never throws {@code ConcurrentModificationException}) and supports
- * {@code remove()}; removing an element from the middle frees its slot for the
- * ticket one lap later, so the ring may report full before {@code capacity}
- * elements are queued until the head passes that slot. Null elements are refused
- * with {@link NullPointerException}, as every {@code BlockingQueue} does.
+ * {@code remove()}. Removing an element from the middle ({@code remove(o)},
+ * {@code iterator.remove()}) closes the gap it leaves by moving the elements ahead
+ * of it up by one ticket ({@link #removeTicket}), as {@code ArrayBlockingQueue}
+ * does: with no operation in flight, an offer succeeds exactly when
+ * {@code size() < capacity}, and {@link #remainingCapacity()} is
+ * {@code capacity - size()}. Null elements are refused with
+ * {@link NullPointerException}, as every {@code BlockingQueue} does.
  *
  * <p><b>Note:</b> thread-safe, for any number of producers and consumers on any
  * nodes. {@code offer}, {@code poll}, {@code put}, {@code take} and their timed
@@ -154,6 +160,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      * about to claim, with how many threads do (two threads may try one ticket at once).
      */
     private final ConcurrentHashMap<Long, Integer> inFlight = new ConcurrentHashMap<>();
+    /** One removal from the middle at a time per handle (see {@link #removeTicket}). */
+    private final Object removals = new Object();
 
     private DsmQueue(Root root, NamedRoots roots, WakeUps wakeUps, Codec<E> codec, int capacity, int slotBytes) {
         this.wakeUps = wakeUps;
@@ -331,7 +339,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 continue;
             }
             // the slot still serves an earlier lap
-            if ((phase == WRITING || phase == READING) && holderDead(w)) {
+            if ((phase == WRITING || phase == READING || phase == MOVING) && holderDead(w)) {
                 recover(w);
                 continue;
             }
@@ -340,7 +348,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 tailHint.set(memory.readLong(tailPtr));
             }
             // a consumer that claimed the element a lap earlier has taken it (linearized): wait for its room
-            return phase == READING ? BUSY : FULL_NOW;
+            return phase == READING || phase == MOVING ? BUSY : FULL_NOW;
         }
     }
 
@@ -490,12 +498,14 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             if (st == t && phase == EMPTY) {
                 return takeStranded();
             }
-            if (st == t && phase == WRITING) {
+            if (st == t && (phase == WRITING || phase == MOVING)) {
                 if (holderDead(w)) {
                     recover(w);
                     continue;
                 }
-                return WRITING_NOW; // its offer has claimed the head: it comes first, in a moment
+                // its offer has claimed the head, or a remover is moving the head element up
+                // by one ticket (or emptying the hole it left): it comes first, in a moment
+                return WRITING_NOW;
             }
             if (st >= t) {
                 helpAdvance(headPtr, t);
@@ -503,7 +513,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 headHint.accumulateAndGet(t, Math::max);
                 continue;
             }
-            if (phase == READING && holderDead(w)) {
+            if ((phase == READING || phase == MOVING) && holderDead(w)) {
                 recover(w); // redelivered as ticket t
                 continue;
             }
@@ -686,7 +696,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             if (st == t && phase == EMPTY) {
                 return null;
             }
-            if (st == t && phase == WRITING) {
+            if (st == t && (phase == WRITING || phase == MOVING)) {
                 if (holderDead(w)) {
                     recover(w);
                 } else {
@@ -699,7 +709,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 headHint.accumulateAndGet(t, Math::max);
                 continue;
             }
-            if (phase == READING && holderDead(w)) {
+            if ((phase == READING || phase == MOVING) && holderDead(w)) {
                 recover(w);
                 continue;
             }
@@ -760,6 +770,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      */
     private void recover(long state) {
         long st = SlotState.ticket(state);
+        if (SlotState.phase(state) == MOVING) {
+            recoverMoving(state);
+            return;
+        }
         long next = SlotState.phase(state) == WRITING ? SlotState.of(st + capacity, EMPTY, 0)
                 : SlotState.of(st + capacity, FULL, 0);
         if (memory.compareAndSwap(statePtr(st), state, next) == state) {
@@ -828,6 +842,25 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     }
 
     /**
+     * Removes the first element equal to {@code o} (oldest first), closing the gap it
+     * leaves (see {@link #removeTicket}); true only when this call took an element out
+     * (an equal element that a consumer took meanwhile does not count: the search goes on).
+     */
+    @Override
+    public boolean remove(Object o) {
+        if (o == null) {
+            return false;
+        }
+        Itr it = new Itr(memory.readLong(headPtr), memory.readLong(tailPtr));
+        while (it.hasNext()) {
+            if (o.equals(it.next()) && it.removeLast()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * A weakly consistent iterator over the elements between the head and the tail
      * read when it is made, in ticket (FIFO) order; {@code remove()} takes the last
      * returned element out if it is still queued.
@@ -887,34 +920,179 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
         @Override
         public void remove() {
+            removeLast();
+        }
+
+        /** {@link #remove()}; whether the element was still there and this call took it out. */
+        boolean removeLast() {
             if (lastTicket < 0) {
                 throw new IllegalStateException("next() was not called, or remove() was called already");
             }
             long t = lastTicket;
             lastTicket = -1;
-            removeTicket(t, lastState);
+            return removeTicket(t, lastState);
         }
     }
 
-    /** Takes the element of FULL slot {@code t} out in place; false when it was taken already. */
+    /**
+     * Takes the element of FULL slot {@code t} out and closes the gap it leaves, as
+     * {@code ArrayBlockingQueue.removeAt} does: the elements ahead of it (older tickets)
+     * move up by one ticket each, from the nearest to the head, so the gap ends at the
+     * head, where it is emptied for the ticket a lap later — a removal from the middle
+     * costs the ring no room. False when the element was taken already.
+     *
+     * <p>The remover holds the gap as {@code MOVING(g, me)}. One step: claim the element
+     * ahead, {@code FULL(g - 1) -> MOVING(g - 1, me)}, pipelined with the read of its
+     * data; write that data into slot {@code g} and CAS {@code MOVING(g) -> FULL(g)},
+     * pipelined; the gap is now {@code g - 1}. A claim that fails ends the walk (the
+     * element ahead was taken by a consumer, or the gap is at the head): the gap becomes
+     * {@code EMPTY(g + capacity)}. Consumers and {@code peek} wait for a {@code MOVING}
+     * slot at the head as for an offer being written (the element in it is on its way
+     * one ticket up, the element behind it must not be taken first); a producer a lap
+     * later waits as for a consumer. One remover per handle at a time (a dead node's two
+     * {@code MOVING} slots must be told apart: {@link #recoverMoving}). Costs two round
+     * trips per element moved: {@code remove(o)} is linear, as in {@code ArrayBlockingQueue}.
+     */
     private boolean removeTicket(long t, long full) {
-        long mine = SlotState.of(t, READING, self);
-        enter(t);
-        CompletableFuture<Long> cas;
-        CompletableFuture<byte[]> data;
-        try {
-            cas = memory.compareAndSwapAsync(statePtr(t), full, mine);
-            data = memory.readAsync(dataPtr(t), slotBytes);
-            if (memory.await(cas) != full) {
+        synchronized (removals) {
+            long gap = SlotState.of(t, MOVING, self);
+            enter(t);
+            CompletableFuture<Long> cas;
+            CompletableFuture<byte[]> data;
+            try {
+                cas = memory.compareAndSwapAsync(statePtr(t), full, gap);
+                data = memory.readAsync(dataPtr(t), slotBytes);
+                if (memory.await(cas) != full) {
+                    leave(t);
+                    return false;
+                }
+            } catch (RuntimeException e) {
                 leave(t);
-                return false;
+                throw e;
+            }
+            // linearized: the element is out. Its large block is freed once the gap is closed.
+            BlockRef block = null;
+            try {
+                block = largeBlock(memory.await(data));
+                closeGap(t);
+            } finally {
+                wakeUps.notifyAfter(takeWaitersPtr);
+                wakeUps.notifyAfter(putWaitersPtr);
+            }
+            if (block != null) {
+                allocator.free(block);
+            }
+            return true;
+        }
+    }
+
+    /** The block a data area names, or null for an inline element. */
+    private static BlockRef largeBlock(byte[] data) {
+        if (Words.getInt(data, FORM_FIELD) != FORM_LARGE) {
+            return null;
+        }
+        return BlockRef.of(Words.getLong(data, PAYLOAD_FIELD), Words.getLong(data, PAYLOAD_FIELD + 8),
+                Words.getLong(data, PAYLOAD_FIELD + 16));
+    }
+
+    /**
+     * Moves the elements ahead of gap {@code g} (held MOVING by this handle) up, then
+     * empties the gap. When a verb fails, the slots this handle holds are left to
+     * {@link #recoverMoving} at once (best effort; a slot of this node that no operation
+     * holds counts as dead, so this node's next operation that meets it recovers it too).
+     */
+    private void closeGap(long g) {
+        long ahead = -1;
+        try {
+            while (g > 0) {
+                long x = g - 1;
+                long full = SlotState.of(x, FULL, 0);
+                enter(x);
+                ahead = x;
+                CompletableFuture<Long> cas = memory.compareAndSwapAsync(statePtr(x), full,
+                        SlotState.of(x, MOVING, self));
+                CompletableFuture<byte[]> data = memory.readAsync(dataPtr(x), slotBytes);
+                if (memory.await(cas) != full) {
+                    ahead = -1;
+                    leave(x);
+                    break; // taken, being taken, or no element: the gap is at the head
+                }
+                byte[] bytes = memory.await(data);
+                long mine = SlotState.of(g, MOVING, self);
+                CompletableFuture<Void> write = memory.writeAsync(dataPtr(g), bytes);
+                CompletableFuture<Long> publish = memory.compareAndSwapAsync(statePtr(g), mine,
+                        SlotState.of(g, FULL, 0));
+                memory.await(write);
+                long p = memory.await(publish);
+                if (p != mine) {
+                    leave(g);
+                    throw new SlotLostException(root.name(), g, "remover", SlotState.toString(p));
+                }
+                leave(g);
+                wakeUps.notifyAfter(takeWaitersPtr);
+                g = x;
+                ahead = -1;
+            }
+            long mine = SlotState.of(g, MOVING, self);
+            long w = memory.compareAndSwap(statePtr(g), mine, SlotState.of(g + capacity, EMPTY, 0));
+            leave(g);
+            if (w != mine) {
+                throw new SlotLostException(root.name(), g, "remover", SlotState.toString(w));
+            }
+        } catch (SlotLostException e) {
+            if (ahead >= 0) {
+                leave(ahead);
+                recoverOwn(ahead, e);
+            }
+            throw e;
+        } catch (RuntimeException e) {
+            leave(g);
+            if (ahead >= 0) {
+                leave(ahead);
+                recoverOwn(ahead, e);
+            }
+            recoverOwn(g, e);
+            // the element asked for was taken out (linearized at the claim); closing its gap failed
+            throw new OutcomeUnknownException("remove", "queue " + root.name() + " ticket " + g, e);
+        }
+    }
+
+    /** After a failure: recovers ticket {@code x} if this handle's MOVING claim is still on it. */
+    private void recoverOwn(long x, RuntimeException failure) {
+        try {
+            long w = memory.readLong(statePtr(x));
+            if (w == SlotState.of(x, MOVING, self)) {
+                recoverMoving(w);
             }
         } catch (RuntimeException e) {
-            leave(t);
-            throw e;
+            failure.addSuppressed(e);
         }
-        consume(t, mine, data);
-        return true;
+    }
+
+    /**
+     * Recovers {@code MOVING(x, dead)}. A dead remover holds at most two slots: its gap,
+     * and while a step is under way the element ahead of it ({@code x}, its gap at
+     * {@code x + 1}). An element whose move was not published stays where it was
+     * ({@code FULL(x)}); a gap becomes {@code EMPTY(x + capacity)} — after the element
+     * ahead of it, if that one is being moved into it, was put back.
+     */
+    private void recoverMoving(long state) {
+        long x = SlotState.ticket(state);
+        int node = SlotState.node(state);
+        long after = SlotState.of(x + 1, MOVING, node);
+        if (memory.readLong(statePtr(x + 1)) == after) {
+            memory.compareAndSwap(statePtr(x), state, SlotState.of(x, FULL, 0)); // a source: stays
+        } else {
+            if (x > 0) {
+                long before = SlotState.of(x - 1, MOVING, node);
+                if (memory.readLong(statePtr(x - 1)) == before) {
+                    memory.compareAndSwap(statePtr(x - 1), before, SlotState.of(x - 1, FULL, 0));
+                }
+            }
+            memory.compareAndSwap(statePtr(x), state, SlotState.of(x + capacity, EMPTY, 0)); // a gap
+        }
+        wakeUps.notifyAfter(takeWaitersPtr);
+        wakeUps.notifyAfter(putWaitersPtr);
     }
 
     @Override
