@@ -17,6 +17,7 @@ import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -319,6 +320,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             try {
                 w = memory.compareAndSwap(statePtr(t), empty, mine);
             } catch (RuntimeException e) {
+                unclaim(t, empty, mine, SlotState.of(t + capacity, EMPTY, 0), null, e);
                 leave(t);
                 throw e;
             }
@@ -409,6 +411,39 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     }
 
     /**
+     * After a claim CAS whose outcome is unknown (it failed, or a verb issued with it
+     * did): gives the slot back in case the claim ran, so that no slot stays held by a
+     * live node that no operation holds — other nodes would wait for it until this node
+     * is taken for dead. A no-op (no verb) when the claim certainly did not run; harmless
+     * when it did not (the CAS expects this handle's claim).
+     *
+     * @param cas the claim's future, or null when the claim was the synchronous call that failed
+     */
+    private void unclaim(long t, long expected, long mine, long next, CompletableFuture<Long> cas,
+                         RuntimeException failure) {
+        Throwable claimFailure = failure;
+        if (cas != null) {
+            if (cas.isDone() && !cas.isCompletedExceptionally()) {
+                if (cas.join() != expected) {
+                    return; // it ran and claimed nothing
+                }
+                claimFailure = null; // it ran and claimed: give the slot back
+            } else if (cas.isCompletedExceptionally()) {
+                claimFailure = cas.handle((v, x) -> x).join();
+                if (claimFailure instanceof CompletionException && claimFailure.getCause() != null) {
+                    claimFailure = claimFailure.getCause();
+                }
+            } else {
+                claimFailure = null; // sent and unresolved: it may run
+            }
+        }
+        if (claimFailure instanceof DsmException d && !d.mayHaveRun()) {
+            return; // the claim certainly did not run
+        }
+        giveBack(t, mine, next, null, failure);
+    }
+
+    /**
      * Inserts {@code e} if the ring has room at the tail now. When the slot is still being
      * emptied by a live consumer (which has taken its element), waits for that to finish
      * (two verbs) rather than report a full queue that is not full.
@@ -479,11 +514,13 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             CompletableFuture<Long> cas;
             CompletableFuture<byte[]> data;
             long w;
+            cas = null;
             try {
                 cas = memory.compareAndSwapAsync(statePtr(t), full, mine);
                 data = memory.readAsync(dataPtr(t), slotBytes);
                 w = memory.await(cas);
             } catch (RuntimeException e) {
+                unclaim(t, full, mine, SlotState.of(t + capacity, FULL, 0), cas, e);
                 leave(t);
                 throw e;
             }
@@ -547,6 +584,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 enter(x);
                 CompletableFuture<Long> cas;
                 CompletableFuture<byte[]> data;
+                cas = null;
                 try {
                     cas = memory.compareAndSwapAsync(statePtr(x), w, mine);
                     data = memory.readAsync(dataPtr(x), slotBytes);
@@ -555,6 +593,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                         continue;
                     }
                 } catch (RuntimeException e) {
+                    unclaim(x, w, mine, SlotState.of(x + capacity, FULL, 0), cas, e);
                     leave(x);
                     throw e;
                 }
@@ -959,6 +998,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             enter(t);
             CompletableFuture<Long> cas;
             CompletableFuture<byte[]> data;
+            cas = null;
             try {
                 cas = memory.compareAndSwapAsync(statePtr(t), full, gap);
                 data = memory.readAsync(dataPtr(t), slotBytes);
@@ -967,6 +1007,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                     return false;
                 }
             } catch (RuntimeException e) {
+                unclaim(t, full, gap, full, cas, e); // a MOVING slot is waited for where it is: back in place
                 leave(t);
                 throw e;
             }

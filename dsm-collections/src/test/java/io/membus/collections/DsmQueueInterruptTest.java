@@ -185,6 +185,65 @@ class DsmQueueInterruptTest {
     }
 
     /**
+     * A non-blocking {@code poll()} on another node returns promptly after a producer
+     * was interrupted at a random moment in {@code put}: the producer never leaves its
+     * slot claimed (before, a claim abandoned by an interrupt in a verb held the head
+     * until the producer's node was taken for dead, and every poll() waited for it).
+     * 20 tries over tcp; each poll() must return within 10 s (no fault: it takes a few
+     * round trips).
+     */
+    @org.junit.jupiter.api.Test
+    void aPollDoesNotWaitForAProducerThatWasInterrupted() throws Exception {
+        System.out.println("DsmQueueInterruptTest seed=" + SEED + " (replay with -Dmembus.seed=" + SEED + ")");
+        try (CollCluster c = new CollCluster("tcp", 3)) {
+            java.util.concurrent.ExecutorService pollers = java.util.concurrent.Executors.newSingleThreadExecutor();
+            try {
+                for (int i = 0; i < TRIES / 2; i++) {
+                    SplittableRandom r = new SplittableRandom(SEED + 2000 + i);
+                    String where = "tcp poll try " + i + " seed=" + SEED;
+                    String name = "p" + i;
+                    DsmQueue<Integer> q1 = c.node(1).queue(name, Integer.class, 64);
+                    DsmQueue<Integer> q2 = c.node(2).queue(name, Integer.class, 64);
+                    AtomicInteger returned = new AtomicInteger();
+                    Thread producer = new Thread(() -> {
+                        try {
+                            for (int v = 0; v < 60; v++) {
+                                q2.put(v);
+                                returned.set(v + 1);
+                            }
+                        } catch (Throwable t) {
+                            // InterruptedException (or, before, a DsmException): either way it stops here
+                        }
+                    }, "producer");
+                    producer.start();
+                    LockSupport.parkNanos(r.nextLong(10_000_000));
+                    producer.interrupt();
+                    producer.join(30_000);
+                    assertFalse(producer.isAlive(), where);
+                    List<Integer> all = new ArrayList<>();
+                    while (true) {
+                        java.util.concurrent.Future<Integer> f = pollers.submit(() -> q1.poll());
+                        Integer v;
+                        try {
+                            v = f.get(10, TimeUnit.SECONDS);
+                        } catch (java.util.concurrent.TimeoutException e) {
+                            throw new AssertionError(where + ": poll() did not return within 10 s after "
+                                    + all + " (" + returned.get() + " puts returned)");
+                        }
+                        if (v == null) {
+                            break;
+                        }
+                        all.add(v);
+                    }
+                    assertEquals(range(returned.get()), all, where);
+                }
+            } finally {
+                pollers.shutdownNow();
+            }
+        }
+    }
+
+    /**
      * The same for {@link DsmLock}: a thread on node 2 that takes the lock again and
      * again ({@code lockInterruptibly}, {@code tryLock(10 s)}) against a holder on node
      * 3, interrupted at a random moment, ends with {@link InterruptedException} and does
