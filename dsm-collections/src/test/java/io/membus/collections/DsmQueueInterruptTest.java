@@ -256,16 +256,17 @@ class DsmQueueInterruptTest {
         try (CollCluster c = new CollCluster(transport, 3)) {
             for (int i = 0; i < TRIES / 2; i++) {
                 SplittableRandom r = new SplittableRandom(SEED + 1000 + i);
-                boolean timed = i % 2 == 1;
-                String where = transport + " lock try " + i + (timed ? " tryLock(10 s)" : " lockInterruptibly")
-                        + " seed=" + SEED;
+                int kind = i % 3;
+                String where = transport + " lock try " + i
+                        + (kind == 0 ? " lockInterruptibly" : kind == 1 ? " tryLock(10 s)" : " lock()") + " seed=" + SEED;
                 String name = "l" + i;
-                assertTimeoutPreemptively(Duration.ofSeconds(60), () -> lockTry(c, name, timed, r, where), where);
+                assertTimeoutPreemptively(Duration.ofSeconds(60), () -> lockTry(c, name, kind, r, where), where);
             }
         }
     }
 
-    private static void lockTry(CollCluster c, String name, boolean timed, SplittableRandom r, String where)
+    /** kind 0: lockInterruptibly, 1: tryLock(10 s), 2: lock(), which an interrupt must not stop (the status is kept). */
+    private static void lockTry(CollCluster c, String name, int kind, SplittableRandom r, String where)
             throws Exception {
         DsmLock l1 = c.node(1).lock(name);
         DsmLock l2 = c.node(2).lock(name);
@@ -298,10 +299,15 @@ class DsmQueueInterruptTest {
         AtomicReference<Throwable> ended = new AtomicReference<>();
         AtomicBoolean statusAfter = new AtomicBoolean();
         AtomicBoolean heldAfter = new AtomicBoolean();
+        AtomicBoolean interrupted = new AtomicBoolean();
+        AtomicInteger stopVictim = new AtomicInteger(20); // lock(): 20 more acquisitions once interrupted
         Thread victim = new Thread(() -> {
             try {
-                while (true) {
-                    if (timed) {
+                while (kind != 2 || !interrupted.get() || !Thread.currentThread().isInterrupted()
+                        || stopVictim.decrementAndGet() > 0) {
+                    if (kind == 2) {
+                        l2.lock();
+                    } else if (kind == 1) {
                         if (!l2.tryLock(10, TimeUnit.SECONDS)) {
                             throw new AssertionError("tryLock(10 s) failed against a holder that lets go every 2 ms");
                         }
@@ -317,6 +323,9 @@ class DsmQueueInterruptTest {
                         l2.unlock();
                     }
                 }
+                // lock(): acquisitions went on after the interrupt, none stopped by it, and it is still pending
+                statusAfter.set(Thread.interrupted());
+                heldAfter.set(l2.isHeldByCurrentThread());
             } catch (Throwable t) {
                 statusAfter.set(Thread.currentThread().isInterrupted());
                 heldAfter.set(l2.isHeldByCurrentThread());
@@ -326,17 +335,25 @@ class DsmQueueInterruptTest {
         holder.start();
         victim.start();
         LockSupport.parkNanos(r.nextLong(20_000_000));
+        interrupted.set(true);
         victim.interrupt();
         victim.join(30_000);
         assertFalse(victim.isAlive(), where + ": the interrupted thread is still running");
         stop.set(true);
         holder.join(30_000);
         assertNull(holderFailure.get(), where + ": the holder failed: " + holderFailure.get());
-        if (!(ended.get() instanceof InterruptedException)) {
-            throw new AssertionError(where + ": the interrupted thread ended with " + ended.get()
-                    + " instead of InterruptedException", ended.get());
+        if (kind == 2) {
+            if (ended.get() != null) {
+                throw new AssertionError(where + ": an interrupt stopped lock() with " + ended.get(), ended.get());
+            }
+            assertTrue(statusAfter.get(), where + ": lock() lost the interrupt status");
+        } else {
+            if (!(ended.get() instanceof InterruptedException)) {
+                throw new AssertionError(where + ": the interrupted thread ended with " + ended.get()
+                        + " instead of InterruptedException", ended.get());
+            }
+            assertFalse(statusAfter.get(), where + ": InterruptedException left the interrupt status set");
         }
-        assertFalse(statusAfter.get(), where + ": InterruptedException left the interrupt status set");
         assertFalse(heldAfter.get(), where + ": the interrupted thread holds the lock");
         assertNull(overlap.get(), where);
         assertTrue(l1.tryLock(10, TimeUnit.SECONDS), where + ": node 1 could not take the lock after");
