@@ -772,6 +772,13 @@ public final class RemoteMemory {
      * {@code wait} (a transport that did not enforce its own deadline) is a
      * {@link DsmTimeoutException}.
      *
+     * <p>The wait is not interruptible: a verb in flight may already have run at its
+     * target (a CAS that claimed something), so abandoning it would leave the caller
+     * not knowing what happened. An interrupt that arrives during the wait is kept
+     * (the thread's interrupt status is set again when this returns or throws), and
+     * the wait stays bounded by {@code wait}; interruptible callers check the status
+     * where stopping is safe, between verbs.
+     *
      * @throws BlockingCallOnTransportThreadException when called on a transport thread,
      *         where waiting could deadlock (unless the future is already complete)
      */
@@ -779,8 +786,16 @@ public final class RemoteMemory {
         if (!future.isDone() && TransportThreads.isTransportThread()) {
             throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
         }
+        long deadline = System.nanoTime() + wait.toNanos();
+        boolean interrupted = false;
         try {
-            return future.get(wait.toNanos(), TimeUnit.NANOSECONDS);
+            while (true) {
+                try {
+                    return future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    interrupted = true; // get() cleared the status: wait on for the verb, set it again after
+                }
+            }
         } catch (ExecutionException | CompletionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             if (cause instanceof DsmException de) {
@@ -792,9 +807,10 @@ public final class RemoteMemory {
             throw new DsmException(ErrorCode.INTERNAL, "operation failed: " + cause, cause);
         } catch (TimeoutException e) {
             throw new DsmTimeoutException("await (the transport did not enforce its deadline)", -1, wait);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new DsmException(ErrorCode.INTERNAL, "interrupted while waiting for a verb", e);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
