@@ -1,6 +1,7 @@
 package io.membus.core.transport;
 
 import io.membus.core.Segment;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.message.MessageEndpoint;
@@ -147,7 +148,7 @@ public abstract class AbstractTransport implements Transport {
         }
         String reason = fenced.get(peer.nodeId());
         if (reason != null) {
-            return CompletableFuture.failedFuture(NodeUnavailableException.notSent(peer.nodeId(), "fenced: " + reason));
+            return CompletableFuture.failedFuture(NodeFencedException.notSent(peer.nodeId(), "fenced: " + reason));
         }
         CompletableFuture<Connection> existing = connections.get(peer.nodeId());
         if (existing != null) {

@@ -5,6 +5,7 @@ import io.membus.core.Segment;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
@@ -301,6 +302,9 @@ public final class RdmaTransport extends AbstractTransport {
                 if (status == ControlFrames.STATUS_STALE) {
                     throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), in.readLong());
                 }
+                if (status == ControlFrames.STATUS_FENCED) {
+                    throw NodeFencedException.notSent(peer.nodeId(), "refused by the peer: " + text);
+                }
                 throw NodeUnavailableException.notSent(peer.nodeId(), "refused by the peer: " + text);
             }
             int node = in.readUnsignedShort();
@@ -478,7 +482,7 @@ public final class RdmaTransport extends AbstractTransport {
             long wantInc = in.readLong();
             byte[] nonceI = ControlFrames.readBytes(in, ControlFrames.NONCE_BYTES);
             if (isFenced(peerNode) || !running) {
-                out.writeByte(ControlFrames.STATUS_REFUSED);
+                out.writeByte(isFenced(peerNode) ? ControlFrames.STATUS_FENCED : ControlFrames.STATUS_REFUSED);
                 out.writeUTF(isFenced(peerNode) ? "fenced: " + fenceReason(peerNode) : "transport closed");
                 out.flush();
                 return;

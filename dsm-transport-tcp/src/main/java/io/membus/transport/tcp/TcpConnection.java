@@ -5,6 +5,7 @@ import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
@@ -587,7 +588,9 @@ final class TcpConnection implements Connection {
         }
         String message = f.errorMessage();
         return switch (code) {
-            case NODE_UNAVAILABLE -> new NodeUnavailableException(peer.nodeId(), message);
+            case NODE_UNAVAILABLE -> (f.errorReasons() & Frame.ERROR_REASON_FENCED) != 0
+                    ? NodeFencedException.unknownOutcome(peer.nodeId(), message)
+                    : new NodeUnavailableException(peer.nodeId(), message);
             case STALE_INCARNATION -> new StaleIncarnationException(peer.nodeId(), peer.incarnation(), detail);
             case AUTHENTICATION -> new AuthenticationException(peer.toString(), "reason=refused by the peer: " + message);
             case PROTOCOL -> new ProtocolException(peer.toString(), "refused by the peer: " + message);
@@ -662,7 +665,7 @@ final class TcpConnection implements Connection {
                     LOG.info("reconnected to {}", peer);
                     transport.observer().reconnected(peer.nodeId());
                 } else if (e instanceof StaleIncarnationException || e instanceof AuthenticationException
-                        || (e instanceof NodeUnavailableException && e.getMessage().contains("fenced"))) {
+                        || (e instanceof NodeUnavailableException n && n.fenced())) {
                     LOG.warn("connection to {} closed for good: {}", peer, e.getMessage());
                     close(e.getMessage());
                 } else {
