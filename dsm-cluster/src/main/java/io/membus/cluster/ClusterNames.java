@@ -6,6 +6,7 @@ import io.membus.cluster.ClusterMessage.Unbind;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.directory.NameRegistry;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
@@ -64,6 +65,21 @@ public final class ClusterNames implements NameRegistry {
         this.timeout = timeout;
     }
 
+    /** Set when the node closes: what every later call fails with, at once. */
+    private volatile DsmClosedException closed;
+
+    /** The node is closing: every later lookup, bind and unbind fails with {@code e} at once. */
+    void close(DsmClosedException e) {
+        closed = e;
+    }
+
+    private void checkOpen() {
+        DsmClosedException e = closed;
+        if (e != null) {
+            throw e;
+        }
+    }
+
     private static void checkName(String name) {
         if (name == null || name.isEmpty() || name.length() > MAX_NAME) {
             throw new InvalidNameException(name, MAX_NAME);
@@ -78,6 +94,7 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Optional<Long>> lookupAsync(String name) {
         try {
+            checkOpen();
             checkName(name);
         } catch (DsmException e) {
             return CompletableFuture.failedStage(e);
@@ -111,6 +128,7 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Long> bindAsync(String name, long ptr) {
         try {
+            checkOpen();
             checkName(name);
             if (ptr == RemotePtr.NULL) {
                 throw new InvalidPointerException(ptr, 0, 0);
@@ -129,6 +147,7 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Boolean> unbindAsync(String name) {
         try {
+            checkOpen();
             checkName(name);
             return arbitrate(new Unbind(name), "unbind name=" + name).thenApply(r -> r.ptr() != 0).minimalCompletionStage();
         } catch (DsmException e) {

@@ -11,6 +11,7 @@ import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.NameRegistry;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.UnknownSegmentException;
@@ -375,6 +376,7 @@ public final class DsmNode implements AutoCloseable {
      * @throws DsmException ({@link ErrorCode#TIMEOUT}) when they do not appear in time
      */
     public int awaitMembers(int count, Duration timeout) {
+        checkOpen();
         long deadline = System.nanoTime() + timeout.toNanos();
         while (directory.entries().size() < count) {
             if (downReason != null) {
@@ -418,6 +420,7 @@ public final class DsmNode implements AutoCloseable {
      * @throws DsmConfigException when this node has no heap segments configured
      */
     public GlobalAllocator allocator() {
+        checkOpen();
         GlobalAllocator a = allocator;
         if (a == null) {
             throw new DsmConfigException("membus.heap.segments", "[]", "the indexes of the segments to format as"
@@ -434,6 +437,7 @@ public final class DsmNode implements AutoCloseable {
      * above report about themselves (the coherent heap: caching, measured skew).
      */
     public void statusSection(String name, java.util.function.Supplier<Map<String, String>> facts) {
+        checkOpen();
         statusSections.put(java.util.Objects.requireNonNull(name, "name"), java.util.Objects.requireNonNull(facts,
                 "facts"));
     }
@@ -517,6 +521,7 @@ public final class DsmNode implements AutoCloseable {
 
     /** This node's segment {@code index}. */
     public Segment localSegment(int index) {
+        checkOpen();
         Transport t = transportRef.get();
         Segment s = t == null ? null : t.table().get(index);
         if (s == null) {
@@ -574,6 +579,7 @@ public final class DsmNode implements AutoCloseable {
             return;
         }
         closing = true;
+        names.close(closedException());
         try {
             shutdown(CLOSE_WAIT);
         } finally {
@@ -582,6 +588,19 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(15);
+
+    /** What a use of this node after {@link #close()} fails with. */
+    private DsmClosedException closedException() {
+        return new DsmClosedException("node " + config.nodeId() + " (its DsmNode, and the Membus instance, transport,"
+                + " allocator and collections built on it)");
+    }
+
+    /** Fails at once with {@link DsmClosedException} once {@link #close()} was called. */
+    private void checkOpen() {
+        if (closeStarted.get()) {
+            throw closedException();
+        }
+    }
 
     private void shutdown(Duration wait) {
         GlobalAllocator a = allocator;

@@ -9,6 +9,7 @@ import io.membus.codec.Codec;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.Words;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
@@ -135,6 +136,7 @@ public final class CoherentHeap implements AutoCloseable {
 
     /** Allocates an object holding {@code initial}, placed as {@code placement} says. */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial, Placement placement) {
+        checkOpen();
         byte[] bytes = codec.encode(initial);
         // at least the three words of an out-of-line value
         int slotCapacity = Math.max(ObjectLayout.OUT_OF_LINE_BYTES + 8, Math.min(Math.max(bytes.length, 8) * 2, 4096));
@@ -168,6 +170,7 @@ public final class CoherentHeap implements AutoCloseable {
      * @throws DsmException          when the words do not name a coherent object
      */
     public <T> RemoteRef<T> open(long ptr, long generationHeader, Codec<T> codec) {
+        checkOpen();
         byte[] b = memory.read(ptr, 8 + ObjectLayout.SLOTS);
         checkBlock(ptr, generationHeader, Words.getLong(b, 0), "open");
         long meta = Words.getLong(b, 8 + ObjectLayout.META);
@@ -229,6 +232,7 @@ public final class CoherentHeap implements AutoCloseable {
     }
 
     byte[] read(RemoteRef<?> ref, boolean cached) {
+        checkOpen();
         if (cached && cachingAllowed()) {
             CachedCopy e = cache.get(cacheKey(ref.ptr()));
             if (e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros) {
@@ -937,6 +941,7 @@ public final class CoherentHeap implements AutoCloseable {
     // ------------------------------------------------------------------ helpers
 
     private long deadline() {
+        checkOpen(); // every operation on a handle starts here
         return System.nanoTime() + config.timeout().toNanos();
     }
 
@@ -951,11 +956,15 @@ public final class CoherentHeap implements AutoCloseable {
         }
     }
 
-    private void backoff(int attempt, long deadline, String op, long ptr) {
+    /** Fails at once with {@link DsmClosedException} once {@link #close()} ran. */
+    private void checkOpen() {
         if (closed) {
-            throw new DsmException(ErrorCode.CONFIG, "coherent heap closed: node=" + self
-                    + "; create a new CoherentHeap for this node");
+            throw new DsmClosedException("the coherent heap of node " + self + " (and every RemoteRef of it)");
         }
+    }
+
+    private void backoff(int attempt, long deadline, String op, long ptr) {
+        checkOpen();
         if (System.nanoTime() - deadline > 0) {
             throw new DsmTimeoutException(op + " of coherent object " + RemotePtr.toString(ptr)
                     + " (it kept changing or stayed locked)", RemotePtr.nodeId(ptr), config.timeout());

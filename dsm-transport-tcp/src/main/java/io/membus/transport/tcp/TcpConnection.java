@@ -319,8 +319,11 @@ final class TcpConnection implements Connection {
             lanes.closeAll(true);
         }
         String why = reason + " (peer " + peer + ")";
-        pipeline.close(new NodeUnavailableException(peer.nodeId(), why), NodeUnavailableException.notSent(peer.nodeId(),
-                why), () -> NodeUnavailableException.notSent(peer.nodeId(), why));
+        // closed because this node's transport closed: what never left, and what comes later, is refused as
+        // closed (a retry cannot help), not as an unavailable peer
+        java.util.function.Supplier<DsmException> refused = () -> transport.isClosed() ? transport.closedException()
+                : NodeUnavailableException.notSent(peer.nodeId(), why);
+        pipeline.close(new NodeUnavailableException(peer.nodeId(), why), refused.get(), refused);
         try {
             loop.execute(() -> {
                 Channel c = channel;
@@ -507,7 +510,11 @@ final class TcpConnection implements Connection {
         return CompletableFuture.completedFuture(pipeline.kept());
     }
 
-    private NodeUnavailableException unavailable() {
+    /** Why a verb is refused while the connection is not open: closed with this node's transport, or down. */
+    private DsmException unavailable() {
+        if (state == CLOSED && transport.isClosed()) {
+            return transport.closedException();
+        }
         return NodeUnavailableException.notSent(peer.nodeId(), downReason + " (peer " + peer + ")");
     }
 
