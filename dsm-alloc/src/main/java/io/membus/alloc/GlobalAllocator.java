@@ -516,7 +516,7 @@ public final class GlobalAllocator implements AutoCloseable {
             checkOpen();
             return CompletableFuture.supplyAsync(task, async);
         } catch (java.util.concurrent.RejectedExecutionException e) {
-            return CompletableFuture.failedFuture(new DsmException(ErrorCode.INTERNAL, "allocator busy: node=" + self
+            return CompletableFuture.failedFuture(DsmException.internal("allocator busy: node=" + self
                     + ", queued=" + ASYNC_QUEUE + ": too many *Async calls at once; wait for some to complete"
                     + " or call the blocking forms from threads of your own", e));
         } catch (DsmException e) {

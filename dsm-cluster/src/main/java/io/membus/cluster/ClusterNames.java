@@ -11,6 +11,7 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.InvalidPointerException;
+import io.membus.core.error.NodeUnavailableException;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.cluster.Cluster;
@@ -114,7 +115,7 @@ public final class ClusterNames implements NameRegistry {
                     if (got instanceof Replicator.NotFound<?>) {
                         return Optional.<Long>empty();
                     }
-                    throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=lookup, name="
+                    throw NodeUnavailableException.notSent(0, "name registry unavailable: operation=lookup, name="
                             + name + ", reason=no majority of members answered within " + timeout.toMillis() + "ms;"
                             + " a majority of the cluster must be reachable");
                 }).minimalCompletionStage();
@@ -167,7 +168,8 @@ public final class ClusterNames implements NameRegistry {
                 timeout.multipliedBy(3), what, ClusterAgent.nodeIdOf(arbiter)).thenApply(reply -> {
                     NameReply r = (NameReply) reply;
                     if (!r.error().isEmpty()) {
-                        throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=" + what
+                        throw NodeUnavailableException.notSent(ClusterAgent.nodeIdOf(arbiter),
+                                "name registry unavailable: operation=" + what
                                 + ", arbiter=" + arbiter.address() + ", reason=" + r.error()
                                 + "; a majority of the cluster must be reachable");
                     }
@@ -179,7 +181,7 @@ public final class ClusterNames implements NameRegistry {
     private Member arbiter() {
         Member oldest = ClusterAgent.arbiter(cluster);
         if (oldest == null) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: no member is Up"
+            throw NodeUnavailableException.notSent(0, "name registry unavailable: no member is Up"
                     + " (this node has not joined the cluster, or was downed)");
         }
         return oldest;
@@ -201,7 +203,7 @@ public final class ClusterNames implements NameRegistry {
             if (cause instanceof org.apache.pekko.pattern.AskTimeoutException) {
                 throw new DsmTimeoutException(what, nodeId, wait);
             }
-            throw new DsmException(ErrorCode.INTERNAL, "name registry failed: operation=" + what + ": " + cause, cause);
+            throw DsmException.internal("name registry failed: operation=" + what + ": " + cause, cause);
         });
     }
 }

@@ -15,6 +15,8 @@ import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.UnknownSegmentException;
+import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
@@ -167,7 +169,7 @@ public final class DsmNode implements AutoCloseable {
      *
      * @throws DsmConfigException when the node id is held by a live member, or the
      *                            transport's settings are bad
-     * @throws DsmException       ({@link ErrorCode#TIMEOUT}) when the cluster could not be joined in time
+     * @throws DsmTimeoutException when the cluster could not be joined in time
      */
     public static DsmNode start(NodeConfig config) {
         DsmNode node;
@@ -222,12 +224,12 @@ public final class DsmNode implements AutoCloseable {
         try {
             up.get(left(deadline), TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
-            throw new DsmException(ErrorCode.TIMEOUT, "could not join the cluster: node=" + config.nodeId()
-                    + ", seed-nodes=" + config.seedNodes() + ", cluster-name=" + config.clusterName() + ", waited="
-                    + config.startTimeout().toMillis() + "ms; check that a seed node runs, is reachable from "
-                    + config.host() + " and uses the same cluster-name");
+            throw new DsmTimeoutException("join the cluster (could not join the cluster: seed-nodes="
+                    + config.seedNodes() + ", cluster-name=" + config.clusterName() + ")", config.nodeId(),
+                    config.startTimeout(), "check that a seed node runs, is reachable from " + config.host()
+                    + " and uses the same cluster-name (membus.start-timeout bounds the wait)");
         } catch (Exception e) {
-            throw new DsmException(ErrorCode.INTERNAL, "joining the cluster failed: " + e, e);
+            throw DsmException.internal("joining the cluster failed: " + e, e);
         }
         claimNodeId(deadline);
 
@@ -272,8 +274,9 @@ public final class DsmNode implements AutoCloseable {
         while (!directory.entries().containsKey(config.nodeId())
                 || directory.entries().get(config.nodeId()).incarnation() != incarnation) {
             if (left(deadline) <= 0) {
-                throw new DsmException(ErrorCode.TIMEOUT, "this node's directory entry did not appear: node="
-                        + config.nodeId() + ", waited=" + config.startTimeout().toMillis() + "ms");
+                throw new DsmTimeoutException("publish this node's directory entry (it did not appear)",
+                        config.nodeId(), config.startTimeout(), "the membership is slow or partitioned: check the"
+                        + " other members, or raise membus.start-timeout");
             }
             pause();
         }
@@ -358,13 +361,13 @@ public final class DsmNode implements AutoCloseable {
     private void pause() {
         String down = downReason;
         if (down != null) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "node " + config.nodeId() + " is down: " + down);
+            throw NodeUnavailableException.notSent(config.nodeId(), "node " + config.nodeId() + " is down: " + down);
         }
         try {
             Thread.sleep(50);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new DsmException(ErrorCode.INTERNAL, "interrupted while starting the node", e);
+            throw DsmException.internal("interrupted while starting the node", e);
         }
     }
 
@@ -373,19 +376,20 @@ public final class DsmNode implements AutoCloseable {
      * included) with their segments.
      *
      * @return the number of members seen
-     * @throws DsmException ({@link ErrorCode#TIMEOUT}) when they do not appear in time
+     * @throws DsmTimeoutException when they do not appear in time
      */
     public int awaitMembers(int count, Duration timeout) {
         checkOpen();
         long deadline = System.nanoTime() + timeout.toNanos();
         while (directory.entries().size() < count) {
             if (downReason != null) {
-                throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "node " + config.nodeId() + " is down: " + downReason);
+                throw NodeUnavailableException.notSent(config.nodeId(), "node " + config.nodeId() + " is down: "
+                        + downReason);
             }
             if (left(deadline) <= 0) {
-                throw new DsmException(ErrorCode.TIMEOUT, "members did not join in time: expected=" + count + ", seen="
-                        + directory.entries().keySet() + ", waited=" + timeout.toMillis() + "ms; start the other nodes"
-                        + " with seed-nodes pointing at a running node");
+                throw new DsmTimeoutException("await members (members did not join in time: expected=" + count
+                        + ", seen=" + directory.entries().keySet() + ")", config.nodeId(), timeout, "start the other"
+                        + " nodes with seed-nodes pointing at a running node");
             }
             pause();
         }

@@ -13,6 +13,7 @@ import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
+import io.membus.core.error.InvalidPointerException;
 import io.membus.core.message.Messaging;
 import io.membus.core.time.Clock;
 import org.slf4j.Logger;
@@ -167,7 +168,7 @@ public final class CoherentHeap implements AutoCloseable {
      * {@link RemoteRef#generationHeader()}).
      *
      * @throws UseAfterFreeException when the object was freed since
-     * @throws DsmException          when the words do not name a coherent object
+     * @throws InvalidPointerException when the words do not name a coherent object
      */
     public <T> RemoteRef<T> open(long ptr, long generationHeader, Codec<T> codec) {
         checkOpen();
@@ -175,8 +176,7 @@ public final class CoherentHeap implements AutoCloseable {
         checkBlock(ptr, generationHeader, Words.getLong(b, 0), "open");
         long meta = Words.getLong(b, 8 + ObjectLayout.META);
         if (!ObjectLayout.isMeta(meta)) {
-            throw new DsmException(ErrorCode.INVALID_POINTER, "not a coherent object: ptr=" + RemotePtr.toString(ptr)
-                    + ", meta=0x" + Long.toHexString(meta) + "; open only the two words RemoteRef.ptr() and"
+            throw new InvalidPointerException(ptr, 0, "not a coherent object: meta=0x" + Long.toHexString(meta) + "; open only the two words RemoteRef.ptr() and"
                     + " RemoteRef.generationHeader() stored");
         }
         int slotCapacity = ObjectLayout.slotCapacityOf(meta);

@@ -791,12 +791,12 @@ public final class RemoteMemory {
             if (cause instanceof RuntimeException re) {
                 throw re;
             }
-            throw new DsmException(ErrorCode.INTERNAL, "operation failed: " + cause, cause);
+            throw DsmException.internal("operation failed: " + cause, cause);
         } catch (TimeoutException e) {
             throw new DsmTimeoutException("await (the transport did not enforce its deadline)", -1, wait);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new DsmException(ErrorCode.INTERNAL, "interrupted while waiting for a verb", e);
+            throw DsmException.internal("interrupted while waiting for a verb", e);
         }
     }
 

@@ -52,8 +52,8 @@ public final class MessageFailures {
             case NODE_UNAVAILABLE -> detail == NodeFencedException.MESSAGE_DETAIL
                     ? NodeFencedException.unknownOutcome(node, "node " + node + " answered: " + text)
                     : new NodeUnavailableException(node, "node " + node + " answered: " + text);
-            default -> new DsmException(code, "message failed: node=" + node + ", channel=" + channel + ", code="
-                    + code + ", detail=" + text);
+            default -> DsmException.decoded(code, node, "message failed: node=" + node + ", channel=" + channel
+                    + ", code=" + code + ", detail=" + text);
         };
     }
 }

@@ -181,7 +181,7 @@ public final class RdmaTransport extends AbstractTransport {
                 regions.put(spec.index(), mr);
                 return CatalogEntry.remoteKey(mr.rkey(), RANDOM.nextInt() | 1);
             } catch (IOException e) {
-                throw new DsmException(io.membus.core.error.ErrorCode.TRANSPORT_UNAVAILABLE, "memory registration failed:"
+                throw new TransportUnavailableException("rdma", "memory registration failed:"
                         + " node=" + nodeId() + ", segment=" + spec.index() + ", size=" + size + ": " + e.getMessage()
                         + "; check the locked-memory limit (ulimit -l) and the device's MR limits (ibv_devinfo -v)", e);
             }

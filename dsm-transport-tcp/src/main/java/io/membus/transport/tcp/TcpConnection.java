@@ -601,8 +601,8 @@ final class TcpConnection implements Connection {
             case STALE_INCARNATION -> new StaleIncarnationException(peer.nodeId(), peer.incarnation(), detail);
             case AUTHENTICATION -> new AuthenticationException(peer.toString(), "reason=refused by the peer: " + message);
             case PROTOCOL -> new ProtocolException(peer.toString(), "refused by the peer: " + message);
-            default -> new DsmException(code, message.isEmpty() ? "verb failed on node " + peer.nodeId() + ": code="
-                    + code : message);
+            default -> DsmException.decoded(code, peer.nodeId(), message.isEmpty() ? "verb failed on node "
+                    + peer.nodeId() + ": code=" + code : message);
         };
     }
 
