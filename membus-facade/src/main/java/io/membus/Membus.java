@@ -5,6 +5,7 @@ import io.membus.alloc.Placement;
 import io.membus.coherence.CoherenceConfig;
 import io.membus.coherence.CoherentHeap;
 import io.membus.coherence.RemoteRef;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.time.Clock;
 
@@ -52,6 +53,7 @@ public final class Membus implements AutoCloseable {
     private final CodecRegistry codecs;
     private volatile DsmCollections collections;
     private volatile CoherentHeap heap;
+    private volatile boolean closed;
 
     private Membus(DsmNode node, boolean owned) {
         this(node, owned, Clock.system(), null);
@@ -129,6 +131,7 @@ public final class Membus implements AutoCloseable {
 
     /** Waits until the cluster has {@code count} members; see {@link DsmNode#awaitMembers}. */
     public int awaitMembers(int count, Duration timeout) {
+        checkOpen();
         return node.awaitMembers(count, timeout);
     }
 
@@ -137,6 +140,7 @@ public final class Membus implements AutoCloseable {
     }
 
     public GlobalAllocator allocator() {
+        checkOpen();
         return node.allocator();
     }
 
@@ -146,6 +150,7 @@ public final class Membus implements AutoCloseable {
 
     /** The collections entry point (built on first use: it needs the allocator; maps get the coherent heap for leased reads). */
     public DsmCollections collections() {
+        checkOpen();
         DsmCollections c = collections;
         if (c == null) {
             synchronized (this) {
@@ -167,6 +172,7 @@ public final class Membus implements AutoCloseable {
      * @throws DsmConfigException when a {@code membus.coherence} value is bad (naming the key)
      */
     public CoherentHeap heap() {
+        checkOpen();
         CoherentHeap h = heap;
         if (h == null) {
             synchronized (this) {
@@ -281,8 +287,21 @@ public final class Membus implements AutoCloseable {
         return collections().map(name, keyCodec, valueCodec);
     }
 
+    /** Fails at once with {@link DsmClosedException} once {@link #close()} was called. */
+    private void checkOpen() {
+        if (closed) {
+            throw new DsmClosedException("membus instance of node " + node.nodeId());
+        }
+    }
+
+    /**
+     * Closes the coherent heap and, when this instance started its node, the node. Every
+     * later call on this instance, and on the structures it handed out, fails at once with
+     * {@link DsmClosedException}: create a new instance instead.
+     */
     @Override
     public void close() {
+        closed = true;
         CoherentHeap h = heap;
         if (h != null) {
             h.close();

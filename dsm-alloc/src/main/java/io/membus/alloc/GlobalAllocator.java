@@ -8,6 +8,7 @@ import io.membus.core.Words;
 import io.membus.core.directory.DirectoryListener;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.transport.PeerInfo;
@@ -515,7 +516,7 @@ public final class GlobalAllocator implements AutoCloseable {
             checkOpen();
             return CompletableFuture.supplyAsync(task, async);
         } catch (java.util.concurrent.RejectedExecutionException e) {
-            return CompletableFuture.failedFuture(new DsmException(ErrorCode.INTERNAL, "allocator busy: node=" + self
+            return CompletableFuture.failedFuture(DsmException.internal("allocator busy: node=" + self
                     + ", queued=" + ASYNC_QUEUE + ": too many *Async calls at once; wait for some to complete"
                     + " or call the blocking forms from threads of your own", e));
         } catch (DsmException e) {
@@ -739,8 +740,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
     private void checkOpen() {
         if (closed) {
-            throw new DsmException(ErrorCode.CONFIG, "allocator closed: node=" + self
-                    + "; create a new GlobalAllocator for this node");
+            throw new DsmClosedException("the allocator of node " + self);
         }
     }
 

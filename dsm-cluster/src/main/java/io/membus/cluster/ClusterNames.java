@@ -6,10 +6,12 @@ import io.membus.cluster.ClusterMessage.Unbind;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.directory.NameRegistry;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.InvalidPointerException;
+import io.membus.core.error.NodeUnavailableException;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.cluster.Cluster;
@@ -64,6 +66,21 @@ public final class ClusterNames implements NameRegistry {
         this.timeout = timeout;
     }
 
+    /** Set when the node closes: what every later call fails with, at once. */
+    private volatile DsmClosedException closed;
+
+    /** The node is closing: every later lookup, bind and unbind fails with {@code e} at once. */
+    void close(DsmClosedException e) {
+        closed = e;
+    }
+
+    private void checkOpen() {
+        DsmClosedException e = closed;
+        if (e != null) {
+            throw e;
+        }
+    }
+
     private static void checkName(String name) {
         if (name == null || name.isEmpty() || name.length() > MAX_NAME) {
             throw new InvalidNameException(name, MAX_NAME);
@@ -78,6 +95,7 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Optional<Long>> lookupAsync(String name) {
         try {
+            checkOpen();
             checkName(name);
         } catch (DsmException e) {
             return CompletableFuture.failedStage(e);
@@ -97,7 +115,7 @@ public final class ClusterNames implements NameRegistry {
                     if (got instanceof Replicator.NotFound<?>) {
                         return Optional.<Long>empty();
                     }
-                    throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=lookup, name="
+                    throw NodeUnavailableException.notSent(0, "name registry unavailable: operation=lookup, name="
                             + name + ", reason=no majority of members answered within " + timeout.toMillis() + "ms;"
                             + " a majority of the cluster must be reachable");
                 }).minimalCompletionStage();
@@ -111,6 +129,7 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Long> bindAsync(String name, long ptr) {
         try {
+            checkOpen();
             checkName(name);
             if (ptr == RemotePtr.NULL) {
                 throw new InvalidPointerException(ptr, 0, 0);
@@ -129,6 +148,7 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Boolean> unbindAsync(String name) {
         try {
+            checkOpen();
             checkName(name);
             return arbitrate(new Unbind(name), "unbind name=" + name).thenApply(r -> r.ptr() != 0).minimalCompletionStage();
         } catch (DsmException e) {
@@ -148,7 +168,8 @@ public final class ClusterNames implements NameRegistry {
                 timeout.multipliedBy(3), what, ClusterAgent.nodeIdOf(arbiter)).thenApply(reply -> {
                     NameReply r = (NameReply) reply;
                     if (!r.error().isEmpty()) {
-                        throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=" + what
+                        throw NodeUnavailableException.notSent(ClusterAgent.nodeIdOf(arbiter),
+                                "name registry unavailable: operation=" + what
                                 + ", arbiter=" + arbiter.address() + ", reason=" + r.error()
                                 + "; a majority of the cluster must be reachable");
                     }
@@ -160,7 +181,7 @@ public final class ClusterNames implements NameRegistry {
     private Member arbiter() {
         Member oldest = ClusterAgent.arbiter(cluster);
         if (oldest == null) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: no member is Up"
+            throw NodeUnavailableException.notSent(0, "name registry unavailable: no member is Up"
                     + " (this node has not joined the cluster, or was downed)");
         }
         return oldest;
@@ -182,7 +203,7 @@ public final class ClusterNames implements NameRegistry {
             if (cause instanceof org.apache.pekko.pattern.AskTimeoutException) {
                 throw new DsmTimeoutException(what, nodeId, wait);
             }
-            throw new DsmException(ErrorCode.INTERNAL, "name registry failed: operation=" + what + ": " + cause, cause);
+            throw DsmException.internal("name registry failed: operation=" + what + ": " + cause, cause);
         });
     }
 }

@@ -6,7 +6,6 @@ import io.membus.cluster.ClusterMessage.StatusReply;
 import io.membus.cluster.ClusterMessage.StatusRequest;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
-import io.membus.core.error.ErrorCode;
 import org.apache.pekko.actor.ActorSelection;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.pattern.Patterns;
@@ -76,12 +75,12 @@ public final class ClusterStatus {
             return (StatusReply) Patterns.ask(agent, new StatusRequest(), timeout).toCompletableFuture()
                     .get(timeout.toMillis() + 500, TimeUnit.MILLISECONDS);
         } catch (ExecutionException | TimeoutException e) {
-            throw new DsmException(ErrorCode.TIMEOUT, "no answer from a membus node: seed=" + hostPort + ", cluster-name="
-                    + clusterName + ", waited=" + timeout.toMillis() + "ms; check that a node runs there (membus node"
-                    + " --config FILE) and that --cluster-name matches its membus.cluster-name");
+            throw new DsmTimeoutException("status (no answer from a membus node: seed=" + hostPort + ", cluster-name="
+                    + clusterName + ")", 0, timeout, "check that a node runs there (membus node --config FILE) and"
+                    + " that --cluster-name matches its membus.cluster-name");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new DsmException(ErrorCode.INTERNAL, "interrupted while asking " + hostPort, e);
+            throw DsmException.internal("interrupted while asking " + hostPort, e);
         } finally {
             system.terminate();
             try {

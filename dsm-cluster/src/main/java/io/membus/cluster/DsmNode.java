@@ -12,9 +12,12 @@ import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.NameRegistry;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.UnknownSegmentException;
+import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
@@ -171,7 +174,7 @@ public final class DsmNode implements AutoCloseable {
      * @throws DsmConfigException when the JVM lacks the flags of {@link JvmFlags#required()}, the node id is held
      *                            by a live member, or the
      *                            transport's settings are bad
-     * @throws DsmException       ({@link ErrorCode#TIMEOUT}) when the cluster could not be joined in time
+     * @throws DsmTimeoutException when the cluster could not be joined in time
      */
     public static DsmNode start(NodeConfig config) {
         JvmFlags.require(); // before Chronicle is touched: a start without the flags fails naming them
@@ -184,7 +187,7 @@ public final class DsmNode implements AutoCloseable {
             }
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt(); // the caller's: kept, not swallowed
-                throw new DsmException(ErrorCode.INTERNAL, "interrupted while the actor system of node "
+                throw DsmException.internal("interrupted while the actor system of node "
                         + config.nodeId() + " was starting; the start was abandoned", e);
             }
             throw new DsmConfigException("membus.port", config.host() + ":" + config.port(),
@@ -232,16 +235,16 @@ public final class DsmNode implements AutoCloseable {
         try {
             up.get(left(deadline), TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
-            throw new DsmException(ErrorCode.TIMEOUT, "could not join the cluster: node=" + config.nodeId()
-                    + ", seed-nodes=" + config.seedNodes() + ", cluster-name=" + config.clusterName() + ", waited="
-                    + config.startTimeout().toMillis() + "ms; check that a seed node runs, is reachable from "
-                    + config.host() + " and uses the same cluster-name");
+            throw new DsmTimeoutException("join the cluster (could not join the cluster: seed-nodes="
+                    + config.seedNodes() + ", cluster-name=" + config.clusterName() + ")", config.nodeId(),
+                    config.startTimeout(), "check that a seed node runs, is reachable from " + config.host()
+                    + " and uses the same cluster-name (membus.start-timeout bounds the wait)");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // the caller's: kept, not swallowed
-            throw new DsmException(ErrorCode.INTERNAL, "interrupted while joining the cluster: node="
+            throw DsmException.internal("interrupted while joining the cluster: node="
                     + config.nodeId() + "; the start was abandoned and nothing of it is left running", e);
         } catch (Exception e) {
-            throw new DsmException(ErrorCode.INTERNAL, "joining the cluster failed: " + e, e);
+            throw DsmException.internal("joining the cluster failed: " + e, e);
         }
         claimNodeId(deadline);
 
@@ -286,8 +289,9 @@ public final class DsmNode implements AutoCloseable {
         while (!directory.entries().containsKey(config.nodeId())
                 || directory.entries().get(config.nodeId()).incarnation() != incarnation) {
             if (left(deadline) <= 0) {
-                throw new DsmException(ErrorCode.TIMEOUT, "this node's directory entry did not appear: node="
-                        + config.nodeId() + ", waited=" + config.startTimeout().toMillis() + "ms");
+                throw new DsmTimeoutException("publish this node's directory entry (it did not appear)",
+                        config.nodeId(), config.startTimeout(), "the membership is slow or partitioned: check the"
+                        + " other members, or raise membus.start-timeout");
             }
             pause();
         }
@@ -375,13 +379,13 @@ public final class DsmNode implements AutoCloseable {
     private void pause() {
         String down = downReason;
         if (down != null) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "node " + config.nodeId() + " is down: " + down);
+            throw NodeUnavailableException.notSent(config.nodeId(), "node " + config.nodeId() + " is down: " + down);
         }
         try {
             Thread.sleep(50);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new DsmException(ErrorCode.INTERNAL, "interrupted while starting the node", e);
+            throw DsmException.internal("interrupted while starting the node", e);
         }
     }
 
@@ -390,18 +394,20 @@ public final class DsmNode implements AutoCloseable {
      * included) with their segments.
      *
      * @return the number of members seen
-     * @throws DsmException ({@link ErrorCode#TIMEOUT}) when they do not appear in time
+     * @throws DsmTimeoutException when they do not appear in time
      */
     public int awaitMembers(int count, Duration timeout) {
+        checkOpen();
         long deadline = System.nanoTime() + timeout.toNanos();
         while (directory.entries().size() < count) {
             if (downReason != null) {
-                throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "node " + config.nodeId() + " is down: " + downReason);
+                throw NodeUnavailableException.notSent(config.nodeId(), "node " + config.nodeId() + " is down: "
+                        + downReason);
             }
             if (left(deadline) <= 0) {
-                throw new DsmException(ErrorCode.TIMEOUT, "members did not join in time: expected=" + count + ", seen="
-                        + directory.entries().keySet() + ", waited=" + timeout.toMillis() + "ms; start the other nodes"
-                        + " with seed-nodes pointing at a running node");
+                throw new DsmTimeoutException("await members (members did not join in time: expected=" + count
+                        + ", seen=" + directory.entries().keySet() + ")", config.nodeId(), timeout, "start the other"
+                        + " nodes with seed-nodes pointing at a running node");
             }
             pause();
         }
@@ -436,6 +442,7 @@ public final class DsmNode implements AutoCloseable {
      * @throws DsmConfigException when this node has no heap segments configured
      */
     public GlobalAllocator allocator() {
+        checkOpen();
         GlobalAllocator a = allocator;
         if (a == null) {
             throw new DsmConfigException("membus.heap.segments", "[]", "the indexes of the segments to format as"
@@ -452,6 +459,7 @@ public final class DsmNode implements AutoCloseable {
      * above report about themselves (the coherent heap: caching, measured skew).
      */
     public void statusSection(String name, java.util.function.Supplier<Map<String, String>> facts) {
+        checkOpen();
         statusSections.put(java.util.Objects.requireNonNull(name, "name"), java.util.Objects.requireNonNull(facts,
                 "facts"));
     }
@@ -540,6 +548,7 @@ public final class DsmNode implements AutoCloseable {
 
     /** This node's segment {@code index}. */
     public Segment localSegment(int index) {
+        checkOpen();
         Transport t = transportRef.get();
         Segment s = t == null ? null : t.table().get(index);
         if (s == null) {
@@ -597,6 +606,7 @@ public final class DsmNode implements AutoCloseable {
             return;
         }
         closing = true;
+        names.close(closedException());
         try {
             shutdown(CLOSE_WAIT);
         } finally {
@@ -605,6 +615,19 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(15);
+
+    /** What a use of this node after {@link #close()} fails with. */
+    private DsmClosedException closedException() {
+        return new DsmClosedException("node " + config.nodeId() + " (its DsmNode, and the Membus instance, transport,"
+                + " allocator and collections built on it)");
+    }
+
+    /** Fails at once with {@link DsmClosedException} once {@link #close()} was called. */
+    private void checkOpen() {
+        if (closeStarted.get()) {
+            throw closedException();
+        }
+    }
 
     private void shutdown(Duration wait) {
         GlobalAllocator a = allocator;

@@ -6,10 +6,13 @@ import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
+import io.membus.core.config.KnownKeys;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.TransportProvider;
 import io.membus.core.transport.Transports;
+
+import org.slf4j.LoggerFactory;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -98,11 +101,6 @@ public final class NodeConfig {
             throw bad("transport", transport, "one of " + String.join(", ", found)
                     + " (the transports on the class path; add a transport's module, e.g. dsm-transport-rdma, to use it)");
         }
-        if (m.hasPath("transport-properties")) {
-            throw bad("transport-properties", m.getValue("transport-properties").render(), "nothing: transport settings"
-                    + " moved to membus.transports.<transport> { ... }, e.g. membus.transports.tcp.port = 0 for what was"
-                    + " membus.transport-properties { \"tcp.port\" = 0 } (each transport module's reference.conf lists its keys)");
-        }
         Config userTransports = userTransports(given, config);
         TransportConfig.builder(nodeId).transports(userTransports).build(); // checks keys before host and secret join
         Map<String, String> derived = new LinkedHashMap<>();
@@ -188,6 +186,19 @@ public final class NodeConfig {
         }
     }
 
+    /** The subtree under {@code membus} whose keys {@code TransportConfig} checks. */
+    private static final String TRANSPORTS_KEY = "transports";
+
+    /** A key that moved: refused with where it went (before the unknown-key check, which cannot say that). */
+    private static void refuseMovedKeys(Config user) {
+        if (user.hasPath("membus.transport-properties")) {
+            throw bad("transport-properties", user.getValue("membus.transport-properties").render(), "nothing:"
+                    + " transport settings moved to membus.transports.<transport> { ... }, e.g. membus.transports.tcp.port"
+                    + " = 0 for what was membus.transport-properties { \"tcp.port\" = 0 } (each transport module's"
+                    + " reference.conf lists its keys)");
+        }
+    }
+
     /** The {@code membus.transports} subtree the user set (no defaults), its substitutions resolved. */
     private static Config userTransports(Config given, Config merged) {
         Config resolved = given.resolveWith(merged);
@@ -203,11 +214,21 @@ public final class NodeConfig {
         }
     }
 
-    /** Reads {@code config} (its {@code membus} section over this module's defaults). */
+    /**
+     * Reads {@code config} (its {@code membus} section over this module's defaults).
+     *
+     * @throws DsmConfigException for a bad value, or a key under {@code membus} that no
+     *         {@code reference.conf} on the class path defines (naming the closest known key
+     *         and the file and line it was set at)
+     */
     public static NodeConfig from(Config config) {
         try {
-            return new NodeConfig(config.withFallback(ConfigFactory.defaultReference(NodeConfig.class.getClassLoader()))
-                    .resolve(), config);
+            Config reference = ConfigFactory.defaultReference(NodeConfig.class.getClassLoader());
+            Config merged = config.withFallback(reference).resolve();
+            Config user = config.resolveWith(merged);
+            refuseMovedKeys(user);
+            KnownKeys.check(user, reference, java.util.Set.of(TRANSPORTS_KEY)); // TransportConfig checks those
+            return new NodeConfig(merged, config);
         } catch (ConfigException e) {
             throw new DsmConfigException(e.origin() == null ? "membus" : String.valueOf(e.origin().description()),
                     "<unreadable>", "valid HOCON: " + e.getMessage(), e);
@@ -228,8 +249,25 @@ public final class NodeConfig {
 
     /** {@code application.conf} (and system properties) over this module's defaults. */
     public static NodeConfig load() {
-        return from(ConfigFactory.systemProperties()
-                .withFallback(ConfigFactory.defaultApplication(NodeConfig.class.getClassLoader())));
+        return from(knownSystemProperties().withFallback(ConfigFactory.defaultApplication(
+                NodeConfig.class.getClassLoader())));
+    }
+
+    /**
+     * The JVM's system properties without the {@code membus.*} ones no {@code reference.conf}
+     * defines: system properties are one namespace for the whole JVM (a test's
+     * {@code -Dmembus.seed}, the command line's {@code -Dmembus.debug}), so those are logged
+     * and left out rather than refused; keys in a config file or text are refused.
+     */
+    private static Config knownSystemProperties() {
+        Config sys = ConfigFactory.systemProperties();
+        Config reference = ConfigFactory.defaultReference(NodeConfig.class.getClassLoader());
+        for (String path : KnownKeys.unknownPaths(sys, reference, java.util.Set.of(TRANSPORTS_KEY))) {
+            LoggerFactory.getLogger(NodeConfig.class).warn("system property {} is not a membus setting: ignored"
+                    + " (see the reference.conf files of the membus modules for the keys)", path);
+            sys = sys.withoutPath(path);
+        }
+        return sys;
     }
 
     /** Parses HOCON text, e.g. {@code "membus.node-id = 3"}. */

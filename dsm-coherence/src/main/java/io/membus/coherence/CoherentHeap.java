@@ -9,9 +9,11 @@ import io.membus.codec.Codec;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.Words;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
+import io.membus.core.error.InvalidPointerException;
 import io.membus.core.message.Messaging;
 import io.membus.core.time.Clock;
 import io.membus.core.transport.pipeline.TimerWheel;
@@ -168,6 +170,7 @@ public final class CoherentHeap implements AutoCloseable {
 
     /** Allocates an object holding {@code initial}, placed as {@code placement} says. */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial, Placement placement) {
+        checkOpen();
         byte[] bytes = codec.encode(initial);
         // at least the three words of an out-of-line value
         int slotCapacity = Math.max(ObjectLayout.OUT_OF_LINE_BYTES + 8, Math.min(Math.max(bytes.length, 8) * 2, 4096));
@@ -198,15 +201,15 @@ public final class CoherentHeap implements AutoCloseable {
      * {@link RemoteRef#generationHeader()}).
      *
      * @throws UseAfterFreeException when the object was freed since
-     * @throws DsmException          when the words do not name a coherent object
+     * @throws InvalidPointerException when the words do not name a coherent object
      */
     public <T> RemoteRef<T> open(long ptr, long generationHeader, Codec<T> codec) {
+        checkOpen();
         byte[] b = memory.read(ptr, 8 + ObjectLayout.SLOTS);
         checkBlock(ptr, generationHeader, Words.getLong(b, 0), "open");
         long meta = Words.getLong(b, 8 + ObjectLayout.META);
         if (!ObjectLayout.isMeta(meta)) {
-            throw new DsmException(ErrorCode.INVALID_POINTER, "not a coherent object: ptr=" + RemotePtr.toString(ptr)
-                    + ", meta=0x" + Long.toHexString(meta) + "; open only the two words RemoteRef.ptr() and"
+            throw new InvalidPointerException(ptr, 0, "not a coherent object: meta=0x" + Long.toHexString(meta) + "; open only the two words RemoteRef.ptr() and"
                     + " RemoteRef.generationHeader() stored");
         }
         int slotCapacity = ObjectLayout.slotCapacityOf(meta);
@@ -264,6 +267,7 @@ public final class CoherentHeap implements AutoCloseable {
     }
 
     byte[] read(RemoteRef<?> ref, boolean cached) {
+        checkOpen();
         if (cached && cachingAllowed()) {
             CachedCopy e = cache.get(cacheKey(ref.ptr()));
             if (e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros) {
@@ -1217,6 +1221,7 @@ public final class CoherentHeap implements AutoCloseable {
     // ------------------------------------------------------------------ helpers
 
     private long deadline() {
+        checkOpen(); // every operation on a handle starts here
         return System.nanoTime() + config.timeout().toNanos();
     }
 
@@ -1231,11 +1236,15 @@ public final class CoherentHeap implements AutoCloseable {
         }
     }
 
-    private void backoff(int attempt, long deadline, String op, long ptr) {
+    /** Fails at once with {@link DsmClosedException} once {@link #close()} ran. */
+    private void checkOpen() {
         if (closed) {
-            throw new DsmException(ErrorCode.CONFIG, "coherent heap closed: node=" + self
-                    + "; create a new CoherentHeap for this node");
+            throw new DsmClosedException("the coherent heap of node " + self + " (and every RemoteRef of it)");
         }
+    }
+
+    private void backoff(int attempt, long deadline, String op, long ptr) {
+        checkOpen();
         if (System.nanoTime() - deadline > 0) {
             throw new DsmTimeoutException(op + " of coherent object " + RemotePtr.toString(ptr)
                     + " (it kept changing or stayed locked)", RemotePtr.nodeId(ptr), config.timeout());

@@ -3,6 +3,7 @@ package io.membus.core;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.BlockingCallOnTransportThreadException;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
@@ -85,6 +86,9 @@ public final class RemoteMemory {
         if (ptr == RemotePtr.NULL) {
             throw new InvalidPointerException(ptr, 0, 0);
         }
+        if (transport.isClosed()) {
+            throw closedException();
+        }
         int node = RemotePtr.nodeId(ptr);
         int index = RemotePtr.segmentIndex(ptr);
         if (node == transport.nodeId()) {
@@ -128,6 +132,9 @@ public final class RemoteMemory {
 
     private <T> CompletableFuture<T> onNode(int node, Function<Connection, CompletableFuture<T>> verb,
                                             java.util.function.Supplier<String> what) {
+        if (transport.isClosed()) {
+            return CompletableFuture.failedFuture(closedException());
+        }
         PeerInfo peer = node == transport.nodeId() ? transport.self() : directory.member(node).orElse(null);
         if (peer == null) {
             return CompletableFuture.failedFuture(NodeUnavailableException.notSent(node,
@@ -230,7 +237,16 @@ public final class RemoteMemory {
      * of its connection (one wake-up, one flush per node), in the order they were added.
      */
     public RemoteBatch batch() {
+        if (transport.isClosed()) {
+            throw closedException();
+        }
         return new RemoteBatch();
+    }
+
+    /** What a verb issued after this node's transport closed fails with: at once, naming the node. */
+    private DsmClosedException closedException() {
+        return new DsmClosedException("the remote memory of node " + transport.nodeId() + " (its transport "
+                + transport.name() + " is closed: the node or Membus instance that owned it was closed)");
     }
 
     /**
@@ -682,6 +698,9 @@ public final class RemoteMemory {
      * else null: post the verb and wait.
      */
     private BlockingVerbs direct(long ptr) {
+        if (transport.isClosed()) {
+            throw closedException();
+        }
         int node = RemotePtr.nodeId(ptr);
         if (node == transport.nodeId()) {
             return ptr != RemotePtr.NULL && transport.localAtomicsCoherent() ? transport.table() : null;
@@ -804,7 +823,7 @@ public final class RemoteMemory {
             if (cause instanceof RuntimeException re) {
                 throw re;
             }
-            throw new DsmException(ErrorCode.INTERNAL, "operation failed: " + cause, cause);
+            throw DsmException.internal("operation failed: " + cause, cause);
         } catch (TimeoutException e) {
             throw new DsmTimeoutException("await (the transport did not enforce its deadline)", -1, wait);
         } finally {

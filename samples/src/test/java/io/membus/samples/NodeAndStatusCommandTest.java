@@ -96,6 +96,14 @@ class NodeAndStatusCommandTest {
         Run bad = run("node", "--config", conf.toString());
         assertEquals(1, bad.code());
         assertTrue(bad.err().contains("key=membus.segments.access, value=rx"), bad.err());
+        Path typo = dir.resolve("typo.conf");
+        Files.writeString(typo, "membus {\n  node-id = 3\n  heap.segmnets = [0]\n  operation-timout = 5s\n}\n");
+        Run misspelled = run("node", "--config", typo.toString());
+        assertEquals(1, misspelled.code(), "a misspelled key stops the node at start");
+        assertTrue(misspelled.err().contains("key=membus.heap.segmnets") && misspelled.err().contains(
+                "closest known key: membus.heap.segments") && misspelled.err().contains("typo.conf: 3")
+                && misspelled.err().contains("membus.operation-timout (closest: membus.operation-timeout"),
+                misspelled.err());
         Run missing = run("node", "--config", dir.resolve("missing.conf").toString());
         assertEquals(1, missing.code());
         assertTrue(missing.err().contains("missing.conf"), missing.err());

@@ -13,19 +13,54 @@ public final class DsmTimeoutException extends DsmException {
 
     private final int nodeId;
     private final Duration timeout;
+    private final int tries;
 
     public DsmTimeoutException(String operation, int nodeId, Duration timeout) {
+        this(operation, nodeId, timeout, "the node is slow, overloaded or unreachable: check it, or raise the operation"
+                + " timeout");
+    }
+
+    /** As {@link #DsmTimeoutException(String, int, Duration)}, with what to do ({@code advice}). */
+    public DsmTimeoutException(String operation, int nodeId, Duration timeout, String advice) {
         super(ErrorCode.TIMEOUT, "timeout: operation=" + operation + ", node=" + nodeId + ", timeout=" + timeout.toMillis()
-                + "ms; the node is slow, overloaded or unreachable: check it, or raise the operation timeout");
+                + "ms; " + advice);
         this.nodeId = nodeId;
         this.timeout = timeout;
+        this.tries = 0;
+    }
+
+    private DsmTimeoutException(String message, int nodeId, int tries) {
+        super(ErrorCode.TIMEOUT, message);
+        this.nodeId = nodeId;
+        this.timeout = null;
+        this.tries = tries;
+    }
+
+    /**
+     * An operation that gave up after {@code tries} attempts that each lost a race (a
+     * compare-and-swap that kept failing): bounded by a count, not a duration.
+     */
+    public static DsmTimeoutException afterTries(String operation, int nodeId, int tries, String advice) {
+        return new DsmTimeoutException("timeout: operation=" + operation + ", node=" + nodeId + ", tries=" + tries
+                + "; " + advice, nodeId, tries);
+    }
+
+    /** A deadline that passed on node {@code nodeId}, reported by it with only a text. */
+    static DsmTimeoutException reported(int nodeId, String text) {
+        return new DsmTimeoutException("timeout on node " + nodeId + ": " + text, nodeId, 0);
     }
 
     public int nodeId() {
         return nodeId;
     }
 
+    /** The deadline that passed; {@code null} when the limit was a number of tries, or a peer reported it. */
     public Duration timeout() {
         return timeout;
+    }
+
+    /** The attempts made, for {@link #afterTries}; 0 otherwise. */
+    public int tries() {
+        return tries;
     }
 }

@@ -24,6 +24,14 @@ public interface Transport extends AutoCloseable {
     /** The transport's name: {@code local}, {@code shm}, {@code tcp} or {@code rdma}. */
     String name();
 
+    /**
+     * Whether this transport was closed on this node; its verbs and connections then
+     * fail with {@link io.membus.core.error.DsmClosedException}.
+     */
+    default boolean isClosed() {
+        return false;
+    }
+
     int nodeId();
 
     long incarnation();

@@ -5,6 +5,7 @@ import io.membus.core.Segment;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
@@ -180,7 +181,7 @@ public final class RdmaTransport extends AbstractTransport {
                 regions.put(spec.index(), mr);
                 return CatalogEntry.remoteKey(mr.rkey(), RANDOM.nextInt() | 1);
             } catch (IOException e) {
-                throw new DsmException(io.membus.core.error.ErrorCode.TRANSPORT_UNAVAILABLE, "memory registration failed:"
+                throw new TransportUnavailableException("rdma", "memory registration failed:"
                         + " node=" + nodeId() + ", segment=" + spec.index() + ", size=" + size + ": " + e.getMessage()
                         + "; check the locked-memory limit (ulimit -l) and the device's MR limits (ibv_devinfo -v)", e);
             }
@@ -300,6 +301,9 @@ public final class RdmaTransport extends AbstractTransport {
                 String text = in.readUTF();
                 if (status == ControlFrames.STATUS_STALE) {
                     throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), in.readLong());
+                }
+                if (status == ControlFrames.STATUS_FENCED) {
+                    throw NodeFencedException.notSent(peer.nodeId(), "refused by the peer: " + text);
                 }
                 throw NodeUnavailableException.notSent(peer.nodeId(), "refused by the peer: " + text);
             }
@@ -478,7 +482,7 @@ public final class RdmaTransport extends AbstractTransport {
             long wantInc = in.readLong();
             byte[] nonceI = ControlFrames.readBytes(in, ControlFrames.NONCE_BYTES);
             if (isFenced(peerNode) || !running) {
-                out.writeByte(ControlFrames.STATUS_REFUSED);
+                out.writeByte(isFenced(peerNode) ? ControlFrames.STATUS_FENCED : ControlFrames.STATUS_REFUSED);
                 out.writeUTF(isFenced(peerNode) ? "fenced: " + fenceReason(peerNode) : "transport closed");
                 out.flush();
                 return;

@@ -283,7 +283,7 @@ public final class ShmTransport extends AbstractTransport {
             }
             reg.segments().forEach((index, f) -> {
                 if (mapped.get(index) == null) {
-                    Segment s = Segment.mapPeer(peerDir.resolve(f));
+                    Segment s = Segment.mapPeer(peer().nodeId(), peerDir.resolve(f));
                     SegmentDescriptor d = s.descriptor();
                     if (d.nodeId() != peer().nodeId() || d.index() != index || d.incarnation() != reg.incarnation()) {
                         s.close(true);

@@ -1,6 +1,7 @@
 package io.membus.core.transport.local;
 
 import io.membus.core.error.DsmException;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.message.Inbox;
 import io.membus.core.message.Outbox;
@@ -66,7 +67,7 @@ public final class LocalTransport extends AbstractTransport {
         }
         String reason = fenceReason(initiator);
         if (reason != null) {
-            throw NodeUnavailableException.notSent(nodeId(), "node " + nodeId() + " fenced this initiator (node "
+            throw NodeFencedException.notSent(nodeId(), "node " + nodeId() + " fenced this initiator (node "
                     + initiator + "): " + reason);
         }
     }
