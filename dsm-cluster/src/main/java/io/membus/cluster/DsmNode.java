@@ -266,7 +266,8 @@ public final class DsmNode implements AutoCloseable {
             this.allocator = a;
         }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
-                cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported);
+                cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,
+                allocator == null ? List.of() : config.heapSegments());
         publish(entry);
         while (!directory.entries().containsKey(config.nodeId())
                 || directory.entries().get(config.nodeId()).incarnation() != incarnation) {
@@ -414,16 +415,62 @@ public final class DsmNode implements AutoCloseable {
 
     /**
      * The global allocator: blocks in any node's heap segments ({@code membus.heap}).
+     * A client ({@link NodeConfig#isClient()}) exports no memory: its allocator, made on
+     * first use, places every block on the memory nodes (round robin by default; by key or
+     * on a named memory node when asked), in the heap segments their directory entries name.
      *
-     * @throws DsmConfigException when this node has no heap segments configured
+     * @throws DsmConfigException when this memory node has no heap segments configured
+     * @throws io.membus.alloc.PlacementException when this is a client and no live memory
+     *                            node exports a heap yet (start one, or wait for it and retry)
      */
     public GlobalAllocator allocator() {
         GlobalAllocator a = allocator;
         if (a == null) {
+            if (config.isClient()) {
+                return clientAllocator();
+            }
             throw new DsmConfigException("membus.heap.segments", "[]", "the indexes of the segments to format as"
                     + " allocator heaps, e.g. [0] (the same on every node): node " + config.nodeId()
                     + " runs no allocator");
         }
+        return a;
+    }
+
+    /** A client's allocator, made once the directory shows a memory node with a heap; it formats nothing. */
+    private synchronized GlobalAllocator clientAllocator() {
+        GlobalAllocator a = allocator;
+        if (a != null) {
+            return a;
+        }
+        java.util.TreeSet<Integer> heaps = new java.util.TreeSet<>();
+        java.util.TreeSet<Integer> heapNodes = new java.util.TreeSet<>();
+        for (NodeEntry e : directory.entries().values()) {
+            if (!e.heapSegments().isEmpty()) {
+                if (!heaps.isEmpty() && !heaps.equals(new java.util.TreeSet<>(e.heapSegments()))) {
+                    LOG.warn("client {}: memory nodes name different heap segments ({} and node {}: {}); membus.heap"
+                            + ".segments must be the same on every memory node", config.nodeId(), heaps, e.nodeId(),
+                            e.heapSegments());
+                }
+                heaps.addAll(e.heapSegments());
+                heapNodes.add(e.nodeId());
+            }
+        }
+        if (heaps.isEmpty()) {
+            throw new io.membus.alloc.PlacementException("round-robin", config.nodeId(), "node " + config.nodeId()
+                    + " is a client (it exports no memory) and no live member exports an allocator heap yet (members: "
+                    + directory.entries().keySet() + "); start a memory node with membus.heap.segments, or wait for"
+                    + " one (awaitMembers) and try again");
+        }
+        if (closing || downReason != null) {
+            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "node " + config.nodeId() + " is "
+                    + (closing ? "closed" : "down: " + downReason));
+        }
+        a = new GlobalAllocator(memory, AllocatorConfig.builder()
+                .heapSegments(heaps.stream().mapToInt(Integer::intValue).toArray())
+                .defaultPlacement(io.membus.alloc.Placement.roundRobin()).build());
+        LOG.info("client {}: allocator places blocks on the memory nodes {} (heap segments {})", config.nodeId(),
+                heapNodes, heaps);
+        allocator = a;
         return a;
     }
 
