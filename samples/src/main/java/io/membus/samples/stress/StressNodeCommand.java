@@ -110,7 +110,8 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         }
         try (DsmNode node = DsmNode.start(NodeConfig.from(ConfigFactory.parseMap(config())))) {
             node.awaitMembers(members == null ? nodes : members, Duration.ofSeconds(timeoutSeconds));
-            answer("READY " + System.nanoTime() + " " + StatusText.statusLine(node.status()));
+            answer("READY " + System.nanoTime() + " " + StatusText.statusLine(node.status())
+                    + (client ? " | client: no memory" : ""));
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             String line;
             while ((line = in.readLine()) != null) {
