@@ -65,7 +65,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p><b>Note:</b> thread-safe. Everything {@link #start} sets up (transport, remote
  * memory, allocator) is published through volatile fields before {@code start} returns,
- * so any thread that receives the node sees it whole; {@link #downReason()} is a volatile
+ * so any thread that receives the node sees it whole (a client's allocator is made on first
+ * use, under the node's lock, and published by the same volatile field); {@link #downReason()} is a volatile
  * read of what the cluster agent's thread wrote. {@link #close()} may be called from any
  * thread, any number of times: the first call leaves the cluster gracefully (bounded),
  * then closes the transport and its segments; the others return once that is done.
@@ -461,9 +462,9 @@ public final class DsmNode implements AutoCloseable {
                     + directory.entries().keySet() + "); start a memory node with membus.heap.segments, or wait for"
                     + " one (awaitMembers) and try again");
         }
-        if (closing || downReason != null) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "node " + config.nodeId() + " is "
-                    + (closing ? "closed" : "down: " + downReason));
+        if (closing || downReason != null) { // shutdown reads the allocator under this lock after setting closing
+            throw new io.membus.core.error.NodeUnavailableException(config.nodeId(), closing ? "this node is closed"
+                    : "this node is down: " + downReason);
         }
         a = new GlobalAllocator(memory, AllocatorConfig.builder()
                 .heapSegments(heaps.stream().mapToInt(Integer::intValue).toArray())
@@ -631,7 +632,10 @@ public final class DsmNode implements AutoCloseable {
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(15);
 
     private void shutdown(Duration wait) {
-        GlobalAllocator a = allocator;
+        GlobalAllocator a;
+        synchronized (this) { // a client's allocator is made under this lock, never once closing is set
+            a = allocator;
+        }
         if (a != null && downReason == null) {
             try {
                 a.close(); // returns cached blocks to remote free lists: while the peers are still members
