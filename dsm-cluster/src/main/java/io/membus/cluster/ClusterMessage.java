@@ -18,12 +18,21 @@ public sealed interface ClusterMessage {
     /**
      * One node's directory entry, replicated with Distributed Data under its node id:
      * where its Pekko member is (address and uid, to tell incarnations apart), where its
-     * transport listens, and what it exports.
+     * transport listens, what it exports, and which of its segments are allocator heaps
+     * ({@code heapSegments}, so a client, which has none, learns where it may place blocks).
      */
     record NodeEntry(int nodeId, long incarnation, String memberAddress, long memberUid, String transport,
-                     String transportAddress, List<SegmentDescriptor> segments) implements ClusterMessage {
+                     String transportAddress, List<SegmentDescriptor> segments, List<Integer> heapSegments)
+            implements ClusterMessage {
         public NodeEntry {
             segments = List.copyOf(segments);
+            heapSegments = List.copyOf(heapSegments);
+        }
+
+        /** An entry whose node runs no heap. */
+        public NodeEntry(int nodeId, long incarnation, String memberAddress, long memberUid, String transport,
+                         String transportAddress, List<SegmentDescriptor> segments) {
+            this(nodeId, incarnation, memberAddress, memberUid, transport, transportAddress, segments, List.of());
         }
 
         public PeerInfo peer() {

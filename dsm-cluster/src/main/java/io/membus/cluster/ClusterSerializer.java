@@ -233,6 +233,10 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             out.writeByte(d.flags());
             out.writeLong(d.remoteKey());
         }
+        out.writeInt(e.heapSegments().size());
+        for (int index : e.heapSegments()) {
+            out.writeShort(index);
+        }
     }
 
     private static NodeEntry readEntry(DataInputStream in) throws IOException {
@@ -248,7 +252,17 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             segments.add(new SegmentDescriptor(node, incarnation, in.readShort(), in.readLong(), in.readByte(),
                     in.readLong()));
         }
-        return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments);
+        int h = count(in);
+        List<Integer> heaps = new ArrayList<>(h);
+        for (int i = 0; i < h; i++) {
+            int index = in.readShort();
+            if (index < 0 || index > io.membus.core.RemotePtr.MAX_SEGMENT_INDEX) {
+                throw new IOException("heap segment index out of range: index=" + index + ", allowed=0.."
+                        + io.membus.core.RemotePtr.MAX_SEGMENT_INDEX);
+            }
+            heaps.add(index);
+        }
+        return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments, heaps);
     }
 
     private static void writeHeapRow(DataOutputStream out, HeapUsage.SegmentUsage h) throws IOException {

@@ -69,7 +69,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p><b>Note:</b> thread-safe. Everything {@link #start} sets up (transport, remote
  * memory, allocator) is published through volatile fields before {@code start} returns,
- * so any thread that receives the node sees it whole; {@link #downReason()} is a volatile
+ * so any thread that receives the node sees it whole (a client's allocator is made on first
+ * use, under the node's lock, and published by the same volatile field); {@link #downReason()} is a volatile
  * read of what the cluster agent's thread wrote. {@link #close()} may be called from any
  * thread, any number of times: the first call leaves the cluster gracefully (bounded),
  * then closes the transport and its segments; the others return once that is done.
@@ -284,7 +285,8 @@ public final class DsmNode implements AutoCloseable {
             this.allocator = a;
         }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
-                cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported);
+                cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,
+                allocator == null ? List.of() : config.heapSegments());
         publish(entry);
         while (!directory.entries().containsKey(config.nodeId())
                 || directory.entries().get(config.nodeId()).incarnation() != incarnation) {
@@ -438,17 +440,63 @@ public final class DsmNode implements AutoCloseable {
 
     /**
      * The global allocator: blocks in any node's heap segments ({@code membus.heap}).
+     * A client ({@link NodeConfig#isClient()}) exports no memory: its allocator, made on
+     * first use, places every block on the memory nodes (round robin by default; by key or
+     * on a named memory node when asked), in the heap segments their directory entries name.
      *
-     * @throws DsmConfigException when this node has no heap segments configured
+     * @throws DsmConfigException when this memory node has no heap segments configured
+     * @throws io.membus.alloc.PlacementException when this is a client and no live memory
+     *                            node exports a heap yet (start one, or wait for it and retry)
      */
     public GlobalAllocator allocator() {
         checkOpen();
         GlobalAllocator a = allocator;
         if (a == null) {
+            if (config.isClient()) {
+                return clientAllocator();
+            }
             throw new DsmConfigException("membus.heap.segments", "[]", "the indexes of the segments to format as"
                     + " allocator heaps, e.g. [0] (the same on every node): node " + config.nodeId()
                     + " runs no allocator");
         }
+        return a;
+    }
+
+    /** A client's allocator, made once the directory shows a memory node with a heap; it formats nothing. */
+    private synchronized GlobalAllocator clientAllocator() {
+        GlobalAllocator a = allocator;
+        if (a != null) {
+            return a;
+        }
+        java.util.TreeSet<Integer> heaps = new java.util.TreeSet<>();
+        java.util.TreeSet<Integer> heapNodes = new java.util.TreeSet<>();
+        for (NodeEntry e : directory.entries().values()) {
+            if (!e.heapSegments().isEmpty()) {
+                if (!heaps.isEmpty() && !heaps.equals(new java.util.TreeSet<>(e.heapSegments()))) {
+                    LOG.warn("client {}: memory nodes name different heap segments ({} and node {}: {}); membus.heap"
+                            + ".segments must be the same on every memory node", config.nodeId(), heaps, e.nodeId(),
+                            e.heapSegments());
+                }
+                heaps.addAll(e.heapSegments());
+                heapNodes.add(e.nodeId());
+            }
+        }
+        if (heaps.isEmpty()) {
+            throw new io.membus.alloc.PlacementException("round-robin", config.nodeId(), "node " + config.nodeId()
+                    + " is a client (it exports no memory) and no live member exports an allocator heap yet (members: "
+                    + directory.entries().keySet() + "); start a memory node with membus.heap.segments, or wait for"
+                    + " one (awaitMembers) and try again");
+        }
+        if (closing || downReason != null) { // shutdown reads the allocator under this lock after setting closing
+            throw new io.membus.core.error.NodeUnavailableException(config.nodeId(), closing ? "this node is closed"
+                    : "this node is down: " + downReason);
+        }
+        a = new GlobalAllocator(memory, AllocatorConfig.builder()
+                .heapSegments(heaps.stream().mapToInt(Integer::intValue).toArray())
+                .defaultPlacement(io.membus.alloc.Placement.roundRobin()).build());
+        LOG.info("client {}: allocator places blocks on the memory nodes {} (heap segments {})", config.nodeId(),
+                heapNodes, heaps);
+        allocator = a;
         return a;
     }
 
@@ -630,7 +678,10 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private void shutdown(Duration wait) {
-        GlobalAllocator a = allocator;
+        GlobalAllocator a;
+        synchronized (this) { // a client's allocator is made under this lock, never once closing is set
+            a = allocator;
+        }
         if (a != null && downReason == null) {
             try {
                 a.close(); // returns cached blocks to remote free lists: while the peers are still members

@@ -31,7 +31,7 @@ class ClusterSerializerTest {
     private static NodeEntry entry() {
         return new NodeEntry(12, 1795456478715008L, "pekko://membus@127.0.0.1:2551", -5429557790317613636L, "shm",
                 "/dev/shm/membus", List.of(new SegmentDescriptor(12, 1795456478715008L, 0, 65536, Access.ALL, 0x1234_5678_9abc_def0L),
-                new SegmentDescriptor(12, 1795456478715008L, 255, 1L << 40, Access.READ_ONLY, -1L)));
+                new SegmentDescriptor(12, 1795456478715008L, 255, 1L << 40, Access.READ_ONLY, -1L)), List.of(255));
     }
 
     @Test

@@ -191,9 +191,12 @@ public final class CoherentHeap implements AutoCloseable {
         return new RemoteRef<>(this, block, codec, slotCapacity, config.caching());
     }
 
-    /** {@link #create(Codec, Object, Placement)} on this node. */
+    /**
+     * {@link #create(Codec, Object, Placement)} with the allocator's default placement:
+     * this node on a memory node, round robin over the memory nodes on a client.
+     */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial) {
-        return create(codec, initial, Placement.local());
+        return create(codec, initial, allocator.config().defaultPlacement());
     }
 
     /**

@@ -19,8 +19,9 @@ import java.util.stream.Stream;
 
 /**
  * The node processes of one stress run on this machine: one {@link NodeProcess} per
- * node id, each with a fixed Pekko port and every node a seed (so that any node,
- * node 1 included, can be killed and started again into the same cluster). Segment
+ * node id, each with a fixed Pekko port and every memory node a seed (so that any node,
+ * node 1 included, can be killed and started again into the same cluster). Memory nodes
+ * are ids {@code 1..nodes}; client nodes (no memory, never seeds) follow them. Segment
  * files live in one directory of the run under {@code /dev/shm}, removed by
  * {@link #close()}; a shutdown hook (Ctrl-C) kills the processes by pid and removes it
  * too.
@@ -34,6 +35,7 @@ final class StressCluster implements AutoCloseable {
 
     private final String transport;
     private final int nodes;
+    private final int members;
     private final int timeoutSeconds;
     private final int operationTimeoutMillis;
     private final Path runDir;
@@ -53,10 +55,11 @@ final class StressCluster implements AutoCloseable {
         void started(int nodeId, NodeProcess process, int life) throws Exception;
     }
 
-    StressCluster(String transport, int nodes, int timeoutSeconds, int operationTimeoutMillis, PrintStream log)
-            throws IOException {
+    StressCluster(String transport, int nodes, int clientNodes, int timeoutSeconds, int operationTimeoutMillis,
+                  PrintStream log) throws IOException {
         this.transport = transport;
         this.nodes = nodes;
+        this.members = nodes + clientNodes;
         this.timeoutSeconds = timeoutSeconds;
         this.operationTimeoutMillis = operationTimeoutMillis;
         this.log = log;
@@ -74,12 +77,12 @@ final class StressCluster implements AutoCloseable {
             }
             default -> throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp");
         }
-        this.ports = new int[nodes + 1];
-        for (int id = 1; id <= nodes; id++) {
+        this.ports = new int[members + 1];
+        for (int id = 1; id <= members; id++) {
             ports[id] = freePort();
         }
-        this.processes = new NodeProcess[nodes + 1];
-        this.lives = new int[nodes + 1];
+        this.processes = new NodeProcess[members + 1];
+        this.lives = new int[members + 1];
         this.hook = new Thread(this::close, "membus-stress-cleanup");
         Runtime.getRuntime().addShutdownHook(hook);
     }
@@ -88,17 +91,27 @@ final class StressCluster implements AutoCloseable {
         return runDir;
     }
 
+    /** The memory nodes: ids 1..nodes. */
     int nodes() {
         return nodes;
     }
 
+    /** Every node process, memory nodes and clients: ids 1..members. */
+    int members() {
+        return members;
+    }
+
+    boolean isClient(int id) {
+        return id > nodes;
+    }
+
     /** Starts every node and waits for each to join; returns their status lines. */
     List<String> start(long deadline) throws Exception {
-        for (int id = 1; id <= nodes; id++) {
+        for (int id = 1; id <= members; id++) {
             launch(id);
         }
         List<String> ready = new ArrayList<>();
-        for (int id = 1; id <= nodes; id++) {
+        for (int id = 1; id <= members; id++) {
             ready.add(awaitReady(id, deadline));
         }
         return ready;
@@ -112,7 +125,7 @@ final class StressCluster implements AutoCloseable {
         for (int s = 1; s <= nodes; s++) {
             seeds.add("127.0.0.1:" + ports[s]);
         }
-        if (processes[id] != null) {
+        if (processes[id] != null && !isClient(id)) {
             // started again: only the first seed may start a cluster on its own, and a node coming back
             // must join the running one (whose members may not answer it until they drop its old
             // incarnation), never found an island of its own; so it lists itself last
@@ -121,10 +134,14 @@ final class StressCluster implements AutoCloseable {
         }
         List<String> args = new ArrayList<>(List.of("stress-node", "--transport", transport,
                 "--node-id", Integer.toString(id), "--nodes", Integer.toString(nodes),
+                "--members", Integer.toString(members),
                 "--port", Integer.toString(ports[id]), "--seeds", String.join(",", seeds),
                 "--data-dir", runDir.resolve("data").toString(),
                 "--operation-timeout-ms", Integer.toString(operationTimeoutMillis),
                 "--timeout", Integer.toString(timeoutSeconds)));
+        if (isClient(id)) {
+            args.add("--client");
+        }
         properties.forEach((k, v) -> {
             args.add("--property");
             args.add(k + "=" + v);
@@ -192,7 +209,7 @@ final class StressCluster implements AutoCloseable {
     /** The nodes as the test kit's process nemeses see them: kill -9, and restart until rejoined and running. */
     List<io.membus.test.nemesis.NodeProcess> kitProcesses() {
         List<io.membus.test.nemesis.NodeProcess> all = new ArrayList<>();
-        for (int id = 1; id <= nodes; id++) {
+        for (int id = 1; id <= members; id++) {
             int nodeId = id;
             all.add(new io.membus.test.nemesis.NodeProcess() {
                 @Override
