@@ -72,7 +72,12 @@ class MembershipSecurityTest {
                 "pekko.cluster.retry-unsuccessful-join-after", "500ms",
                 "pekko.loglevel", "ERROR",
                 "pekko.coordinated-shutdown.run-by-jvm-shutdown-hook", "off",
-                "pekko.cluster.jmx.enabled", "off")).withFallback(ConfigFactory.load()));
+                "pekko.cluster.jmx.enabled", "off")).withFallback(ConfigFactory.parseMap(Map.of(
+                // what the seed checks on a join (configuration compatibility): public knowledge
+                "pekko.cluster.downing-provider-class", "org.apache.pekko.cluster.sbr.SplitBrainResolverProvider",
+                "pekko.cluster.split-brain-resolver.active-strategy", "keep-majority",
+                "pekko.cluster.split-brain-resolver.keep-majority.role", "membus-node")))
+                .withFallback(ConfigFactory.load()));
         strangers.add(s);
         return s;
     }
