@@ -170,8 +170,8 @@ final class MembershipTls {
                     LOG.warn("{} (said once per actor system {})", text, systemName);
                 }
             } else if (!loggedServerRefusal.getAndSet(true)) {
-                LOG.warn("{}: refused (said once per actor system {})", text.replace("with " + peer, "of " + peer),
-                        systemName);
+                LOG.warn("refused {} at the membership port: its certificate was not made with this node's cluster"
+                        + " secret (a node with a wrong membus.secret?; said once per actor system {})", peer, systemName);
             }
         }
 
