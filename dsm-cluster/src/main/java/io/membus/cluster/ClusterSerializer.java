@@ -64,6 +64,8 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             return "S";
         } else if (o instanceof MemberRow) {
             return "M";
+        } else if (o instanceof ClusterMessage.NameBinding) {
+            return "P";
         }
         throw new IllegalArgumentException("not a membus cluster message: " + o.getClass().getName());
     }
@@ -77,11 +79,21 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             } else if (o instanceof Bind b) {
                 out.writeUTF(b.name());
                 out.writeLong(b.ptr());
+                out.writeLong(b.macHi());
+                out.writeLong(b.macLo());
             } else if (o instanceof Unbind u) {
                 out.writeUTF(u.name());
+                out.writeLong(u.macHi());
+                out.writeLong(u.macLo());
+            } else if (o instanceof ClusterMessage.NameBinding b) {
+                out.writeLong(b.ptr());
+                out.writeLong(b.macHi());
+                out.writeLong(b.macLo());
             } else if (o instanceof NameReply r) {
                 out.writeLong(r.ptr());
                 out.writeUTF(r.error());
+                out.writeLong(r.macHi());
+                out.writeLong(r.macLo());
             } else if (o instanceof StatusRequest) {
                 out.writeByte(0);
             } else if (o instanceof StatusReply s) {
@@ -132,9 +144,10 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
             Object o = switch (manifest) {
                 case "E" -> readEntry(in);
-                case "B" -> new Bind(in.readUTF(), in.readLong());
-                case "U" -> new Unbind(in.readUTF());
-                case "N" -> new NameReply(in.readLong(), in.readUTF());
+                case "B" -> new Bind(in.readUTF(), in.readLong(), in.readLong(), in.readLong());
+                case "U" -> new Unbind(in.readUTF(), in.readLong(), in.readLong());
+                case "P" -> new ClusterMessage.NameBinding(in.readLong(), in.readLong(), in.readLong());
+                case "N" -> new NameReply(in.readLong(), in.readUTF(), in.readLong(), in.readLong());
                 case "Q" -> {
                     in.readByte();
                     yield new StatusRequest();
@@ -220,6 +233,23 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
     }
 
     private static void writeEntry(DataOutputStream out, NodeEntry e) throws IOException {
+        writeEntryFields(out, e);
+        out.writeLong(e.macHi());
+        out.writeLong(e.macLo());
+    }
+
+    /** The bytes of an entry's fields without its tag: what {@link ClusterMacs#entry} authenticates. */
+    static byte[] entryBytes(NodeEntry e) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64);
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            writeEntryFields(out, e);
+        } catch (IOException x) {
+            throw new UncheckedIOException(x);
+        }
+        return bytes.toByteArray();
+    }
+
+    private static void writeEntryFields(DataOutputStream out, NodeEntry e) throws IOException {
         out.writeInt(e.nodeId());
         out.writeLong(e.incarnation());
         out.writeUTF(e.memberAddress());
@@ -262,7 +292,8 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             }
             heaps.add(index);
         }
-        return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments, heaps);
+        return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments, heaps, in.readLong(),
+                in.readLong());
     }
 
     private static void writeHeapRow(DataOutputStream out, HeapUsage.SegmentUsage h) throws IOException {

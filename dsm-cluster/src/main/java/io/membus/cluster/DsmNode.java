@@ -11,6 +11,7 @@ import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.NameRegistry;
 import io.membus.core.directory.SegmentDirectory;
+import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
@@ -84,6 +85,8 @@ public final class DsmNode implements AutoCloseable {
             statusSections = new java.util.concurrent.ConcurrentSkipListMap<>();
     private final long incarnation;
     private final ActorSystem system;
+    /** Artery's TLS engines when membership is authenticated by the cluster secret; else {@code null}. */
+    private final MembershipTls.Provider membershipTls;
     private final Cluster cluster;
     private final ClusterDirectory directory = new ClusterDirectory();
     private final AtomicReference<Map<String, Long>> nameSnapshot = new AtomicReference<>(Map.of());
@@ -91,6 +94,8 @@ public final class DsmNode implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicBoolean transportClosed = new java.util.concurrent.atomic.AtomicBoolean();
     private final ClusterNames names;
     private final ClusterFacts facts;
+    /** Tags of the directory entry and name bindings, under the cluster secret. */
+    private final ClusterMacs macs;
     private volatile RemoteMemory memory;
     private volatile io.membus.core.message.Messaging messaging;
     private volatile GlobalAllocator allocator;
@@ -106,39 +111,35 @@ public final class DsmNode implements AutoCloseable {
 
     private DsmNode(NodeConfig config) {
         this.config = config;
+        this.macs = new ClusterMacs(config.clusterSecret());
         this.incarnation = System.currentTimeMillis() * 1000 + (System.nanoTime() & 0x3ff);
-        this.system = ActorSystem.create(config.clusterName(), pekkoConfig(config));
-        if (!config.tls().enabled()) {
-            // said once per start; at INFO on loopback, where only this machine can reach the port
-            String text = "membership traffic of node {} (Pekko Artery on {}:{}) is neither encrypted nor"
-                    + " authenticated: anyone who reaches that port can join the cluster. Set membus.tls"
-                    + " (docs/cluster.md, \"Membership over TLS\") on a network you do not trust.";
-            if (isLoopback(config.host())) {
-                LOG.info(text, config.nodeId(), config.host(), config.port());
-            } else {
-                LOG.warn(text, config.nodeId(), config.host(), config.port());
-            }
+        this.membershipTls = config.membership() == NodeConfig.Membership.SECRET_TLS
+                ? MembershipTls.provider(config.clusterSecret(), config.clusterName() + "/node-" + config.nodeId()) : null;
+        this.system = PekkoSettings.system(config.clusterName(), pekkoConfig(config), membershipTls);
+        switch (config.membership()) {
+            case SECRET_TLS -> LOG.info("membership of node {} (Pekko Artery on {}:{}): mutual TLS with credentials made"
+                    + " from the cluster secret ({})", config.nodeId(), config.host(), config.port(),
+                    config.clusterSecret().source());
+            case TLS_STORES -> LOG.info("membership of node {} (Pekko Artery on {}:{}): mutual TLS with the certificates"
+                    + " of membus.tls", config.nodeId(), config.host(), config.port());
+            case OFF -> LOG.warn("membership traffic of node {} (Pekko Artery on {}:{}) is neither encrypted nor"
+                    + " authenticated (membus.security.authenticate = off): anyone who reaches that port can join"
+                    + " the cluster, be counted in its majority and down members (docs/security.md)",
+                    config.nodeId(), config.host(), config.port());
+            default -> throw new IllegalStateException("unknown membership mode " + config.membership());
         }
         try {
             this.cluster = Cluster.get(system);
             ActorRef replicator = DistributedData.get(system).replicator();
-            this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
+            this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout(), macs);
             this.facts = new ClusterFacts(cluster, replicator, DistributedData.get(system).selfUniqueAddress(),
                     config.nodeId(), config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
-                    config.operationTimeout(), this::heapUsage, this::statusSections), ClusterAgent.NAME);
+                    config.operationTimeout(), this::heapUsage, this::statusSections, macs), ClusterAgent.NAME);
         } catch (RuntimeException | Error e) {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
             terminate(system, Duration.ofSeconds(5));
             throw e;
-        }
-    }
-
-    private static boolean isLoopback(String host) {
-        try {
-            return java.net.InetAddress.getByName(host).isLoopbackAddress();
-        } catch (java.net.UnknownHostException e) {
-            return false;
         }
     }
 
@@ -236,10 +237,16 @@ public final class DsmNode implements AutoCloseable {
         try {
             up.get(left(deadline), TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
+            String refused = membershipTls == null ? null : membershipTls.lastRefusal();
+            if (refused != null) {
+                throw new AuthenticationException("seed-nodes=" + config.seedNodes(), "could not join the cluster:"
+                        + " node=" + config.nodeId() + ", waited=" + config.startTimeout().toMillis() + "ms, " + refused
+                        + " (membus.secret, or the content of membus.secret-file; docs/security.md)");
+            }
             throw new DsmTimeoutException("join the cluster (could not join the cluster: seed-nodes="
                     + config.seedNodes() + ", cluster-name=" + config.clusterName() + ")", config.nodeId(),
                     config.startTimeout(), "check that a seed node runs, is reachable from " + config.host()
-                    + " and uses the same cluster-name (membus.start-timeout bounds the wait)");
+                    + ", uses the same cluster-name and the same cluster secret (membus.start-timeout bounds the wait)");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // the caller's: kept, not swallowed
             throw DsmException.internal("interrupted while joining the cluster: node="
@@ -287,6 +294,7 @@ public final class DsmNode implements AutoCloseable {
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
                 cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,
                 allocator == null ? List.of() : config.heapSegments());
+        entry = entry.withMac(macs.entry(entry));
         publish(entry);
         while (!directory.entries().containsKey(config.nodeId())
                 || directory.entries().get(config.nodeId()).incarnation() != incarnation) {
@@ -603,6 +611,11 @@ public final class DsmNode implements AutoCloseable {
             throw new UnknownSegmentException(io.membus.core.RemotePtr.pack(config.nodeId(), index, 0), 0);
         }
         return s;
+    }
+
+    /** The node's actor system (tests look at membership through it). */
+    ActorSystem actorSystem() {
+        return system;
     }
 
     /** The Pekko address of this node's member, {@code pekko://name@host:port}. */

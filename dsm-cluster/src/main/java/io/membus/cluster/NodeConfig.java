@@ -45,6 +45,8 @@ public final class NodeConfig {
     private final int port;
     private final List<String> seedNodes;
     private final String secret;
+    private final ClusterSecret clusterSecret;
+    private final boolean authenticate;
     private final String transport;
     /** The {@code membus.transports} subtree as the user set it, with host and secret derived. */
     private final Config transports;
@@ -94,7 +96,9 @@ public final class NodeConfig {
         } catch (ConfigException.WrongType e) {
             throw bad("seed-nodes", m.getValue("seed-nodes").render(), "a list of \"host:port\" strings", e);
         }
-        this.secret = string(m, "secret");
+        this.clusterSecret = ClusterSecret.resolve(string(m, "secret"), string(m, "secret-file"));
+        this.secret = clusterSecret.value();
+        this.authenticate = bool(m, "security.authenticate");
         this.transport = string(m, "transport");
         List<String> found = Transports.providers().stream().map(TransportProvider::name).sorted().toList();
         if (!found.contains(transport)) {
@@ -110,8 +114,9 @@ public final class NodeConfig {
             derived.put(section + ".host", "membus.host");
             userTransports = userTransports.withValue(section + ".host", ConfigValueFactory.fromAnyRef(host));
         }
-        if (!secret.isEmpty() && reference.hasPath(section + ".secret") && !userTransports.hasPath(section + ".secret")) {
-            derived.put(section + ".secret", "membus.secret");
+        if (reference.hasPath(section + ".secret") && !userTransports.hasPath(section + ".secret")) {
+            derived.put(section + ".secret", clusterSecret.source().equals("membus.secret") ? "membus.secret"
+                    : "membus.secret-file");
             userTransports = userTransports.withValue(section + ".secret", ConfigValueFactory.fromAnyRef(secret));
         }
         this.transports = userTransports;
@@ -390,9 +395,41 @@ public final class NodeConfig {
         return List.copyOf(seedNodes);
     }
 
-    /** The cluster secret; empty when none is set. Never printed. */
+    /**
+     * The cluster secret: {@code membus.secret}, or when that is empty the content of
+     * {@code membus.secret-file} (made on first use). Never printed.
+     */
     public String secret() {
         return secret;
+    }
+
+    /** The cluster secret and where it came from (for logs), with its derived keys. */
+    ClusterSecret clusterSecret() {
+        return clusterSecret;
+    }
+
+    /**
+     * {@code membus.security.authenticate}: whether membership runs over TLS with
+     * credentials made from the cluster secret (when {@code membus.tls} brings no
+     * certificates of its own). Turning it off is logged at WARN at every start.
+     */
+    public boolean authenticate() {
+        return authenticate;
+    }
+
+    /** How membership traffic is protected, as configured. */
+    public Membership membership() {
+        return tls.enabled() ? Membership.TLS_STORES : authenticate ? Membership.SECRET_TLS : Membership.OFF;
+    }
+
+    /** How membership (Pekko Artery) traffic is protected. */
+    public enum Membership {
+        /** Mutual TLS with credentials made from the cluster secret (the default). */
+        SECRET_TLS,
+        /** Mutual TLS with the certificates of {@code membus.tls} (the user's own PKI). */
+        TLS_STORES,
+        /** Neither encrypted nor authenticated ({@code membus.security.authenticate = off}). */
+        OFF
     }
 
     public String transport() {

@@ -2,6 +2,10 @@ package io.membus.cluster;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.actor.BootstrapSetup;
+import org.apache.pekko.actor.setup.ActorSystemSetup;
+import org.apache.pekko.remote.artery.tcp.SSLEngineProviderSetup;
 
 import java.time.Duration;
 import java.util.HashMap;
@@ -31,6 +35,9 @@ final class PekkoSettings {
                 ClusterAgent.ID_ROLE_PREFIX + c.nodeId()));
         identity.put("pekko.cluster.seed-nodes", List.of());
         identity.putAll(c.tls().arterySettings());
+        if (c.membership() == NodeConfig.Membership.SECRET_TLS) {
+            identity.putAll(MembershipTls.arterySettings());
+        }
         Map<String, Object> tuning = new HashMap<>();
         tuning.put("pekko.loggers", List.of("org.apache.pekko.event.slf4j.Slf4jLogger"));
         tuning.put("pekko.logging-filter", "org.apache.pekko.event.slf4j.Slf4jLoggingFilter");
@@ -61,6 +68,18 @@ final class PekkoSettings {
                 .withFallback(user)
                 .withFallback(ConfigFactory.parseMap(tuning))
                 .withFallback(ConfigFactory.load(PekkoSettings.class.getClassLoader()));
+    }
+
+    /**
+     * An actor system whose Artery gets its TLS engines from {@code tls} (credentials made
+     * from the cluster secret, in memory) when it is not null; otherwise as its config says.
+     */
+    static ActorSystem system(String name, Config pekko, MembershipTls.Provider tls) {
+        if (tls == null) {
+            return ActorSystem.create(name, pekko);
+        }
+        return ActorSystem.create(name, ActorSystemSetup.create(BootstrapSetup.create(pekko),
+                SSLEngineProviderSetup.create(system -> tls)));
     }
 
     private static String ms(Duration d) {

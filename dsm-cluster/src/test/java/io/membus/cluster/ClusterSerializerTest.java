@@ -36,8 +36,10 @@ class ClusterSerializerTest {
 
     @Test
     void everyMessageSurvivesARoundTrip() throws Exception {
-        List<Object> all = List.of(entry(), new Bind("queue/é", 0x0001_0200_0000_0040L), new Unbind("x"),
-                new NameReply(5, ""), new NameReply(0, "no majority"), new StatusRequest(),
+        List<Object> all = List.of(entry(), entry().withMac(new ClusterMacs.Tag(-1L, 0x0123_4567_89ab_cdefL)),
+                new Bind("queue/é", 0x0001_0200_0000_0040L, 7, -8), new Unbind("x", -1, 1),
+                new ClusterMessage.NameBinding(0x0001_0200_0000_0040L, Long.MIN_VALUE, 3),
+                new NameReply(5, "", 9, -9), new NameReply(0, "no majority"), new StatusRequest(),
                 new StatusReply(3, "pekko://membus@h:1", List.of(new MemberRow("pekko://membus@h:1", "Up", true, 12, entry()),
                         new MemberRow("pekko://membus@h:2", "Joining", false, 0, null)), 4,
                         List.of(new HeapUsage.SegmentUsage(1, 1, 65536, 100, 87, 12, 1, 300, 20, 1, Map.of(1, 12, 3, 1),

@@ -77,7 +77,11 @@ class NodeAndStatusCommandTest {
                 assertTrue(System.nanoTime() < deadline, "node 5 did not join");
                 Thread.sleep(50);
             }
-            Run status = run("status", "--seed", "127.0.0.1:" + seed, "--cluster-name", "cli-test");
+            // membership is authenticated by the cluster secret: a query without it gets no answer ...
+            Run stranger = run("status", "--seed", "127.0.0.1:" + seed, "--cluster-name", "cli-test", "--timeout", "2");
+            assertEquals(1, stranger.code(), stranger.out());
+            // ... and one with a node's config (its secret) does
+            Run status = run("status", "--seed", "127.0.0.1:" + seed, "--config", conf.toString());
             assertEquals(0, status.code(), status.err());
             assertTrue(status.out().contains("2 members (2 Up), 2 segments, 2.0 MiB exported"), status.out());
             assertTrue(status.out().matches("(?s).*\\n5 +pekko://cli-test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"),

@@ -8,10 +8,8 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -115,11 +113,10 @@ public final class DemoCommand implements Callable<Integer> {
                     where = "as separate processes over shm (" + shmDir + ")";
                 }
                 case "tcp" -> {
-                    byte[] secret = new byte[16];
-                    new SecureRandom().nextBytes(secret);
+                    // no secret here: every node uses this user's cluster secret file (membus.secret-file, made on
+                    // first use) for membership and tcp alike, so `membus status` reaches a --hold cluster as it is
                     props.put("tcp.host", "127.0.0.1");
                     props.put("tcp.port", "0");
-                    props.put("tcp.secret", HexFormat.of().formatHex(secret));
                     where = "as separate processes over tcp (127.0.0.1)";
                 }
                 default -> throw new IllegalArgumentException("unknown transport: --transport " + transport

@@ -66,14 +66,15 @@ final class StressCluster implements AutoCloseable {
         Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
         this.runDir = root.resolve("membus-stress-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
         Files.createDirectories(runDir.resolve("data"));
+        // a cluster secret of this run's own (membership TLS, and tcp's peers), in the environment, never on the command line
+        byte[] secret = new byte[16];
+        new SecureRandom().nextBytes(secret);
+        env.put(StressNodeCommand.SECRET_ENV, HexFormat.of().formatHex(secret));
         switch (transport) {
             case "shm" -> properties.put("shm.dir", runDir.toString());
             case "tcp" -> {
-                byte[] secret = new byte[16];
-                new SecureRandom().nextBytes(secret);
                 properties.put("tcp.host", "127.0.0.1");
                 properties.put("tcp.port", "0");
-                env.put(StressNodeCommand.SECRET_ENV, "tcp.secret=" + HexFormat.of().formatHex(secret));
             }
             default -> throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp");
         }

@@ -64,6 +64,7 @@ import java.util.concurrent.locks.LockSupport;
 public final class StressNodeCommand implements java.util.concurrent.Callable<Integer> {
 
     static final String CLUSTER_NAME = "membus-stress";
+    /** The run's cluster secret (membus.secret), passed in the environment, not on the command line. */
     static final String SECRET_ENV = "MEMBUS_STRESS_SECRET";
 
     @Option(names = "--transport", required = true)
@@ -104,10 +105,6 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
 
     @Override
     public Integer call() throws Exception {
-        String secret = System.getenv(SECRET_ENV);
-        if (secret != null && secret.indexOf('=') > 0) {
-            properties.put(secret.substring(0, secret.indexOf('=')), secret.substring(secret.indexOf('=') + 1));
-        }
         try (DsmNode node = DsmNode.start(NodeConfig.from(ConfigFactory.parseMap(config())))) {
             node.awaitMembers(members == null ? nodes : members, Duration.ofSeconds(timeoutSeconds));
             answer("READY " + System.nanoTime() + " " + StatusText.statusLine(node.status())
@@ -161,6 +158,10 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         m.put("membus.seed-nodes", seeds);
         m.put("membus.transport", transport);
         properties.forEach((k, v) -> m.put("membus.transports." + k, v)); // e.g. tcp.port: a path under it
+        String secret = System.getenv(SECRET_ENV);
+        if (secret != null && !secret.isEmpty()) {
+            m.put("membus.secret", secret); // the run's cluster secret: membership and the transport
+        }
         m.put("membus.operation-timeout", operationTimeoutMillis + "ms");
         m.put("membus.connect-timeout", "2s");
         m.put("membus.start-timeout", timeoutSeconds + "s");
