@@ -2,6 +2,7 @@ package io.membus.transport.tcp;
 
 import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.DsmException;
+import io.membus.core.OperationDeadline;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
@@ -90,7 +91,8 @@ final class TcpLane implements AutoCloseable {
     static TcpLane open(int index, TcpTransport transport, PeerInfo peer, String host, int port) {
         Socket socket = new Socket();
         TcpLane lane = new TcpLane(index, transport, peer, socket);
-        lane.deadline = System.nanoTime() + transport.settings.connectTimeout.toNanos();
+        // the connect timeout, or the calling operation's deadline if earlier: a verb never waits past it for a lane
+        lane.deadline = OperationDeadline.until(System.nanoTime(), transport.settings.connectTimeout.toNanos());
         LaneReaper.watch(lane);
         try {
             socket.setTcpNoDelay(true);
@@ -224,7 +226,7 @@ final class TcpLane implements AutoCloseable {
         long second = ++nextCorrelation;
         Frame.writeRead(frameBuf, second, ptrB, keyB, lengthB);
         long start = System.nanoTime();
-        long until = start + timeoutNanos;
+        long until = OperationDeadline.until(start, timeoutNanos);
         VerbObserver observer = transport.observer();
         DsmException firstFailure = null;
         boolean firstDone = false;
@@ -274,7 +276,7 @@ final class TcpLane implements AutoCloseable {
         long second = ++nextCorrelation;
         Frame.writeLinkedCas(frameBuf, second, ptrC, keyC, expected, update);
         long start = System.nanoTime();
-        long until = start + timeoutNanos;
+        long until = OperationDeadline.until(start, timeoutNanos);
         VerbObserver observer = transport.observer();
         DsmException writeFailure = null;
         boolean written = false;
@@ -361,7 +363,7 @@ final class TcpLane implements AutoCloseable {
      * target answered in order); any other failure breaks the lane.
      */
     private void exchange(byte opcode) {
-        long d = System.nanoTime() + timeoutNanos;
+        long d = OperationDeadline.until(System.nanoTime(), timeoutNanos);
         transmit(opcode, d);
         answer(opcode, nextCorrelation, d);
     }

@@ -527,7 +527,9 @@ public final class VerbPipeline<V extends Verb> {
                     }
                     settle(v, false);
                 }
-                v.resolve(null, 0, new DsmTimeoutException(Verb.operationName(v.kind), peer, timeout));
+                // a verb that never left (backlog, held, dropped by a fault rule) certainly did not run
+                v.resolve(null, 0, v.sent ? new DsmTimeoutException(Verb.operationName(v.kind), peer, timeout)
+                        : DsmTimeoutException.notSent(Verb.operationName(v.kind), peer, timeout));
                 addDone(v);
                 expireFrom++;
             }
