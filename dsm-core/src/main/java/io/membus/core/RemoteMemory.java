@@ -76,6 +76,11 @@ public final class RemoteMemory {
         return transport;
     }
 
+    /** The deadline of each blocking verb, and of an operation made of verbs ({@link OperationDeadline}). */
+    public Duration operationTimeout() {
+        return operationTimeout;
+    }
+
     public SegmentDirectory directory() {
         return directory;
     }
