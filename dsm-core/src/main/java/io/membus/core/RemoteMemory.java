@@ -41,8 +41,12 @@ import java.util.function.Function;
  * coherent with peers' verbs, and through a loopback connection otherwise.
  *
  * <p>Naming: plain names ({@code read}, {@code compareAndSwap}, ...) block; the
- * {@code *Async} forms return a future. The blocking forms wait at most the
- * operation timeout plus a margin, and rethrow the typed {@link DsmException}.
+ * {@code *Async} forms return a future. A blocking form returns or fails by the
+ * operation timeout from the call — or the calling thread's {@link OperationDeadline},
+ * if earlier — plus {@link OperationDeadline#MARGIN}, and rethrows the typed
+ * {@link DsmException}, whose {@link DsmException#mayHaveRun()} says whether the verb
+ * may have run; a verb whose operation deadline passed before it was issued fails at
+ * once with {@link io.membus.core.error.DsmTimeoutException#notSent}.
  *
  * <p><b>Note:</b> thread-safe; the ordering and visibility rules are those of
  * {@link Verbs}, per target node.
