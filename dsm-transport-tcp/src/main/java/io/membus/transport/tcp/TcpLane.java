@@ -89,15 +89,26 @@ final class TcpLane implements AutoCloseable {
      * @throws DsmException when the peer cannot be reached or refuses the handshake
      */
     static TcpLane open(int index, TcpTransport transport, PeerInfo peer, String host, int port) {
+        return open(index, transport, peer, host, port, new boolean[1]);
+    }
+
+    /**
+     * {@link #open(int, TcpTransport, PeerInfo, String, int)}; {@code reached[0]} is set once
+     * the TCP connection is established (a failure after it is the peer's handshake, not the
+     * port's reachability).
+     */
+    static TcpLane open(int index, TcpTransport transport, PeerInfo peer, String host, int port, boolean[] reached) {
         Socket socket = new Socket();
         TcpLane lane = new TcpLane(index, transport, peer, socket);
-        // the connect timeout, or the calling operation's deadline if earlier: a verb never waits past it for a lane
+        // the connect timeout, or the calling verb's deadline if earlier (OperationDeadline): a verb never waits
+        // past its deadline for a lane
         lane.deadline = OperationDeadline.until(System.nanoTime(), transport.settings.connectTimeout.toNanos());
         LaneReaper.watch(lane);
         try {
             socket.setTcpNoDelay(true);
             socket.setSendBufferSize(4 * MAX_FRAME);
             socket.connect(new InetSocketAddress(host, port)); // blocking; the reaper keeps the connect timeout
+            reached[0] = true;
             lane.in = socket.getInputStream();
             lane.out = socket.getOutputStream();
             lane.handshake();
@@ -107,7 +118,7 @@ final class TcpLane implements AutoCloseable {
             lane.close();
             throw NodeUnavailableException.notSent(peer.nodeId(), "cannot open a blocking lane to " + peer.address()
                     + (lane.expired ? ": no authenticated connection within the connect timeout ("
-                    + transport.settings.connectTimeout.toMillis() + " ms)" : ": " + e), e);
+                    + transport.settings.connectTimeout.toMillis() + " ms) or the verb's deadline" : ": " + e), e);
         } catch (RuntimeException e) {
             lane.close();
             throw e;

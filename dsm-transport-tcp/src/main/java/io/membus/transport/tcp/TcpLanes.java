@@ -329,10 +329,13 @@ final class TcpLanes implements BlockingVerbs {
         TcpLane lane;
         int lanePort = laneServerUnreachable ? 0 : connection.lanePort(); // the peer's lane server, if it runs one
         try {
+            boolean[] reached = new boolean[1];
             try {
-                lane = TcpLane.open(index, transport, peer, host, lanePort > 0 ? lanePort : port);
+                lane = TcpLane.open(index, transport, peer, host, lanePort > 0 ? lanePort : port, reached);
             } catch (NodeUnavailableException e) {
-                if (lanePort <= 0 || OperationDeadline.expired()) {
+                if (lanePort <= 0 || reached[0] || OperationDeadline.expired()) {
+                    // the lane server was reached and did not complete the handshake (a paused or overloaded peer,
+                    // whose node port would do no better), or no time is left
                     throw e;
                 }
                 // the lane port cannot be reached (a firewall that lets only the node's port through?) while
