@@ -6,6 +6,7 @@ import io.membus.alloc.HeapLayout;
 import io.membus.alloc.Placement;
 import io.membus.alloc.UseAfterFreeException;
 import io.membus.codec.Codec;
+import io.membus.core.OperationDeadline;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.Words;
@@ -276,14 +277,29 @@ public final class CoherentHeap implements AutoCloseable {
             if (e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros) {
                 return e.bytes;
             }
-            return fill(ref);
+            long scope = OperationDeadline.enter(config.timeout());
+            try {
+                return fill(ref);
+            } finally {
+                OperationDeadline.exit(scope);
+            }
         }
-        return validatedRead(ref, deadline()).bytes();
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return validatedRead(ref, deadline()).bytes();
+        } finally {
+            OperationDeadline.exit(scope);
+        }
     }
 
     /** The version of the object now (a validated read of its headers). */
     long version(RemoteRef<?> ref) {
-        return ObjectLayout.version(validatedRead(ref, deadline()).header());
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return ObjectLayout.version(validatedRead(ref, deadline()).header());
+        } finally {
+            OperationDeadline.exit(scope);
+        }
     }
 
     private boolean cachingAllowed() {
@@ -496,6 +512,16 @@ public final class CoherentHeap implements AutoCloseable {
     enum WriteStop { NONE, AFTER_LOCK, AFTER_SPARE_SLOT }
 
     Result update(RemoteRef<?> ref, UnaryOperator<byte[]> change, WriteStop stop) {
+        // one deadline for the whole write: every verb of it ends by then (OperationDeadline)
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return updateWithin(ref, change, stop);
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    private Result updateWithin(RemoteRef<?> ref, UnaryOperator<byte[]> change, WriteStop stop) {
         long deadline = deadline();
         long ptr = ref.ptr();
         int attempt = 0;
@@ -660,6 +686,15 @@ public final class CoherentHeap implements AutoCloseable {
      * @throws DsmTimeoutException when the lock cannot be taken within the timeout
      */
     public <R> R exclusive(RemoteRef<?> ref, java.util.function.LongFunction<R> action) {
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return exclusiveWithin(ref, action);
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    private <R> R exclusiveWithin(RemoteRef<?> ref, java.util.function.LongFunction<R> action) {
         long deadline = deadline();
         long ptr = ref.ptr();
         int attempt = 0;
@@ -700,8 +735,11 @@ public final class CoherentHeap implements AutoCloseable {
     }
 
     private void release(RemoteRef<?> ref, long mine, long h) {
-        // an interrupted thread must still release (a waiting verb would fail at once): flag off for the CAS
+        // an interrupted thread must still release (a waiting verb would fail at once): flag off for the CAS;
+        // after the operation's deadline too, with a short budget of its own (OperationDeadline.CLEANUP): a lock
+        // left behind costs every other writer the lock timeout
         boolean interrupted = Thread.interrupted();
+        long scope = OperationDeadline.enterCleanup();
         try {
             memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, mine,
                     ObjectLayout.unlocked(ObjectLayout.slot(h), ObjectLayout.version(h) + 1));
@@ -709,6 +747,7 @@ public final class CoherentHeap implements AutoCloseable {
             LOG.warn("could not release the write lock of {} ({}); a survivor recovers it after the lock timeout",
                     RemotePtr.toString(ref.ptr()), e.getMessage());
         } finally {
+            OperationDeadline.exit(scope);
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
@@ -837,7 +876,8 @@ public final class CoherentHeap implements AutoCloseable {
                 if (interrupted) {
                     Thread.currentThread().interrupt();
                 }
-                throw new DsmTimeoutException("write (waiting out the lease of " + RemotePtr.toString(ptr) + ")",
+                // before the write was published (its lock is released by the caller): it did not run
+                throw DsmTimeoutException.notSent("write (waiting out the lease of " + RemotePtr.toString(ptr) + ")",
                         RemotePtr.nodeId(ptr), config.timeout());
             }
             LockSupport.parkNanos(200_000);
@@ -1024,6 +1064,15 @@ public final class CoherentHeap implements AutoCloseable {
 
     /** Frees the object: later reads and writes through any handle fail with UseAfterFreeException. */
     void free(RemoteRef<?> ref) {
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            freeWithin(ref);
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    private void freeWithin(RemoteRef<?> ref) {
         long deadline = deadline();
         int attempt = 0;
         while (true) {
@@ -1223,9 +1272,10 @@ public final class CoherentHeap implements AutoCloseable {
 
     // ------------------------------------------------------------------ helpers
 
+    /** The operation's deadline: its {@link OperationDeadline} scope's (opened at its start), or the timeout from now. */
     private long deadline() {
         checkOpen(); // every operation on a handle starts here
-        return System.nanoTime() + config.timeout().toNanos();
+        return OperationDeadline.until(System.nanoTime(), config.timeout().toNanos());
     }
 
     private static int stripe(long ptr) {
@@ -1249,7 +1299,8 @@ public final class CoherentHeap implements AutoCloseable {
     private void backoff(int attempt, long deadline, String op, long ptr) {
         checkOpen();
         if (System.nanoTime() - deadline > 0) {
-            throw new DsmTimeoutException(op + " of coherent object " + RemotePtr.toString(ptr)
+            // before the operation took effect: nothing of it ran
+            throw DsmTimeoutException.notSent(op + " of coherent object " + RemotePtr.toString(ptr)
                     + " (it kept changing or stayed locked)", RemotePtr.nodeId(ptr), config.timeout());
         }
         if (attempt < 4) {
