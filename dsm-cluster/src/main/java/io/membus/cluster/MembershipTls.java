@@ -67,6 +67,15 @@ final class MembershipTls {
     private static final String PROTOCOL = "TLSv1.3";
     private static final Map<String, Credentials> CACHE = new ConcurrentHashMap<>();
 
+    static {
+        // TLS 1.3 lets a peer half-close: without this, the JDK never answers a close_notify, Artery's TLS
+        // stage waits for one, and a node that stops while others run stalls 10-15 s in its actor-system
+        // termination (docs/security.md). Set before this JVM's first TLS engine; a user's own setting wins.
+        if (System.getProperty("jdk.tls.acknowledgeCloseNotify") == null) {
+            System.setProperty("jdk.tls.acknowledgeCloseNotify", "true");
+        }
+    }
+
     private MembershipTls() {
     }
 
