@@ -603,6 +603,10 @@ public final class DsmNode implements AutoCloseable {
                 LOG.warn("node {}: closing the allocator: {}", config.nodeId(), e.toString());
             }
         }
+        boolean clean = downReason == null;
+        if (clean) {
+            ShutdownLogFilter.leaving(system, true); // the members' closing of connections is no fault
+        }
         try {
             CoordinatedShutdown.get(system).run(CoordinatedShutdown.clusterLeavingReason());
             system.getWhenTerminated().toCompletableFuture().get(wait.toMillis(), TimeUnit.MILLISECONDS);
@@ -614,6 +618,7 @@ public final class DsmNode implements AutoCloseable {
                     e.toString());
             system.terminate();
         } finally {
+            ShutdownLogFilter.leaving(system, false);
             closeTransport();
         }
     }
