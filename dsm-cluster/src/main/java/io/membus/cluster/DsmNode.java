@@ -99,6 +99,8 @@ public final class DsmNode implements AutoCloseable {
     private final io.micrometer.core.instrument.composite.CompositeMeterRegistry meters =
             new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
     private volatile io.membus.core.metrics.VerbMetrics verbMetrics;
+    private volatile PrometheusEndpoint prometheus;
+    private final NodeMeters.MembershipCounts membership = new NodeMeters.MembershipCounts();
 
     private DsmNode(NodeConfig config) {
         this.config = config;
@@ -123,6 +125,7 @@ public final class DsmNode implements AutoCloseable {
                     config.nodeId(), config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
                     config.operationTimeout(), this::heapUsage, this::statusSections), ClusterAgent.NAME);
+            system.actorOf(NodeMeters.Membership.props(membership), "membus-membership-meters");
         } catch (RuntimeException | Error e) {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
             terminate(system, Duration.ofSeconds(5));
@@ -270,6 +273,7 @@ public final class DsmNode implements AutoCloseable {
                     .chunkSize(config.heapChunkSize()).build());
             a.formatLocalSegments();
             this.allocator = a;
+            NodeMeters.bindHeap(meters, a, config.heapSegments());
         }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
                 cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported);
@@ -447,14 +451,11 @@ public final class DsmNode implements AutoCloseable {
     /**
      * Counts the transport's verbs per peer ({@link io.membus.core.metrics.VerbMetrics}): a
      * {@code verbs} section of {@code membus status}, meters in {@link #meterRegistry()},
-     * and JMX MBeans under {@code membus.node<id>} unless {@code membus.metrics.jmx = false}.
+     * and JMX MBeans under {@code membus.node<id>} unless {@code membus.metrics.jmx = false};
+     * the Prometheus endpoint when {@code membus.metrics.prometheus.enabled}; the meters of
+     * the segments and of membership ({@link NodeMeters}).
      */
     private void installMetrics(Transport transport) {
-        if (!(transport instanceof io.membus.core.transport.AbstractTransport t)) {
-            return;
-        }
-        io.membus.core.metrics.VerbMetrics m = new io.membus.core.metrics.VerbMetrics(transport.name());
-        m.inFlight(t::inFlight);
         if (config.metricsJmx()) {
             meters.add(new io.micrometer.jmx.JmxMeterRegistry(new io.micrometer.jmx.JmxConfig() {
                 @Override
@@ -468,6 +469,21 @@ public final class DsmNode implements AutoCloseable {
                 }
             }, io.micrometer.core.instrument.Clock.SYSTEM));
         }
+        if (config.prometheusEnabled()) {
+            PrometheusEndpoint p = new PrometheusEndpoint(config.prometheusHost(), config.prometheusPort(),
+                    config.nodeId());
+            prometheus = p;
+            meters.add(p.registry());
+            LOG.info("node {}: Prometheus metrics at http://{}:{}/metrics", config.nodeId(), config.prometheusHost(),
+                    p.address().getPort());
+        }
+        NodeMeters.bindSegments(meters, transport, config.segmentCount());
+        membership.bind(meters);
+        if (!(transport instanceof io.membus.core.transport.AbstractTransport t)) {
+            return;
+        }
+        io.membus.core.metrics.VerbMetrics m = new io.membus.core.metrics.VerbMetrics(transport.name());
+        m.inFlight(t::inFlight);
         m.bindTo(meters);
         t.observe(m);
         verbMetrics = m;
@@ -481,6 +497,15 @@ public final class DsmNode implements AutoCloseable {
      */
     public io.micrometer.core.instrument.MeterRegistry meterRegistry() {
         return meters;
+    }
+
+    /**
+     * Where the Prometheus scrape endpoint listens ({@code GET /metrics}), or {@code null}
+     * when {@code membus.metrics.prometheus.enabled} is false (or before the transport started).
+     */
+    public java.net.InetSocketAddress prometheusAddress() {
+        PrometheusEndpoint p = prometheus;
+        return p == null ? null : p.address();
     }
 
     /** The transport's verb metrics, or {@code null} before the transport started. */
@@ -635,6 +660,10 @@ public final class DsmNode implements AutoCloseable {
                 t.close();
             } catch (RuntimeException e) {
                 LOG.warn("node {}: closing the transport: {}", config.nodeId(), e.toString());
+            }
+            PrometheusEndpoint p = prometheus;
+            if (p != null) {
+                p.close(); // the port is free once close() returns
             }
             for (io.micrometer.core.instrument.MeterRegistry r : new ArrayList<>(meters.getRegistries())) {
                 meters.remove(r);
