@@ -52,6 +52,7 @@ public final class Membus implements AutoCloseable {
     private final CodecRegistry codecs;
     private volatile DsmCollections collections;
     private volatile CoherentHeap heap;
+    private final FacadeMeters meters;
 
     private Membus(DsmNode node, boolean owned) {
         this(node, owned, Clock.system(), null);
@@ -61,6 +62,7 @@ public final class Membus implements AutoCloseable {
         this.node = node;
         this.owned = owned;
         this.clock = clock;
+        this.meters = new FacadeMeters(node.meterRegistry());
         try {
             this.codecs = MembusCodecs.registry(node, code);
         } catch (RuntimeException | Error e) {
@@ -175,6 +177,8 @@ public final class Membus implements AutoCloseable {
                     h = new CoherentHeap(node.allocator(), node.messaging(), clock,
                             coherenceConfig(node.config().raw(), node.config().operationTimeout()));
                     node.statusSection("coherence", h::status); // membus status shows caching and skew
+                    meters.heap(h);
+                    node.meterMessageChannels(); // the invalidation channel it registered
                     heap = h;
                 }
             }
@@ -268,12 +272,12 @@ public final class Membus implements AutoCloseable {
      * by {@link #codec(Class)}: the same {@code ConcurrentMap} on every node; see {@link DsmMap}.
      */
     public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType) {
-        return collections().map(name, codec(keyType), codec(valueType));
+        return map(name, codec(keyType), codec(valueType));
     }
 
     /** The map named {@code name} with keys and values encoded by these codecs; see {@link DsmMap}. */
     public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec) {
-        return collections().map(name, keyCodec, valueCodec);
+        return meters.map(name, collections().map(name, keyCodec, valueCodec));
     }
 
     @Override

@@ -478,6 +478,7 @@ public final class DsmNode implements AutoCloseable {
                     p.address().getPort());
         }
         NodeMeters.bindSegments(meters, transport, config.segmentCount());
+        NodeMeters.bindChannels(meters, transport);
         membership.bind(meters);
         if (!(transport instanceof io.membus.core.transport.AbstractTransport t)) {
             return;
@@ -495,8 +496,20 @@ public final class DsmNode implements AutoCloseable {
      * {@code membus.metrics.jmx = false}); add a registry of your own to it to export
      * the node's metrics elsewhere. Closed with the node.
      */
-    public io.micrometer.core.instrument.MeterRegistry meterRegistry() {
+    public io.micrometer.core.instrument.composite.CompositeMeterRegistry meterRegistry() {
         return meters;
+    }
+
+    /**
+     * Meters the message channels registered now ({@code membus.channel.*}, docs/metrics.md):
+     * a layer that registers a channel (the coherent heap's invalidations) calls this after.
+     * Idempotent; does nothing before the transport started.
+     */
+    public void meterMessageChannels() {
+        Transport t = transportRef.get();
+        if (t != null && !transportClosed.get()) {
+            NodeMeters.bindChannels(meters, t);
+        }
     }
 
     /**

@@ -49,6 +49,43 @@ final class NodeMeters {
         }
     }
 
+    /**
+     * {@code membus.channel.messages}, {@code .bytes} (direction in or out) and
+     * {@code .errors} of every message channel registered on {@code transport} now (a
+     * channel registered later is metered by calling this again; meters already there
+     * are kept). The coherence layer's invalidations are channel
+     * {@code coherence-invalidate}: out counts those this node sent, in those it received.
+     */
+    static void bindChannels(MeterRegistry registry, Transport transport) {
+        for (io.membus.core.message.ChannelStats c : transport.messages().stats()) {
+            int channel = c.channel();
+            Tags tags = Tags.of("channel", c.name());
+            channelCounter(registry, "membus.channel.messages", tags.and("direction", "in"), transport, channel,
+                    ChannelStats -> ChannelStats.messagesIn(), null);
+            channelCounter(registry, "membus.channel.messages", tags.and("direction", "out"), transport, channel,
+                    ChannelStats -> ChannelStats.messagesOut(), null);
+            channelCounter(registry, "membus.channel.bytes", tags.and("direction", "in"), transport, channel,
+                    ChannelStats -> ChannelStats.bytesIn(), "bytes");
+            channelCounter(registry, "membus.channel.bytes", tags.and("direction", "out"), transport, channel,
+                    ChannelStats -> ChannelStats.bytesOut(), "bytes");
+            channelCounter(registry, "membus.channel.errors", tags, transport, channel,
+                    ChannelStats -> ChannelStats.errors(), null);
+        }
+    }
+
+    private static void channelCounter(MeterRegistry registry, String name, Tags tags, Transport transport,
+                                       int channel, ToDoubleFunction<io.membus.core.message.ChannelStats> f,
+                                       String unit) {
+        FunctionCounter.builder(name, transport, t -> {
+            for (io.membus.core.message.ChannelStats c : t.messages().stats()) {
+                if (c.channel() == channel) {
+                    return f.applyAsDouble(c);
+                }
+            }
+            return 0;
+        }).tags(tags).baseUnit(unit).register(registry);
+    }
+
     /** The chunk table of each of this node's heap segments, as gauges. */
     static void bindHeap(MeterRegistry registry, GlobalAllocator allocator, Iterable<Integer> segments) {
         for (int segment : segments) {
