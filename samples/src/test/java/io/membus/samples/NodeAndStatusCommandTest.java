@@ -80,7 +80,7 @@ class NodeAndStatusCommandTest {
             Run status = run("status", "--seed", "127.0.0.1:" + seed, "--cluster-name", "cli-test");
             assertEquals(0, status.code(), status.err());
             assertTrue(status.out().contains("2 members (2 Up), 2 segments, 2.0 MiB exported"), status.out());
-            assertTrue(status.out().matches("(?s).*\\n5 +pekko://cli-test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"),
+            assertTrue(status.out().matches("(?s).*\\n5 +member +pekko://cli-test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"),
                     status.out());
             Run done = node.get(60, TimeUnit.SECONDS);
             assertEquals(0, done.code(), done.err());
