@@ -88,7 +88,7 @@ class StatusTextTest {
         assertTrue(table.contains("coherence of node 2: caching=on"), table);
         assertTrue(table.contains("verbs of node 2: (tcp, verbs that crossed a connection)\n"
                 + "  to node 1: verbs=12 (read 10 write 0 cas 0 faa 2) bytes=656\n"), table);
-        assertTrue(table.lines().filter(l -> l.matches("[123] +pekko://test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"))
+        assertTrue(table.lines().filter(l -> l.matches("[123] +member +pekko://test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"))
                 .count() == 3, "one Up tcp row per node:\n" + table);
 
         String failed = StatusText.clusterTable(new StatusReply(2, "", members, 0, List.of(),
