@@ -35,8 +35,8 @@ final class PekkoSettings {
         tuning.put("pekko.loggers", List.of("org.apache.pekko.event.slf4j.Slf4jLogger"));
         // slf4j's levels, and no stream warnings while this node leaves cleanly (ShutdownLogFilter)
         tuning.put("pekko.logging-filter", ShutdownLogFilter.class.getName());
-        // Pekko's standard-out logger runs next to slf4j while the loggers start and after they stop: a line
-        // logged then is printed twice, once by each; with slf4j in place it has nothing to add
+        // Pekko's standard-out logger runs while the loggers start and after they stop (in its own format, on
+        // stdout; during the hand-over a line reaches both): with slf4j in place it has nothing to add
         tuning.put("pekko.stdout-loglevel", "OFF");
         tuning.put("pekko.log-dead-letters-during-shutdown", "off");
         tuning.put("pekko.log-dead-letters", "off");
