@@ -59,6 +59,7 @@ public final class Membus implements AutoCloseable {
     private volatile DsmCollections collections;
     private volatile CoherentHeap heap;
     private volatile boolean closed;
+    private final FacadeMeters meters;
 
     private Membus(DsmNode node, boolean owned) {
         this(node, owned, Clock.system(), null);
@@ -68,6 +69,7 @@ public final class Membus implements AutoCloseable {
         this.node = node;
         this.owned = owned;
         this.clock = clock;
+        this.meters = new FacadeMeters(node.meterRegistry());
         try {
             this.codecs = MembusCodecs.registry(node, code);
         } catch (RuntimeException | Error e) {
@@ -186,6 +188,8 @@ public final class Membus implements AutoCloseable {
                     h = new CoherentHeap(node.allocator(), node.messaging(), clock,
                             coherenceConfig(node.config().raw(), node.config().operationTimeout()));
                     node.statusSection("coherence", h::status); // membus status shows caching and skew
+                    meters.heap(h);
+                    node.meterMessageChannels(); // the invalidation channel it registered
                     heap = h;
                 }
             }
@@ -292,22 +296,21 @@ public final class Membus implements AutoCloseable {
      * by {@link #codec(Class)}: the same {@code ConcurrentMap} on every node; see {@link DsmMap}.
      */
     public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType) {
-        return collections().map(name, codec(keyType), codec(valueType));
+        return map(name, codec(keyType), codec(valueType));
     }
 
     /**
-     * The map named {@code name}, keys and values encoded by {@code Codecs.of(type)}, with
+     * The map named {@code name}, keys and values encoded by {@link #codec(Class)}, with
      * {@code options} (e.g. {@code DsmMapOptions.defaults().leasedReads(true)}) when this
      * call creates it, and for this node's read cache; see {@link DsmMap}.
      */
     public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType, DsmMapOptions options) {
-        return collections().map(name, io.membus.codec.Codecs.of(keyType), io.membus.codec.Codecs.of(valueType),
-                options);
+        return meters.map(name, collections().map(name, codec(keyType), codec(valueType), options));
     }
 
     /** The map named {@code name} with keys and values encoded by these codecs; see {@link DsmMap}. */
     public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec) {
-        return collections().map(name, keyCodec, valueCodec);
+        return meters.map(name, collections().map(name, keyCodec, valueCodec));
     }
 
     /** Fails at once with {@link DsmClosedException} once {@link #close()} was called. */

@@ -734,6 +734,14 @@ public final class GlobalAllocator implements AutoCloseable {
         return new HeapUsage(rows);
     }
 
+    /**
+     * Usage of this node's own heap segment {@code segment} (its chunk table, read in local
+     * memory): what the node's meters report ({@code membus.heap.*}).
+     */
+    public HeapUsage.SegmentUsage localUsage(int segment) {
+        return usageOf(self, segment);
+    }
+
     private HeapUsage usageOf(List<HeapSegment> targets) {
         List<HeapUsage.SegmentUsage> rows = new ArrayList<>();
         for (HeapSegment h : targets) {

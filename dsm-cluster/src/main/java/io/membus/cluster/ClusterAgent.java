@@ -472,8 +472,9 @@ final class ClusterAgent extends AbstractActor {
             int id = nodeIdOf(m);
             NodeEntry e = Optional.ofNullable(live.get(id))
                     .filter(x -> x.memberUid() == m.uniqueAddress().longUid()).orElse(null);
+            String role = m.hasRole(CLIENT_ROLE) ? "client" : m.hasRole(NODE_ROLE) ? "member" : "observer";
             rows.add(new MemberRow(m.address().toString(), m.status().toString(),
-                    !unreachable.contains(m.uniqueAddress()), id, e));
+                    !unreachable.contains(m.uniqueAddress()), id, e, role));
         }
         rows.sort((a, b) -> Integer.compare(a.nodeId(), b.nodeId()));
         String leader = cluster.state().getLeader() == null ? "" : cluster.state().getLeader().toString();

@@ -97,9 +97,21 @@ public sealed interface ClusterMessage {
     record StatusRequest() implements ClusterMessage {
     }
 
-    /** One member as a node sees it; {@code entry} is {@code null} when its directory entry has not arrived. */
-    record MemberRow(String address, String status, boolean reachable, int nodeId, NodeEntry entry)
+    /**
+     * One member as a node sees it; {@code entry} is {@code null} when its directory entry
+     * has not arrived; {@code role} is {@code member} (exports memory) or {@code client}
+     * ({@code membus.role}), or {@code observer} for a Pekko member that is no Membus node.
+     */
+    record MemberRow(String address, String status, boolean reachable, int nodeId, NodeEntry entry, String role)
             implements ClusterMessage {
+        /** A row of a memory node ({@code role} member). */
+        public MemberRow(String address, String status, boolean reachable, int nodeId, NodeEntry entry) {
+            this(address, status, reachable, nodeId, entry, "member");
+        }
+
+        public boolean isClient() {
+            return role.equals("client");
+        }
     }
 
     /**

@@ -348,6 +348,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         if (m.entry() != null) {
             writeEntry(out, m.entry());
         }
+        out.writeUTF(m.role());
     }
 
     private static MemberRow readRow(DataInputStream in) throws IOException {
@@ -356,6 +357,6 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         boolean reachable = in.readBoolean();
         int node = in.readInt();
         NodeEntry entry = in.readBoolean() ? readEntry(in) : null;
-        return new MemberRow(address, status, reachable, node, entry);
+        return new MemberRow(address, status, reachable, node, entry, in.readUTF());
     }
 }

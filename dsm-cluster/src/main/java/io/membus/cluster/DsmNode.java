@@ -108,6 +108,8 @@ public final class DsmNode implements AutoCloseable {
     private final io.micrometer.core.instrument.composite.CompositeMeterRegistry meters =
             new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
     private volatile io.membus.core.metrics.VerbMetrics verbMetrics;
+    private volatile PrometheusEndpoint prometheus;
+    private final NodeMeters.MembershipCounts membership = new NodeMeters.MembershipCounts();
 
     private DsmNode(NodeConfig config) {
         this.config = config;
@@ -136,6 +138,7 @@ public final class DsmNode implements AutoCloseable {
                     config.nodeId(), config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
                     config.operationTimeout(), this::heapUsage, this::statusSections, macs), ClusterAgent.NAME);
+            system.actorOf(NodeMeters.Membership.props(membership), "membus-membership-meters");
         } catch (RuntimeException | Error e) {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
             terminate(system, Duration.ofSeconds(5));
@@ -290,6 +293,7 @@ public final class DsmNode implements AutoCloseable {
                     .chunkSize(config.heapChunkSize()).build());
             a.formatLocalSegments();
             this.allocator = a;
+            NodeMeters.bindHeap(meters, a, config.heapSegments());
         }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
                 cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,
@@ -523,14 +527,11 @@ public final class DsmNode implements AutoCloseable {
     /**
      * Counts the transport's verbs per peer ({@link io.membus.core.metrics.VerbMetrics}): a
      * {@code verbs} section of {@code membus status}, meters in {@link #meterRegistry()},
-     * and JMX MBeans under {@code membus.node<id>} unless {@code membus.metrics.jmx = false}.
+     * and JMX MBeans under {@code membus.node<id>} unless {@code membus.metrics.jmx = false};
+     * the Prometheus endpoint when {@code membus.metrics.prometheus.enabled}; the meters of
+     * the segments and of membership ({@link NodeMeters}).
      */
     private void installMetrics(Transport transport) {
-        if (!(transport instanceof io.membus.core.transport.AbstractTransport t)) {
-            return;
-        }
-        io.membus.core.metrics.VerbMetrics m = new io.membus.core.metrics.VerbMetrics(transport.name());
-        m.inFlight(t::inFlight);
         if (config.metricsJmx()) {
             meters.add(new io.micrometer.jmx.JmxMeterRegistry(new io.micrometer.jmx.JmxConfig() {
                 @Override
@@ -544,6 +545,22 @@ public final class DsmNode implements AutoCloseable {
                 }
             }, io.micrometer.core.instrument.Clock.SYSTEM));
         }
+        if (config.prometheusEnabled()) {
+            PrometheusEndpoint p = new PrometheusEndpoint(config.prometheusHost(), config.prometheusPort(),
+                    config.nodeId());
+            prometheus = p;
+            meters.add(p.registry());
+            LOG.info("node {}: Prometheus metrics at http://{}:{}/metrics", config.nodeId(), config.prometheusHost(),
+                    p.address().getPort());
+        }
+        NodeMeters.bindSegments(meters, transport, config.segmentCount());
+        NodeMeters.bindChannels(meters, transport);
+        membership.bind(meters);
+        if (!(transport instanceof io.membus.core.transport.AbstractTransport t)) {
+            return;
+        }
+        io.membus.core.metrics.VerbMetrics m = new io.membus.core.metrics.VerbMetrics(transport.name());
+        m.inFlight(t::inFlight);
         m.bindTo(meters);
         t.observe(m);
         verbMetrics = m;
@@ -555,8 +572,29 @@ public final class DsmNode implements AutoCloseable {
      * {@code membus.metrics.jmx = false}); add a registry of your own to it to export
      * the node's metrics elsewhere. Closed with the node.
      */
-    public io.micrometer.core.instrument.MeterRegistry meterRegistry() {
+    public io.micrometer.core.instrument.composite.CompositeMeterRegistry meterRegistry() {
         return meters;
+    }
+
+    /**
+     * Meters the message channels registered now ({@code membus.channel.*}, docs/metrics.md):
+     * a layer that registers a channel (the coherent heap's invalidations) calls this after.
+     * Idempotent; does nothing before the transport started.
+     */
+    public void meterMessageChannels() {
+        Transport t = transportRef.get();
+        if (t != null && !transportClosed.get()) {
+            NodeMeters.bindChannels(meters, t);
+        }
+    }
+
+    /**
+     * Where the Prometheus scrape endpoint listens ({@code GET /metrics}), or {@code null}
+     * when {@code membus.metrics.prometheus.enabled} is false (or before the transport started).
+     */
+    public java.net.InetSocketAddress prometheusAddress() {
+        PrometheusEndpoint p = prometheus;
+        return p == null ? null : p.address();
     }
 
     /** The transport's verb metrics, or {@code null} before the transport started. */
@@ -702,6 +740,10 @@ public final class DsmNode implements AutoCloseable {
                 LOG.warn("node {}: closing the allocator: {}", config.nodeId(), e.toString());
             }
         }
+        boolean clean = downReason == null;
+        if (clean) {
+            ShutdownLogFilter.leaving(system, true); // the members' closing of connections is no fault
+        }
         try {
             CoordinatedShutdown.get(system).run(CoordinatedShutdown.clusterLeavingReason());
             system.getWhenTerminated().toCompletableFuture().get(wait.toMillis(), TimeUnit.MILLISECONDS);
@@ -713,6 +755,7 @@ public final class DsmNode implements AutoCloseable {
                     e.toString());
             system.terminate();
         } finally {
+            ShutdownLogFilter.leaving(system, false);
             closeTransport();
         }
     }
@@ -729,6 +772,10 @@ public final class DsmNode implements AutoCloseable {
                 t.close();
             } catch (RuntimeException e) {
                 LOG.warn("node {}: closing the transport: {}", config.nodeId(), e.toString());
+            }
+            PrometheusEndpoint p = prometheus;
+            if (p != null) {
+                p.close(); // the port is free once close() returns
             }
             for (io.micrometer.core.instrument.MeterRegistry r : new ArrayList<>(meters.getRegistries())) {
                 meters.remove(r);

@@ -64,6 +64,9 @@ public final class NodeConfig {
     private final int segmentAccess;
     private final boolean fileBacked;
     private final boolean metricsJmx;
+    private final boolean prometheusEnabled;
+    private final String prometheusHost;
+    private final int prometheusPort;
     private final Path segmentDir;
     private final List<Integer> heapSegments;
     private final int heapChunkSize;
@@ -140,6 +143,14 @@ public final class NodeConfig {
         }
         this.fileBacked = bool(m, "segments.file-backed");
         this.metricsJmx = bool(m, "metrics.jmx");
+        this.prometheusEnabled = bool(m, "metrics.prometheus.enabled");
+        this.prometheusHost = string(m, "metrics.prometheus.host");
+        if (prometheusHost.isBlank()) {
+            throw bad("metrics.prometheus.host", "\"\"", "the local address the scrape endpoint listens on, e.g."
+                    + " 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)");
+        }
+        this.prometheusPort = intIn(m, "metrics.prometheus.port", 0, 65535,
+                "a TCP port 1..65535 for the scrape endpoint, or 0 for an ephemeral one");
         this.segmentDir = Path.of(string(m, "segments.dir"));
         String role = string(m, "role");
         switch (role) {
@@ -523,6 +534,21 @@ public final class NodeConfig {
     /** {@code membus.metrics.jmx}: whether the node's metrics are exported as JMX MBeans. */
     public boolean metricsJmx() {
         return metricsJmx;
+    }
+
+    /** {@code membus.metrics.prometheus.enabled}: whether the node serves a Prometheus scrape endpoint. */
+    public boolean prometheusEnabled() {
+        return prometheusEnabled;
+    }
+
+    /** {@code membus.metrics.prometheus.host}: the address the scrape endpoint listens on. */
+    public String prometheusHost() {
+        return prometheusHost;
+    }
+
+    /** {@code membus.metrics.prometheus.port}: its port (0: an ephemeral one, see {@link DsmNode#prometheusAddress()}). */
+    public int prometheusPort() {
+        return prometheusPort;
     }
 
     public boolean fileBacked() {

@@ -40,7 +40,11 @@ final class PekkoSettings {
         }
         Map<String, Object> tuning = new HashMap<>();
         tuning.put("pekko.loggers", List.of("org.apache.pekko.event.slf4j.Slf4jLogger"));
-        tuning.put("pekko.logging-filter", "org.apache.pekko.event.slf4j.Slf4jLoggingFilter");
+        // slf4j's levels, and no stream warnings while this node leaves cleanly (ShutdownLogFilter)
+        tuning.put("pekko.logging-filter", ShutdownLogFilter.class.getName());
+        // Pekko's standard-out logger runs while the loggers start and after they stop (in its own format, on
+        // stdout; during the hand-over a line reaches both): with slf4j in place it has nothing to add
+        tuning.put("pekko.stdout-loglevel", "OFF");
         tuning.put("pekko.log-dead-letters-during-shutdown", "off");
         tuning.put("pekko.log-dead-letters", "off");
         tuning.put("pekko.cluster.downing-provider-class", "org.apache.pekko.cluster.sbr.SplitBrainResolverProvider");

@@ -275,8 +275,10 @@ public final class CoherentHeap implements AutoCloseable {
         if (cached && cachingAllowed()) {
             CachedCopy e = cache.get(cacheKey(ref.ptr()));
             if (e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros) {
+                cacheHits.increment();
                 return e.bytes;
             }
+            cacheMisses.increment();
             long scope = OperationDeadline.enter(config.timeout());
             try {
                 return fill(ref);
@@ -284,12 +286,46 @@ public final class CoherentHeap implements AutoCloseable {
                 OperationDeadline.exit(scope);
             }
         }
+        validatedReads.increment();
         long scope = OperationDeadline.enter(config.timeout());
         try {
             return validatedRead(ref, deadline()).bytes();
         } finally {
             OperationDeadline.exit(scope);
         }
+    }
+
+    /** Reads of cached objects served from this node's copy (no verb); see {@link #cacheMisses()}. */
+    private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder cacheMisses = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder validatedReads = new java.util.concurrent.atomic.LongAdder();
+
+    /**
+     * Reads of cached objects ({@link RemoteRef#get()} of a cached ref) that this node served
+     * from its copy, with no verb, since the heap was created. A sum of striped counters:
+     * exact once the reads counted have returned, an estimate while they run.
+     */
+    public long cacheHits() {
+        return cacheHits.sum();
+    }
+
+    /** Reads of cached objects that found no valid copy here and read the object (a fill); see {@link #cacheHits()}. */
+    public long cacheMisses() {
+        return cacheMisses.sum();
+    }
+
+    /**
+     * Reads validated against the object's headers in its home memory: reads of objects
+     * not cached, and every read while this node may not cache (clock skew, {@code caching
+     * = false}); see {@link #cacheHits()}.
+     */
+    public long validatedReads() {
+        return validatedReads.sum();
+    }
+
+    /** Whether this node serves cached reads now: caching on and no clock or node-id problem ({@link #cachingProblem()}). */
+    public boolean cachingOn() {
+        return config.caching() && cachingAllowed();
     }
 
     /** The version of the object now (a validated read of its headers). */
