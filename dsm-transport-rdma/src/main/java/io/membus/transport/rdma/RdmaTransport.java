@@ -145,6 +145,18 @@ public final class RdmaTransport extends AbstractTransport {
         return settings.host() + ":" + control.getLocalPort() + ":" + fabric.cmPort();
     }
 
+    /**
+     * The NIC runs the verbs: InfiniBand atomics are atomic only among atomics, so plain writes
+     * are not promised atomic with them; aligned words move whole only where the fabric says so
+     * ({@link Fabric#movesWordsWhole()}: the specification does not promise it of a NIC). The
+     * target refuses a fenced initiator (it destroys the node's target-side queue pairs).
+     */
+    @Override
+    public io.membus.core.transport.TransportCapabilities capabilities() {
+        return io.membus.core.transport.TransportCapabilities.NONE.withWholeWords(fabric.movesWordsWhole())
+                .withFencesInitiators(true);
+    }
+
     @Override
     public boolean localAtomicsCoherent() {
         return settings.atomicGlob();

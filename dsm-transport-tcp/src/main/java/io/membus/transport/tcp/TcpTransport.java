@@ -179,6 +179,15 @@ public final class TcpTransport extends AbstractTransport {
         return TcpTransportProvider.NAME;
     }
 
+    /**
+     * The target's I/O threads and lanes run every verb on its {@link io.membus.core.transport.SegmentTable}
+     * (whole words, CPU atomics) and refuse a fenced initiator's verbs.
+     */
+    @Override
+    public io.membus.core.transport.TransportCapabilities capabilities() {
+        return io.membus.core.transport.TransportCapabilities.SOFTWARE;
+    }
+
     @Override
     public String localAddress() {
         return localAddress;
