@@ -225,8 +225,8 @@ public final class DsmNode implements AutoCloseable {
         cluster.registerOnMemberRemoved(() -> selfDowned("this node was removed from the cluster"));
         List<Address> seeds = new ArrayList<>();
         for (String s : config.seedNodes()) {
-            String[] hp = NodeConfig.parseHostPort("seed-nodes", s);
-            seeds.add(AddressFromURIString.parse("pekko://" + config.clusterName() + "@" + hp[0] + ":" + hp[1]));
+            seeds.add(AddressFromURIString.parse("pekko://" + config.clusterName() + "@"
+                    + io.membus.core.config.HostPort.parse("membus.seed-nodes", s))); // an IPv6 host in brackets
         }
         if (seeds.isEmpty()) {
             cluster.join(cluster.selfAddress());
