@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.ClusterMessage.StatusReply;
 import io.membus.cluster.ClusterMessage.StatusRequest;
+import io.membus.core.config.HostPort;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import org.apache.pekko.actor.ActorSelection;
@@ -58,7 +59,7 @@ public final class ClusterStatus {
 
     private static StatusReply query(String hostPort, String clusterName, String bindHost, Duration timeout,
                                      NodeConfig.Tls tls, ClusterSecret secret) {
-        String[] hp = NodeConfig.parseHostPort("seed", hostPort);
+        HostPort seed = HostPort.parse("seed", hostPort);
         Map<String, Object> transport = tls != null ? tls.arterySettings()
                 : secret != null ? MembershipTls.arterySettings() : Map.of();
         Config config = ConfigFactory.parseMap(transport).withFallback(ConfigFactory.parseMap(Map.of(
@@ -86,7 +87,7 @@ public final class ClusterStatus {
                     + " listen on for the answer (e.g. 127.0.0.1): " + e.getMessage(), e);
         }
         try {
-            ActorSelection agent = system.actorSelection("pekko://" + clusterName + "@" + hp[0] + ":" + hp[1] + "/user/"
+            ActorSelection agent = system.actorSelection("pekko://" + clusterName + "@" + seed + "/user/"
                     + ClusterAgent.NAME);
             return (StatusReply) Patterns.ask(agent, new StatusRequest(), timeout).toCompletableFuture()
                     .get(timeout.toMillis() + 500, TimeUnit.MILLISECONDS);

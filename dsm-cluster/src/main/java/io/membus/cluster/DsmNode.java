@@ -21,6 +21,7 @@ import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportCapabilities;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 import org.apache.pekko.actor.ActorRef;
@@ -229,8 +230,8 @@ public final class DsmNode implements AutoCloseable {
         cluster.registerOnMemberRemoved(() -> selfDowned("this node was removed from the cluster"));
         List<Address> seeds = new ArrayList<>();
         for (String s : config.seedNodes()) {
-            String[] hp = NodeConfig.parseHostPort("seed-nodes", s);
-            seeds.add(AddressFromURIString.parse("pekko://" + config.clusterName() + "@" + hp[0] + ":" + hp[1]));
+            seeds.add(AddressFromURIString.parse("pekko://" + config.clusterName() + "@"
+                    + io.membus.core.config.HostPort.parse("membus.seed-nodes", s))); // an IPv6 host in brackets
         }
         if (seeds.isEmpty()) {
             cluster.join(cluster.selfAddress());
@@ -273,13 +274,14 @@ public final class DsmNode implements AutoCloseable {
         installMetrics(transport);
         List<SegmentDescriptor> exported = new ArrayList<>();
         for (int i = 0; i < config.segmentCount(); i++) {
-            Path file = config.fileBacked() ? segmentFile(i) : null;
+            Path file = config.fileBacked() ? segmentFile(transport, i) : null;
             try {
                 exported.add(transport.export(new SegmentSpec(i, config.segmentSize(), config.segmentAccess(), file))
                         .descriptor());
             } catch (java.io.UncheckedIOException e) {
-                throw new DsmConfigException(config.transport().equals("shm") ? "membus.transports.shm.dir"
-                        : "membus.segments.dir", file == null ? "-" : file.getParent(), "a directory this node can"
+                throw new DsmConfigException(transport.capabilities().segmentFiles()
+                        .map(TransportCapabilities.SegmentFiles::key).orElse("membus.segments.dir"),
+                        file == null ? "-" : file.getParent(), "a directory this node can"
                         + " create its segment files in: segment " + i + " could not be created (" + e.getMessage()
                         + ": " + e.getCause() + ")", e);
             }
@@ -363,12 +365,12 @@ public final class DsmNode implements AutoCloseable {
         }
     }
 
-    private Path segmentFile(int index) {
-        if (config.transport().equals("shm")) {
-            String dir = config.transportSettings().require("shm.dir", "a writable directory (on Linux, one under /dev/shm)");
-            return Path.of(dir).toAbsolutePath().resolve("node-" + config.nodeId() + "-persistent-" + index + ".seg");
-        }
-        return config.segmentDir().toAbsolutePath().resolve("node-" + config.nodeId() + "-seg-" + index + ".seg");
+    /** A file-backed segment's file: in the transport's directory where it needs one (peers map it), else membus.segments.dir. */
+    private Path segmentFile(Transport transport, int index) {
+        return transport.capabilities().segmentFiles()
+                .map(f -> f.directory().resolve("node-" + config.nodeId() + "-persistent-" + index + ".seg"))
+                .orElseGet(() -> config.segmentDir().toAbsolutePath()
+                        .resolve("node-" + config.nodeId() + "-seg-" + index + ".seg"));
     }
 
     private void selfDowned(String reason) {

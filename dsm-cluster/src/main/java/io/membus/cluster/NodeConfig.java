@@ -6,6 +6,7 @@ import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
+import io.membus.core.config.HostPort;
 import io.membus.core.config.KnownKeys;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.transport.TransportConfig;
@@ -93,7 +94,7 @@ public final class NodeConfig {
         this.seedNodes = new ArrayList<>();
         try {
             for (String s : m.getStringList("seed-nodes")) {
-                parseHostPort("seed-nodes", s);
+                HostPort.parse("membus.seed-nodes", s);
                 seedNodes.add(s.trim());
             }
         } catch (ConfigException.WrongType e) {
@@ -293,24 +294,6 @@ public final class NodeConfig {
         } catch (ConfigException e) {
             throw new DsmConfigException("config", "<text>", "valid HOCON: " + e.getMessage(), e);
         }
-    }
-
-    /** Splits {@code host:port}; names {@code key} when it is not one. */
-    public static String[] parseHostPort(String key, String value) {
-        String v = value.trim();
-        int colon = v.lastIndexOf(':');
-        if (colon <= 0 || colon == v.length() - 1) {
-            throw bad(key, value, "host:port, e.g. 127.0.0.1:2551");
-        }
-        try {
-            int p = Integer.parseInt(v.substring(colon + 1));
-            if (p < 1 || p > 65535) {
-                throw bad(key, value, "host:port with a port 1..65535");
-            }
-        } catch (NumberFormatException e) {
-            throw bad(key, value, "host:port with a numeric port, e.g. 127.0.0.1:2551", e);
-        }
-        return new String[]{v.substring(0, colon), v.substring(colon + 1)};
     }
 
     private static DsmConfigException bad(String key, Object value, String allowed) {

@@ -140,6 +140,13 @@ class NodeConfigTest {
         assertEquals("membus.seed-nodes", s.key());
         assertTrue(s.getMessage().contains("host:port"), s.getMessage());
         assertEquals("membus.seed-nodes", bad(id + "membus.seed-nodes = [\"h:99999\"]").key());
+        // one parser (HostPort): IPv6 only in brackets, a port only in decimal digits
+        DsmConfigException v6 = bad(id + "membus.seed-nodes = [\"::1:2551\"]");
+        assertEquals("membus.seed-nodes", v6.key());
+        assertTrue(v6.getMessage().contains("an IPv6 address goes in brackets"), v6.getMessage());
+        assertEquals("membus.seed-nodes", bad(id + "membus.seed-nodes = [\"h:+2551\"]").key());
+        assertEquals(List.of("[::1]:2551", "h:2551"), NodeConfig.parse(id + "membus.seed-nodes = [\"[::1]:2551\","
+                + " \" h:2551 \"]").seedNodes());
         assertEquals("membus.port", bad(id + "membus.port = -1").key());
         DsmConfigException size = bad(id + "membus.segments.size = 12 bytes");
         assertEquals("membus.segments.size", size.key());
