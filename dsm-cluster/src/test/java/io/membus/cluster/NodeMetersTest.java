@@ -116,7 +116,7 @@ class NodeMetersTest {
 
         // membus status shows the client, with its role
         ClusterMessage.StatusReply reply = ClusterStatus.query("127.0.0.1:" + seed, "test", "127.0.0.1",
-                Duration.ofSeconds(10));
+                Duration.ofSeconds(10), one.config()); // with the cluster's credentials, as membus status --config
         assertEquals(List.of("client"), reply.members().stream().filter(m -> m.nodeId() == 11)
                 .map(ClusterMessage.MemberRow::role).toList(), reply.members().toString());
         assertEquals(2, reply.members().stream().filter(m -> m.role().equals("member")).count(),
