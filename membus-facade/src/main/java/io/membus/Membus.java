@@ -5,6 +5,7 @@ import io.membus.alloc.Placement;
 import io.membus.coherence.CoherenceConfig;
 import io.membus.coherence.CoherentHeap;
 import io.membus.coherence.RemoteRef;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.time.Clock;
 
@@ -18,6 +19,7 @@ import io.membus.collections.DsmDoubleArray;
 import io.membus.collections.DsmLock;
 import io.membus.collections.DsmLongArray;
 import io.membus.collections.DsmMap;
+import io.membus.collections.DsmMapOptions;
 import io.membus.collections.DsmQueue;
 import io.membus.codec.Codec;
 import io.membus.codec.CodecRegistry;
@@ -39,7 +41,11 @@ import java.time.Duration;
  *   }
  * </pre>
  *
- * Collections need an allocator heap on this node ({@code membus.heap.segments}).
+ * On a memory node, collections need an allocator heap ({@code membus.heap.segments}).
+ * A client ({@code membus.role = client}, or {@code membus.segments.count = 0}) exports
+ * no memory and uses every structure the same way: its allocator places every block
+ * (named roots, map entries, queue elements, coherent objects) on the memory nodes,
+ * round robin unless a placement says otherwise, and never on the client.
  *
  * <p><b>Note:</b> thread-safe; the handles it returns are too, and are cached per
  * name (see {@link DsmCollections}). {@link #close()} closes the node it started
@@ -52,6 +58,8 @@ public final class Membus implements AutoCloseable {
     private final CodecRegistry codecs;
     private volatile DsmCollections collections;
     private volatile CoherentHeap heap;
+    private volatile boolean closed;
+    private final FacadeMeters meters;
 
     private Membus(DsmNode node, boolean owned) {
         this(node, owned, Clock.system(), null);
@@ -61,6 +69,7 @@ public final class Membus implements AutoCloseable {
         this.node = node;
         this.owned = owned;
         this.clock = clock;
+        this.meters = new FacadeMeters(node.meterRegistry());
         try {
             this.codecs = MembusCodecs.registry(node, code);
         } catch (RuntimeException | Error e) {
@@ -129,6 +138,7 @@ public final class Membus implements AutoCloseable {
 
     /** Waits until the cluster has {@code count} members; see {@link DsmNode#awaitMembers}. */
     public int awaitMembers(int count, Duration timeout) {
+        checkOpen();
         return node.awaitMembers(count, timeout);
     }
 
@@ -137,6 +147,7 @@ public final class Membus implements AutoCloseable {
     }
 
     public GlobalAllocator allocator() {
+        checkOpen();
         return node.allocator();
     }
 
@@ -146,6 +157,7 @@ public final class Membus implements AutoCloseable {
 
     /** The collections entry point (built on first use: it needs the allocator; maps get the coherent heap for leased reads). */
     public DsmCollections collections() {
+        checkOpen();
         DsmCollections c = collections;
         if (c == null) {
             synchronized (this) {
@@ -169,6 +181,7 @@ public final class Membus implements AutoCloseable {
      * @throws DsmConfigException when a {@code membus.coherence} value is bad (naming the key)
      */
     public CoherentHeap heap() {
+        checkOpen();
         CoherentHeap h = heap;
         if (h == null) {
             synchronized (this) {
@@ -178,6 +191,8 @@ public final class Membus implements AutoCloseable {
                             coherenceConfig(node.config().raw(), node.config().operationTimeout()));
                     h.maxValueSize(maxValueSize(node.config().raw()));
                     node.statusSection("coherence", h::status); // membus status shows caching and skew
+                    meters.heap(h);
+                    node.meterMessageChannels(); // the invalidation channel it registered
                     heap = h;
                 }
             }
@@ -249,9 +264,14 @@ public final class Membus implements AutoCloseable {
             boolean check = c.getBoolean(key);
             key = "skew-interval";
             Duration every = c.getDuration(key);
+            // the bound of the cache of copies (issue 24)
+            key = "cache-max-entries";
+            int maxEntries = c.getInt(key);
+            key = "cache-max-bytes";
+            long maxBytes = c.getBytes(key);
             key = "(the durations together)";
             return new CoherenceConfig(caching, bound, min, max, lock, timeout, check,
-                    every);
+                    every, maxEntries, maxBytes);
         } catch (com.typesafe.config.ConfigException | IllegalArgumentException e) {
             throw new DsmConfigException("membus.coherence." + key, String.valueOf(c.root().get(key.startsWith("(")
                     ? "clock-bound" : key)), "see membus-facade's reference.conf: " + e.getMessage(), e);
@@ -279,6 +299,14 @@ public final class Membus implements AutoCloseable {
     /** Creates a coherent object holding {@code initial}, cached by default; see {@link CoherentHeap#create}. */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial, Placement placement) {
         return heap().create(codec, initial, placement);
+    }
+
+    /**
+     * Creates a coherent object holding {@code initial} with the allocator's default
+     * placement: this node on a memory node, round robin over the memory nodes on a client.
+     */
+    public <T> RemoteRef<T> create(Codec<T> codec, T initial) {
+        return heap().create(codec, initial);
     }
 
     /** The counter named {@code name} (created at zero when absent); see {@link DsmAtomicLong}. */
@@ -316,12 +344,21 @@ public final class Membus implements AutoCloseable {
      * by {@link #codec(Class)}: the same {@code ConcurrentMap} on every node; see {@link DsmMap}.
      */
     public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType) {
-        return collections().map(name, codec(keyType), codec(valueType));
+        return map(name, codec(keyType), codec(valueType));
+    }
+
+    /**
+     * The map named {@code name}, keys and values encoded by {@link #codec(Class)}, with
+     * {@code options} (e.g. {@code DsmMapOptions.defaults().leasedReads(true)}) when this
+     * call creates it, and for this node's read cache; see {@link DsmMap}.
+     */
+    public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType, DsmMapOptions options) {
+        return meters.map(name, collections().map(name, codec(keyType), codec(valueType), options));
     }
 
     /** The map named {@code name} with keys and values encoded by these codecs; see {@link DsmMap}. */
     public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec) {
-        return collections().map(name, keyCodec, valueCodec);
+        return meters.map(name, collections().map(name, keyCodec, valueCodec));
     }
 
     /**
@@ -355,8 +392,21 @@ public final class Membus implements AutoCloseable {
         return collections().ref(name, codec);
     }
 
+    /** Fails at once with {@link DsmClosedException} once {@link #close()} was called. */
+    private void checkOpen() {
+        if (closed) {
+            throw new DsmClosedException("membus instance of node " + node.nodeId());
+        }
+    }
+
+    /**
+     * Closes the coherent heap and, when this instance started its node, the node. Every
+     * later call on this instance, and on the structures it handed out, fails at once with
+     * {@link DsmClosedException}: create a new instance instead.
+     */
     @Override
     public void close() {
+        closed = true;
         CoherentHeap h = heap;
         if (h != null) {
             h.close();

@@ -218,4 +218,23 @@ class MembusTest {
             one.map("blobs", String.class, byte[].class).put("k", new byte[2000]);
         }
     }
+
+    @Test
+    void theCoherentHeapsCacheBoundIsReadFromTheConfigAndABadOneNamesItsKey() {
+        io.membus.coherence.CoherenceConfig c = Membus.coherenceConfig(ConfigFactory.parseString(
+                "membus.coherence { cache-max-entries = 100, cache-max-bytes = 1MiB }"), Duration.ofSeconds(5));
+        assertEquals(100, c.cacheMaxEntries());
+        assertEquals(1L << 20, c.cacheMaxBytes());
+        io.membus.coherence.CoherenceConfig d = Membus.coherenceConfig(ConfigFactory.empty(), Duration.ofSeconds(5));
+        assertEquals(io.membus.coherence.CoherenceConfig.DEFAULT_CACHE_MAX_ENTRIES, d.cacheMaxEntries());
+        assertEquals(io.membus.coherence.CoherenceConfig.DEFAULT_CACHE_MAX_BYTES, d.cacheMaxBytes());
+        for (String[] bad : new String[][] {{"cache-max-entries", "0"}, {"cache-max-entries", "lots"},
+                {"cache-max-bytes", "-1"}, {"cache-max-bytes", "banana"}}) {
+            io.membus.core.error.DsmConfigException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    io.membus.core.error.DsmConfigException.class, () -> Membus.coherenceConfig(
+                            ConfigFactory.parseString("membus.coherence." + bad[0] + " = " + bad[1]),
+                            Duration.ofSeconds(5)));
+            assertEquals("membus.coherence." + bad[0], e.key(), e.getMessage());
+        }
+    }
 }

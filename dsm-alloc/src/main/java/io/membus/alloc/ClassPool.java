@@ -2,8 +2,7 @@ package io.membus.alloc;
 
 import io.membus.core.RemotePtr;
 import io.membus.core.Words;
-import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
+import io.membus.core.error.DsmTimeoutException;
 
 import java.util.Arrays;
 import java.util.BitSet;
@@ -474,8 +473,9 @@ final class ClassPool {
                 break;
             }
             if (tries > MAX_CAS_RETRIES) {
-                throw new DsmException(ErrorCode.TIMEOUT, "free-list pop kept losing its CAS: node=" + heap.node
-                        + ", segment=" + heap.segment + ", chunk=" + chunk + ", tries=" + tries);
+                throw DsmTimeoutException.afterTries("free-list pop (it kept losing its CAS): segment=" + heap.segment
+                        + ", chunk=" + chunk, heap.node, tries, "nothing was allocated; the free list is contended:"
+                        + " retry");
             }
             top = w;
         }

@@ -8,6 +8,7 @@ import io.membus.core.Words;
 import io.membus.core.directory.DirectoryListener;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.transport.PeerInfo;
@@ -344,12 +345,29 @@ public final class GlobalAllocator implements AutoCloseable {
         }
         if (out.isEmpty()) {
             int node = placement.kind() == Placement.Kind.NODE ? placement.nodeId() : self;
+            boolean named = placement.kind() == Placement.Kind.LOCAL || placement.kind() == Placement.Kind.NODE;
             throw new PlacementException(placement.toString(), node, "no formatted heap segment "
                     + Arrays.toString(config.heapSegments()) + " is exported"
-                    + (placement.kind() == Placement.Kind.LOCAL || placement.kind() == Placement.Kind.NODE
-                    ? " by that node" : " by any live member"));
+                    + (named ? " by that node" + withoutHeap(node) : " by any live member"));
         }
         return out;
+    }
+
+    /**
+     * Why a named node has no heap, and where blocks may go instead: a node that exports
+     * none of the heap segments (a client, or a member without {@code membus.heap.segments})
+     * never holds a block.
+     */
+    private String withoutHeap(int node) {
+        boolean exports = node == self ? !memory.transport().table().all().isEmpty()
+                : directory.segments().stream().anyMatch(d -> d.nodeId() == node);
+        if (exports && Arrays.stream(config.heapSegments()).anyMatch(seg -> descriptor(node, seg) != null)) {
+            return " (its heap segments are not formatted yet)";
+        }
+        return " (node " + node + " is " + (exports ? "a member without heap segments" : "a client: it exports no"
+                + " memory") + ", so no block is ever placed on it); place blocks on a node with a heap, one of "
+                + Arrays.toString(heapNodes()) + ", with Placement.node(n), or spread them with Placement.roundRobin()"
+                + " or Placement.byKey(key)";
     }
 
     // ------------------------------------------------------------------ allocation
@@ -515,7 +533,7 @@ public final class GlobalAllocator implements AutoCloseable {
             checkOpen();
             return CompletableFuture.supplyAsync(task, async);
         } catch (java.util.concurrent.RejectedExecutionException e) {
-            return CompletableFuture.failedFuture(new DsmException(ErrorCode.INTERNAL, "allocator busy: node=" + self
+            return CompletableFuture.failedFuture(DsmException.internal("allocator busy: node=" + self
                     + ", queued=" + ASYNC_QUEUE + ": too many *Async calls at once; wait for some to complete"
                     + " or call the blocking forms from threads of your own", e));
         } catch (DsmException e) {
@@ -716,6 +734,14 @@ public final class GlobalAllocator implements AutoCloseable {
         return new HeapUsage(rows);
     }
 
+    /**
+     * Usage of this node's own heap segment {@code segment} (its chunk table, read in local
+     * memory): what the node's meters report ({@code membus.heap.*}).
+     */
+    public HeapUsage.SegmentUsage localUsage(int segment) {
+        return usageOf(self, segment);
+    }
+
     private HeapUsage usageOf(List<HeapSegment> targets) {
         List<HeapUsage.SegmentUsage> rows = new ArrayList<>();
         for (HeapSegment h : targets) {
@@ -739,8 +765,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
     private void checkOpen() {
         if (closed) {
-            throw new DsmException(ErrorCode.CONFIG, "allocator closed: node=" + self
-                    + "; create a new GlobalAllocator for this node");
+            throw new DsmClosedException("the allocator of node " + self);
         }
     }
 

@@ -4,7 +4,7 @@ import io.membus.core.RemotePtr;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.Words;
 import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
+import io.membus.core.error.DsmTimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -562,8 +562,8 @@ final class HeapSegment {
             }
             top = w;
         }
-        throw new DsmException(ErrorCode.TIMEOUT, "free-list push kept losing its CAS: node=" + node + ", segment="
-                + segment + ", chunk=" + chunk + ", tries=" + MAX_CAS_RETRIES + "; the block stays freed (retired)");
+        throw DsmTimeoutException.afterTries("free-list push (it kept losing its CAS): segment=" + segment + ", chunk="
+                + chunk, node, MAX_CAS_RETRIES, "the block stays freed (retired); the free list is contended: retry");
     }
 
     /**

@@ -416,8 +416,10 @@ class GlobalAllocatorTest {
         GlobalAllocator a = cluster.node(1);
         assertThrows(DsmConfigException.class, () -> new GlobalAllocator(a.memory(), a.config()));
         a.close();
-        DsmException e = assertThrows(DsmException.class, () -> a.allocate(8));
-        assertTrue(e.getMessage().startsWith("allocator closed"), e.getMessage());
+        io.membus.core.error.DsmClosedException e = assertThrows(io.membus.core.error.DsmClosedException.class,
+                () -> a.allocate(8));
+        assertEquals("the allocator of node 1", e.what(), e.getMessage());
+        assertTrue(e.getMessage().startsWith("closed: the allocator of node 1 was closed"), e.getMessage());
         assertThrows(DsmConfigException.class, () -> AllocatorConfig.builder().chunkSize(5000));
         assertThrows(DsmConfigException.class, () -> AllocatorConfig.builder().build());
     }

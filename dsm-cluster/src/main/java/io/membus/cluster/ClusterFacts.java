@@ -1,7 +1,7 @@
 package io.membus.cluster;
 
 import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
+import io.membus.core.error.NodeUnavailableException;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.cluster.Cluster;
 import org.apache.pekko.cluster.Member;
@@ -94,15 +94,15 @@ public final class ClusterFacts {
                     .get(timeout.toMillis() * 2 + 500, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new DsmException(ErrorCode.INTERNAL, "cluster facts: operation=" + what + ", interrupted", e);
+            throw DsmException.internal("cluster facts: operation=" + what + ", interrupted", e);
         } catch (Exception e) {
             throw unavailable(what, e);
         }
     }
 
     private DsmException unavailable(String what, Object why) {
-        return new DsmException(ErrorCode.NODE_UNAVAILABLE, "cluster facts unavailable: operation=" + what
-                + ", node=" + nodeId + ", reason=" + (why instanceof Throwable t ? t.toString() : why.getClass().getSimpleName())
-                + " within " + timeout.toMillis() * 2 + "ms; a majority of the cluster must be reachable");
+        return new NodeUnavailableException(nodeId, "cluster facts unavailable: operation=" + what + ", reason="
+                + (why instanceof Throwable t ? t.toString() : why.getClass().getSimpleName()) + " within "
+                + timeout.toMillis() * 2 + "ms; a majority of the cluster must be reachable");
     }
 }

@@ -6,10 +6,13 @@ import io.membus.cluster.ClusterMessage.Unbind;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.directory.NameRegistry;
+import io.membus.core.error.AuthenticationException;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.InvalidPointerException;
+import io.membus.core.error.NodeUnavailableException;
 import org.apache.pekko.actor.ActorRef;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.cluster.Cluster;
@@ -55,13 +58,31 @@ public final class ClusterNames implements NameRegistry {
     private final ActorRef replicator;
     private final AtomicReference<Map<String, Long>> snapshot;
     private final Duration timeout;
+    private final ClusterMacs macs;
 
-    ClusterNames(ActorSystem system, ActorRef replicator, AtomicReference<Map<String, Long>> snapshot, Duration timeout) {
+    ClusterNames(ActorSystem system, ActorRef replicator, AtomicReference<Map<String, Long>> snapshot, Duration timeout,
+                 ClusterMacs macs) {
+        this.macs = macs;
         this.system = system;
         this.cluster = Cluster.get(system);
         this.replicator = replicator;
         this.snapshot = snapshot;
         this.timeout = timeout;
+    }
+
+    /** Set when the node closes: what every later call fails with, at once. */
+    private volatile DsmClosedException closed;
+
+    /** The node is closing: every later lookup, bind and unbind fails with {@code e} at once. */
+    void close(DsmClosedException e) {
+        closed = e;
+    }
+
+    private void checkOpen() {
+        DsmClosedException e = closed;
+        if (e != null) {
+            throw e;
+        }
     }
 
     private static void checkName(String name) {
@@ -78,6 +99,7 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Optional<Long>> lookupAsync(String name) {
         try {
+            checkOpen();
             checkName(name);
         } catch (DsmException e) {
             return CompletableFuture.failedStage(e);
@@ -91,13 +113,16 @@ public final class ClusterNames implements NameRegistry {
                 timeout.multipliedBy(2), "lookup name=" + name, 0).thenApply(got -> {
                     if (got instanceof Replicator.GetSuccess<?> s) {
                         @SuppressWarnings("unchecked")
-                        LWWMap<String, Long> m = (LWWMap<String, Long>) s.dataValue();
-                        return Optional.ofNullable(m.getEntries().get(name));
+                        LWWMap<String, ClusterMessage.NameBinding> m =
+                                (LWWMap<String, ClusterMessage.NameBinding>) s.dataValue();
+                        ClusterMessage.NameBinding b = m.getEntries().get(name);
+                        // a binding not made with the cluster secret is no binding
+                        return b != null && macs.valid(name, b) ? Optional.of(b.ptr()) : Optional.<Long>empty();
                     }
                     if (got instanceof Replicator.NotFound<?>) {
                         return Optional.<Long>empty();
                     }
-                    throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=lookup, name="
+                    throw NodeUnavailableException.notSent(0, "name registry unavailable: operation=lookup, name="
                             + name + ", reason=no majority of members answered within " + timeout.toMillis() + "ms;"
                             + " a majority of the cluster must be reachable");
                 }).minimalCompletionStage();
@@ -111,11 +136,21 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Long> bindAsync(String name, long ptr) {
         try {
+            checkOpen();
             checkName(name);
             if (ptr == RemotePtr.NULL) {
                 throw new InvalidPointerException(ptr, 0, 0);
             }
-            return arbitrate(new Bind(name, ptr), "bind name=" + name).thenApply(NameReply::ptr).minimalCompletionStage();
+            ClusterMacs.Tag tag = macs.bind(name, ptr);
+            String what = "bind name=" + name;
+            return arbitrate(new Bind(name, ptr, tag.hi(), tag.lo()), what).thenApply(r -> {
+                if (r.ptr() != RemotePtr.NULL && !macs.bind(name, r.ptr()).matches(r.macHi(), r.macLo())) {
+                    throw new AuthenticationException("the name arbiter", "operation=" + what + ": it answered with a"
+                            + " binding not made with this cluster's secret (is the arbiter started with a wrong"
+                            + " membus.secret?)");
+                }
+                return r.ptr();
+            }).minimalCompletionStage();
         } catch (DsmException e) {
             return CompletableFuture.failedStage(e);
         }
@@ -129,8 +164,10 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Boolean> unbindAsync(String name) {
         try {
+            checkOpen();
             checkName(name);
-            return arbitrate(new Unbind(name), "unbind name=" + name).thenApply(r -> r.ptr() != 0).minimalCompletionStage();
+            ClusterMacs.Tag tag = macs.unbind(name, 0);
+            return arbitrate(new Unbind(name, 0, tag.hi(), tag.lo()), "unbind name=" + name).thenApply(r -> r.ptr() != 0).minimalCompletionStage();
         } catch (DsmException e) {
             return CompletableFuture.failedStage(e);
         }
@@ -146,11 +183,13 @@ public final class ClusterNames implements NameRegistry {
     @Override
     public CompletionStage<Boolean> unbindAsync(String name, long expectedPtr) {
         try {
+            checkOpen();
             checkName(name);
             if (expectedPtr == RemotePtr.NULL) {
                 throw new InvalidPointerException(expectedPtr, 0, 0);
             }
-            return arbitrate(new Unbind(name, expectedPtr), "unbind name=" + name + " if bound to "
+            ClusterMacs.Tag tag = macs.unbind(name, expectedPtr);
+            return arbitrate(new Unbind(name, expectedPtr, tag.hi(), tag.lo()), "unbind name=" + name + " if bound to "
                     + RemotePtr.toString(expectedPtr)).thenApply(r -> r.ptr() != 0).minimalCompletionStage();
         } catch (DsmException e) {
             return CompletableFuture.failedStage(e);
@@ -168,8 +207,14 @@ public final class ClusterNames implements NameRegistry {
         return ask(system.actorSelection(arbiter.address() + "/user/" + ClusterAgent.NAME), request,
                 timeout.multipliedBy(3), what, ClusterAgent.nodeIdOf(arbiter)).thenApply(reply -> {
                     NameReply r = (NameReply) reply;
+                    if (r.error().startsWith(ClusterAgent.AUTHENTICATION)) {
+                        throw new AuthenticationException(arbiter.address().toString(), "operation=" + what + ": "
+                                + r.error().substring(ClusterAgent.AUTHENTICATION.length()).strip()
+                                + " (this node's membus.secret differs from the arbiter's?)");
+                    }
                     if (!r.error().isEmpty()) {
-                        throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: operation=" + what
+                        throw NodeUnavailableException.notSent(ClusterAgent.nodeIdOf(arbiter),
+                                "name registry unavailable: operation=" + what
                                 + ", arbiter=" + arbiter.address() + ", reason=" + r.error()
                                 + "; a majority of the cluster must be reachable");
                     }
@@ -181,7 +226,7 @@ public final class ClusterNames implements NameRegistry {
     private Member arbiter() {
         Member oldest = ClusterAgent.arbiter(cluster);
         if (oldest == null) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "name registry unavailable: no member is Up"
+            throw NodeUnavailableException.notSent(0, "name registry unavailable: no member is Up"
                     + " (this node has not joined the cluster, or was downed)");
         }
         return oldest;
@@ -203,7 +248,7 @@ public final class ClusterNames implements NameRegistry {
             if (cause instanceof org.apache.pekko.pattern.AskTimeoutException) {
                 throw new DsmTimeoutException(what, nodeId, wait);
             }
-            throw new DsmException(ErrorCode.INTERNAL, "name registry failed: operation=" + what + ": " + cause, cause);
+            throw DsmException.internal("name registry failed: operation=" + what + ": " + cause, cause);
         });
     }
 }

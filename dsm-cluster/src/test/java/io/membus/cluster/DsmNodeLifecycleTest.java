@@ -107,4 +107,51 @@ class DsmNodeLifecycleTest {
         node.close();
         await("the closed node's Pekko port " + port + " is free again", Duration.ofSeconds(10), () -> portFree(port));
     }
+
+    /**
+     * Issue 24 (8): a thread interrupted while its start waits to join the cluster gets a
+     * typed error, leaves nothing running, and its interrupt flag is still set (the join's
+     * wait used to turn the interrupt into "joining the cluster failed" and clear the flag).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aStartInterruptedWhileItWaitsToJoinFailsAndKeepsTheInterrupt() throws Exception {
+        String cluster = "lifecycle-interrupt-" + System.nanoTime();
+        int id = 47;
+        int port = TestClusters.freePort();
+        int nobody = TestClusters.freePort(); // a seed nobody runs: the join waits (start-timeout 30 s)
+        CompletableFuture<DsmException> failure = new CompletableFuture<>();
+        CompletableFuture<Boolean> flagAfter = new CompletableFuture<>();
+        Thread starter = new Thread(() -> {
+            try {
+                DsmNode.start(NodeConfig.parse(config(cluster, id, port,
+                        "membus.seed-nodes = [\"127.0.0.1:" + nobody + "\"]\n"))).close();
+                failure.complete(null);
+            } catch (DsmException e) {
+                failure.complete(e);
+            } catch (RuntimeException e) {
+                failure.completeExceptionally(e);
+            }
+            flagAfter.complete(Thread.currentThread().isInterrupted());
+        }, "interrupted-starter");
+        starter.start();
+        // interrupt only once the starter waits in the join (an interrupt inside Pekko's own start is Pekko's)
+        await("the starter waits to join the cluster", Duration.ofSeconds(30), () -> waitsIn(starter, "join"));
+        starter.interrupt();
+        DsmException e = failure.get(20, TimeUnit.SECONDS);
+        assertTrue(e != null, "an interrupted start fails");
+        assertTrue(flagAfter.get(5, TimeUnit.SECONDS), "the interrupt is kept: " + e.getMessage());
+        assertTrue(e.getMessage().contains("interrupted"), e.getMessage());
+        await("no thread of the interrupted start left: " + threadsOf(cluster, id), Duration.ofSeconds(15),
+                () -> threadsOf(cluster, id).isEmpty());
+    }
+
+    /** Whether {@code t} is blocked inside DsmNode's method {@code method}. */
+    private static boolean waitsIn(Thread t, String method) {
+        boolean in = false;
+        for (StackTraceElement e : t.getStackTrace()) {
+            in |= e.getClassName().equals(DsmNode.class.getName()) && e.getMethodName().equals(method);
+        }
+        return in && (t.getState() == Thread.State.TIMED_WAITING || t.getState() == Thread.State.WAITING);
+    }
 }

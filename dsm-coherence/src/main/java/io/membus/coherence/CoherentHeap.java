@@ -6,26 +6,34 @@ import io.membus.alloc.HeapLayout;
 import io.membus.alloc.Placement;
 import io.membus.alloc.UseAfterFreeException;
 import io.membus.codec.Codec;
+import io.membus.core.OperationDeadline;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.Words;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
+import io.membus.core.error.InvalidPointerException;
 import io.membus.core.message.Messaging;
 import io.membus.core.time.Clock;
+import io.membus.core.transport.pipeline.TimerWheel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.UnaryOperator;
 
 /**
@@ -48,8 +56,15 @@ import java.util.function.UnaryOperator;
  *       the current slot: the broken writer's publish fails
  *       ({@link LockBrokenException}), and no value is ever torn.</li>
  *   <li>Clocks: leases are wall-clock microseconds from {@link Clock}; with messages,
- *       the node measures its skew against its peers and stops serving cached reads
- *       while the measured skew exceeds ε (it reads validated instead, and says so).</li>
+ *       the node measures its skew against its peers ({@link SkewEstimator}) and stops
+ *       serving cached reads while a skew beyond ε is proven in consecutive checks (it
+ *       reads validated instead, and says so).</li>
+ *   <li>The cache of copies is bounded by {@link CoherenceConfig#cacheMaxEntries()} and
+ *       {@link CoherenceConfig#cacheMaxBytes()}; copies whose lease ran out or whose
+ *       object was freed are dropped (see {@code docs/coherence.md}, "The cache of copies").</li>
+ *   <li>Interrupts: writes do not throw {@link InterruptedException}; a writer interrupted
+ *       while it waits for invalidation acks keeps waiting (bounded), publishes or
+ *       releases its lock, and returns with the thread's interrupt flag set.</li>
  * </ul>
  *
  * <p>One heap per node (it owns the node's invalidation and clock channels).
@@ -66,8 +81,14 @@ public final class CoherentHeap implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CoherentHeap.class);
     private static final int WHOLE_READ_LIMIT = 2048;
     private static final int STRIPES = 256;
-    /** Clock samples per peer and check, of which the shortest round trip counts. */
-    private static final int SKEW_SAMPLES = 5;
+    /** Clock samples per peer and check (one window) at most, of which the shortest round trip counts. */
+    static final int SKEW_SAMPLES = 16;
+    /** Consecutive checks whose verdict must agree to stop caching for a skew, or to start again. */
+    static final int SKEW_PERSISTENCE = 3;
+    /** Cached copies an install looks at for an expired one to drop (the amortised sweep). */
+    private static final int INSTALL_SWEEP = 2;
+    /** Cached copies one tick of the periodic sweep looks at, at most (it runs on the shared timer wheel). */
+    private static final int TICK_SWEEP = 1024;
 
     private final GlobalAllocator allocator;
     private final RemoteMemory memory;
@@ -77,12 +98,28 @@ public final class CoherentHeap implements AutoCloseable {
     private final int self;
     private final long epsMicros;
     private final ConcurrentHashMap<Long, CachedCopy> cache = new ConcurrentHashMap<>();
+    /** The adaptive lease per object (a hint: cleared whole past twice the cache's entry bound). */
     private final ConcurrentHashMap<Long, Long> leaseOf = new ConcurrentHashMap<>();
+    // ---- the bound of the cache (see "The cache of copies" in docs/coherence.md)
+    /** Sum of the cached values' lengths; changed only inside the cache map's compute for the entry. */
+    private final AtomicLong cachedBytes = new AtomicLong();
+    /** Held by installs and sweeps (never by a hit or an invalidation): the bound holds at every instant. */
+    private final ReentrantLock sweepLock = new ReentrantLock();
+    /** Where sweeps and evictions go on (weakly consistent; guarded by sweepLock). */
+    private Iterator<Map.Entry<Long, CachedCopy>> sweepCursor;
+    private boolean sweepArmed; // guarded by sweepLock
+    private final Sweeper sweeper = new Sweeper();
+    private final AtomicLong evictions = new AtomicLong();
+    private final AtomicLong expiredDropped = new AtomicLong();
     private final ConcurrentHashMap<Long, long[]> lockSightings = new ConcurrentHashMap<>();
     /** Per stripe of objects: raised by every invalidation, so a fill that met one is discarded. */
     private final AtomicLongArray epochs = new AtomicLongArray(STRIPES);
     private final ScheduledExecutorService skewChecker;
+    /** The verdict per peer (guarded by itself: checks never run at once). */
+    private final java.util.Map<Integer, SkewEstimator> skewEstimators = new java.util.HashMap<>();
+    private volatile boolean skewPending;
     private volatile long measuredSkewMicros;
+    private volatile long skewAtLeastMicros;
     private volatile String skewProblem;
     private volatile boolean closed;
 
@@ -116,8 +153,7 @@ public final class CoherentHeap implements AutoCloseable {
                 t.setDaemon(true);
                 return t;
             });
-            long every = config.skewInterval().toMillis();
-            skewChecker.scheduleWithFixedDelay(this::checkSkewQuietly, 0, every, TimeUnit.MILLISECONDS);
+            skewChecker.execute(this::skewTick);
         } else {
             skewChecker = null;
         }
@@ -168,6 +204,7 @@ public final class CoherentHeap implements AutoCloseable {
 
     /** Allocates an object holding {@code initial}, placed as {@code placement} says. */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial, Placement placement) {
+        checkOpen();
         byte[] bytes = codec.encode(initial);
         checkSize(bytes, "coherent object value (create)");
         // at least the three words of an out-of-line value
@@ -189,9 +226,12 @@ public final class CoherentHeap implements AutoCloseable {
         return new RemoteRef<>(this, block, codec, slotCapacity, config.caching());
     }
 
-    /** {@link #create(Codec, Object, Placement)} on this node. */
+    /**
+     * {@link #create(Codec, Object, Placement)} with the allocator's default placement:
+     * this node on a memory node, round robin over the memory nodes on a client.
+     */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial) {
-        return create(codec, initial, Placement.local());
+        return create(codec, initial, allocator.config().defaultPlacement());
     }
 
     /**
@@ -199,15 +239,15 @@ public final class CoherentHeap implements AutoCloseable {
      * {@link RemoteRef#generationHeader()}).
      *
      * @throws UseAfterFreeException when the object was freed since
-     * @throws DsmException          when the words do not name a coherent object
+     * @throws InvalidPointerException when the words do not name a coherent object
      */
     public <T> RemoteRef<T> open(long ptr, long generationHeader, Codec<T> codec) {
+        checkOpen();
         byte[] b = memory.read(ptr, 8 + ObjectLayout.SLOTS);
         checkBlock(ptr, generationHeader, Words.getLong(b, 0), "open");
         long meta = Words.getLong(b, 8 + ObjectLayout.META);
         if (!ObjectLayout.isMeta(meta)) {
-            throw new DsmException(ErrorCode.INVALID_POINTER, "not a coherent object: ptr=" + RemotePtr.toString(ptr)
-                    + ", meta=0x" + Long.toHexString(meta) + "; open only the two words RemoteRef.ptr() and"
+            throw new InvalidPointerException(ptr, 0, "not a coherent object: meta=0x" + Long.toHexString(meta) + "; open only the two words RemoteRef.ptr() and"
                     + " RemoteRef.generationHeader() stored");
         }
         int slotCapacity = ObjectLayout.slotCapacityOf(meta);
@@ -238,12 +278,14 @@ public final class CoherentHeap implements AutoCloseable {
         final long version;
         final byte[] bytes;
         final long expiryMicros;
+        final long ptr;
         volatile boolean dropped;
 
-        CachedCopy(long version, byte[] bytes, long expiryMicros) {
+        CachedCopy(long version, byte[] bytes, long expiryMicros, long ptr) {
             this.version = version;
             this.bytes = bytes;
             this.expiryMicros = expiryMicros;
+            this.ptr = ptr;
         }
 
         /** The object's version this copy was made at. */
@@ -263,19 +305,71 @@ public final class CoherentHeap implements AutoCloseable {
     }
 
     byte[] read(RemoteRef<?> ref, boolean cached) {
+        checkOpen();
         if (cached && cachingAllowed()) {
             CachedCopy e = cache.get(cacheKey(ref.ptr()));
             if (e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros) {
+                cacheHits.increment();
                 return e.bytes;
             }
-            return fill(ref);
+            cacheMisses.increment();
+            long scope = OperationDeadline.enter(config.timeout());
+            try {
+                return fill(ref);
+            } finally {
+                OperationDeadline.exit(scope);
+            }
         }
-        return validatedRead(ref, deadline()).bytes();
+        validatedReads.increment();
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return validatedRead(ref, deadline()).bytes();
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    /** Reads of cached objects served from this node's copy (no verb); see {@link #cacheMisses()}. */
+    private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder cacheMisses = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder validatedReads = new java.util.concurrent.atomic.LongAdder();
+
+    /**
+     * Reads of cached objects ({@link RemoteRef#get()} of a cached ref) that this node served
+     * from its copy, with no verb, since the heap was created. A sum of striped counters:
+     * exact once the reads counted have returned, an estimate while they run.
+     */
+    public long cacheHits() {
+        return cacheHits.sum();
+    }
+
+    /** Reads of cached objects that found no valid copy here and read the object (a fill); see {@link #cacheHits()}. */
+    public long cacheMisses() {
+        return cacheMisses.sum();
+    }
+
+    /**
+     * Reads validated against the object's headers in its home memory: reads of objects
+     * not cached, and every read while this node may not cache (clock skew, {@code caching
+     * = false}); see {@link #cacheHits()}.
+     */
+    public long validatedReads() {
+        return validatedReads.sum();
+    }
+
+    /** Whether this node serves cached reads now: caching on and no clock or node-id problem ({@link #cachingProblem()}). */
+    public boolean cachingOn() {
+        return config.caching() && cachingAllowed();
     }
 
     /** The version of the object now (a validated read of its headers). */
     long version(RemoteRef<?> ref) {
-        return ObjectLayout.version(validatedRead(ref, deadline()).header());
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return ObjectLayout.version(validatedRead(ref, deadline()).header());
+        } finally {
+            OperationDeadline.exit(scope);
+        }
     }
 
     private boolean cachingAllowed() {
@@ -294,7 +388,12 @@ public final class CoherentHeap implements AutoCloseable {
         long expiry = now + lease;
         // raise the lease word to at least our expiry, then join the sharers: both before the validated read
         byte[] w = memory.read(ptr, 8 + ObjectLayout.META);
-        checkBlock(ptr, ref.generationHeader(), Words.getLong(w, 0), "read");
+        try {
+            checkBlock(ptr, ref.generationHeader(), Words.getLong(w, 0), "read");
+        } catch (UseAfterFreeException e) {
+            forget(ptr); // freed by another node (maybe after our lease ran out: no invalidation came)
+            throw e;
+        }
         long leaseWord = Words.getLong(w, 8 + ObjectLayout.LEASE);
         while (leaseWord < expiry) {
             long seen = memory.compareAndSwap(ref.payload() + ObjectLayout.LEASE, leaseWord, expiry);
@@ -312,24 +411,33 @@ public final class CoherentHeap implements AutoCloseable {
             }
             sharers = seen;
         }
-        Snapshot s = validatedRead(ref, deadline);
+        Snapshot s;
+        try {
+            s = validatedRead(ref, deadline);
+        } catch (UseAfterFreeException e) {
+            forget(ptr);
+            throw e;
+        }
         CachedCopy previous = cache.get(cacheKey(ptr));
         long version = ObjectLayout.version(s.header());
-        if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && (s.sharersAfter() & bit) != 0) {
-            // installed under the map's lock for this object, as invalidations remove: an invalidation either
-            // comes first (the epoch moved: no install) or after (it removes the entry) - never a stale window
-            boolean[] installed = new boolean[1];
-            cache.compute(cacheKey(ptr), (k, current) -> {
-                if (epochs.get(stripe) != epoch) {
-                    return current;
+        if (!ObjectLayout.locked(s.header()) && s.unlockedAfter() && (s.sharersAfter() & bit) != 0
+                && s.bytes().length <= config.cacheMaxBytes()) {
+            boolean installed;
+            sweepLock.lock();
+            try {
+                makeRoom(s.bytes().length);
+                installed = install(ptr, stripe, epoch, new CachedCopy(version, s.bytes(), expiry, ptr));
+                if (installed) {
+                    sweepStep(INSTALL_SWEEP, clock.nowMicros()); // amortised: drops copies whose lease ran out
+                    armSweeper();
                 }
-                installed[0] = true;
-                if (current != null) {
-                    current.dropped = true; // replaced: a holder of it looks again
+            } finally {
+                sweepLock.unlock();
+            }
+            if (installed) {
+                if (leaseOf.size() >= 2L * config.cacheMaxEntries()) {
+                    leaseOf.clear(); // hints only: objects not cached for long start again at the default lease
                 }
-                return new CachedCopy(version, s.bytes(), expiry);
-            });
-            if (installed[0]) {
                 // adapt: an object written since our last fill gets a shorter lease, a quiet one a longer
                 long next = previous != null && previous.version != version ? Math.max(minLease, lease / 2)
                         : Math.min(maxLease, lease * 2);
@@ -474,6 +582,16 @@ public final class CoherentHeap implements AutoCloseable {
     enum WriteStop { NONE, AFTER_LOCK, AFTER_SPARE_SLOT }
 
     Result update(RemoteRef<?> ref, UnaryOperator<byte[]> change, WriteStop stop) {
+        // one deadline for the whole write: every verb of it ends by then (OperationDeadline)
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return updateWithin(ref, change, stop);
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    private Result updateWithin(RemoteRef<?> ref, UnaryOperator<byte[]> change, WriteStop stop) {
         long deadline = deadline();
         long ptr = ref.ptr();
         int attempt = 0;
@@ -497,6 +615,7 @@ public final class CoherentHeap implements AutoCloseable {
             }
             // the lock is ours: only now read the lease and the sharers (a reader that joins later sees the lock)
             boolean published = false;
+            boolean interrupted = false;
             BlockRef freshOutOfLine = null;
             try {
                 memory.writeLong(ref.payload() + ObjectLayout.LOCKED_AT, clock.nowMicros());
@@ -505,7 +624,7 @@ public final class CoherentHeap implements AutoCloseable {
                     return new Result(s.bytes(), null, ObjectLayout.version(h));
                 }
                 byte[] ls = memory.read(ref.payload() + ObjectLayout.LEASE, 16);
-                invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
+                interrupted = invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
                 int spare = 1 - ObjectLayout.slot(h);
                 BlockRef oldOutOfLine = outOfLine(ref, spare);
                 freshOutOfLine = writeSlot(ref.block(), ref.slotCapacity(), spare, next);
@@ -539,6 +658,9 @@ public final class CoherentHeap implements AutoCloseable {
                 if (!published) {
                     // failed before publishing: release the lock with a new version over the current slot
                     release(ref, mine, h);
+                }
+                if (interrupted) {
+                    Thread.currentThread().interrupt(); // the ack wait went on; the caller learns of it now
                 }
             }
         }
@@ -635,6 +757,15 @@ public final class CoherentHeap implements AutoCloseable {
      * @throws DsmTimeoutException when the lock cannot be taken within the timeout
      */
     public <R> R exclusive(RemoteRef<?> ref, java.util.function.LongFunction<R> action) {
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return exclusiveWithin(ref, action);
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    private <R> R exclusiveWithin(RemoteRef<?> ref, java.util.function.LongFunction<R> action) {
         long deadline = deadline();
         long ptr = ref.ptr();
         int attempt = 0;
@@ -653,30 +784,44 @@ public final class CoherentHeap implements AutoCloseable {
                 backoff(++attempt, deadline, "lock", ptr);
                 continue;
             }
+            boolean interrupted = false;
             try {
                 byte[] now = new byte[8];
                 Words.putLong(now, 0, clock.nowMicros());
                 CompletableFuture<Void> stamp = memory.writeAsync(ref.payload() + ObjectLayout.LOCKED_AT, now);
                 byte[] ls = memory.read(ref.payload() + ObjectLayout.LEASE, 16);
                 memory.await(stamp);
-                invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
+                interrupted = invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
                 // half the lock timeout: the other half is the margin for the last change's verb in flight
                 long lastChange = lockedAt + config.lockTimeout().toNanos() / 2;
                 return action.apply(lastChange);
             } finally {
                 release(ref, mine, h);
                 invalidateLocal(ptr);
+                if (interrupted) {
+                    Thread.currentThread().interrupt(); // the ack wait went on; the caller learns of it now
+                }
             }
         }
     }
 
     private void release(RemoteRef<?> ref, long mine, long h) {
+        // an interrupted thread must still release (a waiting verb would fail at once): flag off for the CAS;
+        // after the operation's deadline too, with a short budget of its own (OperationDeadline.CLEANUP): a lock
+        // left behind costs every other writer the lock timeout
+        boolean interrupted = Thread.interrupted();
+        long scope = OperationDeadline.enterCleanup();
         try {
             memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, mine,
                     ObjectLayout.unlocked(ObjectLayout.slot(h), ObjectLayout.version(h) + 1));
         } catch (DsmException e) {
             LOG.warn("could not release the write lock of {} ({}); a survivor recovers it after the lock timeout",
                     RemotePtr.toString(ref.ptr()), e.getMessage());
+        } finally {
+            OperationDeadline.exit(scope);
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
@@ -732,16 +877,25 @@ public final class CoherentHeap implements AutoCloseable {
      * the lease plus ε has passed. Acks are awaited only until then (at most the
      * deadline): a partitioned sharer costs a writer the rest of the lease, not the
      * whole operation timeout.
+     *
+     * <p>An interrupt does not end the wait: the caller holds the object's write lock and
+     * must publish or release it, which it may do only once no sharer can serve the old
+     * version. The wait is bounded (by the lease plus ε and the deadline) and goes on; the
+     * interrupt is returned, and the caller re-asserts the thread's flag once the lock is
+     * published or released.
+     *
+     * @return whether the thread was interrupted while it waited (its flag is then clear)
      */
-    private void invalidateSharers(RemoteRef<?> ref, long leaseWord, long sharers, long deadline) {
+    private boolean invalidateSharers(RemoteRef<?> ref, long leaseWord, long sharers, long deadline) {
         long ptr = ref.ptr();
         invalidateLocal(ptr);
         if (sharers == 0 || clock.nowMicros() > leaseWord + epsMicros) {
             if (sharers != 0) {
                 clearSharers(ref, sharers);
             }
-            return; // nobody can still serve a cached copy
+            return false; // nobody can still serve a cached copy
         }
+        boolean interrupted = false;
         boolean acked = messaging != null;
         if (acked) {
             byte[] payload = new byte[8];
@@ -756,18 +910,25 @@ public final class CoherentHeap implements AutoCloseable {
             long leaseOver = System.nanoTime() + Math.max(0, leaseWord + epsMicros - clock.nowMicros() + 1) * 1000;
             long waitUntil = Math.min(deadline, leaseOver);
             for (CompletableFuture<byte[]> ask : asks) {
-                try {
-                    long left = Math.max(1, waitUntil - System.nanoTime());
-                    ask.get(left, TimeUnit.NANOSECONDS);
-                } catch (Exception e) {
-                    acked = false; // a sharer that did not answer: its lease must run out
+                while (true) {
+                    try {
+                        long left = Math.max(1, waitUntil - System.nanoTime());
+                        ask.get(left, TimeUnit.NANOSECONDS);
+                        break;
+                    } catch (InterruptedException e) {
+                        interrupted = true; // keep waiting (bounded): see above
+                    } catch (Exception e) {
+                        acked = false; // a sharer that did not answer: its lease must run out
+                        break;
+                    }
                 }
             }
         }
         if (!acked) {
-            waitOutLease(leaseWord, deadline, ptr);
+            interrupted |= waitOutLease(leaseWord, deadline, ptr);
         }
         clearSharers(ref, sharers);
+        return interrupted;
     }
 
     /**
@@ -789,14 +950,22 @@ public final class CoherentHeap implements AutoCloseable {
         }
     }
 
-    private void waitOutLease(long leaseWord, long deadline, long ptr) {
+    /** Waits until the lease plus ε has passed; returns whether the thread was interrupted (flag cleared). */
+    private boolean waitOutLease(long leaseWord, long deadline, long ptr) {
+        boolean interrupted = false;
         while (clock.nowMicros() <= leaseWord + epsMicros) {
             if (System.nanoTime() - deadline > 0) {
-                throw new DsmTimeoutException("write (waiting out the lease of " + RemotePtr.toString(ptr) + ")",
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+                // before the write was published (its lock is released by the caller): it did not run
+                throw DsmTimeoutException.notSent("write (waiting out the lease of " + RemotePtr.toString(ptr) + ")",
                         RemotePtr.nodeId(ptr), config.timeout());
             }
             LockSupport.parkNanos(200_000);
+            interrupted |= Thread.interrupted(); // else park returns at once: a busy loop
         }
+        return interrupted;
     }
 
     /** Drops this node's cached copy of {@code ptr}; a fill in progress for it is discarded. */
@@ -806,9 +975,149 @@ public final class CoherentHeap implements AutoCloseable {
             epochs.incrementAndGet(stripe);
             if (current != null) {
                 current.dropped = true;
+                cachedBytes.addAndGet(-current.bytes.length);
             }
             return null;
         });
+    }
+
+    // ------------------------------------------------------------------ the bound of the cache
+
+    /**
+     * Installs {@code copy} (under {@link #sweepLock}) unless an invalidation of its stripe came
+     * since the fill began: under the map's lock for this object, as invalidations remove, so an
+     * invalidation either comes first (the epoch moved: no install) or after (it removes the
+     * entry) — never a stale window.
+     */
+    private boolean install(long ptr, int stripe, long epoch, CachedCopy copy) {
+        boolean[] installed = new boolean[1];
+        cache.compute(cacheKey(ptr), (k, current) -> {
+            if (epochs.get(stripe) != epoch) {
+                return current;
+            }
+            installed[0] = true;
+            long freed = 0;
+            if (current != null) {
+                current.dropped = true; // replaced: a holder of it looks again
+                freed = current.bytes.length;
+            }
+            cachedBytes.addAndGet(copy.bytes.length - freed);
+            return copy;
+        });
+        return installed[0];
+    }
+
+    /**
+     * Drops copies (under {@link #sweepLock}) until one more of {@code length} bytes fits the
+     * bound: expired ones and live ones alike, in the order of the sweep's cursor (a clock hand
+     * over the map: no order is kept on the hit path). Only installs add copies, all under the
+     * lock, so the cache never holds more than the bound.
+     */
+    private void makeRoom(int length) {
+        int maxEntries = config.cacheMaxEntries();
+        long maxBytes = config.cacheMaxBytes();
+        while ((cache.size() >= maxEntries || cachedBytes.get() + length > maxBytes) && !cache.isEmpty()) {
+            Map.Entry<Long, CachedCopy> e = nextInSweep();
+            if (e != null && drop(e.getKey(), e.getValue())) {
+                evictions.incrementAndGet();
+                leaseOf.remove(e.getValue().ptr); // evicted: its lease hint goes too (an expired copy keeps it)
+            }
+        }
+    }
+
+    /** Looks at up to {@code budget} copies (under {@link #sweepLock}) and drops those that can no longer be served. */
+    private int sweepStep(int budget, long nowMicros) {
+        int seen = 0;
+        while (seen < budget) {
+            Map.Entry<Long, CachedCopy> e = nextInSweep();
+            if (e == null) {
+                break; // a pass ended
+            }
+            seen++;
+            CachedCopy c = e.getValue();
+            if (nowMicros >= c.expiryMicros - epsMicros && drop(e.getKey(), c)) {
+                expiredDropped.incrementAndGet();
+            }
+        }
+        return seen;
+    }
+
+    /** The next entry of the sweep (under {@link #sweepLock}); null when a pass ended (the next call starts one). */
+    private Map.Entry<Long, CachedCopy> nextInSweep() {
+        if (sweepCursor == null) {
+            sweepCursor = cache.entrySet().iterator();
+        }
+        if (!sweepCursor.hasNext()) {
+            sweepCursor = null;
+            return null;
+        }
+        return sweepCursor.next();
+    }
+
+    /** Removes {@code victim} if it is still the copy of {@code key} (marked dropped, its bytes uncounted). */
+    private boolean drop(Long key, CachedCopy victim) {
+        boolean[] dropped = new boolean[1];
+        cache.computeIfPresent(key, (k, current) -> {
+            if (current != victim) {
+                return current;
+            }
+            current.dropped = true;
+            cachedBytes.addAndGet(-current.bytes.length);
+            dropped[0] = true;
+            return null;
+        });
+        return dropped[0];
+    }
+
+    /** Drops this node's copy of an object that was freed, and its lease hint. */
+    private void forget(long ptr) {
+        invalidateLocal(ptr);
+        leaseOf.remove(ptr);
+    }
+
+    /** Arms the periodic sweep (under {@link #sweepLock}) if it is not armed: it runs while copies are cached. */
+    private void armSweeper() {
+        if (!sweepArmed && !closed) {
+            sweepArmed = true;
+            TimerWheel.SHARED.arm(sweeper, System.nanoTime() + sweepPeriodNanos());
+        }
+    }
+
+    /** As long as the longest lease (no copy outlives it unseen by much), within 10 ms .. 1 s. */
+    private long sweepPeriodNanos() {
+        return Math.max(TimeUnit.MILLISECONDS.toNanos(10), Math.min(TimeUnit.SECONDS.toNanos(1),
+                config.maxLease().toNanos()));
+    }
+
+    /**
+     * The periodic sweep, on the JVM's shared timer wheel (no thread of its own; it must not
+     * block, so it only tries the lock): drops copies whose lease ran out, 1,024
+     * at a time, going on a tick later until a pass ends, then after {@link #sweepPeriodNanos()};
+     * it stops while nothing is cached (the next install arms it).
+     */
+    private final class Sweeper extends TimerWheel.Timeout {
+        @Override
+        protected void expired() {
+            if (closed) {
+                return;
+            }
+            long next = TimerWheel.TICK_NANOS;
+            if (sweepLock.tryLock()) {
+                try {
+                    int seen = sweepStep(TICK_SWEEP, clock.nowMicros());
+                    if (seen < TICK_SWEEP) {
+                        next = sweepPeriodNanos(); // a pass ended
+                    }
+                    if (cache.isEmpty()) {
+                        sweepArmed = false;
+                        return;
+                    }
+                } finally {
+                    sweepLock.unlock();
+                }
+            }
+            TimerWheel.SHARED.arm(this, System.nanoTime() + next);
+        }
     }
 
     /**
@@ -837,6 +1146,15 @@ public final class CoherentHeap implements AutoCloseable {
 
     /** Frees the object: later reads and writes through any handle fail with UseAfterFreeException. */
     void free(RemoteRef<?> ref) {
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            freeWithin(ref);
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    private void freeWithin(RemoteRef<?> ref) {
         long deadline = deadline();
         int attempt = 0;
         while (true) {
@@ -853,7 +1171,7 @@ public final class CoherentHeap implements AutoCloseable {
                 continue;
             }
             byte[] ls = memory.read(ref.payload() + ObjectLayout.LEASE, 16);
-            invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
+            boolean interrupted = invalidateSharers(ref, Words.getLong(ls, 0), Words.getLong(ls, 8), deadline);
             for (int slot = 0; slot < 2; slot++) {
                 BlockRef out = outOfLine(ref, slot);
                 if (out != null) {
@@ -868,6 +1186,9 @@ public final class CoherentHeap implements AutoCloseable {
             allocator.free(ref.block());
             invalidateLocal(ref.ptr());
             leaseOf.remove(ref.ptr());
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
             return;
         }
     }
@@ -875,69 +1196,98 @@ public final class CoherentHeap implements AutoCloseable {
     // ------------------------------------------------------------------ clocks
 
     /**
-     * Measures this node's clock against every live peer (a request on the clock
-     * channel; offset = peer − midpoint of the round trip, uncertain by half the round
-     * trip) and stops serving cached reads while the largest possible skew exceeds ε.
+     * Measures this node's clock against every live peer, one window each (up to
+     * 16 ({@code SKEW_SAMPLES}) requests on the clock channel, of which the shortest round trip
+     * counts; see {@link SkewEstimator}), and stops serving cached reads once the skew to a
+     * peer is proven beyond ε (its lower bound) in 3 ({@code SKEW_PERSISTENCE}) consecutive
+     * checks; starts again after as many checks within ε. The heap runs it every
+     * {@code skew-interval}, and sooner (a fifth of it, at most 100 ms) while a verdict is pending.
      *
-     * @return the largest possible skew measured, in microseconds
+     * @return the largest possible skew the check measured (the upper bound), in microseconds
      */
     public long checkSkew() {
         if (messaging == null) {
             return 0;
         }
-        long worst = 0;
-        String problem = null;
-        for (var peer : memory.directory().members()) {
-            if (peer.nodeId() == self) {
-                continue;
-            }
-            try {
-                // NTP's rule: of a few samples, trust the one with the shortest round trip (the least
-                // uncertain); a single sample on a loaded machine can be tens of milliseconds wide
-                long offset = 0;
-                long rtt = Long.MAX_VALUE;
-                for (int sample = 0; sample < SKEW_SAMPLES && rtt > epsMicros / 4; sample++) {
-                    long t0 = clock.nowMicros();
-                    byte[] r = messaging.request(peer.nodeId(), CLOCK_CHANNEL, new byte[0]);
-                    long t1 = clock.nowMicros();
-                    if (t1 - t0 < rtt) {
-                        rtt = t1 - t0;
-                        offset = Words.getLong(r, 0) - (t0 + t1) / 2;
+        synchronized (skewEstimators) {
+            long worst = 0;
+            long atLeast = 0;
+            String problem = null;
+            boolean pending = false;
+            java.util.Set<Integer> peers = new java.util.HashSet<>();
+            for (var peer : memory.directory().members()) {
+                int n = peer.nodeId();
+                if (n == self) {
+                    continue;
+                }
+                peers.add(n);
+                SkewEstimator estimator = skewEstimators.computeIfAbsent(n,
+                        k -> new SkewEstimator(epsMicros, SKEW_PERSISTENCE));
+                try {
+                    for (int sample = 0; sample < SKEW_SAMPLES && !estimator.decided(); sample++) {
+                        long t0 = clock.nowMicros();
+                        byte[] r = messaging.request(n, CLOCK_CHANNEL, new byte[0]);
+                        long t1 = clock.nowMicros();
+                        estimator.sample(t0, Words.getLong(r, 0), t1);
                     }
+                } catch (DsmException e) {
+                    LOG.debug("clock check of node {} failed: {}", n, e.getMessage());
                 }
-                long possible = Math.abs(offset) + rtt / 2;
-                if (possible > worst) {
-                    worst = possible;
+                SkewEstimator.Window w = estimator.endWindow();
+                if (w == null) {
+                    continue; // no answer: the verdict on this peer stays as it was
                 }
-                if (possible > epsMicros) {
-                    problem = "clock skew to node " + peer.nodeId() + " may be " + possible + "us (measured offset "
-                            + offset + "us, round trip " + rtt + "us), above the clock bound " + epsMicros
-                            + "us (membus.coherence.clock-bound)";
+                worst = Math.max(worst, w.atMostMicros());
+                atLeast = Math.max(atLeast, w.atLeastMicros());
+                pending |= estimator.pending();
+                if (w.alarmed()) {
+                    problem = "clock skew to node " + n + " is at least " + w.atLeastMicros() + "us (measured offset "
+                            + w.offsetMicros() + "us, uncertain by half its round trip of " + w.rttMicros()
+                            + "us, the shortest of " + w.samples() + " samples), above the clock bound " + epsMicros
+                            + "us (membus.coherence.clock-bound) in " + SKEW_PERSISTENCE + " consecutive checks";
+                } else if (estimator.alarmed()) {
+                    problem = "clock skew to node " + n + " was above the clock bound " + epsMicros + "us";
                 }
-            } catch (DsmException e) {
-                LOG.debug("clock check of node {} failed: {}", peer.nodeId(), e.getMessage());
             }
+            skewEstimators.keySet().retainAll(peers); // a peer that left takes its verdict with it
+            measuredSkewMicros = worst;
+            skewAtLeastMicros = atLeast;
+            skewPending = pending;
+            String before = skewProblem;
+            skewProblem = problem;
+            if (problem != null && before == null) {
+                dropAll(); // (versionIfValid also refuses while skewProblem is set)
+                LOG.warn("node {} stops serving cached reads (validated reads only): {}; fix the clocks (NTP)", self,
+                        problem);
+            } else if (problem == null && before != null) {
+                LOG.info("node {} serves cached reads again: the clock skew was within the bound in {} consecutive"
+                        + " checks (at most {}us now)", self, SKEW_PERSISTENCE, worst);
+            }
+            return worst;
         }
-        measuredSkewMicros = worst;
-        String before = skewProblem;
-        skewProblem = problem;
-        if (problem != null && before == null) {
-            dropAll(); // (versionIfValid also refuses while skewProblem is set)
-            LOG.warn("node {} stops serving cached reads (validated reads only): {}; fix the clocks (NTP)", self,
-                    problem);
-        } else if (problem == null && before != null) {
-            LOG.info("node {} serves cached reads again: measured clock skew {}us is within the bound", self, worst);
-        }
-        return worst;
     }
 
-    private void checkSkewQuietly() {
+    /**
+     * One scheduled check, then the next: after the skew interval, or while a verdict is
+     * pending after a fifth of it, at most 100 ms (a proven skew stops caching about 200 ms
+     * after the check that first saw it, not two intervals later).
+     */
+    private void skewTick() {
         try {
             if (!closed) {
                 checkSkew();
             }
         } catch (RuntimeException e) {
             LOG.debug("clock check failed: {}", e.toString());
+        }
+        if (!closed) {
+            long every = config.skewInterval().toMillis();
+            try {
+                skewChecker.schedule(this::skewTick, skewPending ? Math.max(1, Math.min(every / 5, 100)) : every,
+                        TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // closed meanwhile
+            }
         }
     }
 
@@ -950,16 +1300,22 @@ public final class CoherentHeap implements AutoCloseable {
         return skewProblem;
     }
 
-    /** The largest clock skew the last check measured, in microseconds. */
+    /** The largest clock skew the last check left possible (the upper bound), in microseconds. */
     public long measuredSkewMicros() {
         return measuredSkewMicros;
+    }
+
+    /** The largest clock skew the last check proved (the lower bound), in microseconds. */
+    public long skewAtLeastMicros() {
+        return skewAtLeastMicros;
     }
 
     /**
      * This heap's state as ordered facts (what {@code membus status} prints for the
      * node): {@code caching} on or off, {@code why-not} when off, {@code cached-objects},
-     * {@code measured-skew-us} (the largest possible skew the last check measured),
-     * {@code clock-bound-us}.
+     * {@code measured-skew-us} (the largest possible skew the last check measured: its
+     * upper bound), {@code skew-at-least-us} (the largest skew it proved: its lower bound;
+     * caching stops when this exceeds the bound in consecutive checks), {@code clock-bound-us}.
      */
     public java.util.Map<String, String> status() {
         String p = cachingProblem();
@@ -971,19 +1327,37 @@ public final class CoherentHeap implements AutoCloseable {
             facts.put("why-not", "membus.coherence.caching = false");
         }
         facts.put("cached-objects", Integer.toString(cache.size()));
+        facts.put("cached-bytes", Long.toString(cachedBytes.get()));
+        facts.put("cache-bound", config.cacheMaxEntries() + " objects, " + config.cacheMaxBytes() + " bytes");
+        facts.put("cache-evictions", Long.toString(evictions.get()));
+        facts.put("cache-expired-dropped", Long.toString(expiredDropped.get()));
         facts.put("measured-skew-us", Long.toString(measuredSkewMicros));
+        facts.put("skew-at-least-us", Long.toString(skewAtLeastMicros));
         facts.put("clock-bound-us", Long.toString(epsMicros));
         return facts;
     }
 
-    int cachedObjects() {
+    /** Copies this node holds now (at most {@link CoherenceConfig#cacheMaxEntries()}). */
+    public int cachedObjects() {
         return cache.size();
+    }
+
+    /** Bytes of the values of the copies this node holds now (at most {@link CoherenceConfig#cacheMaxBytes()}). */
+    public long cachedBytes() {
+        return cachedBytes.get();
+    }
+
+    /** Lease hints this node keeps (at most twice the entry bound; tests). */
+    int leaseHints() {
+        return leaseOf.size();
     }
 
     // ------------------------------------------------------------------ helpers
 
+    /** The operation's deadline: its {@link OperationDeadline} scope's (opened at its start), or the timeout from now. */
     private long deadline() {
-        return System.nanoTime() + config.timeout().toNanos();
+        checkOpen(); // every operation on a handle starts here
+        return OperationDeadline.until(System.nanoTime(), config.timeout().toNanos());
     }
 
     private static int stripe(long ptr) {
@@ -997,13 +1371,18 @@ public final class CoherentHeap implements AutoCloseable {
         }
     }
 
-    private void backoff(int attempt, long deadline, String op, long ptr) {
+    /** Fails at once with {@link DsmClosedException} once {@link #close()} ran. */
+    private void checkOpen() {
         if (closed) {
-            throw new DsmException(ErrorCode.CONFIG, "coherent heap closed: node=" + self
-                    + "; create a new CoherentHeap for this node");
+            throw new DsmClosedException("the coherent heap of node " + self + " (and every RemoteRef of it)");
         }
+    }
+
+    private void backoff(int attempt, long deadline, String op, long ptr) {
+        checkOpen();
         if (System.nanoTime() - deadline > 0) {
-            throw new DsmTimeoutException(op + " of coherent object " + RemotePtr.toString(ptr)
+            // before the operation took effect: nothing of it ran
+            throw DsmTimeoutException.notSent(op + " of coherent object " + RemotePtr.toString(ptr)
                     + " (it kept changing or stayed locked)", RemotePtr.nodeId(ptr), config.timeout());
         }
         if (attempt < 4) {
@@ -1023,6 +1402,7 @@ public final class CoherentHeap implements AutoCloseable {
         if (skewChecker != null) {
             skewChecker.shutdownNow();
         }
+        TimerWheel.SHARED.cancel(sweeper);
         if (messaging != null) {
             messaging.unregister(INVALIDATE_CHANNEL);
             messaging.unregister(CLOCK_CHANNEL);
@@ -1030,9 +1410,10 @@ public final class CoherentHeap implements AutoCloseable {
         dropAll(); // (versionIfValid also refuses once closed)
     }
 
-    /** Drops every cached copy: marks each dropped, then empties the cache. */
+    /** Drops every cached copy (each marked dropped, its bytes uncounted). */
     private void dropAll() {
-        cache.values().forEach(c -> c.dropped = true);
-        cache.clear();
+        for (Map.Entry<Long, CachedCopy> e : cache.entrySet()) {
+            drop(e.getKey(), e.getValue());
+        }
     }
 }

@@ -20,6 +20,19 @@ import java.util.function.UnaryOperator;
  * <p>{@link #compareAndSet} compares encoded bytes: two values are equal when the
  * codec encodes them to the same bytes.
  *
+ * <p>Interrupts: no method throws {@link InterruptedException}. A write ({@link #set},
+ * {@link #compareAndSet}, {@link #update}, {@link #getAndSet}, {@link #free}) interrupted
+ * while it waits for other nodes to drop their copies keeps waiting (bounded by the lease
+ * plus the clock bound, and the deadline) — it holds the object's lock and must publish or
+ * release it — completes, and returns with the thread's interrupt flag set.
+ *
+ * <p><b>Deadlines.</b> Each blocking call returns or fails by one deadline taken at its
+ * start ({@link CoherenceConfig#timeout()}), shared by all its verbs, plus
+ * {@link io.membus.core.OperationDeadline#MARGIN}; a write that ran out of time before
+ * it published fails with a {@link io.membus.core.error.DsmTimeoutException} whose
+ * {@code mayHaveRun()} is false (its lock released), one that may have published with
+ * {@code mayHaveRun()} true.
+ *
  * <p><b>Note:</b> thread-safe and immutable; share it between threads. The
  * {@code *Async} forms run the blocking call on the common pool.
  *

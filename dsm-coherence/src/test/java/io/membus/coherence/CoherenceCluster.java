@@ -34,6 +34,7 @@ final class CoherenceCluster implements AutoCloseable {
     final Map<Integer, Transport> transports = new TreeMap<>();
     final Map<Integer, SkewableClock> clocks = new TreeMap<>();
     final Map<Integer, CoherentHeap> heaps = new TreeMap<>();
+    final Map<Integer, Messaging> messagings = new TreeMap<>();
     private final List<AutoCloseable> closeables = new ArrayList<>();
     private final Path shmDir;
 
@@ -64,7 +65,11 @@ final class CoherenceCluster implements AutoCloseable {
             directory.addSegment(heap.descriptor());
             SkewableClock clock = new SkewableClock();
             clocks.put(id, clock);
-            CoherentHeap h = new CoherentHeap(a, messages ? new Messaging(memory) : null, clock, config.apply(id));
+            Messaging m = messages ? new Messaging(memory) : null;
+            if (m != null) {
+                messagings.put(id, m);
+            }
+            CoherentHeap h = new CoherentHeap(a, m, clock, config.apply(id));
             closeables.add(0, h);
             heaps.put(id, h);
         }

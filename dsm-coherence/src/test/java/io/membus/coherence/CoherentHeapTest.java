@@ -12,6 +12,11 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -193,5 +198,57 @@ class CoherentHeapTest {
         assertEquals(5000, ref.get().length, "the value is unchanged");
         ref.set(new byte[9000]); // not left locked
         assertEquals(9000, cluster.heap(2).open(ref.ptr(), ref.generationHeader(), Codecs.bytes()).get().length);
+    }
+
+    /**
+     * Issue 24 (8): a writer interrupted while it waits for a sharer's ack keeps waiting (it
+     * holds the lock and must publish or release it), completes the write, and returns with
+     * the thread's interrupt flag set. The old code took the interrupt for a sharer that did
+     * not answer, waited out the whole lease and cleared the flag.
+     */
+    @Test
+    void anInterruptWhileAWriterWaitsForAcksIsKeptAndTheWriteCompletes() throws Exception {
+        cluster = new CoherenceCluster("local", 2, id -> fast().withLeases(Duration.ofSeconds(4), Duration.ofSeconds(5)), true);
+        RemoteRef<Long> writer = cluster.heap(1).create(Codecs.longs(), 1L, Placement.node(1));
+        RemoteRef<Long> reader = cluster.heap(2).open(writer.ptr(), writer.generationHeader(), Codecs.longs());
+        assertEquals(1L, reader.get());
+        assertEquals(1, cluster.heap(2).cachedObjects(), "node 2 caches under a lease of seconds");
+        // node 2 acknowledges invalidations slowly (half a second)
+        var m2 = cluster.messagings.get(2);
+        m2.unregister(CoherentHeap.INVALIDATE_CHANNEL);
+        CountDownLatch asked = new CountDownLatch(1);
+        m2.register(CoherentHeap.INVALIDATE_CHANNEL, "slow-invalidate", (from, payload) -> {
+            asked.countDown();
+            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
+            while (System.nanoTime() < until) {
+                LockSupport.parkNanos(until - System.nanoTime());
+            }
+            cluster.heap(2).invalidateLocal(io.membus.core.Words.getLong(payload, 0));
+            return new byte[0];
+        });
+        AtomicBoolean flagAfter = new AtomicBoolean();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        long[] took = new long[1];
+        Thread t = new Thread(() -> {
+            long start = System.nanoTime();
+            try {
+                writer.set(2L);
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+            took[0] = System.nanoTime() - start;
+            flagAfter.set(Thread.currentThread().isInterrupted());
+        }, "interrupted-writer");
+        t.start();
+        assertTrue(asked.await(10, TimeUnit.SECONDS), "the writer asked node 2 to drop its copy");
+        t.interrupt();
+        t.join(20_000);
+        assertFalse(t.isAlive());
+        assertNull(failure.get(), () -> "the write completes: " + failure.get());
+        assertTrue(flagAfter.get(), "the interrupt is not swallowed: the flag is set when set() returns");
+        assertTrue(took[0] < Duration.ofSeconds(3).toNanos(), "the writer waited for the ack, not out the 4 s lease: "
+                + took[0] / 1_000_000 + " ms");
+        assertEquals(2L, reader.get());
+        assertEquals(2L, writer.cached(false).get());
     }
 }

@@ -17,6 +17,7 @@ import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -28,6 +29,7 @@ import static io.membus.collections.QueueDescriptor.LENGTH_FIELD;
 import static io.membus.collections.QueueDescriptor.PAYLOAD_FIELD;
 import static io.membus.collections.SlotState.EMPTY;
 import static io.membus.collections.SlotState.FULL;
+import static io.membus.collections.SlotState.MOVING;
 import static io.membus.collections.SlotState.READING;
 import static io.membus.collections.SlotState.WRITING;
 
@@ -57,7 +59,10 @@ import static io.membus.collections.SlotState.WRITING;
  * then sleeps until a wake-up message ({@link WakeUps}: the take and put waiters
  * words of the root; every publish wakes the takers' nodes, every take the
  * putters'), looking again at least every 50 ms, honouring its timeout and interruption
- * ({@link InterruptedException}; a large element's block is freed). The
+ * ({@link InterruptedException}; a large element's block is freed). An interrupt never
+ * abandons a verb in flight ({@link RemoteMemory#await} keeps it for after the verb):
+ * the step finishes and the interrupt is seen at the next wait, so a {@code put} that
+ * throws enqueued nothing and a {@code take} that throws took nothing. The
  * non-blocking {@code poll()}/{@code peek()} wait, the same way, for an offer whose
  * producer has claimed the head slot and is still writing it (its element comes
  * before every later one), and {@code offer()} waits for a consumer that has
@@ -85,6 +90,8 @@ import static io.membus.collections.SlotState.WRITING;
  *       for every element but a redelivered one). Its large block, if any, was not
  *       freed yet (a consumer frees it after emptying the slot; a consumer that dies
  *       between the two leaks that one block).</li>
+ *   <li>A remover that died while closing a gap ({@code MOVING(x, dead)}): the element
+ *       it was moving stays where it was, its gap is emptied ({@link #recoverMoving}).</li>
  *   <li>A slot held by this very node without an operation of this handle in
  *       flight was left by an earlier incarnation of the node and is recovered the
  *       same way.</li>
@@ -109,10 +116,13 @@ import static io.membus.collections.SlotState.WRITING;
  * state words); {@link #iterator()} is weakly consistent (it walks the tickets
  * between the head and the tail it read at creation, returns the elements it finds
  * still there, never throws {@code ConcurrentModificationException}) and supports
- * {@code remove()}; removing an element from the middle frees its slot for the
- * ticket one lap later, so the ring may report full before {@code capacity}
- * elements are queued until the head passes that slot. Null elements are refused
- * with {@link NullPointerException}, as every {@code BlockingQueue} does.
+ * {@code remove()}. Removing an element from the middle ({@code remove(o)},
+ * {@code iterator.remove()}) closes the gap it leaves by moving the elements ahead
+ * of it up by one ticket ({@link #removeTicket}), as {@code ArrayBlockingQueue}
+ * does: with no operation in flight, an offer succeeds exactly when
+ * {@code size() < capacity}, and {@link #remainingCapacity()} is
+ * {@code capacity - size()}. Null elements are refused with
+ * {@link NullPointerException}, as every {@code BlockingQueue} does.
  *
  * <p><b>Note:</b> thread-safe, for any number of producers and consumers on any
  * nodes. {@code offer}, {@code poll}, {@code put}, {@code take} and their timed
@@ -151,6 +161,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      * about to claim, with how many threads do (two threads may try one ticket at once).
      */
     private final ConcurrentHashMap<Long, Integer> inFlight = new ConcurrentHashMap<>();
+    /** One removal from the middle at a time per handle (see {@link #removeTicket}). */
+    private final Object removals = new Object();
 
     private DsmQueue(Root root, NamedRoots roots, WakeUps wakeUps, Codec<E> codec, int capacity, int slotBytes) {
         this.wakeUps = wakeUps;
@@ -394,6 +406,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             try {
                 w = memory.compareAndSwap(statePtr(t), empty, mine);
             } catch (RuntimeException e) {
+                unclaim(t, empty, mine, SlotState.of(t + capacity, EMPTY, 0), null, e);
                 leave(t);
                 throw e;
             }
@@ -414,7 +427,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 continue;
             }
             // the slot still serves an earlier lap
-            if ((phase == WRITING || phase == READING) && holderDead(w)) {
+            if ((phase == WRITING || phase == READING || phase == MOVING) && holderDead(w)) {
                 recover(w);
                 continue;
             }
@@ -423,7 +436,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 tailHint.set(memory.readLong(tailPtr));
             }
             // a consumer that claimed the element a lap earlier has taken it (linearized): wait for its room
-            return phase == READING ? BUSY : FULL_NOW;
+            return phase == READING || phase == MOVING ? BUSY : FULL_NOW;
         }
     }
 
@@ -481,6 +494,39 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         } catch (RuntimeException e) {
             failure.addSuppressed(e);
         }
+    }
+
+    /**
+     * After a claim CAS whose outcome is unknown (it failed, or a verb issued with it
+     * did): gives the slot back in case the claim ran, so that no slot stays held by a
+     * live node that no operation holds — other nodes would wait for it until this node
+     * is taken for dead. A no-op (no verb) when the claim certainly did not run; harmless
+     * when it did not (the CAS expects this handle's claim).
+     *
+     * @param cas the claim's future, or null when the claim was the synchronous call that failed
+     */
+    private void unclaim(long t, long expected, long mine, long next, CompletableFuture<Long> cas,
+                         RuntimeException failure) {
+        Throwable claimFailure = failure;
+        if (cas != null) {
+            if (cas.isDone() && !cas.isCompletedExceptionally()) {
+                if (cas.join() != expected) {
+                    return; // it ran and claimed nothing
+                }
+                claimFailure = null; // it ran and claimed: give the slot back
+            } else if (cas.isCompletedExceptionally()) {
+                claimFailure = cas.handle((v, x) -> x).join();
+                if (claimFailure instanceof CompletionException && claimFailure.getCause() != null) {
+                    claimFailure = claimFailure.getCause();
+                }
+            } else {
+                claimFailure = null; // sent and unresolved: it may run
+            }
+        }
+        if (claimFailure instanceof DsmException d && !d.mayHaveRun()) {
+            return; // the claim certainly did not run
+        }
+        giveBack(t, mine, next, null, failure);
     }
 
     /**
@@ -555,11 +601,13 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             CompletableFuture<Long> cas;
             CompletableFuture<byte[]> data;
             long w;
+            cas = null;
             try {
                 cas = memory.compareAndSwapAsync(statePtr(t), full, mine);
                 data = memory.readAsync(dataPtr(t), slotBytes);
                 w = memory.await(cas);
             } catch (RuntimeException e) {
+                unclaim(t, full, mine, SlotState.of(t + capacity, FULL, 0), cas, e);
                 leave(t);
                 throw e;
             }
@@ -574,12 +622,14 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             if (st == t && phase == EMPTY) {
                 return takeStranded();
             }
-            if (st == t && phase == WRITING) {
+            if (st == t && (phase == WRITING || phase == MOVING)) {
                 if (holderDead(w)) {
                     recover(w);
                     continue;
                 }
-                return WRITING_NOW; // its offer has claimed the head: it comes first, in a moment
+                // its offer has claimed the head, or a remover is moving the head element up
+                // by one ticket (or emptying the hole it left): it comes first, in a moment
+                return WRITING_NOW;
             }
             if (st >= t) {
                 helpAdvance(headPtr, t);
@@ -587,7 +637,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 headHint.accumulateAndGet(t, Math::max);
                 continue;
             }
-            if (phase == READING && holderDead(w)) {
+            if ((phase == READING || phase == MOVING) && holderDead(w)) {
                 recover(w); // redelivered as ticket t
                 continue;
             }
@@ -621,6 +671,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 enter(x);
                 CompletableFuture<Long> cas;
                 CompletableFuture<byte[]> data;
+                cas = null;
                 try {
                     cas = memory.compareAndSwapAsync(statePtr(x), w, mine);
                     data = memory.readAsync(dataPtr(x), slotBytes);
@@ -629,6 +680,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                         continue;
                     }
                 } catch (RuntimeException e) {
+                    unclaim(x, w, mine, SlotState.of(x + capacity, FULL, 0), cas, e);
                     leave(x);
                     throw e;
                 }
@@ -771,7 +823,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             if (st == t && phase == EMPTY) {
                 return null;
             }
-            if (st == t && phase == WRITING) {
+            if (st == t && (phase == WRITING || phase == MOVING)) {
                 if (holderDead(w)) {
                     recover(w);
                 } else {
@@ -784,7 +836,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 headHint.accumulateAndGet(t, Math::max);
                 continue;
             }
-            if (phase == READING && holderDead(w)) {
+            if ((phase == READING || phase == MOVING) && holderDead(w)) {
                 recover(w);
                 continue;
             }
@@ -845,6 +897,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      */
     private void recover(long state) {
         long st = SlotState.ticket(state);
+        if (SlotState.phase(state) == MOVING) {
+            recoverMoving(state);
+            return;
+        }
         long next = SlotState.phase(state) == WRITING ? SlotState.of(st + capacity, EMPTY, 0)
                 : SlotState.of(st + capacity, FULL, 0);
         if (memory.compareAndSwap(statePtr(st), state, next) == state) {
@@ -914,6 +970,25 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     }
 
     /**
+     * Removes the first element equal to {@code o} (oldest first), closing the gap it
+     * leaves (see {@link #removeTicket}); true only when this call took an element out
+     * (an equal element that a consumer took meanwhile does not count: the search goes on).
+     */
+    @Override
+    public boolean remove(Object o) {
+        if (o == null) {
+            return false;
+        }
+        Itr it = new Itr(memory.readLong(headPtr), memory.readLong(tailPtr));
+        while (it.hasNext()) {
+            if (o.equals(it.next()) && it.removeLast()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * A weakly consistent iterator over the elements between the head and the tail
      * read when it is made, in ticket (FIFO) order; {@code remove()} takes the last
      * returned element out if it is still queued.
@@ -974,34 +1049,181 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
         @Override
         public void remove() {
+            removeLast();
+        }
+
+        /** {@link #remove()}; whether the element was still there and this call took it out. */
+        boolean removeLast() {
             if (lastTicket < 0) {
                 throw new IllegalStateException("next() was not called, or remove() was called already");
             }
             long t = lastTicket;
             lastTicket = -1;
-            removeTicket(t, lastState);
+            return removeTicket(t, lastState);
         }
     }
 
-    /** Takes the element of FULL slot {@code t} out in place; false when it was taken already. */
+    /**
+     * Takes the element of FULL slot {@code t} out and closes the gap it leaves, as
+     * {@code ArrayBlockingQueue.removeAt} does: the elements ahead of it (older tickets)
+     * move up by one ticket each, from the nearest to the head, so the gap ends at the
+     * head, where it is emptied for the ticket a lap later — a removal from the middle
+     * costs the ring no room. False when the element was taken already.
+     *
+     * <p>The remover holds the gap as {@code MOVING(g, me)}. One step: claim the element
+     * ahead, {@code FULL(g - 1) -> MOVING(g - 1, me)}, pipelined with the read of its
+     * data; write that data into slot {@code g} and CAS {@code MOVING(g) -> FULL(g)},
+     * pipelined; the gap is now {@code g - 1}. A claim that fails ends the walk (the
+     * element ahead was taken by a consumer, or the gap is at the head): the gap becomes
+     * {@code EMPTY(g + capacity)}. Consumers and {@code peek} wait for a {@code MOVING}
+     * slot at the head as for an offer being written (the element in it is on its way
+     * one ticket up, the element behind it must not be taken first); a producer a lap
+     * later waits as for a consumer. One remover per handle at a time (a dead node's two
+     * {@code MOVING} slots must be told apart: {@link #recoverMoving}). Costs two round
+     * trips per element moved: {@code remove(o)} is linear, as in {@code ArrayBlockingQueue}.
+     */
     private boolean removeTicket(long t, long full) {
-        long mine = SlotState.of(t, READING, self);
-        enter(t);
-        CompletableFuture<Long> cas;
-        CompletableFuture<byte[]> data;
-        try {
-            cas = memory.compareAndSwapAsync(statePtr(t), full, mine);
-            data = memory.readAsync(dataPtr(t), slotBytes);
-            if (memory.await(cas) != full) {
+        synchronized (removals) {
+            long gap = SlotState.of(t, MOVING, self);
+            enter(t);
+            CompletableFuture<Long> cas;
+            CompletableFuture<byte[]> data;
+            cas = null;
+            try {
+                cas = memory.compareAndSwapAsync(statePtr(t), full, gap);
+                data = memory.readAsync(dataPtr(t), slotBytes);
+                if (memory.await(cas) != full) {
+                    leave(t);
+                    return false;
+                }
+            } catch (RuntimeException e) {
+                unclaim(t, full, gap, full, cas, e); // a MOVING slot is waited for where it is: back in place
                 leave(t);
-                return false;
+                throw e;
+            }
+            // linearized: the element is out. Its large block is freed once the gap is closed.
+            BlockRef block = null;
+            try {
+                block = largeBlock(memory.await(data));
+                closeGap(t);
+            } finally {
+                wakeUps.notifyAfter(takeWaitersPtr);
+                wakeUps.notifyAfter(putWaitersPtr);
+            }
+            if (block != null) {
+                allocator.free(block);
+            }
+            return true;
+        }
+    }
+
+    /** The block a data area names, or null for an inline element. */
+    private static BlockRef largeBlock(byte[] data) {
+        if (Words.getInt(data, FORM_FIELD) != FORM_LARGE) {
+            return null;
+        }
+        return BlockRef.of(Words.getLong(data, PAYLOAD_FIELD), Words.getLong(data, PAYLOAD_FIELD + 8),
+                Words.getLong(data, PAYLOAD_FIELD + 16));
+    }
+
+    /**
+     * Moves the elements ahead of gap {@code g} (held MOVING by this handle) up, then
+     * empties the gap. When a verb fails, the slots this handle holds are left to
+     * {@link #recoverMoving} at once (best effort; a slot of this node that no operation
+     * holds counts as dead, so this node's next operation that meets it recovers it too).
+     */
+    private void closeGap(long g) {
+        long ahead = -1;
+        try {
+            while (g > 0) {
+                long x = g - 1;
+                long full = SlotState.of(x, FULL, 0);
+                enter(x);
+                ahead = x;
+                CompletableFuture<Long> cas = memory.compareAndSwapAsync(statePtr(x), full,
+                        SlotState.of(x, MOVING, self));
+                CompletableFuture<byte[]> data = memory.readAsync(dataPtr(x), slotBytes);
+                if (memory.await(cas) != full) {
+                    ahead = -1;
+                    leave(x);
+                    break; // taken, being taken, or no element: the gap is at the head
+                }
+                byte[] bytes = memory.await(data);
+                long mine = SlotState.of(g, MOVING, self);
+                CompletableFuture<Void> write = memory.writeAsync(dataPtr(g), bytes);
+                CompletableFuture<Long> publish = memory.compareAndSwapAsync(statePtr(g), mine,
+                        SlotState.of(g, FULL, 0));
+                memory.await(write);
+                long p = memory.await(publish);
+                if (p != mine) {
+                    leave(g);
+                    throw new SlotLostException(root.name(), g, "remover", SlotState.toString(p));
+                }
+                leave(g);
+                wakeUps.notifyAfter(takeWaitersPtr);
+                g = x;
+                ahead = -1;
+            }
+            long mine = SlotState.of(g, MOVING, self);
+            long w = memory.compareAndSwap(statePtr(g), mine, SlotState.of(g + capacity, EMPTY, 0));
+            leave(g);
+            if (w != mine) {
+                throw new SlotLostException(root.name(), g, "remover", SlotState.toString(w));
+            }
+        } catch (SlotLostException e) {
+            if (ahead >= 0) {
+                leave(ahead);
+                recoverOwn(ahead, e);
+            }
+            throw e;
+        } catch (RuntimeException e) {
+            leave(g);
+            if (ahead >= 0) {
+                leave(ahead);
+                recoverOwn(ahead, e);
+            }
+            recoverOwn(g, e);
+            // the element asked for was taken out (linearized at the claim); closing its gap failed
+            throw new OutcomeUnknownException("remove", "queue " + root.name() + " ticket " + g, e);
+        }
+    }
+
+    /** After a failure: recovers ticket {@code x} if this handle's MOVING claim is still on it. */
+    private void recoverOwn(long x, RuntimeException failure) {
+        try {
+            long w = memory.readLong(statePtr(x));
+            if (w == SlotState.of(x, MOVING, self)) {
+                recoverMoving(w);
             }
         } catch (RuntimeException e) {
-            leave(t);
-            throw e;
+            failure.addSuppressed(e);
         }
-        consume(t, mine, data);
-        return true;
+    }
+
+    /**
+     * Recovers {@code MOVING(x, dead)}. A dead remover holds at most two slots: its gap,
+     * and while a step is under way the element ahead of it ({@code x}, its gap at
+     * {@code x + 1}). An element whose move was not published stays where it was
+     * ({@code FULL(x)}); a gap becomes {@code EMPTY(x + capacity)} — after the element
+     * ahead of it, if that one is being moved into it, was put back.
+     */
+    private void recoverMoving(long state) {
+        long x = SlotState.ticket(state);
+        int node = SlotState.node(state);
+        long after = SlotState.of(x + 1, MOVING, node);
+        if (memory.readLong(statePtr(x + 1)) == after) {
+            memory.compareAndSwap(statePtr(x), state, SlotState.of(x, FULL, 0)); // a source: stays
+        } else {
+            if (x > 0) {
+                long before = SlotState.of(x - 1, MOVING, node);
+                if (memory.readLong(statePtr(x - 1)) == before) {
+                    memory.compareAndSwap(statePtr(x - 1), before, SlotState.of(x - 1, FULL, 0));
+                }
+            }
+            memory.compareAndSwap(statePtr(x), state, SlotState.of(x + capacity, EMPTY, 0)); // a gap
+        }
+        wakeUps.notifyAfter(takeWaitersPtr);
+        wakeUps.notifyAfter(putWaitersPtr);
     }
 
     @Override

@@ -11,6 +11,8 @@ package io.membus.collections;
  *   FULL(t)           holds the element of ticket t
  *   READING(t, node)  claimed by that consumer, data being read
  *   then EMPTY(t + capacity)
+ *   MOVING(t, node)   held by a remover compacting the ring (DsmQueue#removeTicket): the
+ *                     element of ticket t being moved to ticket t + 1, or the hole it left
  * </pre>
  * Every transition is one CAS.
  *
@@ -21,6 +23,7 @@ final class SlotState {
     static final int WRITING = 1;
     static final int FULL = 2;
     static final int READING = 3;
+    static final int MOVING = 4;
     static final int TICKET_SHIFT = 19;
     static final int PHASE_SHIFT = 16;
     static final long MAX_TICKET = (1L << (64 - TICKET_SHIFT)) - 1;
@@ -45,9 +48,9 @@ final class SlotState {
     }
 
     static String toString(long state) {
-        String[] names = {"EMPTY", "WRITING", "FULL", "READING"};
+        String[] names = {"EMPTY", "WRITING", "FULL", "READING", "MOVING"};
         int p = phase(state);
         return (p < names.length ? names[p] : "phase" + p) + "(" + ticket(state)
-                + (p == WRITING || p == READING ? ", node=" + node(state) : "") + ")";
+                + (p == WRITING || p == READING || p == MOVING ? ", node=" + node(state) : "") + ")";
     }
 }

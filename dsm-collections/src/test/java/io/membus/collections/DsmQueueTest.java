@@ -289,6 +289,47 @@ class DsmQueueTest {
     }
 
     /**
+     * A node removing an element from the middle dies in the middle of closing the gap:
+     * (a) holding the element ahead (not yet moved) and the gap; (b) holding only the
+     * gap. The element ahead stays, the gap is emptied, nothing else changes, and the
+     * ring has all its room again.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"local", "shm"})
+    void aDeadRemoversSlotsAreRecovered(String transport) {
+        try (CollCluster c = new CollCluster(transport, 3)) {
+            int root = c.node(1).queue("q", String.class, 4).root().block().nodeId();
+            int dead = root == 3 ? 2 : 3;
+            int live = 6 - root - dead;
+            DsmQueue<String> q = c.node(live).queue("q", String.class, 4);
+            q.add("a");
+            q.add("b");
+            q.add("c");
+            // (a) the remover took "c" out (ticket 2) and claimed "b" (ticket 1) to move it up
+            claim(c.node(dead).memory(), q, 2, SlotState.MOVING, dead, SlotState.FULL);
+            claim(c.node(dead).memory(), q, 1, SlotState.MOVING, dead, SlotState.FULL);
+            assertEquals("a", q.poll());
+            c.forget(dead);
+            assertEquals("b", q.poll(), "the element being moved stays where it was");
+            assertNull(q.poll(), "the gap is emptied");
+            assertEquals(4, q.remainingCapacity());
+            // (b) tickets 3, 4, 5: the remover took "e" (ticket 4) out and died holding only the gap
+            q.add("d");
+            q.add("e");
+            q.add("f");
+            claim(c.node(dead).memory(), q, 4, SlotState.MOVING, dead, SlotState.FULL);
+            assertEquals(List.of("d", "f"), new ArrayList<>(q));
+            assertEquals("d", q.poll());
+            assertEquals("f", q.poll());
+            assertNull(q.poll());
+            for (int i = 0; i < 4; i++) {
+                q.add("g" + i);
+            }
+            assertEquals(0, q.remainingCapacity());
+        }
+    }
+
+    /**
      * The root's node is down: every offer and poll fails before its claim, and says so
      * (mayHaveRun false: nothing happened, safe to retry), which is what lets a
      * history count it as a failure rather than an operation of unknown outcome.

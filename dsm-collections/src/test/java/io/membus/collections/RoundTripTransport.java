@@ -212,6 +212,11 @@ final class RoundTripTransport implements Transport {
     }
 
     @Override
+    public io.membus.core.transport.TransportCapabilities capabilities() {
+        return delegate.capabilities();
+    }
+
+    @Override
     public int nodeId() {
         return delegate.nodeId();
     }

@@ -3,6 +3,7 @@ package io.membus.core;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.BlockingCallOnTransportThreadException;
+import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
@@ -42,8 +43,12 @@ import java.util.function.Function;
  * coherent with peers' verbs, and through a loopback connection otherwise.
  *
  * <p>Naming: plain names ({@code read}, {@code compareAndSwap}, ...) block; the
- * {@code *Async} forms return a future. The blocking forms wait at most the
- * operation timeout plus a margin, and rethrow the typed {@link DsmException}.
+ * {@code *Async} forms return a future. A blocking form returns or fails by the
+ * operation timeout from the call — or the calling thread's {@link OperationDeadline},
+ * if earlier — plus {@link OperationDeadline#MARGIN}, and rethrows the typed
+ * {@link DsmException}, whose {@link DsmException#mayHaveRun()} says whether the verb
+ * may have run; a verb whose operation deadline passed before it was issued fails at
+ * once with {@link io.membus.core.error.DsmTimeoutException#notSent}.
  *
  * <p><b>Note:</b> thread-safe; the ordering and visibility rules are those of
  * {@link Verbs}, per target node.
@@ -66,10 +71,20 @@ public final class RemoteMemory {
         this.transport = transport;
         this.directory = directory;
         this.syncWait = operationTimeout.plusSeconds(1);
+        this.operationTimeout = operationTimeout;
+        this.timeoutNanos = operationTimeout.toNanos();
     }
+
+    private final Duration operationTimeout;
+    private final long timeoutNanos;
 
     public Transport transport() {
         return transport;
+    }
+
+    /** The deadline of each blocking verb, and of an operation made of verbs ({@link OperationDeadline}). */
+    public Duration operationTimeout() {
+        return operationTimeout;
     }
 
     public SegmentDirectory directory() {
@@ -84,6 +99,9 @@ public final class RemoteMemory {
     public SegmentDescriptor segmentOf(long ptr) {
         if (ptr == RemotePtr.NULL) {
             throw new InvalidPointerException(ptr, 0, 0);
+        }
+        if (transport.isClosed()) {
+            throw closedException();
         }
         int node = RemotePtr.nodeId(ptr);
         int index = RemotePtr.segmentIndex(ptr);
@@ -128,6 +146,9 @@ public final class RemoteMemory {
 
     private <T> CompletableFuture<T> onNode(int node, Function<Connection, CompletableFuture<T>> verb,
                                             java.util.function.Supplier<String> what) {
+        if (transport.isClosed()) {
+            return CompletableFuture.failedFuture(closedException());
+        }
         PeerInfo peer = node == transport.nodeId() ? transport.self() : directory.member(node).orElse(null);
         if (peer == null) {
             return CompletableFuture.failedFuture(NodeUnavailableException.notSent(node,
@@ -230,7 +251,16 @@ public final class RemoteMemory {
      * of its connection (one wake-up, one flush per node), in the order they were added.
      */
     public RemoteBatch batch() {
+        if (transport.isClosed()) {
+            throw closedException();
+        }
         return new RemoteBatch();
+    }
+
+    /** What a verb issued after this node's transport closed fails with: at once, naming the node. */
+    private DsmClosedException closedException() {
+        return new DsmClosedException("the remote memory of node " + transport.nodeId() + " (its transport "
+                + transport.name() + " is closed: the node or Membus instance that owned it was closed)");
     }
 
     /**
@@ -414,7 +444,7 @@ public final class RemoteMemory {
                 forgetKey(ptr); // refused before any effect: posted below with the directory's key
             }
         }
-        return await(readAsync(ptr, length));
+        return awaitVerb(readAsync(ptr, length));
     }
 
     /**
@@ -435,7 +465,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        System.arraycopy(await(readAsync(ptr, length)), 0, dst, offset, length);
+        System.arraycopy(awaitVerb(readAsync(ptr, length)), 0, dst, offset, length);
     }
 
     /**
@@ -466,10 +496,11 @@ public final class RemoteMemory {
                 forgetKey(ptrB);
             }
         }
+        long until = OperationDeadline.until(System.nanoTime(), timeoutNanos); // one deadline for the pair
         CompletableFuture<byte[]> a = readAsync(ptrA, dstA.length); // one connection runs them in issue order
         CompletableFuture<byte[]> b = readAsync(ptrB, dstB.length);
-        System.arraycopy(await(a), 0, dstA, 0, dstA.length);
-        System.arraycopy(await(b), 0, dstB, 0, dstB.length);
+        System.arraycopy(awaitUntil(a, until), 0, dstA, 0, dstA.length);
+        System.arraycopy(awaitUntil(b, until), 0, dstB, 0, dstB.length);
     }
 
     /**
@@ -517,7 +548,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        byte[] b = await(readAsync(ptr, length));
+        byte[] b = awaitVerb(readAsync(ptr, length));
         NATIVE.copyMemory(b, 0, address, length);
     }
 
@@ -539,7 +570,7 @@ public final class RemoteMemory {
         }
         byte[] b = new byte[length];
         NATIVE.copyMemory(address, b, BYTE_ARRAY_BASE, length);
-        await(writeAsync(ptr, b));
+        awaitVerb(writeAsync(ptr, b));
     }
 
     /**
@@ -599,7 +630,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        return Words.getLong(await(readAsync(ptr, Long.BYTES)), 0);
+        return Words.getLong(awaitVerb(readAsync(ptr, Long.BYTES)), 0);
     }
 
     public void write(long ptr, byte[] src) {
@@ -620,7 +651,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        await(writeAsync(ptr, src, offset, length));
+        awaitVerb(writeAsync(ptr, src, offset, length));
     }
 
     /** Writes the little-endian word at {@code ptr}. */
@@ -636,7 +667,7 @@ public final class RemoteMemory {
         }
         byte[] b = new byte[Long.BYTES];
         Words.putLong(b, 0, value);
-        await(writeAsync(ptr, b));
+        awaitVerb(writeAsync(ptr, b));
     }
 
     public long compareAndSwap(long ptr, long expected, long update) {
@@ -648,7 +679,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        return await(compareAndSwapAsync(ptr, expected, update));
+        return awaitVerb(compareAndSwapAsync(ptr, expected, update));
     }
 
     public long fetchAndAdd(long ptr, long delta) {
@@ -660,7 +691,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        return await(fetchAndAddAsync(ptr, delta));
+        return awaitVerb(fetchAndAddAsync(ptr, delta));
     }
 
     /**
@@ -682,10 +713,14 @@ public final class RemoteMemory {
      * else null: post the verb and wait.
      */
     private BlockingVerbs direct(long ptr) {
+        if (transport.isClosed()) {
+            throw closedException();
+        }
         int node = RemotePtr.nodeId(ptr);
         if (node == transport.nodeId()) {
             return ptr != RemotePtr.NULL && transport.localAtomicsCoherent() ? transport.table() : null;
         }
+        OperationDeadline.check("verb on " + RemotePtr.toString(ptr), node, operationTimeout); // never sent late
         if (node <= 0 || node >= connections.length() || openingCount.get() != 0) {
             return null;
         }
@@ -762,7 +797,29 @@ public final class RemoteMemory {
      * returns its value, rethrowing a failure as its typed {@link DsmException}.
      */
     public <T> T await(CompletableFuture<T> future) {
+        if (OperationDeadline.active()) {
+            long left = Math.max(0, OperationDeadline.remainingNanos(syncWait.toNanos()))
+                    + OperationDeadline.VERB_GRACE_NANOS;
+            return await(future, Duration.ofNanos(Math.min(left, syncWait.toNanos())));
+        }
         return await(future, syncWait);
+    }
+
+    /**
+     * Waits for a blocking verb issued now: until its operation timeout from now (or the
+     * thread's {@link OperationDeadline}, if earlier) plus {@link OperationDeadline#VERB_GRACE},
+     * the time the transport gets to report the verb's own outcome first.
+     */
+    private <T> T awaitVerb(CompletableFuture<T> future) {
+        return awaitUntil(future, OperationDeadline.until(System.nanoTime(), timeoutNanos));
+    }
+
+    private <T> T awaitUntil(CompletableFuture<T> future, long until) {
+        if (future.isDone()) {
+            return await(future, Duration.ZERO);
+        }
+        long left = Math.max(0, until - System.nanoTime()) + OperationDeadline.VERB_GRACE_NANOS;
+        return await(future, Duration.ofNanos(left));
     }
 
     /**
@@ -772,6 +829,13 @@ public final class RemoteMemory {
      * {@code wait} (a transport that did not enforce its own deadline) is a
      * {@link DsmTimeoutException}.
      *
+     * <p>The wait is not interruptible: a verb in flight may already have run at its
+     * target (a CAS that claimed something), so abandoning it would leave the caller
+     * not knowing what happened. An interrupt that arrives during the wait is kept
+     * (the thread's interrupt status is set again when this returns or throws), and
+     * the wait stays bounded by {@code wait}; interruptible callers check the status
+     * where stopping is safe, between verbs.
+     *
      * @throws BlockingCallOnTransportThreadException when called on a transport thread,
      *         where waiting could deadlock (unless the future is already complete)
      */
@@ -779,8 +843,16 @@ public final class RemoteMemory {
         if (!future.isDone() && TransportThreads.isTransportThread()) {
             throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
         }
+        long deadline = System.nanoTime() + wait.toNanos();
+        boolean interrupted = false;
         try {
-            return future.get(wait.toNanos(), TimeUnit.NANOSECONDS);
+            while (true) {
+                try {
+                    return future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    interrupted = true; // get() cleared the status: wait on for the verb, set it again after
+                }
+            }
         } catch (ExecutionException | CompletionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             if (cause instanceof DsmException de) {
@@ -789,12 +861,14 @@ public final class RemoteMemory {
             if (cause instanceof RuntimeException re) {
                 throw re;
             }
-            throw new DsmException(ErrorCode.INTERNAL, "operation failed: " + cause, cause);
+            throw DsmException.internal("operation failed: " + cause, cause);
         } catch (TimeoutException e) {
-            throw new DsmTimeoutException("await (the transport did not enforce its deadline)", -1, wait);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new DsmException(ErrorCode.INTERNAL, "interrupted while waiting for a verb", e);
+            // the call's deadline passed while the verb was issued: it may still run
+            throw new DsmTimeoutException("await (the call's deadline passed with the verb issued)", -1, wait);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

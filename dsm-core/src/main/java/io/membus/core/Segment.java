@@ -2,7 +2,8 @@ package io.membus.core;
 
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.UnknownSegmentException;
 import net.openhft.chronicle.bytes.BytesStore;
 import net.openhft.chronicle.bytes.MappedBytesStore;
 import net.openhft.chronicle.bytes.MappedFile;
@@ -202,21 +203,21 @@ public final class Segment implements AutoCloseable {
      * initiator side). The descriptor, including the remote key every verb is checked
      * against, is read from the file's header.
      *
-     * @throws DsmException {@link ErrorCode#NODE_UNAVAILABLE} when the file is missing,
-     *                      not a segment, or not ready
+     * @param nodeId the node that owns the file (named by the failure)
+     * @throws NodeUnavailableException (not sent) when the file is missing, not a segment, or not ready
      */
-    public static Segment mapPeer(Path file) {
+    public static Segment mapPeer(int nodeId, Path file) {
         if (!Files.isRegularFile(file)) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "segment file missing: path=" + file
+            throw NodeUnavailableException.notSent(nodeId, "segment file missing: path=" + file
                     + "; the owner has not exported it or has exited");
         }
         try {
             MappedFile mf = MappedFile.ofSingle(file.toFile(), Files.size(file), false);
             MappedBytesStore store = mf.acquireByteStore(OWNER, 0);
-            SegmentDescriptor d = headerOf(store, file);
+            SegmentDescriptor d = headerOf(nodeId, store, file);
             return new Segment(d, store, SegmentLayout.DATA_OFFSET, mf, file, false);
         } catch (IOException e) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "cannot map segment file: path=" + file, e);
+            throw NodeUnavailableException.notSent(nodeId, "cannot map segment file: path=" + file, e);
         }
     }
 
@@ -230,7 +231,7 @@ public final class Segment implements AutoCloseable {
             try {
                 MappedBytesStore store = mf.acquireByteStore(OWNER, 0);
                 try {
-                    return headerOf(store, file);
+                    return headerOf(-1, store, file);
                 } finally {
                     store.release(OWNER);
                 }
@@ -242,15 +243,15 @@ public final class Segment implements AutoCloseable {
         }
     }
 
-    private static SegmentDescriptor headerOf(BytesStore<?, ?> store, Path file) {
+    private static SegmentDescriptor headerOf(int nodeId, BytesStore<?, ?> store, Path file) {
         if (store.readLong(SegmentLayout.MAGIC_OFFSET) != SegmentLayout.MAGIC
                 || store.readInt(SegmentLayout.VERSION_OFFSET) != SegmentLayout.LAYOUT_VERSION) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "not a membus segment file: path=" + file
+            throw NodeUnavailableException.notSent(nodeId, "not a membus segment file: path=" + file
                     + ", expected magic MBSEG001 version " + SegmentLayout.LAYOUT_VERSION);
         }
         long state = store.readVolatileLong(SegmentLayout.STATE_OFFSET);
         if (state != SegmentLayout.STATE_READY) {
-            throw new DsmException(ErrorCode.NODE_UNAVAILABLE, "segment file not ready: path=" + file
+            throw NodeUnavailableException.notSent(nodeId, "segment file not ready: path=" + file
                     + ", state=" + state + "; its owner is starting or has closed it");
         }
         return new SegmentDescriptor(store.readInt(SegmentLayout.NODE_ID_OFFSET),
@@ -442,7 +443,7 @@ public final class Segment implements AutoCloseable {
         users.increment();
         if (closed.get()) {
             users.decrement();
-            throw closedException();
+            throw closedException(offset, length);
         }
     }
 
@@ -452,13 +453,12 @@ public final class Segment implements AutoCloseable {
 
     private void checkOpen() {
         if (closed.get()) {
-            throw closedException();
+            throw closedException(0, 0);
         }
     }
 
-    private DsmException closedException() {
-        return new DsmException(ErrorCode.UNKNOWN_SEGMENT, "segment closed: node=" + nodeId() + ", segment="
-                + index() + "; it was unexported or its node shut down");
+    private DsmException closedException(long offset, int length) {
+        return new UnknownSegmentException(pointer(offset), length, "segment closed: it was unexported or its node shut down");
     }
 
     /** Waits (bounded) until no operation is inside the memory; false if some still are. */

@@ -123,7 +123,7 @@ class SegmentTest {
     void aPeerMapsTheFileAndSeesTheOwnersWrites(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("seg.seg");
         try (Segment owner = Segment.createOrOpenFile(file, 5, 9, 2, 4096, Access.READ_WRITE, false);
-             Segment peer = Segment.mapPeer(file)) {
+             Segment peer = Segment.mapPeer(1, file)) {
             assertEquals(owner.descriptor(), peer.descriptor(), "the header carries the descriptor and key");
             owner.writeLong(64, 77);
             assertEquals(77, peer.readLong(64));
@@ -133,8 +133,8 @@ class SegmentTest {
         Path junk = dir.resolve("junk");
         Files.write(junk, new byte[8192]);
         assertNull(Segment.readHeader(junk));
-        DsmException e = assertThrows(DsmException.class, () -> Segment.mapPeer(junk));
+        DsmException e = assertThrows(DsmException.class, () -> Segment.mapPeer(1, junk));
         assertEquals(ErrorCode.NODE_UNAVAILABLE, e.code());
-        assertThrows(DsmException.class, () -> Segment.mapPeer(dir.resolve("missing")));
+        assertThrows(DsmException.class, () -> Segment.mapPeer(1, dir.resolve("missing")));
     }
 }

@@ -25,6 +25,46 @@ public class DsmException extends RuntimeException implements Cloneable {
         this.code = code;
     }
 
+    /**
+     * A failure that has no category of its own ({@link ErrorCode#INTERNAL}); the message
+     * says what happened. Every other category has its own subclass: throw that, so that
+     * {@code catch (DsmTimeoutException e)} and the like see it (a test keeps
+     * {@code new DsmException(...)} out of the main sources).
+     */
+    public static DsmException internal(String message, Throwable cause) {
+        return new DsmException(ErrorCode.INTERNAL, message, cause);
+    }
+
+    /** {@link #internal(String, Throwable)} without a cause. */
+    public static DsmException internal(String message) {
+        return new DsmException(ErrorCode.INTERNAL, message);
+    }
+
+    /**
+     * The typed failure for {@code code} that node {@code nodeId} reported with only a
+     * text (a transport's error frame, a message failure): the subclass of that category
+     * when it can be rebuilt from a text ({@link NodeUnavailableException},
+     * {@link DsmTimeoutException}, {@link ProtocolException}, {@link AuthenticationException},
+     * {@link TransportUnavailableException}), else this class with the code: categories a
+     * peer never reports by text alone (a verb's are rebuilt from their fields by
+     * {@link VerbException#decode}, a message's by {@code MessageFailures}, a setting or a
+     * wrong thread is refused before anything is sent), those whose subclass lives in
+     * another module, {@link ErrorCode#NOT_RUN} and {@link ErrorCode#INTERNAL}. A peer's {@link ErrorCode#CLOSED} is something closed on
+     * that node: for this node, that node is unavailable.
+     */
+    public static DsmException decoded(ErrorCode code, int nodeId, String message) {
+        String text = message == null || message.isEmpty() ? "failed on node " + nodeId + ": code=" + code : message;
+        return switch (code) {
+            case NODE_UNAVAILABLE, CLOSED -> new NodeUnavailableException(nodeId, "node " + nodeId + " answered: "
+                    + text);
+            case TIMEOUT -> DsmTimeoutException.reported(nodeId, text);
+            case PROTOCOL -> new ProtocolException("node " + nodeId, "refused by the peer: " + text);
+            case AUTHENTICATION -> new AuthenticationException("node " + nodeId, "reason=refused by the peer: " + text);
+            case TRANSPORT_UNAVAILABLE -> new TransportUnavailableException("(on node " + nodeId + ")", text);
+            default -> new DsmException(code, text);
+        };
+    }
+
     public ErrorCode code() {
         return code;
     }

@@ -59,6 +59,11 @@ public enum ErrorCode {
      * (a write-then-compare-and-swap pair: the swap runs only after its write succeeded).
      */
     NOT_RUN(24),
+    /**
+     * The object was closed by its owner on this node (a {@code Membus}, a node, its
+     * transport, a heap, a collection handle): it cannot be used again; create a new one.
+     */
+    CLOSED(25),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 

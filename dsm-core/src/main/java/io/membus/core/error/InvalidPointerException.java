@@ -23,7 +23,16 @@ public final class InvalidPointerException extends VerbException {
                         + "; send verbs on the connection to the node the pointer names");
     }
 
-    /** The node the connection reaches. */
+    /**
+     * A pointer that names memory, but not what the caller expected there ({@code reason}
+     * says what, e.g. "not a coherent object: ...").
+     */
+    public InvalidPointerException(long ptr, int length, String reason) {
+        super(ErrorCode.INVALID_POINTER, ptr, length, 0, "invalid pointer: ptr=" + RemotePtr.toString(ptr) + ", "
+                + reason);
+    }
+
+    /** The node the connection reaches (0 when the pointer was refused for another reason). */
     public int connectionNode() {
         return (int) detail();
     }

@@ -27,7 +27,8 @@ public class NodeUnavailableException extends DsmException {
         this(nodeId, reason, cause, false);
     }
 
-    private NodeUnavailableException(int nodeId, String reason, Throwable cause, boolean notSent) {
+    /** For {@link NodeFencedException}: a failure whose reason is a fact, not text. */
+    protected NodeUnavailableException(int nodeId, String reason, Throwable cause, boolean notSent) {
         super(ErrorCode.NODE_UNAVAILABLE, "node unavailable: node=" + nodeId + ", reason=" + reason
                 + (notSent ? ", outcome=not-sent (it did not run: safe to retry)"
                 : ", outcome=unknown (it may have run: read back before retrying)"), cause);
@@ -52,5 +53,15 @@ public class NodeUnavailableException extends DsmException {
 
     public int nodeId() {
         return nodeId;
+    }
+
+    /**
+     * Whether the node refused this node because it fenced it (or this node fenced
+     * it): a fence lasts until the membership lifts it, so reconnecting cannot help.
+     * A fact carried by the type ({@link NodeFencedException}) and on the wire, never
+     * read from the message's text.
+     */
+    public boolean fenced() {
+        return false;
     }
 }

@@ -3,6 +3,7 @@ package io.membus.core.message;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.HandlerFailedException;
 import io.membus.core.error.MessageTooLargeException;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownChannelException;
 import io.membus.core.transport.TransportConfig;
@@ -160,8 +161,9 @@ public final class MessageEndpoint implements AutoCloseable {
         String fenced = fenceReason.apply(from);
         if (closed || fenced != null) {
             c.errors.increment();
-            inbox.fail(correlation, new NodeUnavailableException(nodeId, closed ? "node " + nodeId
-                    + " is shutting down" : "node " + nodeId + " fenced node " + from + ": " + fenced));
+            inbox.fail(correlation, closed ? new NodeUnavailableException(nodeId, "node " + nodeId
+                    + " is shutting down") : NodeFencedException.unknownOutcome(nodeId, "node " + nodeId
+                    + " fenced node " + from + ": " + fenced));
             return;
         }
         Registration r = handlers.get(key(channel));

@@ -4,6 +4,7 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.HandlerFailedException;
 import io.membus.core.error.MessageTooLargeException;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownChannelException;
 
@@ -26,6 +27,9 @@ public final class MessageFailures {
         if (e instanceof MessageTooLargeException m) {
             return ((long) m.size() << 32) | (m.maxSize() & 0xffffffffL);
         }
+        if (e instanceof NodeUnavailableException n && n.fenced()) {
+            return NodeFencedException.MESSAGE_DETAIL;
+        }
         return 0;
     }
 
@@ -45,9 +49,11 @@ public final class MessageFailures {
             case UNKNOWN_CHANNEL -> new UnknownChannelException(node, (int) detail);
             case MESSAGE_TOO_LARGE -> new MessageTooLargeException(node, channel, (int) (detail >>> 32), (int) detail);
             case HANDLER_FAILED -> new HandlerFailedException(node, channel, text);
-            case NODE_UNAVAILABLE -> new NodeUnavailableException(node, "node " + node + " answered: " + text);
-            default -> new DsmException(code, "message failed: node=" + node + ", channel=" + channel + ", code="
-                    + code + ", detail=" + text);
+            case NODE_UNAVAILABLE -> detail == NodeFencedException.MESSAGE_DETAIL
+                    ? NodeFencedException.unknownOutcome(node, "node " + node + " answered: " + text)
+                    : new NodeUnavailableException(node, "node " + node + " answered: " + text);
+            default -> DsmException.decoded(code, node, "message failed: node=" + node + ", channel=" + channel
+                    + ", code=" + code + ", detail=" + text);
         };
     }
 }

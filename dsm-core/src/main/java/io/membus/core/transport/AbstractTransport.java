@@ -1,6 +1,8 @@
 package io.membus.core.transport;
 
 import io.membus.core.Segment;
+import io.membus.core.error.DsmClosedException;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.message.MessageEndpoint;
@@ -142,12 +144,11 @@ public abstract class AbstractTransport implements Transport {
     @Override
     public CompletableFuture<Connection> connect(PeerInfo peer) {
         if (closed) {
-            return CompletableFuture.failedFuture(NodeUnavailableException.notSent(nodeId(),
-                    "this node's transport is closed"));
+            return CompletableFuture.failedFuture(closedException());
         }
         String reason = fenced.get(peer.nodeId());
         if (reason != null) {
-            return CompletableFuture.failedFuture(NodeUnavailableException.notSent(peer.nodeId(), "fenced: " + reason));
+            return CompletableFuture.failedFuture(NodeFencedException.notSent(peer.nodeId(), "fenced: " + reason));
         }
         CompletableFuture<Connection> existing = connections.get(peer.nodeId());
         if (existing != null) {
@@ -226,13 +227,19 @@ public abstract class AbstractTransport implements Transport {
         return fenced.get(nodeId);
     }
 
+    @Override
     public boolean isClosed() {
         return closed;
     }
 
+    /** What a use of this transport after its close fails with. */
+    public DsmClosedException closedException() {
+        return new DsmClosedException("transport " + name() + " of node " + nodeId());
+    }
+
     protected void checkNotClosed() {
         if (closed) {
-            throw new IllegalStateException("transport closed: transport=" + name() + ", node=" + nodeId());
+            throw closedException();
         }
     }
 

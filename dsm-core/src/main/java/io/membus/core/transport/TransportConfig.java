@@ -6,6 +6,7 @@ import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueType;
 import io.membus.core.RemotePtr;
+import io.membus.core.config.KnownKeys;
 import io.membus.core.error.DsmConfigException;
 
 import java.time.Duration;
@@ -95,9 +96,14 @@ public final class TransportConfig {
             Config known = reference.getConfig(section);
             for (Map.Entry<String, ConfigValue> k : given.getConfig(section).entrySet()) {
                 if (!known.hasPathOrNull(k.getKey())) {
-                    throw new DsmConfigException(key(section + "." + k.getKey()), k.getKey().contains("secret")
+                    java.util.List<String> paths = new java.util.ArrayList<>();
+                    KnownKeys.collect(known.root(), key(section), paths);
+                    String full = key(section + "." + k.getKey());
+                    throw new DsmConfigException(full, k.getKey().contains("secret")
                             ? "<hidden>" : k.getValue().unwrapped(), "one of the keys of " + key(section) + ": "
-                            + String.join(", ", new TreeSet<>(known.root().keySet())));
+                            + String.join(", ", new TreeSet<>(known.root().keySet())) + "; closest known key: "
+                            + KnownKeys.closest(full, paths) + "; set at " + (k.getValue().origin() == null
+                            ? "(unknown origin)" : k.getValue().origin().description()));
                 }
             }
         }

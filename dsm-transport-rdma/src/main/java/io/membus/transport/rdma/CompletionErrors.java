@@ -5,7 +5,6 @@ import io.membus.core.RemotePtr;
 import io.membus.core.error.AccessDeniedException;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
 import io.membus.core.error.MisalignedAtomicException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.VerbException;
@@ -96,7 +95,7 @@ public final class CompletionErrors {
                 return new NodeUnavailableException(peerNode, "connection lost: " + facts
                         + "; the peer crashed, closed the connection or the fabric path is down");
             default:
-                return new DsmException(ErrorCode.INTERNAL, "rdma work request failed locally: " + facts
+                return DsmException.internal("rdma work request failed locally: " + facts
                         + ", node=" + peerNode + "; this is a bug in the rdma transport: report it with this message");
         }
     }

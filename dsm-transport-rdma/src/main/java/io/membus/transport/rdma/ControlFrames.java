@@ -50,6 +50,8 @@ final class ControlFrames {
     static final int STATUS_OK = 0;
     static final int STATUS_REFUSED = 1;
     static final int STATUS_STALE = 2;
+    /** The target refused because it fenced the initiator: reconnecting cannot help. */
+    static final int STATUS_FENCED = 3;
     /** Target to initiator: a catalog follows. */
     static final int CATALOG = 1;
     /** Target to initiator: the announced CM address is expected. */

@@ -1,7 +1,6 @@
 package io.membus.transport.rdma;
 
 import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.Deadlines;
 import io.membus.core.transport.FaultInjector;
@@ -270,7 +269,7 @@ public final class VerbEngine implements Wire<VerbEngine.Op> {
                 if (brokenReason == null) {
                     String reason = "unexpected completion: wrId=" + wrId + ", expected=" + completedSeq
                             + ", posted=" + nextSeq + ", status=" + WcStatus.name(status);
-                    DsmException e = new DsmException(ErrorCode.INTERNAL, reason + "; the connection was closed");
+                    DsmException e = DsmException.internal(reason + "; the connection was closed");
                     breakLocked(reason, e, e);
                 }
                 // else: a flushed or late completion after the engine broke

@@ -1,7 +1,6 @@
 package io.membus.transport.shm;
 
 import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
 
 import java.io.IOException;
@@ -84,7 +83,7 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
                 Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
             }
         } catch (IOException e) {
-            throw new DsmException(ErrorCode.INTERNAL, "cannot write shm registry: path=" + target
+            throw DsmException.internal("cannot write shm registry: path=" + target
                     + "; check that the directory exists and is writable", e);
         }
     }

@@ -1,8 +1,8 @@
 package io.membus.transport.shm;
 
-import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.DsmConfigException;
 import org.agrona.BitUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.IoUtil;
@@ -86,8 +86,8 @@ final class ShmRing implements AutoCloseable {
                 return new ShmRing(file, raf.getChannel().map(FileChannel.MapMode.READ_WRITE, 0, length));
             }
         } catch (IOException e) {
-            throw new DsmException(ErrorCode.CONFIG, "cannot create the shm message ring: path=" + file
-                    + "; check that membus.transports.shm.dir is writable and has room", e);
+            throw new DsmConfigException("membus.transports.shm.dir", file.getParent(), "a writable directory with"
+                    + " room: cannot create the shm message ring " + file + ": " + e.getMessage(), e);
         }
     }
 

@@ -1,6 +1,8 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.auth.PeerAuth;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.NodeUnavailableException;
 import io.netty.buffer.ByteBuf;
 
 import java.nio.charset.StandardCharsets;
@@ -30,12 +32,14 @@ import java.nio.charset.StandardCharsets;
  *
  * Responses (target -> initiator) carry the request's correlation id, in request order:
  *   OK     the result: read: data[length]; write: nothing; CAS, FAA: the old value int64
- *   ERROR  code uint8 | reserved[3] | length int32 | ptr int64 | detail int64 | message UTF-8 (rest)
+ *   ERROR  code uint8 | reasons uint8 | reserved[2] | length int32 | ptr int64 | detail int64 | message UTF-8 (rest)
+ *          reasons: bit 0 FENCED: the target refused because it fenced the initiator (NODE_UNAVAILABLE);
+ *          the initiator stops reconnecting. Zero otherwise.
  *
  * Messages (after the handshake; a message's correlation id is the sender's, answers carry it, in any order):
  *   MSG        channel int16 | flags uint8 (bit 0: request) | reserved uint8 | payload[rest]   (4 + payload)
  *   MSG_REPLY  payload[rest]: the handler's reply (empty for a one-way message)                (target -> initiator)
- *   MSG_ERROR  as ERROR: code uint8 | reserved[3] | length int32 (0) | ptr int64 (0) | detail int64 | text UTF-8
+ *   MSG_ERROR  as ERROR: code uint8 | reasons uint8 (0) | reserved[2] | length int32 (0) | ptr int64 (0) | detail int64 | text UTF-8
  *   MSG_CREDIT credits int32 | maxMessageSize int32 (correlation id 0; the target grants its inbox right after
  *              WELCOME: the initiator may have that many messages unanswered at once)          (8 bytes)
  *
@@ -88,6 +92,10 @@ public final class Frame {
 
     // error body
     public static final int ERROR_CODE_FIELD_OFFSET = HEADER_LENGTH;
+    /** One byte of reasons ({@link #ERROR_REASON_FENCED}) beside the code. */
+    public static final int ERROR_REASONS_FIELD_OFFSET = HEADER_LENGTH + 1;
+    /** Reason bit of an ERROR frame: the target fenced the initiator. */
+    public static final int ERROR_REASON_FENCED = 1;
     public static final int ERROR_LENGTH_FIELD_OFFSET = HEADER_LENGTH + 4;
     public static final int ERROR_PTR_FIELD_OFFSET = HEADER_LENGTH + 8;
     public static final int ERROR_DETAIL_FIELD_OFFSET = HEADER_LENGTH + 16;
@@ -330,7 +338,23 @@ public final class Frame {
 
     public static void writeError(ByteBuf out, long correlationId, byte code, int length, long ptr, long detail,
                                   String message) {
-        writeError(out, OP_ERROR, correlationId, code, length, ptr, detail, message);
+        writeError(out, OP_ERROR, correlationId, code, 0, length, ptr, detail, message);
+    }
+
+    /** An ERROR frame with reason bits ({@link #ERROR_REASON_FENCED}). */
+    public static void writeError(ByteBuf out, long correlationId, byte code, int reasons, int length, long ptr,
+                                  long detail, String message) {
+        writeError(out, OP_ERROR, correlationId, code, reasons, length, ptr, detail, message);
+    }
+
+    /** The reason bits an ERROR frame carries for {@code e}: {@link #ERROR_REASON_FENCED} for a fence. */
+    public static int errorReasons(DsmException e) {
+        return e instanceof NodeUnavailableException n && n.fenced() ? ERROR_REASON_FENCED : 0;
+    }
+
+    /** The reason bits of an ERROR frame. */
+    public int errorReasons() {
+        return buffer.getUnsignedByte(offset + ERROR_REASONS_FIELD_OFFSET);
     }
 
     /** A message: the sender's correlation id, the channel, whether it is a request, the payload. */
@@ -349,7 +373,7 @@ public final class Frame {
 
     /** The failure of a message: its code, one number ({@code MessageFailures.detail}) and a text. */
     public static void writeMessageError(ByteBuf out, long correlationId, byte code, long detail, String text) {
-        writeError(out, OP_MSG_ERROR, correlationId, code, 0, 0, detail, text);
+        writeError(out, OP_MSG_ERROR, correlationId, code, 0, 0, 0, detail, text);
     }
 
     public static void writeCredit(ByteBuf out, int credits, int maxMessageSize) {
@@ -358,13 +382,13 @@ public final class Frame {
         out.writeIntLE(maxMessageSize);
     }
 
-    private static void writeError(ByteBuf out, byte opcode, long correlationId, byte code, int length, long ptr,
-                                   long detail, String message) {
+    private static void writeError(ByteBuf out, byte opcode, long correlationId, byte code, int reasons, int length,
+                                   long ptr, long detail, String message) {
         byte[] msg = message == null ? new byte[0] : message.getBytes(StandardCharsets.UTF_8);
         int n = Math.min(msg.length, MAX_ERROR_MESSAGE);
         writeHeader(out, opcode, correlationId, ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH + n);
         out.writeByte(code);
-        out.writeByte(0);
+        out.writeByte(reasons);
         out.writeShortLE(0);
         out.writeIntLE(length);
         out.writeLongLE(ptr);

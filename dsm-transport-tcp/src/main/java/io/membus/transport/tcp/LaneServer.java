@@ -288,7 +288,7 @@ final class LaneServer implements AutoCloseable {
             }
             TargetHandshake.Refusal refusal = hs.auth(frame, this);
             if (refusal != null) {
-                refuse(refusal.code(), refusal.detail(), refusal.message(), output);
+                refuse(refusal.code(), refusal.reasons(), refusal.detail(), refusal.message(), output);
                 return false;
             }
             int node = hs.initiatorNode();
@@ -406,8 +406,13 @@ final class LaneServer implements AutoCloseable {
 
         /** One ERROR frame (correlation id 0) if the socket takes it, then the caller closes. */
         private void refuse(ErrorCode code, long detail, String message, OutputStream output) {
+            refuse(code, 0, detail, message, output);
+        }
+
+        /** As {@link #refuse(ErrorCode, long, String, OutputStream)}, with the frame's reason bits. */
+        private void refuse(ErrorCode code, int reasons, long detail, String message, OutputStream output) {
             out.clear();
-            Frame.writeError(out, 0, code.wire(), 0, 0, detail, message);
+            Frame.writeError(out, 0, code.wire(), reasons, 0, 0, detail, message);
             try {
                 write(output);
             } catch (IOException ignored) {

@@ -257,7 +257,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         TargetHandshake.Refusal refusal = handshake.auth(frame, ctx.channel());
         if (refusal != null) {
-            refuseWithDetail(refusal.code(), refusal.detail(), refusal.message());
+            refuseWithDetail(refusal.code(), refusal.reasons(), refusal.detail(), refusal.message());
             return;
         }
         long claimedIncarnation = handshake.claimedIncarnation();
@@ -442,6 +442,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
      * {@code membus.transports.tcp.handshake-timeout}: a stopped or hostile peer cannot keep a refused channel open.
      */
     private void refuseWithDetail(ErrorCode code, long detail, String message) {
+        refuseWithDetail(code, 0, detail, message);
+    }
+
+    /** As {@link #refuseWithDetail(ErrorCode, long, String)}, with the frame's reason bits. */
+    private void refuseWithDetail(ErrorCode code, int reasons, long detail, String message) {
         if (state == CLOSED) {
             return;
         }
@@ -449,7 +454,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         state = CLOSED;
         ctx.channel().config().setAutoRead(false);
         ByteBuf b = ctx.alloc().ioBuffer(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE);
-        Frame.writeError(b, 0, code.wire(), 0, 0, detail, message);
+        Frame.writeError(b, 0, code.wire(), reasons, 0, 0, detail, message);
         ctx.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
         if (ctx.channel().isActive()) {
             ctx.executor().schedule((Runnable) ctx::close, transport.settings.handshakeTimeout.toNanos(),

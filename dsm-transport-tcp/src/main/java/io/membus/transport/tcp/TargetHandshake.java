@@ -21,8 +21,11 @@ import org.slf4j.LoggerFactory;
 final class TargetHandshake {
     private static final Logger LOG = LoggerFactory.getLogger(TargetHandshake.class);
 
-    /** Why an AUTH is refused: the ERROR frame's code, detail and message (already logged). */
-    record Refusal(ErrorCode code, long detail, String message) {
+    /** Why an AUTH is refused: the ERROR frame's code, detail, message (already logged) and reason bits. */
+    record Refusal(ErrorCode code, long detail, String message, int reasons) {
+        Refusal(ErrorCode code, long detail, String message) {
+            this(code, detail, message, 0);
+        }
     }
 
     private final TcpTransport transport;
@@ -90,9 +93,12 @@ final class TargetHandshake {
             return new Refusal(ErrorCode.STALE_INCARNATION, transport.incarnation(), e.getMessage());
         }
         String fence = transport.fenceReason(initiatorNode);
-        if (fence != null || !transport.serving()) {
-            return new Refusal(ErrorCode.NODE_UNAVAILABLE, 0, fence != null ? "node " + transport.nodeId()
-                    + " fenced node " + initiatorNode + ": " + fence : "node " + transport.nodeId() + " is shutting down");
+        if (fence != null) {
+            return new Refusal(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " fenced node "
+                    + initiatorNode + ": " + fence, Frame.ERROR_REASON_FENCED);
+        }
+        if (!transport.serving()) {
+            return new Refusal(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " is shutting down");
         }
         long newer = transport.admitInitiator(initiatorNode, claimedIncarnation, owner);
         if (newer != 0) {

@@ -5,6 +5,7 @@ import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
@@ -149,18 +150,15 @@ final class TcpConnection implements Connection {
         this.transport = transport;
         this.peer = peer;
         this.loop = loop;
-        int colon = peer.address().lastIndexOf(':');
-        if (colon <= 0) {
-            throw NodeUnavailableException.notSent(peer.nodeId(), "address=" + peer.address()
-                    + " is not host:port; the directory entry of the node is not a tcp address");
-        }
-        String h = peer.address().substring(0, colon);
-        this.host = h.startsWith("[") && h.endsWith("]") ? h.substring(1, h.length() - 1) : h; // [IPv6]:port
+        io.membus.core.config.HostPort address;
         try {
-            this.port = Integer.parseInt(peer.address().substring(colon + 1));
-        } catch (NumberFormatException e) {
-            throw NodeUnavailableException.notSent(peer.nodeId(), "address=" + peer.address() + " has no valid port", e);
+            address = io.membus.core.config.HostPort.parse("peer address", peer.address());
+        } catch (io.membus.core.error.DsmConfigException e) {
+            throw NodeUnavailableException.notSent(peer.nodeId(), e.getMessage()
+                    + "; the directory entry of the node is not a tcp address", e);
         }
+        this.host = address.host();
+        this.port = address.port();
         this.maxInFlight = transport.settings.maxInFlight;
         int maxFrame = transport.settings.maxFrame;
         this.maxReadLength = Math.min(SegmentTable.MAX_VERB_LENGTH, maxFrame - Frame.HEADER_LENGTH);
@@ -318,8 +316,11 @@ final class TcpConnection implements Connection {
             lanes.closeAll(true);
         }
         String why = reason + " (peer " + peer + ")";
-        pipeline.close(new NodeUnavailableException(peer.nodeId(), why), NodeUnavailableException.notSent(peer.nodeId(),
-                why), () -> NodeUnavailableException.notSent(peer.nodeId(), why));
+        // closed because this node's transport closed: what never left, and what comes later, is refused as
+        // closed (a retry cannot help), not as an unavailable peer
+        java.util.function.Supplier<DsmException> refused = () -> transport.isClosed() ? transport.closedException()
+                : NodeUnavailableException.notSent(peer.nodeId(), why);
+        pipeline.close(new NodeUnavailableException(peer.nodeId(), why), refused.get(), refused);
         try {
             loop.execute(() -> {
                 Channel c = channel;
@@ -506,7 +507,11 @@ final class TcpConnection implements Connection {
         return CompletableFuture.completedFuture(pipeline.kept());
     }
 
-    private NodeUnavailableException unavailable() {
+    /** Why a verb is refused while the connection is not open: closed with this node's transport, or down. */
+    private DsmException unavailable() {
+        if (state == CLOSED && transport.isClosed()) {
+            return transport.closedException();
+        }
         return NodeUnavailableException.notSent(peer.nodeId(), downReason + " (peer " + peer + ")");
     }
 
@@ -587,12 +592,14 @@ final class TcpConnection implements Connection {
         }
         String message = f.errorMessage();
         return switch (code) {
-            case NODE_UNAVAILABLE -> new NodeUnavailableException(peer.nodeId(), message);
+            case NODE_UNAVAILABLE -> (f.errorReasons() & Frame.ERROR_REASON_FENCED) != 0
+                    ? NodeFencedException.unknownOutcome(peer.nodeId(), message)
+                    : new NodeUnavailableException(peer.nodeId(), message);
             case STALE_INCARNATION -> new StaleIncarnationException(peer.nodeId(), peer.incarnation(), detail);
             case AUTHENTICATION -> new AuthenticationException(peer.toString(), "reason=refused by the peer: " + message);
             case PROTOCOL -> new ProtocolException(peer.toString(), "refused by the peer: " + message);
-            default -> new DsmException(code, message.isEmpty() ? "verb failed on node " + peer.nodeId() + ": code="
-                    + code : message);
+            default -> DsmException.decoded(code, peer.nodeId(), message.isEmpty() ? "verb failed on node "
+                    + peer.nodeId() + ": code=" + code : message);
         };
     }
 
@@ -662,7 +669,7 @@ final class TcpConnection implements Connection {
                     LOG.info("reconnected to {}", peer);
                     transport.observer().reconnected(peer.nodeId());
                 } else if (e instanceof StaleIncarnationException || e instanceof AuthenticationException
-                        || (e instanceof NodeUnavailableException && e.getMessage().contains("fenced"))) {
+                        || (e instanceof NodeUnavailableException n && n.fenced())) {
                     LOG.warn("connection to {} closed for good: {}", peer, e.getMessage());
                     close(e.getMessage());
                 } else {

@@ -5,7 +5,7 @@ import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
-import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.VerbException;
 import io.netty.buffer.ByteBuf;
 import org.slf4j.Logger;
@@ -58,7 +58,7 @@ final class VerbExecutor {
         lastVerbFailed = true; // until the verb below succeeds
         try {
             if (transport.isFenced(initiatorNode)) {
-                throw new NodeUnavailableException(transport.nodeId(), "node " + transport.nodeId() + " fenced node "
+                throw NodeFencedException.unknownOutcome(transport.nodeId(), "node " + transport.nodeId() + " fenced node "
                         + initiatorNode + ": " + transport.fenceReason(initiatorNode));
             }
             switch (op) {
@@ -85,7 +85,7 @@ final class VerbExecutor {
         } catch (VerbException e) {
             Frame.writeError(o, corr, e.code().wire(), e.length(), e.ptr(), e.detail(), null);
         } catch (DsmException e) {
-            Frame.writeError(o, corr, e.code().wire(), length, ptr, 0, e.getMessage());
+            Frame.writeError(o, corr, e.code().wire(), Frame.errorReasons(e), length, ptr, 0, e.getMessage());
         } catch (RuntimeException e) {
             LOG.warn("verb {} from node {} failed unexpectedly", Frame.opName(op), initiatorNode, e);
             Frame.writeError(o, corr, ErrorCode.INTERNAL.wire(), length, ptr, 0, "verb failed on node "

@@ -1,6 +1,7 @@
 package io.membus.core.transport.local;
 
 import io.membus.core.error.DsmException;
+import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.message.Inbox;
 import io.membus.core.message.Outbox;
@@ -41,6 +42,12 @@ public final class LocalTransport extends AbstractTransport {
         return LocalTransportProvider.NAME;
     }
 
+    /** Verbs run on the target's {@link SegmentTable} (whole words, CPU atomics), which refuses fenced initiators. */
+    @Override
+    public io.membus.core.transport.TransportCapabilities capabilities() {
+        return io.membus.core.transport.TransportCapabilities.SOFTWARE;
+    }
+
     @Override
     public String localAddress() {
         return "local:" + fabric.name();
@@ -66,7 +73,7 @@ public final class LocalTransport extends AbstractTransport {
         }
         String reason = fenceReason(initiator);
         if (reason != null) {
-            throw NodeUnavailableException.notSent(nodeId(), "node " + nodeId() + " fenced this initiator (node "
+            throw NodeFencedException.notSent(nodeId(), "node " + nodeId() + " fenced this initiator (node "
                     + initiator + "): " + reason);
         }
     }

@@ -1,0 +1,242 @@
+package io.membus.samples;
+
+import io.membus.core.JvmFlags;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.w3c.dom.Element;
+import org.w3c.dom.Node;
+
+import javax.xml.parsers.DocumentBuilderFactory;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * docs/getting-started.md as a new user follows it: every file the page shows
+ * (blocks marked {@code file=PATH}) is written as shown, the client project is
+ * built by Maven against Membus' artifacts installed in a local repository of its
+ * own (made from this build's modules, third-party artifacts mirrored from the
+ * build's local repository, so no network is needed), three memory nodes run
+ * {@code membus node --config} with the page's configs, and the page's own
+ * {@code java} command runs the application as a client. The only changes made
+ * to the page's text: free ports instead of 2551-2553, and a home folder of the
+ * test's own (for the cluster secret file every process shares).
+ */
+class GettingStartedTest {
+    private static final Pattern FILE_BLOCK = Pattern.compile("```\\w+ file=(\\S+)\\n(.*?)```", Pattern.DOTALL);
+    private static final List<String> NOT_LIBRARIES = List.of("samples", "dsm-bench");
+
+    @Test
+    @Timeout(value = 420, unit = TimeUnit.SECONDS)
+    void thePageBuildsAndRunsAsWritten(@TempDir Path dir) throws Exception {
+        Path root = Path.of("..").toAbsolutePath().normalize();
+        String page = Files.readString(root.resolve("docs/getting-started.md"));
+
+        String run = "java " + String.join(" ", JvmFlags.required())
+            + " -cp \"target/classes:target/lib/*\" com.example.shop.ShopApp client.conf";
+        assertTrue(page.contains(run), "the page's java command is not\n" + run);
+        assertTrue(page.contains("mvn -q package"), "the page's build command");
+        for (int n = 1; n <= 3; n++) {
+            assertTrue(page.contains("membus/membus node --config node" + n + ".conf"), "node " + n + "'s command");
+        }
+
+        Map<String, String> ports = Map.of("2551", String.valueOf(freePort()), "2552", String.valueOf(freePort()),
+            "2553", String.valueOf(freePort()));
+        Map<String, String> files = fileBlocks(page);
+        assertEquals(List.of("node1.conf", "node2.conf", "node3.conf", "shop/pom.xml", "shop/client.conf",
+            "shop/src/main/java/com/example/shop/Order.java", "shop/src/main/java/com/example/shop/ShopApp.java"),
+            new ArrayList<>(files.keySet()));
+        for (Map.Entry<String, String> f : files.entrySet()) {
+            String text = f.getValue();
+            for (Map.Entry<String, String> p : ports.entrySet()) {
+                text = text.replace(p.getKey(), p.getValue());
+            }
+            Path target = dir.resolve(f.getKey());
+            Files.createDirectories(target.getParent());
+            Files.writeString(target, text);
+        }
+
+        Path repo = dir.resolve("m2");
+        installReactor(root, repo);
+        Path settings = dir.resolve("settings.xml");
+        Files.writeString(settings, "<settings><mirrors><mirror><id>build-repository</id><mirrorOf>*</mirrorOf><url>"
+            + Path.of(System.getProperty("membus.m2.repository", System.getProperty("user.home") + "/.m2/repository"))
+                .toUri() + "</url></mirror></mirrors></settings>\n");
+        Path shop = dir.resolve("shop");
+        Process build = new ProcessBuilder(mvn(), "-B", "-q", "-s", settings.toString(), "-Dmaven.repo.local=" + repo,
+            "package").directory(shop.toFile()).redirectErrorStream(true).redirectOutput(dir.resolve("build.log").toFile())
+            .start();
+        finish(build, 300, dir.resolve("build.log"), "mvn -q package of the page's project");
+
+        Path home = dir.resolve("home");
+        Files.createDirectories(home);
+        List<Process> nodes = new ArrayList<>();
+        try {
+            for (int n = 1; n <= 3; n++) {
+                ProcessBuilder pb = JvmLauncher.membus(List.of(),
+                    List.of("node", "--config", dir.resolve("node" + n + ".conf").toString(), "--status-interval", "1"));
+                pb.environment().put("JDK_JAVA_OPTIONS", "-Duser.home=" + home);
+                nodes.add(pb.directory(dir.toFile()).redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("node" + n + ".log").toFile()).start());
+                if (n == 1) {
+                    awaitLine(dir.resolve("node1.log"), "node 1 UP", 90, nodes.get(0));
+                }
+            }
+            awaitLine(dir.resolve("node1.log"), "members 3", 90, nodes.get(0));
+
+            List<String> cmd = new ArrayList<>();
+            cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+            cmd.addAll(JvmFlags.required());
+            cmd.addAll(List.of("-cp", "target/classes:target/lib/*", "com.example.shop.ShopApp", "client.conf"));
+            ProcessBuilder client = new ProcessBuilder(cmd).directory(shop.toFile()).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("client.log").toFile());
+            client.environment().put("JDK_JAVA_OPTIONS", "-Duser.home=" + home);
+            client.environment().remove("JAVA_TOOL_OPTIONS");
+            String out = finish(client.start(), 120, dir.resolve("client.log"), "the page's client application");
+            for (String line : List.of("map:     Order[id=order-1, items=[book, lamp], status=PAID]",
+                "queue:   took order-1", "counter: 2", "lock:    held, fencing token ",
+                "object:  Order[id=order-2, items=[chair], status=PAID]", "shop OK")) {
+                assertTrue(out.contains(line), "missing \"" + line + "\" in the client's output:\n" + out);
+            }
+        } finally {
+            for (Process p : nodes) {
+                p.destroy();
+            }
+            for (Process p : nodes) {
+                if (!p.waitFor(20, TimeUnit.SECONDS)) {
+                    p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                }
+            }
+        }
+    }
+
+    /** The page's blocks marked {@code ```lang file=PATH}, in page order. */
+    static Map<String, String> fileBlocks(String page) {
+        Map<String, String> files = new LinkedHashMap<>();
+        Matcher m = FILE_BLOCK.matcher(page);
+        while (m.find()) {
+            files.put(m.group(1), m.group(2));
+        }
+        return files;
+    }
+
+    /**
+     * What {@code mvn install} of this reactor puts in a local repository: the parent
+     * pom, and each library module's pom and jar (made from its compiled classes, so
+     * it works after {@code mvn test} as after {@code package}).
+     */
+    private static void installReactor(Path root, Path repo) throws Exception {
+        Element parent = pom(root.resolve("pom.xml"));
+        String version = child(parent, "version");
+        install(repo, "membus-parent", version, root.resolve("pom.xml"), null);
+        for (Node n = element(parent, "modules").getFirstChild(); n != null; n = n.getNextSibling()) {
+            if (!(n instanceof Element module) || NOT_LIBRARIES.contains(module.getTextContent().trim())) {
+                continue;
+            }
+            Path dir = root.resolve(module.getTextContent().trim());
+            Element pom = pom(dir.resolve("pom.xml"));
+            boolean pomOnly = "pom".equals(childOrNull(pom, "packaging"));
+            Path classes = dir.resolve("target/classes");
+            assertTrue(pomOnly || Files.isDirectory(classes), classes + " missing: build the reactor first");
+            install(repo, child(pom, "artifactId"), version, dir.resolve("pom.xml"), pomOnly ? null : classes);
+        }
+    }
+
+    private static void install(Path repo, String artifactId, String version, Path pom, Path classes) throws IOException {
+        Path at = repo.resolve("io/membus").resolve(artifactId).resolve(version);
+        Files.createDirectories(at);
+        Files.copy(pom, at.resolve(artifactId + "-" + version + ".pom"));
+        if (classes != null) {
+            try (OutputStream out = Files.newOutputStream(at.resolve(artifactId + "-" + version + ".jar"));
+                 JarOutputStream jar = new JarOutputStream(out);
+                 Stream<Path> walk = Files.walk(classes)) {
+                for (Path p : walk.sorted().toList()) {
+                    if (Files.isRegularFile(p)) {
+                        jar.putNextEntry(new JarEntry(classes.relativize(p).toString().replace('\\', '/')));
+                        Files.copy(p, jar);
+                        jar.closeEntry();
+                    }
+                }
+            }
+        }
+    }
+
+    private static Element pom(Path file) throws Exception {
+        return DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(file.toFile()).getDocumentElement();
+    }
+
+    private static String child(Element parent, String tag) {
+        String v = childOrNull(parent, tag);
+        assertTrue(v != null, "<" + tag + "> missing");
+        return v;
+    }
+
+    private static String childOrNull(Element parent, String tag) {
+        Element e = element(parent, tag);
+        return e == null ? null : e.getTextContent().trim();
+    }
+
+    private static Element element(Element parent, String tag) {
+        for (Node n = parent.getFirstChild(); n != null; n = n.getNextSibling()) {
+            if (n instanceof Element e && e.getTagName().equals(tag)) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    private static String mvn() {
+        String home = System.getProperty("maven.home");
+        if (home != null && !home.isBlank() && Files.isExecutable(Path.of(home, "bin", "mvn"))) {
+            return Path.of(home, "bin", "mvn").toString();
+        }
+        return "mvn";
+    }
+
+    private static String finish(Process p, long seconds, Path log, String what) throws Exception {
+        boolean done = p.waitFor(seconds, TimeUnit.SECONDS);
+        if (!done) {
+            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+        String out = Files.readString(log, StandardCharsets.UTF_8);
+        assertTrue(done, what + " did not end within " + seconds + " s:\n" + out);
+        assertEquals(0, p.exitValue(), what + " failed:\n" + out);
+        return out;
+    }
+
+    private static void awaitLine(Path log, String text, long seconds, Process p) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (System.nanoTime() < deadline) {
+            if (Files.exists(log) && Files.readString(log, StandardCharsets.UTF_8).contains(text)) {
+                return;
+            }
+            assertTrue(p.isAlive(), "the node exited:\n" + Files.readString(log, StandardCharsets.UTF_8));
+            Thread.sleep(200);
+        }
+        throw new AssertionError("\"" + text + "\" not seen within " + seconds + " s in " + log + ":\n"
+            + Files.readString(log, StandardCharsets.UTF_8));
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+}
