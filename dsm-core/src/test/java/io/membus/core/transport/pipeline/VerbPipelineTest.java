@@ -262,7 +262,14 @@ class VerbPipelineTest {
         Verb sent = faa(1);
         p.issue(sent, 0);
         Verb waiting = faa(2); // the window of 1 is full: it stays in the backlog
-        p.issue(waiting, 0);
+        // ... and its deadline (an operation's, 50 ms) passes well before the sent verb's 200 ms frees the window:
+        // with equal deadlines the window could free first and send it, which is right but not what is tested here
+        long scope = io.membus.core.OperationDeadline.enter(Duration.ofMillis(50));
+        try {
+            p.issue(waiting, 0);
+        } finally {
+            io.membus.core.OperationDeadline.exit(scope);
+        }
         Verb dropped = faa(3);
         p.issue(dropped, VerbPipeline.DROP);
         assertTrue(failure(sent.future()).getClass() == DsmTimeoutException.class);
