@@ -74,9 +74,9 @@ public final class LeakCheck implements BeforeAllCallback, AfterAllCallback {
             throw new AssertionError("Leak check: " + context.getDisplayName() + " left behind, "
                     + grace + " ms after its last test:\n" + report
                     + "Close what the test opened (try-with-resources, @AfterEach or @AfterAll); a membus thread"
-                    + " still running after its owner's close() is a bug of that close(). Replay one class with"
-                    + " mvn -o -B -pl <module> -am test -Dtest=<Class> -Dsurefire.failIfNoSpecifiedTests=false"
-                    + " (see docs/testing.md, \"The leak check\").");
+                    + " still running after its owner's close() is a bug of that close(). Run this class alone:"
+                    + " mvn -o -B -pl <its module> -am test -Dtest=" + context.getTestClass().map(Class::getSimpleName)
+                    .orElse("<class>") + " -Dsurefire.failIfNoSpecifiedTests=false (docs/testing.md, \"The leak check\").");
         }
     }
 

@@ -56,6 +56,7 @@ class LeakCheckTest {
                 new Class<?>[]{ExtensionContext.class}, (proxy, method, args) -> switch (method.getName()) {
                     case "getStore" -> store;
                     case "getDisplayName" -> name;
+                    case "getTestClass" -> java.util.Optional.of(LeakCheckTest.class);
                     default -> throw new UnsupportedOperationException(method.getName());
                 });
     }
@@ -72,7 +73,8 @@ class LeakCheckTest {
             s.close();
         }
         assertTrue(e.getMessage().contains("SegmentLeaker") && e.getMessage().contains("1 open segment(s)")
-                && e.getMessage().contains(s.toString()), e.getMessage());
+                && e.getMessage().contains(s.toString()) && e.getMessage().contains("-Dtest=LeakCheckTest "),
+                e.getMessage());
 
         ExtensionContext clean = context("SegmentCloser");
         check.beforeAll(clean);
