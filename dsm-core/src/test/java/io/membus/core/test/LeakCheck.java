@@ -116,10 +116,31 @@ public final class LeakCheck implements BeforeAllCallback, AfterAllCallback {
         StringBuilder s = new StringBuilder();
         s.append('"').append(t.getName()).append("\" (").append(t.getState()).append(t.isDaemon() ? ", daemon" : "")
                 .append(')');
-        for (int i = 0; i < Math.min(FRAMES, stack.length); i++) {
-            s.append(i == 0 ? " at " : " <- ").append(stack[i]);
+        // the top two frames (what it waits in), then the first frames of Membus or test code (who runs
+        // it): an idle pool thread's next frames are the JDK's executor, which name nobody
+        List<StackTraceElement> shown = new ArrayList<>();
+        List<StackTraceElement> jdk = new ArrayList<>();
+        for (int i = 0; i < stack.length && shown.size() < FRAMES; i++) {
+            if (i < 2 || !isJdk(stack[i])) {
+                shown.add(stack[i]);
+            } else {
+                jdk.add(stack[i]);
+            }
+        }
+        if (shown.size() <= 2) { // nothing but the JDK below the top: show a little more of it, in order
+            for (int i = 0; i < jdk.size() && shown.size() < 4; i++) {
+                shown.add(jdk.get(i));
+            }
+        }
+        for (int i = 0; i < shown.size(); i++) {
+            s.append(i == 0 ? " at " : " <- ").append(shown.get(i));
         }
         return s.toString();
+    }
+
+    private static boolean isJdk(StackTraceElement frame) {
+        String c = frame.getClassName();
+        return c.startsWith("java.") || c.startsWith("jdk.") || c.startsWith("sun.");
     }
 
     private static Map<Thread, StackTraceElement[]> membusThreads() {

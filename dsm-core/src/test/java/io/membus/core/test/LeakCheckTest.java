@@ -103,7 +103,7 @@ class LeakCheckTest {
             t.join(TimeUnit.SECONDS.toMillis(5));
         }
         assertTrue(e.getMessage().contains("\"membus-leak-check-probe\" (WAITING)")
-                && e.getMessage().contains("CountDownLatch.await"), e.getMessage());
+                && e.getMessage().contains("LeakCheckTest.lambda$aRunningMembusThreadIsNamedWithItsStack"), e.getMessage());
 
         ExtensionContext ended = context("ThreadEnder");
         check.beforeAll(ended);
