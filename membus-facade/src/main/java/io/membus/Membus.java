@@ -19,6 +19,7 @@ import io.membus.collections.DsmDoubleArray;
 import io.membus.collections.DsmLock;
 import io.membus.collections.DsmLongArray;
 import io.membus.collections.DsmMap;
+import io.membus.collections.DsmMapOptions;
 import io.membus.collections.DsmQueue;
 import io.membus.codec.Codec;
 import io.membus.codec.CodecRegistry;
@@ -40,7 +41,11 @@ import java.time.Duration;
  *   }
  * </pre>
  *
- * Collections need an allocator heap on this node ({@code membus.heap.segments}).
+ * On a memory node, collections need an allocator heap ({@code membus.heap.segments}).
+ * A client ({@code membus.role = client}, or {@code membus.segments.count = 0}) exports
+ * no memory and uses every structure the same way: its allocator places every block
+ * (named roots, map entries, queue elements, coherent objects) on the memory nodes,
+ * round robin unless a placement says otherwise, and never on the client.
  *
  * <p><b>Note:</b> thread-safe; the handles it returns are too, and are cached per
  * name (see {@link DsmCollections}). {@link #close()} closes the node it started
@@ -54,6 +59,7 @@ public final class Membus implements AutoCloseable {
     private volatile DsmCollections collections;
     private volatile CoherentHeap heap;
     private volatile boolean closed;
+    private final FacadeMeters meters;
 
     private Membus(DsmNode node, boolean owned) {
         this(node, owned, Clock.system(), null);
@@ -63,6 +69,7 @@ public final class Membus implements AutoCloseable {
         this.node = node;
         this.owned = owned;
         this.clock = clock;
+        this.meters = new FacadeMeters(node.meterRegistry());
         try {
             this.codecs = MembusCodecs.registry(node, code);
         } catch (RuntimeException | Error e) {
@@ -181,6 +188,8 @@ public final class Membus implements AutoCloseable {
                     h = new CoherentHeap(node.allocator(), node.messaging(), clock,
                             coherenceConfig(node.config().raw(), node.config().operationTimeout()));
                     node.statusSection("coherence", h::status); // membus status shows caching and skew
+                    meters.heap(h);
+                    node.meterMessageChannels(); // the invalidation channel it registered
                     heap = h;
                 }
             }
@@ -244,6 +253,14 @@ public final class Membus implements AutoCloseable {
         return heap().create(codec, initial, placement);
     }
 
+    /**
+     * Creates a coherent object holding {@code initial} with the allocator's default
+     * placement: this node on a memory node, round robin over the memory nodes on a client.
+     */
+    public <T> RemoteRef<T> create(Codec<T> codec, T initial) {
+        return heap().create(codec, initial);
+    }
+
     /** The counter named {@code name} (created at zero when absent); see {@link DsmAtomicLong}. */
     public DsmAtomicLong atomicLong(String name) {
         return collections().atomicLong(name);
@@ -279,12 +296,21 @@ public final class Membus implements AutoCloseable {
      * by {@link #codec(Class)}: the same {@code ConcurrentMap} on every node; see {@link DsmMap}.
      */
     public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType) {
-        return collections().map(name, codec(keyType), codec(valueType));
+        return map(name, codec(keyType), codec(valueType));
+    }
+
+    /**
+     * The map named {@code name}, keys and values encoded by {@link #codec(Class)}, with
+     * {@code options} (e.g. {@code DsmMapOptions.defaults().leasedReads(true)}) when this
+     * call creates it, and for this node's read cache; see {@link DsmMap}.
+     */
+    public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType, DsmMapOptions options) {
+        return meters.map(name, collections().map(name, codec(keyType), codec(valueType), options));
     }
 
     /** The map named {@code name} with keys and values encoded by these codecs; see {@link DsmMap}. */
     public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec) {
-        return collections().map(name, keyCodec, valueCodec);
+        return meters.map(name, collections().map(name, keyCodec, valueCodec));
     }
 
     /** Fails at once with {@link DsmClosedException} once {@link #close()} was called. */

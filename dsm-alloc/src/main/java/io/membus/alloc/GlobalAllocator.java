@@ -345,12 +345,29 @@ public final class GlobalAllocator implements AutoCloseable {
         }
         if (out.isEmpty()) {
             int node = placement.kind() == Placement.Kind.NODE ? placement.nodeId() : self;
+            boolean named = placement.kind() == Placement.Kind.LOCAL || placement.kind() == Placement.Kind.NODE;
             throw new PlacementException(placement.toString(), node, "no formatted heap segment "
                     + Arrays.toString(config.heapSegments()) + " is exported"
-                    + (placement.kind() == Placement.Kind.LOCAL || placement.kind() == Placement.Kind.NODE
-                    ? " by that node" : " by any live member"));
+                    + (named ? " by that node" + withoutHeap(node) : " by any live member"));
         }
         return out;
+    }
+
+    /**
+     * Why a named node has no heap, and where blocks may go instead: a node that exports
+     * none of the heap segments (a client, or a member without {@code membus.heap.segments})
+     * never holds a block.
+     */
+    private String withoutHeap(int node) {
+        boolean exports = node == self ? !memory.transport().table().all().isEmpty()
+                : directory.segments().stream().anyMatch(d -> d.nodeId() == node);
+        if (exports && Arrays.stream(config.heapSegments()).anyMatch(seg -> descriptor(node, seg) != null)) {
+            return " (its heap segments are not formatted yet)";
+        }
+        return " (node " + node + " is " + (exports ? "a member without heap segments" : "a client: it exports no"
+                + " memory") + ", so no block is ever placed on it); place blocks on a node with a heap, one of "
+                + Arrays.toString(heapNodes()) + ", with Placement.node(n), or spread them with Placement.roundRobin()"
+                + " or Placement.byKey(key)";
     }
 
     // ------------------------------------------------------------------ allocation
@@ -715,6 +732,14 @@ public final class GlobalAllocator implements AutoCloseable {
             }
         }
         return new HeapUsage(rows);
+    }
+
+    /**
+     * Usage of this node's own heap segment {@code segment} (its chunk table, read in local
+     * memory): what the node's meters report ({@code membus.heap.*}).
+     */
+    public HeapUsage.SegmentUsage localUsage(int segment) {
+        return usageOf(self, segment);
     }
 
     private HeapUsage usageOf(List<HeapSegment> targets) {

@@ -89,6 +89,26 @@ final class AllocCluster implements AutoCloseable {
     }
 
     /**
+     * A client node: a member that exports no segment, with an allocator that places its
+     * blocks on the other nodes (it formats nothing).
+     */
+    GlobalAllocator addClient(int id, AllocatorConfig config) {
+        TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
+                .operationTimeout(Duration.ofSeconds(5));
+        if (shmDir != null) {
+            b.property("shm.dir", shmDir.toString());
+        }
+        Transport t = Transports.create(transport, b.build());
+        closeables.add(t);
+        transports.put(id, t);
+        directory.addMember(t.self());
+        GlobalAllocator a = new GlobalAllocator(new RemoteMemory(t, directory, Duration.ofSeconds(5)), config);
+        closeables.add(0, a);
+        allocators.put(id, a);
+        return a;
+    }
+
+    /**
      * The node's allocator is closed and a new one opened on the same transport, as a
      * restarted process that reuses its (file-backed) heap would: it knows nothing of
      * the chunks the old one claimed. {@code close} returns the old one's cached blocks.

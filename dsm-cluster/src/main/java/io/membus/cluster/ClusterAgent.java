@@ -64,7 +64,7 @@ final class ClusterAgent extends AbstractActor {
     private static final String BLOCKING_DISPATCHER = "pekko.actor.default-blocking-io-dispatcher";
 
     static final Key<LWWMap<String, NodeEntry>> NODES = LWWMapKey.create("membus-nodes");
-    static final Key<LWWMap<String, Long>> NAMES = LWWMapKey.create("membus-names");
+    static final Key<LWWMap<String, ClusterMessage.NameBinding>> NAMES = LWWMapKey.create("membus-names");
 
     private final int nodeId;
     private final Cluster cluster;
@@ -77,6 +77,10 @@ final class ClusterAgent extends AbstractActor {
     private final Duration timeout;
     private final Supplier<HeapUsage> heapUsage;
     private final Supplier<List<StatusSection>> sections;
+    private final ClusterMacs macs;
+    /** Names and node ids whose replicated value failed its tag, as last logged (logged again only when they change). */
+    private Set<String> ignoredNames = Set.of();
+    private Set<String> ignoredEntries = Set.of();
 
     private final Map<UniqueAddress, Member> members = new HashMap<>();
     private final Set<UniqueAddress> unreachable = new HashSet<>();
@@ -89,8 +93,9 @@ final class ClusterAgent extends AbstractActor {
 
     private ClusterAgent(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
                          AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
-                         Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections) {
+                         Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections, ClusterMacs macs) {
         this.nodeId = nodeId;
+        this.macs = macs;
         this.cluster = Cluster.get(getContext().getSystem());
         this.replicator = DistributedData.get(getContext().getSystem()).replicator();
         this.self = DistributedData.get(getContext().getSystem()).selfUniqueAddress();
@@ -105,9 +110,9 @@ final class ClusterAgent extends AbstractActor {
 
     static Props props(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
                        AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
-                       Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections) {
-        return Props.create(ClusterAgent.class,
-                () -> new ClusterAgent(nodeId, directory, names, transport, selfDowned, timeout, heapUsage, sections));
+                       Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections, ClusterMacs macs) {
+        return Props.create(ClusterAgent.class, () -> new ClusterAgent(nodeId, directory, names, transport, selfDowned,
+                timeout, heapUsage, sections, macs));
     }
 
     /** The compact node id a member carries in its roles, or 0 (an observer). */
@@ -173,16 +178,55 @@ final class ClusterAgent extends AbstractActor {
                 })
                 .match(Replicator.Changed.class, c -> {
                     if (c.key().equals(NODES)) {
-                        entries = Map.copyOf(((LWWMap<String, NodeEntry>) c.dataValue()).getEntries());
+                        entries = authenticEntries(((LWWMap<String, NodeEntry>) c.dataValue()).getEntries());
                         publish();
                     } else if (c.key().equals(NAMES)) {
-                        names.set(Map.copyOf(((LWWMap<String, Long>) c.dataValue()).getEntries()));
+                        names.set(authenticNames(((LWWMap<String, ClusterMessage.NameBinding>) c.dataValue())
+                                .getEntries()));
                     }
                 })
                 .match(Bind.class, this::bind)
                 .match(Unbind.class, this::unbind)
                 .match(StatusRequest.class, r -> answerStatus())
                 .build();
+    }
+
+    /** The entries whose tag is right; the others (written without the cluster secret) are ignored and logged. */
+    private Map<String, NodeEntry> authenticEntries(Map<String, NodeEntry> all) {
+        Map<String, NodeEntry> ok = new HashMap<>();
+        Set<String> bad = new java.util.TreeSet<>();
+        all.forEach((k, e) -> {
+            if (macs.valid(e)) {
+                ok.put(k, e);
+            } else {
+                bad.add(k);
+            }
+        });
+        if (!bad.isEmpty() && !bad.equals(ignoredEntries)) {
+            LOG.warn("ignoring the directory entries of node ids {}: they were not written with this cluster's secret"
+                    + " (a member with a wrong membus.secret?)", bad);
+        }
+        ignoredEntries = bad;
+        return Map.copyOf(ok);
+    }
+
+    /** The bindings whose tag is right, as name -> pointer; the others are ignored and logged. */
+    private Map<String, Long> authenticNames(Map<String, ClusterMessage.NameBinding> all) {
+        Map<String, Long> ok = new HashMap<>();
+        Set<String> bad = new java.util.TreeSet<>();
+        all.forEach((name, b) -> {
+            if (macs.valid(name, b)) {
+                ok.put(name, b.ptr());
+            } else if (bad.size() < 100) {
+                bad.add(name);
+            }
+        });
+        if (!bad.isEmpty() && !bad.equals(ignoredNames)) {
+            LOG.warn("ignoring the bindings of names {}: they were not bound with this cluster's secret (a member with"
+                    + " a wrong membus.secret?)", bad);
+        }
+        ignoredNames = bad;
+        return Map.copyOf(ok);
     }
 
     private void memberChanged(Member m) {
@@ -287,21 +331,39 @@ final class ClusterAgent extends AbstractActor {
                 + (oldest == null ? "none" : oldest.address()) + "); membership is changing, retry";
     }
 
+    /** The error of a request whose tag is wrong (its sender lacks the cluster secret); logged. */
+    private String unauthentic(String what) {
+        String sender = getSender().path().address().toString();
+        LOG.warn("refused {} from {}: its tag was not made with this cluster's secret (a member with a wrong"
+                + " membus.secret?)", what, sender);
+        return AUTHENTICATION + " the arbiter (node " + nodeId + ") refused the request: it was not made with this"
+                + " cluster's secret";
+    }
+
+    /** Prefix of a {@link NameReply} error that is an authentication failure. */
+    static final String AUTHENTICATION = "authentication:";
+
     private void bind(Bind b) {
         ActorRef replyTo = getSender();
         String refused = notArbiter();
+        if (refused == null && !macs.bind(b.name(), b.ptr()).matches(b.macHi(), b.macLo())) {
+            refused = unauthentic("a bind of name " + b.name());
+        }
         if (refused != null) {
             replyTo.tell(new NameReply(0, refused), getSelf());
             return;
         }
+        ClusterMessage.NameBinding binding = new ClusterMessage.NameBinding(b.ptr(), b.macHi(), b.macLo());
         CompletionStage<Object> chain = Patterns.ask(replicator,
                         new Replicator.Get<>(NAMES, new Replicator.ReadMajority(timeout)), timeout.multipliedBy(2))
                 .thenCompose(got -> {
                     if (got instanceof Replicator.GetFailure) {
                         throw new IllegalStateException("could not read the names from a majority within " + timeout);
                     }
-                    return Patterns.ask(replicator, new Replicator.Update<LWWMap<String, Long>>(NAMES, LWWMap.create(),
-                            writeMajority(), m -> m.get(b.name()).isDefined() ? m : m.put(self, b.name(), b.ptr())),
+                    // bound = bound by a holder of the secret: a binding with a wrong tag is replaced
+                    return Patterns.ask(replicator, new Replicator.Update<LWWMap<String, ClusterMessage.NameBinding>>(
+                            NAMES, LWWMap.create(), writeMajority(), m -> m.get(b.name()).isDefined()
+                                    && macs.valid(b.name(), m.get(b.name()).get()) ? m : m.put(self, b.name(), binding)),
                             timeout.multipliedBy(2));
                 })
                 .thenCompose(updated -> {
@@ -313,8 +375,11 @@ final class ClusterAgent extends AbstractActor {
                 })
                 .thenApply(got -> {
                     @SuppressWarnings("unchecked")
-                    LWWMap<String, Long> m = ((Replicator.GetSuccess<LWWMap<String, Long>>) got).dataValue();
-                    return new NameReply(m.getEntries().getOrDefault(b.name(), 0L), "");
+                    LWWMap<String, ClusterMessage.NameBinding> m =
+                            ((Replicator.GetSuccess<LWWMap<String, ClusterMessage.NameBinding>>) got).dataValue();
+                    ClusterMessage.NameBinding bound = m.getEntries().get(b.name());
+                    return bound == null ? new NameReply(0, "")
+                            : new NameReply(bound.ptr(), "", bound.macHi(), bound.macLo());
                 });
         reply(chain, replyTo);
     }
@@ -322,6 +387,9 @@ final class ClusterAgent extends AbstractActor {
     private void unbind(Unbind u) {
         ActorRef replyTo = getSender();
         String refused = notArbiter();
+        if (refused == null && !macs.unbind(u.name()).matches(u.macHi(), u.macLo())) {
+            refused = unauthentic("an unbind of name " + u.name());
+        }
         if (refused != null) {
             replyTo.tell(new NameReply(0, refused), getSelf());
             return;
@@ -334,10 +402,12 @@ final class ClusterAgent extends AbstractActor {
                         // without the majority's bindings, a name bound elsewhere would be reported as not bound
                         throw new IllegalStateException("could not read the names from a majority within " + timeout);
                     }
-                    return Patterns.ask(replicator, new Replicator.Update<LWWMap<String, Long>>(NAMES,
-                        LWWMap.create(), writeMajority(), m -> {
-                    had[0] = m.get(u.name()).isDefined();
-                    return had[0] ? m.remove(self, u.name()) : m;
+                    return Patterns.ask(replicator, new Replicator.Update<LWWMap<String, ClusterMessage.NameBinding>>(
+                            NAMES, LWWMap.create(), writeMajority(), m -> {
+                    // a binding with a wrong tag was never bound for the cluster: removed, but not reported as unbound
+                    boolean present = m.get(u.name()).isDefined();
+                    had[0] = present && macs.valid(u.name(), m.get(u.name()).get());
+                    return present ? m.remove(self, u.name()) : m;
                 }), timeout.multipliedBy(2));
                 })
                 .thenApply(updated -> {
@@ -402,8 +472,9 @@ final class ClusterAgent extends AbstractActor {
             int id = nodeIdOf(m);
             NodeEntry e = Optional.ofNullable(live.get(id))
                     .filter(x -> x.memberUid() == m.uniqueAddress().longUid()).orElse(null);
+            String role = m.hasRole(CLIENT_ROLE) ? "client" : m.hasRole(NODE_ROLE) ? "member" : "observer";
             rows.add(new MemberRow(m.address().toString(), m.status().toString(),
-                    !unreachable.contains(m.uniqueAddress()), id, e));
+                    !unreachable.contains(m.uniqueAddress()), id, e, role));
         }
         rows.sort((a, b) -> Integer.compare(a.nodeId(), b.nodeId()));
         String leader = cluster.state().getLeader() == null ? "" : cluster.state().getLeader().toString();

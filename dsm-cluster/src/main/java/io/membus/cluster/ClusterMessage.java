@@ -18,12 +18,35 @@ public sealed interface ClusterMessage {
     /**
      * One node's directory entry, replicated with Distributed Data under its node id:
      * where its Pekko member is (address and uid, to tell incarnations apart), where its
-     * transport listens, and what it exports.
+     * transport listens, what it exports, and which of its segments are allocator heaps
+     * ({@code heapSegments}, so a client, which has none, learns where it may place blocks).
      */
     record NodeEntry(int nodeId, long incarnation, String memberAddress, long memberUid, String transport,
-                     String transportAddress, List<SegmentDescriptor> segments) implements ClusterMessage {
+                     String transportAddress, List<SegmentDescriptor> segments, List<Integer> heapSegments,
+                     long macHi, long macLo)
+            implements ClusterMessage {
         public NodeEntry {
             segments = List.copyOf(segments);
+            heapSegments = List.copyOf(heapSegments);
+        }
+
+        /** An entry whose node runs no heap, without its tag. */
+        public NodeEntry(int nodeId, long incarnation, String memberAddress, long memberUid, String transport,
+                         String transportAddress, List<SegmentDescriptor> segments) {
+            this(nodeId, incarnation, memberAddress, memberUid, transport, transportAddress, segments, List.of());
+        }
+
+        /** An entry without its tag (see {@link #withMac}). */
+        public NodeEntry(int nodeId, long incarnation, String memberAddress, long memberUid, String transport,
+                         String transportAddress, List<SegmentDescriptor> segments, List<Integer> heapSegments) {
+            this(nodeId, incarnation, memberAddress, memberUid, transport, transportAddress, segments, heapSegments,
+                    0, 0);
+        }
+
+        /** This entry with {@code tag} (made under the cluster secret over the other fields). */
+        NodeEntry withMac(ClusterMacs.Tag tag) {
+            return new NodeEntry(nodeId, incarnation, memberAddress, memberUid, transport, transportAddress, segments,
+                    heapSegments, tag.hi(), tag.lo());
         }
 
         public PeerInfo peer() {
@@ -40,29 +63,55 @@ public sealed interface ClusterMessage {
         }
     }
 
-    /** Bind {@code name} to {@code ptr} unless bound (sent to the name arbiter, the oldest member). */
-    record Bind(String name, long ptr) implements ClusterMessage {
+    /**
+     * Bind {@code name} to {@code ptr} unless bound (sent to the name arbiter, the oldest
+     * member); the tag is made under the cluster secret ({@link ClusterMacs#bind}).
+     */
+    record Bind(String name, long ptr, long macHi, long macLo) implements ClusterMessage {
     }
 
-    /** Remove the binding of {@code name}. */
-    record Unbind(String name) implements ClusterMessage {
+    /** Remove the binding of {@code name}; the tag is {@link ClusterMacs#unbind}. */
+    record Unbind(String name, long macHi, long macLo) implements ClusterMessage {
     }
 
     /**
-     * The arbiter's answer: the pointer bound after a {@link Bind}, or whether an
-     * {@link Unbind} removed something ({@code ptr} 1) or not (0); {@code error} is
-     * non-empty when the arbiter could not reach a majority.
+     * A replicated name binding: the pointer and the tag its binder made under the cluster
+     * secret; every node ignores a binding whose tag is wrong.
      */
-    record NameReply(long ptr, String error) implements ClusterMessage {
+    record NameBinding(long ptr, long macHi, long macLo) implements ClusterMessage {
+    }
+
+    /**
+     * The arbiter's answer: the pointer bound after a {@link Bind} with its tag, or whether an
+     * {@link Unbind} removed something ({@code ptr} 1) or not (0); {@code error} is
+     * non-empty when the arbiter could not reach a majority or refused the request
+     * ({@code authentication: ...}).
+     */
+    record NameReply(long ptr, String error, long macHi, long macLo) implements ClusterMessage {
+        public NameReply(long ptr, String error) {
+            this(ptr, error, 0, 0);
+        }
     }
 
     /** Asks a node for the cluster as it sees it ({@code membus status}). */
     record StatusRequest() implements ClusterMessage {
     }
 
-    /** One member as a node sees it; {@code entry} is {@code null} when its directory entry has not arrived. */
-    record MemberRow(String address, String status, boolean reachable, int nodeId, NodeEntry entry)
+    /**
+     * One member as a node sees it; {@code entry} is {@code null} when its directory entry
+     * has not arrived; {@code role} is {@code member} (exports memory) or {@code client}
+     * ({@code membus.role}), or {@code observer} for a Pekko member that is no Membus node.
+     */
+    record MemberRow(String address, String status, boolean reachable, int nodeId, NodeEntry entry, String role)
             implements ClusterMessage {
+        /** A row of a memory node ({@code role} member). */
+        public MemberRow(String address, String status, boolean reachable, int nodeId, NodeEntry entry) {
+            this(address, status, reachable, nodeId, entry, "member");
+        }
+
+        public boolean isClient() {
+            return role.equals("client");
+        }
     }
 
     /**

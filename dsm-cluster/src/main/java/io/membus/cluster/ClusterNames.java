@@ -6,6 +6,7 @@ import io.membus.cluster.ClusterMessage.Unbind;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.directory.NameRegistry;
+import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
@@ -57,8 +58,11 @@ public final class ClusterNames implements NameRegistry {
     private final ActorRef replicator;
     private final AtomicReference<Map<String, Long>> snapshot;
     private final Duration timeout;
+    private final ClusterMacs macs;
 
-    ClusterNames(ActorSystem system, ActorRef replicator, AtomicReference<Map<String, Long>> snapshot, Duration timeout) {
+    ClusterNames(ActorSystem system, ActorRef replicator, AtomicReference<Map<String, Long>> snapshot, Duration timeout,
+                 ClusterMacs macs) {
+        this.macs = macs;
         this.system = system;
         this.cluster = Cluster.get(system);
         this.replicator = replicator;
@@ -109,8 +113,11 @@ public final class ClusterNames implements NameRegistry {
                 timeout.multipliedBy(2), "lookup name=" + name, 0).thenApply(got -> {
                     if (got instanceof Replicator.GetSuccess<?> s) {
                         @SuppressWarnings("unchecked")
-                        LWWMap<String, Long> m = (LWWMap<String, Long>) s.dataValue();
-                        return Optional.ofNullable(m.getEntries().get(name));
+                        LWWMap<String, ClusterMessage.NameBinding> m =
+                                (LWWMap<String, ClusterMessage.NameBinding>) s.dataValue();
+                        ClusterMessage.NameBinding b = m.getEntries().get(name);
+                        // a binding not made with the cluster secret is no binding
+                        return b != null && macs.valid(name, b) ? Optional.of(b.ptr()) : Optional.<Long>empty();
                     }
                     if (got instanceof Replicator.NotFound<?>) {
                         return Optional.<Long>empty();
@@ -134,7 +141,16 @@ public final class ClusterNames implements NameRegistry {
             if (ptr == RemotePtr.NULL) {
                 throw new InvalidPointerException(ptr, 0, 0);
             }
-            return arbitrate(new Bind(name, ptr), "bind name=" + name).thenApply(NameReply::ptr).minimalCompletionStage();
+            ClusterMacs.Tag tag = macs.bind(name, ptr);
+            String what = "bind name=" + name;
+            return arbitrate(new Bind(name, ptr, tag.hi(), tag.lo()), what).thenApply(r -> {
+                if (r.ptr() != RemotePtr.NULL && !macs.bind(name, r.ptr()).matches(r.macHi(), r.macLo())) {
+                    throw new AuthenticationException("the name arbiter", "operation=" + what + ": it answered with a"
+                            + " binding not made with this cluster's secret (is the arbiter started with a wrong"
+                            + " membus.secret?)");
+                }
+                return r.ptr();
+            }).minimalCompletionStage();
         } catch (DsmException e) {
             return CompletableFuture.failedStage(e);
         }
@@ -150,7 +166,8 @@ public final class ClusterNames implements NameRegistry {
         try {
             checkOpen();
             checkName(name);
-            return arbitrate(new Unbind(name), "unbind name=" + name).thenApply(r -> r.ptr() != 0).minimalCompletionStage();
+            ClusterMacs.Tag tag = macs.unbind(name);
+            return arbitrate(new Unbind(name, tag.hi(), tag.lo()), "unbind name=" + name).thenApply(r -> r.ptr() != 0).minimalCompletionStage();
         } catch (DsmException e) {
             return CompletableFuture.failedStage(e);
         }
@@ -167,6 +184,11 @@ public final class ClusterNames implements NameRegistry {
         return ask(system.actorSelection(arbiter.address() + "/user/" + ClusterAgent.NAME), request,
                 timeout.multipliedBy(3), what, ClusterAgent.nodeIdOf(arbiter)).thenApply(reply -> {
                     NameReply r = (NameReply) reply;
+                    if (r.error().startsWith(ClusterAgent.AUTHENTICATION)) {
+                        throw new AuthenticationException(arbiter.address().toString(), "operation=" + what + ": "
+                                + r.error().substring(ClusterAgent.AUTHENTICATION.length()).strip()
+                                + " (this node's membus.secret differs from the arbiter's?)");
+                    }
                     if (!r.error().isEmpty()) {
                         throw NodeUnavailableException.notSent(ClusterAgent.nodeIdOf(arbiter),
                                 "name registry unavailable: operation=" + what

@@ -64,6 +64,8 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             return "S";
         } else if (o instanceof MemberRow) {
             return "M";
+        } else if (o instanceof ClusterMessage.NameBinding) {
+            return "P";
         }
         throw new IllegalArgumentException("not a membus cluster message: " + o.getClass().getName());
     }
@@ -77,11 +79,21 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             } else if (o instanceof Bind b) {
                 out.writeUTF(b.name());
                 out.writeLong(b.ptr());
+                out.writeLong(b.macHi());
+                out.writeLong(b.macLo());
             } else if (o instanceof Unbind u) {
                 out.writeUTF(u.name());
+                out.writeLong(u.macHi());
+                out.writeLong(u.macLo());
+            } else if (o instanceof ClusterMessage.NameBinding b) {
+                out.writeLong(b.ptr());
+                out.writeLong(b.macHi());
+                out.writeLong(b.macLo());
             } else if (o instanceof NameReply r) {
                 out.writeLong(r.ptr());
                 out.writeUTF(r.error());
+                out.writeLong(r.macHi());
+                out.writeLong(r.macLo());
             } else if (o instanceof StatusRequest) {
                 out.writeByte(0);
             } else if (o instanceof StatusReply s) {
@@ -132,9 +144,10 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
             Object o = switch (manifest) {
                 case "E" -> readEntry(in);
-                case "B" -> new Bind(in.readUTF(), in.readLong());
-                case "U" -> new Unbind(in.readUTF());
-                case "N" -> new NameReply(in.readLong(), in.readUTF());
+                case "B" -> new Bind(in.readUTF(), in.readLong(), in.readLong(), in.readLong());
+                case "U" -> new Unbind(in.readUTF(), in.readLong(), in.readLong());
+                case "P" -> new ClusterMessage.NameBinding(in.readLong(), in.readLong(), in.readLong());
+                case "N" -> new NameReply(in.readLong(), in.readUTF(), in.readLong(), in.readLong());
                 case "Q" -> {
                     in.readByte();
                     yield new StatusRequest();
@@ -220,6 +233,23 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
     }
 
     private static void writeEntry(DataOutputStream out, NodeEntry e) throws IOException {
+        writeEntryFields(out, e);
+        out.writeLong(e.macHi());
+        out.writeLong(e.macLo());
+    }
+
+    /** The bytes of an entry's fields without its tag: what {@link ClusterMacs#entry} authenticates. */
+    static byte[] entryBytes(NodeEntry e) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64);
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            writeEntryFields(out, e);
+        } catch (IOException x) {
+            throw new UncheckedIOException(x);
+        }
+        return bytes.toByteArray();
+    }
+
+    private static void writeEntryFields(DataOutputStream out, NodeEntry e) throws IOException {
         out.writeInt(e.nodeId());
         out.writeLong(e.incarnation());
         out.writeUTF(e.memberAddress());
@@ -232,6 +262,10 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             out.writeLong(d.size());
             out.writeByte(d.flags());
             out.writeLong(d.remoteKey());
+        }
+        out.writeInt(e.heapSegments().size());
+        for (int index : e.heapSegments()) {
+            out.writeShort(index);
         }
     }
 
@@ -248,7 +282,18 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             segments.add(new SegmentDescriptor(node, incarnation, in.readShort(), in.readLong(), in.readByte(),
                     in.readLong()));
         }
-        return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments);
+        int h = count(in);
+        List<Integer> heaps = new ArrayList<>(h);
+        for (int i = 0; i < h; i++) {
+            int index = in.readShort();
+            if (index < 0 || index > io.membus.core.RemotePtr.MAX_SEGMENT_INDEX) {
+                throw new IOException("heap segment index out of range: index=" + index + ", allowed=0.."
+                        + io.membus.core.RemotePtr.MAX_SEGMENT_INDEX);
+            }
+            heaps.add(index);
+        }
+        return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments, heaps, in.readLong(),
+                in.readLong());
     }
 
     private static void writeHeapRow(DataOutputStream out, HeapUsage.SegmentUsage h) throws IOException {
@@ -303,6 +348,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         if (m.entry() != null) {
             writeEntry(out, m.entry());
         }
+        out.writeUTF(m.role());
     }
 
     private static MemberRow readRow(DataInputStream in) throws IOException {
@@ -311,6 +357,6 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         boolean reachable = in.readBoolean();
         int node = in.readInt();
         NodeEntry entry = in.readBoolean() ? readEntry(in) : null;
-        return new MemberRow(address, status, reachable, node, entry);
+        return new MemberRow(address, status, reachable, node, entry, in.readUTF());
     }
 }

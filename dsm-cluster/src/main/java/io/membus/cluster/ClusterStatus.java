@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.ClusterMessage.StatusReply;
 import io.membus.cluster.ClusterMessage.StatusRequest;
+import io.membus.core.config.HostPort;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import org.apache.pekko.actor.ActorSelection;
@@ -30,23 +31,38 @@ public final class ClusterStatus {
     }
 
     /**
-     * Asks the node at {@code hostPort} (its Pekko address) for the cluster's state.
+     * Asks the node at {@code hostPort} (its Pekko address) for the cluster's state, with
+     * this user's default cluster secret ({@code membus.secret-file}'s default,
+     * {@code ~/.membus/cluster-secret}): what a cluster of nodes with default settings
+     * started by this user on this host answers to.
      *
      * @throws DsmTimeoutException when it does not answer within {@code timeout}
      */
     public static StatusReply query(String hostPort, String clusterName, String bindHost, Duration timeout) {
-        return query(hostPort, clusterName, bindHost, timeout, null);
+        String file = ConfigFactory.defaultReference(ClusterStatus.class.getClassLoader()).getString("membus.secret-file");
+        return query(hostPort, clusterName, bindHost, timeout, null, ClusterSecret.resolve("", file));
     }
 
     /**
-     * As {@link #query(String, String, String, Duration)}, speaking TLS with the
-     * certificates of {@code tls} when it is enabled (a cluster with membus.tls on
-     * answers nobody else).
+     * As {@link #query(String, String, String, Duration)}, reaching the cluster the way the
+     * node of {@code node} does: with its {@code membus.tls} certificates, or with TLS made
+     * from its cluster secret, or in plain text when its authentication is off.
      */
     public static StatusReply query(String hostPort, String clusterName, String bindHost, Duration timeout,
-                                    NodeConfig.Tls tls) {
-        String[] hp = NodeConfig.parseHostPort("seed", hostPort);
-        Config config = ConfigFactory.parseMap(tls == null ? Map.of() : tls.arterySettings()).withFallback(ConfigFactory.parseMap(Map.of(
+                                    NodeConfig node) {
+        return switch (node.membership()) {
+            case TLS_STORES -> query(hostPort, clusterName, bindHost, timeout, node.tls(), null);
+            case SECRET_TLS -> query(hostPort, clusterName, bindHost, timeout, null, node.clusterSecret());
+            case OFF -> query(hostPort, clusterName, bindHost, timeout, null, null);
+        };
+    }
+
+    private static StatusReply query(String hostPort, String clusterName, String bindHost, Duration timeout,
+                                     NodeConfig.Tls tls, ClusterSecret secret) {
+        HostPort seed = HostPort.parse("seed", hostPort);
+        Map<String, Object> transport = tls != null ? tls.arterySettings()
+                : secret != null ? MembershipTls.arterySettings() : Map.of();
+        Config config = ConfigFactory.parseMap(transport).withFallback(ConfigFactory.parseMap(Map.of(
                         "pekko.actor.provider", "remote",
                         "pekko.remote.artery.canonical.hostname", bindHost,
                         "pekko.remote.artery.canonical.port", 0,
@@ -64,13 +80,14 @@ public final class ClusterStatus {
         }
         ActorSystem system;
         try {
-            system = ActorSystem.create(clusterName, config);
+            system = PekkoSettings.system(clusterName, config,
+                    secret == null ? null : MembershipTls.provider(secret, clusterName + "/status"));
         } catch (RuntimeException e) {
             throw new io.membus.core.error.DsmConfigException("bind-host", bindHost, "a local address the query can"
                     + " listen on for the answer (e.g. 127.0.0.1): " + e.getMessage(), e);
         }
         try {
-            ActorSelection agent = system.actorSelection("pekko://" + clusterName + "@" + hp[0] + ":" + hp[1] + "/user/"
+            ActorSelection agent = system.actorSelection("pekko://" + clusterName + "@" + seed + "/user/"
                     + ClusterAgent.NAME);
             return (StatusReply) Patterns.ask(agent, new StatusRequest(), timeout).toCompletableFuture()
                     .get(timeout.toMillis() + 500, TimeUnit.MILLISECONDS);

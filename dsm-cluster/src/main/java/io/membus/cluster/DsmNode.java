@@ -11,6 +11,7 @@ import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.NameRegistry;
 import io.membus.core.directory.SegmentDirectory;
+import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
@@ -20,6 +21,7 @@ import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
+import io.membus.core.transport.TransportCapabilities;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 import org.apache.pekko.actor.ActorRef;
@@ -69,7 +71,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p><b>Note:</b> thread-safe. Everything {@link #start} sets up (transport, remote
  * memory, allocator) is published through volatile fields before {@code start} returns,
- * so any thread that receives the node sees it whole; {@link #downReason()} is a volatile
+ * so any thread that receives the node sees it whole (a client's allocator is made on first
+ * use, under the node's lock, and published by the same volatile field); {@link #downReason()} is a volatile
  * read of what the cluster agent's thread wrote. {@link #close()} may be called from any
  * thread, any number of times: the first call leaves the cluster gracefully (bounded),
  * then closes the transport and its segments; the others return once that is done.
@@ -83,6 +86,8 @@ public final class DsmNode implements AutoCloseable {
             statusSections = new java.util.concurrent.ConcurrentSkipListMap<>();
     private final long incarnation;
     private final ActorSystem system;
+    /** Artery's TLS engines when membership is authenticated by the cluster secret; else {@code null}. */
+    private final MembershipTls.Provider membershipTls;
     private final Cluster cluster;
     private final ClusterDirectory directory = new ClusterDirectory();
     private final AtomicReference<Map<String, Long>> nameSnapshot = new AtomicReference<>(Map.of());
@@ -90,6 +95,8 @@ public final class DsmNode implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicBoolean transportClosed = new java.util.concurrent.atomic.AtomicBoolean();
     private final ClusterNames names;
     private final ClusterFacts facts;
+    /** Tags of the directory entry and name bindings, under the cluster secret. */
+    private final ClusterMacs macs;
     private volatile RemoteMemory memory;
     private volatile io.membus.core.message.Messaging messaging;
     private volatile GlobalAllocator allocator;
@@ -102,42 +109,41 @@ public final class DsmNode implements AutoCloseable {
     private final io.micrometer.core.instrument.composite.CompositeMeterRegistry meters =
             new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
     private volatile io.membus.core.metrics.VerbMetrics verbMetrics;
+    private volatile PrometheusEndpoint prometheus;
+    private final NodeMeters.MembershipCounts membership = new NodeMeters.MembershipCounts();
 
     private DsmNode(NodeConfig config) {
         this.config = config;
+        this.macs = new ClusterMacs(config.clusterSecret());
         this.incarnation = System.currentTimeMillis() * 1000 + (System.nanoTime() & 0x3ff);
-        this.system = ActorSystem.create(config.clusterName(), pekkoConfig(config));
-        if (!config.tls().enabled()) {
-            // said once per start; at INFO on loopback, where only this machine can reach the port
-            String text = "membership traffic of node {} (Pekko Artery on {}:{}) is neither encrypted nor"
-                    + " authenticated: anyone who reaches that port can join the cluster. Set membus.tls"
-                    + " (docs/cluster.md, \"Membership over TLS\") on a network you do not trust.";
-            if (isLoopback(config.host())) {
-                LOG.info(text, config.nodeId(), config.host(), config.port());
-            } else {
-                LOG.warn(text, config.nodeId(), config.host(), config.port());
-            }
+        this.membershipTls = config.membership() == NodeConfig.Membership.SECRET_TLS
+                ? MembershipTls.provider(config.clusterSecret(), config.clusterName() + "/node-" + config.nodeId()) : null;
+        this.system = PekkoSettings.system(config.clusterName(), pekkoConfig(config), membershipTls);
+        switch (config.membership()) {
+            case SECRET_TLS -> LOG.info("membership of node {} (Pekko Artery on {}:{}): mutual TLS with credentials made"
+                    + " from the cluster secret ({})", config.nodeId(), config.host(), config.port(),
+                    config.clusterSecret().source());
+            case TLS_STORES -> LOG.info("membership of node {} (Pekko Artery on {}:{}): mutual TLS with the certificates"
+                    + " of membus.tls", config.nodeId(), config.host(), config.port());
+            case OFF -> LOG.warn("membership traffic of node {} (Pekko Artery on {}:{}) is neither encrypted nor"
+                    + " authenticated (membus.security.authenticate = off): anyone who reaches that port can join"
+                    + " the cluster, be counted in its majority and down members (docs/security.md)",
+                    config.nodeId(), config.host(), config.port());
+            default -> throw new IllegalStateException("unknown membership mode " + config.membership());
         }
         try {
             this.cluster = Cluster.get(system);
             ActorRef replicator = DistributedData.get(system).replicator();
-            this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout());
+            this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout(), macs);
             this.facts = new ClusterFacts(cluster, replicator, DistributedData.get(system).selfUniqueAddress(),
                     config.nodeId(), config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
-                    config.operationTimeout(), this::heapUsage, this::statusSections), ClusterAgent.NAME);
+                    config.operationTimeout(), this::heapUsage, this::statusSections, macs), ClusterAgent.NAME);
+            system.actorOf(NodeMeters.Membership.props(membership), "membus-membership-meters");
         } catch (RuntimeException | Error e) {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
             terminate(system, Duration.ofSeconds(5));
             throw e;
-        }
-    }
-
-    private static boolean isLoopback(String host) {
-        try {
-            return java.net.InetAddress.getByName(host).isLoopbackAddress();
-        } catch (java.net.UnknownHostException e) {
-            return false;
         }
     }
 
@@ -224,8 +230,8 @@ public final class DsmNode implements AutoCloseable {
         cluster.registerOnMemberRemoved(() -> selfDowned("this node was removed from the cluster"));
         List<Address> seeds = new ArrayList<>();
         for (String s : config.seedNodes()) {
-            String[] hp = NodeConfig.parseHostPort("seed-nodes", s);
-            seeds.add(AddressFromURIString.parse("pekko://" + config.clusterName() + "@" + hp[0] + ":" + hp[1]));
+            seeds.add(AddressFromURIString.parse("pekko://" + config.clusterName() + "@"
+                    + io.membus.core.config.HostPort.parse("membus.seed-nodes", s))); // an IPv6 host in brackets
         }
         if (seeds.isEmpty()) {
             cluster.join(cluster.selfAddress());
@@ -235,10 +241,16 @@ public final class DsmNode implements AutoCloseable {
         try {
             up.get(left(deadline), TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
+            String refused = membershipTls == null ? null : membershipTls.lastRefusal();
+            if (refused != null) {
+                throw new AuthenticationException("seed-nodes=" + config.seedNodes(), "could not join the cluster:"
+                        + " node=" + config.nodeId() + ", waited=" + config.startTimeout().toMillis() + "ms, " + refused
+                        + " (membus.secret, or the content of membus.secret-file; docs/security.md)");
+            }
             throw new DsmTimeoutException("join the cluster (could not join the cluster: seed-nodes="
                     + config.seedNodes() + ", cluster-name=" + config.clusterName() + ")", config.nodeId(),
                     config.startTimeout(), "check that a seed node runs, is reachable from " + config.host()
-                    + " and uses the same cluster-name (membus.start-timeout bounds the wait)");
+                    + ", uses the same cluster-name and the same cluster secret (membus.start-timeout bounds the wait)");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // the caller's: kept, not swallowed
             throw DsmException.internal("interrupted while joining the cluster: node="
@@ -262,13 +274,14 @@ public final class DsmNode implements AutoCloseable {
         installMetrics(transport);
         List<SegmentDescriptor> exported = new ArrayList<>();
         for (int i = 0; i < config.segmentCount(); i++) {
-            Path file = config.fileBacked() ? segmentFile(i) : null;
+            Path file = config.fileBacked() ? segmentFile(transport, i) : null;
             try {
                 exported.add(transport.export(new SegmentSpec(i, config.segmentSize(), config.segmentAccess(), file))
                         .descriptor());
             } catch (java.io.UncheckedIOException e) {
-                throw new DsmConfigException(config.transport().equals("shm") ? "membus.transports.shm.dir"
-                        : "membus.segments.dir", file == null ? "-" : file.getParent(), "a directory this node can"
+                throw new DsmConfigException(transport.capabilities().segmentFiles()
+                        .map(TransportCapabilities.SegmentFiles::key).orElse("membus.segments.dir"),
+                        file == null ? "-" : file.getParent(), "a directory this node can"
                         + " create its segment files in: segment " + i + " could not be created (" + e.getMessage()
                         + ": " + e.getCause() + ")", e);
             }
@@ -282,9 +295,12 @@ public final class DsmNode implements AutoCloseable {
                     .chunkSize(config.heapChunkSize()).build());
             a.formatLocalSegments();
             this.allocator = a;
+            NodeMeters.bindHeap(meters, a, config.heapSegments());
         }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
-                cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported);
+                cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,
+                allocator == null ? List.of() : config.heapSegments());
+        entry = entry.withMac(macs.entry(entry));
         publish(entry);
         while (!directory.entries().containsKey(config.nodeId())
                 || directory.entries().get(config.nodeId()).incarnation() != incarnation) {
@@ -349,12 +365,12 @@ public final class DsmNode implements AutoCloseable {
         }
     }
 
-    private Path segmentFile(int index) {
-        if (config.transport().equals("shm")) {
-            String dir = config.transportSettings().require("shm.dir", "a writable directory (on Linux, one under /dev/shm)");
-            return Path.of(dir).toAbsolutePath().resolve("node-" + config.nodeId() + "-persistent-" + index + ".seg");
-        }
-        return config.segmentDir().toAbsolutePath().resolve("node-" + config.nodeId() + "-seg-" + index + ".seg");
+    /** A file-backed segment's file: in the transport's directory where it needs one (peers map it), else membus.segments.dir. */
+    private Path segmentFile(Transport transport, int index) {
+        return transport.capabilities().segmentFiles()
+                .map(f -> f.directory().resolve("node-" + config.nodeId() + "-persistent-" + index + ".seg"))
+                .orElseGet(() -> config.segmentDir().toAbsolutePath()
+                        .resolve("node-" + config.nodeId() + "-seg-" + index + ".seg"));
     }
 
     private void selfDowned(String reason) {
@@ -438,17 +454,63 @@ public final class DsmNode implements AutoCloseable {
 
     /**
      * The global allocator: blocks in any node's heap segments ({@code membus.heap}).
+     * A client ({@link NodeConfig#isClient()}) exports no memory: its allocator, made on
+     * first use, places every block on the memory nodes (round robin by default; by key or
+     * on a named memory node when asked), in the heap segments their directory entries name.
      *
-     * @throws DsmConfigException when this node has no heap segments configured
+     * @throws DsmConfigException when this memory node has no heap segments configured
+     * @throws io.membus.alloc.PlacementException when this is a client and no live memory
+     *                            node exports a heap yet (start one, or wait for it and retry)
      */
     public GlobalAllocator allocator() {
         checkOpen();
         GlobalAllocator a = allocator;
         if (a == null) {
+            if (config.isClient()) {
+                return clientAllocator();
+            }
             throw new DsmConfigException("membus.heap.segments", "[]", "the indexes of the segments to format as"
                     + " allocator heaps, e.g. [0] (the same on every node): node " + config.nodeId()
                     + " runs no allocator");
         }
+        return a;
+    }
+
+    /** A client's allocator, made once the directory shows a memory node with a heap; it formats nothing. */
+    private synchronized GlobalAllocator clientAllocator() {
+        GlobalAllocator a = allocator;
+        if (a != null) {
+            return a;
+        }
+        java.util.TreeSet<Integer> heaps = new java.util.TreeSet<>();
+        java.util.TreeSet<Integer> heapNodes = new java.util.TreeSet<>();
+        for (NodeEntry e : directory.entries().values()) {
+            if (!e.heapSegments().isEmpty()) {
+                if (!heaps.isEmpty() && !heaps.equals(new java.util.TreeSet<>(e.heapSegments()))) {
+                    LOG.warn("client {}: memory nodes name different heap segments ({} and node {}: {}); membus.heap"
+                            + ".segments must be the same on every memory node", config.nodeId(), heaps, e.nodeId(),
+                            e.heapSegments());
+                }
+                heaps.addAll(e.heapSegments());
+                heapNodes.add(e.nodeId());
+            }
+        }
+        if (heaps.isEmpty()) {
+            throw new io.membus.alloc.PlacementException("round-robin", config.nodeId(), "node " + config.nodeId()
+                    + " is a client (it exports no memory) and no live member exports an allocator heap yet (members: "
+                    + directory.entries().keySet() + "); start a memory node with membus.heap.segments, or wait for"
+                    + " one (awaitMembers) and try again");
+        }
+        if (closing || downReason != null) { // shutdown reads the allocator under this lock after setting closing
+            throw new io.membus.core.error.NodeUnavailableException(config.nodeId(), closing ? "this node is closed"
+                    : "this node is down: " + downReason);
+        }
+        a = new GlobalAllocator(memory, AllocatorConfig.builder()
+                .heapSegments(heaps.stream().mapToInt(Integer::intValue).toArray())
+                .defaultPlacement(io.membus.alloc.Placement.roundRobin()).build());
+        LOG.info("client {}: allocator places blocks on the memory nodes {} (heap segments {})", config.nodeId(),
+                heapNodes, heaps);
+        allocator = a;
         return a;
     }
 
@@ -467,14 +529,11 @@ public final class DsmNode implements AutoCloseable {
     /**
      * Counts the transport's verbs per peer ({@link io.membus.core.metrics.VerbMetrics}): a
      * {@code verbs} section of {@code membus status}, meters in {@link #meterRegistry()},
-     * and JMX MBeans under {@code membus.node<id>} unless {@code membus.metrics.jmx = false}.
+     * and JMX MBeans under {@code membus.node<id>} unless {@code membus.metrics.jmx = false};
+     * the Prometheus endpoint when {@code membus.metrics.prometheus.enabled}; the meters of
+     * the segments and of membership ({@link NodeMeters}).
      */
     private void installMetrics(Transport transport) {
-        if (!(transport instanceof io.membus.core.transport.AbstractTransport t)) {
-            return;
-        }
-        io.membus.core.metrics.VerbMetrics m = new io.membus.core.metrics.VerbMetrics(transport.name());
-        m.inFlight(t::inFlight);
         if (config.metricsJmx()) {
             meters.add(new io.micrometer.jmx.JmxMeterRegistry(new io.micrometer.jmx.JmxConfig() {
                 @Override
@@ -488,6 +547,22 @@ public final class DsmNode implements AutoCloseable {
                 }
             }, io.micrometer.core.instrument.Clock.SYSTEM));
         }
+        if (config.prometheusEnabled()) {
+            PrometheusEndpoint p = new PrometheusEndpoint(config.prometheusHost(), config.prometheusPort(),
+                    config.nodeId());
+            prometheus = p;
+            meters.add(p.registry());
+            LOG.info("node {}: Prometheus metrics at http://{}:{}/metrics", config.nodeId(), config.prometheusHost(),
+                    p.address().getPort());
+        }
+        NodeMeters.bindSegments(meters, transport, config.segmentCount());
+        NodeMeters.bindChannels(meters, transport);
+        membership.bind(meters);
+        if (!(transport instanceof io.membus.core.transport.AbstractTransport t)) {
+            return;
+        }
+        io.membus.core.metrics.VerbMetrics m = new io.membus.core.metrics.VerbMetrics(transport.name());
+        m.inFlight(t::inFlight);
         m.bindTo(meters);
         t.observe(m);
         verbMetrics = m;
@@ -499,8 +574,29 @@ public final class DsmNode implements AutoCloseable {
      * {@code membus.metrics.jmx = false}); add a registry of your own to it to export
      * the node's metrics elsewhere. Closed with the node.
      */
-    public io.micrometer.core.instrument.MeterRegistry meterRegistry() {
+    public io.micrometer.core.instrument.composite.CompositeMeterRegistry meterRegistry() {
         return meters;
+    }
+
+    /**
+     * Meters the message channels registered now ({@code membus.channel.*}, docs/metrics.md):
+     * a layer that registers a channel (the coherent heap's invalidations) calls this after.
+     * Idempotent; does nothing before the transport started.
+     */
+    public void meterMessageChannels() {
+        Transport t = transportRef.get();
+        if (t != null && !transportClosed.get()) {
+            NodeMeters.bindChannels(meters, t);
+        }
+    }
+
+    /**
+     * Where the Prometheus scrape endpoint listens ({@code GET /metrics}), or {@code null}
+     * when {@code membus.metrics.prometheus.enabled} is false (or before the transport started).
+     */
+    public java.net.InetSocketAddress prometheusAddress() {
+        PrometheusEndpoint p = prometheus;
+        return p == null ? null : p.address();
     }
 
     /** The transport's verb metrics, or {@code null} before the transport started. */
@@ -555,6 +651,11 @@ public final class DsmNode implements AutoCloseable {
             throw new UnknownSegmentException(io.membus.core.RemotePtr.pack(config.nodeId(), index, 0), 0);
         }
         return s;
+    }
+
+    /** The node's actor system (tests look at membership through it). */
+    ActorSystem actorSystem() {
+        return system;
     }
 
     /** The Pekko address of this node's member, {@code pekko://name@host:port}. */
@@ -630,13 +731,20 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private void shutdown(Duration wait) {
-        GlobalAllocator a = allocator;
+        GlobalAllocator a;
+        synchronized (this) { // a client's allocator is made under this lock, never once closing is set
+            a = allocator;
+        }
         if (a != null && downReason == null) {
             try {
                 a.close(); // returns cached blocks to remote free lists: while the peers are still members
             } catch (RuntimeException e) {
                 LOG.warn("node {}: closing the allocator: {}", config.nodeId(), e.toString());
             }
+        }
+        boolean clean = downReason == null;
+        if (clean) {
+            ShutdownLogFilter.leaving(system, true); // the members' closing of connections is no fault
         }
         try {
             CoordinatedShutdown.get(system).run(CoordinatedShutdown.clusterLeavingReason());
@@ -649,6 +757,7 @@ public final class DsmNode implements AutoCloseable {
                     e.toString());
             system.terminate();
         } finally {
+            ShutdownLogFilter.leaving(system, false);
             closeTransport();
         }
     }
@@ -665,6 +774,10 @@ public final class DsmNode implements AutoCloseable {
                 t.close();
             } catch (RuntimeException e) {
                 LOG.warn("node {}: closing the transport: {}", config.nodeId(), e.toString());
+            }
+            PrometheusEndpoint p = prometheus;
+            if (p != null) {
+                p.close(); // the port is free once close() returns
             }
             for (io.micrometer.core.instrument.MeterRegistry r : new ArrayList<>(meters.getRegistries())) {
                 meters.remove(r);

@@ -6,6 +6,7 @@ import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
+import io.membus.core.config.HostPort;
 import io.membus.core.config.KnownKeys;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.transport.TransportConfig;
@@ -45,6 +46,8 @@ public final class NodeConfig {
     private final int port;
     private final List<String> seedNodes;
     private final String secret;
+    private final ClusterSecret clusterSecret;
+    private final boolean authenticate;
     private final String transport;
     /** The {@code membus.transports} subtree as the user set it, with host and secret derived. */
     private final Config transports;
@@ -62,6 +65,9 @@ public final class NodeConfig {
     private final int segmentAccess;
     private final boolean fileBacked;
     private final boolean metricsJmx;
+    private final boolean prometheusEnabled;
+    private final String prometheusHost;
+    private final int prometheusPort;
     private final Path segmentDir;
     private final List<Integer> heapSegments;
     private final int heapChunkSize;
@@ -88,13 +94,15 @@ public final class NodeConfig {
         this.seedNodes = new ArrayList<>();
         try {
             for (String s : m.getStringList("seed-nodes")) {
-                parseHostPort("seed-nodes", s);
+                HostPort.parse("membus.seed-nodes", s);
                 seedNodes.add(s.trim());
             }
         } catch (ConfigException.WrongType e) {
             throw bad("seed-nodes", m.getValue("seed-nodes").render(), "a list of \"host:port\" strings", e);
         }
-        this.secret = string(m, "secret");
+        this.clusterSecret = ClusterSecret.resolve(string(m, "secret"), string(m, "secret-file"));
+        this.secret = clusterSecret.value();
+        this.authenticate = bool(m, "security.authenticate");
         this.transport = string(m, "transport");
         List<String> found = Transports.providers().stream().map(TransportProvider::name).sorted().toList();
         if (!found.contains(transport)) {
@@ -110,8 +118,9 @@ public final class NodeConfig {
             derived.put(section + ".host", "membus.host");
             userTransports = userTransports.withValue(section + ".host", ConfigValueFactory.fromAnyRef(host));
         }
-        if (!secret.isEmpty() && reference.hasPath(section + ".secret") && !userTransports.hasPath(section + ".secret")) {
-            derived.put(section + ".secret", "membus.secret");
+        if (reference.hasPath(section + ".secret") && !userTransports.hasPath(section + ".secret")) {
+            derived.put(section + ".secret", clusterSecret.source().equals("membus.secret") ? "membus.secret"
+                    : "membus.secret-file");
             userTransports = userTransports.withValue(section + ".secret", ConfigValueFactory.fromAnyRef(secret));
         }
         this.transports = userTransports;
@@ -135,6 +144,14 @@ public final class NodeConfig {
         }
         this.fileBacked = bool(m, "segments.file-backed");
         this.metricsJmx = bool(m, "metrics.jmx");
+        this.prometheusEnabled = bool(m, "metrics.prometheus.enabled");
+        this.prometheusHost = string(m, "metrics.prometheus.host");
+        if (prometheusHost.isBlank()) {
+            throw bad("metrics.prometheus.host", "\"\"", "the local address the scrape endpoint listens on, e.g."
+                    + " 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)");
+        }
+        this.prometheusPort = intIn(m, "metrics.prometheus.port", 0, 65535,
+                "a TCP port 1..65535 for the scrape endpoint, or 0 for an ephemeral one");
         this.segmentDir = Path.of(string(m, "segments.dir"));
         String role = string(m, "role");
         switch (role) {
@@ -279,24 +296,6 @@ public final class NodeConfig {
         }
     }
 
-    /** Splits {@code host:port}; names {@code key} when it is not one. */
-    public static String[] parseHostPort(String key, String value) {
-        String v = value.trim();
-        int colon = v.lastIndexOf(':');
-        if (colon <= 0 || colon == v.length() - 1) {
-            throw bad(key, value, "host:port, e.g. 127.0.0.1:2551");
-        }
-        try {
-            int p = Integer.parseInt(v.substring(colon + 1));
-            if (p < 1 || p > 65535) {
-                throw bad(key, value, "host:port with a port 1..65535");
-            }
-        } catch (NumberFormatException e) {
-            throw bad(key, value, "host:port with a numeric port, e.g. 127.0.0.1:2551", e);
-        }
-        return new String[]{v.substring(0, colon), v.substring(colon + 1)};
-    }
-
     private static DsmConfigException bad(String key, Object value, String allowed) {
         return new DsmConfigException("membus." + key, value, allowed);
     }
@@ -390,9 +389,41 @@ public final class NodeConfig {
         return List.copyOf(seedNodes);
     }
 
-    /** The cluster secret; empty when none is set. Never printed. */
+    /**
+     * The cluster secret: {@code membus.secret}, or when that is empty the content of
+     * {@code membus.secret-file} (made on first use). Never printed.
+     */
     public String secret() {
         return secret;
+    }
+
+    /** The cluster secret and where it came from (for logs), with its derived keys. */
+    ClusterSecret clusterSecret() {
+        return clusterSecret;
+    }
+
+    /**
+     * {@code membus.security.authenticate}: whether membership runs over TLS with
+     * credentials made from the cluster secret (when {@code membus.tls} brings no
+     * certificates of its own). Turning it off is logged at WARN at every start.
+     */
+    public boolean authenticate() {
+        return authenticate;
+    }
+
+    /** How membership traffic is protected, as configured. */
+    public Membership membership() {
+        return tls.enabled() ? Membership.TLS_STORES : authenticate ? Membership.SECRET_TLS : Membership.OFF;
+    }
+
+    /** How membership (Pekko Artery) traffic is protected. */
+    public enum Membership {
+        /** Mutual TLS with credentials made from the cluster secret (the default). */
+        SECRET_TLS,
+        /** Mutual TLS with the certificates of {@code membus.tls} (the user's own PKI). */
+        TLS_STORES,
+        /** Neither encrypted nor authenticated ({@code membus.security.authenticate = off}). */
+        OFF
     }
 
     public String transport() {
@@ -486,6 +517,21 @@ public final class NodeConfig {
     /** {@code membus.metrics.jmx}: whether the node's metrics are exported as JMX MBeans. */
     public boolean metricsJmx() {
         return metricsJmx;
+    }
+
+    /** {@code membus.metrics.prometheus.enabled}: whether the node serves a Prometheus scrape endpoint. */
+    public boolean prometheusEnabled() {
+        return prometheusEnabled;
+    }
+
+    /** {@code membus.metrics.prometheus.host}: the address the scrape endpoint listens on. */
+    public String prometheusHost() {
+        return prometheusHost;
+    }
+
+    /** {@code membus.metrics.prometheus.port}: its port (0: an ephemeral one, see {@link DsmNode#prometheusAddress()}). */
+    public int prometheusPort() {
+        return prometheusPort;
     }
 
     public boolean fileBacked() {

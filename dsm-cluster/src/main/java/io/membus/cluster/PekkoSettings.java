@@ -2,6 +2,10 @@ package io.membus.cluster;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.actor.BootstrapSetup;
+import org.apache.pekko.actor.setup.ActorSystemSetup;
+import org.apache.pekko.remote.artery.tcp.SSLEngineProviderSetup;
 
 import java.time.Duration;
 import java.util.HashMap;
@@ -31,9 +35,16 @@ final class PekkoSettings {
                 ClusterAgent.ID_ROLE_PREFIX + c.nodeId()));
         identity.put("pekko.cluster.seed-nodes", List.of());
         identity.putAll(c.tls().arterySettings());
+        if (c.membership() == NodeConfig.Membership.SECRET_TLS) {
+            identity.putAll(MembershipTls.arterySettings());
+        }
         Map<String, Object> tuning = new HashMap<>();
         tuning.put("pekko.loggers", List.of("org.apache.pekko.event.slf4j.Slf4jLogger"));
-        tuning.put("pekko.logging-filter", "org.apache.pekko.event.slf4j.Slf4jLoggingFilter");
+        // slf4j's levels, and no stream warnings while this node leaves cleanly (ShutdownLogFilter)
+        tuning.put("pekko.logging-filter", ShutdownLogFilter.class.getName());
+        // Pekko's standard-out logger runs while the loggers start and after they stop (in its own format, on
+        // stdout; during the hand-over a line reaches both): with slf4j in place it has nothing to add
+        tuning.put("pekko.stdout-loglevel", "OFF");
         tuning.put("pekko.log-dead-letters-during-shutdown", "off");
         tuning.put("pekko.log-dead-letters", "off");
         tuning.put("pekko.cluster.downing-provider-class", "org.apache.pekko.cluster.sbr.SplitBrainResolverProvider");
@@ -61,6 +72,18 @@ final class PekkoSettings {
                 .withFallback(user)
                 .withFallback(ConfigFactory.parseMap(tuning))
                 .withFallback(ConfigFactory.load(PekkoSettings.class.getClassLoader()));
+    }
+
+    /**
+     * An actor system whose Artery gets its TLS engines from {@code tls} (credentials made
+     * from the cluster secret, in memory) when it is not null; otherwise as its config says.
+     */
+    static ActorSystem system(String name, Config pekko, MembershipTls.Provider tls) {
+        if (tls == null) {
+            return ActorSystem.create(name, pekko);
+        }
+        return ActorSystem.create(name, ActorSystemSetup.create(BootstrapSetup.create(pekko),
+                SSLEngineProviderSetup.create(system -> tls)));
     }
 
     private static String ms(Duration d) {

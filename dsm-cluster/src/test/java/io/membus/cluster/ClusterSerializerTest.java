@@ -31,15 +31,18 @@ class ClusterSerializerTest {
     private static NodeEntry entry() {
         return new NodeEntry(12, 1795456478715008L, "pekko://membus@127.0.0.1:2551", -5429557790317613636L, "shm",
                 "/dev/shm/membus", List.of(new SegmentDescriptor(12, 1795456478715008L, 0, 65536, Access.ALL, 0x1234_5678_9abc_def0L),
-                new SegmentDescriptor(12, 1795456478715008L, 255, 1L << 40, Access.READ_ONLY, -1L)));
+                new SegmentDescriptor(12, 1795456478715008L, 255, 1L << 40, Access.READ_ONLY, -1L)), List.of(255));
     }
 
     @Test
     void everyMessageSurvivesARoundTrip() throws Exception {
-        List<Object> all = List.of(entry(), new Bind("queue/é", 0x0001_0200_0000_0040L), new Unbind("x"),
-                new NameReply(5, ""), new NameReply(0, "no majority"), new StatusRequest(),
+        List<Object> all = List.of(entry(), entry().withMac(new ClusterMacs.Tag(-1L, 0x0123_4567_89ab_cdefL)),
+                new Bind("queue/é", 0x0001_0200_0000_0040L, 7, -8), new Unbind("x", -1, 1),
+                new ClusterMessage.NameBinding(0x0001_0200_0000_0040L, Long.MIN_VALUE, 3),
+                new NameReply(5, "", 9, -9), new NameReply(0, "no majority"), new StatusRequest(),
                 new StatusReply(3, "pekko://membus@h:1", List.of(new MemberRow("pekko://membus@h:1", "Up", true, 12, entry()),
-                        new MemberRow("pekko://membus@h:2", "Joining", false, 0, null)), 4,
+                        new MemberRow("pekko://membus@h:2", "Joining", false, 0, null),
+                        new MemberRow("pekko://membus@h:3", "Up", true, 14, null, "client")), 4,
                         List.of(new HeapUsage.SegmentUsage(1, 1, 65536, 100, 87, 12, 1, 300, 20, 1, Map.of(1, 12, 3, 1),
                                 null), new HeapUsage.SegmentUsage(2, 1, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(),
                                 "not formatted é")), "", List.of(), List.of(new StatusSection("coherence",

@@ -122,7 +122,8 @@ class InJvmClusterTest {
 
         // membus status: ask node 2 from outside the cluster
         String seed = all.get(1).memberAddress().replaceAll("^.*@", "");
-        ClusterMessage.StatusReply reply = ClusterStatus.query(seed, "test", "127.0.0.1", Duration.ofSeconds(10));
+        ClusterMessage.StatusReply reply = ClusterStatus.query(seed, "test", "127.0.0.1", Duration.ofSeconds(10),
+                all.get(1).config());
         assertEquals(2, reply.fromNode());
         assertEquals(3, reply.members().size());
         System.out.println(reply); // the table of this data: samples' StatusTextTest
@@ -143,7 +144,7 @@ class InJvmClusterTest {
         java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
         all.get(2).statusSection("test-layer", () -> java.util.Map.of("asked", Integer.toString(asked.incrementAndGet())));
         ClusterMessage.StatusReply three = ClusterStatus.query(all.get(2).memberAddress().replaceAll("^.*@", ""), "test",
-                "127.0.0.1", Duration.ofSeconds(10));
+                "127.0.0.1", Duration.ofSeconds(10), all.get(2).config());
         ClusterMessage.ChannelRow echo = three.channels().stream().filter(c -> c.name().equals("test-echo"))
                 .findFirst().orElseThrow(() -> new AssertionError("no test-echo channel in " + three.channels()));
         assertEquals(40, echo.channel());
@@ -241,7 +242,7 @@ class InJvmClusterTest {
         // only the oldest Up member arbitrates: another agent refuses a bind instead of becoming a second arbiter
         Object refused = org.apache.pekko.pattern.Patterns.ask(systemOf(all.get(2)).actorSelection(
                         all.get(2).memberAddress() + "/user/" + ClusterAgent.NAME),
-                new ClusterMessage.Bind("elsewhere", p3), Duration.ofSeconds(10)).toCompletableFuture()
+                new ClusterMessage.Bind("elsewhere", p3, 0, 0), Duration.ofSeconds(10)).toCompletableFuture()
                 .get(15, TimeUnit.SECONDS);
         assertTrue(((ClusterMessage.NameReply) refused).error().contains("node 3 is not the name arbiter"),
                 refused.toString());

@@ -88,7 +88,7 @@ class MembershipTlsTest {
         // membus status speaks TLS with the same certificates ...
         ClusterMessage.StatusReply reply = ClusterStatus.query("127.0.0.1:" + seed, "test", "127.0.0.1",
                 Duration.ofSeconds(10), NodeConfig.from(ConfigFactory.parseString(
-                        config(9, 0, seed, "local", tls(cluster)))).tls());
+                        config(9, 0, seed, "local", tls(cluster)))));
         assertEquals(2, reply.members().size());
         // ... and gets no answer without them
         assertThrows(DsmException.class, () -> ClusterStatus.query("127.0.0.1:" + seed, "test", "127.0.0.1",

@@ -21,9 +21,13 @@ class NodeConfigTest {
         return assertThrows(DsmConfigException.class, () -> NodeConfig.parse(hocon));
     }
 
+    @org.junit.jupiter.api.io.TempDir
+    Path home;
+
     @Test
-    void defaultsComeFromReferenceConf() {
-        NodeConfig c = NodeConfig.parse("membus.node-id = 7");
+    void defaultsComeFromReferenceConf() throws Exception {
+        Path secretFile = home.resolve(".membus/cluster-secret");
+        NodeConfig c = NodeConfig.parse("membus.node-id = 7\nmembus.secret-file = \"" + secretFile + "\"");
         assertEquals(7, c.nodeId());
         assertEquals("membus", c.clusterName());
         assertEquals("127.0.0.1", c.host());
@@ -36,8 +40,14 @@ class NodeConfigTest {
         assertEquals(Access.ALL, c.segmentAccess());
         assertFalse(c.fileBacked());
         assertEquals(Duration.ofSeconds(7), c.stableAfter());
-        assertEquals(Map.of("tcp", Map.of("host", "127.0.0.1")), c.transports().root().unwrapped(),
-                "no secret set: none passed");
+        String secret = Files.readString(secretFile).strip();
+        assertEquals(Map.of("tcp", Map.of("host", "127.0.0.1", "secret", secret)), c.transports().root().unwrapped(),
+                "no secret set: the secret file's (made on first use) is the transport's");
+        assertEquals("membus.secret-file", c.keyOfTransportSetting("membus.transports.tcp.secret"));
+        assertTrue(c.authenticate());
+        assertEquals(NodeConfig.Membership.SECRET_TLS, c.membership(), "membership is authenticated by default");
+        assertEquals(Path.of(System.getProperty("user.home"), ".membus", "cluster-secret").toString(),
+                com.typesafe.config.ConfigFactory.defaultReference().getString("membus.secret-file"));
         assertEquals(0, c.transportSettings().getInt("tcp.port", 0, 65535), "tcp's reference.conf supplies the rest");
     }
 
@@ -130,6 +140,13 @@ class NodeConfigTest {
         assertEquals("membus.seed-nodes", s.key());
         assertTrue(s.getMessage().contains("host:port"), s.getMessage());
         assertEquals("membus.seed-nodes", bad(id + "membus.seed-nodes = [\"h:99999\"]").key());
+        // one parser (HostPort): IPv6 only in brackets, a port only in decimal digits
+        DsmConfigException v6 = bad(id + "membus.seed-nodes = [\"::1:2551\"]");
+        assertEquals("membus.seed-nodes", v6.key());
+        assertTrue(v6.getMessage().contains("an IPv6 address goes in brackets"), v6.getMessage());
+        assertEquals("membus.seed-nodes", bad(id + "membus.seed-nodes = [\"h:+2551\"]").key());
+        assertEquals(List.of("[::1]:2551", "h:2551"), NodeConfig.parse(id + "membus.seed-nodes = [\"[::1]:2551\","
+                + " \" h:2551 \"]").seedNodes());
         assertEquals("membus.port", bad(id + "membus.port = -1").key());
         DsmConfigException size = bad(id + "membus.segments.size = 12 bytes");
         assertEquals("membus.segments.size", size.key());

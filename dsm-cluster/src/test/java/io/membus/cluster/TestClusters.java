@@ -42,9 +42,16 @@ final class TestClusters {
         }
     }
 
-    /** A node's config: id, its port, the seed's port, the transport and its properties (HOCON lines). */
+    /** The cluster secret of test clusters (membership TLS is made from it, as by default). */
+    static final String SECRET = "test-cluster-secret-0123456789";
+
+    /**
+     * A node's config: id, its port, the seed's port, the transport and its properties (HOCON
+     * lines, which may override anything before them, e.g. membus.secret).
+     */
     static String config(int id, int port, int seedPort, String transport, String extra) {
         return FAST + "membus.node-id = " + id + "\n"
+                + "membus.secret = \"" + SECRET + "\"\n"
                 + "membus.cluster-name = test\n"
                 + "membus.host = \"127.0.0.1\"\n"
                 + "membus.port = " + port + "\n"

@@ -6,6 +6,7 @@ import io.membus.alloc.HeapLayout;
 import io.membus.alloc.Placement;
 import io.membus.alloc.UseAfterFreeException;
 import io.membus.codec.Codec;
+import io.membus.core.OperationDeadline;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.Words;
@@ -191,9 +192,12 @@ public final class CoherentHeap implements AutoCloseable {
         return new RemoteRef<>(this, block, codec, slotCapacity, config.caching());
     }
 
-    /** {@link #create(Codec, Object, Placement)} on this node. */
+    /**
+     * {@link #create(Codec, Object, Placement)} with the allocator's default placement:
+     * this node on a memory node, round robin over the memory nodes on a client.
+     */
     public <T> RemoteRef<T> create(Codec<T> codec, T initial) {
-        return create(codec, initial, Placement.local());
+        return create(codec, initial, allocator.config().defaultPlacement());
     }
 
     /**
@@ -271,16 +275,67 @@ public final class CoherentHeap implements AutoCloseable {
         if (cached && cachingAllowed()) {
             CachedCopy e = cache.get(cacheKey(ref.ptr()));
             if (e != null && clock.nowMicrosAtLeast() < e.expiryMicros - epsMicros) {
+                cacheHits.increment();
                 return e.bytes;
             }
-            return fill(ref);
+            cacheMisses.increment();
+            long scope = OperationDeadline.enter(config.timeout());
+            try {
+                return fill(ref);
+            } finally {
+                OperationDeadline.exit(scope);
+            }
         }
-        return validatedRead(ref, deadline()).bytes();
+        validatedReads.increment();
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return validatedRead(ref, deadline()).bytes();
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    /** Reads of cached objects served from this node's copy (no verb); see {@link #cacheMisses()}. */
+    private final java.util.concurrent.atomic.LongAdder cacheHits = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder cacheMisses = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder validatedReads = new java.util.concurrent.atomic.LongAdder();
+
+    /**
+     * Reads of cached objects ({@link RemoteRef#get()} of a cached ref) that this node served
+     * from its copy, with no verb, since the heap was created. A sum of striped counters:
+     * exact once the reads counted have returned, an estimate while they run.
+     */
+    public long cacheHits() {
+        return cacheHits.sum();
+    }
+
+    /** Reads of cached objects that found no valid copy here and read the object (a fill); see {@link #cacheHits()}. */
+    public long cacheMisses() {
+        return cacheMisses.sum();
+    }
+
+    /**
+     * Reads validated against the object's headers in its home memory: reads of objects
+     * not cached, and every read while this node may not cache (clock skew, {@code caching
+     * = false}); see {@link #cacheHits()}.
+     */
+    public long validatedReads() {
+        return validatedReads.sum();
+    }
+
+    /** Whether this node serves cached reads now: caching on and no clock or node-id problem ({@link #cachingProblem()}). */
+    public boolean cachingOn() {
+        return config.caching() && cachingAllowed();
     }
 
     /** The version of the object now (a validated read of its headers). */
     long version(RemoteRef<?> ref) {
-        return ObjectLayout.version(validatedRead(ref, deadline()).header());
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return ObjectLayout.version(validatedRead(ref, deadline()).header());
+        } finally {
+            OperationDeadline.exit(scope);
+        }
     }
 
     private boolean cachingAllowed() {
@@ -493,6 +548,16 @@ public final class CoherentHeap implements AutoCloseable {
     enum WriteStop { NONE, AFTER_LOCK, AFTER_SPARE_SLOT }
 
     Result update(RemoteRef<?> ref, UnaryOperator<byte[]> change, WriteStop stop) {
+        // one deadline for the whole write: every verb of it ends by then (OperationDeadline)
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return updateWithin(ref, change, stop);
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    private Result updateWithin(RemoteRef<?> ref, UnaryOperator<byte[]> change, WriteStop stop) {
         long deadline = deadline();
         long ptr = ref.ptr();
         int attempt = 0;
@@ -657,6 +722,15 @@ public final class CoherentHeap implements AutoCloseable {
      * @throws DsmTimeoutException when the lock cannot be taken within the timeout
      */
     public <R> R exclusive(RemoteRef<?> ref, java.util.function.LongFunction<R> action) {
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            return exclusiveWithin(ref, action);
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    private <R> R exclusiveWithin(RemoteRef<?> ref, java.util.function.LongFunction<R> action) {
         long deadline = deadline();
         long ptr = ref.ptr();
         int attempt = 0;
@@ -697,8 +771,11 @@ public final class CoherentHeap implements AutoCloseable {
     }
 
     private void release(RemoteRef<?> ref, long mine, long h) {
-        // an interrupted thread must still release (a waiting verb would fail at once): flag off for the CAS
+        // an interrupted thread must still release (a waiting verb would fail at once): flag off for the CAS;
+        // after the operation's deadline too, with a short budget of its own (OperationDeadline.CLEANUP): a lock
+        // left behind costs every other writer the lock timeout
         boolean interrupted = Thread.interrupted();
+        long scope = OperationDeadline.enterCleanup();
         try {
             memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, mine,
                     ObjectLayout.unlocked(ObjectLayout.slot(h), ObjectLayout.version(h) + 1));
@@ -706,6 +783,7 @@ public final class CoherentHeap implements AutoCloseable {
             LOG.warn("could not release the write lock of {} ({}); a survivor recovers it after the lock timeout",
                     RemotePtr.toString(ref.ptr()), e.getMessage());
         } finally {
+            OperationDeadline.exit(scope);
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
@@ -834,7 +912,8 @@ public final class CoherentHeap implements AutoCloseable {
                 if (interrupted) {
                     Thread.currentThread().interrupt();
                 }
-                throw new DsmTimeoutException("write (waiting out the lease of " + RemotePtr.toString(ptr) + ")",
+                // before the write was published (its lock is released by the caller): it did not run
+                throw DsmTimeoutException.notSent("write (waiting out the lease of " + RemotePtr.toString(ptr) + ")",
                         RemotePtr.nodeId(ptr), config.timeout());
             }
             LockSupport.parkNanos(200_000);
@@ -1021,6 +1100,15 @@ public final class CoherentHeap implements AutoCloseable {
 
     /** Frees the object: later reads and writes through any handle fail with UseAfterFreeException. */
     void free(RemoteRef<?> ref) {
+        long scope = OperationDeadline.enter(config.timeout());
+        try {
+            freeWithin(ref);
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    private void freeWithin(RemoteRef<?> ref) {
         long deadline = deadline();
         int attempt = 0;
         while (true) {
@@ -1220,9 +1308,10 @@ public final class CoherentHeap implements AutoCloseable {
 
     // ------------------------------------------------------------------ helpers
 
+    /** The operation's deadline: its {@link OperationDeadline} scope's (opened at its start), or the timeout from now. */
     private long deadline() {
         checkOpen(); // every operation on a handle starts here
-        return System.nanoTime() + config.timeout().toNanos();
+        return OperationDeadline.until(System.nanoTime(), config.timeout().toNanos());
     }
 
     private static int stripe(long ptr) {
@@ -1246,7 +1335,8 @@ public final class CoherentHeap implements AutoCloseable {
     private void backoff(int attempt, long deadline, String op, long ptr) {
         checkOpen();
         if (System.nanoTime() - deadline > 0) {
-            throw new DsmTimeoutException(op + " of coherent object " + RemotePtr.toString(ptr)
+            // before the operation took effect: nothing of it ran
+            throw DsmTimeoutException.notSent(op + " of coherent object " + RemotePtr.toString(ptr)
                     + " (it kept changing or stayed locked)", RemotePtr.nodeId(ptr), config.timeout());
         }
         if (attempt < 4) {

@@ -26,6 +26,13 @@ import java.util.function.UnaryOperator;
  * plus the clock bound, and the deadline) — it holds the object's lock and must publish or
  * release it — completes, and returns with the thread's interrupt flag set.
  *
+ * <p><b>Deadlines.</b> Each blocking call returns or fails by one deadline taken at its
+ * start ({@link CoherenceConfig#timeout()}), shared by all its verbs, plus
+ * {@link io.membus.core.OperationDeadline#MARGIN}; a write that ran out of time before
+ * it published fails with a {@link io.membus.core.error.DsmTimeoutException} whose
+ * {@code mayHaveRun()} is false (its lock released), one that may have published with
+ * {@code mayHaveRun()} true.
+ *
  * <p><b>Note:</b> thread-safe and immutable; share it between threads. The
  * {@code *Async} forms run the blocking call on the common pool.
  *

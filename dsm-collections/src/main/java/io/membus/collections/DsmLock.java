@@ -1,7 +1,9 @@
 package io.membus.collections;
 
+import io.membus.core.OperationDeadline;
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.SegmentDirectory;
+import io.membus.core.error.DsmException;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -33,8 +35,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * pauses (20 µs doubling), then sleeps until a wake-up message from the releasing
  * node ({@link WakeUps}: the waiters word beside the lock word), looking again at
  * least every 50 ms (how a dead holder is noticed); {@code tryLock(time, unit)} and
- * {@code lockInterruptibly()} honour their deadline and interruption between looks
- * (a single verb in flight may outlast a deadline by up to the operation timeout).
+ * {@code lockInterruptibly()} honour interruption between looks; {@code tryLock(time, unit)}
+ * returns by its deadline plus {@link OperationDeadline#MARGIN}: its verbs share that
+ * deadline, and one cut off by it returns false, unless it was a CAS that may have taken
+ * the word (then its {@link io.membus.core.error.DsmTimeoutException} is thrown: read
+ * {@link #holderNode()} to know). {@code lock()} and {@code lockInterruptibly()} have no
+ * deadline; a verb of theirs ends by the operation timeout.
  * {@link #lock()} is not interruptible (the interrupt status is kept).
  *
  * <p>{@link #newCondition()} is not supported ({@link UnsupportedOperationException}):
@@ -159,6 +165,27 @@ public final class DsmLock implements Lock, Rooted {
     }
 
     private boolean acquireWord(long deadline, boolean interruptible, boolean wait) throws InterruptedException {
+        if (!wait || deadline == Backoff.NO_DEADLINE) {
+            return acquireWord(deadline, interruptible, wait, null);
+        }
+        // a timed wait: its verbs end by its deadline too (OperationDeadline), not each by the operation timeout
+        long scope = OperationDeadline.enterNanos(Math.max(0, Backoff.remaining(deadline)));
+        boolean[] casInFlight = new boolean[1];
+        try {
+            return acquireWord(deadline, interruptible, wait, casInFlight);
+        } catch (DsmException e) {
+            if (OperationDeadline.expired() && (!casInFlight[0] || !e.mayHaveRun())) {
+                return false; // the time ran out with no CAS of ours that may have taken the word
+            }
+            throw e;
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    /** @param casInFlight when not null, [0] is true while this thread's CAS on the word is in flight */
+    private boolean acquireWord(long deadline, boolean interruptible, boolean wait, boolean[] casInFlight)
+            throws InterruptedException {
         Waiting waiting = new Waiting(wakeUps, waitersPtr);
         try {
             long word = memory.readLong(ptr);
@@ -170,7 +197,13 @@ public final class DsmLock implements Lock, Rooted {
                         throw new CollectionArgumentException("token", next, "at most " + LockWord.MAX_TOKEN
                                 + " acquisitions of lock " + root.name() + ": use a new lock name");
                     }
+                    if (casInFlight != null) {
+                        casInFlight[0] = true;
+                    }
                     long witness = memory.compareAndSwap(ptr, word, LockWord.held(next, self));
+                    if (casInFlight != null) {
+                        casInFlight[0] = false;
+                    }
                     if (witness == word) {
                         token = next;
                         return true;

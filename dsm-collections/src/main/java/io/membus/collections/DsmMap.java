@@ -50,7 +50,11 @@ import static io.membus.collections.MapLayout.*;
  * {@code clear()} removes key by key and is not atomic.
  *
  * <p>Remote failures surface as {@link DsmException}s (a timeout, a node
- * unavailable); a change whose CAS timed out may or may not have happened.
+ * unavailable); a change whose CAS timed out may or may not have happened
+ * ({@link DsmException#mayHaveRun()} says which). A change ({@code put}, {@code remove},
+ * {@code compute}, ...) returns or fails by one deadline taken at its start (the
+ * operation timeout), shared by its verbs, allocations and restarts, plus
+ * {@link io.membus.core.OperationDeadline#MARGIN}.
  *
  * <p><b>Note:</b> thread-safe: any number of threads on any number of nodes use the
  * map at once; every operation is linearizable per key (a read at the read of the

@@ -4,8 +4,10 @@ import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.HeapLayout;
 import io.membus.alloc.Placement;
+import io.membus.core.OperationDeadline;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
+import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
 
 import java.nio.ByteBuffer;
@@ -663,6 +665,11 @@ final class MapStore {
                 }
             } catch (Restart r) {
                 restarts = restarted(restarts);
+                if (OperationDeadline.expired()) {
+                    // a restarted attempt changed nothing
+                    throw DsmTimeoutException.notSent("map operation on root " + RemotePtr.toString(rootBlock)
+                            + " (restarted " + restarts + " times)", RemotePtr.nodeId(rootBlock), mem.operationTimeout());
+                }
             }
         }
     }
@@ -706,11 +713,17 @@ final class MapStore {
      * applied again to the value that won.
      */
     Outcome mutate(byte[] key, long hash, Mutation m) {
-        reclaimer.drain();
-        if (leases == null) {
-            return mutate(key, hash, m, Long.MAX_VALUE);
+        // one deadline for the whole change, whatever its verbs, allocations and restarts (OperationDeadline)
+        long scope = OperationDeadline.enter(mem.operationTimeout());
+        try {
+            reclaimer.drain();
+            if (leases == null) {
+                return mutate(key, hash, m, Long.MAX_VALUE);
+            }
+            return leases.heap.exclusive(leases.stripe(hash), lastChange -> mutate(key, hash, m, lastChange));
+        } finally {
+            OperationDeadline.exit(scope);
         }
-        return leases.heap.exclusive(leases.stripe(hash), lastChange -> mutate(key, hash, m, lastChange));
     }
 
     private Outcome mutate(byte[] key, long hash, Mutation m, long lastChange) {
@@ -721,6 +734,11 @@ final class MapStore {
                 return attempt(key, hash, m, start, lastChange);
             } catch (Restart r) {
                 restarts = restarted(restarts);
+                if (OperationDeadline.expired()) {
+                    // a restarted attempt changed nothing
+                    throw DsmTimeoutException.notSent("map operation on root " + RemotePtr.toString(rootBlock)
+                            + " (restarted " + restarts + " times)", RemotePtr.nodeId(rootBlock), mem.operationTimeout());
+                }
             }
         }
     }
@@ -832,10 +850,15 @@ final class MapStore {
                 } else {
                     forget(key);
                 }
-                if (current == null) {
-                    mem.fetchAndAdd(counter, 1);
-                } else if (next == null) {
-                    mem.fetchAndAdd(counter, -1);
+                long cleanup = OperationDeadline.enterCleanup(); // the change is made: count it even past the deadline
+                try {
+                    if (current == null) {
+                        mem.fetchAndAdd(counter, 1);
+                    } else if (next == null) {
+                        mem.fetchAndAdd(counter, -1);
+                    }
+                } finally {
+                    OperationDeadline.exit(cleanup);
                 }
                 return new Outcome(current, true);
             }

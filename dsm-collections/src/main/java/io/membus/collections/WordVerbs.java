@@ -2,28 +2,24 @@ package io.membus.collections;
 
 import io.membus.core.RemoteMemory;
 
-import java.util.Set;
-
 /**
  * Word operations shared by the counters, arrays, queue and lock: how to store a
- * word that other nodes change with atomics. The verbs' contract makes a plain
- * write atomic against atomics on {@code local}, {@code shm} and {@code tcp}, but
- * not on {@code rdma} (InfiniBand atomics are atomic only among atomics), so there
- * a store is a CAS loop.
+ * word that other nodes change with atomics. Where the transport promises that a
+ * plain write lands whole against atomics on the same word
+ * ({@link io.membus.core.transport.TransportCapabilities#plainWritesAtomicWithAtomics()}:
+ * {@code local}, {@code shm}, {@code tcp}) a store is one write; where it does not
+ * ({@code rdma}: InfiniBand atomics are atomic only among atomics) a store is a CAS loop.
  *
  * <p><b>Note:</b> thread-safe; each method is one or more verbs with the ordering
  * of {@link io.membus.core.transport.Verbs}.
  */
 final class WordVerbs {
-    /** Transports whose plain 8-byte aligned write lands whole against atomics on the same word. */
-    private static final Set<String> PLAIN_WRITE_ATOMIC = Set.of("local", "shm", "tcp");
-
     private final RemoteMemory memory;
     private final boolean plainWriteAtomic;
 
     WordVerbs(RemoteMemory memory) {
         this.memory = memory;
-        this.plainWriteAtomic = PLAIN_WRITE_ATOMIC.contains(memory.transport().name());
+        this.plainWriteAtomic = memory.transport().capabilities().plainWritesAtomicWithAtomics();
     }
 
     /** Whether a plain write of a word lands whole against atomics on it (see the class comment). */

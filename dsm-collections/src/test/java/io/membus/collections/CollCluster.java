@@ -45,7 +45,15 @@ final class CollCluster implements AutoCloseable {
     private final List<AutoCloseable> closeables = new ArrayList<>();
 
     CollCluster(String transport, int count) {
+        this(transport, count, Duration.ofSeconds(10));
+    }
+
+    /** The nodes' operation timeout (transport and {@link RemoteMemory}). */
+    final Duration operationTimeout;
+
+    CollCluster(String transport, int count, Duration operationTimeout) {
         this.transport = transport;
+        this.operationTimeout = operationTimeout;
         if (transport.equals("shm")) {
             Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
                     : Path.of(System.getProperty("java.io.tmpdir"));
@@ -65,7 +73,7 @@ final class CollCluster implements AutoCloseable {
 
     DsmCollections addNode(int id) {
         TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
-                .operationTimeout(Duration.ofSeconds(10));
+                .operationTimeout(operationTimeout);
         if (shmDir != null) {
             b.property("shm.dir", shmDir.toString());
         }
@@ -80,7 +88,7 @@ final class CollCluster implements AutoCloseable {
         directory.addMember(t.self());
         directory.addSegment(t.export(SegmentSpec.of(0, 4096)).descriptor());
         Segment heap = t.export(SegmentSpec.of(HEAP, HEAP_SIZE));
-        RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(10));
+        RemoteMemory memory = new RemoteMemory(t, directory, operationTimeout);
         GlobalAllocator a = new GlobalAllocator(memory, AllocatorConfig.builder().heapSegments(HEAP)
                 .chunkSize(64 << 10).build());
         closeables.add(0, a);

@@ -59,7 +59,9 @@ class CollectionsMultiProcessTest {
                     String address = childAddresses.get(i);
                     List<String> args = new ArrayList<>(List.of(transport, String.valueOf(cluster.shmDir),
                             Integer.toString(20 + i),
-                            transport.equals("tcp") ? address.substring(address.lastIndexOf(':') + 1) : "0",
+                            transport.equals("tcp")
+                                    ? Integer.toString(io.membus.core.config.HostPort.parse("peer address", address).port())
+                                    : "0",
                             Integer.toString(rounds), Long.toString(hits.root().block().ptr()),
                             Long.toString(mutex.root().block().ptr()), Long.toString(jobs.root().block().ptr()),
                             Long.toString(unprotected.root().block().ptr())));

@@ -205,6 +205,11 @@ final class RoundTripTransport implements Transport {
     }
 
     @Override
+    public io.membus.core.transport.TransportCapabilities capabilities() {
+        return delegate.capabilities();
+    }
+
+    @Override
     public int nodeId() {
         return delegate.nodeId();
     }

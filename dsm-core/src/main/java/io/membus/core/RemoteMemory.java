@@ -43,8 +43,12 @@ import java.util.function.Function;
  * coherent with peers' verbs, and through a loopback connection otherwise.
  *
  * <p>Naming: plain names ({@code read}, {@code compareAndSwap}, ...) block; the
- * {@code *Async} forms return a future. The blocking forms wait at most the
- * operation timeout plus a margin, and rethrow the typed {@link DsmException}.
+ * {@code *Async} forms return a future. A blocking form returns or fails by the
+ * operation timeout from the call — or the calling thread's {@link OperationDeadline},
+ * if earlier — plus {@link OperationDeadline#MARGIN}, and rethrows the typed
+ * {@link DsmException}, whose {@link DsmException#mayHaveRun()} says whether the verb
+ * may have run; a verb whose operation deadline passed before it was issued fails at
+ * once with {@link io.membus.core.error.DsmTimeoutException#notSent}.
  *
  * <p><b>Note:</b> thread-safe; the ordering and visibility rules are those of
  * {@link Verbs}, per target node.
@@ -67,10 +71,20 @@ public final class RemoteMemory {
         this.transport = transport;
         this.directory = directory;
         this.syncWait = operationTimeout.plusSeconds(1);
+        this.operationTimeout = operationTimeout;
+        this.timeoutNanos = operationTimeout.toNanos();
     }
+
+    private final Duration operationTimeout;
+    private final long timeoutNanos;
 
     public Transport transport() {
         return transport;
+    }
+
+    /** The deadline of each blocking verb, and of an operation made of verbs ({@link OperationDeadline}). */
+    public Duration operationTimeout() {
+        return operationTimeout;
     }
 
     public SegmentDirectory directory() {
@@ -430,7 +444,7 @@ public final class RemoteMemory {
                 forgetKey(ptr); // refused before any effect: posted below with the directory's key
             }
         }
-        return await(readAsync(ptr, length));
+        return awaitVerb(readAsync(ptr, length));
     }
 
     /**
@@ -451,7 +465,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        System.arraycopy(await(readAsync(ptr, length)), 0, dst, offset, length);
+        System.arraycopy(awaitVerb(readAsync(ptr, length)), 0, dst, offset, length);
     }
 
     /**
@@ -482,10 +496,11 @@ public final class RemoteMemory {
                 forgetKey(ptrB);
             }
         }
+        long until = OperationDeadline.until(System.nanoTime(), timeoutNanos); // one deadline for the pair
         CompletableFuture<byte[]> a = readAsync(ptrA, dstA.length); // one connection runs them in issue order
         CompletableFuture<byte[]> b = readAsync(ptrB, dstB.length);
-        System.arraycopy(await(a), 0, dstA, 0, dstA.length);
-        System.arraycopy(await(b), 0, dstB, 0, dstB.length);
+        System.arraycopy(awaitUntil(a, until), 0, dstA, 0, dstA.length);
+        System.arraycopy(awaitUntil(b, until), 0, dstB, 0, dstB.length);
     }
 
     /**
@@ -533,7 +548,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        byte[] b = await(readAsync(ptr, length));
+        byte[] b = awaitVerb(readAsync(ptr, length));
         NATIVE.copyMemory(b, 0, address, length);
     }
 
@@ -555,7 +570,7 @@ public final class RemoteMemory {
         }
         byte[] b = new byte[length];
         NATIVE.copyMemory(address, b, BYTE_ARRAY_BASE, length);
-        await(writeAsync(ptr, b));
+        awaitVerb(writeAsync(ptr, b));
     }
 
     /**
@@ -615,7 +630,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        return Words.getLong(await(readAsync(ptr, Long.BYTES)), 0);
+        return Words.getLong(awaitVerb(readAsync(ptr, Long.BYTES)), 0);
     }
 
     public void write(long ptr, byte[] src) {
@@ -636,7 +651,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        await(writeAsync(ptr, src, offset, length));
+        awaitVerb(writeAsync(ptr, src, offset, length));
     }
 
     /** Writes the little-endian word at {@code ptr}. */
@@ -652,7 +667,7 @@ public final class RemoteMemory {
         }
         byte[] b = new byte[Long.BYTES];
         Words.putLong(b, 0, value);
-        await(writeAsync(ptr, b));
+        awaitVerb(writeAsync(ptr, b));
     }
 
     public long compareAndSwap(long ptr, long expected, long update) {
@@ -664,7 +679,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        return await(compareAndSwapAsync(ptr, expected, update));
+        return awaitVerb(compareAndSwapAsync(ptr, expected, update));
     }
 
     public long fetchAndAdd(long ptr, long delta) {
@@ -676,7 +691,7 @@ public final class RemoteMemory {
                 forgetKey(ptr);
             }
         }
-        return await(fetchAndAddAsync(ptr, delta));
+        return awaitVerb(fetchAndAddAsync(ptr, delta));
     }
 
     /**
@@ -705,6 +720,7 @@ public final class RemoteMemory {
         if (node == transport.nodeId()) {
             return ptr != RemotePtr.NULL && transport.localAtomicsCoherent() ? transport.table() : null;
         }
+        OperationDeadline.check("verb on " + RemotePtr.toString(ptr), node, operationTimeout); // never sent late
         if (node <= 0 || node >= connections.length() || openingCount.get() != 0) {
             return null;
         }
@@ -781,7 +797,29 @@ public final class RemoteMemory {
      * returns its value, rethrowing a failure as its typed {@link DsmException}.
      */
     public <T> T await(CompletableFuture<T> future) {
+        if (OperationDeadline.active()) {
+            long left = Math.max(0, OperationDeadline.remainingNanos(syncWait.toNanos()))
+                    + OperationDeadline.VERB_GRACE_NANOS;
+            return await(future, Duration.ofNanos(Math.min(left, syncWait.toNanos())));
+        }
         return await(future, syncWait);
+    }
+
+    /**
+     * Waits for a blocking verb issued now: until its operation timeout from now (or the
+     * thread's {@link OperationDeadline}, if earlier) plus {@link OperationDeadline#VERB_GRACE},
+     * the time the transport gets to report the verb's own outcome first.
+     */
+    private <T> T awaitVerb(CompletableFuture<T> future) {
+        return awaitUntil(future, OperationDeadline.until(System.nanoTime(), timeoutNanos));
+    }
+
+    private <T> T awaitUntil(CompletableFuture<T> future, long until) {
+        if (future.isDone()) {
+            return await(future, Duration.ZERO);
+        }
+        long left = Math.max(0, until - System.nanoTime()) + OperationDeadline.VERB_GRACE_NANOS;
+        return await(future, Duration.ofNanos(left));
     }
 
     /**
@@ -825,7 +863,8 @@ public final class RemoteMemory {
             }
             throw DsmException.internal("operation failed: " + cause, cause);
         } catch (TimeoutException e) {
-            throw new DsmTimeoutException("await (the transport did not enforce its deadline)", -1, wait);
+            // the call's deadline passed while the verb was issued: it may still run
+            throw new DsmTimeoutException("await (the call's deadline passed with the verb issued)", -1, wait);
         } finally {
             if (interrupted) {
                 Thread.currentThread().interrupt();

@@ -67,11 +67,16 @@ class DemoCommandTest {
         assertTrue(out.contains("as separate processes over shm"), out);
         assertEveryAppOk(out);
         assertTrue(out.contains("heap blocks read back equal to what was written"), out);
-        // the heap table that node 1 read from every node's chunk table: one row per node, chunks claimed
-        for (int node = 1; node <= 3; node++) {
+        // node 3 is a client: it runs every app, and holds no memory
+        assertTrue(out.contains("node 3 is a client"), out);
+        assertTrue(out.lines().anyMatch(l -> l.matches("  node 3 UP .*client: no memory.*")), out);
+        // the heap table that node 1 read from every memory node's chunk table: chunks claimed, also by client 3
+        for (int node = 1; node <= 2; node++) {
             String row = "  " + node + " +1 +64KiB .*\\{[123]=[1-9].*";
             assertTrue(out.lines().anyMatch(l -> l.matches(row)), "no heap row for node " + node + ":\n" + out);
         }
+        assertTrue(out.lines().anyMatch(l -> l.matches("  [12] +1 +64KiB .*3=[1-9].*")), "client 3 owns chunks:\n" + out);
+        assertTrue(out.lines().noneMatch(l -> l.matches("  3 +1 +64KiB .*")), "no heap on client 3:\n" + out);
     }
 
     /** Over tcp, and the jobs app alone: a consumer node is killed mid-run, every job is still done exactly once. */
@@ -111,6 +116,7 @@ class DemoCommandTest {
         assertEquals(1, runCapturing(sink, "demo", "--nodes", "1"));
         assertEquals(1, runCapturing(sink, "demo", "--transport", "carrier-pigeon", "--nodes", "2"));
         assertEquals(1, runCapturing(sink, "demo", "--ops", "0"));
+        assertEquals(1, runCapturing(sink, "demo", "--nodes", "2", "--clients", "2"));
         assertEquals(2, runCapturing(sink, "demo", "--no-such-option"));
         assertEquals(1, runCapturing(sink, "demo", "nosuch"));
         assertEquals(1, runCapturing(sink, "demo", "jobs", "--kill", "--transport", "local"));

@@ -12,10 +12,12 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class NodeAndStatusCommandTest {
@@ -77,14 +79,23 @@ class NodeAndStatusCommandTest {
                 assertTrue(System.nanoTime() < deadline, "node 5 did not join");
                 Thread.sleep(50);
             }
-            Run status = run("status", "--seed", "127.0.0.1:" + seed, "--cluster-name", "cli-test");
+            // membership is authenticated by the cluster secret: a query without it gets no answer ...
+            Run stranger = run("status", "--seed", "127.0.0.1:" + seed, "--cluster-name", "cli-test", "--timeout", "2");
+            assertEquals(1, stranger.code(), stranger.out());
+            // ... and one with a node's config (its secret) does
+            Run status = run("status", "--seed", "127.0.0.1:" + seed, "--config", conf.toString());
             assertEquals(0, status.code(), status.err());
             assertTrue(status.out().contains("2 members (2 Up), 2 segments, 2.0 MiB exported"), status.out());
-            assertTrue(status.out().matches("(?s).*\\n5 +pekko://cli-test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"),
+            assertTrue(status.out().matches("(?s).*\\n5 +member +pekko://cli-test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"),
                     status.out());
             Run done = node.get(60, TimeUnit.SECONDS);
             assertEquals(0, done.code(), done.err());
             assertTrue(done.out().contains("node 5 UP | members 2 [1, 5]"), done.out());
+            // a status line a second, each once (the last one came twice: its wait was cut short by rounding)
+            List<String> lines = done.out().lines().filter(l -> l.startsWith("node 5 UP")).toList();
+            for (int i = 1; i < lines.size(); i++) {
+                assertNotEquals(lines.get(i - 1), lines.get(i), done.out());
+            }
         }
     }
 

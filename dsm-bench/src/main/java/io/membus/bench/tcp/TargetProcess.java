@@ -60,7 +60,7 @@ final class TargetProcess implements AutoCloseable {
         String[] f = line.split(" ");
         peer = new PeerInfo(1, Long.parseLong(f[1]), f[2]);
         remoteKey = Long.parseLong(f[3]);
-        host = f[2].substring(0, f[2].lastIndexOf(':'));
+        host = io.membus.core.config.HostPort.parse("the target's tcp address", f[2]).host();
         nettyFloorPort = Integer.parseInt(f[4]);
         blockingFloorPort = Integer.parseInt(f[5]);
     }

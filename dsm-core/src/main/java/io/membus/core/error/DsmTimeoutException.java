@@ -3,8 +3,10 @@ package io.membus.core.error;
 import java.time.Duration;
 
 /**
- * An operation passed its deadline. A verb that timed out may or may not have
- * been executed by its target; it is never retried blindly.
+ * An operation passed its deadline. A verb that timed out on the wire may or may
+ * not have been executed by its target ({@link #mayHaveRun()} true: it is never
+ * retried blindly); one whose deadline passed before it was sent ({@link #notSent})
+ * certainly did not run. The message ends with which of the two it is.
  *
  * <p><b>Note:</b> immutable; thread-safe.
  */
@@ -14,7 +16,9 @@ public final class DsmTimeoutException extends DsmException {
     private final int nodeId;
     private final Duration timeout;
     private final int tries;
+    private final boolean notSent;
 
+    /** A deadline that fired with the operation in flight: it may have run. */
     public DsmTimeoutException(String operation, int nodeId, Duration timeout) {
         this(operation, nodeId, timeout, "the node is slow, overloaded or unreachable: check it, or raise the operation"
                 + " timeout");
@@ -22,11 +26,16 @@ public final class DsmTimeoutException extends DsmException {
 
     /** As {@link #DsmTimeoutException(String, int, Duration)}, with what to do ({@code advice}). */
     public DsmTimeoutException(String operation, int nodeId, Duration timeout, String advice) {
+        this(operation, nodeId, timeout, advice, false);
+    }
+
+    private DsmTimeoutException(String operation, int nodeId, Duration timeout, String advice, boolean notSent) {
         super(ErrorCode.TIMEOUT, "timeout: operation=" + operation + ", node=" + nodeId + ", timeout=" + timeout.toMillis()
-                + "ms; " + advice);
+                + "ms; " + advice + (notSent ? "; outcome=not-sent (it did not run: safe to retry)" : ""));
         this.nodeId = nodeId;
         this.timeout = timeout;
         this.tries = 0;
+        this.notSent = notSent;
     }
 
     private DsmTimeoutException(String message, int nodeId, int tries) {
@@ -34,6 +43,13 @@ public final class DsmTimeoutException extends DsmException {
         this.nodeId = nodeId;
         this.timeout = null;
         this.tries = tries;
+        this.notSent = false;
+    }
+
+    /** A deadline that passed before the operation was sent: it certainly did not run. */
+    public static DsmTimeoutException notSent(String operation, int nodeId, Duration timeout) {
+        return new DsmTimeoutException(operation, nodeId, timeout, "the node is slow, overloaded or unreachable: check"
+                + " it, or raise the operation timeout", true);
     }
 
     /**
@@ -48,6 +64,11 @@ public final class DsmTimeoutException extends DsmException {
     /** A deadline that passed on node {@code nodeId}, reported by it with only a text. */
     static DsmTimeoutException reported(int nodeId, String text) {
         return new DsmTimeoutException("timeout on node " + nodeId + ": " + text, nodeId, 0);
+    }
+
+    @Override
+    public boolean mayHaveRun() {
+        return !notSent;
     }
 
     public int nodeId() {

@@ -21,8 +21,19 @@ import java.util.concurrent.CompletableFuture;
  */
 public interface Transport extends AutoCloseable {
 
-    /** The transport's name: {@code local}, {@code shm}, {@code tcp} or {@code rdma}. */
+    /**
+     * The transport's name: {@code local}, {@code shm}, {@code tcp} or {@code rdma}. For
+     * selecting a transport, logs, the directory and metric tags only: what a layer
+     * decides on is in {@link #capabilities()}.
+     */
     String name();
+
+    /**
+     * What this transport promises beyond the {@link Verbs} contract (whole words, plain
+     * writes against atomics, fencing, where segment files must be). Fixed for the
+     * transport's life; the contract suite checks each promise against the behaviour.
+     */
+    TransportCapabilities capabilities();
 
     /**
      * Whether this transport was closed on this node; its verbs and connections then

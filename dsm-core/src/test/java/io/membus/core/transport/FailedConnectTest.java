@@ -43,6 +43,11 @@ class FailedConnectTest {
         }
 
         @Override
+        public TransportCapabilities capabilities() {
+            return TransportCapabilities.NONE;
+        }
+
+        @Override
         public String localAddress() {
             return "nowhere";
         }

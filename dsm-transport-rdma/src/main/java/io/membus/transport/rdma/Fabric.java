@@ -18,6 +18,15 @@ interface Fabric extends AutoCloseable {
     record Region(int rkey, int lkey, Object handle) {
     }
 
+    /**
+     * Whether this fabric's reads and writes move every 8-byte aligned word whole
+     * ({@link io.membus.core.transport.TransportCapabilities#wholeWords()}). A NIC's DMA does
+     * in practice, but the InfiniBand specification does not promise it, so a device says no.
+     */
+    default boolean movesWordsWhole() {
+        return false;
+    }
+
     /** The RDMA CM port peers connect queue pairs to. */
     int cmPort();
 

@@ -2,6 +2,7 @@ package io.membus.transport.rdma;
 
 import io.membus.core.Access;
 import io.membus.core.Segment;
+import io.membus.core.config.HostPort;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
@@ -142,7 +143,19 @@ public final class RdmaTransport extends AbstractTransport {
     /** {@code host:controlPort:cmPort}. */
     @Override
     public String localAddress() {
-        return settings.host() + ":" + control.getLocalPort() + ":" + fabric.cmPort();
+        return HostPort.format(settings.host(), control.getLocalPort(), fabric.cmPort());
+    }
+
+    /**
+     * The NIC runs the verbs: InfiniBand atomics are atomic only among atomics, so plain writes
+     * are not promised atomic with them; aligned words move whole only where the fabric says so
+     * ({@link Fabric#movesWordsWhole()}: the specification does not promise it of a NIC). The
+     * target refuses a fenced initiator (it destroys the node's target-side queue pairs).
+     */
+    @Override
+    public io.membus.core.transport.TransportCapabilities capabilities() {
+        return io.membus.core.transport.TransportCapabilities.NONE.withWholeWords(fabric.movesWordsWhole())
+                .withFencesInitiators(true);
     }
 
     @Override
@@ -273,15 +286,13 @@ public final class RdmaTransport extends AbstractTransport {
     }
 
     private Connection openNow(PeerInfo peer, long deadline) throws IOException {
-        String[] parts = peer.address().split(":");
-        if (parts.length != 3) {
-            throw new DsmConfigException("peer address", peer.address(), "host:controlPort:cmPort of an rdma node");
-        }
+        // host:controlPort:cmPort of an rdma node (a DsmConfigException naming the address otherwise)
+        List<HostPort> parts = HostPort.parse("peer address", peer.address(), 2, 1);
         String who = "node " + peer.nodeId() + " at " + peer.address();
         Socket socket = new Socket();
         boolean ok = false;
         try {
-            socket.connect(new InetSocketAddress(parts[0], Integer.parseInt(parts[1])), millisLeft(deadline));
+            socket.connect(parts.get(0).socketAddress(), millisLeft(deadline));
             socket.setTcpNoDelay(true);
             socket.setSoTimeout(millisLeft(deadline));
             DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(socket.getOutputStream()));
@@ -328,7 +339,7 @@ public final class RdmaTransport extends AbstractTransport {
             out.writeByte(ControlFrames.ACK);
             out.flush();
             long[] seq = {1};
-            InetSocketAddress cmTarget = new InetSocketAddress(parts[0], Integer.parseInt(parts[2]));
+            InetSocketAddress cmTarget = parts.get(1).socketAddress();
             Fabric.QueuePair pair = fabric.connect(cmTarget, local -> {
                 ControlFrames.writeCmSource(out, settings.secret(), nonceI, session, local);
                 byte[] scratch = new byte[ControlFrames.SESSION_BYTES];

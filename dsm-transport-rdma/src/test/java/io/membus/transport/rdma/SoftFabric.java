@@ -34,6 +34,12 @@ final class SoftFabric implements Fabric {
     }
 
     private final int port = PORTS.incrementAndGet();
+
+    /** Reads and writes are {@link io.membus.core.WordCopy} copies ({@link SoftNic}). */
+    @Override
+    public boolean movesWordsWhole() {
+        return true;
+    }
     private final RdmaSettings settings;
     private final Map<Integer, SoftNic.Region> regions = new ConcurrentHashMap<>();
     private final Map<InetSocketAddress, Expected> expected = new ConcurrentHashMap<>();

@@ -56,6 +56,7 @@ public final class ShmTransport extends AbstractTransport {
     private static final Logger LOG = LoggerFactory.getLogger(ShmTransport.class);
 
     private final Path dir;
+    private final io.membus.core.transport.TransportCapabilities capabilities;
     private final long refreshNanos;
     private final ShmMessaging messaging;
     /** Permissions of every file and directory this node creates in {@link #dir}. */
@@ -65,6 +66,8 @@ public final class ShmTransport extends AbstractTransport {
         super(config);
         String d = config.require("shm.dir", "a writable directory (on Linux, one under /dev/shm)");
         this.dir = Path.of(d).toAbsolutePath();
+        this.capabilities = io.membus.core.transport.TransportCapabilities.SOFTWARE.withFencesInitiators(false)
+                .withSegmentFiles(dir, TransportConfig.key("shm.dir"));
         this.refreshNanos = config.getDuration("shm.refresh-interval").toNanos();
         String group = config.getString("shm.group", GROUP_ALLOWED);
         try {
@@ -100,6 +103,17 @@ public final class ShmTransport extends AbstractTransport {
     @Override
     public String name() {
         return ShmTransportProvider.NAME;
+    }
+
+    /**
+     * Whole words and plain writes atomic with atomics (the initiator's CPU runs every verb on
+     * its mapping, {@link io.membus.core.WordCopy} and CPU atomics); fenced initiators are not
+     * refused (the target takes no part in a verb); segment files directly in {@link #directory()},
+     * where peers map them from.
+     */
+    @Override
+    public io.membus.core.transport.TransportCapabilities capabilities() {
+        return capabilities;
     }
 
     @Override

@@ -32,11 +32,6 @@ class ShmTransportContractTest extends TransportContractTest {
         return Map.of("shm.dir", dir.toString());
     }
 
-    @Override
-    protected boolean targetRefusesFencedInitiators() {
-        return false;
-    }
-
     /** A killed child cannot remove its registry, ring and segment files: the test does. */
     @Override
     protected void afterChildKilled(int nodeId) {

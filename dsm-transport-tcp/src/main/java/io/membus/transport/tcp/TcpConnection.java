@@ -153,18 +153,15 @@ final class TcpConnection implements Connection {
         this.transport = transport;
         this.peer = peer;
         this.loop = loop;
-        int colon = peer.address().lastIndexOf(':');
-        if (colon <= 0) {
-            throw NodeUnavailableException.notSent(peer.nodeId(), "address=" + peer.address()
-                    + " is not host:port; the directory entry of the node is not a tcp address");
-        }
-        String h = peer.address().substring(0, colon);
-        this.host = h.startsWith("[") && h.endsWith("]") ? h.substring(1, h.length() - 1) : h; // [IPv6]:port
+        io.membus.core.config.HostPort address;
         try {
-            this.port = Integer.parseInt(peer.address().substring(colon + 1));
-        } catch (NumberFormatException e) {
-            throw NodeUnavailableException.notSent(peer.nodeId(), "address=" + peer.address() + " has no valid port", e);
+            address = io.membus.core.config.HostPort.parse("peer address", peer.address());
+        } catch (io.membus.core.error.DsmConfigException e) {
+            throw NodeUnavailableException.notSent(peer.nodeId(), e.getMessage()
+                    + "; the directory entry of the node is not a tcp address", e);
         }
+        this.host = address.host();
+        this.port = address.port();
         this.maxInFlight = transport.settings.maxInFlight;
         int maxFrame = transport.settings.maxFrame;
         this.maxReadLength = Math.min(SegmentTable.MAX_VERB_LENGTH, maxFrame - Frame.HEADER_LENGTH);

@@ -2,6 +2,7 @@ package io.membus.transport.tcp;
 
 import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.DsmException;
+import io.membus.core.OperationDeadline;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
@@ -88,14 +89,26 @@ final class TcpLane implements AutoCloseable {
      * @throws DsmException when the peer cannot be reached or refuses the handshake
      */
     static TcpLane open(int index, TcpTransport transport, PeerInfo peer, String host, int port) {
+        return open(index, transport, peer, host, port, new boolean[1]);
+    }
+
+    /**
+     * {@link #open(int, TcpTransport, PeerInfo, String, int)}; {@code reached[0]} is set once
+     * the TCP connection is established (a failure after it is the peer's handshake, not the
+     * port's reachability).
+     */
+    static TcpLane open(int index, TcpTransport transport, PeerInfo peer, String host, int port, boolean[] reached) {
         Socket socket = new Socket();
         TcpLane lane = new TcpLane(index, transport, peer, socket);
-        lane.deadline = System.nanoTime() + transport.settings.connectTimeout.toNanos();
+        // the connect timeout, or the calling verb's deadline if earlier (OperationDeadline): a verb never waits
+        // past its deadline for a lane
+        lane.deadline = OperationDeadline.until(System.nanoTime(), transport.settings.connectTimeout.toNanos());
         LaneReaper.watch(lane);
         try {
             socket.setTcpNoDelay(true);
             socket.setSendBufferSize(4 * MAX_FRAME);
             socket.connect(new InetSocketAddress(host, port)); // blocking; the reaper keeps the connect timeout
+            reached[0] = true;
             lane.in = socket.getInputStream();
             lane.out = socket.getOutputStream();
             lane.handshake();
@@ -105,7 +118,7 @@ final class TcpLane implements AutoCloseable {
             lane.close();
             throw NodeUnavailableException.notSent(peer.nodeId(), "cannot open a blocking lane to " + peer.address()
                     + (lane.expired ? ": no authenticated connection within the connect timeout ("
-                    + transport.settings.connectTimeout.toMillis() + " ms)" : ": " + e), e);
+                    + transport.settings.connectTimeout.toMillis() + " ms) or the verb's deadline" : ": " + e), e);
         } catch (RuntimeException e) {
             lane.close();
             throw e;
@@ -224,7 +237,7 @@ final class TcpLane implements AutoCloseable {
         long second = ++nextCorrelation;
         Frame.writeRead(frameBuf, second, ptrB, keyB, lengthB);
         long start = System.nanoTime();
-        long until = start + timeoutNanos;
+        long until = OperationDeadline.until(start, timeoutNanos);
         VerbObserver observer = transport.observer();
         DsmException firstFailure = null;
         boolean firstDone = false;
@@ -274,7 +287,7 @@ final class TcpLane implements AutoCloseable {
         long second = ++nextCorrelation;
         Frame.writeLinkedCas(frameBuf, second, ptrC, keyC, expected, update);
         long start = System.nanoTime();
-        long until = start + timeoutNanos;
+        long until = OperationDeadline.until(start, timeoutNanos);
         VerbObserver observer = transport.observer();
         DsmException writeFailure = null;
         boolean written = false;
@@ -361,7 +374,7 @@ final class TcpLane implements AutoCloseable {
      * target answered in order); any other failure breaks the lane.
      */
     private void exchange(byte opcode) {
-        long d = System.nanoTime() + timeoutNanos;
+        long d = OperationDeadline.until(System.nanoTime(), timeoutNanos);
         transmit(opcode, d);
         answer(opcode, nextCorrelation, d);
     }

@@ -1,8 +1,10 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.OperationDeadline;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
 import io.membus.core.error.DsmException;
+import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.BlockingVerbs;
 import io.membus.core.transport.PeerInfo;
@@ -45,6 +47,7 @@ final class TcpLanes implements BlockingVerbs {
     private final int port;
     private final int max;
     private final Duration wait;
+    private final long timeoutNanos;
     private final AtomicReferenceArray<TcpLane> lanes;
     /** Bit i: lane i exists or is being opened. */
     private final AtomicLong open = new AtomicLong();
@@ -68,21 +71,27 @@ final class TcpLanes implements BlockingVerbs {
         this.lanes = new AtomicReferenceArray<>(Math.max(1, max));
         // a fallback verb waits for the pipelined channel's own deadline, plus a margin
         this.wait = transport.settings.operationTimeout.plusSeconds(1);
+        this.timeoutNanos = transport.settings.operationTimeout.toNanos();
     }
 
     // ------------------------------------------------------------------ verbs
 
     @Override
     public void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
-        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
-        if (lane == null) {
-            System.arraycopy(await(connection.read(ptr, remoteKey, length)), 0, dst, dstOffset, length);
-            return;
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            lane.readInto(ptr, remoteKey, dst, dstOffset, length);
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                System.arraycopy(await(connection.read(ptr, remoteKey, length)), 0, dst, dstOffset, length);
+                return;
+            }
+            try {
+                lane.readInto(ptr, remoteKey, dst, dstOffset, length);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
@@ -90,15 +99,20 @@ final class TcpLanes implements BlockingVerbs {
     @Override
     public void readInOrder(long ptrA, long keyA, byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB,
                             int lengthB) {
-        TcpLane lane = lengthA <= TcpLane.MAX_VERB_LENGTH && lengthB <= TcpLane.MAX_VERB_LENGTH ? take() : null;
-        if (lane == null) {
-            BlockingVerbs.super.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
-            return;
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            lane.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
+            TcpLane lane = lengthA <= TcpLane.MAX_VERB_LENGTH && lengthB <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                BlockingVerbs.super.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
+                return;
+            }
+            try {
+                lane.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
@@ -106,124 +120,169 @@ final class TcpLanes implements BlockingVerbs {
     @Override
     public long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,
                                        long keyC, long expected, long update) {
-        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
-        if (lane == null) {
-            return BlockingVerbs.super.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected,
-                    update);
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            return lane.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected, update);
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                return BlockingVerbs.super.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected,
+                        update);
+            }
+            try {
+                return lane.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected, update);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
     @Override
     public void readToAddress(long ptr, long remoteKey, long address, int length) {
-        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
-        if (lane == null) {
-            byte[] b = await(connection.read(ptr, remoteKey, length));
-            MEMORY.copyMemory(b, 0, address, length);
-            return;
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            lane.readToAddress(ptr, remoteKey, address, length);
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                byte[] b = await(connection.read(ptr, remoteKey, length));
+                MEMORY.copyMemory(b, 0, address, length);
+                return;
+            }
+            try {
+                lane.readToAddress(ptr, remoteKey, address, length);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
     @Override
     public void writeFromAddress(long ptr, long remoteKey, long address, int length) {
-        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
-        if (lane == null) {
-            if (length > io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH) { // refused before the copy is allocated
-                throw new io.membus.core.error.BadLengthException(ptr, length,
-                        io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH);
-            }
-            byte[] b = new byte[length];
-            MEMORY.copyMemory(address, b, BYTE_ARRAY_OFFSET, length);
-            await(connection.write(ptr, remoteKey, b, 0, length));
-            return;
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            lane.writeFromAddress(ptr, remoteKey, address, length);
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                if (length > io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH) { // refused before the copy is allocated
+                    throw new io.membus.core.error.BadLengthException(ptr, length,
+                            io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH);
+                }
+                byte[] b = new byte[length];
+                MEMORY.copyMemory(address, b, BYTE_ARRAY_OFFSET, length);
+                await(connection.write(ptr, remoteKey, b, 0, length));
+                return;
+            }
+            try {
+                lane.writeFromAddress(ptr, remoteKey, address, length);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
     @Override
     public long readLong(long ptr, long remoteKey) {
-        TcpLane lane = take();
-        if (lane == null) {
-            return Words.getLong(await(connection.read(ptr, remoteKey, Long.BYTES)), 0);
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            return lane.readLong(ptr, remoteKey);
+            TcpLane lane = take();
+            if (lane == null) {
+                return Words.getLong(await(connection.read(ptr, remoteKey, Long.BYTES)), 0);
+            }
+            try {
+                return lane.readLong(ptr, remoteKey);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
     @Override
     public void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-        TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
-        if (lane == null) {
-            await(connection.write(ptr, remoteKey, src, offset, length));
-            return;
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            lane.write(ptr, remoteKey, src, offset, length);
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                await(connection.write(ptr, remoteKey, src, offset, length));
+                return;
+            }
+            try {
+                lane.write(ptr, remoteKey, src, offset, length);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
     @Override
     public void writeLong(long ptr, long remoteKey, long value) {
-        TcpLane lane = take();
-        if (lane == null) {
-            byte[] b = new byte[Long.BYTES];
-            Words.putLong(b, 0, value);
-            await(connection.write(ptr, remoteKey, b, 0, Long.BYTES));
-            return;
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            lane.writeLong(ptr, remoteKey, value);
+            TcpLane lane = take();
+            if (lane == null) {
+                byte[] b = new byte[Long.BYTES];
+                Words.putLong(b, 0, value);
+                await(connection.write(ptr, remoteKey, b, 0, Long.BYTES));
+                return;
+            }
+            try {
+                lane.writeLong(ptr, remoteKey, value);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
     @Override
     public long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-        TcpLane lane = take();
-        if (lane == null) {
-            return await(connection.compareAndSwap(ptr, remoteKey, expected, update));
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            return lane.compareAndSwap(ptr, remoteKey, expected, update);
+            TcpLane lane = take();
+            if (lane == null) {
+                return await(connection.compareAndSwap(ptr, remoteKey, expected, update));
+            }
+            try {
+                return lane.compareAndSwap(ptr, remoteKey, expected, update);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
     @Override
     public long fetchAndAdd(long ptr, long remoteKey, long delta) {
-        TcpLane lane = take();
-        if (lane == null) {
-            return await(connection.fetchAndAdd(ptr, remoteKey, delta));
-        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            return lane.fetchAndAdd(ptr, remoteKey, delta);
+            TcpLane lane = take();
+            if (lane == null) {
+                return await(connection.fetchAndAdd(ptr, remoteKey, delta));
+            }
+            try {
+                return lane.fetchAndAdd(ptr, remoteKey, delta);
+            } finally {
+                give(lane);
+            }
         } finally {
-            give(lane);
+            OperationDeadline.exit(scope);
         }
     }
 
+    /** Waits for a verb posted on the pipelined channel: until the call's deadline plus the verb grace. */
     private <T> T await(CompletableFuture<T> posted) {
-        return RemoteMemory.await(posted, wait);
+        if (posted.isDone()) {
+            return RemoteMemory.await(posted, Duration.ZERO);
+        }
+        long left = Math.max(0, OperationDeadline.remainingNanos(timeoutNanos)) + OperationDeadline.VERB_GRACE.toNanos();
+        return RemoteMemory.await(posted, Duration.ofNanos(Math.min(left, wait.toNanos())));
     }
 
     // ------------------------------------------------------------------ the pool
@@ -244,7 +303,16 @@ final class TcpLanes implements BlockingVerbs {
                 discard(Long.numberOfTrailingZeros(bit), lane); // closed meanwhile
             }
         }
-        return closed || max == 0 || System.nanoTime() - noOpenBefore < 0 ? null : openLane();
+        if (closed || max == 0 || System.nanoTime() - noOpenBefore < 0) {
+            return null;
+        }
+        TcpLane lane = openLane();
+        if (lane == null && OperationDeadline.expired()) {
+            // the peer took the call's whole deadline to not answer the lane's handshake: the verb was never sent
+            throw DsmTimeoutException.notSent("open a blocking lane to " + peer, peer.nodeId(),
+                    transport.settings.operationTimeout);
+        }
+        return lane;
     }
 
     private TcpLane openLane() {
@@ -265,10 +333,13 @@ final class TcpLanes implements BlockingVerbs {
         TcpLane lane;
         int lanePort = laneServerUnreachable ? 0 : connection.lanePort(); // the peer's lane server, if it runs one
         try {
+            boolean[] reached = new boolean[1];
             try {
-                lane = TcpLane.open(index, transport, peer, host, lanePort > 0 ? lanePort : port);
+                lane = TcpLane.open(index, transport, peer, host, lanePort > 0 ? lanePort : port, reached);
             } catch (NodeUnavailableException e) {
-                if (lanePort <= 0) {
+                if (lanePort <= 0 || reached[0] || OperationDeadline.expired()) {
+                    // the lane server was reached and did not complete the handshake (a paused or overloaded peer,
+                    // whose node port would do no better), or no time is left
                     throw e;
                 }
                 // the lane port cannot be reached (a firewall that lets only the node's port through?) while

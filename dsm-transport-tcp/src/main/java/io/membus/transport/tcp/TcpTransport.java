@@ -1,6 +1,7 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.auth.PeerAuth;
+import io.membus.core.config.HostPort;
 import io.membus.core.error.TransportUnavailableException;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
@@ -167,9 +168,7 @@ public final class TcpTransport extends AbstractTransport {
         }
         this.laneServer = lanes;
         int port = ((InetSocketAddress) serverChannel.localAddress()).getPort();
-        String host = settings.advertiseHost.contains(":") && !settings.advertiseHost.startsWith("[")
-                ? "[" + settings.advertiseHost + "]" : settings.advertiseHost; // an IPv6 literal
-        this.localAddress = host + ":" + port;
+        this.localAddress = HostPort.format(settings.advertiseHost, port); // an IPv6 host in brackets
         LOG.debug("node {} (incarnation {}) serves tcp verbs at {} ({})", nodeId(), incarnation(), localAddress,
                 epoll ? "epoll" : "nio");
     }
@@ -177,6 +176,15 @@ public final class TcpTransport extends AbstractTransport {
     @Override
     public String name() {
         return TcpTransportProvider.NAME;
+    }
+
+    /**
+     * The target's I/O threads and lanes run every verb on its {@link io.membus.core.transport.SegmentTable}
+     * (whole words, CPU atomics) and refuse a fenced initiator's verbs.
+     */
+    @Override
+    public io.membus.core.transport.TransportCapabilities capabilities() {
+        return io.membus.core.transport.TransportCapabilities.SOFTWARE;
     }
 
     @Override

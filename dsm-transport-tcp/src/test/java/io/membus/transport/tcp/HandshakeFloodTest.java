@@ -114,8 +114,7 @@ class HandshakeFloodTest {
     }
 
     private static InetSocketAddress address(String hostPort) {
-        int colon = hostPort.lastIndexOf(':');
-        return new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
+        return io.membus.core.config.HostPort.parse("peer address", hostPort).socketAddress();
     }
 
     /** A client node on 127.0.0.1 connects and runs verbs on both paths; returns the time connect took. */

@@ -84,8 +84,12 @@ class LaneServerTest {
         TcpTransport a = node(1);
         TcpTransport b = node(2);
         RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        long word = RemotePtr.pack(1, 0, 64);
-        memory.writeLong(word, 5); // the connection is open and knows node 1's lane port
+        long word = a.table().get(0).pointer(64);
+        a.table().get(0).writeLong(64, 5);
+        // the connection is open and knows node 1's lane port, and no lane is open yet (a verb might have opened
+        // one, which closing the lane server would then break under the next verb: outcome unknown, not the point)
+        RemoteMemory.await(b.connect(a.self()), WAIT);
+        assertEquals(0, ((TcpConnection) RemoteMemory.await(b.connect(a.self()), WAIT)).lanesOpen());
         a.laneServer().close(); // now nothing listens there (as behind a firewall that lets only the node's port in)
         assertEquals(5, memory.fetchAndAdd(word, 1));
         assertEquals(6, memory.readLong(word));

@@ -9,7 +9,6 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
@@ -29,10 +28,8 @@ final class RawPeer implements AutoCloseable {
     byte[] clientNonce;
 
     RawPeer(String address, int readTimeoutMillis) throws IOException {
-        int colon = address.lastIndexOf(':');
         socket = new Socket();
-        socket.connect(new InetSocketAddress(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1))),
-                5000);
+        socket.connect(io.membus.core.config.HostPort.parse("peer address", address).socketAddress(), 5000);
         socket.setSoTimeout(readTimeoutMillis);
         socket.setTcpNoDelay(true);
         out = socket.getOutputStream();

@@ -75,7 +75,8 @@ public final class NodeCommand implements Callable<Integer> {
             }
             long wait = TimeUnit.SECONDS.toMillis(statusInterval);
             if (runFor > 0) {
-                wait = Math.max(1, Math.min(wait, (until - System.nanoTime()) / 1_000_000));
+                // rounded up: woken a fraction of a millisecond early, the loop printed the same status line twice
+                wait = Math.max(1, Math.min(wait, (until - System.nanoTime() + 999_999) / 1_000_000));
             }
             if (stopped.await(wait, TimeUnit.MILLISECONDS)) {
                 return 0;

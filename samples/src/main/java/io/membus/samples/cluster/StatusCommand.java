@@ -41,23 +41,25 @@ public final class StatusCommand implements Callable<Integer> {
     @Option(names = "--timeout", defaultValue = "10", description = "seconds to wait for the answer (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
 
-    @Option(names = "--config", description = "a node's HOCON file: its membus.tls certificates are used to reach a"
-            + " cluster that runs membership over TLS (and its cluster-name when --cluster-name is not given)")
+    @Option(names = "--config", description = "a node's HOCON file: the query reaches the cluster as that node does"
+            + " (its cluster secret or membus.tls certificates; without it, this user's ~/.membus/cluster-secret), and"
+            + " uses its cluster-name when --cluster-name is not given")
     java.nio.file.Path config;
 
     @Override
     public Integer call() {
-        NodeConfig.Tls tls = null;
         String name = clusterName;
+        Duration wait = Duration.ofSeconds(Math.max(1, timeoutSeconds));
+        ClusterMessage.StatusReply reply;
         if (config != null) {
             NodeConfig node = NodeConfig.load(config);
-            tls = node.tls();
             if (!clusterNameGiven()) {
                 name = node.clusterName();
             }
+            reply = ClusterStatus.query(seed, name, bindHost, wait, node);
+        } else {
+            reply = ClusterStatus.query(seed, name, bindHost, wait);
         }
-        ClusterMessage.StatusReply reply = ClusterStatus.query(seed, name, bindHost,
-                Duration.ofSeconds(Math.max(1, timeoutSeconds)), tls);
         System.out.print(StatusText.clusterTable(reply));
         return 0;
     }

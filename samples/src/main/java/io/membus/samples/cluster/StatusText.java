@@ -81,15 +81,21 @@ public final class StatusText {
         return n + "B";
     }
 
-    /** A status reply as a table: one row per member, then totals, the heap segments and the channels. */
+    /**
+     * A status reply as a table: one row per member (memory nodes and clients, with their
+     * role), then totals, the heap segments and the channels.
+     */
     public static String clusterTable(StatusReply reply) {
         StringBuilder sb = new StringBuilder();
-        String header = String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22s %8s %12s",
-                "node", "member", "status", "reachable", "transport", "incarnation", "segments", "exported");
+        String header = String.format(Locale.ROOT, "%-5s %-6s %-40s %-8s %-11s %-9s %-22s %8s %12s",
+                "node", "role", "member", "status", "reachable", "transport", "incarnation", "segments", "exported");
         sb.append(header).append('\n').append("-".repeat(header.length())).append('\n');
         long totalBytes = 0;
         int totalSegments = 0;
+        int members = 0;
         int up = 0;
+        int clients = 0;
+        int clientsUp = 0;
         for (MemberRow m : reply.members()) {
             String node = m.nodeId() == 0 ? "-" : Integer.toString(m.nodeId());
             if (m.entry() != null) {
@@ -99,20 +105,28 @@ public final class StatusText {
                 }
                 totalBytes += bytes;
                 totalSegments += m.entry().segments().size();
-                sb.append(String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22d %8d %12s%n", node, m.address(),
-                        m.status(), m.reachable() ? "yes" : "NO", m.entry().transport(), m.entry().incarnation(),
-                        m.entry().segments().size(), human(bytes)));
+                sb.append(String.format(Locale.ROOT, "%-5s %-6s %-40s %-8s %-11s %-9s %-22d %8d %12s%n", node,
+                        m.role(), m.address(), m.status(), m.reachable() ? "yes" : "NO", m.entry().transport(),
+                        m.entry().incarnation(), m.entry().segments().size(), human(bytes)));
             } else {
-                sb.append(String.format(Locale.ROOT, "%-5s %-40s %-8s %-11s %-9s %-22s %8s %12s%n", node, m.address(),
-                        m.status(), m.reachable() ? "yes" : "NO", "-", "(no directory entry)", "-", "-"));
+                sb.append(String.format(Locale.ROOT, "%-5s %-6s %-40s %-8s %-11s %-9s %-22s %8s %12s%n", node,
+                        m.role(), m.address(), m.status(), m.reachable() ? "yes" : "NO", "-", "(no directory entry)",
+                        "-", "-"));
             }
-            if ("Up".equals(m.status())) {
-                up++;
+            boolean isUp = "Up".equals(m.status());
+            if (m.isClient()) {
+                clients++;
+                clientsUp += isUp ? 1 : 0;
+            } else {
+                members++;
+                up += isUp ? 1 : 0;
             }
         }
-        sb.append('\n').append(String.format(Locale.ROOT,
-                "%d members (%d Up), %d segments, %s exported, %d names bound; answered by node %d; leader %s%n",
-                reply.members().size(), up, totalSegments, human(totalBytes), reply.names(), reply.fromNode(),
+        sb.append('\n').append(String.format(Locale.ROOT, "%d members (%d Up)%s, %d segments, %s exported, %d names"
+                        + " bound; answered by node %d; leader %s%n", members, up,
+                clients == 0 ? "" : String.format(Locale.ROOT, ", %d client%s (%d Up)", clients, clients == 1 ? "" : "s",
+                        clientsUp),
+                totalSegments, human(totalBytes), reply.names(), reply.fromNode(),
                 reply.leader().isEmpty() ? "-" : reply.leader()));
         if (!reply.heap().isEmpty() || !reply.heapProblem().isEmpty()) {
             sb.append("\nheap segments (global allocator), read by node ").append(reply.fromNode()).append(":\n")

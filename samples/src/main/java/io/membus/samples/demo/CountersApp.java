@@ -19,10 +19,12 @@ import java.util.Locale;
 
 /**
  * {@code membus demo counters}: the raw verbs. Every node increments a counter word
- * on the next node of a ring and a shared counter on node 1 with one-sided
- * fetch-and-add, allocates blocks in the next node's heap with the global allocator,
+ * on the next memory node of a ring and a shared counter on node 1 with one-sided
+ * fetch-and-add, allocates blocks in that node's heap with the global allocator,
  * writes them and reads them back; the demo then checks every counter and every
- * block.
+ * block. A client (no memory) takes part as an initiator only: the ring runs over the
+ * memory nodes ({@code node % memoryNodes + 1}), so a memory node may be the target of
+ * a memory node and a client.
  *
  * <pre>
  * segment 0 of every demo node (raw words):
@@ -107,8 +109,8 @@ final class CountersApp implements DemoApp {
     @Override
     public String onNode(DemoNode node, int nodes, String phase, List<String> args) {
         return switch (phase) {
-            case "work" -> work(node, nodes, Integer.parseInt(args.get(0)), Integer.parseInt(args.get(1)),
-                    Integer.parseInt(args.get(2))).encode();
+            case "work" -> work(node, target(node.nodeId(), Integer.parseInt(args.get(3))), Integer.parseInt(args.get(0)),
+                    Integer.parseInt(args.get(1)), Integer.parseInt(args.get(2))).encode();
             case "counters" -> {
                 Segment s = node.node().localSegment(0);
                 yield s.readLong(RING_COUNTER) + " " + s.readLong(SHARED_COUNTER);
@@ -124,9 +126,13 @@ final class CountersApp implements DemoApp {
                 "no segment 0 of node " + nodeId + " in the directory; is it running?"));
     }
 
-    private static Result work(DemoNode demoNode, int nodes, int ops, int blocks, int blockSize) {
+    /** The memory node whose ring counter {@code node} increments and in whose heap it allocates. */
+    static int target(int node, int memoryNodes) {
+        return node % memoryNodes + 1;
+    }
+
+    private static Result work(DemoNode demoNode, int nextId, int ops, int blocks, int blockSize) {
         int me = demoNode.nodeId();
-        int nextId = me % nodes + 1;
         SegmentDescriptor next = segmentOf(demoNode, nextId);
         SegmentDescriptor first = segmentOf(demoNode, 1);
         RemoteMemory mem = demoNode.node().remoteMemory();
@@ -177,16 +183,23 @@ final class CountersApp implements DemoApp {
         DemoOptions o = d.options();
         PrintStream out = d.out();
         int nodes = d.nodes();
-        out.printf("  each node: %,d fetch-and-adds on the next node's ring counter and %,d on node 1's shared counter,"
-                + " %d blocks of %,d B allocated in the next node's heap (global allocator), written and read back%n%n",
-                o.ops(), o.ops(), o.blocks(), o.blockSize());
+        int memoryNodes = o.memoryNodes(nodes);
+        out.printf("  each node: %,d fetch-and-adds on the next memory node's ring counter and %,d on node 1's shared"
+                + " counter, %d blocks of %,d B allocated in that node's heap (global allocator), written and read"
+                + " back%s%n%n", o.ops(), o.ops(), o.blocks(), o.blockSize(), memoryNodes == nodes ? ""
+                : memoryNodes + 1 == nodes ? "; client node " + nodes + " has no counter or heap of its own"
+                : "; client nodes " + (memoryNodes + 1) + ".." + nodes + " have no counter or heap of their own");
         List<Result> results = new ArrayList<>();
         for (String line : d.onEveryNode("work", List.of(Integer.toString(o.ops()), Integer.toString(o.blocks()),
-                Integer.toString(o.blockSize())))) {
+                Integer.toString(o.blockSize()), Integer.toString(memoryNodes)))) {
             results.add(Result.decode(line));
         }
+        List<Integer> memory = new ArrayList<>();
+        for (int n = 1; n <= memoryNodes; n++) {
+            memory.add(n);
+        }
         List<long[]> counters = new ArrayList<>();
-        for (String line : d.onEveryNode("counters", List.of())) {
+        for (String line : d.onNodes(memory, "counters", List.of())) {
             String[] f = line.split(" ");
             counters.add(new long[]{Long.parseLong(f[0]), Long.parseLong(f[1])});
         }
@@ -217,8 +230,15 @@ final class CountersApp implements DemoApp {
         out.println("Verified totals");
         boolean ok = true;
         for (int i = 0; i < counters.size(); i++) {
-            ok &= check(out, String.format("ring counter on node %d (incremented by node %d)", i + 1,
-                    i == 0 ? nodes : i), counters.get(i)[0], o.ops());
+            List<Integer> by = new ArrayList<>();
+            for (int n = 1; n <= nodes; n++) {
+                if (target(n, counters.size()) == i + 1) {
+                    by.add(n);
+                }
+            }
+            ok &= check(out, String.format("ring counter on node %d (incremented by node%s %s)", i + 1,
+                    by.size() == 1 ? "" : "s", by.toString().replaceAll("[\\[\\]]", "")), counters.get(i)[0],
+                    (long) o.ops() * by.size());
         }
         ok &= check(out, "shared counter on node 1 (incremented by every node)", counters.get(0)[1],
                 (long) o.ops() * nodes);

@@ -8,10 +8,8 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -43,6 +41,12 @@ public final class DemoCommand implements Callable<Integer> {
 
     @Option(names = "--nodes", defaultValue = "3", description = "number of nodes, 2..16 (default: ${DEFAULT-VALUE})")
     int nodes;
+
+    @Option(names = "--clients", defaultValue = "1",
+            description = "how many of the nodes are clients, the last ones: they export no memory and use the apps'"
+                    + " collections like the others, every block they make placed on the memory nodes; 0.."
+                    + "nodes-1 (default: ${DEFAULT-VALUE})")
+    int clients;
 
     @Option(names = "--transport", defaultValue = "shm",
             description = "shm: node processes sharing memory under /dev/shm; tcp: node processes over loopback TCP; "
@@ -84,8 +88,9 @@ public final class DemoCommand implements Callable<Integer> {
         validate();
         List<DemoApp> apps = app == null ? DemoApps.all() : List.of(DemoApps.byName(app));
         long runSeed = seed != null ? seed : ThreadLocalRandom.current().nextLong();
-        DemoOptions options = new DemoOptions(ops, blocks, blockSize, runSeed, kill);
-        long segmentSize = DemoNode.segmentSizeFor(blocks, blockSize);
+        DemoOptions options = new DemoOptions(ops, blocks, blockSize, runSeed, kill, clients);
+        int memoryNodes = nodes - clients;
+        long segmentSize = DemoNode.segmentSizeFor(blocks, blockSize, (nodes + memoryNodes - 1) / memoryNodes);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
         List<DemoNodeHandle> handles = new ArrayList<>();
         Path shmDir = null;
@@ -108,25 +113,28 @@ public final class DemoCommand implements Callable<Integer> {
                     where = "as separate processes over shm (" + shmDir + ")";
                 }
                 case "tcp" -> {
-                    byte[] secret = new byte[16];
-                    new SecureRandom().nextBytes(secret);
+                    // no secret here: every node uses this user's cluster secret file (membus.secret-file, made on
+                    // first use) for membership and tcp alike, so `membus status` reaches a --hold cluster as it is
                     props.put("tcp.host", "127.0.0.1");
                     props.put("tcp.port", "0");
-                    props.put("tcp.secret", HexFormat.of().formatHex(secret));
                     where = "as separate processes over tcp (127.0.0.1)";
                 }
                 default -> throw new IllegalArgumentException("unknown transport: --transport " + transport
                         + "; allowed: shm, tcp, local");
             }
-            out.printf("membus demo: %d nodes %s; apps: %s (seed %d)%n", nodes, where,
+            out.printf("membus demo: %d nodes %s%s; apps: %s (seed %d)%n", nodes, where, clients == 0 ? ""
+                            : "; " + (memoryNodes == 1 ? "node 1 holds" : "nodes 1-" + memoryNodes + " hold")
+                            + " the memory, " + (clients == 1 ? "node " + nodes + " is a client" : "nodes "
+                            + (memoryNodes + 1) + "-" + nodes + " are clients") + " (no memory of "
+                            + (clients == 1 ? "its" : "their") + " own; every app runs there too)",
                     apps.stream().map(DemoApp::name).collect(Collectors.joining(", ")), runSeed);
 
             int seedPort = freePort();
             for (int id = 1; id <= nodes; id++) {
                 DemoNodeHandle h = transport.equals("local")
-                        ? new DemoNodeHandle.InProcess(id, nodes, seedPort, segmentSize, props)
+                        ? new DemoNodeHandle.InProcess(id, nodes, seedPort, segmentSize, props, id > memoryNodes)
                         : new DemoNodeHandle.Child(id, nodes, transport, timeoutSeconds, seedPort, segmentSize, props,
-                                QUIET_NODE, () -> aborting);
+                                QUIET_NODE, () -> aborting, id > memoryNodes);
                 synchronized (handles) {
                     handles.add(h);
                 }
@@ -329,6 +337,10 @@ public final class DemoCommand implements Callable<Integer> {
         if (ops < 1 || blocks < 1 || blockSize < 8 || blockSize > 1 << 20) {
             throw new IllegalArgumentException("--ops " + ops + ", --blocks " + blocks + ", --block-size " + blockSize
                     + ": allowed --ops 1 or more, --blocks 1 or more, --block-size 8..1048576");
+        }
+        if (clients < 0 || clients >= nodes) {
+            throw new IllegalArgumentException("--clients " + clients + " is out of range; allowed: 0.." + (nodes - 1)
+                    + " (at least one of the --nodes " + nodes + " must hold memory)");
         }
         if (timeoutSeconds < 1 || holdSeconds < 0) {
             throw new IllegalArgumentException("--timeout " + timeoutSeconds + ", --hold " + holdSeconds

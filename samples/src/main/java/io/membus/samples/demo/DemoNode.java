@@ -19,7 +19,9 @@ import java.util.function.Supplier;
 /**
  * One node of the demo: a {@link DsmNode} (Pekko cluster member, replicated
  * directory, transport, global allocator) that exports two segments (0: raw words,
- * 1: a heap of the global allocator), and runs the phases the demo's apps ask of it
+ * 1: a heap of the global allocator) — or, as a client, none: it then reaches the
+ * same collections through {@link Membus}, every block it makes placed on the memory
+ * nodes — and runs the phases the demo's apps ask of it
  * ({@link DemoApp#onNode}). It finds every other node's segments in the replicated
  * directory; nothing is passed to it by hand.
  *
@@ -37,6 +39,7 @@ public final class DemoNode implements AutoCloseable {
     /** The collections of this node: one handle per name per node (a lock needs that). */
     private final Membus membus;
     private final Map<Class<?>, Object> state = Collections.synchronizedMap(new LinkedHashMap<>());
+    private final boolean client;
 
     /**
      * Starts the node and joins the demo cluster.
@@ -45,9 +48,11 @@ public final class DemoNode implements AutoCloseable {
      * @param seedPort    node 1's Pekko port, the seed every node joins
      * @param segmentSize bytes of each of the node's two segments (the second is its heap)
      * @param properties  transport settings as paths under membus.transports (shm.dir, local.fabric, tcp.*)
+     * @param client      a client: no segments, never counts in the split-brain decision
      */
     public DemoNode(String transport, int nodeId, int port, int seedPort, long segmentSize,
-                    Map<String, String> properties) {
+                    Map<String, String> properties, boolean client) {
+        this.client = client;
         Map<String, Object> m = new HashMap<>();
         m.put("membus.node-id", nodeId);
         m.put("membus.cluster-name", CLUSTER_NAME);
@@ -57,9 +62,14 @@ public final class DemoNode implements AutoCloseable {
         m.put("membus.transport", transport);
         properties.forEach((k, v) -> m.put("membus.transports." + k, v)); // e.g. tcp.port: a path under it
         m.put("membus.operation-timeout", "10s");
-        m.put("membus.segments.count", 2);
-        m.put("membus.segments.size", segmentSize);
-        m.put("membus.heap.segments", List.of(HEAP_SEGMENT));
+        if (client) {
+            m.put("membus.role", "client");
+            m.put("membus.segments.count", 0);
+        } else {
+            m.put("membus.segments.count", 2);
+            m.put("membus.segments.size", segmentSize);
+            m.put("membus.heap.segments", List.of(HEAP_SEGMENT));
+        }
         m.put("membus.heap.chunk-size", HEAP_CHUNK);
         // a demo on one machine: form and converge quickly
         m.put("membus.failure-detection.gossip-interval", "200ms");
@@ -76,7 +86,13 @@ public final class DemoNode implements AutoCloseable {
     }
 
     public String statusLine() {
-        return StatusText.statusLine(node.status());
+        String line = StatusText.statusLine(node.status());
+        return client ? line + " | client: no memory, its blocks on the memory nodes" : line;
+    }
+
+    /** Whether this node is a client (it exports no memory). */
+    public boolean isClient() {
+        return client;
     }
 
     public DsmNode node() {
@@ -94,15 +110,16 @@ public final class DemoNode implements AutoCloseable {
 
     /**
      * Bytes a demo node's segments need so that its heap holds the {@code blocks}
-     * blocks of {@code blockSize} its ring predecessor allocates there (counters), with
-     * room for the chunk table, for size-class batches cached by the allocating node,
-     * and for the other apps' collections.
+     * blocks of {@code blockSize} of each of the {@code writers} nodes that allocate
+     * there (counters), with room for the chunk table, for size-class batches cached by
+     * the allocating nodes, and for the other apps' collections (more when clients, which
+     * hold none, use them too: {@code writers} is the nodes per memory node, rounded up).
      */
-    public static long segmentSizeFor(int blocks, int blockSize) {
+    public static long segmentSizeFor(int blocks, int blockSize, int writers) {
         long perBlock = blockSize <= HEAP_CHUNK / 4
                 ? Long.highestOneBit(blockSize + 63L) << 1
                 : (blockSize + 63L + HEAP_CHUNK - 1) / HEAP_CHUNK * HEAP_CHUNK;
-        long bytes = 2 * blocks * perBlock + 16L * HEAP_CHUNK + APP_HEAP;
+        long bytes = 2L * writers * blocks * perBlock + 16L * HEAP_CHUNK * writers + APP_HEAP * writers;
         return (bytes + HEAP_CHUNK - 1) / HEAP_CHUNK * HEAP_CHUNK;
     }
 

@@ -51,6 +51,9 @@ public final class DemoNodeCommand implements Callable<Integer> {
     @Option(names = "--segment-size", required = true)
     long segmentSize;
 
+    @Option(names = "--client", description = "a client node: no segments")
+    boolean client;
+
     @Option(names = "--timeout", defaultValue = "60")
     int timeoutSeconds;
 
@@ -68,7 +71,7 @@ public final class DemoNodeCommand implements Callable<Integer> {
         if (secret != null && secret.indexOf('=') > 0) {
             props.put(secret.substring(0, secret.indexOf('=')), secret.substring(secret.indexOf('=') + 1));
         }
-        try (DemoNode node = new DemoNode(transport, nodeId, port, seedPort, segmentSize, props)) {
+        try (DemoNode node = new DemoNode(transport, nodeId, port, seedPort, segmentSize, props, client)) {
             node.awaitCluster(nodes, Duration.ofSeconds(timeoutSeconds));
             answer("READY " + node.statusLine());
             String line;

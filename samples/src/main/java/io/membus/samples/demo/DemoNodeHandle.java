@@ -39,9 +39,9 @@ interface DemoNodeHandle extends AutoCloseable {
         private final DemoNode node;
         private final int nodes;
 
-        InProcess(int id, int nodes, int seedPort, long segmentSize, Map<String, String> props) {
+        InProcess(int id, int nodes, int seedPort, long segmentSize, Map<String, String> props, boolean client) {
             this.nodes = nodes;
-            this.node = new DemoNode("local", id, id == 1 ? seedPort : 0, seedPort, segmentSize, props);
+            this.node = new DemoNode("local", id, id == 1 ? seedPort : 0, seedPort, segmentSize, props, client);
         }
 
         @Override
@@ -83,13 +83,17 @@ interface DemoNodeHandle extends AutoCloseable {
          * @param aborting  whether the demo is aborting (close then kills at once instead of waiting)
          */
         Child(int id, int nodes, String transport, int timeoutSeconds, int seedPort, long segmentSize,
-              Map<String, String> props, List<String> quietNode, BooleanSupplier aborting) throws IOException {
+              Map<String, String> props, List<String> quietNode, BooleanSupplier aborting, boolean client)
+                throws IOException {
             this.id = id;
             this.aborting = aborting;
             List<String> args = new ArrayList<>(List.of("demo-node", "--transport", transport, "--node-id",
                     Integer.toString(id), "--nodes", Integer.toString(nodes), "--port",
                     Integer.toString(id == 1 ? seedPort : 0), "--seed-port", Integer.toString(seedPort),
                     "--segment-size", Long.toString(segmentSize), "--timeout", Integer.toString(timeoutSeconds)));
+            if (client) {
+                args.add("--client");
+            }
             Map<String, String> env = new LinkedHashMap<>();
             props.forEach((k, v) -> {
                 if (k.endsWith(".secret")) {

@@ -40,7 +40,7 @@ final class RemoteFaults {
 
     RemoteFaults(StressCluster cluster) {
         this.cluster = cluster;
-        for (int id = 1; id <= cluster.nodes(); id++) {
+        for (int id = 1; id <= cluster.members(); id++) {
             injectors.put(id, new FaultInjector());
             clocks.put(id, new SkewableClock());
         }
@@ -113,7 +113,7 @@ final class RemoteFaults {
     void sync() {
         long deadline = System.nanoTime() + 60_000_000_000L;
         try {
-            for (int id = 1; id <= cluster.nodes(); id++) {
+            for (int id = 1; id <= cluster.members(); id++) {
                 cluster.command(id, "RULES " + rules(id) + " " + clocks.get(id).skewMicros(), "FAULT", deadline);
             }
         } catch (Exception e) {
@@ -125,7 +125,7 @@ final class RemoteFaults {
     private String rules(int id) {
         FaultInjector f = injectors.get(id);
         StringJoiner j = new StringJoiner(",");
-        for (int peer = 1; peer <= cluster.nodes(); peer++) {
+        for (int peer = 1; peer <= cluster.members(); peer++) {
             FaultInjector.Rule r = f.rule(peer);
             if (r != null) {
                 j.add(r.drop() ? peer + ":drop" : peer + ":delay:" + r.delay().toMillis());

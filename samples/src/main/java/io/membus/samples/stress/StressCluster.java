@@ -19,8 +19,9 @@ import java.util.stream.Stream;
 
 /**
  * The node processes of one stress run on this machine: one {@link NodeProcess} per
- * node id, each with a fixed Pekko port and every node a seed (so that any node,
- * node 1 included, can be killed and started again into the same cluster). Segment
+ * node id, each with a fixed Pekko port and every memory node a seed (so that any node,
+ * node 1 included, can be killed and started again into the same cluster). Memory nodes
+ * are ids {@code 1..nodes}; client nodes (no memory, never seeds) follow them. Segment
  * files live in one directory of the run under {@code /dev/shm}, removed by
  * {@link #close()}; a shutdown hook (Ctrl-C) kills the processes by pid and removes it
  * too.
@@ -34,6 +35,7 @@ final class StressCluster implements AutoCloseable {
 
     private final String transport;
     private final int nodes;
+    private final int members;
     private final int timeoutSeconds;
     private final int operationTimeoutMillis;
     private final Path runDir;
@@ -53,33 +55,35 @@ final class StressCluster implements AutoCloseable {
         void started(int nodeId, NodeProcess process, int life) throws Exception;
     }
 
-    StressCluster(String transport, int nodes, int timeoutSeconds, int operationTimeoutMillis, PrintStream log)
-            throws IOException {
+    StressCluster(String transport, int nodes, int clientNodes, int timeoutSeconds, int operationTimeoutMillis,
+                  PrintStream log) throws IOException {
         this.transport = transport;
         this.nodes = nodes;
+        this.members = nodes + clientNodes;
         this.timeoutSeconds = timeoutSeconds;
         this.operationTimeoutMillis = operationTimeoutMillis;
         this.log = log;
         Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of(System.getProperty("java.io.tmpdir"));
         this.runDir = root.resolve("membus-stress-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
         Files.createDirectories(runDir.resolve("data"));
+        // a cluster secret of this run's own (membership TLS, and tcp's peers), in the environment, never on the command line
+        byte[] secret = new byte[16];
+        new SecureRandom().nextBytes(secret);
+        env.put(StressNodeCommand.SECRET_ENV, HexFormat.of().formatHex(secret));
         switch (transport) {
             case "shm" -> properties.put("shm.dir", runDir.toString());
             case "tcp" -> {
-                byte[] secret = new byte[16];
-                new SecureRandom().nextBytes(secret);
                 properties.put("tcp.host", "127.0.0.1");
                 properties.put("tcp.port", "0");
-                env.put(StressNodeCommand.SECRET_ENV, "tcp.secret=" + HexFormat.of().formatHex(secret));
             }
             default -> throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp");
         }
-        this.ports = new int[nodes + 1];
-        for (int id = 1; id <= nodes; id++) {
+        this.ports = new int[members + 1];
+        for (int id = 1; id <= members; id++) {
             ports[id] = freePort();
         }
-        this.processes = new NodeProcess[nodes + 1];
-        this.lives = new int[nodes + 1];
+        this.processes = new NodeProcess[members + 1];
+        this.lives = new int[members + 1];
         this.hook = new Thread(this::close, "membus-stress-cleanup");
         Runtime.getRuntime().addShutdownHook(hook);
     }
@@ -88,17 +92,27 @@ final class StressCluster implements AutoCloseable {
         return runDir;
     }
 
+    /** The memory nodes: ids 1..nodes. */
     int nodes() {
         return nodes;
     }
 
+    /** Every node process, memory nodes and clients: ids 1..members. */
+    int members() {
+        return members;
+    }
+
+    boolean isClient(int id) {
+        return id > nodes;
+    }
+
     /** Starts every node and waits for each to join; returns their status lines. */
     List<String> start(long deadline) throws Exception {
-        for (int id = 1; id <= nodes; id++) {
+        for (int id = 1; id <= members; id++) {
             launch(id);
         }
         List<String> ready = new ArrayList<>();
-        for (int id = 1; id <= nodes; id++) {
+        for (int id = 1; id <= members; id++) {
             ready.add(awaitReady(id, deadline));
         }
         return ready;
@@ -112,7 +126,7 @@ final class StressCluster implements AutoCloseable {
         for (int s = 1; s <= nodes; s++) {
             seeds.add("127.0.0.1:" + ports[s]);
         }
-        if (processes[id] != null) {
+        if (processes[id] != null && !isClient(id)) {
             // started again: only the first seed may start a cluster on its own, and a node coming back
             // must join the running one (whose members may not answer it until they drop its old
             // incarnation), never found an island of its own; so it lists itself last
@@ -121,10 +135,14 @@ final class StressCluster implements AutoCloseable {
         }
         List<String> args = new ArrayList<>(List.of("stress-node", "--transport", transport,
                 "--node-id", Integer.toString(id), "--nodes", Integer.toString(nodes),
+                "--members", Integer.toString(members),
                 "--port", Integer.toString(ports[id]), "--seeds", String.join(",", seeds),
                 "--data-dir", runDir.resolve("data").toString(),
                 "--operation-timeout-ms", Integer.toString(operationTimeoutMillis),
                 "--timeout", Integer.toString(timeoutSeconds)));
+        if (isClient(id)) {
+            args.add("--client");
+        }
         properties.forEach((k, v) -> {
             args.add("--property");
             args.add(k + "=" + v);
@@ -192,7 +210,7 @@ final class StressCluster implements AutoCloseable {
     /** The nodes as the test kit's process nemeses see them: kill -9, and restart until rejoined and running. */
     List<io.membus.test.nemesis.NodeProcess> kitProcesses() {
         List<io.membus.test.nemesis.NodeProcess> all = new ArrayList<>();
-        for (int id = 1; id <= nodes; id++) {
+        for (int id = 1; id <= members; id++) {
             int nodeId = id;
             all.add(new io.membus.test.nemesis.NodeProcess() {
                 @Override

@@ -68,6 +68,12 @@ public final class StressCommand implements Callable<Integer> {
     @Option(names = "--clients", defaultValue = "2", description = "client threads per node, 1..16 (default: ${DEFAULT-VALUE})")
     int clients;
 
+    @Option(names = "--client-nodes", defaultValue = "1",
+            description = "client node processes, 0..4, besides the --nodes memory nodes: they export no memory, never"
+                    + " count in the split-brain decision, and run the workload's client threads like the others"
+                    + " (default: ${DEFAULT-VALUE})")
+    int clientNodes;
+
     @Option(names = "--keys", defaultValue = "3",
             description = "independent objects, each checked on its own, spread over the nodes (default: ${DEFAULT-VALUE})")
     int keys;
@@ -125,8 +131,10 @@ public final class StressCommand implements Callable<Integer> {
             }
         }
         String replay = commandLine(runSeed);
-        stdout.printf("membus stress: workload %s, nemesis %s, %d nodes over %s, %d clients each, %d keys, %d s, seed %d%n",
-                workload, nemesis, nodes, transport, clients, keys, durationSeconds, runSeed);
+        stdout.printf("membus stress: workload %s, nemesis %s, %d nodes%s over %s, %d clients each, %d keys, %d s, seed %d%n",
+                workload, nemesis, nodes, clientNodes == 0 ? "" : " + " + clientNodes + " client node"
+                        + (clientNodes == 1 ? "" : "s") + " (no memory)", transport, clients, keys, durationSeconds,
+                runSeed);
         if (plantViolation) {
             stdout.println("  (planted violation: reads sometimes return a stale remembered value)");
         }
@@ -134,14 +142,15 @@ public final class StressCommand implements Callable<Integer> {
         HistoryRecorder faultsOnly = new HistoryRecorder(); // the kit's schedule records its fault windows here
         long origin = System.nanoTime() - faultsOnly.now();
         List<FaultWindow> windows;
-        try (StressCluster cluster = new StressCluster(transport, nodes, Math.min(timeoutSeconds, 120),
+        int members = nodes + clientNodes;
+        try (StressCluster cluster = new StressCluster(transport, nodes, clientNodes, Math.min(timeoutSeconds, 120),
                 operationTimeoutMillis, System.err)) {
             for (String line : cluster.start(deadline)) {
                 stdout.println("  " + line);
             }
             long from = System.nanoTime() + 200_000_000L;
             long until = from + TimeUnit.SECONDS.toNanos(durationSeconds);
-            long gapNanos = 1_000_000_000L * nodes * clients / rate;
+            long gapNanos = 1_000_000_000L * members * clients / rate;
             StressCluster.Restarted run = (id, p, life) -> {
                 p.send(String.join(" ", "RUN", rawVerbs ? workload + "-verbs" : coherent ? workload + "-coherent" : workload, Integer.toString(clients), Integer.toString(keys),
                         Long.toString(from), Long.toString(until), Long.toString(runSeed), Long.toString(gapNanos),
@@ -155,7 +164,7 @@ public final class StressCommand implements Callable<Integer> {
                 first.send("SETUP " + keys);
                 stdout.println("  node 1 made " + first.expect("SETUP ", deadline));
             }
-            for (int id = 1; id <= nodes; id++) {
+            for (int id = 1; id <= members; id++) {
                 run.started(id, cluster.process(id), 0);
             }
             stdout.printf("clients running for %d s%s%n", durationSeconds, nemesis.equals("none") ? "" : "; faults:");
@@ -181,7 +190,7 @@ public final class StressCommand implements Callable<Integer> {
             }
             long done = 0;
             long unknown = 0;
-            for (int id = 1; id <= nodes; id++) {
+            for (int id = 1; id <= members; id++) {
                 String[] f = cluster.process(id).expect("DONE ", deadline).split(" ");
                 done += Long.parseLong(f[0]);
                 unknown += Long.parseLong(f[1]);
@@ -242,7 +251,7 @@ public final class StressCommand implements Callable<Integer> {
 
     private String commandLine(long runSeed) {
         return "./membus stress --workload " + workload + " --nemesis " + nemesis + " --nodes " + nodes
-                + " --clients " + clients + " --keys " + keys + " --duration " + durationSeconds + " --rate " + rate
+                + " --client-nodes " + clientNodes + " --clients " + clients + " --keys " + keys + " --duration " + durationSeconds + " --rate " + rate
                 + " --transport " + transport + (rawVerbs ? " --raw-verbs" : "") + (coherent ? " --coherent" : "") + " --seed " + runSeed;
     }
 
@@ -266,9 +275,11 @@ public final class StressCommand implements Callable<Integer> {
         if (!List.of("shm", "tcp").contains(transport)) {
             throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp");
         }
-        if (nodes < 2 || nodes > 9 || clients < 1 || clients > 16 || keys < 1 || keys > 1000) {
-            throw new IllegalArgumentException("--nodes " + nodes + ", --clients " + clients + ", --keys " + keys
-                    + ": allowed --nodes 2..9, --clients 1..16, --keys 1..1000");
+        if (nodes < 2 || nodes > 9 || clients < 1 || clients > 16 || keys < 1 || keys > 1000 || clientNodes < 0
+                || clientNodes > 4) {
+            throw new IllegalArgumentException("--nodes " + nodes + ", --client-nodes " + clientNodes + ", --clients "
+                    + clients + ", --keys " + keys + ": allowed --nodes 2..9, --client-nodes 0..4, --clients 1..16,"
+                    + " --keys 1..1000");
         }
         if (durationSeconds < 1 || rate < 1 || operationTimeoutMillis < 10 || timeoutSeconds < durationSeconds) {
             throw new IllegalArgumentException("--duration " + durationSeconds + ", --rate " + rate

@@ -48,9 +48,11 @@ import java.util.concurrent.locks.LockSupport;
  *   stress -> node   : EXIT
  * </pre>
  *
- * Segment 0 of every node holds raw words (the {@code -verbs} workloads: key {@code k}
+ * Segment 0 of every memory node holds raw words (the {@code -verbs} workloads: key {@code k}
  * is word {@code k} of segment 0 of node {@code k % nodes + 1}); segment 1 is a heap of
- * the global allocator where the collections live ({@link CollectionWorkloads}).
+ * the global allocator where the collections live ({@link CollectionWorkloads}). A client
+ * node ({@code --client}) exports nothing: it runs the same client threads, on the memory
+ * nodes' words and collections.
  * Segments are file-backed, so a node killed with {@code kill -9} and started again
  * with the same id has its memory back. A closed
  * standard input ends the node. Not meant to be run by hand.
@@ -62,6 +64,7 @@ import java.util.concurrent.locks.LockSupport;
 public final class StressNodeCommand implements java.util.concurrent.Callable<Integer> {
 
     static final String CLUSTER_NAME = "membus-stress";
+    /** The run's cluster secret (membus.secret), passed in the environment, not on the command line. */
     static final String SECRET_ENV = "MEMBUS_STRESS_SECRET";
 
     @Option(names = "--transport", required = true)
@@ -72,6 +75,12 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
 
     @Option(names = "--nodes", required = true)
     int nodes;
+
+    @Option(names = "--members", description = "every node process of the run, clients included (default: --nodes)")
+    Integer members;
+
+    @Option(names = "--client", description = "a client node: no segments (its collections live on the memory nodes)")
+    boolean client;
 
     @Option(names = "--port", required = true)
     int port;
@@ -96,13 +105,10 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
 
     @Override
     public Integer call() throws Exception {
-        String secret = System.getenv(SECRET_ENV);
-        if (secret != null && secret.indexOf('=') > 0) {
-            properties.put(secret.substring(0, secret.indexOf('=')), secret.substring(secret.indexOf('=') + 1));
-        }
         try (DsmNode node = DsmNode.start(NodeConfig.from(ConfigFactory.parseMap(config())))) {
-            node.awaitMembers(nodes, Duration.ofSeconds(timeoutSeconds));
-            answer("READY " + System.nanoTime() + " " + StatusText.statusLine(node.status()));
+            node.awaitMembers(members == null ? nodes : members, Duration.ofSeconds(timeoutSeconds));
+            answer("READY " + System.nanoTime() + " " + StatusText.statusLine(node.status())
+                    + (client ? " | client: no memory" : ""));
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             String line;
             while ((line = in.readLine()) != null) {
@@ -152,15 +158,24 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
         m.put("membus.seed-nodes", seeds);
         m.put("membus.transport", transport);
         properties.forEach((k, v) -> m.put("membus.transports." + k, v)); // e.g. tcp.port: a path under it
+        String secret = System.getenv(SECRET_ENV);
+        if (secret != null && !secret.isEmpty()) {
+            m.put("membus.secret", secret); // the run's cluster secret: membership and the transport
+        }
         m.put("membus.operation-timeout", operationTimeoutMillis + "ms");
         m.put("membus.connect-timeout", "2s");
         m.put("membus.start-timeout", timeoutSeconds + "s");
-        m.put("membus.segments.count", 2);
-        m.put("membus.segments.size", 8 << 20);
-        m.put("membus.heap.segments", List.of(1));
-        m.put("membus.heap.chunk-size", 64 << 10);
-        m.put("membus.segments.file-backed", true);
-        m.put("membus.segments.dir", dataDir.toString());
+        if (client) {
+            m.put("membus.role", "client");
+            m.put("membus.segments.count", 0);
+        } else {
+            m.put("membus.segments.count", 2);
+            m.put("membus.segments.size", 8 << 20);
+            m.put("membus.heap.segments", List.of(1));
+            m.put("membus.heap.chunk-size", 64 << 10);
+            m.put("membus.segments.file-backed", true);
+            m.put("membus.segments.dir", dataDir.toString());
+        }
         m.put("membus.failure-detection.gossip-interval", "200ms");
         m.put("pekko.cluster.seed-node-timeout", "1s");
         m.put("pekko.cluster.retry-unsuccessful-join-after", "1s");

@@ -58,6 +58,10 @@ class StatusTextTest {
             members.add(new MemberRow(address, "Up", true, n, new NodeEntry(n, 1000 + n, address, n, "tcp",
                     "127.0.0.1:" + (7000 + n), segments)));
         }
+        // a client: no segments, role client (membus.role)
+        String clientAddress = "pekko://test@127.0.0.1:2560";
+        members.add(new MemberRow(clientAddress, "Up", true, 11, new NodeEntry(11, 1011, clientAddress, 11, "tcp",
+                "127.0.0.1:7011", List.of()), "client"));
         List<HeapUsage.SegmentUsage> heap = List.of(
                 new HeapUsage.SegmentUsage(1, 1, 4096, 15, 10, 1, 4, 1, 100, 1, Map.of(1, 1, 2, 4), null),
                 new HeapUsage.SegmentUsage(2, 1, 4096, 15, 15, 0, 0, 0, 0, 0, Map.of(), null),
@@ -73,7 +77,10 @@ class StatusTextTest {
             assertTrue(table.contains(m.address()), table);
             assertTrue(table.contains(Long.toString(m.entry().incarnation())), table);
         }
-        assertTrue(table.contains("3 members (3 Up), 6 segments, 384.0 KiB exported"), table);
+        assertTrue(table.contains("3 members (3 Up), 1 client (1 Up), 6 segments, 384.0 KiB exported"), table);
+        assertTrue(table.lines().anyMatch(l -> l.matches("11 +client +pekko://test@127\\.0\\.0\\.1:2560 +Up +yes +tcp +1011 +0 +0 B")),
+                table);
+        assertTrue(table.lines().anyMatch(l -> l.matches("1 +member +pekko://test@127\\.0\\.0\\.1:2551 +Up .*")), table);
         assertTrue(table.contains("heap segments (global allocator), read by node 2"), table);
         assertEquals(3, table.lines().filter(l -> l.matches("[123] +1 +4KiB .*")).count(), table);
         assertTrue(table.lines().anyMatch(l -> l.matches("1 +1 .*") && l.contains("{") && l.contains("2=4")), table);
@@ -81,7 +88,7 @@ class StatusTextTest {
         assertTrue(table.contains("coherence of node 2: caching=on"), table);
         assertTrue(table.contains("verbs of node 2: (tcp, verbs that crossed a connection)\n"
                 + "  to node 1: verbs=12 (read 10 write 0 cas 0 faa 2) bytes=656\n"), table);
-        assertTrue(table.lines().filter(l -> l.matches("[123] +pekko://test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"))
+        assertTrue(table.lines().filter(l -> l.matches("[123] +member +pekko://test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"))
                 .count() == 3, "one Up tcp row per node:\n" + table);
 
         String failed = StatusText.clusterTable(new StatusReply(2, "", members, 0, List.of(),

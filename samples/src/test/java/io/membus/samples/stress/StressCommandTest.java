@@ -91,6 +91,10 @@ class StressCommandTest {
         Run run = stress(dir, "--workload", "counter", "--nemesis", "none", "--duration", "3");
         assertEquals(0, run.code(), run.out());
         assertTrue(run.out().contains("stress OK: every key's history is linearizable"), run.out());
+        // node 3 is a client process (no memory): it ran its client threads on the memory nodes' counters too
+        assertTrue(run.out().contains("2 nodes + 1 client node (no memory)"), run.out());
+        assertTrue(Files.readString(dir.resolve("history").resolve("node-3-life-0.log")).lines().count() > 10,
+                "client node 3 recorded operations");
         for (int key = 0; key < 3; key++) {
             assertTrue(run.out().matches("(?s).*key " + key + " +LINEARIZABLE +ok +[1-9].*"), "key " + key + " checked");
         }

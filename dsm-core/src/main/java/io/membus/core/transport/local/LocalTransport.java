@@ -42,6 +42,12 @@ public final class LocalTransport extends AbstractTransport {
         return LocalTransportProvider.NAME;
     }
 
+    /** Verbs run on the target's {@link SegmentTable} (whole words, CPU atomics), which refuses fenced initiators. */
+    @Override
+    public io.membus.core.transport.TransportCapabilities capabilities() {
+        return io.membus.core.transport.TransportCapabilities.SOFTWARE;
+    }
+
     @Override
     public String localAddress() {
         return "local:" + fabric.name();

@@ -43,6 +43,8 @@ public class Verb {
     // pipeline state, guarded by the pipeline's lock; kept small: one object per verb is all the pipeline allocates
     long seq;
     long issuedNanos;
+    /** When it fails with a timeout: its issue plus the timeout, or its issuing thread's {@code OperationDeadline}. */
+    long deadlineNanos;
     /** While queued: the release time of an injected delay (0: none). Once resolved: an atomic's result. */
     long word;
     byte state;

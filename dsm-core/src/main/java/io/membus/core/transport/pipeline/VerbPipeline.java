@@ -1,5 +1,6 @@
 package io.membus.core.transport.pipeline;
 
+import io.membus.core.OperationDeadline;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.transport.FaultInjector;
 import io.membus.core.transport.VerbObserver;
@@ -100,6 +101,12 @@ public final class VerbPipeline<V extends Verb> {
     private Thread deliverer;         // the thread delivering outcomes, or null
     private long armedAt = NOT_ARMED;
     private int pendingCount;
+    /**
+     * Unresolved verbs (as of the last expiry scan, plus those issued since) whose deadline is
+     * their thread's {@link OperationDeadline}, earlier than issue plus the timeout: while
+     * there are any, deadlines do not grow with sequence numbers and the expiry scans every verb.
+     */
+    private int earlyDeadlines;
     private volatile int pending;     // verbs issued whose outcome is not yet delivered
     /** Bumped when every verb held is failed (the connection lost or closed): see {@link VerbOwner}. */
     private volatile long epoch;
@@ -218,6 +225,13 @@ public final class VerbPipeline<V extends Verb> {
         long now = System.nanoTime();
         v.seq = tail;
         v.issuedNanos = now;
+        // the issuing thread's operation deadline, when it is earlier than the connection's timeout
+        long deadline = OperationDeadline.until(now, timeoutNanos);
+        v.deadlineNanos = deadline;
+        boolean early = deadline != now + timeoutNanos;
+        if (early) {
+            earlyDeadlines++;
+        }
         v.sent = false;
         VerbOwner o = v.owner;
         if (o != null) {
@@ -238,8 +252,8 @@ public final class VerbPipeline<V extends Verb> {
             queued++;
             waits = true;
         }
-        if (armedAt == NOT_ARMED) {
-            armAtMost(now + timeoutNanos);
+        if (armedAt == NOT_ARMED || early) {
+            armAtMost(deadline);
         }
         return waits;
     }
@@ -432,6 +446,7 @@ public final class VerbPipeline<V extends Verb> {
         answeredThrough = tail;
         onWire = 0;
         queued = 0;
+        earlyDeadlines = 0;
         if (ring.length > SHRINK_ABOVE) {
             ring = new Verb[16];
             mask = 15;
@@ -509,14 +524,29 @@ public final class VerbPipeline<V extends Verb> {
             if (expireFrom < head) {
                 expireFrom = head;
             }
-            while (expireFrom < tail) {
-                Verb v = ring[(int) expireFrom & mask];
+            long next = 0;
+            boolean anyLeft = false;
+            int early = 0;
+            for (long at = expireFrom; at < tail; at++) {
+                Verb v = ring[(int) at & mask];
                 if (v.state == Verb.DONE) {
-                    expireFrom++;
+                    if (at == expireFrom) {
+                        expireFrom++;
+                    }
                     continue;
                 }
-                if (v.issuedNanos + timeoutNanos - now > 0) {
-                    break; // deadlines grow with sequence numbers: nothing later has expired
+                if (v.deadlineNanos - now > 0) {
+                    if (!anyLeft || v.deadlineNanos - next < 0) {
+                        next = v.deadlineNanos;
+                        anyLeft = true;
+                    }
+                    if (v.deadlineNanos != v.issuedNanos + timeoutNanos) {
+                        early++;
+                    }
+                    if (earlyDeadlines == 0) {
+                        break; // deadlines grow with sequence numbers: nothing later has expired
+                    }
+                    continue; // a verb issued under an earlier operation deadline may follow: look at every one
                 }
                 if (v.state == Verb.SENT) {
                     onWire--; // its slot in the window is free again
@@ -527,16 +557,20 @@ public final class VerbPipeline<V extends Verb> {
                     }
                     settle(v, false);
                 }
-                v.resolve(null, 0, new DsmTimeoutException(Verb.operationName(v.kind), peer, timeout));
+                // a verb that never left (backlog, held, dropped by a fault rule) certainly did not run
+                v.resolve(null, 0, v.sent ? new DsmTimeoutException(Verb.operationName(v.kind), peer, timeout)
+                        : DsmTimeoutException.notSent(Verb.operationName(v.kind), peer, timeout));
                 addDone(v);
-                expireFrom++;
+                if (at == expireFrom) {
+                    expireFrom++;
+                }
             }
+            earlyDeadlines = early;
             advanceHead();
             if (sentEnd < head) {
                 sentEnd = head;
             }
-            if (expireFrom < tail) {
-                long next = ring[(int) expireFrom & mask].issuedNanos + timeoutNanos;
+            if (anyLeft) {
                 armAtMost(next);
             }
             if (sentEnd < tail && closed == null) {

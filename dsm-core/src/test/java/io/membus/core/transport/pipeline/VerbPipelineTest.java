@@ -256,6 +256,55 @@ class VerbPipelineTest {
     }
 
     @Test
+    void aTimedOutVerbSaysWhetherItWasSent() throws Exception {
+        FakeWire wire = new FakeWire();
+        VerbPipeline<Verb> p = pipeline(wire, 1, Duration.ofMillis(200), VerbObserver.NONE);
+        Verb sent = faa(1);
+        p.issue(sent, 0);
+        Verb waiting = faa(2); // the window of 1 is full: it stays in the backlog
+        p.issue(waiting, 0);
+        Verb dropped = faa(3);
+        p.issue(dropped, VerbPipeline.DROP);
+        assertTrue(failure(sent.future()).getClass() == DsmTimeoutException.class);
+        assertTrue(((DsmTimeoutException) failure(sent.future())).mayHaveRun(), "it was on the wire");
+        assertFalse(((DsmTimeoutException) failure(waiting.future())).mayHaveRun(), "it never left the backlog");
+        assertFalse(((DsmTimeoutException) failure(dropped.future())).mayHaveRun(), "a fault rule dropped it");
+    }
+
+    @Test
+    void aVerbIssuedUnderAnEarlierOperationDeadlineTimesOutThenNotAtTheConnectionsTimeout() throws Exception {
+        FakeWire wire = new FakeWire();
+        VerbPipeline<Verb> p = pipeline(wire, 4, Duration.ofSeconds(20), VerbObserver.NONE);
+        Verb first = faa(1); // the connection's 20 s
+        p.issue(first, 0);
+        Verb held = faa(2);
+        Verb sent = faa(3);
+        long scope = io.membus.core.OperationDeadline.enter(Duration.ofMillis(150));
+        long start = System.nanoTime();
+        try {
+            p.issue(held, VerbPipeline.DROP);
+            p.issue(sent, 0);
+        } finally {
+            io.membus.core.OperationDeadline.exit(scope);
+        }
+        Throwable h = failure(held.future());
+        Throwable s = failure(sent.future());
+        long tookMs = (System.nanoTime() - start) / 1_000_000;
+        assertInstanceOf(DsmTimeoutException.class, h);
+        assertInstanceOf(DsmTimeoutException.class, s);
+        assertFalse(((DsmTimeoutException) h).mayHaveRun());
+        assertTrue(((DsmTimeoutException) s).mayHaveRun());
+        assertTrue(tookMs < 5_000, "they failed at their operation's deadline, not the connection's: " + tookMs + " ms");
+        assertFalse(first.future().isDone(), "the verb issued before keeps its own deadline");
+        Verb later = faa(4); // no scope: the connection's timeout again, and the pipeline goes on
+        p.issue(later, 0);
+        p.completeLong(first, 1);
+        p.completeLong(later, 2);
+        assertEquals(1L, first.<Long>future().get());
+        assertEquals(2L, later.<Long>future().get());
+    }
+
+    @Test
     void anAnswerThatSkipsVerbsFreesTheirSlotsAndTheSkippedOnesTimeOut() throws Exception {
         FakeWire wire = new FakeWire();
         VerbPipeline<Verb> p = pipeline(wire, 3, Duration.ofMillis(200), VerbObserver.NONE);

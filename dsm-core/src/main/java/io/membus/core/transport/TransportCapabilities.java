@@ -1,0 +1,92 @@
+package io.membus.core.transport;
+
+import java.nio.file.Path;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * What a transport promises beyond the {@link Verbs} contract that every transport
+ * keeps: the facts layers above decide on, so that no layer decides by a
+ * transport's {@link Transport#name() name}. A {@code false} is the absence of a
+ * promise, never a promise of the opposite: a layer that finds it takes the path
+ * that is correct without the promise.
+ *
+ * <ul>
+ *   <li>{@link #wholeWords()}: a read or write moves every 8-byte aligned word it
+ *       covers whole (the "whole words" clause of {@link Verbs}). {@code local},
+ *       {@code shm}, {@code tcp}: yes (one 8-byte access per word,
+ *       {@link io.membus.core.WordCopy}); {@code rdma} over a NIC: no promise (NICs
+ *       do it, the InfiniBand specification does not say so).</li>
+ *   <li>{@link #plainWritesAtomicWithAtomics()}: a plain write of an aligned word
+ *       lands whole before or after any compare-and-swap or fetch-and-add on that
+ *       word. Where it holds, a word that peers change by atomics may be stored with
+ *       one write; where not ({@code rdma}: InfiniBand atomics are atomic only among
+ *       atomics) it is stored by a CAS loop.</li>
+ *   <li>{@link #fencesInitiators()}: after {@link Transport#fence}, the target
+ *       refuses the fenced node's verbs. {@code shm}: no — the initiator's CPU runs
+ *       a verb on its own mapping of the target's file, and nothing stops a fenced
+ *       (say, paused) process from writing there once it runs again.</li>
+ *   <li>{@link #segmentFiles()}: where a file-backed segment's file must be, when
+ *       the transport requires a place (peers map the files from there: {@code shm}'s
+ *       directory); empty when any directory does.</li>
+ * </ul>
+ *
+ * <p>Whether this node's own CPU atomics are atomic with its peers' verbs is not a
+ * fixed fact of the transport kind but of the device: {@link Transport#localAtomicsCoherent()}.
+ *
+ * <p><b>Note:</b> immutable; thread-safe.
+ *
+ * @param wholeWords                    reads and writes move aligned words whole
+ * @param plainWritesAtomicWithAtomics  a plain aligned write is atomic with atomics on the same word
+ * @param fencesInitiators              the target refuses verbs from a node it fenced
+ * @param segmentFiles                  the directory segment files must be in; empty: any
+ */
+public record TransportCapabilities(boolean wholeWords, boolean plainWritesAtomicWithAtomics,
+                                    boolean fencesInitiators, Optional<SegmentFiles> segmentFiles) {
+
+    public TransportCapabilities {
+        Objects.requireNonNull(segmentFiles, "segmentFiles (Optional.empty() for: anywhere)");
+    }
+
+    /**
+     * Where a transport needs its segment files.
+     *
+     * @param directory the directory (absolute) the files must be directly in
+     * @param key       the configuration key that sets it, as a user writes it
+     *                  ({@code membus.transports.shm.dir}): errors about the directory name it
+     */
+    public record SegmentFiles(Path directory, String key) {
+        public SegmentFiles {
+            Objects.requireNonNull(directory, "directory");
+            Objects.requireNonNull(key, "key");
+        }
+    }
+
+    /**
+     * A software transport whose target runs every verb with {@link io.membus.core.WordCopy} and
+     * the CPU's atomics and refuses fenced initiators ({@code local}, {@code tcp}); segment files
+     * anywhere.
+     */
+    public static final TransportCapabilities SOFTWARE = new TransportCapabilities(true, true, true, Optional.empty());
+
+    /** No promise beyond {@link Verbs}: the safe answer for a transport that does not know. */
+    public static final TransportCapabilities NONE = new TransportCapabilities(false, false, false, Optional.empty());
+
+    public TransportCapabilities withWholeWords(boolean value) {
+        return new TransportCapabilities(value, plainWritesAtomicWithAtomics, fencesInitiators, segmentFiles);
+    }
+
+    public TransportCapabilities withPlainWritesAtomicWithAtomics(boolean value) {
+        return new TransportCapabilities(wholeWords, value, fencesInitiators, segmentFiles);
+    }
+
+    public TransportCapabilities withFencesInitiators(boolean value) {
+        return new TransportCapabilities(wholeWords, plainWritesAtomicWithAtomics, value, segmentFiles);
+    }
+
+    /** These capabilities, with segment files required directly in {@code directory} (set by {@code key}). */
+    public TransportCapabilities withSegmentFiles(Path directory, String key) {
+        return new TransportCapabilities(wholeWords, plainWritesAtomicWithAtomics, fencesInitiators,
+                Optional.of(new SegmentFiles(directory.toAbsolutePath(), key)));
+    }
+}
