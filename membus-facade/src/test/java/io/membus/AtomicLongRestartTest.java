@@ -4,6 +4,7 @@ import com.typesafe.config.ConfigFactory;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.core.error.DsmException;
 import io.membus.core.test.TestJvm;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -42,6 +43,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the returned plus the maybe-run ones: no acknowledged increment is lost, none is
  * invented.
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class AtomicLongRestartTest {
 
     @ParameterizedTest

@@ -6,6 +6,7 @@ import io.membus.collections.DsmLock;
 import io.membus.collections.DsmQueue;
 import io.membus.core.RemotePtr;
 import io.membus.core.test.TestJvm;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -41,6 +42,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * up, remove the clients, break the dead client's lock with a larger token and keep
  * serving every structure.
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class ClientProcessTest {
     private static final List<Integer> CLIENTS = List.of(11, 12, 13);
 

@@ -7,6 +7,7 @@ import io.membus.codec.RegistrationMismatchException;
 import io.membus.codec.UnregisteredClassException;
 import io.membus.coherence.RemoteRef;
 import io.membus.collections.DsmMap;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -28,6 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * list differs is refused at start with the first difference; a memory node that
  * registers nothing is not compared.
  */
+@Tag("slow") // in-JVM but over 20 s: the slow tier (failsafe, mvn verify)
 class MembusCodecsTest {
 
     enum Status { NEW, PAID, SHIPPED }

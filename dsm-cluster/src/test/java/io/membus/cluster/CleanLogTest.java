@@ -1,6 +1,7 @@
 package io.membus.cluster;
 
 import io.membus.core.test.TestJvm;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -21,6 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * anything Pekko prints itself on stdout) is captured: no message is printed twice, and
  * from the clean stop of node 2 on neither node prints a warning.
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class CleanLogTest {
 
     @Test

@@ -2,6 +2,7 @@ package io.membus.cluster;
 
 import io.membus.core.test.TestJvm;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -27,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * (kill -9), which would be a 3-of-5 majority lost if clients counted. The memory nodes
  * must stay up, keep serving and remove the clients.
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class ClientRoleTest {
     private final List<DsmNode> nodes = new ArrayList<>();
     private Path shmDir;

@@ -15,6 +15,7 @@ import org.apache.pekko.actor.Address;
 import org.apache.pekko.remote.artery.ArteryTransport;
 import org.apache.pekko.remote.transport.ThrottlerTransportAdapter;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -31,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Three nodes in one JVM over the local transport: formation, directory, names, duplicates, partition. */
+@Tag("slow") // in-JVM but over 20 s: the slow tier (failsafe, mvn verify)
 class InJvmClusterTest {
     private final List<DsmNode> nodes = new ArrayList<>();
     private final String fabric = "cluster-test-" + System.nanoTime();

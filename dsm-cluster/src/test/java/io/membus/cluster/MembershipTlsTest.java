@@ -4,6 +4,7 @@ import com.typesafe.config.ConfigFactory;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -22,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Membership over Pekko Artery TLS, configured from membus.tls, with certificates made by keytool. */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class MembershipTlsTest {
     private static final String PASSWORD = "changeit-test";
     private final List<DsmNode> nodes = new ArrayList<>();

@@ -6,6 +6,7 @@ import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.test.TestJvm;
 import io.membus.core.transport.PeerInfo;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -32,6 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * its pointers failing fast; restarting it with the same identity brings its data back
  * as a new incarnation, and the old incarnation's connections are refused.
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class MultiProcessClusterTest {
     private final List<DsmNode> nodes = new ArrayList<>();
     private Path shmDir;

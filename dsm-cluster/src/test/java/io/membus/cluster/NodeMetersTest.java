@@ -5,6 +5,7 @@ import io.membus.alloc.Placement;
 import io.membus.core.error.DsmConfigException;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -27,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The node's meters (segments, heap, membership), its Prometheus endpoint and the
  * clients in a status reply: two memory nodes and a client in this JVM (local transport).
  */
+@Tag("slow") // in-JVM but over 20 s: the slow tier (failsafe, mvn verify)
 class NodeMetersTest {
     private final List<DsmNode> nodes = new ArrayList<>();
     private final String fabric = "meters-test-" + System.nanoTime();

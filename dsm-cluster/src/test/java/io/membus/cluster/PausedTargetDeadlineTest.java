@@ -6,6 +6,7 @@ import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.test.TestJvm;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -31,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * operation timeout, so it ended only when the node was fenced (4.8 s for a 2 s
  * timeout here; 9-11 s for 5 s in the field), reported as a NodeUnavailableException.
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class PausedTargetDeadlineTest {
     /** Generous on a loaded 2-core machine: a correctness bound, not a speed claim. */
     private static final long MARGIN_MS = 1000;

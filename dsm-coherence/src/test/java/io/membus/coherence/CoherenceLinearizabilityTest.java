@@ -14,6 +14,7 @@ import io.membus.test.nemesis.ClockNemesis;
 import io.membus.test.nemesis.NemesisSchedule;
 import io.membus.test.nemesis.TransportNemesis;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -36,6 +37,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * off makes a cached read stale, and the checker must catch it (and with the check on,
  * it must not happen). Seeds printed; {@code -Dmembus.seed=N} replays the choices.
  */
+@Tag("slow") // in-JVM but over 20 s: the slow tier (failsafe, mvn verify)
 class CoherenceLinearizabilityTest {
     private CoherenceCluster cluster;
 

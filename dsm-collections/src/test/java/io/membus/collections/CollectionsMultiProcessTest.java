@@ -4,6 +4,7 @@ import io.membus.codec.Codecs;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.test.TestJvm;
 import io.membus.core.transport.PeerInfo;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -27,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * read-then-write inside the lock loses no update), and every element the children
  * put is taken here exactly once, in each child's order.
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class CollectionsMultiProcessTest {
     /** The children's incarnation, so that this JVM can list them as live members before they start. */
     static final long CHILD_INCARNATION = 7;

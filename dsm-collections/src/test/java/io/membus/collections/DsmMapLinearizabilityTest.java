@@ -17,6 +17,7 @@ import io.membus.test.history.HistoryRecorder;
 import io.membus.test.nemesis.NemesisSchedule;
 import io.membus.test.nemesis.TransportNemesis;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 
@@ -41,6 +42,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * operation that timed out or met an unavailable node is recorded as maybe-applied
  * ({@code info}). Seed: -Dmembus.map.seed=...
  */
+@Tag("slow") // in-JVM but over 20 s: the slow tier (failsafe, mvn verify)
 class DsmMapLinearizabilityTest {
     private MapCluster cluster;
     private ExecutorService exec;

@@ -5,6 +5,7 @@ import io.membus.core.SegmentDescriptor;
 import io.membus.core.test.TestJvm;
 import io.membus.core.transport.PeerInfo;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -20,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * same counter keys with {@code merge} at once; the totals must be exact, and every
  * process's inserts must be visible to the others.
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class DsmMapMultiProcessTest {
     private MapCluster cluster;
 

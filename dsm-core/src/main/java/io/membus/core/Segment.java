@@ -65,6 +65,8 @@ public final class Segment implements AutoCloseable {
      * enters and leaves, and one shared word would be a contended line between all threads.
      */
     private final java.util.concurrent.atomic.LongAdder users = new java.util.concurrent.atomic.LongAdder();
+    /** This segment's entry in {@link OpenResources#SEGMENTS}, removed by {@link #close(boolean)}. */
+    private final long openId;
 
     private Segment(SegmentDescriptor descriptor, BytesStore<?, ?> store, long base, MappedFile mappedFile, Path file,
                     boolean ownsFile) {
@@ -75,6 +77,7 @@ public final class Segment implements AutoCloseable {
         this.mappedFile = mappedFile;
         this.file = file;
         this.ownsFile = ownsFile;
+        this.openId = OpenResources.SEGMENTS.opened(toString());
     }
 
     /** A fresh 64-bit remote key from {@link SecureRandom}; never 0. */
@@ -482,6 +485,7 @@ public final class Segment implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        OpenResources.SEGMENTS.closed(openId);
         if (!quiesce()) {
             // an operation is stuck inside the memory: leaking it is safe, freeing it is not
             LOG.error("segment still in use 5s after close, memory not released: segment={}", descriptor);

@@ -1,5 +1,6 @@
 package io.membus.samples;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -11,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class DemoCommandTest {
 
     private static String run(int expectedExit, String... args) {

@@ -1,6 +1,7 @@
 package io.membus.samples;
 
 import io.membus.core.JvmFlags;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,6 +40,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * to the page's text: free ports instead of 2551-2553, and a home folder of the
  * test's own (for the cluster secret file every process shares).
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class GettingStartedTest {
     private static final Pattern FILE_BLOCK = Pattern.compile("```\\w+ file=(\\S+)\\n(.*?)```", Pattern.DOTALL);
     private static final List<String> NOT_LIBRARIES = List.of("samples", "dsm-bench");

@@ -1,5 +1,6 @@
 package io.membus.core.transport;
 
+import io.membus.core.OpenResources;
 import io.membus.core.error.NodeUnavailableException;
 
 import io.membus.core.transport.pipeline.Verb;
@@ -32,6 +33,8 @@ public abstract class DirectConnection implements Connection {
     private final VerbPipeline<Verb> pipeline;
     private volatile boolean open = true;
     private volatile String closeReason = "connection closed";
+    /** This connection's entry in {@link OpenResources#CONNECTIONS}, removed by {@link #close(String)}. */
+    private final long openId;
 
     protected DirectConnection(PeerInfo peer, FaultInjector faults, Duration operationTimeout) {
         this(peer, faults, operationTimeout, VerbObserver.NONE);
@@ -50,6 +53,7 @@ public abstract class DirectConnection implements Connection {
                         return true;
                     }
                 }, true);
+        this.openId = OpenResources.CONNECTIONS.opened(getClass().getSimpleName() + " to " + peer);
     }
 
     /**
@@ -118,6 +122,7 @@ public abstract class DirectConnection implements Connection {
             closeReason = reason;
             open = false;
         }
+        OpenResources.CONNECTIONS.closed(openId);
         // held verbs never ran: they fail as not sent, as do verbs issued from now on
         NodeUnavailableException e = NodeUnavailableException.notSent(peer.nodeId(), reason);
         pipeline.close(e, e, () -> NodeUnavailableException.notSent(peer.nodeId(), reason));

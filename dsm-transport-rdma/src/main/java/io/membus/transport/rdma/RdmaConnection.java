@@ -1,6 +1,7 @@
 package io.membus.transport.rdma;
 
 import io.membus.core.Access;
+import io.membus.core.OpenResources;
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
@@ -29,12 +30,15 @@ final class RdmaConnection implements Connection {
     private volatile String closeReason;
     private volatile RdmaMessages.Initiator messages;
     private volatile DsmException messagesUnavailable;
+    /** This connection's entry in {@link OpenResources#CONNECTIONS}, removed by {@link #close(String)}. */
+    private final long openId;
 
     RdmaConnection(PeerInfo peer, RemoteCatalog catalog, VerbEngine engine, Runnable onClose) {
         this.peer = peer;
         this.catalog = catalog;
         this.engine = engine;
         this.onClose = onClose;
+        this.openId = OpenResources.CONNECTIONS.opened("RdmaConnection to " + peer);
     }
 
     @Override
@@ -200,6 +204,7 @@ final class RdmaConnection implements Connection {
             return;
         }
         closeReason = reason;
+        OpenResources.CONNECTIONS.closed(openId);
         RdmaMessages.Initiator end = messages;
         if (end != null) {
             end.close(reason);

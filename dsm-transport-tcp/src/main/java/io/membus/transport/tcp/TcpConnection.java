@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.OpenResources;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmException;
@@ -112,6 +113,8 @@ final class TcpConnection implements Connection {
 
     /** CONNECTING, OPEN, DOWN or CLOSED; CLOSED is final (every change out of another state is a CAS). */
     private volatile int state = CONNECTING;
+    /** This connection's entry in {@link OpenResources#CONNECTIONS}, removed when it turns CLOSED. */
+    private final long openId;
     private volatile String downReason = "connection not open";
     private volatile Channel channel;
 
@@ -170,6 +173,7 @@ final class TcpConnection implements Connection {
                 transport.observer(), new TcpWire(), false);
         this.lanes = transport.settings.blockingLanes == 0 ? null
                 : new TcpLanes(this, transport, peer, host, port, transport.settings.blockingLanes);
+        this.openId = OpenResources.CONNECTIONS.opened("TcpConnection of node " + transport.nodeId() + " to " + peer);
     }
 
     /**
@@ -308,6 +312,7 @@ final class TcpConnection implements Connection {
                 return;
             }
         } while (!STATE.compareAndSet(this, s, CLOSED));
+        OpenResources.CONNECTIONS.closed(openId);
         Channel ch = channel;
         if (ch != null) {
             ch.close();

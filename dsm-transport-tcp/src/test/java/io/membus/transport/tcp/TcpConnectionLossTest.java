@@ -12,6 +12,7 @@ import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -36,6 +37,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * twice; a bounded window of verbs in flight keeps the issue order.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class TcpConnectionLossTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
     private final Nodes nodes = new Nodes();

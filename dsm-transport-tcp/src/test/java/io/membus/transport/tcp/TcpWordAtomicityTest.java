@@ -2,6 +2,7 @@ package io.membus.transport.tcp;
 
 import io.membus.core.RemotePtr;
 import io.membus.core.test.TestJvm;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,6 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * none. Bounded: the clients race for {@value #RACE_MILLIS} ms.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class TcpWordAtomicityTest {
     private static final long RACE_MILLIS = 5000;
 

@@ -172,7 +172,11 @@ public final class DemoNode implements AutoCloseable {
                 }
             }
         } finally {
-            node.close();
+            try {
+                membus.close(); // the coherent heap, if an app used it (its skew thread); the node is not the wrap's
+            } finally {
+                node.close();
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 package io.membus.samples.stress;
 
 import io.membus.samples.MembusCli;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The seed of each run is printed in its output and replays with
  * {@code -Dmembus.seed=}.
  */
+@Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
 class StressCommandTest {
     private static final long SEED = Long.getLong("membus.seed", System.nanoTime());
 
