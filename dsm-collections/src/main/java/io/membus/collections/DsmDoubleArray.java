@@ -23,13 +23,11 @@ import static java.lang.Double.longBitsToDouble;
  * <p><b>Note:</b> thread-safe. Element operations are linearizable; bulk
  * operations are atomic per element only (as in {@link DsmLongArray}).
  */
-public final class DsmDoubleArray implements Rooted {
+public final class DsmDoubleArray extends StripedArray {
     static final String KIND_NAME = "doubleArray";
 
-    private final StripedWords w;
-
     private DsmDoubleArray(StripedWords w) {
-        this.w = w;
+        super(w);
     }
 
     static String descriptor(int length) {
@@ -40,46 +38,6 @@ public final class DsmDoubleArray implements Rooted {
         // zeroed words are +0.0
         return new DsmDoubleArray(StripedWords.getOrCreate(roots, words, name, CollectionKind.DOUBLE_ARRAY,
                 descriptor(length), length, stripeLength));
-    }
-
-    @Override
-    public Root root() {
-        return w.root;
-    }
-
-    @Override
-    public void life(Lifecycle.Life life) {
-        w.life = life;
-    }
-
-    @Override
-    public Lifecycle.Life life() {
-        return w.life;
-    }
-
-    /**
-     * Destroys this array cluster-wide: its name is given back (when still bound to it)
-     * and its stripes and root freed a grace later; from then on every operation of every
-     * handle on it fails with a {@link StructureGoneException} (within a quarter second
-     * on other nodes). Returns whether this call destroyed it (false: destroyed already).
-     *
-     * @throws CollectionArgumentException when the handle was not opened through {@link DsmCollections}
-     */
-    public boolean destroy() {
-        return Rooted.destroy(this);
-    }
-
-    public String name() {
-        return w.root.name();
-    }
-
-    public int length() {
-        return w.length;
-    }
-
-    /** The node holding each stripe, in stripe order. */
-    public int[] stripeNodes() {
-        return w.nodesOfStripes();
     }
 
     public double get(int i) {

@@ -24,13 +24,11 @@ import java.util.function.LongUnaryOperator;
  * whole: each element is read, written or added atomically, and a concurrent
  * writer may be seen for some elements and not others.
  */
-public final class DsmLongArray implements Rooted {
+public final class DsmLongArray extends StripedArray {
     static final String KIND_NAME = "longArray";
 
-    private final StripedWords w;
-
     private DsmLongArray(StripedWords w) {
-        this.w = w;
+        super(w);
     }
 
     static String descriptor(int length) {
@@ -40,46 +38,6 @@ public final class DsmLongArray implements Rooted {
     static DsmLongArray getOrCreate(NamedRoots roots, WordVerbs words, String name, int length, int stripeLength) {
         return new DsmLongArray(StripedWords.getOrCreate(roots, words, name, CollectionKind.LONG_ARRAY,
                 descriptor(length), length, stripeLength));
-    }
-
-    @Override
-    public Root root() {
-        return w.root;
-    }
-
-    @Override
-    public void life(Lifecycle.Life life) {
-        w.life = life;
-    }
-
-    @Override
-    public Lifecycle.Life life() {
-        return w.life;
-    }
-
-    /**
-     * Destroys this array cluster-wide: its name is given back (when still bound to it)
-     * and its stripes and root freed a grace later; from then on every operation of every
-     * handle on it fails with a {@link StructureGoneException} (within a quarter second
-     * on other nodes). Returns whether this call destroyed it (false: destroyed already).
-     *
-     * @throws CollectionArgumentException when the handle was not opened through {@link DsmCollections}
-     */
-    public boolean destroy() {
-        return Rooted.destroy(this);
-    }
-
-    public String name() {
-        return w.root.name();
-    }
-
-    public int length() {
-        return w.length;
-    }
-
-    /** The node holding each stripe, in stripe order. */
-    public int[] stripeNodes() {
-        return w.nodesOfStripes();
     }
 
     /** Elements per stripe. */

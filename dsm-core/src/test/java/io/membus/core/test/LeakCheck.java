@@ -38,8 +38,8 @@ import java.util.concurrent.TimeUnit;
  * its baseline in its own extension store.
  */
 public final class LeakCheck implements BeforeAllCallback, AfterAllCallback {
-    /** Threads that serve the whole JVM and are never stopped: the timers and the map reclaimer. */
-    static final Set<String> JVM_WIDE = Set.of("membus-timer", "membus-wheel", "membus-map-reclaim");
+    /** Threads that serve the whole JVM and are never stopped: the timers, the map reclaimer, the destroyer. */
+    static final Set<String> JVM_WIDE = Set.of("membus-timer", "membus-wheel", "membus-map-reclaim", "membus-destroy");
     static final long DEFAULT_GRACE_MILLIS = 5_000;
     private static final int FRAMES = 6;
     private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(LeakCheck.class);
