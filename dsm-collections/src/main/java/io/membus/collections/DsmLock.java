@@ -167,7 +167,22 @@ public final class DsmLock implements Lock, Rooted {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
-        ptr(); // a reentrant hold touches no word: it too fails once the lock is known to be destroyed
+        if (wait && deadline != Backoff.NO_DEADLINE) {
+            // the life check may read the root: under the call's deadline too, like every verb of a timed wait
+            long scope = OperationDeadline.enterNanos(Math.max(0, Backoff.remaining(deadline)));
+            try {
+                ptr(); // a reentrant hold touches no word: it too fails once the lock is known to be destroyed
+            } catch (DsmException e) {
+                if (OperationDeadline.expired()) {
+                    return false; // the time ran out on a read: nothing of ours ran
+                }
+                throw e;
+            } finally {
+                OperationDeadline.exit(scope);
+            }
+        } else {
+            ptr(); // a reentrant hold touches no word: it too fails once the lock is known to be destroyed
+        }
         boolean local;
         if (!wait) {
             local = gate.tryLock();
