@@ -43,7 +43,13 @@ class TimerWheelTest {
             wheel.arm(e, e.at);
             entries.add(e);
         }
-        assertEquals(delaysMs.length, wheel.armedCount());
+        // the far ones are armed at their times (the near ones may have fired already: 0-7 ms is no time under load)
+        for (int i = 0; i < delaysMs.length; i++) {
+            if (delaysMs[i] >= 300) {
+                assertEquals(entries.get(i).at, wheel.armedAt(entries.get(i)), "armed at its time: " + delaysMs[i] + " ms");
+            }
+        }
+        assertTrue(wheel.armedCount() <= delaysMs.length);
         for (Entry e : entries) {
             assertTrue(e.done.await(10, TimeUnit.SECONDS), "an entry never fired");
             assertTrue(e.firedAt.get() - e.at >= 0, "fired before its time");
