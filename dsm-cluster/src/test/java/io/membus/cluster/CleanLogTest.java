@@ -48,7 +48,15 @@ class CleanLogTest {
             assertOnce(out1);
             assertOnce(out2);
             assertNoWarning(out2.substring(out2.indexOf("STOPPING")), "node 2 stopping");
-            assertNoWarning(out1.substring(oneBeforeStop), "node 1 while node 2 stopped, then stopping");
+            int oneStopping = out1.indexOf("STOPPING");
+            // while node 2 leaves, node 1's Artery may see the peer's TCP connection reset as it goes (a race of the
+            // two closes, seen under load): that one stream warning is tolerated there, nothing else; none at all
+            // once node 1 itself stops
+            assertNoWarning(out1.substring(oneBeforeStop, oneStopping).lines()
+                    .filter(l -> !l.contains("Upstream failed, cause: StreamTcpException: The connection closed with"
+                            + " error: Connection reset"))
+                    .reduce("", (a, b) -> a + b + "\n"), "node 1 while node 2 stopped");
+            assertNoWarning(out1.substring(oneStopping), "node 1 stopping");
         }
     }
 
