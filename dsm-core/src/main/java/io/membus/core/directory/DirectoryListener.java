@@ -23,4 +23,13 @@ public interface DirectoryListener {
 
     default void segmentRemoved(SegmentDescriptor segment) {
     }
+
+    /**
+     * A replica group's view changed (primary, epoch, state, in-sync or joining set).
+     *
+     * @param before the view before, or {@code null} for a group first seen
+     * @param after  the view now, or {@code null} for a group no longer known (unexported)
+     */
+    default void groupChanged(ReplicaGroupView before, ReplicaGroupView after) {
+    }
 }

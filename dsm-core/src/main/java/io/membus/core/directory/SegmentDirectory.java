@@ -31,6 +31,20 @@ public interface SegmentDirectory {
     /** Every known segment of live members. */
     Collection<SegmentDescriptor> segments();
 
+    /**
+     * The replica group of logical segment {@code (nodeId, index)}, if replication
+     * knows it; empty when the segment is not replicated (replication off, or never
+     * exported). Must not allocate on a hit: routing calls it for every verb.
+     */
+    default Optional<ReplicaGroupView> group(int nodeId, int index) {
+        return Optional.empty();
+    }
+
+    /** Every replica group known, in any state. */
+    default Collection<ReplicaGroupView> groups() {
+        return java.util.List.of();
+    }
+
     /** Registers a listener; it is called on the thread that applies a change. */
     void addListener(DirectoryListener listener);
 

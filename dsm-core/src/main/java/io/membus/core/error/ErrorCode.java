@@ -64,6 +64,14 @@ public enum ErrorCode {
      * transport, a heap, a collection handle): it cannot be used again; create a new one.
      */
     CLOSED(25),
+    /**
+     * A verb reached a node that does not serve its replica group at the current epoch
+     * (a copy, or an old primary that was replaced). It did not run; the initiator
+     * re-routes it to the group's primary.
+     */
+    NOT_PRIMARY(26),
+    /** Every holder of a replica group died: its memory is gone (see docs/replication.md). */
+    SEGMENT_LOST(27),
     /** A failure that has no category of its own; the message says what happened. */
     INTERNAL(127);
 

@@ -29,7 +29,12 @@ public class NodeUnavailableException extends DsmException {
 
     /** For {@link NodeFencedException}: a failure whose reason is a fact, not text. */
     protected NodeUnavailableException(int nodeId, String reason, Throwable cause, boolean notSent) {
-        super(ErrorCode.NODE_UNAVAILABLE, "node unavailable: node=" + nodeId + ", reason=" + reason
+        this(ErrorCode.NODE_UNAVAILABLE, nodeId, reason, cause, notSent);
+    }
+
+    /** For subclasses of another code that are still "this node cannot serve it" ({@link NotPrimaryException}). */
+    protected NodeUnavailableException(ErrorCode code, int nodeId, String reason, Throwable cause, boolean notSent) {
+        super(code, "node unavailable: node=" + nodeId + ", reason=" + reason
                 + (notSent ? ", outcome=not-sent (it did not run: safe to retry)"
                 : ", outcome=unknown (it may have run: read back before retrying)"), cause);
         this.nodeId = nodeId;

@@ -126,6 +126,15 @@ public final class SegmentTable implements BlockingVerbs {
         return segment;
     }
 
+    /**
+     * The replica group a verb on {@code ptr} must wait for before it answers
+     * ({@link io.membus.core.replication.AckGate}), or {@code null} when the pointer's
+     * segment is not replicated here. Call it after the verb ran (see {@code AckGate}).
+     */
+    public io.membus.core.replication.AckGate gate(long ptr) {
+        return null;
+    }
+
     public byte[] read(long ptr, long remoteKey, int length) {
         Segment s = check(ptr, remoteKey, length, Access.READ, false);
         byte[] dst = new byte[length];

@@ -1,5 +1,7 @@
 package io.membus.core.transport;
 
+import io.membus.core.replication.ReplicationSupport;
+
 import java.nio.file.Path;
 import java.util.Objects;
 import java.util.Optional;
@@ -29,6 +31,9 @@ import java.util.Optional;
  *   <li>{@link #segmentFiles()}: where a file-backed segment's file must be, when
  *       the transport requires a place (peers map the files from there: {@code shm}'s
  *       directory); empty when any directory does.</li>
+ *   <li>{@link #replication()}: how the transport can keep copies of segments
+ *       ({@link ReplicationSupport}): {@code local} and {@code tcp} forward changes
+ *       from the target's CPU, {@code shm} adopts files, {@code rdma} cannot.</li>
  * </ul>
  *
  * <p>Whether this node's own CPU atomics are atomic with its peers' verbs is not a
@@ -40,12 +45,15 @@ import java.util.Optional;
  * @param plainWritesAtomicWithAtomics  a plain aligned write is atomic with atomics on the same word
  * @param fencesInitiators              the target refuses verbs from a node it fenced
  * @param segmentFiles                  the directory segment files must be in; empty: any
+ * @param replication                   how copies of segments can be kept
  */
 public record TransportCapabilities(boolean wholeWords, boolean plainWritesAtomicWithAtomics,
-                                    boolean fencesInitiators, Optional<SegmentFiles> segmentFiles) {
+                                    boolean fencesInitiators, Optional<SegmentFiles> segmentFiles,
+                                    ReplicationSupport replication) {
 
     public TransportCapabilities {
         Objects.requireNonNull(segmentFiles, "segmentFiles (Optional.empty() for: anywhere)");
+        Objects.requireNonNull(replication, "replication");
     }
 
     /**
@@ -67,26 +75,32 @@ public record TransportCapabilities(boolean wholeWords, boolean plainWritesAtomi
      * the CPU's atomics and refuses fenced initiators ({@code local}, {@code tcp}); segment files
      * anywhere.
      */
-    public static final TransportCapabilities SOFTWARE = new TransportCapabilities(true, true, true, Optional.empty());
+    public static final TransportCapabilities SOFTWARE = new TransportCapabilities(true, true, true, Optional.empty(),
+            ReplicationSupport.FORWARDING);
 
     /** No promise beyond {@link Verbs}: the safe answer for a transport that does not know. */
-    public static final TransportCapabilities NONE = new TransportCapabilities(false, false, false, Optional.empty());
+    public static final TransportCapabilities NONE = new TransportCapabilities(false, false, false, Optional.empty(),
+            ReplicationSupport.NONE);
 
     public TransportCapabilities withWholeWords(boolean value) {
-        return new TransportCapabilities(value, plainWritesAtomicWithAtomics, fencesInitiators, segmentFiles);
+        return new TransportCapabilities(value, plainWritesAtomicWithAtomics, fencesInitiators, segmentFiles, replication);
     }
 
     public TransportCapabilities withPlainWritesAtomicWithAtomics(boolean value) {
-        return new TransportCapabilities(wholeWords, value, fencesInitiators, segmentFiles);
+        return new TransportCapabilities(wholeWords, value, fencesInitiators, segmentFiles, replication);
     }
 
     public TransportCapabilities withFencesInitiators(boolean value) {
-        return new TransportCapabilities(wholeWords, plainWritesAtomicWithAtomics, value, segmentFiles);
+        return new TransportCapabilities(wholeWords, plainWritesAtomicWithAtomics, value, segmentFiles, replication);
     }
 
     /** These capabilities, with segment files required directly in {@code directory} (set by {@code key}). */
     public TransportCapabilities withSegmentFiles(Path directory, String key) {
         return new TransportCapabilities(wholeWords, plainWritesAtomicWithAtomics, fencesInitiators,
-                Optional.of(new SegmentFiles(directory.toAbsolutePath(), key)));
+                Optional.of(new SegmentFiles(directory.toAbsolutePath(), key)), replication);
+    }
+
+    public TransportCapabilities withReplication(ReplicationSupport value) {
+        return new TransportCapabilities(wholeWords, plainWritesAtomicWithAtomics, fencesInitiators, segmentFiles, value);
     }
 }

@@ -67,7 +67,8 @@ public final class ShmTransport extends AbstractTransport {
         String d = config.require("shm.dir", "a writable directory (on Linux, one under /dev/shm)");
         this.dir = Path.of(d).toAbsolutePath();
         this.capabilities = io.membus.core.transport.TransportCapabilities.SOFTWARE.withFencesInitiators(false)
-                .withSegmentFiles(dir, TransportConfig.key("shm.dir"));
+                .withSegmentFiles(dir, TransportConfig.key("shm.dir"))
+                .withReplication(io.membus.core.replication.ReplicationSupport.ADOPTION);
         this.refreshNanos = config.getDuration("shm.refresh-interval").toNanos();
         String group = config.getString("shm.group", GROUP_ALLOWED);
         try {
