@@ -322,6 +322,80 @@ class TcpAckGateTest {
         }
     }
 
+    /**
+     * Random verbs, half of them on the replicated word, pipelined in random chunks, while
+     * another thread acknowledges in random steps: every answer comes in request order, and
+     * none of the replicated word's leaves before its own sequence was acknowledged (the
+     * k-th FAA on it reads k - 1 and waits for sequence k). Prints its seed
+     * ({@code -Dmembus.seed} replays the verbs and the acker's steps; thread timing is not
+     * replayed).
+     */
+    @Test
+    void acksFromAnotherThreadReleaseEveryAnswerInOrderAndNoneEarly() throws Exception {
+        long seed = io.membus.core.test.Seeds.seed("membus.seed", "TcpAckGateTest.acks");
+        java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
+        TestGate counting = TestGate.counting();
+        TcpTransport a = node(1);
+        a.gateLookup = ptr -> RemotePtr.segmentIndex(ptr) == 0 ? counting : null;
+        Segment replicated = a.table().get(0);
+        Segment plain = a.table().get(1);
+        int verbs = 3000;
+        boolean[] gated = new boolean[verbs];
+        for (int i = 0; i < verbs; i++) {
+            gated[i] = random.nextBoolean();
+        }
+        java.util.SplittableRandom ackSteps = random.split();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread acker = new Thread(() -> {
+            while (!stop.get()) {
+                counting.ack(counting.issued() - ackSteps.nextInt(3)); // lags up to two sequences behind
+                java.util.concurrent.locks.LockSupport.parkNanos(ackSteps.nextLong(2_000_000L));
+            }
+        }, "test-acker");
+        acker.start();
+        try (RawPeer p = channel(a)) {
+            int sent = 0;
+            while (sent < verbs) {
+                int from = sent;
+                int to = Math.min(verbs, sent + 1 + random.nextInt(64));
+                p.send(b -> {
+                    for (int i = from; i < to; i++) {
+                        Segment s = gated[i] ? replicated : plain;
+                        Frame.writeFaa(b, i, s.pointer(0), s.remoteKey(), 1);
+                    }
+                });
+                sent = to;
+                // read what has come, then go on sending (answers behind a waiting one need not be there)
+                while (p.socket.getInputStream().available() > 0 && read < sent) {
+                    readOne(p, counting, gated, seed);
+                }
+            }
+            while (read < verbs) {
+                readOne(p, counting, gated, seed);
+            }
+        } finally {
+            stop.set(true);
+            acker.join(WAIT.toMillis());
+        }
+        assertFalse(acker.isAlive());
+    }
+
+    private int read;
+    private int readGated;
+
+    /** Reads answer {@link #read}: in order, and a replicated word's only after its sequence was acknowledged. */
+    private void readOne(RawPeer p, TestGate counting, boolean[] gated, long seed) throws Exception {
+        Frame f = answer(p, read, Frame.OP_OK);
+        long old = f.longAt(Frame.HEADER_LENGTH);
+        if (gated[read]) {
+            assertEquals(readGated, old, "seed " + seed);
+            assertTrue(counting.acked(old + 1), "answer " + read + " (sequence " + (old + 1) + ") left before its ack"
+                    + ", seed " + seed);
+            readGated++;
+        }
+        read++;
+    }
+
     @Test
     void segmentsWithoutAGateAnswerAsBefore() throws Exception {
         TcpTransport a = node(1);

@@ -15,13 +15,16 @@ import java.util.concurrent.locks.LockSupport;
  * acknowledge when the test says: {@link #need(long)} sets what a verb run now must
  * wait for, {@link #ack(long)} advances the acknowledgement (and runs the callbacks it
  * satisfies on the test's thread, as the thread that advanced it), {@link #fail} fails
- * every wait, present and future, with a typed failure.
+ * every wait, present and future, with a typed failure. A {@linkplain #counting() counting}
+ * gate instead gives each verb the next sequence (its {@link #need()} counts the calls,
+ * one per verb the executor ran: the k-th verb on it waits for k).
  *
  * <p><b>Note:</b> thread-safe: {@link #need()} and {@link #acked(long)} are volatile
  * reads; the waiters are guarded by this object's monitor, and callbacks run outside it.
  */
 final class TestGate implements AckGate {
-    private volatile long need;
+    private final boolean counting;
+    private final java.util.concurrent.atomic.AtomicLong need = new java.util.concurrent.atomic.AtomicLong();
     private volatile long acked;
     private volatile DsmException failure;
     private final List<Waiter> waiters = new ArrayList<>();
@@ -29,9 +32,27 @@ final class TestGate implements AckGate {
     private record Waiter(long seq, Done done) {
     }
 
+    TestGate() {
+        this(false);
+    }
+
+    private TestGate(boolean counting) {
+        this.counting = counting;
+    }
+
+    /** A gate whose need is the number of times it was asked: each verb gets a sequence of its own. */
+    static TestGate counting() {
+        return new TestGate(true);
+    }
+
+    /** The latest need handed out (a counting gate) or set. */
+    long issued() {
+        return need.get();
+    }
+
     /** What a verb that runs from now on must wait for. */
     void need(long seq) {
-        need = seq;
+        need.set(seq);
     }
 
     /** Callbacks registered and not yet called. */
@@ -68,7 +89,7 @@ final class TestGate implements AckGate {
 
     @Override
     public long need() {
-        return need;
+        return counting ? need.incrementAndGet() : need.get();
     }
 
     @Override
