@@ -55,6 +55,11 @@ final class TestGate implements AckGate {
         need.set(seq);
     }
 
+    /** The acknowledged sequence. */
+    long acked() {
+        return acked;
+    }
+
     /** Callbacks registered and not yet called. */
     synchronized int waiting() {
         return waiters.size();
