@@ -227,9 +227,32 @@ public final class ShmTransport extends AbstractTransport {
             LOG.warn(blocked);
             throw NodeUnavailableException.notSent(dead.nodeId(), blocked);
         }
+        // what dead had won but not yet listed as hosted when it died: the nodes whose claim names it
+        Map<Integer, Integer> from = new TreeMap<>(); // group -> the node whose files hold it
+        groups.keySet().forEach(g -> from.put(g, dead.nodeId()));
+        for (ShmRegistry orphan : unfinishedAdoptions(dead)) {
+            Map<Integer, String> theirs = new TreeMap<>(orphan.hosted());
+            orphan.segments().forEach((index, f) -> theirs.put(GroupId.of(orphan.nodeId(), index), f));
+            theirs.keySet().removeAll(groups.keySet());
+            if (theirs.isEmpty()) {
+                continue;
+            }
+            String stillRuns = ShmAdoption.fence(orphan, ShmRegistry.fileOf(dir, orphan.nodeId()), theirs.keySet(),
+                    deadlineNanos, processControl);
+            if (stillRuns != null) {
+                LOG.warn(stillRuns);
+                throw NodeUnavailableException.notSent(orphan.nodeId(), stillRuns);
+            }
+            theirs.forEach((g, f) -> {
+                groups.put(g, f);
+                from.put(g, orphan.nodeId());
+            });
+            LOG.info("replication: node {} had won node {}'s files and died before it served them; adopting them too",
+                    dead.nodeId(), orphan.nodeId());
+        }
         List<SegmentDescriptor> adopted = new ArrayList<>();
         groups.forEach((group, f) -> {
-            SegmentDescriptor d = adoptFile(dead.nodeId(), group, f);
+            SegmentDescriptor d = adoptFile(from.get(group), dead.nodeId(), group, f);
             if (d != null) {
                 adopted.add(d);
             }
@@ -244,8 +267,50 @@ public final class ShmTransport extends AbstractTransport {
         return result;
     }
 
-    /** Maps one file of a dead node as an adopted group; null (logged) when the file is gone or not the group's. */
-    private SegmentDescriptor adoptFile(int deadNode, int group, String fileName) {
+    /**
+     * The registries of the nodes whose adoption claim names {@code dead} (it won their race):
+     * their files are {@code dead}'s to serve even if it died before listing them.
+     */
+    private List<ShmRegistry> unfinishedAdoptions(PeerInfo dead) {
+        List<ShmRegistry> found = new ArrayList<>();
+        java.util.regex.Pattern claim = java.util.regex.Pattern.compile("node-(\\d+)-(\\d+)\\.adopt");
+        try (java.util.stream.Stream<Path> list = Files.list(dir)) {
+            for (Path f : (Iterable<Path>) list::iterator) {
+                java.util.regex.Matcher m = claim.matcher(f.getFileName().toString());
+                if (!m.matches()) {
+                    continue;
+                }
+                int node = Integer.parseInt(m.group(1));
+                long inc = Long.parseLong(m.group(2));
+                Optional<ShmAdoption.Claim> c = ShmAdoption.read(dir, node, inc);
+                if (c.isEmpty() || c.get().node() != dead.nodeId() || c.get().incarnation() != dead.incarnation()) {
+                    continue;
+                }
+                try {
+                    ShmRegistry r = ShmRegistry.readAny(dir, node);
+                    if (r.incarnation() == inc) {
+                        found.add(r);
+                    }
+                } catch (NodeUnavailableException gone) {
+                    // no registry: nothing listed to take over
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            LOG.warn("replication: cannot list {} for the adoptions node {} had not finished: {}", dir, dead.nodeId(),
+                    e.toString());
+        }
+        return found;
+    }
+
+    /**
+     * Maps one file of a dead node as an adopted group; null (logged) when the file is gone or
+     * not the group's.
+     *
+     * @param owner   the node whose registry lists the file
+     * @param adopter the dead node being adopted (the owner itself, or the node that had won the
+     *                owner's files and may have renamed them before it died)
+     */
+    private SegmentDescriptor adoptFile(int owner, int adopter, int group, String fileName) {
         int n = GroupId.node(group);
         int s = GroupId.index(group);
         SegmentTable t = hosted.get(n);
@@ -254,8 +319,11 @@ public final class ShmTransport extends AbstractTransport {
         }
         Path src = dir.resolve(fileName);
         Path file = src;
-        boolean named = fileName.equals("node-" + deadNode + "-seg-" + s + ".seg") && n == deadNode
-                || fileName.equals(hostedName(deadNode, n, s));
+        boolean named = fileName.equals("node-" + owner + "-seg-" + s + ".seg") && n == owner
+                || fileName.equals(hostedName(owner, n, s));
+        if (named && !Files.exists(src) && Files.exists(dir.resolve(hostedName(adopter, n, s)))) {
+            src = dir.resolve(hostedName(adopter, n, s)); // renamed by an adopter that died before listing it
+        }
         try {
             if (named) {
                 file = dir.resolve(hostedName(nodeId(), n, s));
@@ -272,7 +340,7 @@ public final class ShmTransport extends AbstractTransport {
             return seg.descriptor();
         } catch (IOException | RuntimeException e) {
             LOG.error("replication: cannot adopt segment {} of node {}: file={}: {}; its memory is lost unless the"
-                    + " file is restored", GroupId.toString(group), deadNode, file, e.toString());
+                    + " file is restored", GroupId.toString(group), owner, file, e.toString());
             return null;
         }
     }

@@ -387,6 +387,24 @@ class ShmAdoptionTest {
     }
 
     @Test
+    void anAdopterThatDiedBeforeServingWhatItWonLeavesItToItsOwnAdopter() throws Exception {
+        // node 5 won node 2's race, renamed one of its files and died before listing them as hosted
+        Object[] gone = exitedProcess();
+        leaveBehind(2, (long) gone[0], (Instant) gone[1], Map.of(0, new byte[] {20}, 1, new byte[] {21}), Map.of());
+        leaveBehind(5, (long) gone[0], (Instant) gone[1], Map.of(0, new byte[] {50}), Map.of());
+        ShmAdoption.race(dir, PrivateFiles.ownerOnly(), 2, DEAD_INCARNATION, new ShmAdoption.Claim(5, DEAD_INCARNATION));
+        Files.move(dir.resolve("node-2-seg-1.seg"), dir.resolve("node-5-hosted-2-1.seg"));
+
+        ShmTransport next = node(1);
+        List<SegmentDescriptor> got = next.adopt(dead(5), deadline());
+        assertEquals(3, got.size(), "node 5's own segment and both of node 2's: " + got);
+        assertEquals(20, next.hosted(2).get(0).readLong(0) & 0xFF);
+        assertEquals(21, next.hosted(2).get(1).readLong(0) & 0xFF);
+        assertEquals(50, next.hosted(5).get(0).readLong(0) & 0xFF);
+        assertEquals(Optional.of(new ShmAdoption.Claim(1, next.incarnation())), next.adopter(dead(2)));
+    }
+
+    @Test
     void badRequestsAreRefusedTyped() {
         ShmTransport t = node(1);
         assertThrows(DsmConfigException.class, () -> t.adopt(peer(t), deadline()));
