@@ -173,7 +173,15 @@ public final class ShmTransport extends AbstractTransport {
      * this node's registry as {@code hosted.<n>.<s>}. Files named after their node (the
      * non-persistent ones) are renamed {@code node-<self>-hosted-<n>-<s>.seg} first, so a
      * restart of {@code n} cannot replace them; a persistent segment's file keeps its path.
-     * Calling it again for the same incarnation returns what was adopted.
+     * Calling it again for the same incarnation returns what was adopted. Adoptions hold this
+     * transport's lock while they wait for the dead process's exit (exports and unexports of this
+     * node wait meanwhile, at most until the deadline). A dead node that had itself won the race
+     * for another node and died before serving its files ({@code .adopt} naming it) hands those
+     * over too, their process fenced the same way.
+     *
+     * <p>Nothing here retries on its own: a caller that got {@link NodeUnavailableException}
+     * (the dead process cannot be killed yet) calls again, e.g. every
+     * {@code membus.transports.shm.refresh-interval}; the claim stays this node's meanwhile.
      *
      * @return the logical segments adopted (empty when {@code dead} left no registry: it closed
      * and took its memory with it, as without replication)
@@ -230,6 +238,7 @@ public final class ShmTransport extends AbstractTransport {
         // what dead had won but not yet listed as hosted when it died: the nodes whose claim names it
         Map<Integer, Integer> from = new TreeMap<>(); // group -> the node whose files hold it
         groups.keySet().forEach(g -> from.put(g, dead.nodeId()));
+        List<ShmRegistry> orphans = new ArrayList<>();
         for (ShmRegistry orphan : unfinishedAdoptions(dead)) {
             Map<Integer, String> theirs = new TreeMap<>(orphan.hosted());
             orphan.segments().forEach((index, f) -> theirs.put(GroupId.of(orphan.nodeId(), index), f));
@@ -247,19 +256,26 @@ public final class ShmTransport extends AbstractTransport {
                 groups.put(g, f);
                 from.put(g, orphan.nodeId());
             });
+            orphans.add(orphan);
             LOG.info("replication: node {} had won node {}'s files and died before it served them; adopting them too",
                     dead.nodeId(), orphan.nodeId());
         }
         List<SegmentDescriptor> adopted = new ArrayList<>();
+        Map<Integer, List<SegmentDescriptor>> byOwner = new TreeMap<>();
         groups.forEach((group, f) -> {
             SegmentDescriptor d = adoptFile(from.get(group), dead.nodeId(), group, f);
             if (d != null) {
                 adopted.add(d);
+                byOwner.computeIfAbsent(from.get(group), k -> new ArrayList<>()).add(d);
             }
         });
         segmentsChanged();
         List<SegmentDescriptor> result = List.copyOf(adopted);
         adoptions.put(dead.nodeId() + "/" + dead.incarnation(), result);
+        for (ShmRegistry orphan : orphans) { // adopted here too: a call for them returns them, close removes their claims
+            adoptions.put(orphan.nodeId() + "/" + orphan.incarnation(),
+                    List.copyOf(byOwner.getOrDefault(orphan.nodeId(), List.of())));
+        }
         LOG.info("replication: adopted segment {} of node {} (incarnation {}; its process {} {})",
                 result.isEmpty() ? "none" : result.stream().map(d -> d.nodeId() + "/" + d.index())
                         .collect(Collectors.joining(", ")),

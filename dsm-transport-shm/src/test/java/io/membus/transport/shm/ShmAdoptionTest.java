@@ -402,6 +402,7 @@ class ShmAdoptionTest {
         assertEquals(21, next.hosted(2).get(1).readLong(0) & 0xFF);
         assertEquals(50, next.hosted(5).get(0).readLong(0) & 0xFF);
         assertEquals(Optional.of(new ShmAdoption.Claim(1, next.incarnation())), next.adopter(dead(2)));
+        assertEquals(2, next.adopt(dead(2), deadline()).size(), "asked for node 2 itself: what came from it");
     }
 
     @Test
