@@ -578,27 +578,37 @@ public final class ShmTransport extends AbstractTransport {
         protected SegmentTable target() {
             // the hot path is one volatile read; a verb re-reads the registry once per interval
             if (refreshDue) {
-                synchronized (this) {
-                    if (refreshDue) {
-                        reload();
-                    }
-                }
+                reload(false);
             }
             return mapped;
         }
 
-        /** Re-reads the peer's registry now and maps what it lists; a gone or restarted peer closes this connection. */
-        private synchronized void reload() {
-            try {
-                ShmRegistry reg = ShmRegistry.read(peerDir, peer().nodeId());
-                if (reg.incarnation() != peer().incarnation()) {
-                    throw new StaleIncarnationException(peer().nodeId(), peer().incarnation(), reg.incarnation());
+        /**
+         * Re-reads the peer's registry (when due, or now when {@code force}) and maps what it
+         * lists; a gone or restarted peer closes this connection. The close runs after this
+         * connection's lock is released: it closes the hosted paths' pipelines, whose held verbs
+         * take this lock (through {@link #target()}) while they hold their pipeline's.
+         */
+        private void reload(boolean force) {
+            RuntimeException failed = null;
+            synchronized (this) {
+                if (!force && !refreshDue) {
+                    return;
                 }
-                refresh(reg);
-            } catch (RuntimeException e) {
-                unmapAll();
-                close(e.getMessage());
-                throw e;
+                try {
+                    ShmRegistry reg = ShmRegistry.read(peerDir, peer().nodeId());
+                    if (reg.incarnation() != peer().incarnation()) {
+                        throw new StaleIncarnationException(peer().nodeId(), peer().incarnation(), reg.incarnation());
+                    }
+                    refresh(reg);
+                } catch (RuntimeException e) {
+                    unmapAll();
+                    failed = e;
+                }
+            }
+            if (failed != null) {
+                close(failed.getMessage());
+                throw failed;
             }
         }
 
@@ -616,7 +626,7 @@ public final class ShmTransport extends AbstractTransport {
             HostedPath p = hostedPaths.get(n);
             if (p == null && isOpen()) {
                 try {
-                    reload();
+                    reload(true);
                 } catch (RuntimeException e) {
                     return null; // the own path fails the verb with the reason (the connection is closed)
                 }

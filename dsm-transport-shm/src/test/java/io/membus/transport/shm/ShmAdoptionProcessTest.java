@@ -3,6 +3,7 @@ package io.membus.transport.shm;
 import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
+import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.test.Seeds;
 import io.membus.core.test.TestJvm;
 import io.membus.core.transport.Connection;
@@ -29,6 +30,7 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -181,11 +183,31 @@ class ShmAdoptionProcessTest {
                         io.membus.core.replication.GroupId.of(2, 1), "node-" + winner + "-hosted-2-1.seg"),
                 ShmRegistry.read(dir, winner).hosted());
 
-        kill9(ShmRegistry.read(dir, winner).pid());
+        // a connection to the winner reaches node 2's memory, and its liveness is the winner's
+        ShmTransport initiator = node(4);
+        Connection toWinner = initiator.connect(new PeerInfo(winner, winnerInc, dir.toString())).get(10, TimeUnit.SECONDS);
+        long key20 = Segment.readHeader(dir.resolve("node-" + winner + "-hosted-2-0.seg")).remoteKey();
+        assertArrayEquals(ShmNodeProcess.pattern(seed, 2, 0, 4096),
+                toWinner.read(RemotePtr.pack(2, 0, 0), key20, 4096).get(10, TimeUnit.SECONDS));
+
+        kill9(ShmRegistry.readAny(dir, winner).pid());
+        Throwable failure = null;
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (failure == null && System.nanoTime() - until < 0) {
+            try {
+                toWinner.read(RemotePtr.pack(2, 0, 0), key20, 8).get(10, TimeUnit.SECONDS);
+                Thread.sleep(10);
+            } catch (java.util.concurrent.ExecutionException e) {
+                failure = e.getCause();
+            }
+        }
+        assertInstanceOf(NodeUnavailableException.class, failure,
+                "node 2's memory through a dead adopter fails as the adopter's death");
+        assertEquals(winner, ((NodeUnavailableException) failure).nodeId());
+
         ShmTransport next = node(1);
         List<SegmentDescriptor> got = next.adopt(new PeerInfo(winner, winnerInc, dir.toString()), deadline());
         assertEquals(3, got.size(), "the winner's own segment and node 2's two: " + got);
-        ShmTransport initiator = node(4);
         assertPattern(initiator, next, seed, 2, 2);
         assertPattern(initiator, next, seed, winner, 1);
         assertEquals(Optional.of(new ShmAdoption.Claim(1, next.incarnation())),
