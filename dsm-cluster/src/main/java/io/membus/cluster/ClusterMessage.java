@@ -2,6 +2,7 @@ package io.membus.cluster;
 
 import io.membus.alloc.HeapUsage;
 import io.membus.core.SegmentDescriptor;
+import io.membus.core.replication.GroupClaim;
 import io.membus.core.transport.PeerInfo;
 
 import java.util.List;
@@ -18,16 +19,29 @@ public sealed interface ClusterMessage {
     /**
      * One node's directory entry, replicated with Distributed Data under its node id:
      * where its Pekko member is (address and uid, to tell incarnations apart), where its
-     * transport listens, what it exports, and which of its segments are allocator heaps
-     * ({@code heapSegments}, so a client, which has none, learns where it may place blocks).
+     * transport listens, what it exports, which of its segments are allocator heaps
+     * ({@code heapSegments}, so a client, which has none, learns where it may place blocks),
+     * and the replica-group {@link GroupClaim}s it holds ({@code claims}: primary, copy or
+     * joining, with their epochs; empty with replication off). Written only by its own node,
+     * the property that keeps last-writer-wins safe; the tag covers every field, claims
+     * included ({@link ClusterMacs#entry}).
      */
     record NodeEntry(int nodeId, long incarnation, String memberAddress, long memberUid, String transport,
                      String transportAddress, List<SegmentDescriptor> segments, List<Integer> heapSegments,
-                     long macHi, long macLo)
+                     List<GroupClaim> claims, long macHi, long macLo)
             implements ClusterMessage {
         public NodeEntry {
             segments = List.copyOf(segments);
             heapSegments = List.copyOf(heapSegments);
+            claims = List.copyOf(claims);
+        }
+
+        /** An entry without claims (replication off, or none held yet), with its tag. */
+        public NodeEntry(int nodeId, long incarnation, String memberAddress, long memberUid, String transport,
+                         String transportAddress, List<SegmentDescriptor> segments, List<Integer> heapSegments,
+                         long macHi, long macLo) {
+            this(nodeId, incarnation, memberAddress, memberUid, transport, transportAddress, segments, heapSegments,
+                    List.of(), macHi, macLo);
         }
 
         /** An entry whose node runs no heap, without its tag. */
@@ -40,13 +54,22 @@ public sealed interface ClusterMessage {
         public NodeEntry(int nodeId, long incarnation, String memberAddress, long memberUid, String transport,
                          String transportAddress, List<SegmentDescriptor> segments, List<Integer> heapSegments) {
             this(nodeId, incarnation, memberAddress, memberUid, transport, transportAddress, segments, heapSegments,
-                    0, 0);
+                    List.of(), 0, 0);
         }
 
         /** This entry with {@code tag} (made under the cluster secret over the other fields). */
         NodeEntry withMac(ClusterMacs.Tag tag) {
             return new NodeEntry(nodeId, incarnation, memberAddress, memberUid, transport, transportAddress, segments,
-                    heapSegments, tag.hi(), tag.lo());
+                    heapSegments, claims, tag.hi(), tag.lo());
+        }
+
+        /**
+         * This entry with its claims replaced by {@code next}, untagged: the caller tags it
+         * again ({@link #withMac}), since the tag covers the claims.
+         */
+        public NodeEntry withClaims(List<GroupClaim> next) {
+            return new NodeEntry(nodeId, incarnation, memberAddress, memberUid, transport, transportAddress, segments,
+                    heapSegments, next, 0, 0);
         }
 
         public PeerInfo peer() {
