@@ -295,21 +295,26 @@ final class ClusterAgent extends AbstractActor {
 
     /** Recomputes the live directory: entries whose member (this incarnation) is live. */
     private void publish() {
+        directory.apply(liveEntries(members.values(), entries.values()), leftReasons);
+    }
+
+    /** The entries whose member (that incarnation: address and uid) is live in {@code members}, by node id. */
+    static Map<Integer, NodeEntry> liveEntries(Iterable<Member> members, Iterable<NodeEntry> entries) {
         Map<Integer, NodeEntry> next = new HashMap<>();
         // keyed by address and uid: an old and a new incarnation on the same host:port are both members for a while
         Map<String, Member> byIncarnation = new HashMap<>();
-        for (Member m : members.values()) {
+        for (Member m : members) {
             if (isLive(m.status())) {
                 byIncarnation.put(m.uniqueAddress().address() + "#" + m.uniqueAddress().longUid(), m);
             }
         }
-        for (NodeEntry e : entries.values()) {
+        for (NodeEntry e : entries) {
             Member m = byIncarnation.get(e.memberAddress() + "#" + e.memberUid());
             if (m != null && nodeIdOf(m) == e.nodeId()) {
                 next.put(e.nodeId(), e);
             }
         }
-        directory.apply(next, leftReasons);
+        return next;
     }
 
     private Replicator.WriteConsistency writeMajority() {
