@@ -132,6 +132,10 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                         writeLongString(out, f.getValue());
                     }
                 }
+                out.writeInt(s.groups().size());
+                for (ClusterMessage.GroupRow g : s.groups()) {
+                    writeGroupRow(out, g);
+                }
             } else if (o instanceof MemberRow m) {
                 writeRow(out, m);
             } else {
@@ -189,7 +193,12 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                         }
                         sections.add(new StatusSection(name, facts));
                     }
-                    yield new StatusReply(from, leader, rows, names, heap, heapProblem, channels, sections);
+                    int gc = count(in);
+                    List<ClusterMessage.GroupRow> groups = new ArrayList<>(gc);
+                    for (int i = 0; i < gc; i++) {
+                        groups.add(readGroupRow(in));
+                    }
+                    yield new StatusReply(from, leader, rows, names, heap, heapProblem, channels, sections, groups);
                 }
                 case "M" -> readRow(in);
                 default -> throw new NotSerializableException("unknown membus manifest: manifest=" + manifest
@@ -357,6 +366,50 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         }
         return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments, heaps, claims,
                 in.readLong(), in.readLong());
+    }
+
+    private static final io.membus.core.directory.ReplicaGroupView.State[] STATES =
+            io.membus.core.directory.ReplicaGroupView.State.values();
+
+    private static void writeGroupRow(DataOutputStream out, ClusterMessage.GroupRow g) throws IOException {
+        out.writeInt(g.group());
+        out.writeByte(g.state().ordinal());
+        out.writeInt(g.primary());
+        out.writeLong(g.epoch());
+        out.writeInt(g.inSync().size());
+        for (int n : g.inSync()) {
+            out.writeInt(n);
+        }
+        out.writeInt(g.joining().size());
+        for (ClusterMessage.JoiningCopy j : g.joining()) {
+            out.writeInt(j.node());
+            out.writeInt(j.percent());
+        }
+        out.writeInt(g.backups());
+        writeLongString(out, g.note());
+    }
+
+    private static ClusterMessage.GroupRow readGroupRow(DataInputStream in) throws IOException {
+        int group = in.readInt();
+        int state = in.readUnsignedByte();
+        if (state >= STATES.length) {
+            throw new IOException("group row's state out of range: state=" + state + ", allowed=0.." + (STATES.length - 1));
+        }
+        int primary = in.readInt();
+        long epoch = in.readLong();
+        int n = count(in);
+        List<Integer> inSync = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            inSync.add(in.readInt());
+        }
+        int j = count(in);
+        List<ClusterMessage.JoiningCopy> joining = new ArrayList<>(j);
+        for (int i = 0; i < j; i++) {
+            joining.add(new ClusterMessage.JoiningCopy(in.readInt(), in.readInt()));
+        }
+        int backups = in.readInt();
+        return new ClusterMessage.GroupRow(group, STATES[state], primary, epoch, inSync, joining, backups,
+                readLongString(in));
     }
 
     private static void writeHeapRow(DataOutputStream out, HeapUsage.SegmentUsage h) throws IOException {

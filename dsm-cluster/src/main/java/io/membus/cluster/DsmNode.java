@@ -142,7 +142,8 @@ public final class DsmNode implements AutoCloseable {
             this.claims = new ClusterClaims(config.nodeId(), replicator, DistributedData.get(system).selfUniqueAddress(),
                     macs, config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
-                    config.operationTimeout(), this::heapUsage, this::statusSections, macs), ClusterAgent.NAME);
+                    config.operationTimeout(), this::heapUsage, this::statusSections, this::groupRows, macs),
+                    ClusterAgent.NAME);
             system.actorOf(NodeMeters.Membership.props(membership), "membus-membership-meters");
         } catch (RuntimeException | Error e) {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
@@ -753,6 +754,42 @@ public final class DsmNode implements AutoCloseable {
         return out;
     }
 
+    /**
+     * SEAM for the replication engine (issue 27; the lead wires it when {@code Replicator}
+     * is merged): the engine's own rows of the groups this node holds,
+     * {@code Replicator.status()} mapped to {@link ClusterMessage.GroupRow} (how far a joining
+     * copy is, the note of the last promotion). Until it is set, the status rows come from
+     * the directory's views only. Read on Pekko's blocking dispatcher; must not block long.
+     */
+    private volatile java.util.function.Supplier<List<ClusterMessage.GroupRow>> heldGroupStatus = List::of;
+
+    /** Connects the replication engine's rows of the groups this node holds ({@link #heldGroupStatus}). */
+    void heldGroupStatus(java.util.function.Supplier<List<ClusterMessage.GroupRow>> rows) {
+        heldGroupStatus = java.util.Objects.requireNonNull(rows, "rows");
+    }
+
+    /**
+     * The replica groups as this node sees them, one row per group ordered by group id:
+     * the directory's views, each replaced by the engine's row when this node holds the
+     * group ({@link #heldGroupStatus}). Empty with replication off.
+     */
+    List<ClusterMessage.GroupRow> groupRows() {
+        return mergeGroupRows(directory.groups(), heldGroupStatus.get(), config.replication().backups());
+    }
+
+    /** The rows of {@code views}, each replaced by the row of {@code held} of the same group, ordered by group id. */
+    static List<ClusterMessage.GroupRow> mergeGroupRows(java.util.Collection<io.membus.core.directory.ReplicaGroupView> views,
+                                                        List<ClusterMessage.GroupRow> held, int backups) {
+        java.util.TreeMap<Integer, ClusterMessage.GroupRow> rows = new java.util.TreeMap<>();
+        for (io.membus.core.directory.ReplicaGroupView v : views) {
+            rows.put(v.group(), ClusterMessage.GroupRow.of(v, backups));
+        }
+        for (ClusterMessage.GroupRow r : held) {
+            rows.put(r.group(), r);
+        }
+        return List.copyOf(rows.values());
+    }
+
     /** The cluster's heap usage (for {@code membus status}), or {@code null} without an allocator. */
     private HeapUsage heapUsage() {
         GlobalAllocator a = allocator;
@@ -830,9 +867,15 @@ public final class DsmNode implements AutoCloseable {
         }
         int unreachable = closing || downReason != null ? 0 : cluster.state().getUnreachable().size();
         Transport t = transportRef.get();
+        int groups = 0;
+        int groupsShort = 0;
+        for (io.membus.core.directory.ReplicaGroupView v : directory.groups()) {
+            groups++;
+            groupsShort += ClusterMessage.GroupRow.of(v, config.replication().backups()).needsAttention() ? 1 : 0;
+        }
         return new NodeStatus(config.nodeId(), downReason, new java.util.TreeSet<>(live.keySet()), unreachable,
                 segments, bytes, nameSnapshot.get().size(), t == null ? null : t.name(), incarnation,
-                java.time.Duration.ofNanos(System.nanoTime() - startedNanos));
+                java.time.Duration.ofNanos(System.nanoTime() - startedNanos), groups, groupsShort);
     }
 
     /**

@@ -52,6 +52,12 @@ class ClusterSerializerTest {
                                 null), new HeapUsage.SegmentUsage(2, 1, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(),
                                 "not formatted é")), "", List.of(), List.of(new StatusSection("coherence",
                                 Map.of("caching", "off", "why-not", "clock skew é")))),
+                new StatusReply(4, "", List.of(), 0, List.of(), "", List.of(), List.of(), List.of(
+                        new ClusterMessage.GroupRow(GroupId.of(3, 1), io.membus.core.directory.ReplicaGroupView.State.SERVING,
+                                3, Ballot.of(1, 3), List.of(1, 2), List.of(new ClusterMessage.JoiningCopy(4, 41),
+                                new ClusterMessage.JoiningCopy(5, -1)), 2, "promoted: node 2 downed é"),
+                        new ClusterMessage.GroupRow(GroupId.of(65535, 255), io.membus.core.directory.ReplicaGroupView.State.LOST,
+                                0, Ballot.NONE, List.of(), List.of(), 1, ""))),
                 new StatusReply(2, "", List.of(), 0, List.of(), "heap usage could not be read: x", List.of(
                         new ClusterMessage.ChannelRow(40, "coherence-inval", 7, 700, 3, 300, 1),
                         new ClusterMessage.ChannelRow(-2, "x", 0, 0, 0, 0, 0)), List.of()));
@@ -76,7 +82,7 @@ class ClusterSerializerTest {
         assertThrows(NotSerializableException.class, () -> serializer.fromBinary(hugeList, "S"));
         byte[] longText = serializer.toBinary(new StatusReply(1, "", List.of(), 0, List.of(), "x", List.of(),
                 List.of()));
-        longText[longText.length - 12] = 0x7f; // heap problem's text length beyond the bytes that follow
+        longText[longText.length - 16] = 0x7f; // heap problem's text length beyond the bytes that follow
         assertThrows(NotSerializableException.class, () -> serializer.fromBinary(longText, "S"));
         assertThrows(IllegalArgumentException.class, () -> serializer.manifest("a string"));
     }

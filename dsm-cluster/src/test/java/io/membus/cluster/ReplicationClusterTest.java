@@ -122,6 +122,20 @@ class ReplicationClusterTest {
         assertEquals(1, ((ClusterDirectory) one.directory()).entries().get(1).claims().size(),
                 "the claims are in node 1's own entry");
 
+        // membus status: the group's row from the directory's view, replaced by the engine's where it holds the group
+        ClusterMessage.StatusReply reply = ClusterStatus.query("127.0.0.1:" + p1, "test", "127.0.0.1",
+                Duration.ofSeconds(15), one.config());
+        assertEquals(List.of(new ClusterMessage.GroupRow(g, ReplicaGroupView.State.SERVING, 1, first, List.of(2), List.of(),
+                1, "")), reply.groups());
+        assertEquals(1, one.status().groups());
+        assertEquals(0, one.status().groupsShort());
+        one.heldGroupStatus(() -> List.of(new ClusterMessage.GroupRow(g, ReplicaGroupView.State.SERVING, 1, first,
+                List.of(2), List.of(new ClusterMessage.JoiningCopy(3, 12)), 1, "engine's row")));
+        ClusterMessage.GroupRow fromEngine = ClusterStatus.query("127.0.0.1:" + p1, "test", "127.0.0.1",
+                Duration.ofSeconds(15), one.config()).groups().get(0);
+        assertEquals("engine's row", fromEngine.note());
+        assertTrue(fromEngine.needsAttention(), "a copy being built");
+
         ExecutionException other = assertThrows(ExecutionException.class,
                 () -> one.claimPublisher().publish(2, List.of()).get(10, TimeUnit.SECONDS));
         assertInstanceOf(DsmException.class, other.getCause());
