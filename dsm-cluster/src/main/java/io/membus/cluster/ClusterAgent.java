@@ -300,7 +300,7 @@ final class ClusterAgent extends AbstractActor {
 
     /** Recomputes the live directory: entries whose member (this incarnation) is live. */
     private void publish() {
-        directory.apply(liveEntries(members.values(), entries.values()), leftReasons);
+        directory.apply(liveEntries(members.values(), entries.values()), leftReasons, selfGoing);
     }
 
     /** The entries whose member (that incarnation: address and uid) is live in {@code members}, by node id. */

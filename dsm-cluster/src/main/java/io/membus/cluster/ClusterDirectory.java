@@ -170,10 +170,20 @@ public final class ClusterDirectory implements SegmentDirectory {
      * @param reasons why a node that is no longer in {@code next} left (by node id), if known
      */
     void apply(Map<Integer, NodeEntry> next, Map<Integer, String> reasons) {
+        apply(next, reasons, false);
+    }
+
+    /**
+     * As {@link #apply(Map, Map)}; while {@code selfGoing} (this node is leaving, or was
+     * downed: Pekko then reports every other member as removed on its way out) the group
+     * views are kept as they were and no {@code groupChanged} is told: the members did not
+     * die, this node stops looking, and it must not announce their groups lost.
+     */
+    void apply(Map<Integer, NodeEntry> next, Map<Integer, String> reasons, boolean selfGoing) {
         View before = view;
         Map<Integer, NodeEntry> prev = before.live();
         Map<Integer, NodeEntry> copy = Map.copyOf(next);
-        Map<Integer, ReplicaGroupView> groups = groupsOf(copy, before.groups());
+        Map<Integer, ReplicaGroupView> groups = selfGoing ? before.groups() : groupsOf(copy, before.groups());
         view = viewOf(copy, groups);
         for (Map.Entry<Integer, NodeEntry> e : prev.entrySet()) {
             NodeEntry now = copy.get(e.getKey());
@@ -218,16 +228,21 @@ public final class ClusterDirectory implements SegmentDirectory {
         }
     }
 
-    /** A group's move between states, at INFO (WARN when it is lost). */
+    /**
+     * A group's change: WARN when it is lost, INFO when a known group changes state or
+     * epoch (a promotion), DEBUG otherwise (a group first seen, a copy joining: every start
+     * sees every group once).
+     */
     private static void logGroup(ReplicaGroupView was, ReplicaGroupView now) {
         if (now != null && now.state() == ReplicaGroupView.State.LOST
                 && (was == null || was.state() != ReplicaGroupView.State.LOST)) {
             LOG.warn("replication: segment {} is LOST (epoch {}): its primary and every in-sync copy left the cluster",
                     GroupId.toString(now.group()), Ballot.toString(now.epoch()));
-        } else if (now != null && (was == null || was.state() != now.state() || was.epoch() != now.epoch())) {
-            LOG.info("replication: {}", now);
-        } else if (now == null) {
-            LOG.info("replication: segment {} is no longer known", GroupId.toString(was.group()));
+        } else if (now != null && was != null && (was.state() != now.state() || was.epoch() != now.epoch())) {
+            LOG.info("replication: {} (was {} at epoch {})", now, was.state(), Ballot.toString(was.epoch()));
+        } else if (LOG.isDebugEnabled()) {
+            LOG.debug("replication: {}", now != null ? now : "segment " + GroupId.toString(was.group())
+                    + " is no longer known");
         }
     }
 

@@ -185,6 +185,8 @@ public sealed interface ClusterMessage {
      * @param joining copies being built
      * @param backups copies the group should have ({@code membus.replication.backups} of the answering node)
      * @param note    what the engine adds to an ok row ({@code promoted: node 2 downed 12:01:07}), or empty
+     *
+     * <p><b>Note:</b> immutable value (lists copied in); thread-safe.
      */
     record GroupRow(int group, ReplicaGroupView.State state, int primary, long epoch, List<Integer> inSync,
                     List<JoiningCopy> joining, int backups, String note) {
@@ -211,7 +213,11 @@ public sealed interface ClusterMessage {
         }
     }
 
-    /** A copy being built on {@code node}; {@code percent} copied so far, or -1 when not known. */
+    /**
+     * A copy being built on {@code node}; {@code percent} copied so far, or -1 when not known.
+     *
+     * <p><b>Note:</b> immutable value; thread-safe.
+     */
     record JoiningCopy(int node, int percent) {
     }
 

@@ -196,6 +196,23 @@ class ClusterDirectoryTest {
     }
 
     @Test
+    void aNodeOnItsWayOutDoesNotAnnounceThePeersGroupsLost() {
+        ClusterDirectory d = new ClusterDirectory();
+        GroupEvents listener = new GroupEvents();
+        listener.directory = d;
+        d.addListener(listener);
+        int g = GroupId.of(2, 0);
+        d.apply(Map.of(1, withClaims(entry(1, 10), claim(g, Ballot.initial(2), GroupClaim.Role.COPY)),
+                2, withClaims(entry(2, 20, 0), claim(g, Ballot.initial(2), GroupClaim.Role.PRIMARY, 1))), Map.of());
+        assertEquals(List.of("2/0 - -> SERVING@1.2"), listener.events);
+        // this node leaves: Pekko reports every member removed on its way out
+        d.apply(Map.of(), Map.of(), true);
+        assertEquals(List.of("2/0 - -> SERVING@1.2"), listener.events, "no group announced lost");
+        assertEquals(ReplicaGroupView.State.SERVING, d.group(2, 0).orElseThrow().state());
+        assertTrue(d.members().isEmpty());
+    }
+
+    @Test
     void withoutClaimsThereAreNoGroupsAndSegmentsAreTheEntriesOwn() {
         ClusterDirectory d = new ClusterDirectory();
         GroupEvents listener = new GroupEvents();
