@@ -314,7 +314,7 @@ public final class DsmNode implements AutoCloseable {
                 a.formatLocalSegments();
             }
             this.allocator = a;
-            NodeMeters.bindHeap(meters, a, config.heapSegments());
+            NodeMeters.bindHeap(meters, a, heapsHere);
         }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
                 cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,

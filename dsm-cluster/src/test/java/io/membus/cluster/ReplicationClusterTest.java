@@ -89,6 +89,31 @@ class ReplicationClusterTest {
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aRestartedNodeDoesNotExportAnIndexWhoseGroupAnotherNodeServes() throws Exception {
+        int p1 = TestClusters.freePort();
+        DsmNode one = start(1, p1, p1, "local", "membus.replication.backups = 1\n");
+        DsmNode two = start(2, 0, p1, "local", "membus.replication.backups = 1\n");
+        two.awaitMembers(2, Duration.ofSeconds(20));
+        // node 2 serves node 3's segment 0: promoted there while node 3 was away
+        long epoch = Ballot.of(2, 2);
+        two.claimPublisher().publish(2, List.of(new GroupClaim(GroupId.of(3, 0), epoch, GroupClaim.Role.PRIMARY, 65536,
+                io.membus.core.Access.ALL, 77, null, System.currentTimeMillis()))).get(10, TimeUnit.SECONDS);
+        await("node 1 sees group 3/0 served by node 2", Duration.ofSeconds(20), () -> one.directory().group(3, 0)
+                .filter(v -> v.primary() == 2).isPresent());
+
+        DsmNode three = start(3, 0, p1, "local", "membus.replication.backups = 1\n");
+        assertTrue(three.transport().table().get(0) == null, "index 0 is a group node 2 serves: not exported again");
+        assertTrue(three.transport().table().get(1) != null, "index 1 is exported as before");
+        one.awaitMembers(3, Duration.ofSeconds(20));
+        SegmentDescriptor zero = one.directory().segment(3, 0).orElseThrow();
+        assertEquals(77, zero.remoteKey(), "the group's descriptor, not a new export");
+        assertEquals(two.incarnation(), zero.incarnation());
+        assertEquals(three.incarnation(), one.directory().segment(3, 1).orElseThrow().incarnation());
+        assertEquals(1, ((ClusterDirectory) one.directory()).entries().get(3).segments().size());
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void publishedClaimsMakeTheSameGroupViewOnEveryNodeAcrossAPrimarysLeaveAndAPromotion() throws Exception {
         int p1 = TestClusters.freePort();
         DsmNode one = start(1, p1, p1, "local", "membus.replication.backups = 1\n");
