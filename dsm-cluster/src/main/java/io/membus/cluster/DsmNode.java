@@ -898,7 +898,6 @@ public final class DsmNode implements AutoCloseable {
         }
         closing = true;
         names.close(closedException());
-        claims.close(closedException());
         try {
             shutdown(CLOSE_WAIT);
         } finally {
@@ -922,6 +921,7 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private void shutdown(Duration wait) {
+        claims.close(closedException()); // also a failed start's: claims published before it never wait forever
         GlobalAllocator a;
         synchronized (this) { // a client's allocator is made under this lock, never once closing is set
             a = allocator;
