@@ -229,7 +229,8 @@ public final class RemoteMemory {
     }
 
     private int routeGroup(long ptr, int node) {
-        ReplicaGroupView v = directory.group(node, RemotePtr.segmentIndex(ptr)).orElse(null); // no lambda: allocation-free
+        // no capturing lambda: allocation-free
+        ReplicaGroupView v = directory.group(node, RemotePtr.segmentIndex(ptr)).orElse(null);
         if (v == null) {
             return node;
         }
@@ -247,8 +248,9 @@ public final class RemoteMemory {
     }
 
     private static SegmentLostException lost(ReplicaGroupView v) {
-        return new SegmentLostException(v.group(), "state=LOST, last epoch=" + io.membus.core.replication.Ballot.toString(
-                v.epoch()) + " (its primary and every in-sync copy left the cluster)");
+        return new SegmentLostException(v.group(), "state=LOST, last epoch="
+                + io.membus.core.replication.Ballot.toString(v.epoch())
+                + " (its primary and every in-sync copy left the cluster)");
     }
 
     /** Issues {@code verb} where {@code ptr}'s group is served now, holds it, or fails it (lost, null pointer). */
@@ -378,7 +380,7 @@ public final class RemoteMemory {
         return new Hold(group, stale ? refusedBy : 0, stale ? now.epoch() : 0);
     }
 
-    /** Fails {@code f} with {@link DsmTimeoutException} (it may have run) if it has not completed by {@code deadline}. */
+    /** Fails {@code f} with {@link DsmTimeoutException} (it may have run) unless it completed by {@code deadline}. */
     private <T> CompletableFuture<T> within(CompletableFuture<T> f, long deadline, long ptr, int node) {
         if (f.isDone()) {
             return f;
@@ -419,6 +421,29 @@ public final class RemoteMemory {
         }
     }
 
+    /**
+     * The future of a held verb: a blocking caller whose wait ends while the verb is still
+     * held withdraws it ({@link #withdraw}) and reports it not sent, whatever the timer
+     * thread's lateness.
+     */
+    private static final class HeldFuture<T> extends CompletableFuture<T> {
+        private final RemoteMemory.Held<T> held;
+
+        HeldFuture(RemoteMemory.Held<T> held) {
+            this.held = held;
+        }
+
+        /** The not-sent timeout when the verb was still held (it will never be sent now), else null. */
+        DsmTimeoutException withdraw() {
+            if (!held.take()) {
+                return null;
+            }
+            DsmTimeoutException e = held.notSentTimeout();
+            completeExceptionally(e);
+            return e;
+        }
+    }
+
     /** One held verb: what to issue, its deadline, and the future its caller holds. */
     private final class Held<T> {
         final long ptr;
@@ -427,7 +452,9 @@ public final class RemoteMemory {
         final int hops;
         final boolean refused;
         final long since = System.nanoTime();
-        final CompletableFuture<T> result = new CompletableFuture<>();
+        final HeldFuture<T> result = new HeldFuture<>(this);
+        /** Set by whoever decides its fate first: a release, its deadline, or its blocking caller giving up. */
+        private final java.util.concurrent.atomic.AtomicBoolean taken = new java.util.concurrent.atomic.AtomicBoolean();
 
         Held(long ptr, Function<Verbs, CompletableFuture<T>> verb, long deadline, int hops, boolean refused) {
             this.ptr = ptr;
@@ -439,8 +466,11 @@ public final class RemoteMemory {
 
         /** Issues it as {@code view} says (the group's primary; the pointer's node for a group no longer known). */
         void release(ReplicaGroupView view) {
+            if (!take()) {
+                return; // its deadline passed, or its blocking caller gave up on it: not sent
+            }
             if (System.nanoTime() - deadline >= 0) {
-                timeOut();
+                failNotSent();
             } else if (view != null && view.state() == ReplicaGroupView.State.LOST) {
                 result.completeExceptionally(lost(view));
             } else {
@@ -455,14 +485,29 @@ public final class RemoteMemory {
             }
         }
 
-        /** Fails it as not sent: its deadline passed while no node served its group. */
+        /** Whether this call is the one that decides its fate (release, or fail as not sent): exactly one does. */
+        boolean take() {
+            return !taken.get() && taken.compareAndSet(false, true);
+        }
+
+        /** Fails it as not sent (its deadline passed while no node served its group), unless it was released. */
         void timeOut() {
+            if (take()) {
+                failNotSent();
+            }
+        }
+
+        private void failNotSent() {
+            result.completeExceptionally(notSentTimeout());
+        }
+
+        DsmTimeoutException notSentTimeout() {
             int group = GroupId.ofPointer(ptr);
-            result.completeExceptionally(DsmTimeoutException.notSent("promotion in progress for segment "
+            return DsmTimeoutException.notSent("promotion in progress for segment "
                     + GroupId.toString(group) + ": no node served it within the deadline (verb on "
                     + RemotePtr.toString(ptr) + " held " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - since)
                     + " ms" + (refused ? ", after the node the directory named refused it as not primary" : "")
-                    + ")", RemotePtr.nodeId(ptr), operationTimeout));
+                    + ")", RemotePtr.nodeId(ptr), operationTimeout);
         }
     }
 
@@ -507,7 +552,7 @@ public final class RemoteMemory {
                     && !(stalePrimary != 0 && v.primary() == stalePrimary && v.epoch() == staleEpoch);
         }
 
-        /** @return {@link #ADDED} (held, or queued behind a release running now), {@link #RELEASING}, {@link #RELEASED} */
+        /** @return {@link #ADDED} (held, or queued behind a running release), {@link #RELEASING}, {@link #RELEASED} */
         int add(Held<?> h) {
             synchronized (this) {
                 if (state == RELEASED) {
@@ -793,7 +838,8 @@ public final class RemoteMemory {
                 result.completeExceptionally(e);
                 return result;
             }
-            byNode.computeIfAbsent(node, n -> new java.util.ArrayList<>()).add(new Pending<>(ptr, op.apply(key), result));
+            byNode.computeIfAbsent(node, n -> new java.util.ArrayList<>())
+                    .add(new Pending<>(ptr, op.apply(key), result));
             size++;
             return result;
         }
@@ -1063,7 +1109,8 @@ public final class RemoteMemory {
             if (direct != null) {
                 long key = directKey(ptrW); // one segment, one key: a stale key refuses the write, so the CAS never ran
                 try {
-                    long found = direct.writeThenCompareAndSwap(ptrW, key, src, 0, src.length, ptrC, key, expected, update);
+                    long found = direct.writeThenCompareAndSwap(ptrW, key, src, 0, src.length, ptrC, key, expected,
+                            update);
                     awaitGate(direct, ptrC);
                     return found;
                 } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
@@ -1386,7 +1433,12 @@ public final class RemoteMemory {
             return await(future, Duration.ZERO);
         }
         long left = Math.max(0, until - System.nanoTime()) + OperationDeadline.VERB_GRACE_NANOS;
-        return await(future, Duration.ofNanos(left));
+        try {
+            return await(future, Duration.ofNanos(left));
+        } catch (DsmTimeoutException e) {
+            DsmTimeoutException notSent = future instanceof HeldFuture<?> held ? held.withdraw() : null;
+            throw notSent != null ? notSent : e; // still held (the timer thread was late): it never ran
+        }
     }
 
     /**

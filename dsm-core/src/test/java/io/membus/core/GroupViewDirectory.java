@@ -47,7 +47,7 @@ final class GroupViewDirectory implements SegmentDirectory {
         }
     }
 
-    /** A view of {@code (node, index)} in {@code state} with {@code primary} (0 unless serving), the logical segment {@code logical}. */
+    /** A view of {@code logical}'s group in {@code state}, served by {@code primary} (0 unless serving). */
     static ReplicaGroupView view(SegmentDescriptor logical, ReplicaGroupView.State state, int primary, long epoch,
                                  int... inSync) {
         int group = GroupId.of(logical.nodeId(), logical.index());

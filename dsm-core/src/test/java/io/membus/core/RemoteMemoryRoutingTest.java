@@ -52,7 +52,8 @@ class RemoteMemoryRoutingTest {
 
     private void nodes(int... ids) {
         for (int id : ids) {
-            Transport t = Transports.create("local", TransportConfig.builder(id).property("local.fabric", fabric).build());
+            Transport t = Transports.create("local",
+                    TransportConfig.builder(id).property("local.fabric", fabric).build());
             nodes.put(id, t);
             directory.base().addMember(t.self());
             directory.base().addSegment(t.export(SegmentSpec.of(0, 4096)).descriptor());
@@ -115,7 +116,8 @@ class RemoteMemoryRoutingTest {
      */
     @RepeatedTest(12) // a fresh seed each time (each printed); -Dmembus.routing.seed=... replays one in all of them
     void verbsHeldWhileTheGroupPromotesReachTheNewPrimaryInIssueOrder() throws Exception {
-        SplittableRandom random = Seeds.random("membus.routing.seed", "verbsHeldWhileTheGroupPromotesReachTheNewPrimaryInIssueOrder");
+        SplittableRandom random = Seeds.random("membus.routing.seed",
+                "verbsHeldWhileTheGroupPromotesReachTheNewPrimaryInIssueOrder");
         nodes(1, 2, 3);
         ServingTransport st = new ServingTransport(nodes.get(1), nodes);
         RemoteMemory one = new RemoteMemory(st.transport(), directory, Duration.ofSeconds(10));
@@ -328,5 +330,46 @@ class RemoteMemoryRoutingTest {
         assertEquals(99, wordAt(2, 56));
         assertEquals(1, wordAt(2, 64));
         assertEquals(List.of(2, 2, 2, 2), st.nodesFor(a), "group 3/0 only at its primary: write, read, write, CAS");
+    }
+
+    @Test
+    void heldVerbsFailTypedWhenTheGroupIsLostAndGoToThePointersNodeWhenItIsNoLongerReplicated() {
+        nodes(1, 2, 3);
+        ServingTransport st = new ServingTransport(nodes.get(1), nodes);
+        RemoteMemory one = new RemoteMemory(st.transport(), directory, Duration.ofSeconds(10));
+        long onThree = RemotePtr.pack(3, 0, 72);
+        long onTwo = RemotePtr.pack(2, 0, 72);
+        directory.put(view(logical(3), PROMOTING, 0, EPOCH_3, 2));
+        directory.put(view(logical(2), PROMOTING, 0, Ballot.initial(2), 3));
+
+        CompletableFuture<Long> lost = one.fetchAndAddAsync(onThree, 1);
+        CompletableFuture<Long> back = one.fetchAndAddAsync(onTwo, 1);
+        assertFalse(lost.isDone());
+        assertFalse(back.isDone());
+        directory.put(view(logical(3), LOST, 0, EPOCH_3));
+        SegmentLostException e = assertThrows(SegmentLostException.class, () -> RemoteMemory.await(lost, WAIT));
+        assertFalse(e.mayHaveRun());
+        assertFalse(back.isDone(), "another group's verbs stay held");
+        directory.remove(GroupId.of(2, 0));
+        assertEquals(0, RemoteMemory.await(back, WAIT));
+        assertEquals(1, wordAt(2, 72));
+        assertEquals(List.of(2), st.nodesFor(onTwo));
+        assertEquals(List.of(), st.nodesFor(onThree));
+    }
+
+    @Test
+    void aNodeServingItsOwnGroupRunsItsVerbsOnItsOwnTableAndPeersReachIt() {
+        nodes(1, 2);
+        RemoteMemory one = new RemoteMemory(nodes.get(1), directory, Duration.ofSeconds(5));
+        ServingTransport st = new ServingTransport(nodes.get(2), nodes);
+        RemoteMemory two = new RemoteMemory(st.transport(), directory, Duration.ofSeconds(5));
+        long ptr = RemotePtr.pack(1, 0, 80);
+        directory.put(view(logical(1), SERVING, 1, Ballot.initial(1), 2));
+
+        assertTrue(one.runsDirect(ptr), "the primary's own verbs run on its table");
+        one.writeLong(ptr, 3);
+        assertEquals(3, RemoteMemory.await(one.fetchAndAddAsync(ptr, 1), WAIT));
+        assertEquals(4, two.readLong(ptr));
+        assertEquals(List.of(1), st.nodesFor(ptr));
     }
 }

@@ -142,7 +142,8 @@ final class ServingTransport {
         public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
             sent.add(new Sent(node(), ptr));
             NotPrimaryException no = refusal(ptr);
-            return no != null ? CompletableFuture.failedFuture(no) : c.fetchAndAdd(ptr(ptr), key(ptr, remoteKey), delta);
+            return no != null ? CompletableFuture.failedFuture(no)
+                    : c.fetchAndAdd(ptr(ptr), key(ptr, remoteKey), delta);
         }
 
         @Override
