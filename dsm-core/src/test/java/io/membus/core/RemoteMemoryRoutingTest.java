@@ -372,4 +372,74 @@ class RemoteMemoryRoutingTest {
         assertEquals(4, two.readLong(ptr));
         assertEquals(List.of(1), st.nodesFor(ptr));
     }
+
+    /**
+     * Every segment a group served by its own node (what replication with no failure looks
+     * like to routing): a seeded mix of blocking, asynchronous and batched verbs from one
+     * node on every node's memory gives what a plain model of the words says, as without
+     * groups (the replicated paths: group lookups, copied write sources, the NotPrimary
+     * wrapper, the two-verb paths).
+     */
+    @Test
+    void withEverySegmentAGroupServedByItsOwnNodeVerbsBehaveAsWithout() {
+        SplittableRandom random = Seeds.random("membus.routing.seed",
+                "withEverySegmentAGroupServedByItsOwnNodeVerbsBehaveAsWithout");
+        nodes(1, 2, 3);
+        for (int n = 1; n <= 3; n++) {
+            directory.put(view(logical(n), SERVING, n, Ballot.initial(n)));
+        }
+        RemoteMemory one = new RemoteMemory(nodes.get(1), directory, Duration.ofSeconds(5));
+        long[] model = new long[3 * 8];
+        for (int step = 0; step < 400; step++) {
+            int w = random.nextInt(model.length);
+            long ptr = RemotePtr.pack(1 + w / 8, 0, 8L * (w % 8));
+            long value = random.nextLong();
+            String what = "step " + step + " word " + w;
+            switch (random.nextInt(7)) {
+                case 0 -> {
+                    one.writeLong(ptr, value);
+                    model[w] = value;
+                }
+                case 1 -> assertEquals(model[w], one.readLong(ptr), what);
+                case 2 -> {
+                    assertEquals(model[w], one.fetchAndAdd(ptr, value), what);
+                    model[w] += value;
+                }
+                case 3 -> {
+                    long expected = random.nextBoolean() ? model[w] : value;
+                    long found = RemoteMemory.await(one.compareAndSwapAsync(ptr, expected, value), WAIT);
+                    assertEquals(model[w], found, what);
+                    if (expected == model[w]) {
+                        model[w] = value;
+                    }
+                }
+                case 4 -> {
+                    byte[] b = new byte[8];
+                    Words.putLong(b, 0, value);
+                    RemoteMemory.await(one.writeAsync(ptr, b), WAIT);
+                    model[w] = value;
+                }
+                case 5 -> {
+                    int v = random.nextInt(model.length);
+                    long other = RemotePtr.pack(1 + v / 8, 0, 8L * (v % 8));
+                    RemoteMemory.RemoteBatch batch = one.batch();
+                    CompletableFuture<Long> a = batch.fetchAndAdd(ptr, 1);
+                    CompletableFuture<byte[]> b = batch.read(other, 8);
+                    batch.submit();
+                    assertEquals(model[w], RemoteMemory.await(a, WAIT), what);
+                    model[w] += 1;
+                    assertEquals(model[v], Words.getLong(RemoteMemory.await(b, WAIT), 0), what);
+                }
+                default -> {
+                    int v = random.nextInt(model.length);
+                    long other = RemotePtr.pack(1 + v / 8, 0, 8L * (v % 8));
+                    byte[] da = new byte[8];
+                    byte[] db = new byte[8];
+                    one.readInOrder(ptr, da, other, db);
+                    assertEquals(model[w], Words.getLong(da, 0), what);
+                    assertEquals(model[v], Words.getLong(db, 0), what);
+                }
+            }
+        }
+    }
 }
