@@ -773,6 +773,12 @@ public final class RemoteMemory {
      * connection cannot open fails its verbs with that connection's error. Deadlines
      * start at {@code submit()}.
      *
+     * <p>With replication "node" is the node serving the pointer's replica group when the
+     * verb is added (its primary); a verb of a lost group fails when added; a verb of a
+     * promoting group is held on its own at submit (in the order added, per group) and a
+     * verb answered {@link NotPrimaryException} is re-issued on its own: the batch's
+     * one-flush-per-node holds for the verbs of served groups.
+     *
      * <p><b>Note:</b> not thread-safe: one thread fills and submits it, once.
      */
     public final class RemoteBatch {
