@@ -204,7 +204,6 @@ public final class RemoteMemory {
         return onNode(node, verb::apply, () -> "pointer " + RemotePtr.toString(ptr));
     }
 
-
     // ------------------------------------------------------------------ routing (docs/replication.md §2.3)
 
     /** What {@link #route} answers for a verb that must wait: its group is promoting, or earlier verbs of it wait. */
@@ -515,8 +514,9 @@ public final class RemoteMemory {
      * The verbs held for one replica group, in issue order: the {@link Opening} of a group
      * instead of a connection. Released once, by the directory change that names a node
      * serving the group (or the group lost, or no longer known); each verb fails on its
-     * own deadline before that (one wheel entry per hold, armed at the earliest deadline).
-     * A release issues the verbs outside the monitor, one at a time, in order; a verb that
+     * own deadline before that (one wheel entry per hold, armed at the earliest deadline);
+     * a hold whose verbs all passed their deadlines leaves the map, so the verbs after them
+     * follow the directory again instead of waiting on a change that may never come. A release issues the verbs outside the monitor, one at a time, in order; a verb that
      * arrives while it runs is queued behind them and issued by the same release, so
      * nothing overtakes a held verb and no thread waits on another.
      *
@@ -625,6 +625,11 @@ public final class RemoteMemory {
                 if (any) {
                     armedAt = earliest;
                     TimerWheel.SHARED.arm(this, earliest);
+                } else { // nothing left: verbs route by the directory again (a stale hold must not outlive its verbs)
+                    state = RELEASED;
+                    if (holds.remove(group, this)) {
+                        holdCount.decrementAndGet();
+                    }
                 }
             }
             if (late != null) {

@@ -442,4 +442,35 @@ class RemoteMemoryRoutingTest {
             }
         }
     }
+
+    /**
+     * Verbs held after a refusal with no usable hint wait for the directory to change; when
+     * it does not change by their deadlines, they fail not sent and the hold goes, so later
+     * verbs follow the directory again (here the refusal was transient: node 3 serves).
+     */
+    @Test
+    void aHoldWhoseVerbsAllTimedOutLetsLaterVerbsFollowTheDirectoryAgain() {
+        nodes(1, 2, 3);
+        ServingTransport st = new ServingTransport(nodes.get(1), nodes);
+        RemoteMemory one = new RemoteMemory(st.transport(), directory, Duration.ofMillis(300));
+        int group = GroupId.of(3, 0);
+        long ptr = RemotePtr.pack(3, 0, 88);
+        directory.put(view(logical(3), SERVING, 3, EPOCH_3, 2));
+        st.refuse(3, group, 0);
+
+        DsmTimeoutException e = assertThrows(DsmTimeoutException.class, () -> one.fetchAndAdd(ptr, 1));
+        assertFalse(e.mayHaveRun(), e.getMessage());
+        assertTrue(e.getMessage().contains("refused it as not primary"), e.getMessage());
+        st.stopRefusing(3, group);
+        for (int attempt = 1; ; attempt++) { // the hold leaves at the wheel's tick after the deadline: until then verbs queue
+            try {
+                assertEquals(0, one.fetchAndAdd(ptr, 1));
+                break;
+            } catch (DsmTimeoutException queuedBehindTheLastOne) { // each such attempt waited out its own deadline
+                assertFalse(queuedBehindTheLastOne.mayHaveRun());
+                assertTrue(attempt < 10, "the hold never left: " + queuedBehindTheLastOne);
+            }
+        }
+        assertEquals(1, wordAt(3, 88));
+    }
 }

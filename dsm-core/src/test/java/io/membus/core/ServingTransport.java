@@ -79,6 +79,11 @@ final class ServingTransport {
         refusals.put(slot(node, group), hint);
     }
 
+    /** {@code node} serves (or forwards) {@code group}'s verbs again instead of refusing them. */
+    void stopRefusing(int node, int group) {
+        refusals.remove(slot(node, group));
+    }
+
     /** The nodes the verbs on {@code ptr}'s group were sent to, in order. */
     List<Integer> nodesFor(long ptr) {
         int group = GroupId.ofPointer(ptr);
