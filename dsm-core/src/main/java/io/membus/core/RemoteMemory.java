@@ -1577,6 +1577,8 @@ public final class RemoteMemory {
      * After a blocking verb ran on a {@link SegmentTable} on this thread (this node's own, or
      * a target's through a direct connection): waits until the group acknowledged it, by the
      * call's deadline ({@link AckGate#await}). Nothing when the table has no gate for it.
+     * On a transport thread, where it must not wait, a pending acknowledgement fails the
+     * call with {@link DsmTimeoutException} whose {@code mayHaveRun()} is true (the verb ran).
      */
     private void awaitGate(BlockingVerbs ran, long ptr) {
         if (!(ran instanceof SegmentTable table)) {
@@ -1590,8 +1592,11 @@ public final class RemoteMemory {
         if (gate.acked(need)) {
             return;
         }
-        if (TransportThreads.isTransportThread()) {
-            throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
+        if (TransportThreads.isTransportThread()) { // the verb ran: not "not run" (BlockingCallOnTransportThread)
+            throw new DsmTimeoutException("verb on " + RemotePtr.toString(ptr) + " ran, but waiting for its replica"
+                    + " group's copies to acknowledge it would block transport thread " + Thread.currentThread().getName(),
+                    transport.nodeId(), Duration.ZERO, "call the *Async form on a transport thread; its future completes"
+                    + " once the copies acknowledged");
         }
         try {
             gate.await(need, OperationDeadline.until(System.nanoTime(), timeoutNanos));
