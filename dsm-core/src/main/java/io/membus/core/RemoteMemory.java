@@ -384,7 +384,9 @@ public final class RemoteMemory {
         if (f.isDone()) {
             return f;
         }
-        return Deadlines.within(f, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())),
+        CompletableFuture<T> bounded = new CompletableFuture<>(); // never fail a future the transport owns
+        relay(f, bounded);
+        return Deadlines.within(bounded, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())),
                 "verb on " + RemotePtr.toString(ptr) + " (re-routed to node " + node + ")", node);
     }
 
