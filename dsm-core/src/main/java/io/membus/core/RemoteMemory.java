@@ -286,11 +286,15 @@ public final class RemoteMemory {
         if (f.isDone() && !f.isCompletedExceptionally()) {
             return f;
         }
-        CompletableFuture<T> result = new CompletableFuture<>();
+        RoutedFuture<T> result = new RoutedFuture<>();
         f.whenComplete((value, error) -> {
             Throwable cause = unwrap(error);
             if (cause instanceof NotPrimaryException np) {
-                relay(reissue(ptr, verb, deadline, hops, np), result);
+                CompletableFuture<T> next = reissue(ptr, verb, deadline, hops, np);
+                if (next instanceof RoutedFuture<T> routedNext) {
+                    result.then = routedNext; // held again: a blocking caller may still withdraw it
+                }
+                relay(next, result);
             } else if (cause != null) {
                 result.completeExceptionally(cause);
             } else {
@@ -423,18 +427,38 @@ public final class RemoteMemory {
     }
 
     /**
+     * The future of a routed verb that was refused {@link NotPrimaryException} and issued
+     * again ({@link #then}): a blocking caller whose wait ends while the verb is held again
+     * withdraws it through here.
+     */
+    private static class RoutedFuture<T> extends CompletableFuture<T> {
+        /** The future of the verb issued again after a refusal, when that is withdrawable. */
+        volatile RoutedFuture<T> then;
+
+        /** The not-sent timeout when the verb was still held (it will never be sent now), else null. */
+        DsmTimeoutException withdraw() {
+            RoutedFuture<T> next = then;
+            DsmTimeoutException e = next == null ? null : next.withdraw();
+            if (e != null) {
+                completeExceptionally(e);
+            }
+            return e;
+        }
+    }
+
+    /**
      * The future of a held verb: a blocking caller whose wait ends while the verb is still
      * held withdraws it ({@link #withdraw}) and reports it not sent, whatever the timer
      * thread's lateness.
      */
-    private static final class HeldFuture<T> extends CompletableFuture<T> {
+    private static final class HeldFuture<T> extends RoutedFuture<T> {
         private final RemoteMemory.Held<T> held;
 
         HeldFuture(RemoteMemory.Held<T> held) {
             this.held = held;
         }
 
-        /** The not-sent timeout when the verb was still held (it will never be sent now), else null. */
+        @Override
         DsmTimeoutException withdraw() {
             if (!held.take()) {
                 return null;
@@ -1449,7 +1473,7 @@ public final class RemoteMemory {
         try {
             return await(future, Duration.ofNanos(left));
         } catch (DsmTimeoutException e) {
-            DsmTimeoutException notSent = future instanceof HeldFuture<?> held ? held.withdraw() : null;
+            DsmTimeoutException notSent = future instanceof RoutedFuture<?> routed ? routed.withdraw() : null;
             throw notSent != null ? notSent : e; // still held (the timer thread was late): it never ran
         }
     }
