@@ -241,18 +241,16 @@ public final class ClusterNames implements NameRegistry {
     }
 
     private CompletableFuture<Long> bindArbitrated(String name, long ptr) {
-        {
-            ClusterMacs.Tag tag = macs.bind(name, ptr);
-            String what = "bind name=" + name;
-            return arbitrate(new Bind(name, ptr, tag.hi(), tag.lo()), what).thenApply(r -> {
-                if (r.ptr() != RemotePtr.NULL && !macs.bind(name, r.ptr()).matches(r.macHi(), r.macLo())) {
-                    throw new AuthenticationException("the name arbiter", "operation=" + what + ": it answered with a"
-                            + " binding not made with this cluster's secret (is the arbiter started with a wrong"
-                            + " membus.secret?)");
-                }
-                return r.ptr();
-            });
-        }
+        ClusterMacs.Tag tag = macs.bind(name, ptr);
+        String what = "bind name=" + name;
+        return arbitrate(new Bind(name, ptr, tag.hi(), tag.lo()), what).thenApply(r -> {
+            if (r.ptr() != RemotePtr.NULL && !macs.bind(name, r.ptr()).matches(r.macHi(), r.macLo())) {
+                throw new AuthenticationException("the name arbiter", "operation=" + what + ": it answered with a"
+                        + " binding not made with this cluster's secret (is the arbiter started with a wrong"
+                        + " membus.secret?)");
+            }
+            return r.ptr();
+        });
     }
 
     @Override
