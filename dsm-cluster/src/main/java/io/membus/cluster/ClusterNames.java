@@ -304,9 +304,19 @@ public final class ClusterNames implements NameRegistry {
         }
     }
 
+    /**
+     * Every binding: the arbiter's replica (this node's snapshot), or a scan of the name table.
+     * Empty on a node whose secret does not authenticate the {@code membus-system} register.
+     */
     @Override
     public Map<String, Long> bindings() {
-        NameTable t = RemoteMemory.await(mode(), timeout.multipliedBy(3).plusSeconds(1));
+        NameTable t;
+        try {
+            t = RemoteMemory.await(mode(), timeout.multipliedBy(3).plusSeconds(1));
+        } catch (AuthenticationException e) {
+            // the register was not written with this node's secret: no binding this node can authenticate
+            return Map.of();
+        }
         if (t != null) {
             return t.bindings(); // a scan of the table on the caller's thread, under the operation deadline
         }

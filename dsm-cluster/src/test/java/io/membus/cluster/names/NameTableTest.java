@@ -109,6 +109,56 @@ class NameTableTest {
     }
 
     @Test
+    void bindsUnbindsAndLookupsInterleavedNeverLeaveTwoLiveRecordsOfAName() throws Exception {
+        long seed = Seeds.seed("membus.names.seed", "bindsUnbindsAndLookupsInterleaved");
+        nodes = new TableNodes(3, 512);
+        int threads = 6;
+        pool = Executors.newFixedThreadPool(threads);
+        String[] names = {"a", "b", "c", "d"};
+        List<Future<?>> work = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int node = 1 + t % 3;
+            SplittableRandom random = new SplittableRandom(seed + t);
+            NameTable table = nodes.table(node);
+            work.add(pool.submit(() -> {
+                for (int op = 0; op < 40; op++) {
+                    String name = names[random.nextInt(names.length)];
+                    long mine = ptr(node, 8L * (1 + random.nextInt(1 << 16)));
+                    switch (random.nextInt(4)) {
+                        case 0, 1 -> {
+                            long won = table.bind(name, mine);
+                            assertTrue(won != 0 && won != NameTable.TOMBSTONE, "a bind returns a pointer");
+                        }
+                        case 2 -> table.unbind(name, random.nextBoolean() ? 0 : table.lookup(name).orElse(mine));
+                        default -> table.lookup(name);
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> f : work) {
+            f.get(120, TimeUnit.SECONDS);
+        }
+        // the invariant: at most one live record per name; bindings() and lookups agree
+        Map<String, Integer> live = new java.util.HashMap<>();
+        var memory = nodes.memories.get(1);
+        for (long s : nodes.slots()) {
+            if (s != 0 && s != NameTable.TOMBSTONE) {
+                long w0 = memory.readLong(RemotePtr.plus(s, 8));
+                String name = new String(memory.read(RemotePtr.plus(s, 8 + NameTable.RECORD_HEADER), (int) w0),
+                        StandardCharsets.UTF_8);
+                live.merge(name, 1, Integer::sum);
+            }
+        }
+        live.forEach((name, count) -> assertEquals(1, count, "live records of " + name + " (seed " + seed + ")"));
+        Map<String, Long> all = nodes.table(3).bindings();
+        assertEquals(live.keySet(), all.keySet());
+        for (String name : names) {
+            assertEquals(Optional.ofNullable(all.get(name)), nodes.table(2).lookup(name));
+        }
+    }
+
+    @Test
     void lookupUnbindCompareAndUnbindAndRebind() {
         nodes = new TableNodes(2, 128);
         NameTable a = nodes.table(1);
