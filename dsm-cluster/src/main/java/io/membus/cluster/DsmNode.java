@@ -379,7 +379,7 @@ public final class DsmNode implements AutoCloseable {
         return segment.descriptor();
     }
 
-    /** What this node founded: the table's pointer, 0 for the arbiter, -1 when it founded nothing. */
+    /** What this node founded: the table's pointer, 0 for the arbiter, -1 when it founded nothing (start thread only). */
     private long foundedRegistry = -1;
 
     /** The bootstrap, part 2: the founder writes the register once its entry is visible. */
