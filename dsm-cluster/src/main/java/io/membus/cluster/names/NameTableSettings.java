@@ -52,8 +52,7 @@ public final class NameTableSettings {
     }
 
     /**
-     * Reads {@code membus.names} (and {@code membus.replication.backups}, see
-     * {@link #backups}) from a node's config as given, over the defaults of the
+     * Reads {@code membus.names} from a node's config as given, over the defaults of the
      * {@code reference.conf} files on the class path.
      *
      * @throws DsmConfigException naming the key of a bad value
@@ -83,19 +82,6 @@ public final class NameTableSettings {
             throw new DsmConfigException("membus.names.segment-size", size, "0 or a positive size");
         }
         return new NameTableSettings(mode, (int) capacity, size);
-    }
-
-    /**
-     * {@code membus.replication.backups} of a node's config as given, over the defaults on
-     * the class path; 0 where no module defines it.
-     */
-    public static int backups(Config given) {
-        Config c = withDefaults(given);
-        try {
-            return c.hasPath("membus.replication.backups") ? c.getInt("membus.replication.backups") : 0;
-        } catch (ConfigException e) {
-            throw new DsmConfigException("membus.replication.backups", "<unreadable>", "an integer 0..3", e);
-        }
     }
 
     private static Config withDefaults(Config given) {

@@ -52,6 +52,5 @@ class NameTableSettingsTest {
         DsmConfigException size = assertThrows(DsmConfigException.class, () -> NameTableSettings.from(
                 ConfigFactory.parseString("membus.names { capacity = 1024, segment-size = 4KiB }")));
         assertTrue(size.getMessage().contains("membus.names.segment-size"), size.getMessage());
-        assertEquals(2, NameTableSettings.backups(ConfigFactory.parseString("membus.replication.backups = 2")));
     }
 }
