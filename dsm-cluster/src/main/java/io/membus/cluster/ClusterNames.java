@@ -112,6 +112,23 @@ public final class ClusterNames implements NameRegistry {
     }
 
     /**
+     * The {@code names} section of {@code membus status}: which way this node's registry
+     * goes (no I/O: what the first name call resolved).
+     */
+    Map<String, String> status() {
+        Resolved r = resolved;
+        if (r == null) {
+            return Map.of("registry", wiring == null ? "arbiter" : "not resolved yet (no name call on this node so far)");
+        }
+        NameTable t = r.table();
+        if (t == null) {
+            return Map.of("registry", "arbiter (Distributed Data, membus-names)");
+        }
+        return Map.of("registry", "table in replicated memory", "table", RemotePtr.toString(t.pointer()), "capacity",
+                Integer.toString(t.capacity()));
+    }
+
+    /**
      * The table, or {@code null} for the arbiter: resolved on first use from the register,
      * waiting up to the operation timeout for a founder still forming the cluster to write it.
      */

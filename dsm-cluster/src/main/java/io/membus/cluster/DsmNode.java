@@ -358,6 +358,7 @@ public final class DsmNode implements AutoCloseable {
         };
         names.useSystemRoot(root, table -> io.membus.cluster.names.NameTable.open(memory, this::allocator, table,
                 tags, config.operationTimeout()), system.dispatchers().lookup("pekko.actor.default-blocking-io-dispatcher"));
+        statusSections.put("names", names::status); // membus status: table or arbiter
         if (config.isClient()) {
             return null;
         }

@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The name registry as a table in remote memory on a Pekko cluster of {@code local}
- * nodes ({@code membus.names.table = on}): the founder's system segment and register,
+ * nodes ({@code membus.replication.backups = 1}, the table by default): the founder's system segment and register,
  * binds through {@link ClusterNames} on every node, and the arbiter hand-over window
  * closed: registries that each decide binds by themselves (as two nodes that each
  * believe they are the arbiter would) still let exactly one binder of a name win.
@@ -67,7 +67,8 @@ class ClusterNameTableTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void bindsGoThroughTheTableOfTheFounderAndTheHandOverWindowIsClosed() throws Exception {
         SplittableRandom random = Seeds.random("membus.names.seed", "ClusterNameTableTest");
-        List<DsmNode> all = threeNodes("membus.names { table = on, capacity = 256 }\n");
+        // the default switch (table = auto): replication on a transport that forwards changes chooses the table
+        List<DsmNode> all = threeNodes("membus.replication.backups = 1\nmembus.names.capacity = 256\n");
         long table = RemotePtr.pack(1, NameTableSettings.SYSTEM_SEGMENT, 0);
         for (DsmNode n : all) {
             assertTrue(n.directory().segment(1, NameTableSettings.SYSTEM_SEGMENT).isPresent(),
@@ -82,6 +83,7 @@ class ClusterNameTableTest {
             assertEquals(Optional.of(p1), n.names().lookup("settings"));
             assertEquals(table, ((ClusterNames) n.names()).table().orElseThrow().pointer(),
                     "node " + n.nodeId() + " follows the register to the founder's table");
+            assertEquals("table in replicated memory", ((ClusterNames) n.names()).status().get("registry"));
         }
         assertEquals(java.util.Map.of("settings", p1), all.get(2).names().bindings());
         assertFalse(all.get(2).names().unbind("settings", p2), "compare-and-unbind of another pointer");
@@ -152,6 +154,7 @@ class ClusterNameTableTest {
         for (DsmNode n : all) {
             assertEquals(Optional.of(p1), n.names().lookup("settings"));
             assertEquals(Optional.empty(), ((ClusterNames) n.names()).table(), "the arbiter, not a table");
+            assertEquals("arbiter (Distributed Data, membus-names)", ((ClusterNames) n.names()).status().get("registry"));
         }
     }
 }
