@@ -350,6 +350,9 @@ public final class DsmNode implements AutoCloseable {
      * @return the system segment to publish in this node's entry, or {@code null}
      */
     private SegmentDescriptor foundNameRegistry(Transport transport) {
+        // checked on every node, though only the founder acts on it: a bad value fails every start
+        io.membus.cluster.names.NameTableSettings settings =
+                io.membus.cluster.names.NameTableSettings.from(config.raw());
         var dd = DistributedData.get(system);
         SystemRoot root = new SystemRoot(dd.replicator(), dd.selfUniqueAddress(), macs, config.operationTimeout());
         io.membus.cluster.names.NameTags tags = (name, ptr) -> {
@@ -359,8 +362,9 @@ public final class DsmNode implements AutoCloseable {
         names.useSystemRoot(root, table -> io.membus.cluster.names.NameTable.open(memory, this::allocator, table,
                 tags, config.operationTimeout()), system.dispatchers().lookup("pekko.actor.default-blocking-io-dispatcher"));
         statusSections.put("names", names::status); // membus status: table or arbiter
-        if (config.isClient()) {
-            return null;
+        Member oldest = ClusterAgent.arbiter(cluster);
+        if (config.isClient() || oldest == null || !oldest.uniqueAddress().equals(cluster.selfUniqueAddress())) {
+            return null; // only the oldest Up memory member may found (a majority read only there)
         }
         java.util.Optional<Long> found;
         try {
@@ -370,12 +374,9 @@ public final class DsmNode implements AutoCloseable {
                     + " registry", config.nodeId(), e.toString());
             return null;
         }
-        Member oldest = ClusterAgent.arbiter(cluster);
-        if (found.isPresent() || oldest == null || !oldest.uniqueAddress().equals(cluster.selfUniqueAddress())) {
+        if (found.isPresent()) {
             return null;
         }
-        io.membus.cluster.names.NameTableSettings settings =
-                io.membus.cluster.names.NameTableSettings.from(config.raw());
         int backups = config.replication().backups();
         if (!settings.useTable(backups, transport.capabilities())) {
             foundedRegistry = RemotePtr.NULL;
