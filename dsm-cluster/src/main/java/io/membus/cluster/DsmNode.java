@@ -317,7 +317,7 @@ public final class DsmNode implements AutoCloseable {
             this.allocator = a;
             NodeMeters.bindHeap(meters, a, heapsHere);
         }
-        SegmentDescriptor systemSegment = foundNameRegistry(transport); // the founder's table, before its entry
+        SegmentDescriptor systemSegment = foundNameRegistry(transport, deadline); // the founder's table, before its entry
         if (systemSegment != null) {
             exported.add(systemSegment);
         }
@@ -349,7 +349,7 @@ public final class DsmNode implements AutoCloseable {
      *
      * @return the system segment to publish in this node's entry, or {@code null}
      */
-    private SegmentDescriptor foundNameRegistry(Transport transport) {
+    private SegmentDescriptor foundNameRegistry(Transport transport, long deadline) {
         // checked on every node, though only the founder acts on it: a bad value fails every start
         io.membus.cluster.names.NameTableSettings settings =
                 io.membus.cluster.names.NameTableSettings.from(config.raw());
@@ -362,6 +362,14 @@ public final class DsmNode implements AutoCloseable {
         names.useSystemRoot(root, table -> io.membus.cluster.names.NameTable.open(memory, this::allocator, table,
                 tags, config.operationTimeout()), system.dispatchers().lookup("pekko.actor.default-blocking-io-dispatcher"));
         statusSections.put("names", names::status); // membus status: table or arbiter
+        // the read view of membership follows the events: it may not show this member Up yet when the callback ran
+        while (!config.isClient() && cluster.selfMember().status() != MemberStatus.up()) {
+            if (left(deadline) <= 0) {
+                throw new DsmTimeoutException("see this member Up in its own view of the membership", config.nodeId(),
+                        config.startTimeout(), "the membership is slow: raise membus.start-timeout");
+            }
+            pause();
+        }
         Member oldest = ClusterAgent.arbiter(cluster);
         if (config.isClient() || oldest == null || !oldest.uniqueAddress().equals(cluster.selfUniqueAddress())) {
             return null; // only the oldest Up memory member may found (a majority read only there)
