@@ -52,6 +52,11 @@ final class ClusterMacs {
         return bind(name, b.ptr()).matches(b.macHi(), b.macLo());
     }
 
+    /** The tag of the {@code membus-system} register's value: the name table's pointer (0: the arbiter keeps names). */
+    Tag system(long table) {
+        return tag(namesKey, "system", "membus-system", table);
+    }
+
     /** The tag of a directory entry: over its serialized fields, without the tag. */
     Tag entry(NodeEntry e) {
         return tag(entriesKey, "entry", ClusterSerializer.entryBytes(e), 0);

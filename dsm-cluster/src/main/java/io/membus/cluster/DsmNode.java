@@ -7,6 +7,7 @@ import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.HeapUsage;
 import io.membus.core.JvmFlags;
 import io.membus.core.RemoteMemory;
+import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.NameRegistry;
@@ -316,6 +317,10 @@ public final class DsmNode implements AutoCloseable {
             this.allocator = a;
             NodeMeters.bindHeap(meters, a, heapsHere);
         }
+        SegmentDescriptor systemSegment = foundNameRegistry(transport, deadline); // the founder's table, before its entry
+        if (systemSegment != null) {
+            exported.add(systemSegment);
+        }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
                 cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,
                 allocator == null ? List.of() : heapsHere);
@@ -329,9 +334,93 @@ public final class DsmNode implements AutoCloseable {
             }
             pause();
         }
+        registerNameRegistry(); // after the entry: whoever reads the register can reach the table
         LOG.info("membus node {} started: incarnation={}, member={}, transport={} at {}, segments={} x {} B{}",
                 config.nodeId(), incarnation, cluster.selfAddress(), transport.name(), transport.localAddress(),
                 config.segmentCount(), config.segmentSize(), config.fileBacked() ? " (file-backed)" : "");
+    }
+
+    /**
+     * The name registry's bootstrap, part 1 (docs/replication.md section 11): wires the
+     * {@code membus-system} register into {@link ClusterNames}; then, on a memory node that is
+     * the oldest Up memory member and finds no register (a majority read), founds the
+     * registry: the table ({@code membus.names.table}; by default when replication keeps
+     * segments) in a new system segment 255 of this node, formatted here, or the arbiter.
+     *
+     * @return the system segment to publish in this node's entry, or {@code null}
+     */
+    private SegmentDescriptor foundNameRegistry(Transport transport, long deadline) {
+        // checked on every node, though only the founder acts on it: a bad value fails every start
+        io.membus.cluster.names.NameTableSettings settings =
+                io.membus.cluster.names.NameTableSettings.from(config.raw());
+        var dd = DistributedData.get(system);
+        SystemRoot root = new SystemRoot(dd.replicator(), dd.selfUniqueAddress(), macs, config.operationTimeout());
+        io.membus.cluster.names.NameTags tags = (name, ptr) -> {
+            ClusterMacs.Tag t = macs.bind(name, ptr);
+            return new long[]{t.hi(), t.lo()};
+        };
+        names.useSystemRoot(root, table -> io.membus.cluster.names.NameTable.open(memory, this::allocator, table,
+                tags, config.operationTimeout()), system.dispatchers().lookup("pekko.actor.default-blocking-io-dispatcher"));
+        statusSections.put("names", names::status); // membus status: table or arbiter
+        // the read view of membership follows the events: it may not show this member Up yet when the callback ran
+        while (!config.isClient() && cluster.selfMember().status() != MemberStatus.up()) {
+            if (left(deadline) <= 0) {
+                throw new DsmTimeoutException("see this member Up in its own view of the membership", config.nodeId(),
+                        config.startTimeout(), "the membership is slow: raise membus.start-timeout");
+            }
+            pause();
+        }
+        Member oldest = ClusterAgent.arbiter(cluster);
+        if (config.isClient() || oldest == null || !oldest.uniqueAddress().equals(cluster.selfUniqueAddress())) {
+            return null; // only the oldest Up memory member may found (a majority read only there)
+        }
+        java.util.Optional<Long> found;
+        try {
+            found = RemoteMemory.await(root.read(), config.operationTimeout().multipliedBy(3));
+        } catch (DsmException e) {
+            LOG.warn("node {}: the membus-system register could not be read ({}); this node does not found the name"
+                    + " registry", config.nodeId(), e.toString());
+            return null;
+        }
+        if (found.isPresent()) {
+            return null;
+        }
+        int backups = config.replication().backups();
+        if (!settings.useTable(backups, transport.capabilities())) {
+            foundedRegistry = RemotePtr.NULL;
+            LOG.info("node {} forms the cluster: names go through the arbiter ({}, replication.backups={},"
+                    + " transport replication={})", config.nodeId(), settings, backups,
+                    transport.capabilities().replication());
+            return null;
+        }
+        int index = io.membus.cluster.names.NameTableSettings.SYSTEM_SEGMENT;
+        if (config.segmentCount() > index) {
+            throw new DsmConfigException("membus.segments.count", config.segmentCount(), "at most " + index + " on a"
+                    + " node that forms a cluster with the name table: segment " + index + " holds it");
+        }
+        Segment segment = transport.export(new SegmentSpec(index, settings.segmentSize(),
+                io.membus.core.Access.ALL, null));
+        io.membus.cluster.names.NameTable.format(segment, settings.capacity());
+        foundedRegistry = RemotePtr.pack(config.nodeId(), index, 0);
+        LOG.info("node {} forms the cluster: names are a table in replicated memory at {} ({})", config.nodeId(),
+                RemotePtr.toString(foundedRegistry), settings);
+        return segment.descriptor();
+    }
+
+    /** What this node founded: the table's pointer, 0 for the arbiter, -1 when it founded nothing (start thread only). */
+    private long foundedRegistry = -1;
+
+    /** The bootstrap, part 2: the founder writes the register once its entry is visible. */
+    private void registerNameRegistry() {
+        if (foundedRegistry < 0) {
+            return;
+        }
+        var dd = DistributedData.get(system);
+        if (!new SystemRoot(dd.replicator(), dd.selfUniqueAddress(), macs, config.operationTimeout())
+                .write(foundedRegistry)) {
+            LOG.warn("node {}: the membus-system register reached no majority within {} ms; it spreads by gossip",
+                    config.nodeId(), config.operationTimeout().toMillis());
+        }
     }
 
     /** Refuses to start when a live member holds this node id; waits for an unreachable holder to be downed. */
