@@ -3,7 +3,16 @@ package io.membus.core.transport;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
+import io.membus.core.OperationDeadline;
 import io.membus.core.error.AccessDeniedException;
+import io.membus.core.error.BlockingCallOnTransportThreadException;
+import io.membus.core.error.NotPrimaryException;
+import io.membus.core.replication.AckGate;
+import io.membus.core.replication.CopyReplica;
+import io.membus.core.replication.GroupId;
+import io.membus.core.replication.Hosted;
+import io.membus.core.replication.HostedTable;
+import io.membus.core.replication.ReplicaGroup;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.InvalidPointerException;
 import io.membus.core.error.MisalignedAtomicException;
@@ -28,8 +37,31 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * an atomic's word is 8-byte aligned. The first failing check throws its
  * {@link VerbException}.
  *
+ * <h2>Replication</h2>
+ * Beside its own segments the table holds the <em>hosted</em> replica groups
+ * ({@link Hosted}: own segments that are replicated, copies of other nodes' logical
+ * segments, copies promoted here). A pointer of another node passes {@link #check} only
+ * when this node serves its group as primary; a group held only as a copy (or served no
+ * more) fails {@link NotPrimaryException} before anything is touched. Every change of a
+ * replicated segment goes through its {@link ReplicaGroup} (sequenced, applied, forwarded).
+ *
+ * <p>Two ways to wait for the copies:
+ * <ul>
+ *   <li>the {@link BlockingVerbs} methods ({@link #write}, {@link #compareAndSwap},
+ *       {@link #readInto}, ...) return only once every in-sync copy has what the verb
+ *       changed or saw ({@link AckGate}), waiting at most the thread's
+ *       {@link OperationDeadline} or the ack timeout; on a transport thread they refuse to
+ *       wait ({@link BlockingCallOnTransportThreadException}). What a blocking caller on
+ *       this node uses ({@code RemoteMemory}'s own-segment path, a {@code local} peer's
+ *       direct path);</li>
+ *   <li>the {@code *NoWait} methods run the verb and return at once; the caller then asks
+ *       {@link #gate(long)} and answers when the gate says so (a verb executor on an I/O
+ *       thread, {@link DirectConnection}'s futures).</li>
+ * </ul>
+ *
  * <p><b>Note:</b> thread-safe. Segments are published with volatile semantics
- * ({@link AtomicReferenceArray}); verbs run concurrently from any thread.
+ * ({@link AtomicReferenceArray}), hosted groups through one volatile copy-on-write
+ * {@link HostedTable}; verbs run concurrently from any thread.
  */
 public final class SegmentTable implements BlockingVerbs {
     /** Largest byte count one read or write verb may carry (16 MiB). */
@@ -47,8 +79,38 @@ public final class SegmentTable implements BlockingVerbs {
     private final int nodeId;
     private final AtomicReferenceArray<Segment> segments = new AtomicReferenceArray<>(RemotePtr.MAX_SEGMENT_INDEX + 1);
 
+    private volatile HostedTable hosted = HostedTable.EMPTY;
+    private volatile long ackTimeoutNanos = 30_000_000_000L;
+
     public SegmentTable(int nodeId) {
         this.nodeId = nodeId;
+    }
+
+    /** Hosts a replica group (replaces the entry of its group). */
+    public synchronized void host(Hosted h) {
+        hosted = hosted.with(h);
+    }
+
+    /** Stops hosting {@code group}; returns its entry, or null. */
+    public synchronized Hosted unhost(int group) {
+        Hosted h = hosted.get(group);
+        hosted = hosted.without(group);
+        return h;
+    }
+
+    /** The hosted entry of {@code group}, or null. Allocation-free. */
+    public Hosted hosted(int group) {
+        return hosted.get(group);
+    }
+
+    /** Every hosted group (a snapshot). */
+    public List<Hosted> hostedGroups() {
+        return hosted.all();
+    }
+
+    /** How long a blocking verb waits for its copies when its thread has no {@link OperationDeadline}. */
+    public void ackTimeout(java.time.Duration timeout) {
+        this.ackTimeoutNanos = timeout.toNanos();
     }
 
     public int nodeId() {
@@ -100,8 +162,11 @@ public final class SegmentTable implements BlockingVerbs {
      * @throws VerbException the first check that fails
      */
     public Segment check(long ptr, long remoteKey, int length, int required, boolean atomic) {
-        if (ptr == RemotePtr.NULL || RemotePtr.nodeId(ptr) != nodeId) {
+        if (ptr == RemotePtr.NULL) {
             throw new InvalidPointerException(ptr, length, nodeId);
+        }
+        if (RemotePtr.nodeId(ptr) != nodeId) {
+            return checkHosted(ptr, remoteKey, length, required, atomic);
         }
         if (length < 0 || length > MAX_VERB_LENGTH) {
             throw new BadLengthException(ptr, length, MAX_VERB_LENGTH);
@@ -110,6 +175,46 @@ public final class SegmentTable implements BlockingVerbs {
         if (segment == null || !segment.isOpen()) {
             throw new UnknownSegmentException(ptr, length);
         }
+        checkSegment(segment, ptr, remoteKey, length, required, atomic);
+        if (hosted.size() != 0) {
+            Hosted h = hosted.get(GroupId.ofPointer(ptr));
+            if (h != null && h.memory() == segment) {
+                refuseUnlessServed(h, ptr, length);
+            }
+        }
+        return segment;
+    }
+
+    /** A pointer of another node: served here only as the primary of its group. */
+    private Segment checkHosted(long ptr, long remoteKey, int length, int required, boolean atomic) {
+        Hosted h = hosted.size() == 0 ? null : hosted.get(GroupId.ofPointer(ptr));
+        if (h == null) {
+            throw new InvalidPointerException(ptr, length, nodeId);
+        }
+        refuseUnlessServed(h, ptr, length);
+        if (length < 0 || length > MAX_VERB_LENGTH) {
+            throw new BadLengthException(ptr, length, MAX_VERB_LENGTH);
+        }
+        Segment segment = h.memory();
+        if (!segment.isOpen()) {
+            throw new UnknownSegmentException(ptr, length);
+        }
+        checkSegment(segment, ptr, remoteKey, length, required, atomic);
+        return segment;
+    }
+
+    private void refuseUnlessServed(Hosted h, long ptr, int length) {
+        ReplicaGroup g = h.primary();
+        if (g != null) {
+            g.checkServing();
+            return;
+        }
+        CopyReplica c = h.copy();
+        throw new NotPrimaryException(nodeId, h.group(), c != null ? c.primary() : 0, c != null ? c.epoch() : 0);
+    }
+
+    private static void checkSegment(Segment segment, long ptr, long remoteKey, int length, int required,
+                                     boolean atomic) {
         if (segment.remoteKey() != remoteKey) {
             throw new WrongRemoteKeyException(ptr, length);
         }
@@ -123,7 +228,34 @@ public final class SegmentTable implements BlockingVerbs {
         if (atomic && (offset & 7) != 0) {
             throw new MisalignedAtomicException(ptr);
         }
-        return segment;
+    }
+
+    /** The group this node serves {@code ptr}'s segment as primary of, or null (not replicated here). */
+    private ReplicaGroup groupOf(long ptr) {
+        if (hosted.size() == 0) {
+            return null;
+        }
+        Hosted h = hosted.get(GroupId.ofPointer(ptr));
+        return h == null ? null : h.primary();
+    }
+
+    /**
+     * Waits until every in-sync copy has what a verb on {@code ptr} changed or saw: the
+     * blocking side of {@link #gate}. Free when the segment is not replicated.
+     */
+    private void awaitCopies(long ptr) {
+        ReplicaGroup g = groupOf(ptr);
+        if (g == null) {
+            return;
+        }
+        long need = g.need();
+        if (g.acked(need)) {
+            return;
+        }
+        if (TransportThreads.isTransportThread()) {
+            throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
+        }
+        g.await(need, OperationDeadline.until(System.nanoTime(), ackTimeoutNanos));
     }
 
     /**
@@ -131,11 +263,18 @@ public final class SegmentTable implements BlockingVerbs {
      * ({@link io.membus.core.replication.AckGate}), or {@code null} when the pointer's
      * segment is not replicated here. Call it after the verb ran (see {@code AckGate}).
      */
-    public io.membus.core.replication.AckGate gate(long ptr) {
-        return null;
+    public AckGate gate(long ptr) {
+        return groupOf(ptr);
     }
 
     public byte[] read(long ptr, long remoteKey, int length) {
+        byte[] dst = readNoWait(ptr, remoteKey, length);
+        awaitCopies(ptr);
+        return dst;
+    }
+
+    /** {@link #read}, answered before the copies are waited for: ask {@link #gate} then. */
+    public byte[] readNoWait(long ptr, long remoteKey, int length) {
         Segment s = check(ptr, remoteKey, length, Access.READ, false);
         byte[] dst = new byte[length];
         s.read(RemotePtr.offset(ptr), dst, 0, length);
@@ -147,23 +286,43 @@ public final class SegmentTable implements BlockingVerbs {
     public void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
         Segment s = check(ptr, remoteKey, length, Access.READ, false);
         s.read(RemotePtr.offset(ptr), dst, dstOffset, length);
+        awaitCopies(ptr);
     }
 
     @Override
     public void readToAddress(long ptr, long remoteKey, long address, int length) {
         Segment s = check(ptr, remoteKey, length, Access.READ, false);
         s.readToAddress(RemotePtr.offset(ptr), address, length);
+        awaitCopies(ptr);
     }
 
     @Override
     public void writeFromAddress(long ptr, long remoteKey, long address, int length) {
+        writeFromAddressNoWait(ptr, remoteKey, address, length);
+        awaitCopies(ptr);
+    }
+
+    /** {@link #writeFromAddress}, returning before the copies have it: ask {@link #gate} then. */
+    public void writeFromAddressNoWait(long ptr, long remoteKey, long address, int length) {
         Segment s = check(ptr, remoteKey, length, Access.WRITE, false);
-        s.writeFromAddress(RemotePtr.offset(ptr), address, length);
+        ReplicaGroup g = groupOf(ptr);
+        if (g != null) {
+            g.writeFromAddress(RemotePtr.offset(ptr), address, length);
+        } else {
+            s.writeFromAddress(RemotePtr.offset(ptr), address, length);
+        }
     }
 
     /** Reads the little-endian word at {@code ptr} (any alignment a read allows). */
     @Override
     public long readLong(long ptr, long remoteKey) {
+        long v = readLongNoWait(ptr, remoteKey);
+        awaitCopies(ptr);
+        return v;
+    }
+
+    /** {@link #readLong}, answered before the copies are waited for: ask {@link #gate} then. */
+    public long readLongNoWait(long ptr, long remoteKey) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.READ, false);
         long offset = RemotePtr.offset(ptr);
         if ((offset & 7) == 0) {
@@ -177,32 +336,75 @@ public final class SegmentTable implements BlockingVerbs {
     /** Writes the little-endian word at {@code ptr} (any alignment a write allows). */
     @Override
     public void writeLong(long ptr, long remoteKey, long value) {
+        writeLongNoWait(ptr, remoteKey, value);
+        awaitCopies(ptr);
+    }
+
+    /** {@link #writeLong}, returning before the copies have it: ask {@link #gate} then. */
+    public void writeLongNoWait(long ptr, long remoteKey, long value) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.WRITE, false);
         long offset = RemotePtr.offset(ptr);
+        ReplicaGroup g = groupOf(ptr);
         if ((offset & 7) == 0) {
-            s.writeLong(offset, value);
+            if (g != null) {
+                g.writeLong(offset, value);
+            } else {
+                s.writeLong(offset, value);
+            }
             return;
         }
         byte[] b = new byte[Long.BYTES];
         io.membus.core.Words.putLong(b, 0, value);
-        s.write(offset, b, 0, Long.BYTES);
+        if (g != null) {
+            g.write(offset, b, 0, Long.BYTES);
+        } else {
+            s.write(offset, b, 0, Long.BYTES);
+        }
     }
 
     @Override
     public void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+        writeNoWait(ptr, remoteKey, src, offset, length);
+        awaitCopies(ptr);
+    }
+
+    /** {@link #write}, returning before the copies have it: ask {@link #gate} then. */
+    public void writeNoWait(long ptr, long remoteKey, byte[] src, int offset, int length) {
         Segment s = check(ptr, remoteKey, length, Access.WRITE, false);
-        s.write(RemotePtr.offset(ptr), src, offset, length);
+        ReplicaGroup g = groupOf(ptr);
+        if (g != null) {
+            g.write(RemotePtr.offset(ptr), src, offset, length);
+        } else {
+            s.write(RemotePtr.offset(ptr), src, offset, length);
+        }
     }
 
     @Override
     public long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+        long old = compareAndSwapNoWait(ptr, remoteKey, expected, update);
+        awaitCopies(ptr);
+        return old;
+    }
+
+    /** {@link #compareAndSwap}, returning before the copies have it: ask {@link #gate} then. */
+    public long compareAndSwapNoWait(long ptr, long remoteKey, long expected, long update) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
-        return s.compareAndSwap(RemotePtr.offset(ptr), expected, update);
+        ReplicaGroup g = groupOf(ptr);
+        return g != null ? g.compareAndSwap(RemotePtr.offset(ptr), expected, update)
+                : s.compareAndSwap(RemotePtr.offset(ptr), expected, update);
     }
 
     @Override
     public long fetchAndAdd(long ptr, long remoteKey, long delta) {
+        long old = fetchAndAddNoWait(ptr, remoteKey, delta);
+        awaitCopies(ptr);
+        return old;
+    }
+
+    /** {@link #fetchAndAdd}, returning before the copies have it: ask {@link #gate} then. */
+    public long fetchAndAddNoWait(long ptr, long remoteKey, long delta) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
-        return s.fetchAndAdd(RemotePtr.offset(ptr), delta);
+        ReplicaGroup g = groupOf(ptr);
+        return g != null ? g.fetchAndAdd(RemotePtr.offset(ptr), delta) : s.fetchAndAdd(RemotePtr.offset(ptr), delta);
     }
 }
