@@ -78,6 +78,7 @@ public final class CopyStream {
     private boolean retryScheduled;
     private boolean closed;
     private long sentMessages;
+    private FaultInjector.StreamRule listened;
 
     CopyStream(int node, Carrier carrier, ReplicationConfig config, Duration retryTimeout) {
         this.node = node;
@@ -86,10 +87,6 @@ public final class CopyStream {
         this.windowEffects = config.windowEffects();
         this.windowBytes = config.windowBytes();
         this.retryTimeout = retryTimeout;
-        FaultInjector.StreamRule rule = carrier.faults().streamRule(node);
-        if (rule != null) {
-            rule.onRelease(this::flush);
-        }
     }
 
     /** The copy node. */
@@ -188,6 +185,10 @@ public final class CopyStream {
         }
         FaultInjector.StreamRule rule = carrier.faults().streamRule(node);
         if (rule != null && !rule.trySend()) {
+            if (rule != listened) {
+                listened = rule;
+                rule.onRelease(this::flush); // sends what waits once the test releases the stream
+            }
             return null;
         }
         int max = carrier.maxMessageSize();

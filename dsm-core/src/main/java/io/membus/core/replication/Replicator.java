@@ -92,6 +92,7 @@ public final class Replicator implements AutoCloseable {
     private final Set<Integer> rereplicating = ConcurrentHashMap.newKeySet();
     private final Set<Integer> warnedShort = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean publishScheduled = new AtomicBoolean();
+    private final Object publishLock = new Object();
     private final DirectoryListener listener = new Listener();
     private volatile boolean started;
     private volatile boolean closed;
@@ -266,6 +267,9 @@ public final class Replicator implements AutoCloseable {
         streams.values().forEach(CopyStream::close);
         for (ReplicaGroup g : primaries.values()) {
             g.stop(Ballot.NONE, "node " + self + " closed its replication");
+            if (g.memory().nodeId() != self) {
+                g.memory().close(false); // a promoted copy: its memory is this service's, not the transport's
+            }
         }
         for (CopyReplica c : copies.values()) {
             dropCopy(c);
@@ -451,11 +455,16 @@ public final class Replicator implements AutoCloseable {
         }
         CopyReplica c = copies.get(v.group());
         if (c == null || !c.inSync()) {
+            LOG.debug("replication: node {} coordinates segment {} but holds no in-sync copy of it: {}", self,
+                    GroupId.toString(v.group()), c);
             return;
         }
         long ballot = Ballot.next(Math.max(v.epoch(), c.epoch()), self);
         long was = c.epoch();
-        if (c.fence(ballot, self) != ReplicationCodec.OK) {
+        byte own = c.fence(ballot, self);
+        if (own != ReplicationCodec.OK) {
+            LOG.warn("replication: node {} cannot promote segment {}: its own copy refused ballot {} ({})", self,
+                    GroupId.toString(v.group()), Ballot.toString(ballot), c);
             return;
         }
         long applied = c.applied();
@@ -486,6 +495,8 @@ public final class Replicator implements AutoCloseable {
         }
         Hosted h = transport.table().hosted(v.group());
         if (h == null || h.copy() != c) {
+            LOG.warn("replication: node {} stops the promotion of segment {}: its copy was replaced meanwhile ({})",
+                    self, GroupId.toString(v.group()), h);
             return;
         }
         ReplicaGroup g = new ReplicaGroup(v.group(), self, c.memory(), ballot, applied, partBytes, config.chunkBytes(),
@@ -583,10 +594,16 @@ public final class Replicator implements AutoCloseable {
         }
     }
 
-    /** Publishes every claim of this node and waits for it (on the service thread). */
+    /**
+     * Publishes every claim of this node and waits for it. Serialised, the snapshot taken
+     * inside: a later publication always carries the later claims.
+     */
     private void publishNow() {
-        List<GroupClaim> all = new ArrayList<>(claims.values());
-        CompletableFuture<Void> f = publisher.publish(self, all);
+        CompletableFuture<Void> f;
+        synchronized (publishLock) {
+            List<GroupClaim> all = new ArrayList<>(claims.values());
+            f = publisher.publish(self, all);
+        }
         RemoteMemory.await(f, timeout);
     }
 
@@ -818,7 +835,15 @@ public final class Replicator implements AutoCloseable {
         byte status = c.done(epoch, lastSeq);
         if (status == ReplicationCodec.OK) {
             claims.put(group, copyClaim(c));
-            schedulePublish();
+            // published before the DONE is acknowledged: once the primary lists this node in sync, the directory
+            // knows it as a COPY holder, so a promotion can count on it (a JOINING holder is never promoted)
+            try {
+                publishNow();
+            } catch (DsmException e) {
+                LOG.warn("replication: node {} could not publish its copy of segment {}: {}", self,
+                        GroupId.toString(group), e.getMessage());
+                schedulePublish();
+            }
         }
         return status;
     }
