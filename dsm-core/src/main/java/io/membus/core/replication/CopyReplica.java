@@ -11,7 +11,8 @@ import io.membus.core.Segment;
  *       {@link ReplicationCodec#STALE} (its sender was replaced: this is what fences a
  *       cut-off old primary), a higher one {@link ReplicationCodec#NOT_HELD}.</li>
  *   <li>In sync, an effect must carry {@code applied + 1} (the parts of a split effect all
- *       carry it; the last part advances {@code applied}); a smaller one is a duplicate and is
+ *       carry it; they are kept until the last part, which applies them all at once and
+ *       advances {@code applied}: a fence never sees half a write); a smaller one is a duplicate and is
  *       skipped, a larger one is refused {@link ReplicationCodec#GAP}. Joining, sequences only
  *       grow (effects above the primary's cursor are not sent: their chunk carries them).</li>
  *   <li>The epoch is raised only by a {@link #fence} (a promotion's coordinator) or a new
@@ -29,6 +30,10 @@ public final class CopyReplica {
     private boolean inSync; // guarded by this
     private int primary; // guarded by this
     private boolean dropped; // guarded by this
+    /** The parts of a split effect received before its last one: applied together with it (guarded by this). */
+    private final java.util.ArrayList<long[]> partOffsets = new java.util.ArrayList<>();
+    private final java.util.ArrayList<byte[]> partBytes = new java.util.ArrayList<>();
+    private long partSeq = -1; // guarded by this
 
     CopyReplica(int group, Segment memory, long epoch, long startSeq, int primary) {
         this.group = group;
@@ -99,13 +104,34 @@ public final class CopyReplica {
         } else if (seq < applied) {
             return ReplicationCodec.OK; // older than what a chunk brought: the chunk has it
         }
+        // (a split effect's parts all carry its sequence; the last one applies them and advances applied)
+        if (partSeq != seq) {
+            clearParts();
+        }
+        if (!last) {
+            // a part of a large write: kept until its last part, so a fence (a promotion) between two parts never
+            // sees the write half applied
+            partSeq = seq;
+            partOffsets.add(new long[]{offset});
+            partBytes.add(java.util.Arrays.copyOfRange(b, at, at + length));
+            return ReplicationCodec.OK;
+        }
         if (!skip) {
+            for (int i = 0; i < partBytes.size(); i++) {
+                byte[] part = partBytes.get(i);
+                memory.write(partOffsets.get(i)[0], part, 0, part.length);
+            }
             memory.write(offset, b, at, length);
         }
-        if (last) {
-            applied = seq;
-        }
+        clearParts();
+        applied = seq;
         return ReplicationCodec.OK;
+    }
+
+    private void clearParts() {
+        partSeq = -1;
+        partOffsets.clear();
+        partBytes.clear();
     }
 
     /** A chunk of a joining copy's memory, taken by the primary at {@code seq}. */
@@ -143,6 +169,7 @@ public final class CopyReplica {
         if (ballot < epoch) {
             return ReplicationCodec.STALE;
         }
+        clearParts(); // the parts of an effect whose last part did not come: its change did not complete
         epoch = ballot;
         primary = coordinator;
         return ReplicationCodec.OK;
