@@ -413,6 +413,75 @@ public abstract class ReplicationContractTest {
     }
 
     @Test
+    void cutTheStreamsAtRandomPointsThenPromote() throws Exception {
+        List<Node> ns = start(4, 2);
+        Node p = ns.get(0);
+        awaitSettled(p.group(), 2);
+        SplittableRandom rnd = Seeds.random("membus.test.seed", "cutTheStreamsAtRandomPointsThenPromote");
+        int[] copiesBefore = view(p.group()).inSync();
+        Node client = ns.stream().filter(n -> n != p && !Arrays.stream(copiesBefore).anyMatch(c -> c == n.id))
+                .findFirst().orElseThrow();
+        int slots = 3;
+        AtomicLongArray acked = new AtomicLongArray(slots);
+        AtomicLongArray issued = new AtomicLongArray(slots);
+        List<Future<?>> writers = new ArrayList<>();
+        Connection c = connect(client, p);
+        for (int s = 0; s < slots; s++) {
+            int slot = s;
+            writers.add(pool.submit(() -> {
+                for (long v = 1; ; v++) {
+                    issued.set(slot, v);
+                    try {
+                        // a large write for slot 0 (split into parts), word changes for the others
+                        if (slot == 0) {
+                            byte[] b = new byte[100_000];
+                            Arrays.fill(b, (byte) v);
+                            Words.putLong(b, 0, v);
+                            await(c.write(p.ptr(4096), p.key(), b));
+                        } else {
+                            await(c.fetchAndAdd(p.ptr(slot * 8L), p.key(), 1));
+                        }
+                    } catch (DsmException e) {
+                        assertTrue(e.mayHaveRun() || e instanceof NotPrimaryException, e.toString());
+                        return null; // the primary is gone: the outcome of this change is unknown
+                    }
+                    acked.set(slot, v);
+                }
+            }));
+        }
+        waitFor("changes acknowledged", () -> acked.get(0) > 3 && acked.get(1) > 20 && acked.get(2) > 20);
+        int k1 = rnd.nextInt(6);
+        int k2 = rnd.nextInt(6);
+        p.transport.faults().stream(copiesBefore[0]).cutAfter(k1);
+        p.transport.faults().stream(copiesBefore[1]).cutAfter(k2);
+        ReplicaGroup g = p.replicator.primary(p.group());
+        waitFor("changes waiting for the cut copies", () -> g.lastSeq() > g.watermark());
+        crash(p);
+        for (Future<?> f : writers) {
+            f.get(60, TimeUnit.SECONDS);
+        }
+        waitFor("segment 1/0 promoted", () -> view(p.group()).state() == ReplicaGroupView.State.SERVING);
+        awaitSettled(p.group(), 2);
+        assertCopiesEqual(p.group());
+        Segment now = primaryOf(p.group()).replicator.primary(p.group()).memory();
+        long big = now.readLong(4096);
+        assertTrue(big >= acked.get(0) && big <= issued.get(0), "the large write: " + big + " within [" + acked.get(0)
+                + ", " + issued.get(0) + "]");
+        byte[] whole = new byte[100_000];
+        now.read(4096, whole, 0, whole.length);
+        for (int i = 8; i < whole.length; i++) {
+            if (whole[i] != (byte) big) {
+                fail("the large write is torn at byte " + i + " (cut after " + k1 + " and " + k2 + " messages)");
+            }
+        }
+        for (int s = 1; s < slots; s++) {
+            long v = now.readLong(s * 8L);
+            assertTrue(v >= acked.get(s) && v <= issued.get(s), "slot " + s + ": " + v + " within [" + acked.get(s)
+                    + ", " + issued.get(s) + "] (cut after " + k1 + " and " + k2 + " messages)");
+        }
+    }
+
+    @Test
     void anOldPrimarysLateChangeIsRefusedAfterAPromotion() {
         List<Node> ns = start(3, 1);
         Node p = ns.get(0);
