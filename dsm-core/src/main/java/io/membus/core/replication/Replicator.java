@@ -105,6 +105,11 @@ public final class Replicator implements AutoCloseable {
 
     public Replicator(Transport transport, RemoteMemory memory, SegmentDirectory directory, ClaimPublisher publisher,
                       ReplicationConfig config) {
+        if (config.enabled() && transport.capabilities().replication() != ReplicationSupport.FORWARDING) {
+            throw new io.membus.core.error.DsmConfigException("membus.replication.backups",
+                    String.valueOf(config.backups()), "0 on transport " + transport.name() + " (it keeps copies by "
+                    + transport.capabilities().replication() + ", not by forwarding changes; see docs/replication.md)");
+        }
         this.transport = transport;
         this.memory = memory;
         this.directory = directory;
@@ -139,11 +144,15 @@ public final class Replicator implements AutoCloseable {
     /**
      * This node exported {@code own}: it serves the segment's group as primary at
      * {@link Ballot#initial(int)} from now on, publishes its claim and places copies.
+     * Nothing happens with {@code backups = 0}.
      */
     public void exported(Segment own) {
         checkOpen();
         if (own.nodeId() != self) {
             throw new IllegalArgumentException("not a segment of this node: " + own + ", node " + self);
+        }
+        if (!config.enabled()) {
+            return; // backups = 0: no group, no lock, no stream; the segment is served as without replication
         }
         int group = GroupId.of(self, own.index());
         ReplicaGroup g = new ReplicaGroup(group, self, own, Ballot.initial(self), 0, partBytes, config.chunkBytes(),
