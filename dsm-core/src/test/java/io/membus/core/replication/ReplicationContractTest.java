@@ -129,24 +129,33 @@ public abstract class ReplicationContractTest {
 
     /** Starts nodes 1..count, each a memory node exporting segment 0, all with {@code backups}. */
     protected List<Node> start(int count, int backups) {
-        ReplicationConfig config = ReplicationConfig.DEFAULT.withBackups(backups);
+        return start(count, ReplicationConfig.DEFAULT.withBackups(backups));
+    }
+
+    /** Starts nodes 1..count with {@code config}. */
+    protected List<Node> start(int count, ReplicationConfig config) {
         List<Node> started = new ArrayList<>();
         for (int id = 1; id <= count; id++) {
-            TransportConfig tc = TransportConfig.builder(id).operationTimeout(OP_TIMEOUT)
-                    .connectTimeout(Duration.ofSeconds(10)).properties(nodeProperties(id)).build();
-            Transport t = Transports.create(transportName(), tc);
-            directory.addMember(t.self());
-            RemoteMemory mem = new RemoteMemory(t, directory, OP_TIMEOUT);
-            Replicator r = new Replicator(t, mem, directory, directory, config);
-            r.start();
-            Segment s = t.export(SegmentSpec.of(0, SIZE));
-            directory.addSegment(s.descriptor());
-            r.exported(s);
-            Node n = new Node(id, t, mem, r, s);
-            nodes.put(id, n);
-            started.add(n);
+            started.add(startNode(id, config));
         }
         return started;
+    }
+
+    /** Starts node {@code id}, a memory node exporting segment 0. */
+    protected Node startNode(int id, ReplicationConfig config) {
+        TransportConfig tc = TransportConfig.builder(id).operationTimeout(OP_TIMEOUT)
+                .connectTimeout(Duration.ofSeconds(10)).properties(nodeProperties(id)).build();
+        Transport t = Transports.create(transportName(), tc);
+        directory.addMember(t.self());
+        RemoteMemory mem = new RemoteMemory(t, directory, OP_TIMEOUT);
+        Replicator r = new Replicator(t, mem, directory, directory, config);
+        r.start();
+        Segment s = t.export(SegmentSpec.of(0, SIZE));
+        directory.addSegment(s.descriptor());
+        r.exported(s);
+        Node n = new Node(id, t, mem, r, s);
+        nodes.put(id, n);
+        return n;
     }
 
     protected Node node(int id) {
@@ -505,7 +514,8 @@ public abstract class ReplicationContractTest {
 
     @Test
     void reReplicationUnderTrafficEndsWithAnEqualCopyThatCanBePromoted() throws Exception {
-        List<Node> ns = start(4, 1);
+        // small chunks: the copy is built in 64 steps while the writers change every part of the segment
+        List<Node> ns = start(4, new ReplicationConfig(1, 4096, 64L << 20, Duration.ofMillis(500), 4096, 0));
         Node p = ns.get(0);
         awaitSettled(p.group(), 1);
         int firstCopy = view(p.group()).inSync()[0];
@@ -628,6 +638,22 @@ public abstract class ReplicationContractTest {
         assertEquals(0x600dL, copy.readLong(4096), "the effects after it are applied");
         AssertionError differs = assertThrows(AssertionError.class, () -> assertCopiesEqual(p.group()));
         assertTrue(differs.getMessage().contains("offset 2048"), differs.getMessage());
+    }
+
+    @Test
+    void aShortGroupGetsItsCopyWhenAMemoryNodeJoins() {
+        ReplicationConfig config = ReplicationConfig.DEFAULT.withBackups(1);
+        Node p = startNode(1, config);
+        waitFor("the lone primary reports its group short", () -> p.replicator.status().stream()
+                .anyMatch(s -> s.state().equals("segment 1/0: 0 of 1 backups")));
+        p.transport.table().writeLong(p.ptr(64), p.key(), 64);
+        Node joiner = startNode(2, config);
+        awaitSettled(p.group(), 1);
+        assertEquals(joiner.id, view(p.group()).inSync()[0]);
+        assertEquals(64, joiner.replicator.copy(p.group()).memory().readLong(64), "the copy has what came before");
+        awaitSettled(joiner.group(), 1);
+        assertCopiesEqual(p.group());
+        assertCopiesEqual(joiner.group());
     }
 
     @Test
