@@ -66,6 +66,8 @@ public final class ReplicaGroup implements AckGate {
     private final Listener listener;
     private final ReentrantLock lock = new ReentrantLock();
     private final List<Copy> copies = new ArrayList<>(); // guarded by lock
+    /** The copies' streams, rebuilt under the lock when the copy set changes: what a change reads without locking. */
+    private volatile CopyStream[] streams = new CopyStream[0];
     private volatile long lastSeq;
     private volatile long watermark;
     private volatile NotPrimaryException stopped;
@@ -353,16 +355,16 @@ public final class ReplicaGroup implements AckGate {
     }
 
     private CopyStream[] streams() {
-        lock.lock();
-        try {
-            CopyStream[] s = new CopyStream[copies.size()];
-            for (int i = 0; i < s.length; i++) {
-                s[i] = copies.get(i).stream;
-            }
-            return s;
-        } finally {
-            lock.unlock();
+        return streams;
+    }
+
+    /** Rebuilds {@link #streams} (under the lock, after the copy set changed). */
+    private void copiesChanged() {
+        CopyStream[] s = new CopyStream[copies.size()];
+        for (int i = 0; i < s.length; i++) {
+            s[i] = copies.get(i).stream;
         }
+        streams = s;
     }
 
     /** Takes the next sequence and publishes it before the effect (under the lock). */
@@ -440,6 +442,7 @@ public final class ReplicaGroup implements AckGate {
             c.doneSeq = lastSeq;
             c.cursor = memory.size();
             copies.add(c);
+            copiesChanged();
         } finally {
             lock.unlock();
         }
@@ -456,6 +459,7 @@ public final class ReplicaGroup implements AckGate {
             Copy c = new Copy(node, stream);
             c.applied = lastSeq;
             copies.add(c);
+            copiesChanged();
             SegmentSpecOfMemory d = new SegmentSpecOfMemory(memory);
             stream.append(ReplicationCodec.join(group, epoch, lastSeq, d.size, d.flags, d.key));
         } finally {
@@ -555,6 +559,7 @@ public final class ReplicaGroup implements AckGate {
                 return false;
             }
             copies.remove(c);
+            copiesChanged();
             wasInSync = c.inSync;
             recompute();
         } finally {

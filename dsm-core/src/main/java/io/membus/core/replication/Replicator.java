@@ -166,7 +166,10 @@ public final class Replicator implements AutoCloseable {
         submit(this::reconcile);
     }
 
-    /** This node unexports segment {@code index}: its copies are dropped and its claim removed. */
+    /**
+     * This node unexports segment {@code index}: its copies are dropped and its claim removed.
+     * Call it before {@code Transport.unexport}, which closes the segment's memory.
+     */
     public void unexported(int index) {
         int group = GroupId.of(self, index);
         ReplicaGroup g = primaries.remove(group);
@@ -181,7 +184,8 @@ public final class Replicator implements AutoCloseable {
             }
         }
         g.stop(Ballot.NONE, "segment " + GroupId.toString(group) + " was unexported");
-        transport.table().unhost(group);
+        // the stopped group stays in the table until the segment goes (a verb in between fails, never runs
+        // unreplicated); a new export at this index replaces the entry
         claims.remove(group);
         schedulePublish();
     }
@@ -275,16 +279,17 @@ public final class Replicator implements AutoCloseable {
         }
         streams.values().forEach(CopyStream::close);
         for (ReplicaGroup g : primaries.values()) {
+            // stopped, and left in the table: while the transport still serves, a verb on the segment fails (not
+            // primary) instead of changing it unreplicated; the transport's close removes the segment
             g.stop(Ballot.NONE, "node " + self + " closed its replication");
-            if (g.memory().nodeId() != self) {
-                g.memory().close(false); // a promoted copy: its memory is this service's, not the transport's
-            }
         }
         for (CopyReplica c : copies.values()) {
             dropCopy(c);
         }
-        for (Hosted h : transport.table().hostedGroups()) {
-            transport.table().unhost(h.group());
+        for (ReplicaGroup g : primaries.values()) {
+            if (g.memory().nodeId() != self) {
+                g.memory().close(false); // a promoted copy: its memory is this service's (verbs see "not primary")
+            }
         }
     }
 

@@ -175,10 +175,15 @@ public abstract class ReplicationContractTest {
     }
 
     protected static void waitFor(String what, BooleanSupplier condition) {
+        waitFor(what, condition, () -> "");
+    }
+
+    /** {@link #waitFor(String, BooleanSupplier)}, saying {@code state} when it fails. */
+    protected static void waitFor(String what, BooleanSupplier condition, java.util.function.Supplier<String> state) {
         long deadline = System.nanoTime() + SETTLE_NANOS;
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() - deadline > 0) {
-                fail("not reached within the test's deadline: " + what);
+                fail("not reached within the test's deadline: " + what + " " + state.get());
             }
             try {
                 Thread.sleep(5);
@@ -654,6 +659,22 @@ public abstract class ReplicationContractTest {
         awaitSettled(joiner.group(), 1);
         assertCopiesEqual(p.group());
         assertCopiesEqual(joiner.group());
+    }
+
+    @Test
+    void unexportingDropsTheCopies() {
+        List<Node> ns = start(2, 1);
+        Node p = ns.get(0);
+        awaitSettled(p.group(), 1);
+        Node copy = node(view(p.group()).inSync()[0]);
+        p.replicator.unexported(0);
+        p.transport.unexport(0, false);
+        directory.removeSegment(p.id, 0);
+        waitFor("the copy dropped", () -> copy.replicator.copy(p.group()) == null
+                && copy.transport.table().hosted(p.group()) == null, () -> "copy: " + copy.replicator.status()
+                + ", hosted: " + copy.transport.table().hosted(p.group()) + ", primary: " + p.replicator.status());
+        assertTrue(p.replicator.status().stream().noneMatch(s -> s.group() == p.group()));
+        assertTrue(directory.claims(p.id).stream().noneMatch(c -> c.group() == p.group()), "no claim left");
     }
 
     @Test
