@@ -473,6 +473,11 @@ public final class Replicator implements AutoCloseable {
                     GroupId.toString(v.group()), c);
             return;
         }
+        if (reachable(c.primary())) {
+            // the node this copy follows is a live member: its claim is not visible here yet (the directory lags),
+            // it was not removed; a promotion starts only from a removal
+            return;
+        }
         long ballot = Ballot.next(Math.max(v.epoch(), c.epoch()), self);
         long was = c.epoch();
         byte own = c.fence(ballot, self);

@@ -674,7 +674,8 @@ public abstract class ReplicationContractTest {
                 && copy.transport.table().hosted(p.group()) == null, () -> "copy: " + copy.replicator.status()
                 + ", hosted: " + copy.transport.table().hosted(p.group()) + ", primary: " + p.replicator.status());
         assertTrue(p.replicator.status().stream().noneMatch(s -> s.group() == p.group()));
-        assertTrue(directory.claims(p.id).stream().noneMatch(c -> c.group() == p.group()), "no claim left");
+        waitFor("no claim of the group left", () -> directory.claims(p.id).stream().noneMatch(c -> c.group() == p.group())
+                && directory.claims(copy.id).stream().noneMatch(c -> c.group() == p.group()));
     }
 
     @Test
