@@ -203,21 +203,31 @@ public final class ReplicaGroup implements AckGate {
             waiters.add(w);
         }
         release();
-        while (!w.finished) {
-            long left = deadlineNanos - System.nanoTime();
-            if (left <= 0) {
-                synchronized (waiters) {
-                    waiters.remove(w);
+        boolean interrupted = false;
+        try {
+            while (!w.finished) {
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    synchronized (waiters) {
+                        waiters.remove(w);
+                    }
+                    if (w.finished) {
+                        break;
+                    }
+                    throw new DsmTimeoutException("replicated verb on segment " + GroupId.toString(group)
+                            + " (waiting for its copies to acknowledge sequence " + seq + ", acknowledged "
+                            + watermark + ")", self, waitTimeout, "a copy is slow or unreachable; it leaves the group"
+                            + " only when membership removes its node");
                 }
-                if (w.finished) {
-                    break;
+                LockSupport.parkNanos(this, left);
+                if (Thread.interrupted()) {
+                    interrupted = true; // not interruptible (the change ran): wait on, set the status again after
                 }
-                throw new DsmTimeoutException("replicated verb on segment " + GroupId.toString(group)
-                        + " (waiting for its copies to acknowledge sequence " + seq + ", acknowledged "
-                        + watermark + ")", self, waitTimeout, "a copy is slow or unreachable; it leaves the group"
-                        + " only when membership removes its node");
             }
-            LockSupport.parkNanos(this, left);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
         if (w.failure != null) {
             throw w.failure.forCaller();

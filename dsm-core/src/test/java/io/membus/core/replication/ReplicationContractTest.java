@@ -367,9 +367,19 @@ public abstract class ReplicationContractTest {
         CompletableFuture<byte[]> read = c.read(p.ptr(1024), p.key(), 64);
         assertFalse(write.isDone(), "the write waits for its copy");
         assertFalse(read.isDone(), "a read that may see an unacknowledged change is not answered");
+        // the blocking path (the primary's own table, what RemoteMemory's own-segment verbs use) waits too
+        java.util.concurrent.atomic.AtomicReference<Thread> reader = new java.util.concurrent.atomic.AtomicReference<>();
+        CompletableFuture<Long> blocking = CompletableFuture.supplyAsync(() -> {
+            reader.set(Thread.currentThread());
+            return p.transport.table().readLong(p.ptr(1024), p.key());
+        }, pool);
+        waitFor("the blocking read parked, waiting for the copy", () -> reader.get() != null
+                && reader.get().getState() == Thread.State.TIMED_WAITING);
+        assertFalse(blocking.isDone());
         p.transport.faults().stream(copyNode).release();
         await(write);
         assertArrayEquals(b, await(read), "the read answers the change once the copy has it");
+        assertEquals(Words.getLong(b, 0), await(blocking));
         assertArrayEquals(b, c.read(p.ptr(1024), p.key(), 64).join(), "a read with nothing unacknowledged answers");
     }
 
