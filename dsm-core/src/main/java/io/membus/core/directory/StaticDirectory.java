@@ -28,8 +28,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * when its future completes (at once).
  *
  * <p><b>Note:</b> thread-safe; listeners are called on the thread that made the
- * change, after the change is visible to lookups. Changes of members and claims are
- * serialised (one view computation at a time), so listeners see the views in order.
+ * change, after the change is visible to lookups. View computations are serialised (one
+ * at a time, {@code groupChanged} fired under that lock), so listeners see the views of a
+ * group in order; member and segment events are fired outside it, as before.
  */
 public final class StaticDirectory implements SegmentDirectory, NameRegistry, ClaimPublisher {
     private final Map<Integer, PeerInfo> members = new ConcurrentHashMap<>();
@@ -46,23 +47,23 @@ public final class StaticDirectory implements SegmentDirectory, NameRegistry, Cl
     }
 
     public void addMember(PeerInfo member) {
+        members.put(member.nodeId(), member);
+        listeners.forEach(l -> l.memberUp(member));
         synchronized (viewLock) {
-            members.put(member.nodeId(), member);
-            listeners.forEach(l -> l.memberUp(member));
             recompute();
         }
     }
 
     /** Removes a member and its segments. */
     public void removeMember(int nodeId, String reason) {
+        removeMemberAndSegments(nodeId, reason);
         synchronized (viewLock) {
-            removeMemberLocked(nodeId, reason);
             claims.remove(nodeId);
             recompute();
         }
     }
 
-    private void removeMemberLocked(int nodeId, String reason) {
+    private void removeMemberAndSegments(int nodeId, String reason) {
         PeerInfo member = members.remove(nodeId);
         List<SegmentDescriptor> removed = new ArrayList<>();
         segments.values().removeIf(d -> {
