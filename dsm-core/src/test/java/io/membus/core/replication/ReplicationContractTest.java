@@ -505,6 +505,40 @@ public abstract class ReplicationContractTest {
     }
 
     @Test
+    void aCopyAheadOfTheCoordinatorIsDroppedAndRebuiltFromIt() {
+        List<Node> ns = start(4, 2);
+        Node p = ns.get(0);
+        awaitSettled(p.group(), 2);
+        int[] inSync = view(p.group()).inSync();
+        int coordinator = inSync[0];
+        int ahead = inSync[1];
+        Node client = ns.stream().filter(n -> n != p && n.id != coordinator && n.id != ahead).findFirst().orElseThrow();
+        Connection c = connect(client, p);
+        assertEquals(0L, await(c.fetchAndAdd(p.ptr(0), p.key(), 10)), "an acknowledged change before the hold");
+        p.transport.faults().stream(coordinator).hold();
+        List<CompletableFuture<Long>> held = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            held.add(c.fetchAndAdd(p.ptr(0), p.key(), 1));
+        }
+        ReplicaGroup g = p.replicator.primary(p.group());
+        waitFor("the copy that is not held has every change", () -> node(ahead).replicator.copy(p.group()).applied()
+                == g.lastSeq() && g.lastSeq() >= 6);
+        long coordinatorApplied = node(coordinator).replicator.copy(p.group()).applied();
+        assertTrue(coordinatorApplied < g.lastSeq(), "the coordinator is behind");
+        crash(p);
+        for (CompletableFuture<Long> f : held) {
+            DsmException e = assertThrows(DsmException.class, () -> await(f));
+            assertTrue(e.mayHaveRun(), "a change that was not acknowledged: outcome unknown (" + e + ")");
+        }
+        waitFor("promoted at the coordinator", () -> view(p.group()).state() == ReplicaGroupView.State.SERVING
+                && view(p.group()).primary() == coordinator);
+        awaitSettled(p.group(), 2);
+        Segment promoted = node(coordinator).replicator.primary(p.group()).memory();
+        assertEquals(10, promoted.readLong(0), "the coordinator's state: the acknowledged change, none of the held ones");
+        assertCopiesEqual(p.group()); // the copy that was ahead was dropped and rebuilt from the coordinator
+    }
+
+    @Test
     void anOldPrimarysLateChangeIsRefusedAfterAPromotion() {
         List<Node> ns = start(3, 1);
         Node p = ns.get(0);
