@@ -480,6 +480,7 @@ public final class Replicator implements AutoCloseable {
         }
         long ballot = Ballot.next(Math.max(v.epoch(), c.epoch()), self);
         long was = c.epoch();
+        int former = c.primary();
         byte own = c.fence(ballot, self);
         if (own != ReplicationCodec.OK) {
             LOG.warn("replication: node {} cannot promote segment {}: its own copy refused ballot {} ({})", self,
@@ -542,9 +543,9 @@ public final class Replicator implements AutoCloseable {
                     GroupId.toString(v.group()), e.getMessage());
             return;
         }
-        LOG.warn("replication: promoted segment {} (epoch {} -> {}): its primary left; applied sequence {}; in-sync"
+        LOG.warn("replication: promoted segment {} (epoch {} -> {}): node {} left; applied sequence {}; in-sync"
                         + " copies: {}{}", GroupId.toString(v.group()), Ballot.toString(was), Ballot.toString(ballot),
-                applied, keep, drop.isEmpty() ? "" : "; dropped (to rebuild): " + drop);
+                former, applied, keep, drop.isEmpty() ? "" : "; dropped (to rebuild): " + drop);
         submit(this::reconcile);
     }
 
