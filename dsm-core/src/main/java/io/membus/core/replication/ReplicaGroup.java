@@ -470,18 +470,12 @@ public final class ReplicaGroup implements AckGate {
             c.applied = lastSeq;
             copies.add(c);
             copiesChanged();
-            SegmentSpecOfMemory d = new SegmentSpecOfMemory(memory);
-            stream.append(ReplicationCodec.join(group, epoch, lastSeq, d.size, d.flags, d.key));
+            stream.append(ReplicationCodec.join(group, epoch, lastSeq, memory.size(), memory.flags(),
+                    memory.remoteKey()));
         } finally {
             lock.unlock();
         }
         stream.flush();
-    }
-
-    private record SegmentSpecOfMemory(long size, int flags, long key) {
-        SegmentSpecOfMemory(Segment s) {
-            this(s.size(), s.flags(), s.remoteKey());
-        }
     }
 
     /**

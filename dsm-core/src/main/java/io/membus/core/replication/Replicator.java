@@ -13,7 +13,6 @@ import io.membus.core.error.NotPrimaryException;
 import io.membus.core.error.SegmentLostException;
 import io.membus.core.transport.FaultInjector;
 import io.membus.core.transport.PeerInfo;
-import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.Transport;
 import io.membus.core.SegmentDescriptor;
 import org.slf4j.Logger;
