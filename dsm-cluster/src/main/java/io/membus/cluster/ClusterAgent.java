@@ -77,6 +77,8 @@ final class ClusterAgent extends AbstractActor {
     private final Duration timeout;
     private final Supplier<HeapUsage> heapUsage;
     private final Supplier<List<StatusSection>> sections;
+    /** The replica groups' rows of a status reply (asked on Pekko's blocking dispatcher). */
+    private final Supplier<List<ClusterMessage.GroupRow>> groupRows;
     private final ClusterMacs macs;
     /** Names and node ids whose replicated value failed its tag, as last logged (logged again only when they change). */
     private Set<String> ignoredNames = Set.of();
@@ -93,8 +95,10 @@ final class ClusterAgent extends AbstractActor {
 
     private ClusterAgent(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
                          AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
-                         Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections, ClusterMacs macs) {
+                         Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections,
+                         Supplier<List<ClusterMessage.GroupRow>> groupRows, ClusterMacs macs) {
         this.nodeId = nodeId;
+        this.groupRows = groupRows;
         this.macs = macs;
         this.cluster = Cluster.get(getContext().getSystem());
         this.replicator = DistributedData.get(getContext().getSystem()).replicator();
@@ -110,9 +114,10 @@ final class ClusterAgent extends AbstractActor {
 
     static Props props(int nodeId, ClusterDirectory directory, AtomicReference<Map<String, Long>> names,
                        AtomicReference<Transport> transport, Consumer<String> selfDowned, Duration timeout,
-                       Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections, ClusterMacs macs) {
+                       Supplier<HeapUsage> heapUsage, Supplier<List<StatusSection>> sections,
+                       Supplier<List<ClusterMessage.GroupRow>> groupRows, ClusterMacs macs) {
         return Props.create(ClusterAgent.class, () -> new ClusterAgent(nodeId, directory, names, transport, selfDowned,
-                timeout, heapUsage, sections, macs));
+                timeout, heapUsage, sections, groupRows, macs));
     }
 
     /** The compact node id a member carries in its roles, or 0 (an observer). */
@@ -295,21 +300,26 @@ final class ClusterAgent extends AbstractActor {
 
     /** Recomputes the live directory: entries whose member (this incarnation) is live. */
     private void publish() {
+        directory.apply(liveEntries(members.values(), entries.values()), leftReasons, selfGoing);
+    }
+
+    /** The entries whose member (that incarnation: address and uid) is live in {@code members}, by node id. */
+    static Map<Integer, NodeEntry> liveEntries(Iterable<Member> members, Iterable<NodeEntry> entries) {
         Map<Integer, NodeEntry> next = new HashMap<>();
         // keyed by address and uid: an old and a new incarnation on the same host:port are both members for a while
         Map<String, Member> byIncarnation = new HashMap<>();
-        for (Member m : members.values()) {
+        for (Member m : members) {
             if (isLive(m.status())) {
                 byIncarnation.put(m.uniqueAddress().address() + "#" + m.uniqueAddress().longUid(), m);
             }
         }
-        for (NodeEntry e : entries.values()) {
+        for (NodeEntry e : entries) {
             Member m = byIncarnation.get(e.memberAddress() + "#" + e.memberUid());
             if (m != null && nodeIdOf(m) == e.nodeId()) {
                 next.put(e.nodeId(), e);
             }
         }
-        directory.apply(next, leftReasons);
+        return next;
     }
 
     private Replicator.WriteConsistency writeMajority() {
@@ -447,11 +457,22 @@ final class ClusterAgent extends AbstractActor {
                         .lookup(BLOCKING_DISPATCHER))
                 .handle((heap, e) -> e == null
                         ? new StatusReply(members.fromNode(), members.leader(), members.members(), members.names(),
-                                heap == null ? List.of() : heap.segments(), "", channelRows(), sections.get())
+                                heap == null ? List.of() : heap.segments(), "", channelRows(), sections.get(),
+                                rowsOfGroups())
                         : new StatusReply(members.fromNode(), members.leader(), members.members(), members.names(),
                                 List.of(), "heap usage could not be read: " + (e.getCause() != null ? e.getCause() : e),
-                                channelRows(), sections.get()))
+                                channelRows(), sections.get(), rowsOfGroups()))
                 .thenAccept(reply -> replyTo.tell(reply, me));
+    }
+
+    /** The replica groups' rows; a failure to take them leaves them out (logged), never the whole reply. */
+    private List<ClusterMessage.GroupRow> rowsOfGroups() {
+        try {
+            return groupRows.get();
+        } catch (RuntimeException e) {
+            LOG.warn("status: the replica groups' rows could not be taken: {}", e.toString());
+            return List.of();
+        }
     }
 
     /** This node's message channels and their counters (empty before the transport is set). */

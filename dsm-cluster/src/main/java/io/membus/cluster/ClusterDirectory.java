@@ -3,6 +3,11 @@ package io.membus.cluster;
 import io.membus.cluster.ClusterMessage.NodeEntry;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.DirectoryListener;
+import io.membus.core.directory.GroupViews;
+import io.membus.core.directory.ReplicaGroupView;
+import io.membus.core.replication.Ballot;
+import io.membus.core.replication.GroupClaim;
+import io.membus.core.replication.GroupId;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.transport.PeerInfo;
 import org.slf4j.Logger;
@@ -23,30 +28,48 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * node's old entry disappears the moment membership says so, whatever Distributed
  * Data still holds.
  *
- * <p>{@link #member} and {@link #segment} run on every verb's path: they index arrays
- * built when the view changes and return shared {@code Optional}s, allocating nothing.
+ * <p><b>Replica groups.</b> The live entries' {@link GroupClaim}s make the group views,
+ * computed by {@link GroupViews#compute} (the one computation every directory shares)
+ * from the live members, their claims and the views before; {@link #group} and
+ * {@link #groups} answer from them, and {@link DirectoryListener#groupChanged} is called
+ * for every view that changed. {@link #segment} answers a replicated group's logical
+ * descriptor while the group is {@code SERVING} or {@code PROMOTING}, also after the node
+ * that exported it died, so pointers into it stay resolvable; a {@code LOST} group's
+ * segment is answered only if a live entry still exports it (routing asks {@link #group}
+ * first and refuses the verb).
+ *
+ * <p>{@link #member}, {@link #segment} and {@link #group} run on every verb's path: they
+ * index arrays built when the view changes and return shared {@code Optional}s, allocating
+ * nothing.
  *
  * <p><b>Note:</b> thread-safe. Lookups read one immutable snapshot (a volatile read);
  * {@link #apply} is called by the node's cluster agent only (one thread at a time),
  * publishes the new snapshot with a volatile write, then calls listeners, so a lookup
- * made from a listener sees the change it is told about.
+ * made from a listener sees the change it is told about (also {@code groupChanged}: the
+ * view it is given is the one {@link #group} answers).
  */
 public final class ClusterDirectory implements SegmentDirectory {
     private static final Logger LOG = LoggerFactory.getLogger(ClusterDirectory.class);
 
     private static final Optional<PeerInfo>[] NO_PEERS = peers(0);
     private static final Optional<SegmentDescriptor>[][] NO_SEGMENTS = new Optional[0][];
+    private static final Optional<ReplicaGroupView>[][] NO_GROUPS = new Optional[0][];
 
     /**
-     * The live entries, and lookups by node id without allocation or boxing (every verb
-     * asks for its peer): built once per {@link #apply} and published by one volatile write.
+     * The live entries, the group views, and lookups by node id without allocation or
+     * boxing (every verb asks for its peer, segment and group): built once per
+     * {@link #apply} and published by one volatile write.
      */
-    private volatile View view = new View(Map.of(), NO_PEERS, NO_SEGMENTS);
+    private volatile View view = new View(Map.of(), NO_PEERS, NO_SEGMENTS, Map.of(), NO_GROUPS, List.of());
     private final List<DirectoryListener> listeners = new CopyOnWriteArrayList<>();
 
-    /** Peers and segments indexed by node id (and segment index); absent slots hold {@code Optional.empty()}. */
+    /**
+     * Peers, segments and groups indexed by node id (and segment index); absent slots hold
+     * {@code Optional.empty()} (or {@code null} rows for node ids with nothing).
+     */
     private record View(Map<Integer, NodeEntry> live, Optional<PeerInfo>[] peers,
-                        Optional<SegmentDescriptor>[][] segments) {
+                        Optional<SegmentDescriptor>[][] segments, Map<Integer, ReplicaGroupView> groups,
+                        Optional<ReplicaGroupView>[][] groupLookup, List<SegmentDescriptor> allSegments) {
     }
 
     @SuppressWarnings("unchecked")
@@ -57,27 +80,82 @@ public final class ClusterDirectory implements SegmentDirectory {
     }
 
     @SuppressWarnings("unchecked")
-    private static View viewOf(Map<Integer, NodeEntry> entries) {
+    private static <T> Optional<T>[] row(Optional<T>[] row, int index) {
+        if (row != null && row.length > index) {
+            return row;
+        }
+        Optional<T>[] grown = new Optional[Math.max(index + 1, row == null ? 0 : row.length)];
+        java.util.Arrays.fill(grown, Optional.empty());
+        if (row != null) {
+            System.arraycopy(row, 0, grown, 0, row.length);
+        }
+        return grown;
+    }
+
+    /** The group views of {@code entries}' claims ({@link GroupViews}), given the views before. */
+    static Map<Integer, ReplicaGroupView> groupsOf(Map<Integer, NodeEntry> entries,
+                                                   Map<Integer, ReplicaGroupView> previous) {
+        Map<Integer, PeerInfo> members = new HashMap<>();
+        Map<Integer, List<GroupClaim>> claims = new HashMap<>();
+        for (NodeEntry e : entries.values()) {
+            members.put(e.nodeId(), e.peer());
+            if (!e.claims().isEmpty()) {
+                claims.put(e.nodeId(), e.claims());
+            }
+        }
+        if (claims.isEmpty() && previous.isEmpty()) {
+            return Map.of(); // replication off: nothing to compute
+        }
+        return Map.copyOf(GroupViews.compute(members, claims, previous));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static View viewOf(Map<Integer, NodeEntry> entries, Map<Integer, ReplicaGroupView> groups) {
         int max = -1;
         for (Integer id : entries.keySet()) {
             max = Math.max(max, id);
         }
+        for (Integer g : groups.keySet()) {
+            max = Math.max(max, GroupId.node(g));
+        }
         Optional<PeerInfo>[] peers = peers(max + 1);
         Optional<SegmentDescriptor>[][] segments = new Optional[max + 1][];
+        Optional<ReplicaGroupView>[][] groupLookup = groups.isEmpty() ? NO_GROUPS : new Optional[max + 1][];
+        // a serving or promoting group answers for its logical segment first, also after its node died
+        for (ReplicaGroupView v : groups.values()) {
+            int node = GroupId.node(v.group());
+            int index = GroupId.index(v.group());
+            groupLookup[node] = row(groupLookup[node], index);
+            groupLookup[node][index] = Optional.of(v);
+            if (v.state() != ReplicaGroupView.State.LOST) {
+                segments[node] = row(segments[node], index);
+                segments[node][index] = Optional.of(v.logical());
+            }
+        }
         for (NodeEntry e : entries.values()) {
             peers[e.nodeId()] = Optional.of(e.peer());
             int maxIndex = -1;
             for (SegmentDescriptor d : e.segments()) {
                 maxIndex = Math.max(maxIndex, d.index());
             }
-            Optional<SegmentDescriptor>[] byIndex = new Optional[maxIndex + 1];
-            java.util.Arrays.fill(byIndex, Optional.empty());
+            Optional<SegmentDescriptor>[] byIndex = maxIndex >= 0 ? row(segments[e.nodeId()], maxIndex)
+                    : segments[e.nodeId()] != null ? segments[e.nodeId()] : new Optional[0];
             for (SegmentDescriptor d : e.segments()) {
-                byIndex[d.index()] = Optional.of(d);
+                if (byIndex[d.index()].isEmpty()) {
+                    byIndex[d.index()] = Optional.of(d);
+                }
             }
             segments[e.nodeId()] = byIndex;
         }
-        return new View(entries, peers, segments);
+        List<SegmentDescriptor> all = new ArrayList<>();
+        for (Optional<SegmentDescriptor>[] byIndex : segments) {
+            if (byIndex != null) {
+                for (Optional<SegmentDescriptor> d : byIndex) {
+                    d.ifPresent(all::add);
+                }
+            }
+        }
+        return new View(entries, peers, segments, groups, groupLookup, List.copyOf(all));
     }
 
     /** The live entries by node id (a snapshot). */
@@ -92,9 +170,21 @@ public final class ClusterDirectory implements SegmentDirectory {
      * @param reasons why a node that is no longer in {@code next} left (by node id), if known
      */
     void apply(Map<Integer, NodeEntry> next, Map<Integer, String> reasons) {
-        Map<Integer, NodeEntry> prev = view.live();
+        apply(next, reasons, false);
+    }
+
+    /**
+     * As {@link #apply(Map, Map)}; while {@code selfGoing} (this node is leaving, or was
+     * downed: Pekko then reports every other member as removed on its way out) the group
+     * views are kept as they were and no {@code groupChanged} is told: the members did not
+     * die, this node stops looking, and it must not announce their groups lost.
+     */
+    void apply(Map<Integer, NodeEntry> next, Map<Integer, String> reasons, boolean selfGoing) {
+        View before = view;
+        Map<Integer, NodeEntry> prev = before.live();
         Map<Integer, NodeEntry> copy = Map.copyOf(next);
-        view = viewOf(copy);
+        Map<Integer, ReplicaGroupView> groups = selfGoing ? before.groups() : groupsOf(copy, before.groups());
+        view = viewOf(copy, groups);
         for (Map.Entry<Integer, NodeEntry> e : prev.entrySet()) {
             NodeEntry now = copy.get(e.getKey());
             NodeEntry was = e.getValue();
@@ -123,6 +213,36 @@ public final class ClusterDirectory implements SegmentDirectory {
                     tell(l -> l.segmentAdded(d));
                 }
             }
+        }
+        if (!groups.isEmpty() || !before.groups().isEmpty()) {
+            java.util.TreeSet<Integer> ids = new java.util.TreeSet<>(groups.keySet());
+            ids.addAll(before.groups().keySet());
+            for (int id : ids) {
+                ReplicaGroupView was = before.groups().get(id);
+                ReplicaGroupView now = groups.get(id);
+                if (!java.util.Objects.equals(was, now)) {
+                    logGroup(was, now);
+                    tell(l -> l.groupChanged(was, now));
+                }
+            }
+        }
+    }
+
+    /**
+     * A group's change: WARN when it is lost, INFO when a known group changes state or
+     * epoch (a promotion), DEBUG otherwise (a group first seen, a copy joining: every start
+     * sees every group once).
+     */
+    private static void logGroup(ReplicaGroupView was, ReplicaGroupView now) {
+        if (now != null && now.state() == ReplicaGroupView.State.LOST
+                && (was == null || was.state() != ReplicaGroupView.State.LOST)) {
+            LOG.warn("replication: segment {} is LOST (epoch {}): its primary and every in-sync copy left the cluster",
+                    GroupId.toString(now.group()), Ballot.toString(now.epoch()));
+        } else if (now != null && was != null && (was.state() != now.state() || was.epoch() != now.epoch())) {
+            LOG.info("replication: {} (was {} at epoch {})", now, was.state(), Ballot.toString(was.epoch()));
+        } else if (LOG.isDebugEnabled()) {
+            LOG.debug("replication: {}", now != null ? now : "segment " + GroupId.toString(was.group())
+                    + " is no longer known");
         }
     }
 
@@ -159,11 +279,31 @@ public final class ClusterDirectory implements SegmentDirectory {
         return index >= 0 && index < byIndex.length ? byIndex[index] : Optional.empty();
     }
 
+    /**
+     * Every segment a verb can reach: the live members' segments and the logical segments
+     * of replica groups that are {@code SERVING} or {@code PROMOTING} (also of a node that
+     * died), each once.
+     */
     @Override
     public Collection<SegmentDescriptor> segments() {
-        List<SegmentDescriptor> list = new ArrayList<>();
-        view.live().values().forEach(e -> list.addAll(e.segments()));
-        return list;
+        return view.allSegments();
+    }
+
+    /** Allocation-free: a shared {@code Optional} from the arrays of the current view. */
+    @Override
+    public Optional<ReplicaGroupView> group(int nodeId, int index) {
+        Optional<ReplicaGroupView>[][] groups = view.groupLookup();
+        if (nodeId < 0 || nodeId >= groups.length || groups[nodeId] == null) {
+            return Optional.empty();
+        }
+        Optional<ReplicaGroupView>[] byIndex = groups[nodeId];
+        return index >= 0 && index < byIndex.length ? byIndex[index] : Optional.empty();
+    }
+
+    /** Every replica group known (in any state), in no particular order. */
+    @Override
+    public Collection<ReplicaGroupView> groups() {
+        return view.groups().values();
     }
 
     @Override

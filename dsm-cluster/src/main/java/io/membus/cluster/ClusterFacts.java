@@ -66,6 +66,19 @@ public final class ClusterFacts {
 
     /** The other current members' {@code fact}, by node id (sorted), read from a majority. */
     public Map<Integer, String> read(String fact) {
+        return read(fact, false);
+    }
+
+    /**
+     * As {@link #read}, of memory nodes only (members with the {@code membus-node} role):
+     * a fact only memory nodes must agree on ({@code membus.replication.backups}), where a
+     * client's (or an old fact under a node id a client now has) never counts.
+     */
+    public Map<Integer, String> readMemoryNodes(String fact) {
+        return read(fact, true);
+    }
+
+    private Map<Integer, String> read(String fact, boolean memoryNodesOnly) {
         Object r = await(new Replicator.Get<LWWMap<String, String>>(FACTS, new Replicator.ReadMajority(timeout)),
                 "read " + fact);
         Map<Integer, String> out = new TreeMap<>();
@@ -79,7 +92,8 @@ public final class ClusterFacts {
         Map<String, String> all = ((LWWMap<String, String>) s.dataValue()).getEntries();
         for (Member m : cluster.state().getMembers()) {
             int id = ClusterAgent.nodeIdOf(m);
-            boolean gone = m.status() == MemberStatus.down() || m.status() == MemberStatus.removed();
+            boolean gone = m.status() == MemberStatus.down() || m.status() == MemberStatus.removed()
+                    || (memoryNodesOnly && !m.hasRole(ClusterAgent.NODE_ROLE));
             String text = id == nodeId || gone ? null : all.get(fact + "/" + id);
             if (text != null) {
                 out.put(id, text);

@@ -9,6 +9,8 @@ import io.membus.cluster.ClusterMessage.StatusReply;
 import io.membus.cluster.ClusterMessage.StatusRequest;
 import io.membus.cluster.ClusterMessage.Unbind;
 import io.membus.core.SegmentDescriptor;
+import io.membus.core.replication.GroupClaim;
+import io.membus.core.replication.GroupId;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.serialization.SerializerWithStringManifest;
 
@@ -50,8 +52,9 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
 
     @Override
     public String manifest(Object o) {
-        if (o instanceof NodeEntry) {
-            return "E";
+        if (o instanceof NodeEntry e) {
+            // an entry without claims keeps the old manifest and bytes (and so its old tag): E; with claims: F
+            return e.claims().isEmpty() ? "E" : "F";
         } else if (o instanceof Bind) {
             return "B";
         } else if (o instanceof Unbind) {
@@ -129,6 +132,10 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                         writeLongString(out, f.getValue());
                     }
                 }
+                out.writeInt(s.groups().size());
+                for (ClusterMessage.GroupRow g : s.groups()) {
+                    writeGroupRow(out, g);
+                }
             } else if (o instanceof MemberRow m) {
                 writeRow(out, m);
             } else {
@@ -144,7 +151,8 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
     public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
             Object o = switch (manifest) {
-                case "E" -> readEntry(in);
+                case "E" -> readEntry(in, false);
+                case "F" -> readEntry(in, true);
                 case "B" -> new Bind(in.readUTF(), in.readLong(), in.readLong(), in.readLong());
                 case "U" -> new Unbind(in.readUTF(), in.readLong(), in.readLong(), in.readLong());
                 case "P" -> new ClusterMessage.NameBinding(in.readLong(), in.readLong(), in.readLong());
@@ -185,11 +193,16 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                         }
                         sections.add(new StatusSection(name, facts));
                     }
-                    yield new StatusReply(from, leader, rows, names, heap, heapProblem, channels, sections);
+                    int gc = count(in);
+                    List<ClusterMessage.GroupRow> groups = new ArrayList<>(gc);
+                    for (int i = 0; i < gc; i++) {
+                        groups.add(readGroupRow(in));
+                    }
+                    yield new StatusReply(from, leader, rows, names, heap, heapProblem, channels, sections, groups);
                 }
                 case "M" -> readRow(in);
                 default -> throw new NotSerializableException("unknown membus manifest: manifest=" + manifest
-                        + ", allowed=E,B,U,N,Q,S,M (a peer running another Membus version?)");
+                        + ", allowed=E,F,B,U,P,N,Q,S,M (a peer running another Membus version?)");
             };
             if (in.available() != 0) {
                 throw new NotSerializableException("trailing bytes in membus message: manifest=" + manifest
@@ -268,9 +281,55 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         for (int index : e.heapSegments()) {
             out.writeShort(index);
         }
+        if (!e.claims().isEmpty()) { // manifest F: the claims follow (covered by the tag like every field)
+            out.writeInt(e.claims().size());
+            for (GroupClaim c : e.claims()) {
+                writeClaim(out, c);
+            }
+        }
     }
 
-    private static NodeEntry readEntry(DataInputStream in) throws IOException {
+    private static void writeClaim(DataOutputStream out, GroupClaim c) throws IOException {
+        out.writeInt(c.group());
+        out.writeLong(c.epoch());
+        out.writeByte(c.role().ordinal());
+        out.writeLong(c.size());
+        out.writeInt(c.flags());
+        out.writeLong(c.remoteKey());
+        int[] inSync = c.inSync();
+        out.writeInt(inSync.length);
+        for (int n : inSync) {
+            out.writeInt(n);
+        }
+        out.writeLong(c.since());
+    }
+
+    private static final GroupClaim.Role[] ROLES = GroupClaim.Role.values();
+
+    private static GroupClaim readClaim(DataInputStream in) throws IOException {
+        int group = in.readInt();
+        int node = GroupId.node(group);
+        if (group < 0 || node < 1 || node > io.membus.core.RemotePtr.MAX_NODE_ID) {
+            throw new IOException("claim's group out of range: group=" + group + ", allowed=node 1.."
+                    + io.membus.core.RemotePtr.MAX_NODE_ID + " << 8 | index 0.." + io.membus.core.RemotePtr.MAX_SEGMENT_INDEX);
+        }
+        long epoch = in.readLong();
+        int role = in.readUnsignedByte();
+        if (role >= ROLES.length) {
+            throw new IOException("claim's role out of range: role=" + role + ", allowed=0.." + (ROLES.length - 1));
+        }
+        long size = in.readLong();
+        int flags = in.readInt();
+        long remoteKey = in.readLong();
+        int n = count(in);
+        int[] inSync = new int[n];
+        for (int i = 0; i < n; i++) {
+            inSync[i] = in.readInt();
+        }
+        return new GroupClaim(group, epoch, ROLES[role], size, flags, remoteKey, inSync, in.readLong());
+    }
+
+    private static NodeEntry readEntry(DataInputStream in, boolean withClaims) throws IOException {
         int node = in.readInt();
         long incarnation = in.readLong();
         String address = in.readUTF();
@@ -293,8 +352,64 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
             }
             heaps.add(index);
         }
-        return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments, heaps, in.readLong(),
-                in.readLong());
+        List<GroupClaim> claims = List.of();
+        if (withClaims) {
+            int c = count(in);
+            if (c == 0) {
+                throw new IOException("an entry of manifest F has claims: count=0, allowed=1.." + MAX_LIST
+                        + " (an entry without claims is manifest E)");
+            }
+            claims = new ArrayList<>(c);
+            for (int i = 0; i < c; i++) {
+                claims.add(readClaim(in));
+            }
+        }
+        return new NodeEntry(node, incarnation, address, uid, transport, transportAddress, segments, heaps, claims,
+                in.readLong(), in.readLong());
+    }
+
+    private static final io.membus.core.directory.ReplicaGroupView.State[] STATES =
+            io.membus.core.directory.ReplicaGroupView.State.values();
+
+    private static void writeGroupRow(DataOutputStream out, ClusterMessage.GroupRow g) throws IOException {
+        out.writeInt(g.group());
+        out.writeByte(g.state().ordinal());
+        out.writeInt(g.primary());
+        out.writeLong(g.epoch());
+        out.writeInt(g.inSync().size());
+        for (int n : g.inSync()) {
+            out.writeInt(n);
+        }
+        out.writeInt(g.joining().size());
+        for (ClusterMessage.JoiningCopy j : g.joining()) {
+            out.writeInt(j.node());
+            out.writeInt(j.percent());
+        }
+        out.writeInt(g.backups());
+        writeLongString(out, g.note());
+    }
+
+    private static ClusterMessage.GroupRow readGroupRow(DataInputStream in) throws IOException {
+        int group = in.readInt();
+        int state = in.readUnsignedByte();
+        if (state >= STATES.length) {
+            throw new IOException("group row's state out of range: state=" + state + ", allowed=0.." + (STATES.length - 1));
+        }
+        int primary = in.readInt();
+        long epoch = in.readLong();
+        int n = count(in);
+        List<Integer> inSync = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            inSync.add(in.readInt());
+        }
+        int j = count(in);
+        List<ClusterMessage.JoiningCopy> joining = new ArrayList<>(j);
+        for (int i = 0; i < j; i++) {
+            joining.add(new ClusterMessage.JoiningCopy(in.readInt(), in.readInt()));
+        }
+        int backups = in.readInt();
+        return new ClusterMessage.GroupRow(group, STATES[state], primary, epoch, inSync, joining, backups,
+                readLongString(in));
     }
 
     private static void writeHeapRow(DataOutputStream out, HeapUsage.SegmentUsage h) throws IOException {
@@ -345,7 +460,8 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         out.writeUTF(m.status());
         out.writeBoolean(m.reachable());
         out.writeInt(m.nodeId());
-        out.writeBoolean(m.entry() != null);
+        // 0: no entry; 1: an entry without claims (E); 2: an entry with claims (F)
+        out.writeByte(m.entry() == null ? 0 : m.entry().claims().isEmpty() ? 1 : 2);
         if (m.entry() != null) {
             writeEntry(out, m.entry());
         }
@@ -357,7 +473,11 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
         String status = in.readUTF();
         boolean reachable = in.readBoolean();
         int node = in.readInt();
-        NodeEntry entry = in.readBoolean() ? readEntry(in) : null;
+        int kind = in.readUnsignedByte();
+        if (kind > 2) {
+            throw new IOException("member row's entry kind out of range: kind=" + kind + ", allowed=0..2");
+        }
+        NodeEntry entry = kind == 0 ? null : readEntry(in, kind == 2);
         return new MemberRow(address, status, reachable, node, entry, in.readUTF());
     }
 }

@@ -97,6 +97,8 @@ public final class DsmNode implements AutoCloseable {
     private final ClusterFacts facts;
     /** Tags of the directory entry and name bindings, under the cluster secret. */
     private final ClusterMacs macs;
+    /** This node's replica-group claims in its directory entry: the cluster's {@link ClaimPublisher}. */
+    private final ClusterClaims claims;
     private volatile RemoteMemory memory;
     private volatile io.membus.core.message.Messaging messaging;
     private volatile GlobalAllocator allocator;
@@ -137,8 +139,11 @@ public final class DsmNode implements AutoCloseable {
             this.names = new ClusterNames(system, replicator, nameSnapshot, config.operationTimeout(), macs);
             this.facts = new ClusterFacts(cluster, replicator, DistributedData.get(system).selfUniqueAddress(),
                     config.nodeId(), config.operationTimeout());
+            this.claims = new ClusterClaims(config.nodeId(), replicator, DistributedData.get(system).selfUniqueAddress(),
+                    macs, config.operationTimeout());
             system.actorOf(ClusterAgent.props(config.nodeId(), directory, nameSnapshot, transportRef, this::selfDowned,
-                    config.operationTimeout(), this::heapUsage, this::statusSections, macs), ClusterAgent.NAME);
+                    config.operationTimeout(), this::heapUsage, this::statusSections, this::groupRows, macs),
+                    ClusterAgent.NAME);
             system.actorOf(NodeMeters.Membership.props(membership), "membus-membership-meters");
         } catch (RuntimeException | Error e) {
             // the actor system runs (threads, the Artery port): a failed start leaves nothing behind
@@ -259,6 +264,9 @@ public final class DsmNode implements AutoCloseable {
             throw DsmException.internal("joining the cluster failed: " + e, e);
         }
         claimNodeId(deadline);
+        if (!config.isClient()) {
+            agreeOnBackups(); // before the transport: a refused node never touches memory
+        }
 
         TransportConfig tc = TransportConfig.builder(config.nodeId()).incarnation(incarnation)
                 .operationTimeout(config.operationTimeout()).connectTimeout(config.connectTimeout())
@@ -271,9 +279,17 @@ public final class DsmNode implements AutoCloseable {
             throw config.reportedAsUserKey(e);
         }
         transportRef.set(transport);
+        refuseUnreplicatable(config, transport);
         installMetrics(transport);
+        // groups first (docs/replication.md §7): an index whose group lives on (served by a promoted copy) is not
+        // exported again by a restarted node; the Replicator (wired here by the lead) learns its groups before exports
+        java.util.Set<Integer> heldElsewhere = config.replication().enabled() ? groupsOfThisNodeElsewhere()
+                : java.util.Set.of();
         List<SegmentDescriptor> exported = new ArrayList<>();
         for (int i = 0; i < config.segmentCount(); i++) {
+            if (heldElsewhere.contains(i)) {
+                continue;
+            }
             Path file = config.fileBacked() ? segmentFile(transport, i) : null;
             try {
                 exported.add(transport.export(new SegmentSpec(i, config.segmentSize(), config.segmentAccess(), file))
@@ -288,20 +304,22 @@ public final class DsmNode implements AutoCloseable {
         }
         this.memory = new RemoteMemory(transport, directory, config.operationTimeout());
         this.messaging = new io.membus.core.message.Messaging(memory);
+        List<Integer> heapsHere = config.heapSegments().stream().filter(i -> !heldElsewhere.contains(i)).toList();
         if (!config.heapSegments().isEmpty()) {
             // formatted before the entry is published: no peer ever sees an unformatted heap
             GlobalAllocator a = new GlobalAllocator(memory, AllocatorConfig.builder()
                     .heapSegments(config.heapSegments().stream().mapToInt(Integer::intValue).toArray())
                     .chunkSize(config.heapChunkSize()).build());
-            a.formatLocalSegments();
+            if (!heapsHere.isEmpty()) { // every heap index may be a group another node serves now (a restart)
+                a.formatLocalSegments();
+            }
             this.allocator = a;
-            NodeMeters.bindHeap(meters, a, config.heapSegments());
+            NodeMeters.bindHeap(meters, a, heapsHere);
         }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
                 cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,
-                allocator == null ? List.of() : config.heapSegments());
-        entry = entry.withMac(macs.entry(entry));
-        publish(entry);
+                allocator == null ? List.of() : heapsHere);
+        publish(entry); // with the claims published so far (ClusterClaims), tagged
         while (!directory.entries().containsKey(config.nodeId())
                 || directory.entries().get(config.nodeId()).incarnation() != incarnation) {
             if (left(deadline) <= 0) {
@@ -343,19 +361,14 @@ public final class DsmNode implements AutoCloseable {
         }
     }
 
+    /** Writes this node's first entry (with the claims published so far) to a majority; a miss is logged. */
     private void publish(NodeEntry entry) {
-        ActorRef replicator = DistributedData.get(system).replicator();
-        var selfAddress = DistributedData.get(system).selfUniqueAddress();
         Duration t = config.operationTimeout();
         try {
-            Object r = Patterns.ask(replicator, new Replicator.Update<LWWMap<String, NodeEntry>>(ClusterAgent.NODES,
-                            LWWMap.create(), new Replicator.WriteMajority(t),
-                            m -> m.put(selfAddress, Integer.toString(entry.nodeId()), entry)), t.multipliedBy(2))
-                    .toCompletableFuture().get(t.toMillis() * 2 + 500, TimeUnit.MILLISECONDS);
-            if (!(r instanceof Replicator.UpdateSuccess)) {
-                LOG.warn("node {}: the directory entry reached no majority within {} ms ({}); it spreads by gossip",
-                        entry.nodeId(), t.toMillis(), r.getClass().getSimpleName());
-            }
+            claims.start(entry).get(t.toMillis() * 2 + 500, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            LOG.warn("node {}: the directory entry reached no majority within {} ms ({}); it spreads by gossip",
+                    entry.nodeId(), t.toMillis(), e.getCause() == null ? e : e.getCause().getMessage());
         } catch (Exception e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt(); // the wait for the majority's acks ends; the caller learns of it
@@ -363,6 +376,128 @@ public final class DsmNode implements AutoCloseable {
             LOG.warn("node {}: publishing the directory entry did not complete: {}; it spreads by gossip",
                     entry.nodeId(), e.toString());
         }
+    }
+
+    /** The cluster fact under which memory nodes compare {@code membus.replication.backups} at join. */
+    static final String BACKUPS_FACT = "replication-backups";
+
+    /**
+     * {@code membus.replication.backups} must be equal on every memory node: compared with
+     * the members' before and after publishing this node's (reads and writes go to a
+     * majority, so of two nodes joining at once with different values, the one whose
+     * second read begins after the other's publication completed is refused). A refused
+     * node takes its fact back.
+     *
+     * @throws DsmConfigException naming the key, this node's value and the member's
+     */
+    private void agreeOnBackups() {
+        int mine = config.replication().backups();
+        compareBackups(config.nodeId(), mine, facts.readMemoryNodes(BACKUPS_FACT));
+        facts.publish(BACKUPS_FACT, Integer.toString(mine));
+        try {
+            compareBackups(config.nodeId(), mine, facts.readMemoryNodes(BACKUPS_FACT));
+        } catch (RuntimeException e) {
+            try {
+                facts.remove(BACKUPS_FACT);
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Refuses this node's {@code backups} when a memory node's differs.
+     *
+     * @param members the other memory nodes' published values, by node id
+     */
+    static void compareBackups(int nodeId, int mine, Map<Integer, String> members) {
+        for (Map.Entry<Integer, String> m : members.entrySet()) {
+            if (!m.getValue().equals(Integer.toString(mine))) {
+                throw new DsmConfigException("membus.replication.backups", mine, "the value every memory node has: node "
+                        + m.getKey() + " has membus.replication.backups = " + m.getValue() + " and node " + nodeId
+                        + " has " + mine + "; it must be equal on every memory node (set the same value on all of"
+                        + " them; a client node ignores it)");
+            }
+        }
+    }
+
+    /**
+     * Refuses {@code membus.replication.backups > 0} on a memory node whose transport
+     * cannot keep copies ({@link io.membus.core.replication.ReplicationSupport#NONE}:
+     * rdma, whose NIC executes changes with no CPU that could forward them).
+     */
+    static void refuseUnreplicatable(NodeConfig config, Transport transport) {
+        int backups = config.replication().backups(); // 0 on a client: it holds no copies
+        if (backups > 0 && transport.capabilities().replication()
+                == io.membus.core.replication.ReplicationSupport.NONE) {
+            throw new DsmConfigException("membus.replication.backups", backups, "0 on transport " + transport.name()
+                    + " (replication over " + transport.name() + " is not built: a NIC cannot forward changes;"
+                    + " see docs/replication.md)");
+        }
+    }
+
+    /**
+     * The segment indexes {@code s} of this node for which a replica group {@code (self, s)}
+     * lives on among the members (served or being promoted by another node: this node was
+     * restarted), read from a majority; this node does not export them again
+     * (docs/replication.md §7) and logs that it rejoins as a copy holder. Computed by
+     * {@link io.membus.core.directory.GroupViews} like every view.
+     */
+    private java.util.Set<Integer> groupsOfThisNodeElsewhere() {
+        Duration t = config.operationTimeout();
+        Object got;
+        try {
+            got = Patterns.ask(DistributedData.get(system).replicator(), new Replicator.Get<>(ClusterAgent.NODES,
+                    new Replicator.ReadMajority(t)), t.multipliedBy(2)).toCompletableFuture()
+                    .get(t.toMillis() * 2 + 500, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw DsmException.internal("interrupted while reading the directory's groups: node=" + config.nodeId(), e);
+        } catch (Exception e) {
+            throw new NodeUnavailableException(config.nodeId(), "the directory's replica groups could not be read from"
+                    + " a majority before exporting (" + e + "); a majority of the cluster must be reachable", e);
+        }
+        if (got instanceof Replicator.NotFound<?>) {
+            return java.util.Set.of();
+        }
+        if (!(got instanceof Replicator.GetSuccess<?> success)) {
+            throw new NodeUnavailableException(config.nodeId(), "the directory's replica groups could not be read from"
+                    + " a majority before exporting (" + got.getClass().getSimpleName() + " within " + t.toMillis()
+                    + "ms); a majority of the cluster must be reachable");
+        }
+        @SuppressWarnings("unchecked")
+        Map<String, NodeEntry> all = ((LWWMap<String, NodeEntry>) success.dataValue()).getEntries();
+        List<NodeEntry> authentic = all.values().stream().filter(macs::valid).toList();
+        Map<Integer, NodeEntry> live = ClusterAgent.liveEntries(cluster.state().getMembers(), authentic);
+        java.util.Collection<io.membus.core.directory.ReplicaGroupView> views =
+                ClusterDirectory.groupsOf(live, Map.of()).values();
+        java.util.Set<Integer> held = heldElsewhere(config.nodeId(), views);
+        if (!held.isEmpty()) {
+            List<String> segments = new ArrayList<>();
+            List<String> primaries = new ArrayList<>();
+            views.stream().filter(v -> io.membus.core.replication.GroupId.node(v.group()) == config.nodeId())
+                    .sorted(java.util.Comparator.comparingInt(io.membus.core.directory.ReplicaGroupView::group))
+                    .forEach(v -> {
+                        segments.add(io.membus.core.replication.GroupId.toString(v.group()));
+                        primaries.add(v.primary() == 0 ? v.state().toString().toLowerCase(java.util.Locale.ROOT)
+                                : "node " + v.primary());
+                    });
+            LOG.info("replication: node {} rejoined as copy holder of segment {} (their primaries: {}); it does not"
+                    + " export them again", config.nodeId(), String.join(", ", segments), String.join(", ", primaries));
+        }
+        return held;
+    }
+
+    /** The indexes of {@code views}' groups that belong to {@code node} (any state): not to be exported again. */
+    static java.util.Set<Integer> heldElsewhere(int node, java.util.Collection<io.membus.core.directory.ReplicaGroupView> views) {
+        java.util.Set<Integer> held = new java.util.TreeSet<>();
+        for (io.membus.core.directory.ReplicaGroupView v : views) {
+            if (io.membus.core.replication.GroupId.node(v.group()) == node) {
+                held.add(io.membus.core.replication.GroupId.index(v.group()));
+            }
+        }
+        return held;
     }
 
     /** A file-backed segment's file: in the transport's directory where it needs one (peers map it), else membus.segments.dir. */
@@ -379,6 +514,8 @@ public final class DsmNode implements AutoCloseable {
         }
         downReason = reason;
         LOG.error("membus node {} is DOWN and stops serving: {}", config.nodeId(), reason);
+        claims.close(NodeUnavailableException.notSent(config.nodeId(), "node " + config.nodeId() + " is down: "
+                + reason));
         Thread t = new Thread(() -> {
             closeTransport();
             system.terminate();
@@ -617,6 +754,42 @@ public final class DsmNode implements AutoCloseable {
         return out;
     }
 
+    /**
+     * SEAM for the replication engine (issue 27; the lead wires it when {@code Replicator}
+     * is merged): the engine's own rows of the groups this node holds,
+     * {@code Replicator.status()} mapped to {@link ClusterMessage.GroupRow} (how far a joining
+     * copy is, the note of the last promotion). Until it is set, the status rows come from
+     * the directory's views only. Read on Pekko's blocking dispatcher; must not block long.
+     */
+    private volatile java.util.function.Supplier<List<ClusterMessage.GroupRow>> heldGroupStatus = List::of;
+
+    /** Connects the replication engine's rows of the groups this node holds ({@link #heldGroupStatus}). */
+    void heldGroupStatus(java.util.function.Supplier<List<ClusterMessage.GroupRow>> rows) {
+        heldGroupStatus = java.util.Objects.requireNonNull(rows, "rows");
+    }
+
+    /**
+     * The replica groups as this node sees them, one row per group ordered by group id:
+     * the directory's views, each replaced by the engine's row when this node holds the
+     * group ({@link #heldGroupStatus}). Empty with replication off.
+     */
+    List<ClusterMessage.GroupRow> groupRows() {
+        return mergeGroupRows(directory.groups(), heldGroupStatus.get(), config.replication().backups());
+    }
+
+    /** The rows of {@code views}, each replaced by the row of {@code held} of the same group, ordered by group id. */
+    static List<ClusterMessage.GroupRow> mergeGroupRows(java.util.Collection<io.membus.core.directory.ReplicaGroupView> views,
+                                                        List<ClusterMessage.GroupRow> held, int backups) {
+        java.util.TreeMap<Integer, ClusterMessage.GroupRow> rows = new java.util.TreeMap<>();
+        for (io.membus.core.directory.ReplicaGroupView v : views) {
+            rows.put(v.group(), ClusterMessage.GroupRow.of(v, backups));
+        }
+        for (ClusterMessage.GroupRow r : held) {
+            rows.put(r.group(), r);
+        }
+        return List.copyOf(rows.values());
+    }
+
     /** The cluster's heap usage (for {@code membus status}), or {@code null} without an allocator. */
     private HeapUsage heapUsage() {
         GlobalAllocator a = allocator;
@@ -630,6 +803,17 @@ public final class DsmNode implements AutoCloseable {
     /** The replicated segment directory (live members only). */
     public SegmentDirectory directory() {
         return directory;
+    }
+
+    /**
+     * Publishes this node's replica-group claims in its directory entry, written to a
+     * majority ({@link ClusterClaims}): what the replication engine is given. Its futures
+     * fail with {@link DsmTimeoutException} or {@link NodeUnavailableException} when no
+     * majority acknowledged before {@code membus.operation-timeout}, and with
+     * {@link DsmClosedException} once the node is closed.
+     */
+    public io.membus.core.replication.ClaimPublisher claimPublisher() {
+        return claims;
     }
 
     /** The replicated name registry. */
@@ -683,9 +867,15 @@ public final class DsmNode implements AutoCloseable {
         }
         int unreachable = closing || downReason != null ? 0 : cluster.state().getUnreachable().size();
         Transport t = transportRef.get();
+        int groups = 0;
+        int groupsShort = 0;
+        for (io.membus.core.directory.ReplicaGroupView v : directory.groups()) {
+            groups++;
+            groupsShort += ClusterMessage.GroupRow.of(v, config.replication().backups()).needsAttention() ? 1 : 0;
+        }
         return new NodeStatus(config.nodeId(), downReason, new java.util.TreeSet<>(live.keySet()), unreachable,
                 segments, bytes, nameSnapshot.get().size(), t == null ? null : t.name(), incarnation,
-                java.time.Duration.ofNanos(System.nanoTime() - startedNanos));
+                java.time.Duration.ofNanos(System.nanoTime() - startedNanos), groups, groupsShort);
     }
 
     /**
@@ -731,6 +921,7 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private void shutdown(Duration wait) {
+        claims.close(closedException()); // also a failed start's: claims published before it never wait forever
         GlobalAllocator a;
         synchronized (this) { // a client's allocator is made under this lock, never once closing is set
             a = allocator;

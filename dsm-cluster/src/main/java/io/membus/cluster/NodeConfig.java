@@ -9,6 +9,7 @@ import io.membus.core.RemotePtr;
 import io.membus.core.config.HostPort;
 import io.membus.core.config.KnownKeys;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.replication.ReplicationConfig;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.TransportProvider;
 import io.membus.core.transport.Transports;
@@ -76,6 +77,8 @@ public final class NodeConfig {
     private final double phiThreshold;
     private final Duration stableAfter;
     private final Duration gossipInterval;
+    /** {@code membus.replication} as configured (a client ignores it: see {@link #replication()}). */
+    private final ReplicationConfig replication;
 
     private NodeConfig(Config config, Config given) {
         this.raw = given;
@@ -200,6 +203,37 @@ public final class NodeConfig {
         }
         if (!(phiThreshold > 1.0)) {
             throw bad("failure-detection.threshold", phiThreshold, "a number above 1, e.g. 8.0");
+        }
+        this.replication = readReplication(m);
+    }
+
+    /** {@code membus.replication}: each key's type here, its range in {@link ReplicationConfig}. */
+    private static ReplicationConfig readReplication(Config m) {
+        int backups = intIn(m, "replication.backups", Integer.MIN_VALUE, Integer.MAX_VALUE,
+                "an integer 0.." + ReplicationConfig.MAX_BACKUPS);
+        int windowEffects = intIn(m, "replication.window-effects", Integer.MIN_VALUE, Integer.MAX_VALUE,
+                "an integer >= 1");
+        long windowBytes = size(m, "replication.window-bytes", "a size >= 1 byte (HOCON sizes such as 64MiB work)");
+        Duration lease;
+        try {
+            lease = m.getDuration("replication.lease");
+        } catch (ConfigException e) {
+            throw bad("replication.lease", render(m, "replication.lease"), "a positive duration such as 500ms", e);
+        }
+        long chunk = size(m, "replication.chunk", "a size 4KiB..16MiB, a multiple of 8");
+        if (chunk > Integer.MAX_VALUE) {
+            throw bad("replication.chunk", chunk, "a size 4KiB..16MiB, a multiple of 8");
+        }
+        long rate = size(m, "replication.rereplication-rate", "bytes per second >= 0 (HOCON sizes: 64MiB is 64 MiB/s;"
+                + " 0: no cap)");
+        return new ReplicationConfig(backups, windowEffects, windowBytes, lease, (int) chunk, rate);
+    }
+
+    private static long size(Config m, String key, String allowed) {
+        try {
+            return m.getBytes(key);
+        } catch (ConfigException e) {
+            throw bad(key, render(m, key), allowed, e);
         }
     }
 
@@ -560,6 +594,21 @@ public final class NodeConfig {
 
     public Duration gossipInterval() {
         return gossipInterval;
+    }
+
+    /**
+     * {@code membus.replication} as this node applies it: what the config says on a memory
+     * node; on a client ({@link #isClient()}), which holds no copies, the same with
+     * {@code backups = 0} (a client ignores the setting: it is neither compared at join nor
+     * refused on a transport that cannot replicate).
+     */
+    public ReplicationConfig replication() {
+        return client ? replication.withBackups(0) : replication;
+    }
+
+    /** {@code membus.replication} exactly as configured, also on a client. */
+    public ReplicationConfig configuredReplication() {
+        return replication;
     }
 
     @Override

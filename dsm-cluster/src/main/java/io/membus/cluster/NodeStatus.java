@@ -17,14 +17,25 @@ import java.util.SortedSet;
  * @param transport     the transport's name, or {@code null} before it is created
  * @param incarnation   this node's incarnation
  * @param uptime        time since the node started
+ * @param groups        replica groups the directory knows (0 with replication off)
+ * @param groupsShort   of those, the ones not served, short of copies or not all in sync (what
+ *                      {@code membus status} lists without {@code --groups})
  *
  * <p><b>Note:</b> immutable value; thread-safe: every field is final (the set is an
  * unmodifiable copy), so any publication makes it fully visible; no other memory ordering.
  */
 public record NodeStatus(int nodeId, String downReason, SortedSet<Integer> members, int unreachable, int segments,
-                         long exportedBytes, int names, String transport, long incarnation, Duration uptime) {
+                         long exportedBytes, int names, String transport, long incarnation, Duration uptime,
+                         int groups, int groupsShort) {
     public NodeStatus {
         members = java.util.Collections.unmodifiableSortedSet(new java.util.TreeSet<>(members));
+    }
+
+    /** A status without replica groups (replication off). */
+    public NodeStatus(int nodeId, String downReason, SortedSet<Integer> members, int unreachable, int segments,
+                      long exportedBytes, int names, String transport, long incarnation, Duration uptime) {
+        this(nodeId, downReason, members, unreachable, segments, exportedBytes, names, transport, incarnation, uptime,
+                0, 0);
     }
 
     public boolean isDown() {

@@ -4,6 +4,10 @@ import io.membus.cluster.ClusterMessage.NodeEntry;
 import io.membus.core.Access;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.DirectoryListener;
+import io.membus.core.directory.ReplicaGroupView;
+import io.membus.core.replication.Ballot;
+import io.membus.core.replication.GroupClaim;
+import io.membus.core.replication.GroupId;
 import io.membus.core.transport.PeerInfo;
 import org.junit.jupiter.api.Test;
 
@@ -11,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -89,6 +94,152 @@ class ClusterDirectoryTest {
         assertTrue(d.member(300).isEmpty());
         assertTrue(d.segment(300, 2).isEmpty());
         assertEquals(1, d.members().size());
+    }
+
+    private static final long KEY = 0x5eed_0000_1234L;
+
+    private static GroupClaim claim(int group, long epoch, GroupClaim.Role role, int... inSync) {
+        return new GroupClaim(group, epoch, role, 4096, Access.ALL, KEY, inSync, 0);
+    }
+
+    private static NodeEntry withClaims(NodeEntry e, GroupClaim... claims) {
+        return e.withClaims(List.of(claims));
+    }
+
+    /** Records every groupChanged call as "before -> after" (states, or "-"). */
+    private static final class GroupEvents implements DirectoryListener {
+        final List<String> events = new CopyOnWriteArrayList<>();
+        final List<ReplicaGroupView> seenByLookup = new CopyOnWriteArrayList<>();
+        ClusterDirectory directory;
+
+        @Override
+        public void groupChanged(ReplicaGroupView before, ReplicaGroupView after) {
+            events.add(GroupId.toString(after != null ? after.group() : before.group()) + " "
+                    + (before == null ? "-" : before.state() + "@" + Ballot.toString(before.epoch())) + " -> "
+                    + (after == null ? "-" : after.state() + "@" + Ballot.toString(after.epoch())));
+            // the change is visible before listeners hear of it
+            seenByLookup.add(directory.group(GroupId.node(after.group()), GroupId.index(after.group())).orElseThrow());
+        }
+    }
+
+    @Test
+    void groupViewsFollowTheClaimsAcrossAPrimarysDeathAPromotionAndTheLossOfEveryCopy() {
+        ClusterDirectory d = new ClusterDirectory();
+        GroupEvents listener = new GroupEvents();
+        listener.directory = d;
+        d.addListener(listener);
+        int g = GroupId.of(1, 0);
+        long first = Ballot.initial(1);
+        NodeEntry one = withClaims(entry(1, 10, 0), claim(g, first, GroupClaim.Role.PRIMARY, 2, 3));
+        NodeEntry two = withClaims(entry(2, 20), claim(g, first, GroupClaim.Role.COPY));
+        NodeEntry three = withClaims(entry(3, 30), claim(g, first, GroupClaim.Role.COPY));
+
+        d.apply(Map.of(1, one, 2, two, 3, three), Map.of());
+        ReplicaGroupView serving = d.group(1, 0).orElseThrow();
+        assertEquals(ReplicaGroupView.State.SERVING, serving.state());
+        assertEquals(1, serving.primary());
+        assertEquals(10, serving.primaryIncarnation());
+        assertArrayEquals(new int[] {2, 3}, serving.inSync());
+        assertEquals(List.of("1/0 - -> SERVING@1.1"), listener.events);
+        assertSame(d.group(1, 0), d.group(1, 0), "allocation-free on a hit: one shared Optional");
+        assertTrue(d.group(1, 1).isEmpty());
+        assertTrue(d.group(2, 0).isEmpty());
+        assertTrue(d.group(-1, 0).isEmpty());
+        assertTrue(d.group(65535, 255).isEmpty());
+        assertEquals(KEY, d.segment(1, 0).orElseThrow().remoteKey(), "the group's logical descriptor");
+        assertEquals(10, d.segment(1, 0).orElseThrow().incarnation());
+        assertEquals(1, d.segments().size(), "node 1's segment once, though it is both exported and a group");
+        d.apply(Map.of(1, one, 2, two, 3, three), Map.of());
+        assertEquals(1, listener.events.size(), "an unchanged view is not announced again");
+
+        // node 1 dies: its copies remain, the group is promoting; pointers into it still resolve
+        d.apply(Map.of(2, two, 3, three), Map.of(1, "downed"));
+        ReplicaGroupView promoting = d.group(1, 0).orElseThrow();
+        assertEquals(ReplicaGroupView.State.PROMOTING, promoting.state());
+        assertEquals(0, promoting.primary());
+        assertArrayEquals(new int[] {2, 3}, promoting.inSync(), "the dead primary's order: node 2 coordinates");
+        assertTrue(d.member(1).isEmpty());
+        SegmentDescriptor logical = d.segment(1, 0).orElseThrow();
+        assertEquals(1, logical.nodeId());
+        assertEquals(0, logical.index());
+        assertEquals(KEY, logical.remoteKey());
+        assertEquals(4096, logical.size());
+        assertTrue(d.segments().contains(logical));
+
+        // node 2 is promoted at a higher epoch with node 3 in sync
+        long second = Ballot.next(first, 2);
+        two = withClaims(entry(2, 20), claim(g, second, GroupClaim.Role.PRIMARY, 3));
+        three = withClaims(entry(3, 30), claim(g, second, GroupClaim.Role.COPY));
+        d.apply(Map.of(2, two, 3, three), Map.of());
+        ReplicaGroupView promoted = d.group(1, 0).orElseThrow();
+        assertEquals(ReplicaGroupView.State.SERVING, promoted.state());
+        assertEquals(2, promoted.primary());
+        assertEquals(second, promoted.epoch());
+        assertTrue(promoted.epoch() > serving.epoch());
+        assertArrayEquals(new int[] {3}, promoted.inSync());
+        assertEquals(20, d.segment(1, 0).orElseThrow().incarnation(), "the descriptor names the serving primary");
+        assertEquals(KEY, d.segment(1, 0).orElseThrow().remoteKey(), "the key is the group's, kept by a promotion");
+
+        // both holders die: the group is lost, and stays lost
+        NodeEntry four = entry(4, 40, 0);
+        d.apply(Map.of(4, four), Map.of(2, "downed", 3, "downed"));
+        ReplicaGroupView lost = d.group(1, 0).orElseThrow();
+        assertEquals(ReplicaGroupView.State.LOST, lost.state());
+        assertEquals(second, lost.epoch(), "the last known epoch");
+        assertTrue(d.segment(1, 0).isEmpty(), "a lost group's segment is not resolvable");
+        d.apply(Map.of(4, four), Map.of());
+        assertEquals(ReplicaGroupView.State.LOST, d.group(1, 0).orElseThrow().state());
+        assertEquals(List.of("1/0 - -> SERVING@1.1", "1/0 SERVING@1.1 -> PROMOTING@1.1",
+                "1/0 PROMOTING@1.1 -> SERVING@2.2", "1/0 SERVING@2.2 -> LOST@2.2"), listener.events);
+        assertEquals(List.of(serving, promoting, promoted, lost), listener.seenByLookup);
+        assertEquals(1, d.groups().size());
+    }
+
+    @Test
+    void aNodeOnItsWayOutDoesNotAnnounceThePeersGroupsLost() {
+        ClusterDirectory d = new ClusterDirectory();
+        GroupEvents listener = new GroupEvents();
+        listener.directory = d;
+        d.addListener(listener);
+        int g = GroupId.of(2, 0);
+        d.apply(Map.of(1, withClaims(entry(1, 10), claim(g, Ballot.initial(2), GroupClaim.Role.COPY)),
+                2, withClaims(entry(2, 20, 0), claim(g, Ballot.initial(2), GroupClaim.Role.PRIMARY, 1))), Map.of());
+        assertEquals(List.of("2/0 - -> SERVING@1.2"), listener.events);
+        // this node leaves: Pekko reports every member removed on its way out
+        d.apply(Map.of(), Map.of(), true);
+        assertEquals(List.of("2/0 - -> SERVING@1.2"), listener.events, "no group announced lost");
+        assertEquals(ReplicaGroupView.State.SERVING, d.group(2, 0).orElseThrow().state());
+        assertTrue(d.members().isEmpty());
+    }
+
+    @Test
+    void withoutClaimsThereAreNoGroupsAndSegmentsAreTheEntriesOwn() {
+        ClusterDirectory d = new ClusterDirectory();
+        GroupEvents listener = new GroupEvents();
+        listener.directory = d;
+        d.addListener(listener);
+        d.apply(Map.of(1, entry(1, 10, 0, 1), 2, entry(2, 20)), Map.of());
+        assertTrue(d.groups().isEmpty());
+        assertTrue(d.group(1, 0).isEmpty());
+        assertEquals(2, d.segments().size());
+        d.apply(Map.of(2, entry(2, 20)), Map.of(1, "downed"));
+        assertTrue(d.segment(1, 0).isEmpty(), "an unreplicated segment goes with its node, as before");
+        assertTrue(listener.events.isEmpty());
+    }
+
+    @Test
+    void aCopyHeldByAFreshDirectoryWithNoPrimaryInSightIsPromotingAndItsJoiningNodesAreListed() {
+        ClusterDirectory d = new ClusterDirectory();
+        int g = GroupId.of(5, 2);
+        long epoch = Ballot.of(3, 4);
+        d.apply(Map.of(4, withClaims(entry(4, 40, 0), claim(g, epoch, GroupClaim.Role.COPY)),
+                6, withClaims(entry(6, 60), claim(g, epoch, GroupClaim.Role.JOINING))), Map.of());
+        ReplicaGroupView v = d.group(5, 2).orElseThrow();
+        assertEquals(ReplicaGroupView.State.PROMOTING, v.state());
+        assertArrayEquals(new int[] {4}, v.inSync());
+        assertArrayEquals(new int[] {6}, v.joining());
+        assertEquals(5, d.segment(5, 2).orElseThrow().nodeId());
+        assertTrue(d.member(5).isEmpty());
     }
 
     /** Node 1's events before node 2's; within a node, the order of apply. */

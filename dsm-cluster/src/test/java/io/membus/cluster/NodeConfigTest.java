@@ -2,6 +2,7 @@ package io.membus.cluster;
 
 import io.membus.core.Access;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.replication.ReplicationConfig;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -204,5 +205,51 @@ class NodeConfigTest {
         assertEquals("keep-majority", p.getString("pekko.cluster.split-brain-resolver.active-strategy"));
         assertEquals(List.of("membus-node", "membus-node-9"), p.getStringList("pekko.cluster.roles"));
         assertEquals("membus", p.getString("pekko.actor.serialization-bindings.\"io.membus.cluster.ClusterMessage\""));
+    }
+
+    @Test
+    void replicationSettingsAreReadCheckedAndIgnoredByAClient() {
+        String base = "membus { node-id = 1, secret = \"0123456789abcdef0123\" }\n";
+        ReplicationConfig defaults = NodeConfig.parse(base).replication();
+        assertEquals(0, defaults.backups(), "off until the engine is merged");
+        assertEquals(4096, defaults.windowEffects());
+        assertEquals(64L << 20, defaults.windowBytes());
+        assertEquals(Duration.ofMillis(500), defaults.lease());
+        assertEquals(256 << 10, defaults.chunkBytes());
+        assertEquals(0, defaults.rereplicationRate());
+        assertEquals(ReplicationConfig.OFF, defaults, "reference.conf and ReplicationConfig.OFF agree");
+
+        NodeConfig set = NodeConfig.parse(base + """
+                membus.replication { backups = 2, window-effects = 16, window-bytes = 1MiB, lease = 250ms, chunk = 64KiB,
+                  rereplication-rate = 8MiB }
+                """);
+        assertEquals(new ReplicationConfig(2, 16, 1L << 20, Duration.ofMillis(250), 64 << 10, 8L << 20),
+                set.replication());
+
+        NodeConfig client = NodeConfig.parse(base + "membus { role = client, segments.count = 0,"
+                + " replication.backups = 3 }\n");
+        assertEquals(0, client.replication().backups(), "a client holds no copies");
+        assertEquals(3, client.configuredReplication().backups());
+
+        Map<String, String> refused = Map.of(
+                "replication.backups = 4", "membus.replication.backups",
+                "replication.backups = -1", "membus.replication.backups",
+                "replication.backups = many", "membus.replication.backups",
+                "replication.window-effects = 0", "membus.replication.window-effects",
+                "replication.window-bytes = lots", "membus.replication.window-bytes",
+                "replication.lease = 0s", "membus.replication.lease",
+                "replication.lease = soon", "membus.replication.lease",
+                "replication.chunk = 1000", "membus.replication.chunk",
+                "replication.chunk = 1GiB", "membus.replication.chunk",
+                "replication.rereplication-rate = fast", "membus.replication.rereplication-rate");
+        refused.forEach((line, key) -> {
+            DsmConfigException e = bad(base + "membus." + line + "\n");
+            assertEquals(key, e.key(), line + ": " + e.getMessage());
+        });
+        DsmConfigException four = bad(base + "membus.replication.backups = 4\n");
+        assertTrue(four.getMessage().contains("value=4") && four.getMessage().contains("0..3"), four.getMessage());
+        DsmConfigException unknown = bad(base + "membus.replication.backup = 1\n");
+        assertEquals("membus.replication.backup", unknown.key(), unknown.getMessage());
+        assertTrue(unknown.getMessage().contains("closest known key: membus.replication.backups"), unknown.getMessage());
     }
 }

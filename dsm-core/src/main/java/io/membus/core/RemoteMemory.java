@@ -1,5 +1,7 @@
 package io.membus.core;
 
+import io.membus.core.directory.DirectoryListener;
+import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.BlockingCallOnTransportThreadException;
@@ -9,17 +11,23 @@ import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.InvalidPointerException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.NotPrimaryException;
+import io.membus.core.error.SegmentLostException;
 import io.membus.core.error.UnknownSegmentException;
 import io.membus.core.error.WrongRemoteKeyException;
+import io.membus.core.replication.AckGate;
+import io.membus.core.replication.GroupId;
 import io.membus.core.transport.Batch;
 import io.membus.core.transport.BlockingVerbs;
 import io.membus.core.transport.Connection;
+import io.membus.core.transport.Deadlines;
 import io.membus.core.transport.DirectConnection;
 import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportThreads;
 import io.membus.core.transport.Verbs;
+import io.membus.core.transport.pipeline.TimerWheel;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -50,8 +58,30 @@ import java.util.function.Function;
  * may have run; a verb whose operation deadline passed before it was issued fails at
  * once with {@link io.membus.core.error.DsmTimeoutException#notSent}.
  *
+ * <p><b>Routing</b> (replication, docs/replication.md §2.3): a pointer names the logical
+ * segment {@code (n, s)}; a verb goes to the node that serves that segment's replica
+ * group now ({@link SegmentDirectory#group}), carrying the logical pointer and the group's
+ * remote key. No group known: the pointer's own node, exactly as without replication (no
+ * lookup at all until the directory has shown a group). {@code SERVING}: its primary.
+ * {@code PROMOTING}: the verb is held, costing no thread, in issue order per group, until
+ * the directory shows a primary ({@link DirectoryListener#groupChanged}) or the verb's
+ * deadline passes (then {@link DsmTimeoutException#notSent}, "promotion in progress").
+ * {@code LOST}: {@link SegmentLostException} at once. A verb answered
+ * {@link NotPrimaryException} did not run: it is re-issued to the refusing node's hint when
+ * that is a live member, else held as for {@code PROMOTING}, within its deadline. A verb
+ * run on this node's own table (this node serves the group) completes only once the
+ * group's {@link AckGate} says every in-sync copy has it. Verbs released from a hold or
+ * re-issued keep their original deadline: their futures fail with
+ * {@link DsmTimeoutException} by it.
+ *
  * <p><b>Note:</b> thread-safe; the ordering and visibility rules are those of
- * {@link Verbs}, per target node.
+ * {@link Verbs}, per target node, and with replication per replica group: verbs of one
+ * group issued by one thread go to one primary at a time, and held verbs are released
+ * in issue order (a verb refused by a node that stopped being primary is re-issued after
+ * the refusal arrived, so verbs issued after it on the same connection, refused too,
+ * follow it). The group state is read from the directory on each verb (its lookups see
+ * every change whose listener ran); the holds are guarded by their own monitors, and no
+ * monitor is held while a verb is issued or a future completed.
  */
 public final class RemoteMemory {
     private final Transport transport;
@@ -67,12 +97,35 @@ public final class RemoteMemory {
     private final java.util.concurrent.atomic.AtomicReferenceArray<Connection> connections =
             new java.util.concurrent.atomic.AtomicReferenceArray<>(RemotePtr.MAX_NODE_ID + 1);
 
+    /**
+     * Whether the directory has ever shown a replica group (set once, never cleared): until
+     * then every verb goes to its pointer's node with no group lookup, as before replication.
+     */
+    private volatile boolean replicated;
+    /** Verbs held per replica group ({@link GroupId}) while no primary serves it. */
+    private final ConcurrentHashMap<Integer, Hold> holds = new ConcurrentHashMap<>();
+    /** Entries in {@code holds}, raised before one is added: zero lets a verb skip the map. */
+    private final AtomicInteger holdCount = new AtomicInteger();
+
+    /**
+     * Registers a listener on {@code directory} (for the replica groups' changes, which
+     * release held verbs); it stays registered for the directory's life.
+     */
     public RemoteMemory(Transport transport, SegmentDirectory directory, Duration operationTimeout) {
         this.transport = transport;
         this.directory = directory;
         this.syncWait = operationTimeout.plusSeconds(1);
         this.operationTimeout = operationTimeout;
         this.timeoutNanos = operationTimeout.toNanos();
+        directory.addListener(new DirectoryListener() {
+            @Override
+            public void groupChanged(ReplicaGroupView before, ReplicaGroupView after) {
+                onGroupChanged(before, after);
+            }
+        });
+        if (!directory.groups().isEmpty()) { // after the listener: a group added in between is seen by one of them
+            replicated = true;
+        }
     }
 
     private final Duration operationTimeout;
@@ -95,7 +148,14 @@ public final class RemoteMemory {
         return transport.nodeId();
     }
 
-    /** The directory entry of the segment {@code ptr} points into. */
+    /**
+     * The directory entry of the segment {@code ptr} points into. For a replicated segment
+     * it is the group's logical descriptor ({@link ReplicaGroupView#logical()}: node and
+     * index of the pointer, the group's size, flags and remote key) while the group is
+     * served or promoting, even after the pointer's node died.
+     *
+     * @throws SegmentLostException when the segment's replica group is lost
+     */
     public SegmentDescriptor segmentOf(long ptr) {
         if (ptr == RemotePtr.NULL) {
             throw new InvalidPointerException(ptr, 0, 0);
@@ -105,6 +165,15 @@ public final class RemoteMemory {
         }
         int node = RemotePtr.nodeId(ptr);
         int index = RemotePtr.segmentIndex(ptr);
+        if (replicated) {
+            ReplicaGroupView v = directory.group(node, index).orElse(null);
+            if (v != null && v.logical() != null) {
+                if (v.state() == ReplicaGroupView.State.LOST) {
+                    throw lost(v);
+                }
+                return v.logical();
+            }
+        }
         if (node == transport.nodeId()) {
             Segment s = transport.table().get(index);
             if (s == null) {
@@ -122,6 +191,9 @@ public final class RemoteMemory {
     }
 
     private <T> CompletableFuture<T> on(long ptr, Function<Verbs, CompletableFuture<T>> verb) {
+        if (replicated) {
+            return routed(ptr, verb, OperationDeadline.until(System.nanoTime(), timeoutNanos), 0);
+        }
         int node = RemotePtr.nodeId(ptr);
         if (node == transport.nodeId() && transport.localAtomicsCoherent()) {
             return verb.apply(new LocalVerbs());
@@ -130,6 +202,466 @@ public final class RemoteMemory {
             return CompletableFuture.failedFuture(new InvalidPointerException(ptr, 0, node));
         }
         return onNode(node, verb::apply, () -> "pointer " + RemotePtr.toString(ptr));
+    }
+
+    // ------------------------------------------------------------------ routing (docs/replication.md §2.3)
+
+    /** What {@link #route} answers for a verb that must wait: its group is promoting, or earlier verbs of it wait. */
+    private static final int HELD = -1;
+    /**
+     * Re-issues to a {@link NotPrimaryException#primaryHint()} in a row before the verb waits
+     * for the directory instead: two nodes naming each other must not bounce a verb until its
+     * deadline.
+     */
+    private static final int MAX_HINT_HOPS = 4;
+
+    /**
+     * The node that serves {@code ptr}'s replica group now: the pointer's own node when no
+     * group is known (replication off: no lookup, no allocation), the group's primary while
+     * it is served, {@link #HELD} while it is promoting or earlier verbs of it are held.
+     *
+     * @throws SegmentLostException when the group is lost
+     */
+    private int route(long ptr) {
+        int node = RemotePtr.nodeId(ptr);
+        return replicated ? routeGroup(ptr, node) : node;
+    }
+
+    private int routeGroup(long ptr, int node) {
+        // no capturing lambda: allocation-free
+        ReplicaGroupView v = directory.group(node, RemotePtr.segmentIndex(ptr)).orElse(null);
+        if (v == null) {
+            return node;
+        }
+        if (holdCount.get() != 0 && holds.containsKey(v.group())) {
+            return HELD; // earlier verbs of the group wait: this one queues behind them
+        }
+        switch (v.state()) {
+            case SERVING:
+                return v.primary();
+            case PROMOTING:
+                return HELD;
+            default:
+                throw lost(v);
+        }
+    }
+
+    private static SegmentLostException lost(ReplicaGroupView v) {
+        return new SegmentLostException(v.group(), "state=LOST, last epoch="
+                + io.membus.core.replication.Ballot.toString(v.epoch())
+                + " (its primary and every in-sync copy left the cluster)");
+    }
+
+    /** Issues {@code verb} where {@code ptr}'s group is served now, holds it, or fails it (lost, null pointer). */
+    private <T> CompletableFuture<T> routed(long ptr, Function<Verbs, CompletableFuture<T>> verb, long deadline,
+                                            int hops) {
+        int node = RemotePtr.nodeId(ptr);
+        if (ptr == RemotePtr.NULL) {
+            return CompletableFuture.failedFuture(new InvalidPointerException(ptr, 0, node));
+        }
+        int target;
+        try {
+            target = routeGroup(ptr, node);
+        } catch (SegmentLostException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        if (target == HELD) {
+            return hold(ptr, verb, deadline, hops, 0);
+        }
+        return issue(target, ptr, verb, deadline, hops);
+    }
+
+    /**
+     * Issues {@code verb} to {@code target} (this node's own table when it is this node), and
+     * re-issues it when the answer is {@link NotPrimaryException} (the verb did not run).
+     */
+    private <T> CompletableFuture<T> issue(int target, long ptr, Function<Verbs, CompletableFuture<T>> verb,
+                                           long deadline, int hops) {
+        CompletableFuture<T> f;
+        if (target == transport.nodeId() && transport.localAtomicsCoherent()) {
+            f = verb.apply(new LocalVerbs());
+        } else {
+            f = onNode(target, verb::apply, () -> "pointer " + RemotePtr.toString(ptr));
+        }
+        if (f.isDone() && !f.isCompletedExceptionally()) {
+            return f;
+        }
+        RoutedFuture<T> result = new RoutedFuture<>();
+        f.whenComplete((value, error) -> {
+            Throwable cause = unwrap(error);
+            if (cause instanceof NotPrimaryException np) {
+                CompletableFuture<T> next = reissue(ptr, verb, deadline, hops, np);
+                if (next instanceof RoutedFuture<T> routedNext) {
+                    result.then = routedNext; // held again: a blocking caller may still withdraw it
+                }
+                relay(next, result);
+            } else if (cause != null) {
+                result.completeExceptionally(cause);
+            } else {
+                result.complete(value);
+            }
+        });
+        return result;
+    }
+
+    /**
+     * A verb refused with {@code np} (it did not run): to the hinted primary when that is
+     * a live member (at most {@link #MAX_HINT_HOPS} times in a row), else held until the
+     * directory shows the group served by another node or at another epoch. Past its
+     * deadline it fails with {@code np} itself.
+     */
+    private <T> CompletableFuture<T> reissue(long ptr, Function<Verbs, CompletableFuture<T>> verb, long deadline,
+                                             int hops, NotPrimaryException np) {
+        if (System.nanoTime() - deadline >= 0) {
+            return CompletableFuture.failedFuture(np);
+        }
+        int hint = np.primaryHint();
+        if (hint > 0 && hint != np.nodeId() && hops < MAX_HINT_HOPS
+                && (hint == transport.nodeId() || directory.member(hint).isPresent())) {
+            return within(issue(hint, ptr, verb, deadline, hops + 1), deadline, ptr, hint);
+        }
+        return hold(ptr, verb, deadline, hops + 1, np.nodeId());
+    }
+
+    /**
+     * Holds {@code verb} in its group's {@link Hold} (made if needed), behind the verbs held
+     * before it. {@code refusedBy}: the node that answered it {@link NotPrimaryException}
+     * (its hint could not be used), so while the directory still names that node at the
+     * same epoch the verb waits for a change; 0: it waits for any primary.
+     */
+    private <T> CompletableFuture<T> hold(long ptr, Function<Verbs, CompletableFuture<T>> verb, long deadline,
+                                          int hops, int refusedBy) {
+        int node = RemotePtr.nodeId(ptr);
+        int index = RemotePtr.segmentIndex(ptr);
+        int group = GroupId.of(node, index);
+        boolean refused = refusedBy != 0;
+        Held<T> held = new Held<>(ptr, verb, deadline, hops, refused);
+        if (System.nanoTime() - deadline >= 0) {
+            held.timeOut();
+            return held.result;
+        }
+        while (true) {
+            Hold h = holds.get(group);
+            if (h == null) {
+                Hold fresh = newHold(group, node, index, refusedBy);
+                holdCount.incrementAndGet();
+                h = holds.putIfAbsent(group, fresh);
+                if (h != null) {
+                    holdCount.decrementAndGet();
+                    continue;
+                }
+                h = fresh;
+            }
+            int added = h.add(held);
+            if (added == Hold.ADDED) {
+                // a change applied before the hold was in the map had no hold to release: look again
+                ReplicaGroupView now = directory.group(node, index).orElse(null);
+                if (h.releasable(now)) {
+                    h.release(now);
+                }
+                return held.result;
+            }
+            if (added == Hold.RELEASING && refused) {
+                // refused again while its hold is being released: it waits in a new hold for the next change
+                holds.replace(group, h, newHold(group, node, index, refusedBy)); // one out, one in: the count stays
+                continue;
+            }
+            Thread.onSpinWait(); // released: it leaves the map at once (see Hold.release)
+            if (added == Hold.RELEASED && holds.get(group) != h) {
+                return routed(ptr, verb, deadline, hops);
+            }
+        }
+    }
+
+    /**
+     * A hold for group {@code (node, index)}; for verbs refused by {@code refusedBy}, stale
+     * while the directory names that node at the epoch it names now.
+     */
+    private Hold newHold(int group, int node, int index, int refusedBy) {
+        ReplicaGroupView now = refusedBy == 0 ? null : directory.group(node, index).orElse(null);
+        boolean stale = now != null && now.state() == ReplicaGroupView.State.SERVING && now.primary() == refusedBy;
+        return new Hold(group, stale ? refusedBy : 0, stale ? now.epoch() : 0);
+    }
+
+    /** Fails {@code f} with {@link DsmTimeoutException} (it may have run) unless it completed by {@code deadline}. */
+    private <T> CompletableFuture<T> within(CompletableFuture<T> f, long deadline, long ptr, int node) {
+        if (f.isDone()) {
+            return f;
+        }
+        CompletableFuture<T> bounded = new CompletableFuture<>(); // never fail a future the transport owns
+        relay(f, bounded);
+        return Deadlines.within(bounded, Duration.ofNanos(Math.max(1, deadline - System.nanoTime())),
+                "verb on " + RemotePtr.toString(ptr) + " (re-routed to node " + node + ")", node);
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    }
+
+    private static <T> void relay(CompletableFuture<T> from, CompletableFuture<T> to) {
+        from.whenComplete((value, error) -> {
+            if (error != null) {
+                to.completeExceptionally(unwrap(error));
+            } else {
+                to.complete(value);
+            }
+        });
+    }
+
+    /** A group's view changed: release its held verbs when a node serves it now (or fail them: lost). */
+    private void onGroupChanged(ReplicaGroupView before, ReplicaGroupView after) {
+        if (after != null) {
+            replicated = true;
+        }
+        if (holdCount.get() == 0) {
+            return;
+        }
+        ReplicaGroupView any = after != null ? after : before;
+        if (any == null) {
+            return;
+        }
+        Hold h = holds.get(any.group());
+        if (h != null && h.releasable(after)) {
+            h.release(after);
+        }
+    }
+
+    /**
+     * The future of a routed verb that was refused {@link NotPrimaryException} and issued
+     * again ({@link #then}): a blocking caller whose wait ends while the verb is held again
+     * withdraws it through here.
+     */
+    private static class RoutedFuture<T> extends CompletableFuture<T> {
+        /** The future of the verb issued again after a refusal, when that is withdrawable. */
+        volatile RoutedFuture<T> then;
+
+        /** The not-sent timeout when the verb was still held (it will never be sent now), else null. */
+        DsmTimeoutException withdraw() {
+            RoutedFuture<T> next = then;
+            DsmTimeoutException e = next == null ? null : next.withdraw();
+            if (e != null) {
+                completeExceptionally(e);
+            }
+            return e;
+        }
+    }
+
+    /**
+     * The future of a held verb: a blocking caller whose wait ends while the verb is still
+     * held withdraws it ({@link #withdraw}) and reports it not sent, whatever the timer
+     * thread's lateness.
+     */
+    private static final class HeldFuture<T> extends RoutedFuture<T> {
+        private final RemoteMemory.Held<T> held;
+
+        HeldFuture(RemoteMemory.Held<T> held) {
+            this.held = held;
+        }
+
+        @Override
+        DsmTimeoutException withdraw() {
+            if (!held.take()) {
+                return null;
+            }
+            DsmTimeoutException e = held.notSentTimeout();
+            completeExceptionally(e);
+            return e;
+        }
+    }
+
+    /** One held verb: what to issue, its deadline, and the future its caller holds. */
+    private final class Held<T> {
+        final long ptr;
+        final Function<Verbs, CompletableFuture<T>> verb;
+        final long deadline;
+        final int hops;
+        final boolean refused;
+        final long since = System.nanoTime();
+        final HeldFuture<T> result = new HeldFuture<>(this);
+        /** Set by whoever decides its fate first: a release, its deadline, or its blocking caller giving up. */
+        private final java.util.concurrent.atomic.AtomicBoolean taken = new java.util.concurrent.atomic.AtomicBoolean();
+
+        Held(long ptr, Function<Verbs, CompletableFuture<T>> verb, long deadline, int hops, boolean refused) {
+            this.ptr = ptr;
+            this.verb = verb;
+            this.deadline = deadline;
+            this.hops = hops;
+            this.refused = refused;
+        }
+
+        /** Issues it as {@code view} says (the group's primary; the pointer's node for a group no longer known). */
+        void release(ReplicaGroupView view) {
+            if (!take()) {
+                return; // its deadline passed, or its blocking caller gave up on it: not sent
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                failNotSent();
+            } else if (view != null && view.state() == ReplicaGroupView.State.LOST) {
+                result.completeExceptionally(lost(view));
+            } else {
+                int target = view == null ? RemotePtr.nodeId(ptr) : view.primary();
+                CompletableFuture<T> f;
+                try {
+                    f = issue(target, ptr, verb, deadline, hops);
+                } catch (RuntimeException e) {
+                    f = CompletableFuture.failedFuture(e);
+                }
+                relay(within(f, deadline, ptr, target), result);
+            }
+        }
+
+        /** Whether this call is the one that decides its fate (release, or fail as not sent): exactly one does. */
+        boolean take() {
+            return !taken.get() && taken.compareAndSet(false, true);
+        }
+
+        /** Fails it as not sent (its deadline passed while no node served its group), unless it was released. */
+        void timeOut() {
+            if (take()) {
+                failNotSent();
+            }
+        }
+
+        private void failNotSent() {
+            result.completeExceptionally(notSentTimeout());
+        }
+
+        DsmTimeoutException notSentTimeout() {
+            int group = GroupId.ofPointer(ptr);
+            return DsmTimeoutException.notSent("promotion in progress for segment "
+                    + GroupId.toString(group) + ": no node served it within the deadline (verb on "
+                    + RemotePtr.toString(ptr) + " held " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - since)
+                    + " ms" + (refused ? ", after the node the directory named refused it as not primary" : "")
+                    + ")", RemotePtr.nodeId(ptr), operationTimeout);
+        }
+    }
+
+    /**
+     * The verbs held for one replica group, in issue order: the {@link Opening} of a group
+     * instead of a connection. Released once, by the directory change that names a node
+     * serving the group (or the group lost, or no longer known); each verb fails on its
+     * own deadline before that (one wheel entry per hold, armed at the earliest deadline);
+     * a hold whose verbs all passed their deadlines leaves the map, so the verbs after them
+     * follow the directory again instead of waiting on a change that may never come. A release issues the verbs outside the monitor, one at a time, in order; a verb that
+     * arrives while it runs is queued behind them and issued by the same release, so
+     * nothing overtakes a held verb and no thread waits on another.
+     *
+     * <p><b>Note:</b> thread-safe: state under the monitor; issuing and completing futures
+     * outside it.
+     */
+    private final class Hold extends TimerWheel.Timeout {
+        static final int ADDED = 0;
+        static final int RELEASING = 1;
+        static final int RELEASED = 2;
+
+        private final int group;
+        /** A hold of refused verbs: the primary and epoch the directory named when they were refused (0: none). */
+        private final int stalePrimary;
+        private final long staleEpoch;
+        private final ArrayDeque<Held<?>> waiting = new ArrayDeque<>(); // guarded by this
+        private int state = ADDED; // ADDED = holding; guarded by this
+        private long armedAt; // guarded by this; valid while waiting is not empty and state is holding
+        private ReplicaGroupView view; // guarded by this: what the release issues by
+
+        Hold(int group, int stalePrimary, long staleEpoch) {
+            this.group = group;
+            this.stalePrimary = stalePrimary;
+            this.staleEpoch = staleEpoch;
+        }
+
+        /** Whether {@code v} lets the held verbs go: a primary other than the refusing one, lost, or unknown. */
+        boolean releasable(ReplicaGroupView v) {
+            if (v == null || v.state() == ReplicaGroupView.State.LOST) {
+                return true;
+            }
+            return v.state() == ReplicaGroupView.State.SERVING
+                    && !(stalePrimary != 0 && v.primary() == stalePrimary && v.epoch() == staleEpoch);
+        }
+
+        /** @return {@link #ADDED} (held, or queued behind a running release), {@link #RELEASING}, {@link #RELEASED} */
+        int add(Held<?> h) {
+            synchronized (this) {
+                if (state == RELEASED) {
+                    return RELEASED;
+                }
+                if (state == RELEASING) {
+                    if (h.refused) {
+                        return RELEASING; // it must wait for another change, not follow this one
+                    }
+                    waiting.add(h);
+                    return ADDED;
+                }
+                waiting.add(h);
+                if (waiting.size() == 1 || h.deadline - armedAt < 0) {
+                    armedAt = h.deadline;
+                    TimerWheel.SHARED.arm(this, h.deadline);
+                }
+                return ADDED;
+            }
+        }
+
+        void release(ReplicaGroupView v) {
+            synchronized (this) {
+                if (state != ADDED) {
+                    return;
+                }
+                state = RELEASING;
+                view = v;
+                TimerWheel.SHARED.cancel(this);
+            }
+            while (true) {
+                Held<?> next;
+                synchronized (this) {
+                    next = waiting.poll();
+                    if (next == null) {
+                        state = RELEASED;
+                        if (holds.remove(group, this)) {
+                            holdCount.decrementAndGet();
+                        }
+                        return;
+                    }
+                }
+                next.release(view);
+            }
+        }
+
+        @Override
+        protected void expired() {
+            java.util.List<Held<?>> late = null;
+            synchronized (this) {
+                if (state != ADDED) {
+                    return;
+                }
+                long now = System.nanoTime();
+                long earliest = 0;
+                boolean any = false;
+                for (java.util.Iterator<Held<?>> it = waiting.iterator(); it.hasNext(); ) {
+                    Held<?> h = it.next();
+                    if (now - h.deadline >= 0) {
+                        it.remove();
+                        if (late == null) {
+                            late = new java.util.ArrayList<>();
+                        }
+                        late.add(h);
+                    } else if (!any || h.deadline - earliest < 0) {
+                        earliest = h.deadline;
+                        any = true;
+                    }
+                }
+                if (any) {
+                    armedAt = earliest;
+                    TimerWheel.SHARED.arm(this, earliest);
+                } else { // nothing left: verbs route by the directory again (a stale hold must not outlive its verbs)
+                    state = RELEASED;
+                    if (holds.remove(group, this)) {
+                        holdCount.decrementAndGet();
+                    }
+                }
+            }
+            if (late != null) {
+                late.forEach(Held::timeOut); // outside the monitor: callbacks may issue verbs
+            }
+        }
     }
 
     /**
@@ -272,10 +804,18 @@ public final class RemoteMemory {
      * connection cannot open fails its verbs with that connection's error. Deadlines
      * start at {@code submit()}.
      *
+     * <p>With replication "node" is the node serving the pointer's replica group when the
+     * verb is added (its primary); a verb of a lost group fails when added; a verb of a
+     * promoting group is held on its own at submit (in the order added, per group) and a
+     * verb answered {@link NotPrimaryException} is re-issued on its own: the batch's
+     * one-flush-per-node holds for the verbs of served groups.
+     *
      * <p><b>Note:</b> not thread-safe: one thread fills and submits it, once.
      */
     public final class RemoteBatch {
         private final java.util.Map<Integer, java.util.List<Pending<?>>> byNode = new java.util.LinkedHashMap<>();
+        /** Writes whose bytes are copied at submit (replication: a held or re-issued write runs later). */
+        private java.util.List<Snapshot> snapshots;
         private int size;
         private boolean submitted;
 
@@ -292,6 +832,14 @@ public final class RemoteMemory {
 
         /** Writes {@code src[offset..offset+length)}; the bytes are read at {@link #submit()}. */
         public CompletableFuture<Void> write(long ptr, byte[] src, int offset, int length) {
+            if (replicated) {
+                Snapshot snapshot = new Snapshot(src, offset, length);
+                if (snapshots == null) {
+                    snapshots = new java.util.ArrayList<>();
+                }
+                snapshots.add(snapshot);
+                return add(ptr, key -> v -> v.write(ptr, key, snapshot.src, snapshot.offset, length));
+            }
             return add(ptr, key -> v -> v.write(ptr, key, src, offset, length));
         }
 
@@ -322,11 +870,13 @@ public final class RemoteMemory {
             long key;
             try {
                 key = keyOf(ptr);
+                node = route(ptr); // the group's primary, or HELD: those are routed again at submit
             } catch (DsmException e) {
                 result.completeExceptionally(e);
                 return result;
             }
-            byNode.computeIfAbsent(node, n -> new java.util.ArrayList<>()).add(new Pending<>(op.apply(key), result));
+            byNode.computeIfAbsent(node, n -> new java.util.ArrayList<>())
+                    .add(new Pending<>(ptr, op.apply(key), result));
             size++;
             return result;
         }
@@ -337,15 +887,23 @@ public final class RemoteMemory {
                 throw new IllegalStateException("batch already submitted: start a new batch");
             }
             submitted = true;
+            if (snapshots != null) {
+                snapshots.forEach(Snapshot::take);
+            }
+            long deadline = OperationDeadline.until(System.nanoTime(), timeoutNanos);
             byNode.forEach((node, verbs) -> {
+                if (node == HELD) { // their groups were promoting at add: each is routed (held) on its own now
+                    verbs.forEach(p -> p.route(deadline));
+                    return;
+                }
                 if (node == transport.nodeId() && transport.localAtomicsCoherent()) {
                     LocalVerbs local = new LocalVerbs();
-                    verbs.forEach(p -> p.post(local));
+                    verbs.forEach(p -> p.post(local, deadline));
                     return;
                 }
                 onNode(node, connection -> {
                     Batch b = connection.batch();
-                    verbs.forEach(p -> p.post(b));
+                    verbs.forEach(p -> p.post(b, deadline));
                     b.submit();
                     return CompletableFuture.completedFuture(null);
                 }, () -> "node " + node).whenComplete((v, e) -> {
@@ -359,9 +917,47 @@ public final class RemoteMemory {
         }
     }
 
-    /** One verb of a {@link RemoteBatch}: how to post it, and the future its caller holds. */
-    private record Pending<T>(Function<Verbs, CompletableFuture<T>> op, CompletableFuture<T> result) {
-        void post(Verbs on) {
+    /** The bytes of a batched write, copied at submit when the write may run later (replication). */
+    private static final class Snapshot {
+        byte[] src;
+        int offset;
+        final int length;
+
+        Snapshot(byte[] src, int offset, int length) {
+            this.src = src;
+            this.offset = offset;
+            this.length = length;
+        }
+
+        void take() {
+            if (Verbs.sourceRangeError(src, offset, length) == null) { // a bad range fails its own verb
+                src = java.util.Arrays.copyOfRange(src, offset, offset + length);
+                offset = 0;
+            }
+        }
+    }
+
+    /**
+     * One verb of a {@link RemoteBatch}: how to post it, and the future its caller holds. A
+     * verb refused {@link NotPrimaryException} (replication) is re-issued on its own.
+     */
+    private final class Pending<T> {
+        final long ptr;
+        final Function<Verbs, CompletableFuture<T>> op;
+        final CompletableFuture<T> result;
+
+        Pending(long ptr, Function<Verbs, CompletableFuture<T>> op, CompletableFuture<T> result) {
+            this.ptr = ptr;
+            this.op = op;
+            this.result = result;
+        }
+
+        /** Routes it on its own (its group was promoting when it was added). */
+        void route(long deadline) {
+            relay(routed(ptr, op, deadline, 0), result);
+        }
+
+        void post(Verbs on, long deadline) {
             CompletableFuture<T> posted;
             try {
                 posted = op.apply(on);
@@ -370,9 +966,11 @@ public final class RemoteMemory {
                 return;
             }
             posted.whenComplete((value, error) -> {
-                if (error != null) {
-                    result.completeExceptionally(error instanceof CompletionException && error.getCause() != null
-                            ? error.getCause() : error);
+                Throwable cause = error == null ? null : unwrap(error);
+                if (cause instanceof NotPrimaryException np && replicated) {
+                    relay(reissue(ptr, op, deadline, 0, np), result);
+                } else if (cause != null) {
+                    result.completeExceptionally(cause);
                 } else {
                     result.complete(value);
                 }
@@ -396,6 +994,14 @@ public final class RemoteMemory {
     public CompletableFuture<Void> writeAsync(long ptr, byte[] src, int offset, int length) {
         try {
             long key = keyOf(ptr);
+            if (replicated) { // a held or re-issued write runs later: the caller may reuse src once this returns
+                IllegalArgumentException bad = Verbs.sourceRangeError(src, offset, length);
+                if (bad != null) {
+                    return CompletableFuture.failedFuture(bad);
+                }
+                byte[] copy = java.util.Arrays.copyOfRange(src, offset, offset + length);
+                return on(ptr, v -> v.write(ptr, key, copy, 0, length));
+            }
             return on(ptr, v -> v.write(ptr, key, src, offset, length));
         } catch (DsmException e) {
             return CompletableFuture.failedFuture(e);
@@ -439,8 +1045,9 @@ public final class RemoteMemory {
             try {
                 byte[] dst = new byte[length];
                 direct.readInto(ptr, directKey(ptr), dst, 0, length);
+                awaitGate(direct, ptr);
                 return dst;
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptr); // refused before any effect: posted below with the directory's key
             }
         }
@@ -460,8 +1067,9 @@ public final class RemoteMemory {
         if (direct != null) {
             try {
                 direct.readInto(ptr, directKey(ptr), dst, offset, length);
+                awaitGate(direct, ptr);
                 return;
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptr);
             }
         }
@@ -478,10 +1086,18 @@ public final class RemoteMemory {
      * path the two reads run one after the other. Pointers on two nodes are read one
      * after the other.
      *
+     * <p>With replication the pair needs one connection to the node serving both pointers'
+     * groups: when they route to two nodes (or one of them is held while its group
+     * promotes) the second read is issued after the first completed (two round trips,
+     * the same order). On a posted path to a replicated group, too, the second read waits
+     * for the first: a first read refused by a node that stopped being primary is re-issued,
+     * and must not land after the second.
+     *
      * @throws io.membus.core.error.DsmException the first failure (the first read's when both fail)
      */
     public void readInOrder(long ptrA, byte[] dstA, long ptrB, byte[] dstB) {
-        if (RemotePtr.nodeId(ptrA) != RemotePtr.nodeId(ptrB)) {
+        int routeA = route(ptrA);
+        if (routeA != route(ptrB) || routeA == HELD) {
             read(ptrA, dstA, 0, dstA.length);
             read(ptrB, dstB, 0, dstB.length);
             return;
@@ -490,13 +1106,20 @@ public final class RemoteMemory {
         if (direct != null) {
             try {
                 direct.readInOrder(ptrA, directKey(ptrA), dstA, dstA.length, ptrB, directKey(ptrB), dstB, dstB.length);
+                awaitGate(direct, ptrA);
+                awaitGate(direct, ptrB);
                 return;
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptrA); // refused before any effect: posted below with the directory's keys
                 forgetKey(ptrB);
             }
         }
         long until = OperationDeadline.until(System.nanoTime(), timeoutNanos); // one deadline for the pair
+        if (replicated) { // a re-issued first read could land after the second: one after the other
+            System.arraycopy(awaitUntil(readAsync(ptrA, dstA.length), until), 0, dstA, 0, dstA.length);
+            System.arraycopy(awaitUntil(readAsync(ptrB, dstB.length), until), 0, dstB, 0, dstB.length);
+            return;
+        }
         CompletableFuture<byte[]> a = readAsync(ptrA, dstA.length); // one connection runs them in issue order
         CompletableFuture<byte[]> b = readAsync(ptrB, dstB.length);
         System.arraycopy(awaitUntil(a, until), 0, dstA, 0, dstA.length);
@@ -509,7 +1132,9 @@ public final class RemoteMemory {
      * the swap is ordered after the write and never runs without it (fill, then publish).
      * When both pointers are in one segment and a tcp lane is free, the pair costs one
      * round trip (the CAS travels LINKED to its write); otherwise the write completes
-     * before the CAS is issued.
+     * before the CAS is issued. With replication both pointers of one segment are in one
+     * replica group, so they route to one primary; pointers of two segments (two groups,
+     * maybe two primaries) always take the second form: the write, then the CAS.
      *
      * @return the word the CAS found (equal to {@code expected} when it swapped)
      * @throws io.membus.core.error.DsmException the write's failure (its CAS was not run), or the CAS's
@@ -521,8 +1146,11 @@ public final class RemoteMemory {
             if (direct != null) {
                 long key = directKey(ptrW); // one segment, one key: a stale key refuses the write, so the CAS never ran
                 try {
-                    return direct.writeThenCompareAndSwap(ptrW, key, src, 0, src.length, ptrC, key, expected, update);
-                } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                    long found = direct.writeThenCompareAndSwap(ptrW, key, src, 0, src.length, ptrC, key, expected,
+                            update);
+                    awaitGate(direct, ptrC);
+                    return found;
+                } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                     forgetKey(ptrW); // refused before any effect: both again below with the directory's key
                 }
             }
@@ -543,8 +1171,9 @@ public final class RemoteMemory {
         if (direct != null) {
             try {
                 direct.readToAddress(ptr, directKey(ptr), address, length);
+                awaitGate(direct, ptr);
                 return;
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptr);
             }
         }
@@ -563,8 +1192,9 @@ public final class RemoteMemory {
         if (direct != null) {
             try {
                 direct.writeFromAddress(ptr, directKey(ptr), address, length);
+                awaitGate(direct, ptr);
                 return;
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptr);
             }
         }
@@ -625,8 +1255,10 @@ public final class RemoteMemory {
         BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
-                return direct.readLong(ptr, directKey(ptr));
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                long v = direct.readLong(ptr, directKey(ptr));
+                awaitGate(direct, ptr);
+                return v;
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptr);
             }
         }
@@ -646,8 +1278,9 @@ public final class RemoteMemory {
             }
             try {
                 direct.write(ptr, directKey(ptr), src, offset, length);
+                awaitGate(direct, ptr);
                 return;
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptr);
             }
         }
@@ -660,8 +1293,9 @@ public final class RemoteMemory {
         if (direct != null) {
             try {
                 direct.writeLong(ptr, directKey(ptr), value);
+                awaitGate(direct, ptr);
                 return;
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptr);
             }
         }
@@ -674,8 +1308,10 @@ public final class RemoteMemory {
         BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
-                return direct.compareAndSwap(ptr, directKey(ptr), expected, update);
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                long v = direct.compareAndSwap(ptr, directKey(ptr), expected, update);
+                awaitGate(direct, ptr);
+                return v;
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptr);
             }
         }
@@ -686,8 +1322,10 @@ public final class RemoteMemory {
         BlockingVerbs direct = direct(ptr);
         if (direct != null) {
             try {
-                return direct.fetchAndAdd(ptr, directKey(ptr), delta);
-            } catch (WrongRemoteKeyException | UnknownSegmentException e) {
+                long v = direct.fetchAndAdd(ptr, directKey(ptr), delta);
+                awaitGate(direct, ptr);
+                return v;
+            } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
                 forgetKey(ptr);
             }
         }
@@ -717,6 +1355,12 @@ public final class RemoteMemory {
             throw closedException();
         }
         int node = RemotePtr.nodeId(ptr);
+        if (replicated && ptr != RemotePtr.NULL) {
+            node = routeGroup(ptr, node); // the group's primary; a lost group throws here
+            if (node == HELD) {
+                return null; // the posted path holds it
+            }
+        }
         if (node == transport.nodeId()) {
             return ptr != RemotePtr.NULL && transport.localAtomicsCoherent() ? transport.table() : null;
         }
@@ -745,6 +1389,13 @@ public final class RemoteMemory {
     private long directKey(long ptr) {
         int node = RemotePtr.nodeId(ptr);
         int index = RemotePtr.segmentIndex(ptr);
+        int target = node;
+        if (replicated) { // the cache stays per logical segment (the key is the group's); checked against the primary
+            target = routeGroup(ptr, node);
+            if (target == HELD || target == transport.nodeId()) {
+                return keyOf(ptr);
+            }
+        }
         if (node == transport.nodeId()) {
             return keyOf(ptr);
         }
@@ -756,7 +1407,7 @@ public final class RemoteMemory {
             }
         }
         SegmentDescriptor d = known[index];
-        Connection c = connections.get(node);
+        Connection c = connections.get(target);
         if (d == null || c == null || d.incarnation() != c.peer().incarnation()) {
             d = segmentOf(ptr);
             known[index] = d; // a racy cache of immutable records: a lost store only costs a lookup
@@ -819,7 +1470,12 @@ public final class RemoteMemory {
             return await(future, Duration.ZERO);
         }
         long left = Math.max(0, until - System.nanoTime()) + OperationDeadline.VERB_GRACE_NANOS;
-        return await(future, Duration.ofNanos(left));
+        try {
+            return await(future, Duration.ofNanos(left));
+        } catch (DsmTimeoutException e) {
+            DsmTimeoutException notSent = future instanceof RoutedFuture<?> routed ? routed.withdraw() : null;
+            throw notSent != null ? notSent : e; // still held (the timer thread was late): it never ran
+        }
     }
 
     /**
@@ -872,12 +1528,17 @@ public final class RemoteMemory {
         }
     }
 
-    /** This node's own segments, run on the caller's thread with the verb checks. */
+    /**
+     * This node's own segments (and the replica groups it serves as primary), run on the
+     * caller's thread with the verb checks. A verb of a replicated group completes once
+     * the group's {@link AckGate} says every in-sync copy has what it changed or saw
+     * ({@link #gated}); with no gate its future is complete when the method returns.
+     */
     private final class LocalVerbs implements Verbs {
         @Override
         public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
             try {
-                return CompletableFuture.completedFuture(transport.table().read(ptr, remoteKey, length));
+                return gated(ptr, transport.table().read(ptr, remoteKey, length));
             } catch (RuntimeException e) {
                 return CompletableFuture.failedFuture(e);
             }
@@ -887,7 +1548,7 @@ public final class RemoteMemory {
         public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
             try {
                 transport.table().write(ptr, remoteKey, src, offset, length);
-                return CompletableFuture.completedFuture(null);
+                return gated(ptr, null);
             } catch (RuntimeException e) {
                 return CompletableFuture.failedFuture(e);
             }
@@ -896,7 +1557,7 @@ public final class RemoteMemory {
         @Override
         public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
             try {
-                return CompletableFuture.completedFuture(transport.table().compareAndSwap(ptr, remoteKey, expected, update));
+                return gated(ptr, transport.table().compareAndSwap(ptr, remoteKey, expected, update));
             } catch (RuntimeException e) {
                 return CompletableFuture.failedFuture(e);
             }
@@ -905,10 +1566,69 @@ public final class RemoteMemory {
         @Override
         public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
             try {
-                return CompletableFuture.completedFuture(transport.table().fetchAndAdd(ptr, remoteKey, delta));
+                return gated(ptr, transport.table().fetchAndAdd(ptr, remoteKey, delta));
             } catch (RuntimeException e) {
                 return CompletableFuture.failedFuture(e);
             }
+        }
+    }
+
+    /**
+     * The future of a verb that ran on this node's table with result {@code value}:
+     * complete now when the pointer's segment is not replicated here or its group already
+     * acknowledged what the verb may have changed or seen ({@link AckGate#need()} read after
+     * the verb ran); else completed by {@link AckGate#whenAcked}, with the failure it reports.
+     */
+    private <T> CompletableFuture<T> gated(long ptr, T value) {
+        AckGate gate = transport.table().gate(ptr);
+        if (gate == null) {
+            return CompletableFuture.completedFuture(value);
+        }
+        long need = gate.need();
+        if (gate.acked(need)) {
+            return CompletableFuture.completedFuture(value);
+        }
+        CompletableFuture<T> result = new CompletableFuture<>();
+        gate.whenAcked(need, failure -> {
+            if (failure == null) {
+                result.complete(value);
+            } else {
+                result.completeExceptionally(failure);
+            }
+        });
+        return result;
+    }
+
+    /**
+     * After a blocking verb ran on a {@link SegmentTable} on this thread (this node's own, or
+     * a target's through a direct connection): waits until the group acknowledged it, by the
+     * call's deadline ({@link AckGate#await}). Nothing when the table has no gate for it.
+     * On a transport thread, where it must not wait, a pending acknowledgement fails the
+     * call with {@link DsmTimeoutException} whose {@code mayHaveRun()} is true (the verb ran).
+     */
+    private void awaitGate(BlockingVerbs ran, long ptr) {
+        if (!(ran instanceof SegmentTable table)) {
+            return; // a tcp lane: the target answered after its copies acked
+        }
+        AckGate gate = table.gate(ptr);
+        if (gate == null) {
+            return;
+        }
+        long need = gate.need();
+        if (gate.acked(need)) {
+            return;
+        }
+        if (TransportThreads.isTransportThread()) { // the verb ran: not "not run" (BlockingCallOnTransportThread)
+            throw new DsmTimeoutException("verb on " + RemotePtr.toString(ptr) + " ran, but waiting for its replica"
+                    + " group's copies to acknowledge it would block transport thread " + Thread.currentThread().getName(),
+                    transport.nodeId(), Duration.ZERO, "call the *Async form on a transport thread; its future completes"
+                    + " once the copies acknowledged");
+        }
+        try {
+            gate.await(need, OperationDeadline.until(System.nanoTime(), timeoutNanos));
+        } catch (NotPrimaryException e) { // the verb ran: its outcome is unknown, never "not sent" (no re-post)
+            throw new NodeUnavailableException(e.nodeId(), "the replica group stopped being served here before the"
+                    + " verb on " + RemotePtr.toString(ptr) + " was acknowledged by its copies", e);
         }
     }
 }

@@ -224,6 +224,36 @@ public final class Segment implements AutoCloseable {
         }
     }
 
+    /**
+     * Takes over a segment file whose owner process is gone: the {@code shm} transport's
+     * adoption (docs/replication.md §8). The segment keeps the identity and the remote key
+     * its header names (node, index, incarnation, size, flags, key: the replica group's, so
+     * pointers and cached keys stay right) and its data; the header's owner pid becomes this
+     * process. From here on this process owns the file as if it had created it
+     * ({@link #close(boolean)} marks it closed and deletes it unless kept).
+     *
+     * <p>The caller must have made sure that no process that could still write into the file
+     * under its old owner runs (the adopter kills it first).
+     *
+     * @param nodeId the logical node the file must belong to (named by the failure)
+     * @param index  the logical segment index the file must hold
+     * @throws NodeUnavailableException (not sent) when the file is missing, not a segment,
+     *                                  not ready, or holds another segment
+     */
+    public static Segment adoptFile(Path file, int nodeId, int index) {
+        Segment s = mapPeer(nodeId, file);
+        SegmentDescriptor d = s.descriptor;
+        if (d.nodeId() != nodeId || d.index() != index) {
+            s.close(true);
+            throw NodeUnavailableException.notSent(nodeId, "segment file holds another segment: path=" + file
+                    + ", header=" + d + ", expected segment " + nodeId + "/" + index);
+        }
+        s.store.writeVolatileLong(SegmentLayout.OWNER_PID_OFFSET, ProcessHandle.current().pid());
+        Segment adopted = new Segment(d, s.store, SegmentLayout.DATA_OFFSET, s.mappedFile, file, true);
+        OpenResources.SEGMENTS.closed(s.openId); // the mapping moved to the owning instance
+        return adopted;
+    }
+
     /** The descriptor in a segment file's header, or {@code null} when the file holds no valid header. */
     public static SegmentDescriptor readHeader(Path file) {
         try {

@@ -100,6 +100,24 @@ public abstract class AbstractTransport implements Transport {
         return Segment.allocate(nodeId(), incarnation(), spec.index(), spec.size(), spec.flags());
     }
 
+    /**
+     * For a transport whose replication is {@link io.membus.core.replication.ReplicationSupport#ADOPTION}
+     * ({@code shm}): takes over the memory of {@code dead}, a node membership removed, and serves
+     * it from now on (docs/replication.md §8); returns the logical segments adopted (their
+     * descriptors name {@code dead}'s node, or the nodes it had adopted in turn). Exactly one
+     * survivor adopts; the others get {@link io.membus.core.error.NotPrimaryException} naming it
+     * ({@code primaryHint()}). Nothing is adopted, and {@link io.membus.core.error.NodeUnavailableException}
+     * (not sent) says why, while {@code dead}'s process may still write into its memory: call again
+     * later. By {@code deadlineNanos} ({@link System#nanoTime()} scale). This default refuses.
+     *
+     * @throws io.membus.core.error.TransportUnavailableException when this transport does not adopt
+     */
+    public java.util.List<io.membus.core.SegmentDescriptor> adopt(PeerInfo dead, long deadlineNanos) {
+        throw new io.membus.core.error.TransportUnavailableException(name(), "transport " + name() + " does not adopt"
+                + " a dead node's segments (replication " + capabilities().replication() + "): node " + dead.nodeId()
+                + "'s memory is served by its copies, or lost");
+    }
+
     /** Opens a new connection to a peer that is not fenced; completes within the connect timeout. */
     protected abstract CompletableFuture<Connection> open(PeerInfo peer);
 

@@ -2,6 +2,7 @@ package io.membus.transport.shm;
 
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.replication.GroupId;
 
 import java.io.IOException;
 import java.io.Reader;
@@ -12,7 +13,9 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.time.Instant;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
 
@@ -25,12 +28,21 @@ import java.util.TreeMap;
  * node=3
  * incarnation=1763800000000123
  * pid=41234
+ * pid.start=2026-11-26T20:01:02.340Z
  * segment.0=node-3-seg-0.seg
  * segment.1=node-3-seg-1.seg
  * inbox=node-3.inbox
  * inbox.credits=64
  * inbox.max-size=65536
+ * hosted.2.0=node-3-hosted-2-0.seg
  * </pre>
+ *
+ * <p>{@code pid.start} is the process's start instant ({@code ProcessHandle.info().startInstant()}):
+ * with the pid it names one process for good, so a pid the kernel gave to another process
+ * after this one exited is never taken for it (never killed by an adopter, never seen as
+ * this node alive). {@code hosted.<n>.<s>} lists the segment files of other nodes' logical
+ * segments {@code (n, s)} that this node adopted and serves ({@link ShmAdoption}).
+ * Registries written before these keys existed still read (no start instant, nothing hosted).
  *
  * Written whole to a temporary file and renamed over the old one, so a reader
  * sees the old or the new registry, never a torn one.
@@ -38,19 +50,38 @@ import java.util.TreeMap;
  * @param nodeId      the node
  * @param incarnation its incarnation
  * @param pid         its process id (a registry whose process is gone is stale)
+ * @param pidStart    the start instant of that process, or {@code null} (a registry of an older version)
  * @param segments    segment index to file name, relative to the directory
  * @param inbox       the node's message ring file (relative to the directory), or {@code null}
  * @param inboxCredits messages one sender may have unanswered in the node's inbox
  * @param inboxMaxSize the largest message payload the node takes
+ * @param hosted      adopted logical segments served by this node: {@link io.membus.core.replication.GroupId}
+ *                    to file name, relative to the directory
  *
  * <p><b>Note:</b> immutable value; thread-safe.
  */
-public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, String> segments, String inbox,
-                          int inboxCredits, int inboxMaxSize) {
+public record ShmRegistry(int nodeId, long incarnation, long pid, Instant pidStart, Map<Integer, String> segments,
+                          String inbox, int inboxCredits, int inboxMaxSize, Map<Integer, String> hosted) {
+
+    public ShmRegistry {
+        segments = Map.copyOf(segments);
+        hosted = Map.copyOf(hosted);
+    }
+
+    /** A registry of this process (its pid and start instant), hosting nothing. */
+    public ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, String> segments, String inbox,
+                       int inboxCredits, int inboxMaxSize) {
+        this(nodeId, incarnation, pid, startOf(pid), segments, inbox, inboxCredits, inboxMaxSize, Map.of());
+    }
 
     /** A registry without a message ring. */
     public ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, String> segments) {
         this(nodeId, incarnation, pid, segments, null, 0, 0);
+    }
+
+    /** The start instant of process {@code pid}, or {@code null} when it is gone or the system does not say. */
+    public static Instant startOf(long pid) {
+        return ProcessHandle.of(pid).flatMap(h -> h.info().startInstant()).orElse(null);
     }
 
     public static Path fileOf(Path dir, int nodeId) {
@@ -63,7 +94,11 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
         p.setProperty("node", Integer.toString(nodeId));
         p.setProperty("incarnation", Long.toString(incarnation));
         p.setProperty("pid", Long.toString(pid));
+        if (pidStart != null) {
+            p.setProperty("pid.start", pidStart.toString());
+        }
         segments.forEach((i, f) -> p.setProperty("segment." + i, f));
+        hosted.forEach((g, f) -> p.setProperty("hosted." + GroupId.node(g) + "." + GroupId.index(g), f));
         if (inbox != null) {
             p.setProperty("inbox", inbox);
             p.setProperty("inbox.credits", Integer.toString(inboxCredits));
@@ -95,6 +130,21 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
      *                                  process that is no longer running (stale)
      */
     public static ShmRegistry read(Path dir, int nodeId) {
+        ShmRegistry reg = readAny(dir, nodeId);
+        if (!reg.processAlive()) {
+            throw NodeUnavailableException.notSent(nodeId, "shm registry is stale: path=" + fileOf(dir, nodeId)
+                    + ", pid=" + reg.pid() + " is not running; the node crashed: restart it, or remove the file");
+        }
+        return reg;
+    }
+
+    /**
+     * Reads a node's registry whether or not its process still runs: what an adopter reads
+     * of a dead node.
+     *
+     * @throws NodeUnavailableException when the file is missing or malformed
+     */
+    public static ShmRegistry readAny(Path dir, int nodeId) {
         Path file = fileOf(dir, nodeId);
         Properties p = new Properties();
         try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
@@ -109,25 +159,28 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
             int node = Integer.parseInt(p.getProperty("node"));
             long incarnation = Long.parseLong(p.getProperty("incarnation"));
             long pid = Long.parseLong(p.getProperty("pid"));
+            String start = p.getProperty("pid.start");
             if (node != nodeId) {
                 throw NodeUnavailableException.notSent(nodeId, "shm registry names another node: path=" + file
                         + ", node=" + node);
             }
             Map<Integer, String> segments = new TreeMap<>();
+            Map<Integer, String> hosted = new TreeMap<>();
             for (String key : p.stringPropertyNames()) {
                 if (key.startsWith("segment.")) {
                     segments.put(Integer.parseInt(key.substring("segment.".length())), p.getProperty(key));
+                } else if (key.startsWith("hosted.")) {
+                    String[] ns = key.substring("hosted.".length()).split("\\.");
+                    if (ns.length != 2) {
+                        throw new IllegalArgumentException("hosted entry is not hosted.<node>.<segment>: " + key);
+                    }
+                    hosted.put(GroupId.of(Integer.parseInt(ns[0]), Integer.parseInt(ns[1])), p.getProperty(key));
                 }
             }
             String inbox = p.getProperty("inbox");
-            ShmRegistry reg = new ShmRegistry(node, incarnation, pid, Map.copyOf(segments), inbox,
-                    inbox == null ? 0 : Integer.parseInt(p.getProperty("inbox.credits")),
-                    inbox == null ? 0 : Integer.parseInt(p.getProperty("inbox.max-size")));
-            if (!reg.processAlive()) {
-                throw NodeUnavailableException.notSent(nodeId, "shm registry is stale: path=" + file + ", pid=" + pid
-                        + " is not running; the node crashed: restart it, or remove the file");
-            }
-            return reg;
+            return new ShmRegistry(node, incarnation, pid, start == null ? null : Instant.parse(start), segments,
+                    inbox, inbox == null ? 0 : Integer.parseInt(p.getProperty("inbox.credits")),
+                    inbox == null ? 0 : Integer.parseInt(p.getProperty("inbox.max-size")), hosted);
         } catch (RuntimeException e) {
             if (e instanceof NodeUnavailableException nue) {
                 throw nue;
@@ -136,8 +189,25 @@ public record ShmRegistry(int nodeId, long incarnation, long pid, Map<Integer, S
         }
     }
 
-    /** Whether the registry's process is still running. */
+    /** This registry with {@code hosted} as its adopted segments. */
+    public ShmRegistry withHosted(Map<Integer, String> hosted) {
+        return new ShmRegistry(nodeId, incarnation, pid, pidStart, segments, inbox, inboxCredits, inboxMaxSize, hosted);
+    }
+
+    /**
+     * Whether the registry's process is still running: its pid runs and, when the registry
+     * has a start instant, the process with that pid started then (else the pid was reused
+     * by another process after this node's exited).
+     */
     public boolean processAlive() {
-        return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+        Optional<ProcessHandle> h = ProcessHandle.of(pid);
+        if (h.isEmpty() || !h.get().isAlive()) {
+            return false;
+        }
+        if (pidStart == null) {
+            return true;
+        }
+        Optional<Instant> start = h.get().info().startInstant();
+        return start.isEmpty() || start.get().equals(pidStart);
     }
 }

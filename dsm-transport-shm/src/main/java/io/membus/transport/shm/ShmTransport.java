@@ -1,11 +1,17 @@
 package io.membus.transport.shm;
 
 import io.membus.core.PrivateFiles;
+import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.NotPrimaryException;
 import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.replication.Ballot;
+import io.membus.core.replication.GroupId;
+import io.membus.core.transport.BlockingVerbs;
+import io.membus.core.transport.LongCompletion;
 import io.membus.core.message.Outbox;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
@@ -19,12 +25,20 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
+import java.util.stream.Collectors;
 
 /**
  * The {@code shm} transport: processes on one host map each other's segments,
@@ -50,7 +64,15 @@ import java.util.concurrent.ScheduledFuture;
  * the fenced process from reaching this node's files: processes that share a
  * directory trust each other, as CPUs sharing memory do.
  *
- * <p><b>Note:</b> thread-safe.
+ * <p>Replication is by <b>adoption</b> ({@link #adopt}, docs/replication.md §8): when
+ * membership removes a node, one survivor kills its process if it still runs and serves its
+ * segment files from then on, under their logical identity {@code (n, s)} and remote key; its
+ * registry lists them as {@code hosted.<n>.<s>}, and a connection to it resolves pointers of
+ * those segments to them ({@link #hosted(int)} is the same on the adopter's side).
+ *
+ * <p><b>Note:</b> thread-safe. Adoptions run one at a time per transport ({@code synchronized});
+ * the adopted segments are published to verbs through concurrent maps (a verb sees a segment
+ * only once it is mapped whole).
  */
 public final class ShmTransport extends AbstractTransport {
     private static final Logger LOG = LoggerFactory.getLogger(ShmTransport.class);
@@ -61,6 +83,16 @@ public final class ShmTransport extends AbstractTransport {
     private final ShmMessaging messaging;
     /** Permissions of every file and directory this node creates in {@link #dir}. */
     private final PrivateFiles files;
+    /**
+     * Adopted logical segments served by this node, one table per logical node (a table
+     * accepts the pointers of its node). The seam until {@link SegmentTable} holds hosted
+     * groups itself (docs/replication.md §2.4): then these go into {@link #table}'s map.
+     */
+    private final Map<Integer, SegmentTable> hosted = new ConcurrentHashMap<>();
+    /** What each adoption took, by {@code node/incarnation} of the dead node (a repeated call returns it). */
+    private final Map<String, List<SegmentDescriptor>> adoptions = new ConcurrentHashMap<>();
+    /** How a dead node's process is killed (a seam for tests: a process this user cannot kill). */
+    private volatile ShmAdoption.ProcessControl processControl = ShmAdoption.KILL;
 
     public ShmTransport(TransportConfig config) {
         super(config);
@@ -126,6 +158,246 @@ public final class ShmTransport extends AbstractTransport {
         return dir;
     }
 
+    /** How adoptions kill a dead node's process; tests set one that fails as a process of another user would. */
+    void processControl(ShmAdoption.ProcessControl control) {
+        this.processControl = java.util.Objects.requireNonNull(control, "control");
+    }
+
+    /**
+     * Adopts the segment files of {@code dead} (docs/replication.md §8): races the other
+     * survivors for the claim file {@code node-<n>-<incarnation>.adopt}; as the winner, kills
+     * {@code dead}'s process if it still runs (pid and start instant from its registry) and
+     * waits for its exit until {@code deadlineNanos}; then maps every file its registry lists,
+     * its own segments and the ones it had adopted in turn, keeping their logical identity and
+     * remote key, serves them ({@link #hosted(int)}, connections to this node) and lists them in
+     * this node's registry as {@code hosted.<n>.<s>}. Files named after their node (the
+     * non-persistent ones) are renamed {@code node-<self>-hosted-<n>-<s>.seg} first, so a
+     * restart of {@code n} cannot replace them; a persistent segment's file keeps its path.
+     * Calling it again for the same incarnation returns what was adopted. Adoptions hold this
+     * transport's lock while they wait for the dead process's exit (exports and unexports of this
+     * node wait meanwhile, at most until the deadline). A dead node that had itself won the race
+     * for another node and died before serving its files ({@code .adopt} naming it) hands those
+     * over too, their process fenced the same way.
+     *
+     * <p>Nothing here retries on its own: a caller that got {@link NodeUnavailableException}
+     * (the dead process cannot be killed yet) calls again, e.g. every
+     * {@code membus.transports.shm.refresh-interval}; the claim stays this node's meanwhile.
+     *
+     * @return the logical segments adopted (empty when {@code dead} left no registry: it closed
+     * and took its memory with it, as without replication)
+     * @throws NotPrimaryException            another survivor won the race ({@code primaryHint()})
+     * @throws NodeUnavailableException        (not sent) nothing adopted: {@code dead}'s process may
+     *                                         still write (it cannot be killed, or has not exited by
+     *                                         the deadline); the message is the logged line; call again
+     * @throws StaleIncarnationException       {@code dead} has restarted as a newer incarnation
+     * @throws DsmConfigException              {@code dead} is this node or uses another directory
+     */
+    @Override
+    public synchronized List<SegmentDescriptor> adopt(PeerInfo dead, long deadlineNanos) {
+        checkNotClosed();
+        if (dead.nodeId() == nodeId()) {
+            throw new DsmConfigException("adopt: dead node", dead, "another node than this one (node " + nodeId() + ")");
+        }
+        if (!Path.of(dead.address()).toAbsolutePath().equals(dir)) {
+            throw new DsmConfigException("adopt: dead node's address", dead.address(), "this node's shared directory "
+                    + dir + " (membus.transports.shm.dir): only nodes of one directory adopt each other");
+        }
+        List<SegmentDescriptor> done = adoptions.get(dead.nodeId() + "/" + dead.incarnation());
+        if (done != null) {
+            return done;
+        }
+        Path regFile = ShmRegistry.fileOf(dir, dead.nodeId());
+        ShmRegistry reg;
+        try {
+            reg = ShmRegistry.readAny(dir, dead.nodeId());
+        } catch (NodeUnavailableException missing) {
+            Optional<ShmAdoption.Claim> winner = ShmAdoption.read(dir, dead.nodeId(), dead.incarnation());
+            if (winner.isPresent() && winner.get().node() != nodeId()) {
+                throw new NotPrimaryException(nodeId(), GroupId.of(dead.nodeId(), 0), winner.get().node(), Ballot.NONE);
+            }
+            LOG.info("replication: node {} left nothing to adopt ({})", dead.nodeId(), missing.getMessage());
+            return List.of();
+        }
+        if (reg.incarnation() != dead.incarnation()) {
+            throw new StaleIncarnationException(dead.nodeId(), dead.incarnation(), reg.incarnation());
+        }
+        Map<Integer, String> groups = new TreeMap<>(reg.hosted());
+        reg.segments().forEach((index, f) -> groups.put(GroupId.of(dead.nodeId(), index), f));
+        ShmAdoption.Claim self = new ShmAdoption.Claim(nodeId(), incarnation());
+        ShmAdoption.Claim winner = ShmAdoption.race(dir, files, dead.nodeId(), dead.incarnation(), self);
+        if (!winner.equals(self)) {
+            int first = groups.isEmpty() ? GroupId.of(dead.nodeId(), 0) : groups.keySet().iterator().next();
+            throw new NotPrimaryException(nodeId(), first, winner.node(), Ballot.NONE);
+        }
+        boolean wasRunning = reg.processAlive();
+        String blocked = ShmAdoption.fence(reg, regFile, groups.keySet(), deadlineNanos, processControl);
+        if (blocked != null) {
+            LOG.warn(blocked);
+            throw NodeUnavailableException.notSent(dead.nodeId(), blocked);
+        }
+        // what dead had won but not yet listed as hosted when it died: the nodes whose claim names it
+        Map<Integer, Integer> from = new TreeMap<>(); // group -> the node whose files hold it
+        groups.keySet().forEach(g -> from.put(g, dead.nodeId()));
+        List<ShmRegistry> orphans = new ArrayList<>();
+        for (ShmRegistry orphan : unfinishedAdoptions(dead)) {
+            Map<Integer, String> theirs = new TreeMap<>(orphan.hosted());
+            orphan.segments().forEach((index, f) -> theirs.put(GroupId.of(orphan.nodeId(), index), f));
+            theirs.keySet().removeAll(groups.keySet());
+            if (theirs.isEmpty()) {
+                continue;
+            }
+            String stillRuns = ShmAdoption.fence(orphan, ShmRegistry.fileOf(dir, orphan.nodeId()), theirs.keySet(),
+                    deadlineNanos, processControl);
+            if (stillRuns != null) {
+                LOG.warn(stillRuns);
+                throw NodeUnavailableException.notSent(orphan.nodeId(), stillRuns);
+            }
+            theirs.forEach((g, f) -> {
+                groups.put(g, f);
+                from.put(g, orphan.nodeId());
+            });
+            orphans.add(orphan);
+            LOG.info("replication: node {} had won node {}'s files and died before it served them; adopting them too",
+                    dead.nodeId(), orphan.nodeId());
+        }
+        List<SegmentDescriptor> adopted = new ArrayList<>();
+        Map<Integer, List<SegmentDescriptor>> byOwner = new TreeMap<>();
+        groups.forEach((group, f) -> {
+            SegmentDescriptor d = adoptFile(from.get(group), dead.nodeId(), group, f);
+            if (d != null) {
+                adopted.add(d);
+                byOwner.computeIfAbsent(from.get(group), k -> new ArrayList<>()).add(d);
+            }
+        });
+        segmentsChanged();
+        List<SegmentDescriptor> result = List.copyOf(adopted);
+        adoptions.put(dead.nodeId() + "/" + dead.incarnation(), result);
+        for (ShmRegistry orphan : orphans) { // adopted here too: a call for them returns them, close removes their claims
+            adoptions.put(orphan.nodeId() + "/" + orphan.incarnation(),
+                    List.copyOf(byOwner.getOrDefault(orphan.nodeId(), List.of())));
+        }
+        LOG.info("replication: adopted segment {} of node {} (incarnation {}; its process {} {})",
+                result.isEmpty() ? "none" : result.stream().map(d -> d.nodeId() + "/" + d.index())
+                        .collect(Collectors.joining(", ")),
+                dead.nodeId(), dead.incarnation(), reg.pid(), wasRunning ? "killed first" : "had exited");
+        return result;
+    }
+
+    /**
+     * The registries of the nodes whose adoption claim names {@code dead} (it won their race):
+     * their files are {@code dead}'s to serve even if it died before listing them.
+     */
+    private List<ShmRegistry> unfinishedAdoptions(PeerInfo dead) {
+        List<ShmRegistry> found = new ArrayList<>();
+        java.util.regex.Pattern claim = java.util.regex.Pattern.compile("node-(\\d+)-(\\d+)\\.adopt");
+        try (java.util.stream.Stream<Path> list = Files.list(dir)) {
+            for (Path f : (Iterable<Path>) list::iterator) {
+                java.util.regex.Matcher m = claim.matcher(f.getFileName().toString());
+                if (!m.matches()) {
+                    continue;
+                }
+                int node = Integer.parseInt(m.group(1));
+                long inc = Long.parseLong(m.group(2));
+                Optional<ShmAdoption.Claim> c = ShmAdoption.read(dir, node, inc);
+                if (c.isEmpty() || c.get().node() != dead.nodeId() || c.get().incarnation() != dead.incarnation()) {
+                    continue;
+                }
+                try {
+                    ShmRegistry r = ShmRegistry.readAny(dir, node);
+                    if (r.incarnation() == inc) {
+                        found.add(r);
+                    }
+                } catch (NodeUnavailableException gone) {
+                    // no registry: nothing listed to take over
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            LOG.warn("replication: cannot list {} for the adoptions node {} had not finished: {}", dir, dead.nodeId(),
+                    e.toString());
+        }
+        return found;
+    }
+
+    /**
+     * Maps one file of a dead node as an adopted group; null (logged) when the file is gone or
+     * not the group's.
+     *
+     * @param owner   the node whose registry lists the file
+     * @param adopter the dead node being adopted (the owner itself, or the node that had won the
+     *                owner's files and may have renamed them before it died)
+     */
+    private SegmentDescriptor adoptFile(int owner, int adopter, int group, String fileName) {
+        int n = GroupId.node(group);
+        int s = GroupId.index(group);
+        SegmentTable t = hosted.get(n);
+        if (t != null && t.get(s) != null) {
+            return t.get(s).descriptor(); // adopted here already
+        }
+        Path src = dir.resolve(fileName);
+        Path file = src;
+        boolean named = fileName.equals("node-" + owner + "-seg-" + s + ".seg") && n == owner
+                || fileName.equals(hostedName(owner, n, s));
+        if (named && !Files.exists(src) && Files.exists(dir.resolve(hostedName(adopter, n, s)))) {
+            src = dir.resolve(hostedName(adopter, n, s)); // renamed by an adopter that died before listing it
+        }
+        try {
+            if (named) {
+                file = dir.resolve(hostedName(nodeId(), n, s));
+                if (Files.exists(src)) {
+                    try {
+                        Files.move(src, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                    } catch (AtomicMoveNotSupportedException e) {
+                        Files.move(src, file, StandardCopyOption.REPLACE_EXISTING);
+                    }
+                }
+            }
+            Segment seg = Segment.adoptFile(file, n, s);
+            hosted.computeIfAbsent(n, SegmentTable::new).add(seg);
+            return seg.descriptor();
+        } catch (IOException | RuntimeException e) {
+            LOG.error("replication: cannot adopt segment {} of node {}: file={}: {}; its memory is lost unless the"
+                    + " file is restored", GroupId.toString(group), owner, file, e.toString());
+            return null;
+        }
+    }
+
+    private static String hostedName(int holder, int node, int index) {
+        return "node-" + holder + "-hosted-" + node + "-" + index + ".seg";
+    }
+
+    /**
+     * The adopter of {@code dead}'s segments, as the claim files say: the node that won the
+     * race for it, or, when that node died and was adopted in turn, the one that adopted it
+     * (followed to the end). Empty when no survivor has claimed {@code dead}. What routes the
+     * groups of {@code dead} before the directory shows the adopter's claims.
+     */
+    public Optional<ShmAdoption.Claim> adopter(PeerInfo dead) {
+        Optional<ShmAdoption.Claim> c = ShmAdoption.read(dir, dead.nodeId(), dead.incarnation());
+        for (int hops = 0; c.isPresent() && hops < 64; hops++) {
+            Optional<ShmAdoption.Claim> next = ShmAdoption.read(dir, c.get().node(), c.get().incarnation());
+            if (next.isEmpty()) {
+                return c;
+            }
+            c = next;
+        }
+        return c;
+    }
+
+    /**
+     * The adopted segments of logical node {@code node} this node serves (a table that accepts
+     * that node's pointers), or {@code null}. Verbs this node runs on them itself go here.
+     */
+    public SegmentTable hosted(int node) {
+        return hosted.get(node);
+    }
+
+    /** Every adopted segment this node serves (a snapshot). */
+    public List<Segment> hostedSegments() {
+        List<Segment> all = new ArrayList<>();
+        hosted.values().forEach(t -> all.addAll(t.all()));
+        return all;
+    }
+
     private Path defaultFile(int index) {
         return dir.resolve("node-" + nodeId() + "-seg-" + index + ".seg");
     }
@@ -172,13 +444,40 @@ public final class ShmTransport extends AbstractTransport {
         for (Segment s : table.all()) {
             files.put(s.index(), s.file().getFileName().toString());
         }
+        Map<Integer, String> adopted = new TreeMap<>();
+        for (Segment s : hostedSegments()) {
+            adopted.put(GroupId.of(s.nodeId(), s.index()), s.file().getFileName().toString());
+        }
         new ShmRegistry(nodeId(), incarnation(), ProcessHandle.current().pid(), files,
-                ShmMessaging.ringFileName(nodeId()), messages().inboxCapacity(), messaging.maxPayload()).write(dir, this.files);
+                ShmMessaging.ringFileName(nodeId()), messages().inboxCapacity(), messaging.maxPayload())
+                .withHosted(adopted).write(dir, this.files);
     }
 
+    /**
+     * Closes the message rings and the adopted segments. An adopted file that was named after
+     * its node (non-persistent) is deleted, as this node's own are; a persistent one is kept.
+     * The claims this node won are removed with them. (A graceful hand-over to a successor,
+     * docs/replication.md §7, is not built: a leaving adopter takes its adopted memory with it,
+     * as it takes its own.)
+     */
     @Override
     protected void closeTransport() {
         messaging.close();
+        for (Map.Entry<Integer, SegmentTable> e : hosted.entrySet()) {
+            for (Segment s : e.getValue().all()) {
+                e.getValue().remove(s.index());
+                s.close(!s.file().getFileName().toString().equals(hostedName(nodeId(), s.nodeId(), s.index())));
+            }
+        }
+        hosted.clear();
+        for (String key : adoptions.keySet()) {
+            String[] ni = key.split("/");
+            try {
+                Files.deleteIfExists(ShmAdoption.claimFile(dir, Integer.parseInt(ni[0]), Long.parseLong(ni[1])));
+            } catch (IOException e) {
+                LOG.warn("could not delete adoption claim of node {}: {}", key, e.toString());
+            }
+        }
     }
 
     @Override
@@ -201,10 +500,22 @@ public final class ShmTransport extends AbstractTransport {
      * Verbs run by this process's CPU on its mappings of the peer's segment files;
      * messages are written by this process's CPU into the peer's ring, and answered
      * into this node's ring.
+     *
+     * <p>Segments the peer adopted ({@code hosted.<n>.<s>} in its registry) are mapped too,
+     * one {@link HostedPath} per logical node {@code n}: a verb on a pointer of node {@code n}
+     * runs on the peer's file of {@code (n, s)}, and the liveness check is the peer's (the
+     * adopter's), not the dead node's. Verbs of one logical node keep their issue order; with a
+     * fault rule active, verbs of different logical nodes on this connection may complete out of
+     * issue order (each path has its own pipeline).
      */
     private final class ShmConnection extends DirectConnection {
         private final Path peerDir;
         private final SegmentTable mapped;
+        /** The peer's adopted segments, by logical node. */
+        private final Map<Integer, HostedPath> hostedPaths = new ConcurrentHashMap<>();
+        /** The values of {@link #hostedPaths}, for the allocation-free check of {@link #blockingNow()}. */
+        private volatile HostedPath[] hostedSnapshot = new HostedPath[0];
+        private final BlockingVerbs router = new Router();
         /** Set by the timer every refresh interval, cleared by the verb that re-reads the registry. */
         private volatile boolean refreshDue;
         private final ScheduledFuture<?> refreshTimer;
@@ -267,24 +578,128 @@ public final class ShmTransport extends AbstractTransport {
         protected SegmentTable target() {
             // the hot path is one volatile read; a verb re-reads the registry once per interval
             if (refreshDue) {
-                synchronized (this) {
-                    if (refreshDue) {
-                        try {
-                            ShmRegistry reg = ShmRegistry.read(peerDir, peer().nodeId());
-                            if (reg.incarnation() != peer().incarnation()) {
-                                throw new StaleIncarnationException(peer().nodeId(), peer().incarnation(),
-                                        reg.incarnation());
-                            }
-                            refresh(reg);
-                        } catch (RuntimeException e) {
-                            unmapAll();
-                            close(e.getMessage());
-                            throw e;
-                        }
-                    }
-                }
+                reload(false);
             }
             return mapped;
+        }
+
+        /**
+         * Re-reads the peer's registry (when due, or now when {@code force}) and maps what it
+         * lists; a gone or restarted peer closes this connection. The close runs after this
+         * connection's lock is released: it closes the hosted paths' pipelines, whose held verbs
+         * take this lock (through {@link #target()}) while they hold their pipeline's.
+         */
+        private void reload(boolean force) {
+            RuntimeException failed = null;
+            synchronized (this) {
+                if (!force && !refreshDue) {
+                    return;
+                }
+                try {
+                    ShmRegistry reg = ShmRegistry.read(peerDir, peer().nodeId());
+                    if (reg.incarnation() != peer().incarnation()) {
+                        throw new StaleIncarnationException(peer().nodeId(), peer().incarnation(), reg.incarnation());
+                    }
+                    refresh(reg);
+                } catch (RuntimeException e) {
+                    unmapAll();
+                    failed = e;
+                }
+            }
+            if (failed != null) {
+                close(failed.getMessage());
+                throw failed;
+            }
+        }
+
+        /**
+         * The path of a pointer of a segment the peer adopted, or {@code null} for the peer's own
+         * (and for pointers it serves neither way: the own path refuses them, typed). A pointer of
+         * a node the last refresh did not list re-reads the registry first: the peer may have
+         * adopted it since.
+         */
+        private HostedPath hostedPath(long ptr) {
+            int n = RemotePtr.nodeId(ptr);
+            if (n == peer().nodeId() || ptr == RemotePtr.NULL) {
+                return null;
+            }
+            HostedPath p = hostedPaths.get(n);
+            if (p == null && isOpen()) {
+                try {
+                    reload(true);
+                } catch (RuntimeException e) {
+                    return null; // the own path fails the verb with the reason (the connection is closed)
+                }
+                p = hostedPaths.get(n);
+            }
+            return p;
+        }
+
+        @Override
+        public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+            HostedPath p = hostedPath(ptr);
+            return p == null ? super.read(ptr, remoteKey, length) : p.read(ptr, remoteKey, length);
+        }
+
+        @Override
+        public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+            HostedPath p = hostedPath(ptr);
+            return p == null ? super.write(ptr, remoteKey, src, offset, length) : p.write(ptr, remoteKey, src, offset, length);
+        }
+
+        @Override
+        public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+            HostedPath p = hostedPath(ptr);
+            return p == null ? super.compareAndSwap(ptr, remoteKey, expected, update)
+                    : p.compareAndSwap(ptr, remoteKey, expected, update);
+        }
+
+        @Override
+        public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
+            HostedPath p = hostedPath(ptr);
+            return p == null ? super.fetchAndAdd(ptr, remoteKey, delta) : p.fetchAndAdd(ptr, remoteKey, delta);
+        }
+
+        @Override
+        public void compareAndSwap(long ptr, long remoteKey, long expected, long update, LongCompletion done) {
+            HostedPath p = hostedPath(ptr);
+            if (p == null) {
+                super.compareAndSwap(ptr, remoteKey, expected, update, done);
+            } else {
+                p.compareAndSwap(ptr, remoteKey, expected, update, done);
+            }
+        }
+
+        @Override
+        public void fetchAndAdd(long ptr, long remoteKey, long delta, LongCompletion done) {
+            HostedPath p = hostedPath(ptr);
+            if (p == null) {
+                super.fetchAndAdd(ptr, remoteKey, delta, done);
+            } else {
+                p.fetchAndAdd(ptr, remoteKey, delta, done);
+            }
+        }
+
+        /**
+         * The peer's own table when it hosts nothing; else a router over its own and its hosted
+         * tables, when every path may run a verb on the caller's thread now.
+         */
+        @Override
+        public BlockingVerbs blockingNow() {
+            SegmentTable own = tableNow();
+            if (own == null) {
+                return null;
+            }
+            HostedPath[] paths = hostedSnapshot;
+            if (paths.length == 0) {
+                return own;
+            }
+            for (HostedPath p : paths) {
+                if (p.tableNow() == null) {
+                    return null;
+                }
+            }
+            return router;
         }
 
         /** Maps segments the registry lists and this connection lacks; unmaps the ones it no longer lists. */
@@ -308,13 +723,52 @@ public final class ShmTransport extends AbstractTransport {
                     mapped.add(s);
                 }
             });
+            refreshHosted(reg);
             refreshDue = false;
+        }
+
+        /** Maps the adopted segments the registry lists and this connection lacks; unmaps the ones it no longer lists. */
+        private void refreshHosted(ShmRegistry reg) {
+            for (HostedPath p : hostedPaths.values()) {
+                for (Segment s : p.table.all()) {
+                    String f = reg.hosted().get(GroupId.of(p.node, s.index()));
+                    if (f == null || !peerDir.resolve(f).equals(s.file())) {
+                        p.table.remove(s.index());
+                        s.close(true);
+                    }
+                }
+            }
+            reg.hosted().forEach((group, f) -> {
+                int n = GroupId.node(group);
+                int index = GroupId.index(group);
+                HostedPath p = hostedPaths.computeIfAbsent(n, HostedPath::new);
+                if (p.table.get(index) == null) {
+                    Segment s = Segment.mapPeer(peer().nodeId(), peerDir.resolve(f));
+                    SegmentDescriptor d = s.descriptor();
+                    if (d.nodeId() != n || d.index() != index) {
+                        s.close(true);
+                        throw NodeUnavailableException.notSent(peer().nodeId(), "adopted segment file does not match its"
+                                + " registry: path=" + s.file() + ", header=" + d + ", registry entry=hosted." + n + "."
+                                + index);
+                    }
+                    p.table.add(s);
+                }
+            });
+            // a path whose table emptied stays (its verbs fail typed, unknown segment): closing it here, under
+            // this connection's lock, would take its pipeline's lock in the other order than a held verb does
+            hostedSnapshot = hostedPaths.values().toArray(new HostedPath[0]);
         }
 
         private void unmapAll() {
             for (Segment s : mapped.all()) {
                 mapped.remove(s.index());
                 s.close(true);
+            }
+            for (HostedPath p : hostedPaths.values()) {
+                for (Segment s : p.table.all()) {
+                    p.table.remove(s.index());
+                    s.close(true);
+                }
             }
         }
 
@@ -326,6 +780,83 @@ public final class ShmTransport extends AbstractTransport {
             refreshTimer.cancel(false);
             synchronized (this) {
                 unmapAll();
+            }
+            for (HostedPath p : hostedPaths.values()) { // outside this connection's lock (see refreshHosted)
+                p.close(reason);
+            }
+        }
+
+        /**
+         * The verbs on one logical node's segments that the peer adopted: run on this
+         * process's mappings of the peer's {@code hosted.} files, after the peer's liveness
+         * check ({@link ShmConnection#target()}). Faults are the peer's (its node id).
+         */
+        private final class HostedPath extends DirectConnection {
+            final int node;
+            final SegmentTable table;
+
+            HostedPath(int node) {
+                super(ShmConnection.this.peer(), ShmTransport.this.faults(), config.operationTimeout(), observer());
+                this.node = node;
+                this.table = new SegmentTable(node);
+            }
+
+            @Override
+            protected SegmentTable target() {
+                ShmConnection.this.target(); // the adopter's liveness and registry, not the dead node's
+                if (!ShmConnection.this.isOpen()) {
+                    throw NodeUnavailableException.notSent(peer().nodeId(), "connection to node " + peer().nodeId()
+                            + " closed");
+                }
+                return table;
+            }
+        }
+
+        /** Blocking verbs over the peer's own table and its hosted ones, by the pointer's node. */
+        private final class Router implements BlockingVerbs {
+            private SegmentTable table(long ptr) {
+                HostedPath p = hostedPath(ptr);
+                return p == null ? mapped : p.table;
+            }
+
+            @Override
+            public void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
+                table(ptr).readInto(ptr, remoteKey, dst, dstOffset, length);
+            }
+
+            @Override
+            public void readToAddress(long ptr, long remoteKey, long address, int length) {
+                table(ptr).readToAddress(ptr, remoteKey, address, length);
+            }
+
+            @Override
+            public void writeFromAddress(long ptr, long remoteKey, long address, int length) {
+                table(ptr).writeFromAddress(ptr, remoteKey, address, length);
+            }
+
+            @Override
+            public long readLong(long ptr, long remoteKey) {
+                return table(ptr).readLong(ptr, remoteKey);
+            }
+
+            @Override
+            public void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+                table(ptr).write(ptr, remoteKey, src, offset, length);
+            }
+
+            @Override
+            public void writeLong(long ptr, long remoteKey, long value) {
+                table(ptr).writeLong(ptr, remoteKey, value);
+            }
+
+            @Override
+            public long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+                return table(ptr).compareAndSwap(ptr, remoteKey, expected, update);
+            }
+
+            @Override
+            public long fetchAndAdd(long ptr, long remoteKey, long delta) {
+                return table(ptr).fetchAndAdd(ptr, remoteKey, delta);
             }
         }
     }

@@ -1,6 +1,9 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.error.DsmException;
+import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
+import io.membus.core.replication.AckGate;
 import io.membus.core.transport.FaultInjector;
 import io.membus.core.transport.TransportThreads;
 import io.membus.core.transport.pipeline.TimerWheel;
@@ -44,6 +47,17 @@ import java.util.function.Predicate;
  * ends their threads; the caller sees its lane lost. The port is announced in the
  * WELCOME of every Netty connection; an initiator whose WELCOME names no port opens
  * its lanes to the Netty port, as before.
+ *
+ * <p>Replicated segments: a verb whose answer must wait for its replica group
+ * ({@link VerbExecutor#waiting()}) holds the lane's thread until the group acknowledged
+ * it (the answers before it are written first: nothing is held across a wait), at most
+ * until the transport's operation timeout counted from the request's arrival (what the
+ * initiator's deadline is, as far as the target can know it); then the answer is an
+ * ERROR frame with a {@link DsmTimeoutException}, or with the group's typed failure when
+ * the group fails first (both {@code mayHaveRun()}: the change ran here and may be on
+ * copies). It waits through {@link AckGate#whenAcked} and a park rather than
+ * {@link AckGate#await}, so that closing the lane (fencing, {@code disconnect},
+ * {@code close}) ends the wait, and the thread, at once.
  *
  * <p>One thread per lane: at most {@code blocking-lanes} per initiator (default 8). A
  * thread blocked in {@code read} costs no CPU.
@@ -208,6 +222,8 @@ final class LaneServer implements AutoCloseable {
         private final ByteBuf inBuf = Unpooled.wrappedBuffer(in);
         private final ByteBuf out = Unpooled.buffer(MAX_FRAME);
         private final Frame frame = new Frame();
+        /** The thread serving the lane (null until it runs): {@link #close} wakes it from an ack wait. */
+        private volatile Thread thread;
 
         /** Set (before it closes the socket) by {@link #handshakeDeadline} when the handshake ran out of time. */
         private volatile boolean handshakeExpired;
@@ -233,6 +249,7 @@ final class LaneServer implements AutoCloseable {
 
         @Override
         public void run() {
+            thread = Thread.currentThread();
             boolean handshaking = true;
             try {
                 socket.setTcpNoDelay(true);
@@ -344,9 +361,11 @@ final class LaneServer implements AutoCloseable {
                     verbs.dropped(); // never run, never answered; a verb linked to it does not run either
                 } else {
                     long delay = rule == null ? 0 : rule.delayNanos();
+                    long arrived = 0; // taken only when needed: read after a delay, or when an answer waits
                     if (delay > 0) {
                         flush(output); // the answers before it are not held for its delay
-                        long until = System.nanoTime() + delay;
+                        arrived = System.nanoTime();
+                        long until = arrived + delay;
                         // the lane's later verbs wait behind it, as on a channel; a closed lane stops waiting
                         while (!socket.isClosed() && until - System.nanoTime() > 0) {
                             LockSupport.parkNanos(Math.min(until - System.nanoTime(), 10_000_000L));
@@ -355,12 +374,59 @@ final class LaneServer implements AutoCloseable {
                             return;
                         }
                     }
+                    int start = out.writerIndex();
                     verbs.execute(frame, initiatorNode, out);
+                    VerbExecutor.Waiting w = verbs.waiting();
+                    if (w != null && !awaitAck(w, arrived != 0 ? arrived : System.nanoTime(), start, output)) {
+                        return; // the lane was closed while it waited
+                    }
                 }
                 if (out.readableBytes() >= FLUSH_BYTES || !buffered.holdsWholeFrame()) {
                     flush(output);
                 }
             }
+        }
+
+        /**
+         * Holds the lane until the answer written at {@code start} of {@link #out} may leave:
+         * the answers before it are written first; an ERROR frame replaces it when the group
+         * fails, or when the operation timeout from {@code arrivedNanos} passes first.
+         *
+         * @return false when the lane was closed meanwhile (nothing more is written)
+         */
+        private boolean awaitAck(VerbExecutor.Waiting w, long arrivedNanos, int start, OutputStream output)
+                throws IOException {
+            if (start > out.readerIndex()) {
+                answerWrites.increment();
+                output.write(out.array(), out.arrayOffset() + out.readerIndex(), start - out.readerIndex());
+                out.readerIndex(start);
+            }
+            long deadline = arrivedNanos + transport.settings.operationTimeout.toNanos();
+            AckWait wait = new AckWait(Thread.currentThread());
+            w.gate().whenAcked(w.need(), wait);
+            DsmException failure = null;
+            while (!wait.done) {
+                if (socket.isClosed()) {
+                    return false;
+                }
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    failure = new DsmTimeoutException(Frame.opName(w.opcode()) + " (its answer waited for the copies"
+                            + " of its replica group)", transport.nodeId(), transport.settings.operationTimeout,
+                            "it ran on this node and stays; a copy is slow or unreachable: check the copies, or"
+                                    + " raise the operation timeout");
+                    break;
+                }
+                LockSupport.parkNanos(wait, left);
+            }
+            if (failure == null) {
+                failure = wait.failure; // read after done (volatile): null when acknowledged
+            }
+            if (failure != null) {
+                out.writerIndex(start);
+                w.writeFailure(out, failure);
+            }
+            return true;
         }
 
         /** Writes the answers held, if any. */
@@ -422,6 +488,33 @@ final class LaneServer implements AutoCloseable {
 
         void close() {
             closeQuietly(socket);
+            Thread t = thread;
+            if (t != null) {
+                LockSupport.unpark(t); // out of an ack wait: it sees the socket closed
+            }
+        }
+    }
+
+    /**
+     * The outcome of one lane's wait for its group: set by the thread that advanced the
+     * acknowledgement (or failed the group), which then wakes the lane's thread.
+     *
+     * <p><b>Note:</b> thread-safe: {@link #failure} is published by the volatile {@link #done}.
+     */
+    private static final class AckWait implements AckGate.Done {
+        private final Thread waiter;
+        private DsmException failure;
+        private volatile boolean done;
+
+        AckWait(Thread waiter) {
+            this.waiter = waiter;
+        }
+
+        @Override
+        public void done(DsmException f) {
+            failure = f;
+            done = true;
+            LockSupport.unpark(waiter);
         }
     }
 }

@@ -7,6 +7,7 @@ import io.membus.core.transport.FaultInjector;
 import io.membus.core.message.Inbox;
 import io.membus.core.message.MessageFailures;
 import io.membus.core.message.Responder;
+import io.membus.core.replication.AckGate;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
@@ -18,7 +19,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayDeque;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The target side of one accepted connection: the handshake state machine, then
@@ -37,8 +40,25 @@ import java.util.concurrent.TimeUnit;
  * too (it cannot be resynchronised); a valid verb that fails its checks is
  * answered with its typed error and the connection stays.
  *
+ * <p>Replicated segments: a verb whose answer must wait for its replica group's
+ * acknowledgement ({@link VerbExecutor#waiting()}) does not block the I/O thread. Its
+ * answer goes into a FIFO of pending answers, and every later answer of the channel
+ * queues behind it (answers leave in request order: the verbs' contract), while later
+ * verbs still run. The group's {@link AckGate#whenAcked} callback, on whatever thread
+ * advanced the acknowledgement, only marks the answer and hands the release to this
+ * channel's event loop, which writes every answer at the head of the FIFO that may
+ * leave, in order, in one flush. An answer whose group fails first leaves as an ERROR
+ * frame with the group's typed failure (its {@code mayHaveRun()} is true: the change
+ * may be on copies), and the answers behind it follow. The FIFO is bounded: beyond
+ * {@link #MAX_PENDING} answers or {@link #MAX_PENDING_BYTES} bytes of them, the channel
+ * stops being read and the verbs of the current read batch are parked unexecuted, as
+ * while the channel is not writable; reading resumes when the FIFO drains below both.
+ *
  * <p><b>Note:</b> confined to its channel's I/O thread, except {@link #drop},
- * {@link #initiatorNode()} and {@link #initiatorIncarnation()} (volatile).
+ * {@link #initiatorNode()} and {@link #initiatorIncarnation()} (volatile), and the ack
+ * gates' callbacks to its pending answers (any thread: each publishes its outcome
+ * through a volatile write and hands the release to the event loop, whose task
+ * submission orders it before the release reads it).
  */
 final class ServerHandler extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = LoggerFactory.getLogger(ServerHandler.class);
@@ -48,6 +68,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private static final int CLOSED = 3;
     /** Responses buffered in a read batch beyond this many bytes are written at once, not at the batch's end. */
     static final int FLUSH_AT = 256 * 1024;
+    /** Answers waiting for their replica group beyond this many stop the reading of the channel. */
+    static final int MAX_PENDING = 4096;
+    /** Bytes of answers waiting for their replica group (and of those behind them) beyond which reading stops. */
+    static final int MAX_PENDING_BYTES = 1 << 20;
 
     private final TcpTransport transport;
     private final String peer;
@@ -74,8 +98,62 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private final ArrayDeque<Held> held = new ArrayDeque<>();
     /** The inbox of this initiator's messages, from WELCOME on. */
     private Inbox inbox;
+    /** Answers waiting for their replica group's acknowledgement, in request order, each with those behind it. */
+    private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+    /** Bytes held in {@link #pending}. */
+    private long pendingBytes;
+    /** Whether a {@link #releasePending} task was handed to the event loop and has not started yet. */
+    private final AtomicBoolean releaseQueued = new AtomicBoolean();
+    private final Runnable releasePendingTask = this::releasePending;
 
     private record Held(long releaseNanos, ByteBuf frame) {
+    }
+
+    /**
+     * One answer that waits for its group ({@link #waiting}), and the answers of the later
+     * verbs that wait only behind it ({@link #after}, until the next answer that waits
+     * for a group of its own).
+     *
+     * <p><b>Note:</b> the buffers are confined to the I/O thread; {@link #done} may be
+     * called on any thread and publishes {@link #failure} through {@link #resolved}.
+     */
+    private final class Pending implements AckGate.Done {
+        final VerbExecutor.Waiting waiting;
+        final ByteBuf answer;
+        ByteBuf after;
+        private DsmException failure;
+        private volatile boolean resolved;
+
+        Pending(VerbExecutor.Waiting waiting, ByteBuf answer) {
+            this.waiting = waiting;
+            this.answer = answer;
+        }
+
+        ByteBuf after() {
+            if (after == null) {
+                after = ctx.alloc().ioBuffer(256);
+            }
+            return after;
+        }
+
+        /** Whether it may leave now; its failure then in {@link #failure} (null: acknowledged). */
+        boolean resolved() {
+            return resolved || waiting.gate().acked(waiting.need());
+        }
+
+        @Override
+        public void done(DsmException f) {
+            failure = f;
+            resolved = true; // publishes failure
+            queueRelease();
+        }
+
+        void release() {
+            answer.release();
+            if (after != null) {
+                after.release();
+            }
+        }
     }
 
     ServerHandler(TcpTransport transport, String peer, java.net.InetAddress source) {
@@ -196,7 +274,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         // a peer that does not read its responses stops being read: TCP pushes back on it. A refused peer
         // (CLOSED) is never read again, writable or not.
         if (state != CLOSED) {
-            boolean writable = ctx.channel().isWritable();
+            boolean writable = ctx.channel().isWritable() && !answersBackedUp();
             ctx.channel().config().setAutoRead(writable);
             if (writable && !held.isEmpty()) {
                 // parked verbs run now; not inline: this event may fire inside a flush of execute()
@@ -300,7 +378,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             return false;
         }
         FaultInjector faults = transport.faults();
-        boolean backedUp = !ctx.channel().isWritable();
+        boolean backedUp = !ctx.channel().isWritable() || answersBackedUp();
         if (faults.active() || !held.isEmpty() || backedUp) {
             FaultInjector.Rule rule = faults.active() ? faults.rule(initiatorNode) : null;
             if (rule != null && rule.drop()) {
@@ -317,7 +395,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                 if (delay > 0 || !backedUp) {
                     ctx.executor().schedule(this::releaseHeld, Math.max(0, release - System.nanoTime()),
                             TimeUnit.NANOSECONDS);
-                } // else: channelWritabilityChanged releases it
+                } // else: channelWritabilityChanged or releasePending releases it
                 return true;
             }
         }
@@ -380,7 +458,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     /** Runs the held verbs that are due, in order, while the channel takes their responses. */
     private void releaseHeld() {
         while (!held.isEmpty() && held.peek().releaseNanos() - System.nanoTime() <= 0
-                && (state != OPEN || ctx.channel().isWritable())) {
+                && (state != OPEN || ctx.channel().isWritable() && !answersBackedUp())) {
             ByteBuf b = held.poll().frame();
             try {
                 if (state == OPEN) {
@@ -395,12 +473,94 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void execute() {
-        ByteBuf o = out();
+        Pending tail = pending.peekLast();
+        // behind an answer that waits, every answer waits (request order)
+        ByteBuf o = tail == null ? out() : tail.after();
+        int start = o.writerIndex();
         verbs.execute(frame, initiatorNode, o);
-        if (o.readableBytes() >= FLUSH_AT) {
+        VerbExecutor.Waiting w = verbs.waiting();
+        if (w != null) {
+            hold(w, o, start);
+        } else if (tail != null) {
+            pendingBytes += o.writerIndex() - start;
+            if (answersBackedUp()) {
+                ctx.channel().config().setAutoRead(false);
+            }
+        } else if (o.readableBytes() >= FLUSH_AT) {
             // large answers leave now: a batch of big reads must not build one huge buffer, and once the
             // channel is not writable the rest of the batch waits in held instead of executing
             flush();
+        }
+    }
+
+    /**
+     * Moves the answer just written at {@code start} of {@code o} into a new pending answer
+     * and asks its group to say when it may leave.
+     */
+    private void hold(VerbExecutor.Waiting w, ByteBuf o, int start) {
+        int length = o.writerIndex() - start;
+        ByteBuf answer = ctx.alloc().ioBuffer(length);
+        answer.writeBytes(o, start, length);
+        o.writerIndex(start);
+        Pending p = new Pending(w, answer);
+        pending.add(p);
+        pendingBytes += length;
+        if (answersBackedUp()) {
+            ctx.channel().config().setAutoRead(false); // the rest of this read batch parks in held
+        }
+        w.gate().whenAcked(w.need(), p); // may call back at once, on this thread: the release is queued
+    }
+
+    /** Whether the answers waiting for their groups reached a limit: the channel is not read meanwhile. */
+    private boolean answersBackedUp() {
+        return pendingBytes >= MAX_PENDING_BYTES || pending.size() >= MAX_PENDING;
+    }
+
+    /** Any thread: runs {@link #releasePending} on the event loop (once for any number of callbacks meanwhile). */
+    private void queueRelease() {
+        if (releaseQueued.compareAndSet(false, true)) {
+            try {
+                ctx.executor().execute(releasePendingTask);
+            } catch (RejectedExecutionException e) {
+                // the event loop is shutting down: the channel closes with it and its answers are dropped
+            }
+        }
+    }
+
+    /**
+     * On the event loop: writes the pending answers at the head of the FIFO that may leave
+     * (acknowledged, or failed: then an ERROR frame), with the answers behind each, in
+     * order and in one flush; then, below the limits, reads the channel again and runs
+     * the verbs parked meanwhile.
+     */
+    private void releasePending() {
+        releaseQueued.set(false); // before reading the outcomes: a callback after this queues a new release
+        if (state == CLOSED) {
+            return; // cleanUp released them
+        }
+        Pending p;
+        while ((p = pending.peek()) != null && p.resolved()) {
+            pending.poll();
+            ByteBuf o = out();
+            DsmException failure = p.resolved ? p.failure : null;
+            if (failure == null) {
+                o.writeBytes(p.answer);
+            } else {
+                p.waiting.writeFailure(o, failure);
+            }
+            pendingBytes -= p.answer.writerIndex();
+            if (p.after != null) {
+                pendingBytes -= p.after.readableBytes();
+                o.writeBytes(p.after);
+            }
+            p.release();
+        }
+        flush();
+        if (state == OPEN && !answersBackedUp() && ctx.channel().isWritable()) {
+            ctx.channel().config().setAutoRead(true);
+            if (!held.isEmpty()) {
+                releaseHeld();
+            }
         }
     }
 
@@ -491,5 +651,9 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         while (!held.isEmpty()) {
             held.poll().frame().release();
         }
+        while (!pending.isEmpty()) {
+            pending.poll().release();
+        }
+        pendingBytes = 0;
     }
 }

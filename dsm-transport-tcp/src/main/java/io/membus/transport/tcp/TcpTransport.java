@@ -69,6 +69,12 @@ public final class TcpTransport extends AbstractTransport {
     /** Serves the blocking lanes peers open to this node; null when {@code lane-server = false}. */
     private final LaneServer laneServer;
     /**
+     * Test hook: where this node's verb executors find a verb's ack gate instead of
+     * {@code table().gate(ptr)} (null, the default, in production). Read once by each
+     * executor when its connection or lane is accepted: set it before peers connect.
+     */
+    volatile VerbExecutor.GateLookup gateLookup;
+    /**
      * The handshake slots of both ports: accepted connections that have not authenticated yet, at most
      * {@code membus.transports.tcp.max-handshaking}, and {@code max-handshaking-per-source} per source address.
      */

@@ -7,6 +7,8 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.VerbException;
+import io.membus.core.replication.AckGate;
+import io.membus.core.transport.SegmentTable;
 import io.netty.buffer.ByteBuf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,13 +21,29 @@ import org.slf4j.LoggerFactory;
  * not run and is answered NOT_RUN. Used by both ways a target serves a connection: the
  * Netty channel ({@link ServerHandler}) and the blocking lane server ({@link LaneServer}).
  *
+ * <p>Replicated segments: after a verb ran, the executor asks the table for the verb's
+ * {@link AckGate} ({@link SegmentTable#gate}); {@code null} (not replicated) answers as
+ * before, and that look-up is all an unreplicated verb pays. Otherwise it reads the
+ * gate's {@link AckGate#need() need} after the verb ran; when that is acknowledged
+ * already the answer may leave at once, else {@link #waiting()} returns what the caller
+ * must wait for before the answer it just wrote may leave (the answer is written into
+ * the buffer all the same; the caller holds it back). The LINKED rule stays decided by
+ * execution: a verb that ran succeeded for the verb linked to it, whatever its gate
+ * reports later.
+ *
  * <p><b>Note:</b> not thread-safe: one per connection, used by the thread that serves it.
+ * A {@link Waiting} it returns is immutable and may be handed to any thread.
  */
 final class VerbExecutor {
     private static final Logger LOG = LoggerFactory.getLogger(VerbExecutor.class);
     private static final int SCRATCH_KEEP = 64 * 1024;
 
     private final TcpTransport transport;
+    private final SegmentTable table;
+    /** The transport's test hook for gates, or null: {@link SegmentTable#gate} (read once, at creation). */
+    private final GateLookup gates;
+    /** What the last verb's answer waits for, or null when it may leave now. */
+    private Waiting waiting;
     /** Copy buffer of reads and writes; allocated at the first verb, so a peer that never authenticates costs none. */
     private byte[] scratch = new byte[0];
     /** Whether the last verb failed or was dropped: a LINKED verb after it is not run. */
@@ -33,6 +51,44 @@ final class VerbExecutor {
 
     VerbExecutor(TcpTransport transport) {
         this.transport = transport;
+        this.table = transport.table();
+        this.gates = transport.gateLookup;
+    }
+
+    /**
+     * Where the executor finds a verb's {@link AckGate}: {@link SegmentTable#gate} unless a
+     * test plugs another in ({@code TcpTransport.gateLookup}).
+     *
+     * <p><b>Note:</b> implementations must be thread-safe and must not block: they are
+     * called on I/O threads and lane threads after every verb.
+     */
+    @FunctionalInterface
+    interface GateLookup {
+        /** The gate of the replica group {@code ptr} belongs to, or {@code null} when it is not replicated. */
+        AckGate gate(long ptr);
+    }
+
+    /**
+     * An answer written but not yet allowed to leave: it may leave once {@code gate}
+     * acknowledged {@code need}; if the gate fails first, an ERROR frame with that failure
+     * replaces it ({@link #writeFailure}).
+     *
+     * <p><b>Note:</b> immutable; thread-safe.
+     */
+    record Waiting(AckGate gate, long need, long correlationId, byte opcode, int length, long ptr) {
+        /** Writes the ERROR frame that answers the verb instead, with the gate's typed failure. */
+        void writeFailure(ByteBuf o, DsmException failure) {
+            VerbExecutor.writeFailure(o, correlationId, length, ptr, failure);
+        }
+    }
+
+    /**
+     * What the answer written by the last {@link #execute} waits for: null when it may
+     * leave now (the verb failed, its segment is not replicated, or its need was
+     * acknowledged already).
+     */
+    Waiting waiting() {
+        return waiting;
     }
 
     /** A fault rule dropped the connection's next verb: it never ran, so a verb linked to it must not run either. */
@@ -50,6 +106,7 @@ final class VerbExecutor {
             case Frame.OP_READ, Frame.OP_WRITE -> frame.intAt(Frame.VERB_LENGTH_FIELD_OFFSET);
             default -> 8;
         };
+        waiting = null;
         if (lastVerbFailed && (frame.flags() & Frame.FLAG_LINKED) != 0) {
             Frame.writeError(o, corr, ErrorCode.NOT_RUN.wire(), length, ptr, 0, Frame.opName(op)
                     + " not run on node " + transport.nodeId() + ": it was linked to the verb before it, which failed");
@@ -84,14 +141,33 @@ final class VerbExecutor {
                         frame.longAt(Frame.DELTA_FIELD_OFFSET)));
             }
             lastVerbFailed = false;
-        } catch (VerbException e) {
-            Frame.writeError(o, corr, e.code().wire(), e.length(), e.ptr(), e.detail(), null);
         } catch (DsmException e) {
-            Frame.writeError(o, corr, e.code().wire(), Frame.errorReasons(e), length, ptr, 0, e.getMessage());
+            writeFailure(o, corr, length, ptr, e);
+            return;
         } catch (RuntimeException e) {
             LOG.warn("verb {} from node {} failed unexpectedly", Frame.opName(op), initiatorNode, e);
             Frame.writeError(o, corr, ErrorCode.INTERNAL.wire(), length, ptr, 0, "verb failed on node "
                     + transport.nodeId() + ": " + e);
+            return;
+        }
+        // the verb ran: a replicated segment's answer leaves only once its copies have what it changed or saw.
+        // Outside the try: its OK is written, so a failure here must not add an ERROR behind it (a gate that
+        // throws is a bug of the engine; it ends the connection)
+        AckGate g = gates == null ? table.gate(ptr) : gates.gate(ptr);
+        if (g != null) {
+            long need = g.need(); // after the verb ran (AckGate's contract)
+            if (!g.acked(need)) {
+                waiting = new Waiting(g, need, corr, op, length, ptr);
+            }
+        }
+    }
+
+    /** An ERROR frame answering verb {@code corr} with the typed failure {@code e}. */
+    static void writeFailure(ByteBuf o, long corr, int length, long ptr, DsmException e) {
+        if (e instanceof VerbException v) {
+            Frame.writeError(o, corr, v.code().wire(), v.length(), v.ptr(), v.detail(), null);
+        } else {
+            Frame.writeError(o, corr, e.code().wire(), Frame.errorReasons(e), length, ptr, 0, e.getMessage());
         }
     }
 

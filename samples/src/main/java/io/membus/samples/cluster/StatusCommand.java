@@ -38,6 +38,10 @@ public final class StatusCommand implements Callable<Integer> {
             description = "the local address the query listens on for the answer (default: ${DEFAULT-VALUE})")
     String bindHost;
 
+    @Option(names = "--groups", description = "list every replica group, not only those not served, short of copies"
+            + " or not in sync (docs/replication.md)")
+    boolean allGroups;
+
     @Option(names = "--timeout", defaultValue = "10", description = "seconds to wait for the answer (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
 
@@ -60,7 +64,7 @@ public final class StatusCommand implements Callable<Integer> {
         } else {
             reply = ClusterStatus.query(seed, name, bindHost, wait);
         }
-        System.out.print(StatusText.clusterTable(reply));
+        System.out.print(StatusText.clusterTable(reply, allGroups));
         return 0;
     }
 }

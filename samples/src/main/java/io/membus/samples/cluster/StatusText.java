@@ -6,6 +6,8 @@ import io.membus.cluster.ClusterMessage.MemberRow;
 import io.membus.cluster.ClusterMessage.StatusReply;
 import io.membus.cluster.NodeStatus;
 import io.membus.core.SegmentDescriptor;
+import io.membus.core.replication.Ballot;
+import io.membus.core.replication.GroupId;
 
 import java.util.List;
 import java.util.Locale;
@@ -27,8 +29,10 @@ public final class StatusText {
             return String.format(Locale.ROOT, "node %d DOWN: %s", s.nodeId(), s.downReason());
         }
         return String.format(Locale.ROOT, "node %d UP | members %d %s | unreachable %d | segments %d (%s) | names %d"
-                        + " | transport %s | incarnation %d | up %ds", s.nodeId(), s.members().size(), s.members(),
+                        + "%s | transport %s | incarnation %d | up %ds", s.nodeId(), s.members().size(), s.members(),
                 s.unreachable(), s.segments(), human(s.exportedBytes()), s.names(),
+                s.groups() == 0 ? "" : String.format(Locale.ROOT, " | groups %d (%s)", s.groups(),
+                        s.groupsShort() == 0 ? "all ok" : s.groupsShort() + " short or not in sync"),
                 s.transport() == null ? "-" : s.transport(), s.incarnation(), s.uptime().toSeconds());
     }
 
@@ -82,10 +86,73 @@ public final class StatusText {
     }
 
     /**
-     * A status reply as a table: one row per member (memory nodes and clients, with their
-     * role), then totals, the heap segments and the channels.
+     * The replica-group table of {@code membus status} (docs/replication.md §1): one row per
+     * group that is not served, short of copies or not all in sync; every group when
+     * {@code all} ({@code --groups}). Empty when there is no row to show.
      */
+    public static String groupTable(List<ClusterMessage.GroupRow> groups, boolean all) {
+        StringBuilder b = new StringBuilder();
+        for (ClusterMessage.GroupRow g : groups) {
+            if (!all && !g.needsAttention()) {
+                continue;
+            }
+            if (b.length() == 0) {
+                b.append(String.format(Locale.ROOT, "%-12s %-8s %-7s %-16s %-14s %s%n", "group", "primary", "epoch",
+                        "in-sync copies", "joining", "state"));
+            }
+            String segment = "segment " + GroupId.toString(g.group());
+            b.append(String.format(Locale.ROOT, "%-12s %-8s %-7s %-16s %-14s %s", segment,
+                    g.primary() == 0 ? "-" : "node " + g.primary(), Ballot.toString(g.epoch()), nodes(g.inSync()),
+                    joining(g.joining()), state(g, segment)).stripTrailing()).append('\n');
+        }
+        return b.toString();
+    }
+
+    private static String nodes(List<Integer> nodes) {
+        if (nodes.isEmpty()) {
+            return "-";
+        }
+        StringBuilder b = new StringBuilder("node ");
+        for (int i = 0; i < nodes.size(); i++) {
+            b.append(i == 0 ? "" : ", ").append(nodes.get(i));
+        }
+        return b.toString();
+    }
+
+    private static String joining(List<ClusterMessage.JoiningCopy> joining) {
+        if (joining.isEmpty()) {
+            return "-";
+        }
+        StringBuilder b = new StringBuilder();
+        for (ClusterMessage.JoiningCopy j : joining) {
+            b.append(b.length() == 0 ? "" : ", ").append("node ").append(j.node())
+                    .append(j.percent() < 0 ? "" : " (" + j.percent() + "%)");
+        }
+        return b.toString();
+    }
+
+    private static String state(ClusterMessage.GroupRow g, String segment) {
+        return switch (g.state()) {
+            case LOST -> "LOST: its primary and every in-sync copy died; its data is gone";
+            case PROMOTING -> "promoting: its primary is gone, a copy takes over";
+            case SERVING -> g.inSync().size() < g.backups()
+                    ? segment + ": " + g.inSync().size() + " of " + g.backups() + " backups"
+                            + (g.joining().isEmpty() ? "" : " (re-replicating)")
+                    : "ok" + (g.note().isEmpty() ? "" : " (" + g.note() + ")");
+        };
+    }
+
+    /** {@link #clusterTable(StatusReply, boolean)} listing only the groups that need attention. */
     public static String clusterTable(StatusReply reply) {
+        return clusterTable(reply, false);
+    }
+
+    /**
+     * A status reply as a table: one row per member (memory nodes and clients, with their
+     * role), then totals, the replica groups (every one when {@code allGroups}, else those
+     * not served, short of copies or not in sync), the heap segments and the channels.
+     */
+    public static String clusterTable(StatusReply reply, boolean allGroups) {
         StringBuilder sb = new StringBuilder();
         String header = String.format(Locale.ROOT, "%-5s %-6s %-40s %-8s %-11s %-9s %-22s %8s %12s",
                 "node", "role", "member", "status", "reachable", "transport", "incarnation", "segments", "exported");
@@ -128,6 +195,16 @@ public final class StatusText {
                         clientsUp),
                 totalSegments, human(totalBytes), reply.names(), reply.fromNode(),
                 reply.leader().isEmpty() ? "-" : reply.leader()));
+        if (!reply.groups().isEmpty()) {
+            long attention = reply.groups().stream().filter(ClusterMessage.GroupRow::needsAttention).count();
+            String table = groupTable(reply.groups(), allGroups);
+            sb.append(String.format(Locale.ROOT, "%nreplica groups, as node %d sees them: %d, %s%n", reply.fromNode(),
+                    reply.groups().size(), attention == 0 ? "every one served with its copies in sync"
+                            + (allGroups ? "" : " (--groups lists them)")
+                            : attention + " not served, short of copies or not in sync"
+                            + (allGroups ? "" : " (--groups lists every group)")));
+            sb.append(table);
+        }
         if (!reply.heap().isEmpty() || !reply.heapProblem().isEmpty()) {
             sb.append("\nheap segments (global allocator), read by node ").append(reply.fromNode()).append(":\n")
                     .append(reply.heapProblem().isEmpty() ? heapTable(reply.heap()) : reply.heapProblem() + "\n");

@@ -8,6 +8,9 @@ import io.membus.cluster.ClusterMessage.StatusReply;
 import io.membus.cluster.NodeStatus;
 import io.membus.core.Access;
 import io.membus.core.SegmentDescriptor;
+import io.membus.core.directory.ReplicaGroupView;
+import io.membus.core.replication.Ballot;
+import io.membus.core.replication.GroupId;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -17,6 +20,7 @@ import java.util.Map;
 import java.util.TreeSet;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The command line's layout of what the library reports as data (the tables moved here from the library). */
@@ -94,5 +98,71 @@ class StatusTextTest {
         String failed = StatusText.clusterTable(new StatusReply(2, "", members, 0, List.of(),
                 "heap usage could not be read: timeout", List.of(), List.of()));
         assertTrue(failed.contains("heap usage could not be read: timeout"), failed);
+    }
+
+    private static final int BACKUPS = 1;
+
+    /** The rows of docs/replication.md §1, a lost and a promoting group. */
+    private static List<ClusterMessage.GroupRow> groupRows() {
+        return List.of(
+                new ClusterMessage.GroupRow(GroupId.of(3, 0), ReplicaGroupView.State.SERVING, 3, Ballot.of(1, 3),
+                        List.of(1), List.of(), BACKUPS, ""),
+                new ClusterMessage.GroupRow(GroupId.of(3, 1), ReplicaGroupView.State.SERVING, 3, Ballot.of(1, 3),
+                        List.of(), List.of(new ClusterMessage.JoiningCopy(2, 41)), BACKUPS, ""),
+                new ClusterMessage.GroupRow(GroupId.of(2, 0), ReplicaGroupView.State.SERVING, 1, Ballot.of(2, 1),
+                        List.of(4), List.of(), BACKUPS, "promoted: node 2 downed 12:01:07"),
+                new ClusterMessage.GroupRow(GroupId.of(5, 1), ReplicaGroupView.State.LOST, 0, Ballot.of(1, 5),
+                        List.of(), List.of(), BACKUPS, ""),
+                new ClusterMessage.GroupRow(GroupId.of(6, 0), ReplicaGroupView.State.PROMOTING, 0, Ballot.of(1, 6),
+                        List.of(7, 8), List.of(), BACKUPS, ""));
+    }
+
+    @Test
+    void theGroupTableListsTheGroupsShortOfCopiesOrNotInSyncAndEveryGroupWhenAsked() {
+        String some = StatusText.groupTable(groupRows(), false);
+        System.out.println(some);
+        assertEquals(List.of(
+                "group        primary  epoch   in-sync copies   joining        state",
+                "segment 3/1  node 3   1.3     -                node 2 (41%)   segment 3/1: 0 of 1 backups (re-replicating)",
+                "segment 5/1  -        1.5     -                -              LOST: its primary and every in-sync copy died;"
+                        + " its data is gone",
+                "segment 6/0  -        1.6     node 7, 8        -              promoting: its primary is gone, a copy takes"
+                        + " over"), some.lines().toList());
+        String all = StatusText.groupTable(groupRows(), true);
+        assertTrue(all.lines().anyMatch(l -> l.equals(
+                "segment 3/0  node 3   1.3     node 1           -              ok")), all);
+        assertTrue(all.lines().anyMatch(l -> l.equals(
+                "segment 2/0  node 1   2.1     node 4           -              ok (promoted: node 2 downed 12:01:07)")), all);
+        assertEquals(6, all.lines().count(), all);
+        assertEquals("", StatusText.groupTable(groupRows().subList(0, 1), false), "nothing to show: no header either");
+        // a copy being built beside a full set is shown too (not all in sync), progress unknown
+        assertTrue(StatusText.groupTable(List.of(new ClusterMessage.GroupRow(GroupId.of(1, 0),
+                ReplicaGroupView.State.SERVING, 1, Ballot.of(1, 1), List.of(2), List.of(new ClusterMessage.JoiningCopy(3,
+                -1)), BACKUPS, "")), false).contains("node 3         ok"));
+    }
+
+    @Test
+    void aStatusReplyWithGroupsSaysHowManyNeedAttentionAndTheStatusLineCountsThem() {
+        StatusReply reply = new StatusReply(2, "", List.of(), 0, List.of(), "", List.of(), List.of(), groupRows());
+        String table = StatusText.clusterTable(reply);
+        assertTrue(table.contains("replica groups, as node 2 sees them: 5, 3 not served, short of copies or not in sync"
+                + " (--groups lists every group)"), table);
+        assertTrue(table.contains("segment 3/1: 0 of 1 backups (re-replicating)"), table);
+        assertFalse(table.contains("ok (promoted"), table);
+        assertTrue(StatusText.clusterTable(reply, true).contains("ok (promoted: node 2 downed 12:01:07)"));
+        String fine = StatusText.clusterTable(new StatusReply(2, "", List.of(), 0, List.of(), "", List.of(), List.of(),
+                groupRows().subList(0, 1)));
+        assertTrue(fine.contains("replica groups, as node 2 sees them: 1, every one served with its copies in sync"
+                + " (--groups lists them)"), fine);
+        assertFalse(fine.contains("in-sync copies"), fine);
+        assertFalse(StatusText.clusterTable(new StatusReply(2, "", List.of(), 0)).contains("replica groups"),
+                "replication off: no group section");
+
+        NodeStatus withGroups = new NodeStatus(2, null, new TreeSet<>(List.of(1, 2)), 0, 2, 128L << 10, 0, "tcp", 77,
+                Duration.ofSeconds(3), 5, 3);
+        assertTrue(StatusText.statusLine(withGroups).contains("| names 0 | groups 5 (3 short or not in sync) |"),
+                StatusText.statusLine(withGroups));
+        assertTrue(StatusText.statusLine(new NodeStatus(2, null, new TreeSet<>(List.of(1, 2)), 0, 2, 128L << 10, 0,
+                "tcp", 77, Duration.ofSeconds(3), 5, 0)).contains("| groups 5 (all ok) |"));
     }
 }
