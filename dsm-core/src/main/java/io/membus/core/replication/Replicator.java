@@ -123,7 +123,6 @@ public final class Replicator implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        transport.table().ackTimeout(timeout);
     }
 
     /** Registers the channel handler and the directory listener. */

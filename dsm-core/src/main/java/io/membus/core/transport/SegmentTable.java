@@ -3,9 +3,7 @@ package io.membus.core.transport;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
-import io.membus.core.OperationDeadline;
 import io.membus.core.error.AccessDeniedException;
-import io.membus.core.error.BlockingCallOnTransportThreadException;
 import io.membus.core.error.NotPrimaryException;
 import io.membus.core.replication.AckGate;
 import io.membus.core.replication.CopyReplica;
@@ -45,19 +43,13 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * more) fails {@link NotPrimaryException} before anything is touched. Every change of a
  * replicated segment goes through its {@link ReplicaGroup} (sequenced, applied, forwarded).
  *
- * <p>Two ways to wait for the copies:
- * <ul>
- *   <li>the {@link BlockingVerbs} methods ({@link #write}, {@link #compareAndSwap},
- *       {@link #readInto}, ...) return only once every in-sync copy has what the verb
- *       changed or saw ({@link AckGate}), waiting at most the thread's
- *       {@link OperationDeadline} or the ack timeout; on a transport thread they refuse to
- *       wait ({@link BlockingCallOnTransportThreadException}). What a blocking caller on
- *       this node uses ({@code RemoteMemory}'s own-segment path, a {@code local} peer's
- *       direct path);</li>
- *   <li>the {@code *NoWait} methods run the verb and return at once; the caller then asks
- *       {@link #gate(long)} and answers when the gate says so (a verb executor on an I/O
- *       thread, {@link DirectConnection}'s futures).</li>
- * </ul>
+ * <p><b>The table never waits for the copies.</b> A verb runs (a replicated change is
+ * sequenced, applied and forwarded) and returns; its caller answers once
+ * {@link #gate(long)} says every in-sync copy has what the verb changed or saw
+ * ({@link AckGate}, null when the segment is not replicated here): tcp's verb executor
+ * before it writes the answer, {@link DirectConnection} before it completes the future,
+ * {@code RemoteMemory} after a blocking verb ran on a table. The {@code *NoWait} names
+ * are the same methods, for executors that want to say so.
  *
  * <p><b>Note:</b> thread-safe. Segments are published with volatile semantics
  * ({@link AtomicReferenceArray}), hosted groups through one volatile copy-on-write
@@ -80,7 +72,6 @@ public final class SegmentTable implements BlockingVerbs {
     private final AtomicReferenceArray<Segment> segments = new AtomicReferenceArray<>(RemotePtr.MAX_SEGMENT_INDEX + 1);
 
     private volatile HostedTable hosted = HostedTable.EMPTY;
-    private volatile long ackTimeoutNanos = 30_000_000_000L;
 
     public SegmentTable(int nodeId) {
         this.nodeId = nodeId;
@@ -108,10 +99,6 @@ public final class SegmentTable implements BlockingVerbs {
         return hosted.all();
     }
 
-    /** How long a blocking verb waits for its copies when its thread has no {@link OperationDeadline}. */
-    public void ackTimeout(java.time.Duration timeout) {
-        this.ackTimeoutNanos = timeout.toNanos();
-    }
 
     public int nodeId() {
         return nodeId;
@@ -240,25 +227,6 @@ public final class SegmentTable implements BlockingVerbs {
     }
 
     /**
-     * Waits until every in-sync copy has what a verb on {@code ptr} changed or saw: the
-     * blocking side of {@link #gate}. Free when the segment is not replicated.
-     */
-    private void awaitCopies(long ptr) {
-        ReplicaGroup g = groupOf(ptr);
-        if (g == null) {
-            return;
-        }
-        long need = g.need();
-        if (g.acked(need)) {
-            return;
-        }
-        if (TransportThreads.isTransportThread()) {
-            throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
-        }
-        g.await(need, OperationDeadline.until(System.nanoTime(), ackTimeoutNanos));
-    }
-
-    /**
      * The replica group a verb on {@code ptr} must wait for before it answers
      * ({@link io.membus.core.replication.AckGate}), or {@code null} when the pointer's
      * segment is not replicated here. Call it after the verb ran (see {@code AckGate}).
@@ -268,12 +236,10 @@ public final class SegmentTable implements BlockingVerbs {
     }
 
     public byte[] read(long ptr, long remoteKey, int length) {
-        byte[] dst = readNoWait(ptr, remoteKey, length);
-        awaitCopies(ptr);
-        return dst;
+        return readNoWait(ptr, remoteKey, length);
     }
 
-    /** {@link #read}, answered before the copies are waited for: ask {@link #gate} then. */
+    /** {@link #read} (the table never waits for the copies: ask {@link #gate} after it). */
     public byte[] readNoWait(long ptr, long remoteKey, int length) {
         Segment s = check(ptr, remoteKey, length, Access.READ, false);
         byte[] dst = new byte[length];
@@ -286,23 +252,20 @@ public final class SegmentTable implements BlockingVerbs {
     public void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
         Segment s = check(ptr, remoteKey, length, Access.READ, false);
         s.read(RemotePtr.offset(ptr), dst, dstOffset, length);
-        awaitCopies(ptr);
     }
 
     @Override
     public void readToAddress(long ptr, long remoteKey, long address, int length) {
         Segment s = check(ptr, remoteKey, length, Access.READ, false);
         s.readToAddress(RemotePtr.offset(ptr), address, length);
-        awaitCopies(ptr);
     }
 
     @Override
     public void writeFromAddress(long ptr, long remoteKey, long address, int length) {
         writeFromAddressNoWait(ptr, remoteKey, address, length);
-        awaitCopies(ptr);
     }
 
-    /** {@link #writeFromAddress}, returning before the copies have it: ask {@link #gate} then. */
+    /** {@link #writeFromAddress} (the table never waits for the copies: ask {@link #gate} after it). */
     public void writeFromAddressNoWait(long ptr, long remoteKey, long address, int length) {
         Segment s = check(ptr, remoteKey, length, Access.WRITE, false);
         ReplicaGroup g = groupOf(ptr);
@@ -316,12 +279,10 @@ public final class SegmentTable implements BlockingVerbs {
     /** Reads the little-endian word at {@code ptr} (any alignment a read allows). */
     @Override
     public long readLong(long ptr, long remoteKey) {
-        long v = readLongNoWait(ptr, remoteKey);
-        awaitCopies(ptr);
-        return v;
+        return readLongNoWait(ptr, remoteKey);
     }
 
-    /** {@link #readLong}, answered before the copies are waited for: ask {@link #gate} then. */
+    /** {@link #readLong} (the table never waits for the copies: ask {@link #gate} after it). */
     public long readLongNoWait(long ptr, long remoteKey) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.READ, false);
         long offset = RemotePtr.offset(ptr);
@@ -337,10 +298,9 @@ public final class SegmentTable implements BlockingVerbs {
     @Override
     public void writeLong(long ptr, long remoteKey, long value) {
         writeLongNoWait(ptr, remoteKey, value);
-        awaitCopies(ptr);
     }
 
-    /** {@link #writeLong}, returning before the copies have it: ask {@link #gate} then. */
+    /** {@link #writeLong} (the table never waits for the copies: ask {@link #gate} after it). */
     public void writeLongNoWait(long ptr, long remoteKey, long value) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.WRITE, false);
         long offset = RemotePtr.offset(ptr);
@@ -365,10 +325,9 @@ public final class SegmentTable implements BlockingVerbs {
     @Override
     public void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
         writeNoWait(ptr, remoteKey, src, offset, length);
-        awaitCopies(ptr);
     }
 
-    /** {@link #write}, returning before the copies have it: ask {@link #gate} then. */
+    /** {@link #write} (the table never waits for the copies: ask {@link #gate} after it). */
     public void writeNoWait(long ptr, long remoteKey, byte[] src, int offset, int length) {
         Segment s = check(ptr, remoteKey, length, Access.WRITE, false);
         ReplicaGroup g = groupOf(ptr);
@@ -381,12 +340,10 @@ public final class SegmentTable implements BlockingVerbs {
 
     @Override
     public long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-        long old = compareAndSwapNoWait(ptr, remoteKey, expected, update);
-        awaitCopies(ptr);
-        return old;
+        return compareAndSwapNoWait(ptr, remoteKey, expected, update);
     }
 
-    /** {@link #compareAndSwap}, returning before the copies have it: ask {@link #gate} then. */
+    /** {@link #compareAndSwap} (the table never waits for the copies: ask {@link #gate} after it). */
     public long compareAndSwapNoWait(long ptr, long remoteKey, long expected, long update) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
         ReplicaGroup g = groupOf(ptr);
@@ -396,12 +353,10 @@ public final class SegmentTable implements BlockingVerbs {
 
     @Override
     public long fetchAndAdd(long ptr, long remoteKey, long delta) {
-        long old = fetchAndAddNoWait(ptr, remoteKey, delta);
-        awaitCopies(ptr);
-        return old;
+        return fetchAndAddNoWait(ptr, remoteKey, delta);
     }
 
-    /** {@link #fetchAndAdd}, returning before the copies have it: ask {@link #gate} then. */
+    /** {@link #fetchAndAdd} (the table never waits for the copies: ask {@link #gate} after it). */
     public long fetchAndAddNoWait(long ptr, long remoteKey, long delta) {
         Segment s = check(ptr, remoteKey, Long.BYTES, Access.ATOMIC, true);
         ReplicaGroup g = groupOf(ptr);

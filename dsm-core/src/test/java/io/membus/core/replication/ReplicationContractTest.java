@@ -11,6 +11,7 @@ import io.membus.core.error.NotPrimaryException;
 import io.membus.core.error.SegmentLostException;
 import io.membus.core.test.Seeds;
 import io.membus.core.transport.Connection;
+import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
@@ -251,6 +252,61 @@ public abstract class ReplicationContractTest {
         }
     }
 
+    /**
+     * Verbs on a node's own table that return once the group acknowledged what they changed
+     * or saw: the table runs a verb and never waits; its caller waits on the gate (what
+     * {@code RemoteMemory}'s own-segment path and a verb executor do).
+     */
+    protected static Acked table(Node n) {
+        return new Acked(n.transport.table());
+    }
+
+    protected static final class Acked {
+        private final SegmentTable t;
+
+        Acked(SegmentTable t) {
+            this.t = t;
+        }
+
+        void write(long ptr, long key, byte[] b, int off, int len) {
+            t.write(ptr, key, b, off, len);
+            acked(ptr);
+        }
+
+        void writeLong(long ptr, long key, long v) {
+            t.writeLong(ptr, key, v);
+            acked(ptr);
+        }
+
+        long readLong(long ptr, long key) {
+            long v = t.readLong(ptr, key);
+            acked(ptr);
+            return v;
+        }
+
+        long compareAndSwap(long ptr, long key, long expected, long update) {
+            long v = t.compareAndSwap(ptr, key, expected, update);
+            acked(ptr);
+            return v;
+        }
+
+        long fetchAndAdd(long ptr, long key, long delta) {
+            long v = t.fetchAndAdd(ptr, key, delta);
+            acked(ptr);
+            return v;
+        }
+
+        private void acked(long ptr) {
+            AckGate g = t.gate(ptr);
+            if (g != null) {
+                long need = g.need();
+                if (!g.acked(need)) {
+                    g.await(need, System.nanoTime() + OP_TIMEOUT.toNanos());
+                }
+            }
+        }
+    }
+
     protected Connection connect(Node from, Node to) {
         return RemoteMemory.await(from.transport.connect(to.transport.self()), Duration.ofSeconds(30));
     }
@@ -282,7 +338,7 @@ public abstract class ReplicationContractTest {
                         byte[] b = new byte[len];
                         rnd.nextBytes(b);
                         if (c == null) {
-                            p.transport.table().write(p.ptr(off), p.key(), b, 0, len);
+                            table(p).write(p.ptr(off), p.key(), b, 0, len);
                         } else {
                             await(c.write(p.ptr(off), p.key(), b, 0, len));
                         }
@@ -292,19 +348,19 @@ public abstract class ReplicationContractTest {
                             long expected = rnd.nextBoolean() ? 0 : p.segment.readLong(off);
                             long update = rnd.nextLong();
                             if (c == null) {
-                                p.transport.table().compareAndSwap(p.ptr(off), p.key(), expected, update);
+                                table(p).compareAndSwap(p.ptr(off), p.key(), expected, update);
                             } else {
                                 await(c.compareAndSwap(p.ptr(off), p.key(), expected, update));
                             }
                         } else if (op < 9) {
                             if (c == null) {
-                                p.transport.table().fetchAndAdd(p.ptr(off), p.key(), rnd.nextLong(1000));
+                                table(p).fetchAndAdd(p.ptr(off), p.key(), rnd.nextLong(1000));
                             } else {
                                 await(c.fetchAndAdd(p.ptr(off), p.key(), rnd.nextLong(1000)));
                             }
                         } else {
                             if (c == null) {
-                                p.transport.table().writeLong(p.ptr(off), p.key(), rnd.nextLong());
+                                table(p).writeLong(p.ptr(off), p.key(), rnd.nextLong());
                             } else {
                                 byte[] word = new byte[8];
                                 Words.putLong(word, 0, rnd.nextLong());
@@ -366,11 +422,11 @@ public abstract class ReplicationContractTest {
         CompletableFuture<byte[]> read = c.read(p.ptr(1024), p.key(), 64);
         assertFalse(write.isDone(), "the write waits for its copy");
         assertFalse(read.isDone(), "a read that may see an unacknowledged change is not answered");
-        // the blocking path (the primary's own table, what RemoteMemory's own-segment verbs use) waits too
+        // a blocking caller on the primary's own table waits on the gate too (RemoteMemory's own-segment path)
         java.util.concurrent.atomic.AtomicReference<Thread> reader = new java.util.concurrent.atomic.AtomicReference<>();
         CompletableFuture<Long> blocking = CompletableFuture.supplyAsync(() -> {
             reader.set(Thread.currentThread());
-            return p.transport.table().readLong(p.ptr(1024), p.key());
+            return table(p).readLong(p.ptr(1024), p.key());
         }, pool);
         waitFor("the blocking read parked, waiting for the copy", () -> reader.get() != null
                 && reader.get().getState() == Thread.State.TIMED_WAITING);
@@ -549,10 +605,10 @@ public abstract class ReplicationContractTest {
                 && view(p.group()).primary() == copyNode);
         byte[] late = {9, 9, 9, 9, 9, 9, 9, 9};
         NodeUnavailableException refused = assertThrows(NodeUnavailableException.class,
-                () -> p.transport.table().write(p.ptr(512), p.key(), late, 0, 8));
+                () -> table(p).write(p.ptr(512), p.key(), late, 0, 8));
         assertTrue(refused.mayHaveRun(), "a change sequenced before the refusal may be anywhere: outcome unknown");
         NotPrimaryException after = assertThrows(NotPrimaryException.class,
-                () -> p.transport.table().write(p.ptr(512), p.key(), late, 0, 8));
+                () -> table(p).write(p.ptr(512), p.key(), late, 0, 8));
         assertFalse(after.mayHaveRun());
         assertEquals(copyNode, after.primaryHint(), "the refusal names the new primary");
         byte[] onNew = new byte[8];
@@ -578,13 +634,13 @@ public abstract class ReplicationContractTest {
                 SplittableRandom rnd = new SplittableRandom(seed + slot);
                 for (long v = 1; !stop.get(); v++) {
                     // a counter word per writer, and random bytes all over the segment (below, at and above the cursor)
-                    p.transport.table().writeLong(p.ptr(slot * 8L), p.key(), v);
+                    table(p).writeLong(p.ptr(slot * 8L), p.key(), v);
                     acked.set(slot, v);
                     int len = 1 + rnd.nextInt(2000);
                     long off = 64 + rnd.nextLong(SIZE - 64 - len);
                     byte[] b = new byte[len];
                     rnd.nextBytes(b);
-                    p.transport.table().write(p.ptr(off), p.key(), b, 0, len);
+                    table(p).write(p.ptr(off), p.key(), b, 0, len);
                 }
                 return null;
             }));
@@ -662,8 +718,8 @@ public abstract class ReplicationContractTest {
         // the survivor's own group keeps working (short of copies: there is no memory node left to hold one)
         assertEquals(ReplicaGroupView.State.SERVING, view(survivor.group()).state());
         assertEquals(survivor.id, Replicator.primaryOf(directory, survivor.ptr(0)));
-        survivor.transport.table().writeLong(survivor.ptr(0), survivor.key(), 42);
-        assertEquals(42, survivor.transport.table().readLong(survivor.ptr(0), survivor.key()));
+        table(survivor).writeLong(survivor.ptr(0), survivor.key(), 42);
+        assertEquals(42, table(survivor).readLong(survivor.ptr(0), survivor.key()));
         // a copy it may have started on the second node before that node's removal was known is given up
         String shortOfCopies = "segment " + GroupId.toString(survivor.group()) + ": 0 of 1 backups";
         waitFor("the survivor reports its group short of copies", () -> survivor.replicator.status().stream()
@@ -678,8 +734,8 @@ public abstract class ReplicationContractTest {
         int copyNode = view(p.group()).inSync()[0];
         long next = p.replicator.primary(p.group()).lastSeq() + 1;
         node(copyNode).transport.faults().stream(p.id).skip(next);
-        p.transport.table().writeLong(p.ptr(2048), p.key(), 0x5eedL);
-        p.transport.table().writeLong(p.ptr(4096), p.key(), 0x600dL);
+        table(p).writeLong(p.ptr(2048), p.key(), 0x5eedL);
+        table(p).writeLong(p.ptr(4096), p.key(), 0x600dL);
         awaitSettled(p.group(), 1);
         Segment copy = node(copyNode).replicator.copy(p.group()).memory();
         assertEquals(0, copy.readLong(2048), "the skipped effect is missing on the copy although acknowledged");
@@ -694,7 +750,7 @@ public abstract class ReplicationContractTest {
         Node p = startNode(1, config);
         waitFor("the lone primary reports its group short", () -> p.replicator.status().stream()
                 .anyMatch(s -> s.state().equals("segment 1/0: 0 of 1 backups")));
-        p.transport.table().writeLong(p.ptr(64), p.key(), 64);
+        table(p).writeLong(p.ptr(64), p.key(), 64);
         Node joiner = startNode(2, config);
         awaitSettled(p.group(), 1);
         assertEquals(joiner.id, view(p.group()).inSync()[0]);
@@ -727,8 +783,8 @@ public abstract class ReplicationContractTest {
         Node p = ns.get(0);
         assertTrue(p.replicator.status().isEmpty(), "no group with backups = 0");
         assertEquals(null, p.transport.table().gate(p.ptr(0)), "nothing to wait for");
-        p.transport.table().writeLong(p.ptr(0), p.key(), 7);
-        assertEquals(7, p.transport.table().readLong(p.ptr(0), p.key()));
+        table(p).writeLong(p.ptr(0), p.key(), 7);
+        assertEquals(7, table(p).readLong(p.ptr(0), p.key()));
         assertTrue(directory.groups().isEmpty(), "no claim published");
     }
 
@@ -739,7 +795,7 @@ public abstract class ReplicationContractTest {
         awaitSettled(p.group(), 1);
         Node copy = node(view(p.group()).inSync()[0]);
         NotPrimaryException e = assertThrows(NotPrimaryException.class,
-                () -> copy.transport.table().readLong(p.ptr(0), p.key()));
+                () -> table(copy).readLong(p.ptr(0), p.key()));
         assertEquals(p.id, e.primaryHint());
         assertFalse(e.mayHaveRun());
         Connection c = connect(p, copy);
