@@ -821,6 +821,9 @@ public final class Replicator implements AutoCloseable {
     }
 
     private byte join(int from, int group, long epoch, long startSeq, long size, int flags, long key) {
+        if (closed) {
+            return ReplicationCodec.NOT_HELD;
+        }
         ReplicaGroup g = primaries.get(group);
         if (g != null && g.serving()) {
             return g.epoch() > epoch ? ReplicationCodec.STALE : ReplicationCodec.NOT_HELD;
@@ -837,6 +840,10 @@ public final class Replicator implements AutoCloseable {
         Hosted h = new Hosted(group, m);
         h.copy(c);
         copies.put(group, c);
+        if (closed) { // close() ran meanwhile and may not have seen this copy: free it here
+            dropCopy(c);
+            return ReplicationCodec.NOT_HELD;
+        }
         transport.table().host(h);
         claims.put(group, copyClaim(c));
         schedulePublish();

@@ -393,7 +393,7 @@ public abstract class ReplicationContractTest {
         byte[] b = {1, 2, 3, 4, 5, 6, 7, 8};
         CompletableFuture<Void> write = c.write(p.ptr(4096), p.key(), b);
         CompletableFuture<Long> faa = c.fetchAndAdd(p.ptr(8192), p.key(), 5);
-        assertTrue(p.segment.readLong(8192) == 5, "the primary applied the change");
+        waitFor("the primary applied the change", () -> p.segment.readLong(8192) == 5);
         assertFalse(write.isDone(), "a write is not answered while its copy does not have it");
         assertFalse(faa.isDone(), "a fetch-and-add is not answered while its copy does not have it");
         byte[] onCopy = new byte[8];
