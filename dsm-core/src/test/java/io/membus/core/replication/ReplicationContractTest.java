@@ -422,7 +422,10 @@ public abstract class ReplicationContractTest {
         CompletableFuture<byte[]> read = c.read(p.ptr(1024), p.key(), 64);
         assertFalse(write.isDone(), "the write waits for its copy");
         assertFalse(read.isDone(), "a read that may see an unacknowledged change is not answered");
-        // a blocking caller on the primary's own table waits on the gate too (RemoteMemory's own-segment path)
+        // a blocking caller on the primary's own table waits on the gate too (RemoteMemory's own-segment path);
+        // on a transport whose verbs are asynchronous, the write must have reached the primary first
+        ReplicaGroup g = p.replicator.primary(p.group());
+        waitFor("the write applied at the primary, unacknowledged", () -> g.lastSeq() > g.watermark());
         java.util.concurrent.atomic.AtomicReference<Thread> reader = new java.util.concurrent.atomic.AtomicReference<>();
         CompletableFuture<Long> blocking = CompletableFuture.supplyAsync(() -> {
             reader.set(Thread.currentThread());
