@@ -45,6 +45,21 @@ public interface SegmentDirectory {
         return java.util.List.of();
     }
 
+    /**
+     * The live members that hold memory: the nodes that may hold copies of replica groups
+     * (a client node, {@code membus.role = client}, never does). By default the members
+     * that export at least one segment; a directory that knows roles answers from them.
+     */
+    default java.util.Set<Integer> memoryNodes() {
+        java.util.Set<Integer> nodes = new java.util.TreeSet<>();
+        for (SegmentDescriptor d : segments()) {
+            if (member(d.nodeId()).isPresent()) {
+                nodes.add(d.nodeId());
+            }
+        }
+        return nodes;
+    }
+
     /** Registers a listener; it is called on the thread that applies a change. */
     void addListener(DirectoryListener listener);
 

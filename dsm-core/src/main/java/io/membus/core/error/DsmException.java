@@ -45,7 +45,8 @@ public class DsmException extends RuntimeException implements Cloneable {
      * text (a transport's error frame, a message failure): the subclass of that category
      * when it can be rebuilt from a text ({@link NodeUnavailableException},
      * {@link DsmTimeoutException}, {@link ProtocolException}, {@link AuthenticationException},
-     * {@link TransportUnavailableException}), else this class with the code: categories a
+     * {@link TransportUnavailableException}, {@link NotPrimaryException} with its group, epoch
+     * and hint read back from its text), else this class with the code: categories a
      * peer never reports by text alone (a verb's are rebuilt from their fields by
      * {@link VerbException#decode}, a message's by {@code MessageFailures}, a setting or a
      * wrong thread is refused before anything is sent), those whose subclass lives in
@@ -61,6 +62,7 @@ public class DsmException extends RuntimeException implements Cloneable {
             case PROTOCOL -> new ProtocolException("node " + nodeId, "refused by the peer: " + text);
             case AUTHENTICATION -> new AuthenticationException("node " + nodeId, "reason=refused by the peer: " + text);
             case TRANSPORT_UNAVAILABLE -> new TransportUnavailableException("(on node " + nodeId + ")", text);
+            case NOT_PRIMARY -> NotPrimaryException.decoded(nodeId, text); // routing re-issues it to the hint
             default -> new DsmException(code, text);
         };
     }

@@ -37,6 +37,49 @@ public final class NotPrimaryException extends NodeUnavailableException {
         this.epoch = epoch;
     }
 
+    private static final java.util.regex.Pattern SERVES = java.util.regex.Pattern.compile(
+            "does not serve segment (\\d+)/(\\d+) \\(epoch (-|(\\d+)\\.(\\d+))\\)");
+    private static final java.util.regex.Pattern HINT = java.util.regex.Pattern.compile("its primary is node (\\d+)");
+
+    /**
+     * Rebuilds the refusal a peer reported with only its text (a transport's error frame):
+     * the group, epoch and hint are read back from the text this class writes, so the
+     * initiator can re-route as on a local refusal. A text that does not have them gives
+     * group 0, no hint and no epoch (re-routing then waits for the directory).
+     */
+    public static NotPrimaryException decoded(int refusingNode, String text) {
+        int group = 0;
+        long epoch = Ballot.NONE;
+        int hint = 0;
+        if (text != null) {
+            java.util.regex.Matcher m = SERVES.matcher(text);
+            if (m.find()) {
+                try {
+                    group = GroupId.of(Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)));
+                    if (m.group(4) != null) {
+                        epoch = Ballot.of(Long.parseLong(m.group(4)), Integer.parseInt(m.group(5)));
+                    }
+                } catch (RuntimeException e) {
+                    group = 0; // not a text of this class: the facts stay unknown
+                    epoch = Ballot.NONE;
+                }
+            }
+            java.util.regex.Matcher h = HINT.matcher(text);
+            if (h.find()) {
+                hint = Integer.parseInt(h.group(1));
+            }
+        }
+        return new NotPrimaryException(refusingNode, group, hint, epoch, text);
+    }
+
+    /** A refusal decoded from a peer's text, which the message keeps. */
+    private NotPrimaryException(int refusingNode, int group, int primaryHint, long epoch, String peerText) {
+        super(ErrorCode.NOT_PRIMARY, refusingNode, "node " + refusingNode + " answered: " + peerText, null, true);
+        this.group = group;
+        this.primaryHint = primaryHint;
+        this.epoch = epoch;
+    }
+
     /** The replica group ({@link GroupId}) the verb addressed. */
     public int group() {
         return group;

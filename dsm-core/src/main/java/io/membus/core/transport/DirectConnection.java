@@ -31,6 +31,7 @@ public abstract class DirectConnection implements Connection {
     private final FaultInjector faults;
     private final VerbObserver observer;
     private final VerbPipeline<Verb> pipeline;
+    private final Duration operationTimeout;
     private volatile boolean open = true;
     private volatile String closeReason = "connection closed";
     /** This connection's entry in {@link OpenResources#CONNECTIONS}, removed by {@link #close(String)}. */
@@ -45,6 +46,7 @@ public abstract class DirectConnection implements Connection {
         this.peer = peer;
         this.faults = faults;
         this.observer = observer;
+        this.operationTimeout = operationTimeout;
         this.pipeline = new VerbPipeline<>(peer.nodeId(), operationTimeout, Integer.MAX_VALUE, observer,
                 new Wire<>() {
                     @Override
@@ -138,9 +140,10 @@ public abstract class DirectConnection implements Connection {
         if (direct()) {
             long t0 = startTime();
             try {
-                byte[] r = target().read(ptr, remoteKey, length);
+                SegmentTable t = target();
+                byte[] r = t.readNoWait(ptr, remoteKey, length);
                 observed(VerbObserver.READ, length, t0);
-                return CompletableFuture.completedFuture(r);
+                return acked(t, ptr, r);
             } catch (RuntimeException e) {
                 return failed(VerbObserver.READ, e);
             }
@@ -157,9 +160,10 @@ public abstract class DirectConnection implements Connection {
         if (direct()) {
             long t0 = startTime();
             try {
-                target().write(ptr, remoteKey, src, offset, length);
+                SegmentTable t = target();
+                t.writeNoWait(ptr, remoteKey, src, offset, length);
                 observed(VerbObserver.WRITE, length, t0);
-                return CompletableFuture.completedFuture(null);
+                return acked(t, ptr, null);
             } catch (RuntimeException e) {
                 return failed(VerbObserver.WRITE, e);
             }
@@ -174,9 +178,10 @@ public abstract class DirectConnection implements Connection {
         if (direct()) {
             long t0 = startTime();
             try {
-                long old = target().compareAndSwap(ptr, remoteKey, expected, update);
+                SegmentTable t = target();
+                long old = t.compareAndSwapNoWait(ptr, remoteKey, expected, update);
                 observed(VerbObserver.CAS, 8, t0);
-                return CompletableFuture.completedFuture(old);
+                return acked(t, ptr, old);
             } catch (RuntimeException e) {
                 return failed(VerbObserver.CAS, e);
             }
@@ -189,9 +194,10 @@ public abstract class DirectConnection implements Connection {
         if (direct()) {
             long t0 = startTime();
             try {
-                long old = target().fetchAndAdd(ptr, remoteKey, delta);
+                SegmentTable t = target();
+                long old = t.fetchAndAddNoWait(ptr, remoteKey, delta);
                 observed(VerbObserver.FAA, 8, t0);
-                return CompletableFuture.completedFuture(old);
+                return acked(t, ptr, old);
             } catch (RuntimeException e) {
                 return failed(VerbObserver.FAA, e);
             }
@@ -204,14 +210,16 @@ public abstract class DirectConnection implements Connection {
         if (direct()) {
             long t0 = startTime();
             long old;
+            SegmentTable t;
             try {
-                old = target().compareAndSwap(ptr, remoteKey, expected, update);
+                t = target();
+                old = t.compareAndSwapNoWait(ptr, remoteKey, expected, update);
                 observed(VerbObserver.CAS, 8, t0);
             } catch (RuntimeException e) {
                 done.completed(0, failure(VerbObserver.CAS, e));
                 return;
             }
-            done.completed(old, null);
+            ackedLong(t, ptr, old, done);
             return;
         }
         issue(new Verb(VerbObserver.CAS, ptr, remoteKey, 8, expected, update, null, 0, done));
@@ -222,14 +230,16 @@ public abstract class DirectConnection implements Connection {
         if (direct()) {
             long t0 = startTime();
             long old;
+            SegmentTable t;
             try {
-                old = target().fetchAndAdd(ptr, remoteKey, delta);
+                t = target();
+                old = t.fetchAndAddNoWait(ptr, remoteKey, delta);
                 observed(VerbObserver.FAA, 8, t0);
             } catch (RuntimeException e) {
                 done.completed(0, failure(VerbObserver.FAA, e));
                 return;
             }
-            done.completed(old, null);
+            ackedLong(t, ptr, old, done);
             return;
         }
         issue(new Verb(VerbObserver.FAA, ptr, remoteKey, 8, delta, 0, null, 0, done));
@@ -238,6 +248,38 @@ public abstract class DirectConnection implements Connection {
     @Override
     public Batch batch() {
         return new DeferredBatch(this);
+    }
+
+    /**
+     * The future of a verb that ran on {@code t}: complete now when {@code ptr}'s segment is
+     * not replicated there or every in-sync copy has what the verb changed or saw, else when
+     * the group's acknowledgement comes (or fails), within the operation timeout.
+     */
+    private <T> CompletableFuture<T> acked(SegmentTable t, long ptr, T value) {
+        io.membus.core.replication.AckGate g = t.gate(ptr);
+        if (g == null) {
+            return CompletableFuture.completedFuture(value);
+        }
+        long need = g.need();
+        if (g.acked(need)) {
+            return CompletableFuture.completedFuture(value);
+        }
+        CompletableFuture<T> f = new CompletableFuture<>();
+        g.whenAcked(need, failure -> {
+            if (failure == null) {
+                f.complete(value);
+            } else {
+                f.completeExceptionally(failure);
+            }
+        });
+        return Deadlines.within(f, operationTimeout, "replicated verb (waiting for the copies of its segment)",
+                peer.nodeId());
+    }
+
+    /** {@link #acked} for an atomic completing into a {@link LongCompletion}. */
+    private void ackedLong(SegmentTable t, long ptr, long old, LongCompletion done) {
+        acked(t, ptr, old).whenComplete((v, e) -> done.completed(e == null ? v : 0, e == null ? null
+                : e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e));
     }
 
     /** Whether a verb runs on the calling thread now: open, no fault rule, nothing held or on the way. */
@@ -280,19 +322,43 @@ public abstract class DirectConnection implements Connection {
         pipeline.issue(v, VerbPipeline.hold(faults.active() ? faults.rule(peer.nodeId()) : null, targetRule()));
     }
 
+    /** Completes a released verb now, or when its replica group acknowledges what it changed or saw. */
+    private void completeAcked(SegmentTable t, Verb v, Object value, long word, boolean isLong) {
+        io.membus.core.replication.AckGate g = t.gate(v.ptr);
+        long need = g == null ? 0 : g.need();
+        if (g == null || g.acked(need)) {
+            if (isLong) {
+                pipeline.completeLong(v, word);
+            } else {
+                pipeline.complete(v, value);
+            }
+            return;
+        }
+        g.whenAcked(need, failure -> {
+            if (failure != null) {
+                pipeline.fail(v, failure);
+            } else if (isLong) {
+                pipeline.completeLong(v, word);
+            } else {
+                pipeline.complete(v, value);
+            }
+        });
+    }
+
     /** Runs a verb the pipeline releases (under its lock, in issue order), and reports its outcome. */
     private void runHeld(Verb v) {
         SegmentTable t;
         try {
             t = target();
             switch (v.kind) {
-                case VerbObserver.READ -> pipeline.complete(v, t.read(v.ptr, v.remoteKey, v.length));
+                case VerbObserver.READ -> completeAcked(t, v, t.readNoWait(v.ptr, v.remoteKey, v.length), 0, false);
                 case VerbObserver.WRITE -> {
-                    t.write(v.ptr, v.remoteKey, v.data, v.dataOffset, v.length);
-                    pipeline.complete(v, null);
+                    t.writeNoWait(v.ptr, v.remoteKey, v.data, v.dataOffset, v.length);
+                    completeAcked(t, v, null, 0, false);
                 }
-                case VerbObserver.CAS -> pipeline.completeLong(v, t.compareAndSwap(v.ptr, v.remoteKey, v.a, v.b));
-                default -> pipeline.completeLong(v, t.fetchAndAdd(v.ptr, v.remoteKey, v.a));
+                case VerbObserver.CAS -> completeAcked(t, v, null,
+                        t.compareAndSwapNoWait(v.ptr, v.remoteKey, v.a, v.b), true);
+                default -> completeAcked(t, v, null, t.fetchAndAddNoWait(v.ptr, v.remoteKey, v.a), true);
             }
         } catch (NodeUnavailableException e) {
             pipeline.fail(v, e);

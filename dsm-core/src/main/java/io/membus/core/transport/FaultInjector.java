@@ -35,7 +35,101 @@ public final class FaultInjector {
     }
 
     private final Map<Integer, Rule> rules = new ConcurrentHashMap<>();
+    private final Map<Integer, StreamRule> streams = new ConcurrentHashMap<>();
     private volatile boolean active;
+    private volatile boolean streamsActive;
+
+    /**
+     * Faults of the replication streams between this node and {@code peerNodeId}
+     * (see docs/replication.md, "local"): {@link StreamRule#hold()} and
+     * {@link StreamRule#cutAfter(int)} act on the stream this node sends to the peer as
+     * a group's primary; {@link StreamRule#skip(long)} acts on the effects this node
+     * receives from the peer as a copy (the planted fault: acknowledged, not applied).
+     * The rule is created on first use and stays until {@link #clear()} or
+     * {@link StreamRule#heal()}.
+     */
+    public StreamRule stream(int peerNodeId) {
+        StreamRule r = streams.computeIfAbsent(peerNodeId, n -> new StreamRule());
+        streamsActive = true;
+        return r;
+    }
+
+    /** The stream rule for a peer, or {@code null}: one volatile read when no stream rule was ever set. */
+    public StreamRule streamRule(int peerNodeId) {
+        return streamsActive ? streams.get(peerNodeId) : null;
+    }
+
+    /**
+     * What a test does to one replication stream. Every method takes effect for
+     * messages built after it returns.
+     *
+     * <p><b>Note:</b> thread-safe (volatile fields; listeners run on the caller's thread).
+     */
+    public static final class StreamRule {
+        private volatile boolean held;
+        private volatile int cutAfter = -1;
+        private volatile long skipSeq = -1;
+        private final java.util.List<Runnable> onRelease = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        /** The primary keeps the effects for this copy in its buffer and sends none (a slow copy). */
+        public StreamRule hold() {
+            held = true;
+            return this;
+        }
+
+        /** Ends {@link #hold()}: the buffered effects go out. */
+        public StreamRule release() {
+            held = false;
+            onRelease.forEach(Runnable::run);
+            return this;
+        }
+
+        /** The primary sends at most {@code messages} more stream messages to this copy, then none ever (it "died"). */
+        public StreamRule cutAfter(int messages) {
+            if (messages < 0) {
+                throw new IllegalArgumentException("cutAfter needs messages >= 0: " + messages);
+            }
+            cutAfter = messages;
+            return this;
+        }
+
+        /** The copy acknowledges the effect of sequence {@code seq} (of any group from this peer) without applying it. */
+        public StreamRule skip(long seq) {
+            if (seq < 1) {
+                throw new IllegalArgumentException("skip needs a sequence >= 1: " + seq);
+            }
+            skipSeq = seq;
+            return this;
+        }
+
+        /** Removes every fault of this rule (a held stream is released). */
+        public StreamRule heal() {
+            cutAfter = -1;
+            skipSeq = -1;
+            return release();
+        }
+
+        /** Whether the stream may send a message now; counts the message against {@link #cutAfter}. */
+        public synchronized boolean trySend() {
+            if (held || cutAfter == 0) {
+                return false;
+            }
+            if (cutAfter > 0) {
+                cutAfter--;
+            }
+            return true;
+        }
+
+        /** Whether the copy must skip (acknowledge without applying) the effect of {@code seq}. */
+        public boolean skips(long seq) {
+            return skipSeq == seq;
+        }
+
+        /** Runs {@code r} whenever the rule is released (the stream flushes then). */
+        public void onRelease(Runnable r) {
+            onRelease.add(r);
+        }
+    }
 
     /** Whether any rule is set: the fast-path test. */
     public boolean active() {
@@ -67,6 +161,7 @@ public final class FaultInjector {
     public void clear() {
         rules.clear();
         active = false;
+        streams.values().forEach(StreamRule::heal);
     }
 
     private void set(int peerNodeId, Rule rule) {

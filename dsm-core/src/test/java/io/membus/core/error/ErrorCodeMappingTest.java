@@ -28,6 +28,7 @@ class ErrorCodeMappingTest {
         expected.put(ErrorCode.PROTOCOL, ProtocolException.class);
         expected.put(ErrorCode.AUTHENTICATION, AuthenticationException.class);
         expected.put(ErrorCode.TRANSPORT_UNAVAILABLE, TransportUnavailableException.class);
+        expected.put(ErrorCode.NOT_PRIMARY, NotPrimaryException.class);
         for (ErrorCode code : ErrorCode.values()) {
             DsmException e = DsmException.decoded(code, 4, "went wrong over there");
             Class<? extends DsmException> type = expected.getOrDefault(code, DsmException.class);
@@ -37,6 +38,25 @@ class ErrorCodeMappingTest {
         }
         assertEquals(4, ((DsmTimeoutException) DsmException.decoded(ErrorCode.TIMEOUT, 4, "x")).nodeId());
         assertEquals(ErrorCode.INTERNAL, DsmException.internal("x").code());
+    }
+
+    @Test
+    void aNotPrimaryRefusalKeepsItsGroupEpochAndHintAcrossTheWire() {
+        int group = io.membus.core.replication.GroupId.of(7, 3);
+        long epoch = io.membus.core.replication.Ballot.of(4, 9);
+        NotPrimaryException sent = new NotPrimaryException(2, group, 9, epoch);
+        NotPrimaryException back = assertInstanceOf(NotPrimaryException.class,
+                DsmException.decoded(ErrorCode.NOT_PRIMARY, 2, sent.getMessage()));
+        assertEquals(group, back.group());
+        assertEquals(epoch, back.epoch());
+        assertEquals(9, back.primaryHint());
+        assertEquals(2, back.nodeId());
+        assertFalse(back.mayHaveRun());
+        NotPrimaryException noHint = assertInstanceOf(NotPrimaryException.class, DsmException.decoded(
+                ErrorCode.NOT_PRIMARY, 2, new NotPrimaryException(2, group, 0, io.membus.core.replication.Ballot.NONE)
+                        .getMessage()));
+        assertEquals(0, noHint.primaryHint());
+        assertEquals(group, noHint.group());
     }
 
     @Test

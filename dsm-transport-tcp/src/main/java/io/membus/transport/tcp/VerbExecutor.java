@@ -127,15 +127,17 @@ final class VerbExecutor {
                     o.writeBytes(dst, 0, length);
                 }
                 case Frame.OP_WRITE -> {
-                    Segment s = transport.table().check(ptr, key, length, Access.WRITE, false);
+                    transport.table().check(ptr, key, length, Access.WRITE, false); // before the copy: allocates nothing
                     byte[] src = scratch(length);
                     frame.bytesAt(Frame.WRITE_DATA_FIELD_OFFSET, src, 0, length);
-                    s.write(RemotePtr.offset(ptr), src, 0, length);
+                    // through the table: a replicated segment's change is sequenced and forwarded by its group
+                    // (the answer's wait for the copies is the caller's: SegmentTable.gate)
+                    transport.table().writeNoWait(ptr, key, src, 0, length);
                     Frame.writeHeader(o, Frame.OP_OK, corr, 0);
                 }
-                case Frame.OP_CAS -> Frame.writeOkValue(o, corr, transport.table().compareAndSwap(ptr, key,
+                case Frame.OP_CAS -> Frame.writeOkValue(o, corr, transport.table().compareAndSwapNoWait(ptr, key,
                         frame.longAt(Frame.EXPECTED_FIELD_OFFSET), frame.longAt(Frame.UPDATE_FIELD_OFFSET)));
-                default -> Frame.writeOkValue(o, corr, transport.table().fetchAndAdd(ptr, key,
+                default -> Frame.writeOkValue(o, corr, transport.table().fetchAndAddNoWait(ptr, key,
                         frame.longAt(Frame.DELTA_FIELD_OFFSET)));
             }
             lastVerbFailed = false;

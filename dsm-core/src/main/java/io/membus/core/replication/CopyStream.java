@@ -1,0 +1,303 @@
+package io.membus.core.replication;
+
+import io.membus.core.error.DsmException;
+import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.transport.Deadlines;
+import io.membus.core.transport.FaultInjector;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * The primary side of the replication stream from this node to one copy node: every
+ * record (effect, chunk, join, done, drop) of every group this node serves and that node
+ * copies, in one order. Records are appended under their group's lock
+ * ({@link #append}) and sent by {@link #flush()} outside it, as messages of the
+ * {@code replication} channel (request/reply: the reply is the copy's acknowledgement).
+ *
+ * <ul>
+ *   <li><b>Group commit.</b> At most {@link #MAX_IN_FLIGHT} messages are in flight;
+ *       records appended meanwhile go out together in the next message, up to the
+ *       receiver's message size.</li>
+ *   <li><b>Retention.</b> Every record is kept until the copy acknowledged its record
+ *       number (the reply names the last record it processed). A message that fails
+ *       (lost connection, deadline) or that the copy refuses as out of order (gap) makes
+ *       the stream send again from the first unacknowledged record; the copy skips the
+ *       records it processed already (by record number), so a record is applied once.</li>
+ *   <li><b>Window.</b> {@link #windowFull()} when the retained records reach the
+ *       configured effects or bytes: a change of any group on this stream then waits
+ *       (see {@link ReplicaGroup}).</li>
+ * </ul>
+ *
+ * <p><b>Note:</b> thread-safe. State is guarded by this object's monitor; messages are
+ * sent by one thread at a time ({@code draining}) in record order, outside the monitor;
+ * replies may arrive on any thread.
+ */
+public final class CopyStream {
+    private static final Logger LOG = LoggerFactory.getLogger(CopyStream.class);
+    /** Messages of one stream in flight at once. */
+    public static final int MAX_IN_FLIGHT = 4;
+    /** Pause before a stream sends again after a failed message. */
+    private static final long RETRY_NANOS = 50_000_000L;
+
+    /** What carries a stream message and reports its reply (the {@link Replicator}). */
+    interface Carrier {
+        CompletableFuture<byte[]> send(int node, byte[] payload);
+
+        /** The copy's answer for one group. */
+        void acknowledged(int copyNode, int group, byte status, long epoch, long applied, boolean inSync);
+
+        /** Whether the copy node is still a live member this node may send to. */
+        boolean reachable(int node);
+
+        int maxMessageSize();
+
+        FaultInjector faults();
+    }
+
+    private final int node;
+    private final long streamId;
+    private final Carrier carrier;
+    private final int windowEffects;
+    private final long windowBytes;
+    private final Duration retryTimeout;
+
+    // guarded by this
+    private final ArrayList<byte[]> retained = new ArrayList<>();
+    private int head; // index in retained of record firstNo
+    private long firstNo = 1; // record number of retained[head]
+    private long nextNo = 1; // next record number to send
+    private long retainedBytes;
+    private int inFlight;
+    private boolean draining;
+    private boolean again;
+    private boolean retryScheduled;
+    private boolean closed;
+    private long sentMessages;
+    private FaultInjector.StreamRule listened;
+
+    CopyStream(int node, Carrier carrier, ReplicationConfig config, Duration retryTimeout) {
+        this.node = node;
+        this.carrier = carrier;
+        this.streamId = java.util.concurrent.ThreadLocalRandom.current().nextLong() | 1;
+        this.windowEffects = config.windowEffects();
+        this.windowBytes = config.windowBytes();
+        this.retryTimeout = retryTimeout;
+    }
+
+    /** The copy node. */
+    public int node() {
+        return node;
+    }
+
+    /** Appends a record; call {@link #flush()} after releasing the group lock. */
+    synchronized void append(byte[] record) {
+        if (closed) {
+            return; // the copy is gone: its group drops it at once
+        }
+        retained.add(record);
+        retainedBytes += record.length;
+    }
+
+    /** Whether retained records reached the window: the next change of a group on this stream waits. */
+    synchronized boolean windowFull() {
+        return !closed && (retained.size() - head >= windowEffects || retainedBytes >= windowBytes);
+    }
+
+    /** Waits (bounded) until {@link #windowFull()} is false. */
+    synchronized void awaitWindow(long deadlineNanos) {
+        while (windowFull()) {
+            long left = deadlineNanos - System.nanoTime();
+            if (left <= 0) {
+                throw DsmTimeoutException.notSent("replicated change (the stream to copy node " + node
+                        + " has its window of unacknowledged changes full)", node, retryTimeout);
+            }
+            try {
+                wait(Math.max(1, left / 1_000_000), 0);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw DsmTimeoutException.notSent("replicated change (interrupted while the stream window was full)",
+                        node, retryTimeout);
+            }
+        }
+    }
+
+    /** Records retained (sent and unacknowledged, or not sent yet): for status and tests. */
+    public synchronized int retained() {
+        return retained.size() - head;
+    }
+
+    /** Stops the stream: nothing is sent any more, waiting changes are let go. */
+    synchronized void close() {
+        closed = true;
+        retained.clear();
+        head = 0;
+        retainedBytes = 0;
+        notifyAll();
+    }
+
+    public synchronized boolean isClosed() {
+        return closed;
+    }
+
+    /** Sends what is appended and not sent, within the in-flight limit; one thread sends at a time. */
+    public void flush() {
+        synchronized (this) {
+            if (draining) {
+                again = true;
+                return;
+            }
+            draining = true;
+        }
+        while (true) {
+            byte[] message;
+            synchronized (this) {
+                message = next();
+                if (message == null) {
+                    if (again) {
+                        again = false;
+                        continue;
+                    }
+                    draining = false;
+                    return;
+                }
+                inFlight++;
+                sentMessages++;
+            }
+            CompletableFuture<byte[]> reply;
+            try {
+                reply = carrier.send(node, message);
+            } catch (RuntimeException e) {
+                reply = CompletableFuture.failedFuture(e);
+            }
+            reply.whenComplete(this::answered);
+        }
+    }
+
+    /** The next message to send, or null (guarded by this). */
+    private byte[] next() {
+        if (closed || inFlight >= MAX_IN_FLIGHT || nextNo - firstNo >= retained.size() - head) {
+            return null;
+        }
+        FaultInjector.StreamRule rule = carrier.faults().streamRule(node);
+        if (rule != null && !rule.trySend()) {
+            if (rule != listened) {
+                listened = rule;
+                rule.onRelease(this::flush); // sends what waits once the test releases the stream
+            }
+            return null;
+        }
+        int max = carrier.maxMessageSize();
+        int from = head + (int) (nextNo - firstNo);
+        int size = ReplicationCodec.STREAM_HEADER;
+        int to = from;
+        while (to < retained.size() && size + retained.get(to).length <= max) {
+            size += retained.get(to).length;
+            to++;
+        }
+        if (to == from) {
+            throw new IllegalStateException("stream record larger than a message: " + retained.get(from).length
+                    + " > " + max);
+        }
+        ReplicationCodec.Writer w = new ReplicationCodec.Writer(size);
+        w.u8(ReplicationCodec.STREAM).i64(streamId).i64(nextNo).i32(to - from);
+        for (int i = from; i < to; i++) {
+            byte[] r = retained.get(i);
+            w.bytes(r, 0, r.length);
+        }
+        nextNo += to - from;
+        return w.array();
+    }
+
+    private void answered(byte[] reply, Throwable error) {
+        if (error != null) {
+            failed(error instanceof CompletionException && error.getCause() != null ? error.getCause() : error);
+            return;
+        }
+        try {
+            ReplicationCodec.Reader r = new ReplicationCodec.Reader(reply, 0, "node " + node);
+            if (r.u8() != ReplicationCodec.ACK || r.i64() != streamId) {
+                throw new IllegalStateException("not an acknowledgement of this stream");
+            }
+            long applied = r.i64();
+            boolean gap = r.u8() != 0;
+            int count = r.i32();
+            for (int i = 0; i < count; i++) {
+                int group = r.i32();
+                byte status = (byte) r.u8();
+                long epoch = r.i64();
+                long seq = r.i64();
+                boolean inSync = r.u8() != 0;
+                carrier.acknowledged(node, group, status, epoch, seq, inSync);
+            }
+            synchronized (this) {
+                inFlight--;
+                release(applied);
+                if (gap && nextNo > applied + 1) {
+                    nextNo = applied + 1; // the copy lost a message of ours: send again from what it has
+                }
+            }
+        } catch (RuntimeException e) {
+            LOG.error("replication: bad acknowledgement from copy node {}: {}", node, e.toString());
+            synchronized (this) {
+                inFlight--;
+            }
+        }
+        flush();
+    }
+
+    /** Forgets records up to {@code appliedNo}: the copy has them (guarded by this). */
+    private void release(long appliedNo) {
+        while (firstNo <= appliedNo && head < retained.size()) {
+            retainedBytes -= retained.get(head).length;
+            retained.set(head, null);
+            head++;
+            firstNo++;
+        }
+        if (nextNo < firstNo) {
+            nextNo = firstNo;
+        }
+        if (head > 1024 && head * 2 > retained.size()) {
+            retained.subList(0, head).clear();
+            head = 0;
+        }
+        notifyAll();
+    }
+
+    private void failed(Throwable error) {
+        boolean retry;
+        synchronized (this) {
+            inFlight--;
+            retry = !closed && carrier.reachable(node);
+            if (retry) {
+                nextNo = firstNo; // send again everything the copy has not acknowledged
+                if (retryScheduled) {
+                    return;
+                }
+                retryScheduled = true;
+            }
+        }
+        if (!retry) {
+            LOG.debug("replication: stream to node {} stops: {}", node, error.toString());
+            return;
+        }
+        LOG.warn("replication: a stream message to copy node {} failed ({}); sending again from its last acknowledged"
+                + " record", node, error instanceof DsmException d ? d.getMessage() : error.toString());
+        Deadlines.schedule(() -> {
+            synchronized (this) {
+                retryScheduled = false;
+            }
+            flush();
+        }, RETRY_NANOS);
+    }
+
+    @Override
+    public synchronized String toString() {
+        return "CopyStream{node=" + node + ", retained=" + (retained.size() - head) + ", inFlight=" + inFlight
+                + ", sent=" + sentMessages + (closed ? ", closed" : "") + "}";
+    }
+}

@@ -1,0 +1,217 @@
+package io.membus.core.replication;
+
+import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.transport.FaultInjector;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * The primary side of a stream against a scripted carrier: group commit within the
+ * in-flight limit, release on acknowledgement, resend after a failed message or a gap,
+ * the window, and the fault rules.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class CopyStreamTest {
+    private static final int COPY = 2;
+
+    /** Records what is sent; the test answers each message. */
+    private static final class Script implements CopyStream.Carrier {
+        final List<byte[]> sent = new ArrayList<>();
+        final List<CompletableFuture<byte[]>> replies = new ArrayList<>();
+        final FaultInjector faults = new FaultInjector();
+        final List<long[]> acks = new ArrayList<>();
+        volatile boolean reachable = true;
+
+        @Override
+        public synchronized CompletableFuture<byte[]> send(int node, byte[] payload) {
+            sent.add(payload);
+            CompletableFuture<byte[]> f = new CompletableFuture<>();
+            replies.add(f);
+            return f;
+        }
+
+        @Override
+        public synchronized void acknowledged(int copyNode, int group, byte status, long epoch, long applied,
+                                              boolean inSync) {
+            acks.add(new long[]{group, status, applied});
+        }
+
+        @Override
+        public boolean reachable(int node) {
+            return reachable;
+        }
+
+        @Override
+        public int maxMessageSize() {
+            return 1024;
+        }
+
+        @Override
+        public FaultInjector faults() {
+            return faults;
+        }
+
+        synchronized int count() {
+            return sent.size();
+        }
+
+        synchronized long firstRecord(int message) {
+            return new ReplicationCodec.Reader(sent.get(message), 9, "test").i64();
+        }
+
+        synchronized int records(int message) {
+            ReplicationCodec.Reader r = new ReplicationCodec.Reader(sent.get(message), 17, "test");
+            return r.i32();
+        }
+
+        synchronized long streamId(int message) {
+            return new ReplicationCodec.Reader(sent.get(message), 1, "test").i64();
+        }
+
+        /** Answers message {@code i}: the copy processed records up to {@code applied}. */
+        void ack(int i, long applied, boolean gap) {
+            CompletableFuture<byte[]> f;
+            long id;
+            synchronized (this) {
+                f = replies.get(i);
+                id = streamId(i);
+            }
+            f.complete(new ReplicationCodec.Writer(1 + 8 + 8 + 1 + 4 + 22).u8(ReplicationCodec.ACK).i64(id)
+                    .i64(applied).u8(gap ? 1 : 0).i32(1).i32(7).u8(ReplicationCodec.OK).i64(1).i64(applied).u8(1)
+                    .array());
+        }
+
+        void fail(int i) {
+            CompletableFuture<byte[]> f;
+            synchronized (this) {
+                f = replies.get(i);
+            }
+            f.completeExceptionally(new NodeUnavailableException(COPY, "test: message lost"));
+        }
+    }
+
+    private static byte[] record(int n) {
+        return ReplicationCodec.done(7, 1, n);
+    }
+
+    private static CopyStream stream(Script s, int windowEffects) {
+        ReplicationConfig c = new ReplicationConfig(1, windowEffects, 1 << 20, Duration.ofMillis(500), 4096, 0);
+        return new CopyStream(COPY, s, c, Duration.ofSeconds(5));
+    }
+
+    private static void waitFor(String what, java.util.function.BooleanSupplier cond) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                fail("not reached: " + what);
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    @Test
+    void recordsAppendedWhileMessagesAreInFlightGoTogetherInTheNext() {
+        Script s = new Script();
+        CopyStream cs = stream(s, 4096);
+        for (int i = 1; i <= CopyStream.MAX_IN_FLIGHT; i++) {
+            cs.append(record(i));
+            cs.flush();
+        }
+        assertEquals(CopyStream.MAX_IN_FLIGHT, s.count(), "one message per flush while the limit allows");
+        for (int i = 0; i < 10; i++) {
+            cs.append(record(100 + i));
+            cs.flush();
+        }
+        assertEquals(CopyStream.MAX_IN_FLIGHT, s.count(), "nothing more while the limit is reached");
+        s.ack(0, 1, false);
+        assertEquals(CopyStream.MAX_IN_FLIGHT + 1, s.count(), "an answer lets the next message go");
+        assertEquals(CopyStream.MAX_IN_FLIGHT + 1, s.firstRecord(CopyStream.MAX_IN_FLIGHT));
+        assertEquals(10, s.records(CopyStream.MAX_IN_FLIGHT), "the ten records appended meanwhile, in one message");
+        assertEquals(1, s.acks.size(), "the group's acknowledgement was reported");
+        for (int i = 1; i <= CopyStream.MAX_IN_FLIGHT; i++) {
+            s.ack(i, i == CopyStream.MAX_IN_FLIGHT ? 14 : i + 1, false);
+        }
+        assertEquals(0, cs.retained(), "every record acknowledged is released");
+    }
+
+    @Test
+    void aFailedMessageIsSentAgainFromTheFirstUnacknowledgedRecord() {
+        Script s = new Script();
+        CopyStream cs = stream(s, 4096);
+        cs.append(record(1));
+        cs.flush();
+        cs.append(record(2));
+        cs.flush();
+        s.ack(0, 1, false);
+        s.fail(1);
+        waitFor("the record sent again", () -> s.count() == 3);
+        assertEquals(2, s.firstRecord(2), "from the first record the copy did not acknowledge");
+        s.ack(2, 2, false); // the resend's sender (the timer thread) may attach its reply handler after this
+        waitFor("the resent record acknowledged", () -> cs.retained() == 0);
+    }
+
+    @Test
+    void aGapReplySendsAgainFromWhatTheCopyHas() {
+        Script s = new Script();
+        CopyStream cs = stream(s, 4096);
+        for (int i = 1; i <= 3; i++) {
+            cs.append(record(i));
+            cs.flush();
+        }
+        s.ack(0, 1, false);
+        s.ack(1, 1, true); // the copy missed nothing but says it has only record 1 (a lost message before it)
+        assertTrue(s.count() >= 4, "sent again");
+        assertEquals(2, s.firstRecord(3), "from the copy's next record");
+    }
+
+    @Test
+    void aFullWindowHoldsChangesUntilAcknowledged() {
+        Script s = new Script();
+        CopyStream cs = stream(s, 2);
+        cs.append(record(1));
+        cs.append(record(2));
+        cs.flush();
+        assertTrue(cs.windowFull());
+        DsmTimeoutException e = assertThrows(DsmTimeoutException.class,
+                () -> cs.awaitWindow(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(20)));
+        assertFalse(e.mayHaveRun(), "a change that waited for the window never ran");
+        s.ack(0, 2, false);
+        assertFalse(cs.windowFull());
+        cs.awaitWindow(System.nanoTime()); // returns at once
+    }
+
+    @Test
+    void aHeldStreamSendsNothingUntilReleasedAndACutOneStopsForGood() {
+        Script s = new Script();
+        CopyStream cs = stream(s, 4096);
+        s.faults.stream(COPY).hold();
+        cs.append(record(1));
+        cs.flush();
+        assertEquals(0, s.count(), "held: nothing sent");
+        s.faults.stream(COPY).release();
+        assertEquals(1, s.count(), "released: sent");
+        s.faults.stream(COPY).cutAfter(1);
+        s.ack(0, 1, false);
+        cs.append(record(2));
+        cs.flush();
+        assertEquals(2, s.count(), "one more message");
+        s.ack(1, 2, false);
+        cs.append(record(3));
+        cs.flush();
+        assertEquals(2, s.count(), "then none");
+        assertEquals(1, cs.retained(), "the record stays for the copy");
+    }
+}
