@@ -23,6 +23,8 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportCapabilities;
+import io.membus.core.replication.ReplicaGroupStatus;
+import io.membus.core.replication.ReplicationSupport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 import org.apache.pekko.actor.ActorRef;
@@ -103,6 +105,8 @@ public final class DsmNode implements AutoCloseable {
     private volatile RemoteMemory memory;
     private volatile io.membus.core.message.Messaging messaging;
     private volatile GlobalAllocator allocator;
+    /** The replication engine of a memory node with {@code backups > 0} on a forwarding transport, else null. */
+    private volatile io.membus.core.replication.Replicator replicator;
     private volatile String downReason;
     private volatile boolean closing;
     /** Set by the first {@link #close()}; later calls wait for it ({@link #closed}). */
@@ -305,6 +309,7 @@ public final class DsmNode implements AutoCloseable {
         }
         this.memory = new RemoteMemory(transport, directory, config.operationTimeout());
         this.messaging = new io.membus.core.message.Messaging(memory);
+        startReplication(transport); // before the heaps are formatted and the entry published: every change is forwarded
         List<Integer> heapsHere = config.heapSegments().stream().filter(i -> !heldElsewhere.contains(i)).toList();
         if (!config.heapSegments().isEmpty()) {
             // formatted before the entry is published: no peer ever sees an unformatted heap
@@ -320,6 +325,10 @@ public final class DsmNode implements AutoCloseable {
         SegmentDescriptor systemSegment = foundNameRegistry(transport, deadline); // the founder's table, before its entry
         if (systemSegment != null) {
             exported.add(systemSegment);
+            io.membus.core.replication.Replicator r = replicator;
+            if (r != null) {
+                r.exported(transport.table().get(systemSegment.index())); // names survive the founder's loss
+            }
         }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
                 cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,
@@ -338,6 +347,51 @@ public final class DsmNode implements AutoCloseable {
         LOG.info("membus node {} started: incarnation={}, member={}, transport={} at {}, segments={} x {} B{}",
                 config.nodeId(), incarnation, cluster.selfAddress(), transport.name(), transport.localAddress(),
                 config.segmentCount(), config.segmentSize(), config.fileBacked() ? " (file-backed)" : "");
+    }
+
+    /**
+     * Starts the replication engine on a memory node whose transport forwards changes
+     * ({@code membus.replication.backups > 0}; docs/replication.md): every segment this node
+     * exported becomes a replica group it serves as primary, copies are placed on the other
+     * memory nodes, and this node holds the copies its peers place on it. A client holds no
+     * copies and runs none. Its rows feed {@code membus status}.
+     */
+    private void startReplication(Transport transport) {
+        if (config.isClient() || !config.replication().enabled()
+                || transport.capabilities().replication() != ReplicationSupport.FORWARDING) {
+            return;
+        }
+        io.membus.core.replication.Replicator r = new io.membus.core.replication.Replicator(transport, memory, directory, claimPublisher(), config.replication());
+        r.start();
+        for (io.membus.core.Segment s : transport.table().all()) {
+            r.exported(s);
+        }
+        this.replicator = r;
+        heldGroupStatus(() -> groupRows(r.status()));
+    }
+
+    /** The engine's rows of the groups this node serves, as {@code membus status} carries them. */
+    private List<ClusterMessage.GroupRow> groupRows(List<ReplicaGroupStatus> held) {
+        List<ClusterMessage.GroupRow> rows = new ArrayList<>();
+        for (ReplicaGroupStatus g : held) {
+            if (g.role() != io.membus.core.replication.GroupClaim.Role.PRIMARY) {
+                continue; // a copy's row is its primary's: the directory's view says it
+            }
+            int n = io.membus.core.replication.GroupId.node(g.group());
+            int s = io.membus.core.replication.GroupId.index(g.group());
+            long size = directory.group(n, s).map(v -> v.logical().size()).orElse(1L);
+            List<ClusterMessage.JoiningCopy> joining = new ArrayList<>();
+            int[] nodes = g.joining();
+            long[] bytes = g.joinedBytes();
+            for (int i = 0; i < nodes.length; i++) {
+                joining.add(new ClusterMessage.JoiningCopy(nodes[i],
+                        (int) Math.min(100, i < bytes.length ? bytes[i] * 100 / Math.max(1, size) : 0)));
+            }
+            rows.add(new ClusterMessage.GroupRow(g.group(), io.membus.core.directory.ReplicaGroupView.State.SERVING,
+                    config.nodeId(), g.epoch(), java.util.Arrays.stream(g.inSync()).boxed().toList(), joining,
+                    g.backups(), g.state()));
+        }
+        return rows;
     }
 
     /**
@@ -1010,6 +1064,10 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private void shutdown(Duration wait) {
+        io.membus.core.replication.Replicator r = replicator;
+        if (r != null) {
+            r.close(); // no new streams or promotions; the groups' copies stay with their holders
+        }
         claims.close(closedException()); // also a failed start's: claims published before it never wait forever
         GlobalAllocator a;
         synchronized (this) { // a client's allocator is made under this lock, never once closing is set
