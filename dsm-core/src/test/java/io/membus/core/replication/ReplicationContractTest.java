@@ -597,6 +597,45 @@ public abstract class ReplicationContractTest {
     }
 
     @Test
+    void verbsThroughRemoteMemoryFollowThePromotion() throws Exception {
+        List<Node> ns = start(3, 1);
+        Node p = ns.get(0);
+        awaitSettled(p.group(), 1);
+        int copyNode = view(p.group()).inSync()[0];
+        Node client = ns.stream().filter(n -> n != p && n.id != copyNode).findFirst().orElseThrow();
+        long word = p.ptr(128);
+        AtomicLongArray counts = new AtomicLongArray(2); // [0] acknowledged, [1] unknown outcome
+        AtomicBoolean stop = new AtomicBoolean();
+        Future<?> adder = pool.submit(() -> {
+            while (!stop.get()) {
+                try {
+                    client.memory.fetchAndAdd(word, 1); // routed by the group's view: the primary, then the promoted copy
+                    counts.incrementAndGet(0);
+                } catch (DsmException e) {
+                    if (e.mayHaveRun()) {
+                        counts.incrementAndGet(1);
+                    }
+                }
+            }
+            return null;
+        });
+        waitFor("increments acknowledged", () -> counts.get(0) > 100);
+        crash(p);
+        waitFor("segment 1/0 promoted", () -> view(p.group()).state() == ReplicaGroupView.State.SERVING
+                && view(p.group()).primary() == copyNode);
+        long before = counts.get(0);
+        waitFor("increments acknowledged by the new primary", () -> counts.get(0) > before + 100);
+        stop.set(true);
+        adder.get(60, TimeUnit.SECONDS);
+        awaitSettled(p.group(), 1);
+        long value = client.memory.readLong(word);
+        assertTrue(value >= counts.get(0) && value <= counts.get(0) + counts.get(1), "the word (" + value
+                + ") has every acknowledged increment (" + counts.get(0) + ") and at most the unknown ones ("
+                + counts.get(1) + ")");
+        assertCopiesEqual(p.group());
+    }
+
+    @Test
     void anOldPrimarysLateChangeIsRefusedAfterAPromotion() {
         List<Node> ns = start(3, 1);
         Node p = ns.get(0);
