@@ -2,6 +2,7 @@ package io.membus.bench.replication;
 
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.Placement;
 import io.membus.codec.Codecs;
 import io.membus.collections.DsmMap;
 import io.membus.collections.DsmMapOptions;
@@ -68,6 +69,7 @@ public class ReplicationBenchmark {
     private GlobalAllocator onPrimary;
     private GlobalAllocator onInitiator;
     private RemoteMemory memory;
+    private DsmMap<Long, byte[]> created;
     private DsmMap<Long, byte[]> map;
     private long block;
     private long casWord;
@@ -98,15 +100,18 @@ public class ReplicationBenchmark {
         onPrimary.formatLocalSegments();
         onInitiator = new GlobalAllocator(initiator.memory, ac);
         memory = initiator.memory;
-        block = onInitiator.allocate(4096).ptr();
+        block = onInitiator.allocate(4096, Placement.node(2)).ptr();
         if (RemotePtr.nodeId(block) != 2) {
             throw new IllegalStateException("the verbs' block is not on node 2: " + RemotePtr.toString(block));
         }
         casWord = RemotePtr.plus(block, 64);
         faaWord = RemotePtr.plus(block, 128);
         memory.writeLong(casWord, 0);
-        map = DsmMap.create(onInitiator, Codecs.longs(), Codecs.bytes(),
-                DsmMapOptions.defaults().readCacheEntries(0).initialSlots(1 << 15));
+        // created on node 2 (its table there), used from node 1: its entries placed by key hash, all on node 2
+        created = DsmMap.create(onPrimary, Codecs.longs(), Codecs.bytes(),
+                DsmMapOptions.defaults().initialSlots(1 << 15));
+        map = DsmMap.open(onInitiator, created.rootPtr(), Codecs.longs(), Codecs.bytes(),
+                DsmMapOptions.defaults().readCacheEntries(0).entryPlacement(DsmMapOptions.EntryPlacement.KEY));
         for (long k = 0; k < KEYS; k++) {
             map.put(k, value);
         }
@@ -120,6 +125,9 @@ public class ReplicationBenchmark {
     public void tearDown() {
         if (map != null) {
             map.close();
+        }
+        if (created != null) {
+            created.close();
         }
         if (onInitiator != null) {
             onInitiator.close();
