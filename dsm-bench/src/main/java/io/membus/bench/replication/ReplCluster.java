@@ -102,6 +102,9 @@ final class ReplCluster implements AutoCloseable {
 
     /** The group is served by {@code primary} with {@code copies} in-sync copies, every change acknowledged by all. */
     boolean settled(int group, int primary, int copies) {
+        if (!config.enabled()) {
+            return true; // replication off: no group, the segment is served as before
+        }
         ReplicaGroupView v = view(group);
         if (v == null || v.state() != ReplicaGroupView.State.SERVING || v.primary() != primary
                 || v.inSync().length != copies) {
