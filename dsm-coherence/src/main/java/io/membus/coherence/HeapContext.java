@@ -108,22 +108,20 @@ final class HeapContext {
         }
     }
 
-    /** A retry's backoff for one operation on an object, until {@code deadline}. */
-    static Backoff retries(long deadline) {
-        return new Backoff(Backoff.SPIN_THEN_PARK, deadline);
-    }
-
     /**
-     * The next pause of an operation's retry loop: fails once the heap is closed, or
-     * with a {@link DsmTimeoutException} (nothing of the operation ran) once its deadline
-     * passed.
+     * The next pause of an operation's retry loop, with {@code backoff} (null before the
+     * first retry: an operation that needs none allocates none); returns the backoff to
+     * pass next time. Fails once the heap is closed, or with a {@link DsmTimeoutException}
+     * (nothing of the operation ran) once {@code deadline} has passed.
      */
-    void pause(Backoff backoff, String op, long ptr) {
+    Backoff pause(Backoff backoff, long deadline, String op, long ptr) {
         checkOpen();
-        if (!backoff.pause()) {
+        Backoff b = backoff != null ? backoff : new Backoff(Backoff.SPIN_THEN_PARK, deadline);
+        if (!b.pause()) {
             // before the operation took effect: nothing of it ran
             throw DsmTimeoutException.notSent(op + " of coherent object " + RemotePtr.toString(ptr)
                     + " (it kept changing or stayed locked)", RemotePtr.nodeId(ptr), config.timeout());
         }
+        return b;
     }
 }

@@ -240,10 +240,7 @@ final class ObjectReader {
             if (ObjectLayout.locked(h2)) {
                 recovery.maybeRecover(ref, h2);
             }
-            if (backoff == null) {
-                backoff = HeapContext.retries(deadline); // made on the first retry: a read that validates allocates none
-            }
-            ctx.pause(backoff, "read", ptr);
+            backoff = ctx.pause(backoff, deadline, "read", ptr);
         }
     }
 

@@ -83,13 +83,13 @@ final class ObjectWriter {
     private Result updateWithin(RemoteRef<?> ref, UnaryOperator<byte[]> change, WriteStop stop) {
         long deadline = ctx.deadline();
         long ptr = ref.ptr();
-        Backoff backoff = HeapContext.retries(deadline);
+        Backoff backoff = null;
         while (true) {
             Snapshot s = reader.validatedRead(ref, deadline);
             long h = s.header();
             if (ObjectLayout.locked(h)) {
                 recovery.maybeRecover(ref, h);
-                ctx.pause(backoff, "write", ptr);
+                backoff = ctx.pause(backoff, deadline, "write", ptr);
                 continue;
             }
             byte[] next = change.apply(s.bytes());
@@ -99,7 +99,7 @@ final class ObjectWriter {
             ctx.checkSize(next, "coherent object value at " + RemotePtr.toString(ptr)); // before the lock
             long mine = ObjectLayout.lockedBy(h, ctx.self);
             if (ctx.memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, h, mine) != h) {
-                ctx.pause(backoff, "write", ptr);
+                backoff = ctx.pause(backoff, deadline, "write", ptr);
                 continue;
             }
             // the lock is ours: only now read the lease and the sharers (a reader that joins later sees the lock)
@@ -168,20 +168,20 @@ final class ObjectWriter {
     private <R> R exclusiveWithin(RemoteRef<?> ref, LongFunction<R> action) {
         long deadline = ctx.deadline();
         long ptr = ref.ptr();
-        Backoff backoff = HeapContext.retries(deadline);
+        Backoff backoff = null;
         while (true) {
             byte[] b = ctx.memory.read(ptr, 16);
             HeapContext.checkBlock(ptr, ref.generationHeader(), Words.getLong(b, 0), "lock");
             long h = Words.getLong(b, 8);
             if (ObjectLayout.locked(h)) {
                 recovery.maybeRecover(ref, h);
-                ctx.pause(backoff, "lock", ptr);
+                backoff = ctx.pause(backoff, deadline, "lock", ptr);
                 continue;
             }
             long mine = ObjectLayout.lockedBy(h, ctx.self);
             long lockedAt = System.nanoTime();
             if (ctx.memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, h, mine) != h) {
-                ctx.pause(backoff, "lock", ptr);
+                backoff = ctx.pause(backoff, deadline, "lock", ptr);
                 continue;
             }
             boolean interrupted = false;
@@ -217,18 +217,18 @@ final class ObjectWriter {
 
     private void freeWithin(RemoteRef<?> ref) {
         long deadline = ctx.deadline();
-        Backoff backoff = HeapContext.retries(deadline);
+        Backoff backoff = null;
         while (true) {
             Snapshot s = reader.validatedRead(ref, deadline);
             long h = s.header();
             if (ObjectLayout.locked(h)) {
                 recovery.maybeRecover(ref, h);
-                ctx.pause(backoff, "free", ref.ptr());
+                backoff = ctx.pause(backoff, deadline, "free", ref.ptr());
                 continue;
             }
             long mine = ObjectLayout.lockedBy(h, ctx.self);
             if (ctx.memory.compareAndSwap(ref.payload() + ObjectLayout.HEADER, h, mine) != h) {
-                ctx.pause(backoff, "free", ref.ptr());
+                backoff = ctx.pause(backoff, deadline, "free", ref.ptr());
                 continue;
             }
             byte[] ls = ctx.memory.read(ref.payload() + ObjectLayout.LEASE, 16);
