@@ -38,6 +38,8 @@ final class CopyCache {
     private static final int TICK_SWEEP = 1024;
 
     private final HeapContext ctx;
+    /** ctx's ε, kept here: a lookup loads it with no hop. */
+    private final long epsMicros;
     private final ConcurrentHashMap<Long, CachedCopy> cache = new ConcurrentHashMap<>();
     /** The adaptive lease per object (a hint: cleared whole past twice the cache's entry bound). */
     private final ConcurrentHashMap<Long, Long> leaseOf = new ConcurrentHashMap<>();
@@ -56,6 +58,7 @@ final class CopyCache {
 
     CopyCache(HeapContext ctx) {
         this.ctx = ctx;
+        this.epsMicros = ctx.epsMicros;
     }
 
     /**
@@ -75,7 +78,7 @@ final class CopyCache {
     /** The copy of {@code ptr} while its lease holds at {@code nowMicrosAtLeast} minus ε, else null. No lock. */
     CachedCopy servable(long ptr, long nowMicrosAtLeast) {
         CachedCopy e = cache.get(cacheKey(ptr));
-        return e != null && nowMicrosAtLeast < e.expiryMicros - ctx.epsMicros ? e : null;
+        return e != null && nowMicrosAtLeast < e.expiryMicros - epsMicros ? e : null;
     }
 
     /** The copy of {@code ptr}, served or not (a fill's look at the version it replaces). */
@@ -197,7 +200,7 @@ final class CopyCache {
             }
             seen++;
             CachedCopy c = e.getValue();
-            if (nowMicros >= c.expiryMicros - ctx.epsMicros && drop(e.getKey(), c)) {
+            if (nowMicros >= c.expiryMicros - epsMicros && drop(e.getKey(), c)) {
                 expiredDropped.incrementAndGet();
             }
         }

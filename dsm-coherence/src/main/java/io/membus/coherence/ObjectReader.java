@@ -29,6 +29,9 @@ final class ObjectReader {
     private static final int WHOLE_READ_LIMIT = 2048;
 
     private final HeapContext ctx;
+    /** ctx's clock and sharer-bit answer, kept here: the cached read's path loads them with no hop. */
+    private final io.membus.core.time.Clock clock;
+    private final boolean hasSharerBit;
     private final CopyCache cache;
     private final SkewMonitor skew;
     private final LockRecovery recovery;
@@ -39,6 +42,8 @@ final class ObjectReader {
 
     ObjectReader(HeapContext ctx, CopyCache cache, SkewMonitor skew, LockRecovery recovery) {
         this.ctx = ctx;
+        this.clock = ctx.clock;
+        this.hasSharerBit = ctx.hasSharerBit();
         this.cache = cache;
         this.skew = skew;
         this.recovery = recovery;
@@ -53,13 +58,13 @@ final class ObjectReader {
 
     /** Whether this node serves cached reads now: no clock problem, and a sharer bit of its own. */
     boolean cachingAllowed() {
-        return skew.problem() == null && ctx.hasSharerBit();
+        return skew.problem() == null && hasSharerBit;
     }
 
     byte[] read(RemoteRef<?> ref, boolean cached) {
         ctx.checkOpen();
         if (cached && cachingAllowed()) {
-            CachedCopy e = cache.servable(ref.ptr(), ctx.clock.nowMicrosAtLeast());
+            CachedCopy e = cache.servable(ref.ptr(), clock.nowMicrosAtLeast());
             if (e != null) {
                 cacheHits.increment();
                 return e.bytes;
