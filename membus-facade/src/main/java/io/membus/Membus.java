@@ -407,6 +407,10 @@ public final class Membus implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        DsmCollections c = collections;
+        if (c != null) {
+            c.close(); // its handles fail naming their structure, before any verb
+        }
         CoherentHeap h = heap;
         if (h != null) {
             h.close();
