@@ -75,11 +75,6 @@ public final class DsmAtomicLong extends Number implements Rooted {
         return handle;
     }
 
-    @Override
-    public Root root() {
-        return handle.root();
-    }
-
     /** The word's pointer, once the structure is known to be alive (see {@link Lifecycle}); counts one {@code op}. */
     private long ptr(int op) {
         handle.check();
@@ -110,10 +105,6 @@ public final class DsmAtomicLong extends Number implements Rooted {
         return Rooted.destroy(this);
     }
 
-    /** The name this counter is bound to. */
-    public String name() {
-        return handle.root().name();
-    }
 
     /** The remote pointer of the word. */
     public long address() {

@@ -93,11 +93,6 @@ public final class DsmLock implements Lock, Rooted {
         return handle;
     }
 
-    @Override
-    public Root root() {
-        return handle.root();
-    }
-
     /** The lock word's pointer, once the lock is known to be alive (see {@link Lifecycle}). */
     private long ptr() {
         handle.check();
@@ -116,9 +111,6 @@ public final class DsmLock implements Lock, Rooted {
         return Rooted.destroy(this);
     }
 
-    public String name() {
-        return handle.root().name();
-    }
 
     @Override
     public void lock() {

@@ -273,11 +273,6 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         return handle;
     }
 
-    @Override
-    public Root root() {
-        return handle.root();
-    }
-
     /** Fails with a {@link StructureGoneException} once the queue is known to be destroyed (see {@link Lifecycle}). */
     private void live() {
         handle.check();
@@ -296,9 +291,6 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         return Rooted.destroy(this);
     }
 
-    public String name() {
-        return handle.root().name();
-    }
 
     /** The fixed capacity. */
     public int capacity() {

@@ -16,6 +16,12 @@ interface Rooted {
         return handle().root();
     }
 
+    /** The name the structure is bound to (null for a map made by {@code DsmMap.create}, which has none). */
+    default String name() {
+        Root r = root();
+        return r == null ? null : r.name();
+    }
+
     /** Set by {@link DsmCollections} when it opens the handle. */
     default void life(Lifecycle.Life life) {
         handle().life(life);

@@ -19,11 +19,6 @@ abstract class StripedArray implements Rooted {
         return w.handle;
     }
 
-    @Override
-    public final Root root() {
-        return w.root;
-    }
-
     /**
      * Destroys this array cluster-wide: its name is given back (when still bound to it)
      * and its stripes and root freed a grace later; from then on every operation of every
@@ -34,11 +29,6 @@ abstract class StripedArray implements Rooted {
      */
     public final boolean destroy() {
         return Rooted.destroy(this);
-    }
-
-    /** The name this array is bound to. */
-    public final String name() {
-        return w.root.name();
     }
 
     /** Elements in the array, fixed at creation. */
