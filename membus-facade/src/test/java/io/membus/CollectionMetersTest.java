@@ -68,16 +68,21 @@ class CollectionMetersTest {
             DsmMap<String, Long> orders = one.map("orders", String.class, Long.class);
             DsmMap<String, Long> prices = one.map("prices", String.class, Long.class,
                     DsmMapOptions.defaults().leasedReads(true));
+            // Double keys: not an object-keyed type, the leased cache is keyed by their bytes
+            DsmMap<Double, Long> rates = one.map("rates", Double.class, Long.class,
+                    DsmMapOptions.defaults().leasedReads(true));
             DsmQueue<String> jobs = one.queue("jobs", String.class, 16);
             DsmLock ledger = one.lock("ledger");
             DsmAtomicLong hits = one.atomicLong("hits");
             DsmLongArray arr = one.longArray("arr", 8);
             DsmDoubleArray w = one.doubleArray("w", 8);
             prices.put("p", 5L);
+            rates.put(0.5, 9L);
             for (int i = 0; i < N; i++) {
                 orders.put("k" + i, (long) i);
                 assertEquals((long) i, one.map("orders", String.class, Long.class).get("k" + i));
                 assertEquals(5L, prices.get("p")); // the first fills, the next are leased hits
+                assertEquals(9L, rates.get(0.5));
                 assertTrue(jobs.offer("j" + i));
                 ledger.lock();
                 ledger.unlock();
@@ -98,6 +103,7 @@ class CollectionMetersTest {
             Object[][] expected = {
                 {"map", "orders", "get", N}, {"map", "orders", "put", N}, {"map", "orders", "remove", N},
                 {"map", "prices", "get", N}, {"map", "prices", "put", 1},
+                {"map", "rates", "get", N},
                 {"queue", "jobs", "offer", N}, {"queue", "jobs", "poll", N + 1}, {"queue", "jobs", "wait", 1},
                 {"lock", "ledger", "acquire", N}, {"lock", "ledger", "release", N},
                 {"atomicLong", "hits", "add", N}, {"atomicLong", "hits", "get", N},
@@ -121,6 +127,10 @@ class CollectionMetersTest {
                             + ", expected count " + e[3]);
                 }
             }
+            FunctionTimer rateGets = timer(r, "map", "rates", "get");
+            assertTrue(rateGets != null && rateGets.count() >= 1 && rateGets.count() < N,
+                    "a leased map keyed by bytes times its misses only too: " + (rateGets == null ? null
+                            : rateGets.count()));
             FunctionTimer leasedGets = timer(r, "map", "prices", "get");
             assertTrue(leasedGets != null && leasedGets.count() >= 1 && leasedGets.count() < N,
                     "a leased map times its misses (fills) only: " + (leasedGets == null ? null : leasedGets.count()));

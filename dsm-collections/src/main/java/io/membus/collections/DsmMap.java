@@ -71,8 +71,8 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     /**
      * Operation kinds counted in {@link #operationStats()}: gets ({@code get},
-     * {@code getOrDefault}, {@code containsKey}; timed, except a get served by the leased
-     * cache: counted only, in the cache's own counter), puts ({@code put},
+     * {@code getOrDefault}, {@code containsKey}; timed, except a {@code get} served by the
+     * leased cache: counted only, in the cache's own counter), puts ({@code put},
      * {@code putIfAbsent}), removes ({@code remove}) and the other changes
      * ({@code replace}, {@code compute*}, {@code merge}, {@code replaceAll}), all timed.
      */
@@ -489,18 +489,29 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     @SuppressWarnings("unchecked")
     private V leasedGet(Object key) {
         Objects.requireNonNull(key, "key");
-        Object v = objectKeys ? store.leasedHit(key, sharedValues) : null; // counted by the leased cache
-        if (v == null) {
+        // a hit is counted by the leased cache (its own counter) and not timed: no clock read
+        Object v = objectKeys ? store.leasedHit(key, sharedValues) : null;
+        byte[] k = null;
+        if (v == null && !objectKeys) { // the cache is keyed by the key's bytes
+            k = queryKey(key);
+            if (k == null) {
+                return null;
+            }
+            v = store.leasedHit(java.nio.ByteBuffer.wrap(k), sharedValues);
+        }
+        if (v == null) { // a miss: the fill is timed (its lookup was counted by the hit path)
             long start = OperationStats.start();
             try {
-                byte[] k = queryKey(key);
                 if (k == null) {
-                    return null;
+                    k = queryKey(key);
+                    if (k == null) {
+                        return null;
+                    }
                 }
-                long hash = MapLayout.hash(k);
-                v = objectKeys ? store.leasedFill(k, hash, key, sharedValues) : store.leasedGet(k, hash, sharedValues);
+                v = store.leasedFill(k, MapLayout.hash(k), objectKeys ? key : java.nio.ByteBuffer.wrap(k),
+                        sharedValues);
             } finally {
-                store.handle.stats().time(GET, start, objectKeys); // a get by bytes counted its lookup already
+                store.handle.stats().time(GET, start, true);
             }
         }
         if (v == LeasedCache.ABSENT) {
