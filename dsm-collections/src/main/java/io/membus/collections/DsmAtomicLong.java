@@ -105,7 +105,6 @@ public final class DsmAtomicLong extends Number implements Rooted {
         return Rooted.destroy(this);
     }
 
-
     /** The remote pointer of the word. */
     public long address() {
         return ptr;

@@ -111,7 +111,6 @@ public final class DsmLock implements Lock, Rooted {
         return Rooted.destroy(this);
     }
 
-
     @Override
     public void lock() {
         try {

@@ -291,7 +291,6 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         return Rooted.destroy(this);
     }
 
-
     /** The fixed capacity. */
     public int capacity() {
         return capacity;
