@@ -114,7 +114,6 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     private DsmMap(MapStore store, Codec<K> keys, Codec<V> values) {
         this.store = store;
-        store.handle(new Handle(null, "DsmMap at " + io.membus.core.RemotePtr.toString(store.rootBlock), OPERATIONS));
         this.keys = keys;
         this.values = values;
         this.objectKeys = store.leases != null && OBJECT_KEY_TYPES.contains(keys.type());
@@ -149,7 +148,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
             heap.free(root);
             throw e;
         }
-        return openAt(heap, root.ptr(), root.payload(), keys, values, options);
+        return openAt(heap, root.ptr(), root.payload(), keys, values, options, null);
     }
 
     /**
@@ -220,12 +219,15 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         Objects.requireNonNull(keys, "keys");
         Objects.requireNonNull(values, "values");
         Objects.requireNonNull(options, "options");
-        return openAt(heap, rootPtr, rootPtr + HeapLayout.BLOCK_HEADER_LENGTH, keys, values, options);
+        return openAt(heap, rootPtr, rootPtr + HeapLayout.BLOCK_HEADER_LENGTH, keys, values, options, null);
     }
 
-    /** Opens the map whose root layout starts at {@code body} inside the block at {@code rootPtr}. */
+    /**
+     * Opens the map whose root layout starts at {@code body} inside the block at
+     * {@code rootPtr}; {@code named} is its named root (null for a map made by {@link #create}).
+     */
     static <K, V> DsmMap<K, V> openAt(GlobalAllocator heap, long rootPtr, long body, Codec<K> keys, Codec<V> values,
-                                      DsmMapOptions options) {
+                                      DsmMapOptions options, Root named) {
         String where = RemotePtr.toString(rootPtr);
         byte[] b = heap.memory().read(body, ROOT_COUNTERS);
         int p = 0;
@@ -268,7 +270,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         Class<?> objectKeyType = leases != null && OBJECT_KEY_TYPES.contains(keys.type()) ? keys.type() : null;
         MapStore store = new MapStore(heap, rootPtr, body, graceNanos, window, inline, options.readCacheEntries(),
                 leases, objectKeyType, options.entryPlacement());
-        return new DsmMap<>(store, keys, values);
+        store.handle(named != null ? new Handle(named, OPERATIONS)
+                : new Handle(null, "DsmMap at " + RemotePtr.toString(rootPtr), OPERATIONS));
+        return new DsmMap<>(store, keys, values); // its final store publishes the handle with it
     }
 
     /**
@@ -320,9 +324,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
                         discardRoot(heap, r.bodyPtr());
                     }
                 });
-        DsmMap<K, V> map = openAt(heap, root.block().ptr(), root.bodyPtr(), keys, values, options);
-        map.store.handle(new Handle(root, OPERATIONS));
-        return map;
+        return openAt(heap, root.block().ptr(), root.bodyPtr(), keys, values, options, root);
     }
 
     /**

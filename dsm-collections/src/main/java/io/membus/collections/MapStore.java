@@ -957,9 +957,11 @@ final class MapStore {
     /**
      * The map handle's root, life and operation counts ({@link Handle}; its life is set by
      * {@link DsmCollections} when it opens a named map: every operation checks it, see
-     * {@link Lifecycle}). Set once by {@link DsmMap} before the store is used.
+     * {@link Lifecycle}). Set once by {@link DsmMap#openAt} before the map is built: the
+     * map's final field {@code store} publishes it (a plain field: no extra volatile read on
+     * a leased hit).
      */
-    volatile Handle handle;
+    Handle handle;
 
     void handle(Handle h) {
         h.stats().timed(DsmMap.GET, DsmMap.PUT, DsmMap.REMOVE, DsmMap.CHANGE);
