@@ -39,7 +39,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *       {@link GroupClaim.Role#PRIMARY} claim at {@link Ballot#initial(int)}, no in-sync
  *       copies, published through the {@link ClaimPublisher} so the directory knows the
  *       groups and routes their verbs.</li>
- *   <li><b>Adoption.</b> When membership removes a memory node, this node calls
+ *   <li><b>Adoption.</b> When membership downs a memory node (removed and fenced; a graceful
+ *       leave is not adopted), this node calls
  *       {@code adopt(dead, deadline)} on its transport; every survivor does, the file system
  *       picks one winner. The winner publishes a PRIMARY claim for each adopted group at
  *       {@link Ballot#next} of the highest epoch the directory knew for it, so routing sends
@@ -93,6 +94,10 @@ public final class AdoptionReplicator implements AutoCloseable {
     private volatile boolean closed;
 
     /**
+     * Only a member that was <em>downed</em> is adopted: one the transport has fenced when
+     * membership removed it ({@code Transport.isFenced}). A member that left gracefully is not
+     * (its process may go on running its application; it took its memory with it).
+     *
      * @param transport a transport whose replication is {@link ReplicationSupport#ADOPTION}
      * @param timeout   the operation timeout: bounds each publication and each adoption attempt
      * @throws io.membus.core.error.DsmConfigException when the transport does not adopt
@@ -120,7 +125,7 @@ public final class AdoptionReplicator implements AutoCloseable {
         });
     }
 
-    /** Registers the directory listener: from now on removed members are adopted. */
+    /** Registers the directory listener: from now on downed members are adopted. */
     public void start() {
         checkOpen();
         directory.addListener(listener);
@@ -214,8 +219,14 @@ public final class AdoptionReplicator implements AutoCloseable {
         if (closed || dead.nodeId() == self) {
             return;
         }
-        if (directory.member(dead.nodeId()).map(p -> p.incarnation() == dead.incarnation()).orElse(false)) {
-            blocked.remove(dead.nodeId()); // it is a member again (a late event): nothing to adopt
+        if (!transport.isFenced(dead.nodeId())
+                || directory.member(dead.nodeId()).map(p -> p.incarnation() == dead.incarnation()).orElse(false)) {
+            // not downed: it left gracefully (its memory leaves with it, and its process, maybe still running the
+            // application, must never be killed), or a new incarnation replaced it (fence lifted), or it is a member
+            // again (a late event): nothing to adopt
+            if (blocked.remove(dead.nodeId()) != null || !reason.startsWith("retry")) {
+                LOG.debug("replication: node {} does not adopt node {}: not downed ({})", self, dead.nodeId(), reason);
+            }
             return;
         }
         long deadline = System.nanoTime() + timeout.toNanos();
