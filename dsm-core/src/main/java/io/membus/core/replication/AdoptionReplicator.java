@@ -48,8 +48,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *       hosted map, {@link Hosted#adopted}). A loser ({@link NotPrimaryException}) does
  *       nothing: the winner's claims reach it through the directory.</li>
  *   <li><b>Blocked adoption.</b> While the dead node's process cannot be killed yet
- *       ({@link NodeUnavailableException}), the attempt is repeated every
- *       {@link #RETRY} on the shared timer ({@link Deadlines}) until it succeeds or this
+ *       ({@link NodeUnavailableException}), the attempt is repeated on the shared timer
+ *       ({@link Deadlines}), after {@link #RETRY} and then pauses doubling up to
+ *       {@link #MAX_RETRY}, until it succeeds, the node is no longer fenced or this
  *       service closes; its groups stay unserved (verbs on them fail as for a downed node)
  *       and nobody else adopts them (the claim file stays this node's).</li>
  * </ul>
@@ -65,8 +66,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class AdoptionReplicator implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdoptionReplicator.class);
-    /** The pace of a blocked adoption's retries. */
+    /** The first pause before a blocked adoption's retry (and a failed publication's). */
     static final Duration RETRY = Duration.ofSeconds(1);
+    /** The longest pause between a blocked adoption's retries (each attempt logs the transport's line). */
+    static final Duration MAX_RETRY = Duration.ofSeconds(8);
     /** What {@code membus status} says of a group on a transport that adopts (one host: no copies). */
     public static final String NOTE = "adopted, not copied (one host)";
 
@@ -80,8 +83,8 @@ public final class AdoptionReplicator implements AutoCloseable {
     private final Map<Integer, GroupClaim> claims = new ConcurrentHashMap<>();
     /** Groups adopted here, by group id: from which node. */
     private final Map<Integer, Integer> adoptedFrom = new ConcurrentHashMap<>();
-    /** Dead nodes whose adoption is blocked, by node id: their retry is scheduled. */
-    private final Map<Integer, PeerInfo> blocked = new ConcurrentHashMap<>();
+    /** Dead nodes whose adoption is blocked, by node id: the pause before their next retry (nanoseconds). */
+    private final Map<Integer, Long> blocked = new ConcurrentHashMap<>();
     private final AtomicBoolean publishScheduled = new AtomicBoolean();
     private final Object publishLock = new Object();
     private final DirectoryListener listener = new DirectoryListener() {
@@ -239,10 +242,14 @@ public final class AdoptionReplicator implements AutoCloseable {
                     dead.nodeId(), self);
             return;
         } catch (NodeUnavailableException notYet) {
-            if (blocked.put(dead.nodeId(), dead) == null) {
-                LOG.warn("{}", notYet.getMessage());
+            Long was = blocked.get(dead.nodeId());
+            long pause = was == null ? RETRY.toNanos() : Math.min(MAX_RETRY.toNanos(), was * 2);
+            blocked.put(dead.nodeId(), pause);
+            if (was == null) {
+                LOG.warn("{} (retried from every {} ms up to every {} ms)", notYet.getMessage(), RETRY.toMillis(),
+                        MAX_RETRY.toMillis());
             }
-            Deadlines.schedule(() -> submit(() -> retry(dead)), RETRY.toNanos());
+            Deadlines.schedule(() -> submit(() -> retry(dead)), pause);
             return;
         } catch (DsmClosedException e) {
             return;
