@@ -137,11 +137,16 @@ public final class AdoptionReplicator implements AutoCloseable {
                 + " = {} asks for no copies here", self, transport.name(), config.backups());
     }
 
-    /** This node exported {@code own}: it serves the segment's group at {@link Ballot#initial(int)} (a claim, no copy). */
+    /**
+     * This node exported {@code own}: it serves the segment's group at {@link Ballot#initial(int)} (a claim, no copy).
+     *
+     * @throws io.membus.core.error.DsmConfigException when {@code own} is not a segment of this node
+     */
     public void exported(Segment own) {
         checkOpen();
         if (own.nodeId() != self) {
-            throw new IllegalArgumentException("not a segment of this node: " + own + ", node " + self);
+            throw new io.membus.core.error.DsmConfigException("adoption: exported segment", own.descriptor(),
+                    "a segment of this node (node " + self + "): only a node's own exports are its groups");
         }
         claims.put(GroupId.of(self, own.index()), new GroupClaim(GroupId.of(self, own.index()), Ballot.initial(self),
                 GroupClaim.Role.PRIMARY, own.size(), own.flags(), own.remoteKey(), new int[0],
