@@ -132,7 +132,9 @@ class ShmAdoptionClusterTest {
                 }
             }
             long acknowledged = 2L * ROUNDS + childOk;
-            assertEquals(acknowledged, c1.get(), "every increment counted before the fault");
+            long counted = c1.get();
+            assertTrue(counted >= acknowledged && counted <= acknowledged + childMaybe, "before the fault: counter "
+                    + counted + " outside [" + acknowledged + ", " + (acknowledged + childMaybe) + "]");
 
             long faultAt = System.nanoTime();
             if (fault == Fault.KILL) {
