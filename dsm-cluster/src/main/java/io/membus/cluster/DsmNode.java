@@ -286,6 +286,7 @@ public final class DsmNode implements AutoCloseable {
             throw config.reportedAsUserKey(e);
         }
         transportRef.set(transport);
+        directory.replicationMode(transport.capabilities().replication()); // shm: a dead node's groups await adoption
         refuseUnreplicatable(config, transport);
         installMetrics(transport);
         // groups first (docs/replication.md §7): an index whose group lives on (served by a promoted copy) is not
