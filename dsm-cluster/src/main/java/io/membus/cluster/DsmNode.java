@@ -475,7 +475,8 @@ public final class DsmNode implements AutoCloseable {
         }
         Segment segment = transport.export(new SegmentSpec(index, settings.segmentSize(),
                 io.membus.core.Access.ALL, null));
-        io.membus.cluster.names.NameTable.format(segment, settings.capacity());
+        // through this node's verbs, like every change of segment memory (a replica group never misses one)
+        io.membus.cluster.names.NameTable.format(memory, segment.descriptor().pointer(0), settings.capacity());
         foundedRegistry = RemotePtr.pack(config.nodeId(), index, 0);
         LOG.info("node {} forms the cluster: names are a table in replicated memory at {} ({})", config.nodeId(),
                 RemotePtr.toString(foundedRegistry), settings);
