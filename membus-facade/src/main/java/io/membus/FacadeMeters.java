@@ -2,8 +2,11 @@ package io.membus;
 
 import io.membus.coherence.CoherentHeap;
 import io.membus.collections.DsmMap;
+import io.membus.collections.OperationStats;
 import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.FunctionTimer;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 
 import java.lang.ref.WeakReference;
@@ -11,14 +14,24 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The meters of the layers the facade builds (docs/metrics.md), in the node's registry:
- * the coherent heap's caching switch and reads, and each map's read-cache hits by name.
+ * the coherent heap's caching switch and reads, each map's read-cache hits by name, and
+ * every collection's operations by kind ({@code membus.collection.operations}, and
+ * {@code membus.collection.operation.time} for the timed kinds; see
+ * {@link OperationStats}), tagged with the structure's kind and name.
  *
  * <p><b>Note:</b> thread-safe. The meters read counters the structures keep anyway
  * (striped {@code LongAdder}s, the map's owned counter): nothing is added to a get. A
- * map's handles are held weakly: a handle the application dropped stops counting.
+ * map's handles are held weakly: a handle the application dropped stops counting. A
+ * name's operation meters follow its current handle: registered when a handle is handed
+ * out, replaced when the name's handle changes (destroyed and opened again), removed by
+ * {@link #forget} (a destroy) and {@link #close()}; registration per name is serialised
+ * on this object's lock (not on any operation's path). Operation meters hold their
+ * {@link OperationStats} weakly, as Micrometer's function meters do; the handle cached by
+ * {@code DsmCollections} keeps them.
  */
 final class FacadeMeters {
     private final MeterRegistry registry;
@@ -58,6 +71,66 @@ final class FacadeMeters {
             }
         }
         return map;
+    }
+
+    /** The operation meters registered per name, and the stats they read. */
+    private final Map<String, Registered> collections = new ConcurrentHashMap<>();
+
+    private record Registered(OperationStats stats, List<Meter> meters) {
+    }
+
+    /**
+     * Registers the operation meters of {@code handle}'s structure ({@code kind}: map,
+     * queue, lock, atomicLong, longArray, doubleArray) under its name, unless they read
+     * this handle's stats already. Returns the handle.
+     */
+    <T> T collection(String kind, String name, T handle, OperationStats stats) {
+        Registered r = collections.get(name);
+        if (r != null && r.stats() == stats) {
+            return handle; // the common case: the cached handle asked for again
+        }
+        synchronized (this) {
+            r = collections.get(name);
+            if (r != null && r.stats() == stats) {
+                return handle;
+            }
+            if (r != null) {
+                r.meters().forEach(registry::remove);
+            }
+            List<Meter> meters = new java.util.ArrayList<>();
+            for (String op : stats.operations()) {
+                meters.add(FunctionCounter.builder("membus.collection.operations", stats, s -> s.count(op))
+                        .tags("kind", kind, "name", name, "operation", op)
+                        .description("operations of this node's handle on the named collection, by kind (a map's"
+                                + " gets served by its leased cache included)")
+                        .register(registry));
+                if (stats.isTimed(op)) {
+                    meters.add(FunctionTimer.builder("membus.collection.operation.time", stats,
+                                    s -> s.timedCount(op), s -> s.totalNanos(op), TimeUnit.NANOSECONDS)
+                            .tags("kind", kind, "name", name, "operation", op)
+                            .description("time of the timed operations of this node's handle on the named collection"
+                                    + " (round trips and waits; a map get served by its leased cache is not timed)")
+                            .register(registry));
+                }
+            }
+            collections.put(name, new Registered(stats, List.copyOf(meters)));
+        }
+        return handle;
+    }
+
+    /** Removes the operation meters of {@code name} (destroyed). */
+    synchronized void forget(String name) {
+        Registered r = collections.remove(name);
+        if (r != null) {
+            r.meters().forEach(registry::remove);
+        }
+    }
+
+    /** Removes every collection's operation meters (the facade is closed: its handles fail from now on). */
+    synchronized void close() {
+        for (String name : List.copyOf(collections.keySet())) {
+            forget(name);
+        }
     }
 
     private static double hits(List<WeakReference<DsmMap<?, ?>>> handles) {

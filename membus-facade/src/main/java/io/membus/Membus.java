@@ -311,32 +311,37 @@ public final class Membus implements AutoCloseable {
 
     /** The counter named {@code name} (created at zero when absent); see {@link DsmAtomicLong}. */
     public DsmAtomicLong atomicLong(String name) {
-        return collections().atomicLong(name);
+        DsmAtomicLong c = collections().atomicLong(name);
+        return meters.collection("atomicLong", name, c, c.operationStats());
     }
 
     /** The array of {@code length} longs named {@code name}; see {@link DsmLongArray}. */
     public DsmLongArray longArray(String name, int length) {
-        return collections().longArray(name, length);
+        DsmLongArray a = collections().longArray(name, length);
+        return meters.collection("longArray", name, a, a.operationStats());
     }
 
     /** The array of {@code length} doubles named {@code name}; see {@link DsmDoubleArray}. */
     public DsmDoubleArray doubleArray(String name, int length) {
-        return collections().doubleArray(name, length);
+        DsmDoubleArray a = collections().doubleArray(name, length);
+        return meters.collection("doubleArray", name, a, a.operationStats());
     }
 
     /** The lock named {@code name}; see {@link DsmLock}. */
     public DsmLock lock(String name) {
-        return collections().lock(name);
+        DsmLock l = collections().lock(name);
+        return meters.collection("lock", name, l, l.operationStats());
     }
 
     /** The bounded queue named {@code name} of {@code type} (codec {@link #codec(Class) codec(type)}); see {@link DsmQueue}. */
     public <E> DsmQueue<E> queue(String name, Class<E> type, int capacity) {
-        return collections().queue(name, codec(type), capacity);
+        return queue(name, codec(type), capacity);
     }
 
     /** The bounded queue named {@code name} with elements encoded by {@code codec}; see {@link DsmQueue}. */
     public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity) {
-        return collections().queue(name, codec, capacity);
+        DsmQueue<E> q = collections().queue(name, codec, capacity);
+        return meters.collection("queue", name, q, q.operationStats());
     }
 
     /**
@@ -353,12 +358,16 @@ public final class Membus implements AutoCloseable {
      * call creates it, and for this node's read cache; see {@link DsmMap}.
      */
     public <K, V> DsmMap<K, V> map(String name, Class<K> keyType, Class<V> valueType, DsmMapOptions options) {
-        return meters.map(name, collections().map(name, codec(keyType), codec(valueType), options));
+        return metered(name, collections().map(name, codec(keyType), codec(valueType), options));
     }
 
     /** The map named {@code name} with keys and values encoded by these codecs; see {@link DsmMap}. */
     public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec) {
-        return meters.map(name, collections().map(name, keyCodec, valueCodec));
+        return metered(name, collections().map(name, keyCodec, valueCodec));
+    }
+
+    private <K, V> DsmMap<K, V> metered(String name, DsmMap<K, V> map) {
+        return meters.collection("map", name, meters.map(name, map), map.operationStats());
     }
 
     /**
@@ -370,7 +379,9 @@ public final class Membus implements AutoCloseable {
      * @return whether this call destroyed it (false: not bound, or destroyed by another caller first)
      */
     public boolean destroy(String name) {
-        return collections().destroy(name);
+        boolean done = collections().destroy(name);
+        meters.forget(name);
+        return done;
     }
 
     /**
@@ -407,6 +418,11 @@ public final class Membus implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        DsmCollections c = collections;
+        if (c != null) {
+            c.close(); // its handles fail naming their structure, before any verb
+        }
+        meters.close();
         CoherentHeap h = heap;
         if (h != null) {
             h.close();

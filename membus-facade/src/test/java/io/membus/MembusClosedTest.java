@@ -72,6 +72,7 @@ class MembusClosedTest {
         }
     }
 
+    /** Handles name their structure (its type and name), not the node's memory under them. */
     @Test
     void everyCallOnAClosedMembusItsNodeAndItsHandlesFailsAtOnceNamingWhatWasClosed() throws Exception {
         int seed = MembusTest.freePort();
@@ -87,6 +88,12 @@ class MembusClosedTest {
             queue.offer("j");
             DsmLock lock = one.lock("ledger");
             DsmLongArray array = one.longArray("arr", 4);
+            io.membus.collections.DsmDoubleArray weights = one.doubleArray("w", 4);
+            DsmMap<String, Long> prices = one.map("prices", String.class, Long.class,
+                    io.membus.collections.DsmMapOptions.defaults().leasedReads(true));
+            prices.put("p", 7L);
+            assertEquals(7L, prices.get("p"));
+            assertEquals(7L, prices.get("p")); // a leased hit now: after the close it must fail too
             RemoteRef<String> ref = one.create(Codecs.strings(), "v1", io.membus.alloc.Placement.node(2));
             assertEquals("v1", ref.get());
             long remote = two.allocator().allocate(64).payload(); // a word of live node 2
@@ -119,14 +126,17 @@ class MembusClosedTest {
             closedAtOnce(problems, "messaging.request()", nodeOne, () -> node.messaging().request(2,
                     (short) 0x7777, new byte[1]));
 
-            closedAtOnce(problems, "map.get()", nodeOne, () -> map.get("a"));
-            closedAtOnce(problems, "map.put()", nodeOne, () -> map.put("b", 2L));
-            closedAtOnce(problems, "counter.get()", nodeOne, counter::get);
-            closedAtOnce(problems, "counter.incrementAndGet()", nodeOne, counter::incrementAndGet);
-            closedAtOnce(problems, "queue.offer()", nodeOne, () -> queue.offer("k"));
-            closedAtOnce(problems, "queue.poll()", nodeOne, queue::poll);
-            closedAtOnce(problems, "lock.tryLock()", nodeOne, lock::tryLock);
-            closedAtOnce(problems, "array.get()", nodeOne, () -> array.get(0));
+            closedAtOnce(problems, "map.get()", "DsmMap 'orders'", () -> map.get("a"));
+            closedAtOnce(problems, "map.put()", "DsmMap 'orders'", () -> map.put("b", 2L));
+            closedAtOnce(problems, "counter.get()", "DsmAtomicLong 'hits'", counter::get);
+            closedAtOnce(problems, "counter.incrementAndGet()", "DsmAtomicLong 'hits'", counter::incrementAndGet);
+            closedAtOnce(problems, "queue.offer()", "DsmQueue 'jobs'", () -> queue.offer("k"));
+            closedAtOnce(problems, "queue.poll()", "DsmQueue 'jobs'", queue::poll);
+            closedAtOnce(problems, "lock.tryLock()", "DsmLock 'ledger'", lock::tryLock);
+            closedAtOnce(problems, "array.get()", "DsmLongArray 'arr'", () -> array.get(0));
+            closedAtOnce(problems, "doubleArray.get()", "DsmDoubleArray 'w'", () -> weights.get(0));
+            closedAtOnce(problems, "leased map.get() (a cache hit before the close)", "DsmMap 'prices'",
+                    () -> prices.get("p"));
             closedAtOnce(problems, "ref.get()", "coherent heap of node 1", ref::get);
             closedAtOnce(problems, "ref.set()", "coherent heap of node 1", () -> ref.set("v2"));
             if (!problems.isEmpty()) {

@@ -95,6 +95,24 @@ public final class ClusterDirectory implements SegmentDirectory {
     /** The group views of {@code entries}' claims ({@link GroupViews}), given the views before. */
     static Map<Integer, ReplicaGroupView> groupsOf(Map<Integer, NodeEntry> entries,
                                                    Map<Integer, ReplicaGroupView> previous) {
+        return groupsOf(entries, previous, io.membus.core.replication.ReplicationSupport.FORWARDING);
+    }
+
+    /**
+     * How this cluster's transport keeps groups (set by the node once its transport is made):
+     * on {@code shm} ({@code ADOPTION}) a group whose holders are gone awaits its adopter
+     * instead of being lost ({@link GroupViews#compute(Map, Map, Map, io.membus.core.replication.ReplicationSupport)}).
+     */
+    void replicationMode(io.membus.core.replication.ReplicationSupport mode) {
+        this.mode = java.util.Objects.requireNonNull(mode, "mode");
+    }
+
+    private volatile io.membus.core.replication.ReplicationSupport mode =
+            io.membus.core.replication.ReplicationSupport.FORWARDING;
+
+    static Map<Integer, ReplicaGroupView> groupsOf(Map<Integer, NodeEntry> entries,
+                                                   Map<Integer, ReplicaGroupView> previous,
+                                                   io.membus.core.replication.ReplicationSupport mode) {
         Map<Integer, PeerInfo> members = new HashMap<>();
         Map<Integer, List<GroupClaim>> claims = new HashMap<>();
         for (NodeEntry e : entries.values()) {
@@ -106,7 +124,7 @@ public final class ClusterDirectory implements SegmentDirectory {
         if (claims.isEmpty() && previous.isEmpty()) {
             return Map.of(); // replication off: nothing to compute
         }
-        return Map.copyOf(GroupViews.compute(members, claims, previous));
+        return Map.copyOf(GroupViews.compute(members, claims, previous, mode));
     }
 
     @SuppressWarnings("unchecked")
@@ -183,7 +201,7 @@ public final class ClusterDirectory implements SegmentDirectory {
         View before = view;
         Map<Integer, NodeEntry> prev = before.live();
         Map<Integer, NodeEntry> copy = Map.copyOf(next);
-        Map<Integer, ReplicaGroupView> groups = selfGoing ? before.groups() : groupsOf(copy, before.groups());
+        Map<Integer, ReplicaGroupView> groups = selfGoing ? before.groups() : groupsOf(copy, before.groups(), mode);
         view = viewOf(copy, groups);
         for (Map.Entry<Integer, NodeEntry> e : prev.entrySet()) {
             NodeEntry now = copy.get(e.getKey());

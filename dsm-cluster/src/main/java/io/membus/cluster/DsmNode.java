@@ -107,6 +107,8 @@ public final class DsmNode implements AutoCloseable {
     private volatile GlobalAllocator allocator;
     /** The replication engine of a memory node with {@code backups > 0} on a forwarding transport, else null. */
     private volatile io.membus.core.replication.Replicator replicator;
+    /** The adoption service of a memory node with {@code backups > 0} on a transport that adopts (shm), else null. */
+    private volatile io.membus.core.replication.AdoptionReplicator adoption;
     private volatile String downReason;
     private volatile boolean closing;
     /** Set by the first {@link #close()}; later calls wait for it ({@link #closed}). */
@@ -284,6 +286,7 @@ public final class DsmNode implements AutoCloseable {
             throw config.reportedAsUserKey(e);
         }
         transportRef.set(transport);
+        directory.replicationMode(transport.capabilities().replication()); // shm: a dead node's groups await adoption
         refuseUnreplicatable(config, transport);
         installMetrics(transport);
         // groups first (docs/replication.md §7): an index whose group lives on (served by a promoted copy) is not
@@ -329,6 +332,10 @@ public final class DsmNode implements AutoCloseable {
             if (r != null) {
                 r.exported(transport.table().get(systemSegment.index())); // names survive the founder's loss
             }
+            io.membus.core.replication.AdoptionReplicator a = adoption;
+            if (a != null) {
+                a.exported(transport.table().get(systemSegment.index())); // adopted with the founder's other files
+            }
         }
         NodeEntry entry = new NodeEntry(config.nodeId(), incarnation, cluster.selfAddress().toString(),
                 cluster.selfUniqueAddress().longUid(), transport.name(), transport.localAddress(), exported,
@@ -357,8 +364,22 @@ public final class DsmNode implements AutoCloseable {
      * copies and runs none. Its rows feed {@code membus status}.
      */
     private void startReplication(Transport transport) {
-        if (config.isClient() || !config.replication().enabled()
-                || transport.capabilities().replication() != ReplicationSupport.FORWARDING) {
+        if (config.isClient() || !config.replication().enabled()) {
+            return;
+        }
+        if (transport.capabilities().replication() == ReplicationSupport.ADOPTION) {
+            // shm (docs/replication.md §8): no copies; a survivor adopts a dead node's files and serves them
+            io.membus.core.replication.AdoptionReplicator a = new io.membus.core.replication.AdoptionReplicator(
+                    transport, directory, claimPublisher(), config.replication(), config.operationTimeout());
+            a.start();
+            for (io.membus.core.Segment s : transport.table().all()) {
+                a.exported(s);
+            }
+            this.adoption = a;
+            heldGroupStatus(() -> groupRows(a.status()));
+            return;
+        }
+        if (transport.capabilities().replication() != ReplicationSupport.FORWARDING) {
             return;
         }
         io.membus.core.replication.Replicator r = new io.membus.core.replication.Replicator(transport, memory, directory, claimPublisher(), config.replication());
@@ -454,7 +475,8 @@ public final class DsmNode implements AutoCloseable {
         }
         Segment segment = transport.export(new SegmentSpec(index, settings.segmentSize(),
                 io.membus.core.Access.ALL, null));
-        io.membus.cluster.names.NameTable.format(segment, settings.capacity());
+        // through this node's verbs, like every change of segment memory (a replica group never misses one)
+        io.membus.cluster.names.NameTable.format(memory, segment.descriptor().pointer(0), settings.capacity());
         foundedRegistry = RemotePtr.pack(config.nodeId(), index, 0);
         LOG.info("node {} forms the cluster: names are a table in replicated memory at {} ({})", config.nodeId(),
                 RemotePtr.toString(foundedRegistry), settings);
@@ -660,6 +682,10 @@ public final class DsmNode implements AutoCloseable {
         claims.close(NodeUnavailableException.notSent(config.nodeId(), "node " + config.nodeId() + " is down: "
                 + reason));
         Thread t = new Thread(() -> {
+            io.membus.core.replication.AdoptionReplicator ad = adoption;
+            if (ad != null) {
+                ad.close(); // a downed node adopts nothing more
+            }
             closeTransport();
             system.terminate();
         }, "membus-node-" + config.nodeId() + "-down");
@@ -917,7 +943,24 @@ public final class DsmNode implements AutoCloseable {
      * group ({@link #heldGroupStatus}). Empty with replication off.
      */
     List<ClusterMessage.GroupRow> groupRows() {
-        return mergeGroupRows(directory.groups(), heldGroupStatus.get(), config.replication().backups());
+        List<ClusterMessage.GroupRow> rows = mergeGroupRows(directory.groups(), heldGroupStatus.get(),
+                config.replication().backups());
+        Transport t = transportRef.get();
+        return t != null && t.capabilities().replication() == ReplicationSupport.ADOPTION ? adoptionRows(rows) : rows;
+    }
+
+    /**
+     * The rows on a transport that adopts (shm): a served group wants no copies (one host) and
+     * says so, {@link io.membus.core.replication.AdoptionReplicator#NOTE}; other states as they are.
+     */
+    static List<ClusterMessage.GroupRow> adoptionRows(List<ClusterMessage.GroupRow> rows) {
+        List<ClusterMessage.GroupRow> out = new ArrayList<>(rows.size());
+        for (ClusterMessage.GroupRow r : rows) {
+            out.add(r.state() != io.membus.core.directory.ReplicaGroupView.State.SERVING ? r
+                    : new ClusterMessage.GroupRow(r.group(), r.state(), r.primary(), r.epoch(), r.inSync(),
+                    r.joining(), 0, io.membus.core.replication.AdoptionReplicator.NOTE));
+        }
+        return out;
     }
 
     /** The rows of {@code views}, each replaced by the row of {@code held} of the same group, ordered by group id. */
@@ -1067,6 +1110,10 @@ public final class DsmNode implements AutoCloseable {
         io.membus.core.replication.Replicator r = replicator;
         if (r != null) {
             r.close(); // no new streams or promotions; the groups' copies stay with their holders
+        }
+        io.membus.core.replication.AdoptionReplicator ad = adoption;
+        if (ad != null) {
+            ad.close(); // no new adoptions, no retries of blocked ones; what was adopted closes with the transport
         }
         claims.close(closedException()); // also a failed start's: claims published before it never wait forever
         GlobalAllocator a;

@@ -116,5 +116,8 @@ class CoherenceSkewTest {
         assertNotNull(heap.cachingProblem(), "the checks every 200 ms (40 ms apart while pending) stop caching: "
                 + heap.status());
         assertNotNull(cluster.heap(1).cachingProblem(), "on the skewed node too: " + cluster.heap(1).status());
+        // issue 25: the checks run on the JVM's shared timer wheel, not on a thread of each heap's own
+        assertTrue(Thread.getAllStackTraces().keySet().stream().noneMatch(t -> t.getName().startsWith("membus-coherence")),
+                "no thread of the heaps' own: " + Thread.getAllStackTraces().keySet());
     }
 }

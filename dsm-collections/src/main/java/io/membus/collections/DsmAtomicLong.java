@@ -41,13 +41,23 @@ public final class DsmAtomicLong extends Number implements Rooted {
     /** The descriptor every atomic long root records. */
     static final String DESCRIPTOR = "atomicLong";
 
-    private final transient Root root;
+    /** Operation kinds counted in {@link #operationStats()} (one verb each: counted, not timed). */
+    static final String[] OPERATIONS = {"get", "set", "add", "compareAndSet", "update"};
+    private static final int GET = 0;
+    private static final int SET = 1;
+    private static final int ADD = 2;
+    private static final int CAS = 3;
+    private static final int UPDATE = 4;
+
+    private final transient Handle handle;
+    private final transient OperationStats stats;
     private final transient WordVerbs words;
     private final transient RemoteMemory memory;
     private final long ptr;
 
     DsmAtomicLong(Root root, WordVerbs words) {
-        this.root = root;
+        this.handle = new Handle(root, OPERATIONS);
+        this.stats = handle.stats();
         this.words = words;
         this.memory = words.memory();
         this.ptr = root.bodyPtr();
@@ -61,39 +71,26 @@ public final class DsmAtomicLong extends Number implements Rooted {
     }
 
     @Override
-    public Root root() {
-        return root;
+    public Handle handle() {
+        return handle;
     }
 
-    private transient volatile Lifecycle.Life life;
-
-    @Override
-    public void life(Lifecycle.Life life) {
-        this.life = life;
-    }
-
-    @Override
-    public Lifecycle.Life life() {
-        return life;
-    }
-
-    /** The word's pointer, once the structure is known to be alive (see {@link Lifecycle}). */
-    private long ptr() {
-        Lifecycle.Life l = life;
-        if (l != null) {
-            l.check();
-        }
+    /** The word's pointer, once the structure is known to be alive (see {@link Lifecycle}); counts one {@code op}. */
+    private long ptr(int op) {
+        handle.check();
+        stats.count(op);
         return ptr;
     }
 
-    /** The failure of {@link #ptr()}, for the async forms: null when alive. */
-    private StructureGoneException goneNow() {
-        try {
-            ptr();
-            return null;
-        } catch (StructureGoneException e) {
-            return e;
-        }
+    /** The word's pointer, once the structure is known to be alive; counts nothing (a retry of a counted operation). */
+    private long ptr() {
+        handle.check();
+        return ptr;
+    }
+
+    /** The failure of {@link #ptr}, for the async forms: null when alive. */
+    private RuntimeException goneNow() {
+        return handle.failureNow();
     }
 
     /**
@@ -108,30 +105,26 @@ public final class DsmAtomicLong extends Number implements Rooted {
         return Rooted.destroy(this);
     }
 
-    /** The name this counter is bound to. */
-    public String name() {
-        return root.name();
-    }
-
     /** The remote pointer of the word. */
     public long address() {
         return ptr;
     }
 
     public long get() {
-        return memory.readLong(ptr());
+        return memory.readLong(ptr(GET));
     }
 
     public CompletableFuture<Long> getAsync() {
-        StructureGoneException gone = goneNow();
+        RuntimeException gone = goneNow();
         if (gone != null) {
             return CompletableFuture.failedFuture(gone);
         }
-        return memory.readAsync(ptr(), Long.BYTES).thenApply(b -> io.membus.core.Words.getLong(b, 0));
+        stats.count(GET);
+        return memory.readAsync(ptr, Long.BYTES).thenApply(b -> io.membus.core.Words.getLong(b, 0));
     }
 
     public void set(long newValue) {
-        words.store(ptr(), newValue);
+        words.store(ptr(SET), newValue);
     }
 
     /** As {@link #set}: a remote store has no weaker form. */
@@ -140,24 +133,25 @@ public final class DsmAtomicLong extends Number implements Rooted {
     }
 
     public long getAndSet(long newValue) {
-        return words.swap(ptr(), newValue);
+        return words.swap(ptr(SET), newValue);
     }
 
     public boolean compareAndSet(long expectedValue, long newValue) {
-        return memory.compareAndSwap(ptr(), expectedValue, newValue) == expectedValue;
+        return memory.compareAndSwap(ptr(CAS), expectedValue, newValue) == expectedValue;
     }
 
     public CompletableFuture<Boolean> compareAndSetAsync(long expectedValue, long newValue) {
-        StructureGoneException gone = goneNow();
+        RuntimeException gone = goneNow();
         if (gone != null) {
             return CompletableFuture.failedFuture(gone);
         }
-        return memory.compareAndSwapAsync(ptr(), expectedValue, newValue).thenApply(w -> w == expectedValue);
+        stats.count(CAS);
+        return memory.compareAndSwapAsync(ptr, expectedValue, newValue).thenApply(w -> w == expectedValue);
     }
 
     /** The witness value: {@code expectedValue} when the swap took place. One CAS. */
     public long compareAndExchange(long expectedValue, long newValue) {
-        return memory.compareAndSwap(ptr(), expectedValue, newValue);
+        return memory.compareAndSwap(ptr(CAS), expectedValue, newValue);
     }
 
     /** As {@link #compareAndSet}: never fails spuriously. */
@@ -187,40 +181,41 @@ public final class DsmAtomicLong extends Number implements Rooted {
     }
 
     public long getAndIncrement() {
-        return memory.fetchAndAdd(ptr(), 1);
+        return memory.fetchAndAdd(ptr(ADD), 1);
     }
 
     public long getAndDecrement() {
-        return memory.fetchAndAdd(ptr(), -1);
+        return memory.fetchAndAdd(ptr(ADD), -1);
     }
 
     public long getAndAdd(long delta) {
-        return memory.fetchAndAdd(ptr(), delta);
+        return memory.fetchAndAdd(ptr(ADD), delta);
     }
 
     public long incrementAndGet() {
-        return memory.fetchAndAdd(ptr(), 1) + 1;
+        return memory.fetchAndAdd(ptr(ADD), 1) + 1;
     }
 
     public long decrementAndGet() {
-        return memory.fetchAndAdd(ptr(), -1) - 1;
+        return memory.fetchAndAdd(ptr(ADD), -1) - 1;
     }
 
     public long addAndGet(long delta) {
-        return memory.fetchAndAdd(ptr(), delta) + delta;
+        return memory.fetchAndAdd(ptr(ADD), delta) + delta;
     }
 
     /** One fetch-and-add, completed asynchronously; the value after the addition. */
     public CompletableFuture<Long> addAndGetAsync(long delta) {
-        StructureGoneException gone = goneNow();
+        RuntimeException gone = goneNow();
         if (gone != null) {
             return CompletableFuture.failedFuture(gone);
         }
-        return memory.fetchAndAddAsync(ptr(), delta).thenApply(before -> before + delta);
+        stats.count(ADD);
+        return memory.fetchAndAddAsync(ptr, delta).thenApply(before -> before + delta);
     }
 
     public long getAndUpdate(LongUnaryOperator updateFunction) {
-        long prev = get();
+        long prev = memory.readLong(ptr(UPDATE));
         while (true) {
             long next = updateFunction.applyAsLong(prev);
             long witness = memory.compareAndSwap(ptr(), prev, next);
@@ -232,7 +227,7 @@ public final class DsmAtomicLong extends Number implements Rooted {
     }
 
     public long updateAndGet(LongUnaryOperator updateFunction) {
-        long prev = get();
+        long prev = memory.readLong(ptr(UPDATE));
         while (true) {
             long next = updateFunction.applyAsLong(prev);
             long witness = memory.compareAndSwap(ptr(), prev, next);

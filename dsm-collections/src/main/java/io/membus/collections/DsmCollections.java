@@ -130,6 +130,17 @@ public final class DsmCollections {
         return done;
     }
 
+    /**
+     * Closes this node's collections (the facade's {@code Membus.close()} calls it): every
+     * handle opened here fails from now on, at once, with a
+     * {@link io.membus.core.error.DsmClosedException} naming its structure (e.g.
+     * {@code DsmMap 'orders'}), before any verb; a handle on a structure destroyed before
+     * keeps failing with its {@link StructureGoneException}. Idempotent.
+     */
+    public void close() {
+        lifecycle.close();
+    }
+
     /** How long a destroyed structure's blocks stay allocated after the destroy (default 30 s). */
     public java.time.Duration destroyGrace() {
         return lifecycle.grace();

@@ -41,21 +41,21 @@ public final class DsmDoubleArray extends StripedArray {
     }
 
     public double get(int i) {
-        return longBitsToDouble(w.memory.readLong(w.ptr(i)));
+        return longBitsToDouble(w.memory.readLong(w.ptr(i, StripedWords.GET)));
     }
 
     public void set(int i, double newValue) {
-        w.words.store(w.ptr(i), doubleToRawLongBits(newValue));
+        w.words.store(w.ptr(i, StripedWords.SET), doubleToRawLongBits(newValue));
     }
 
     public double getAndSet(int i, double newValue) {
-        return longBitsToDouble(w.words.swap(w.ptr(i), doubleToRawLongBits(newValue)));
+        return longBitsToDouble(w.words.swap(w.ptr(i, StripedWords.SET), doubleToRawLongBits(newValue)));
     }
 
     /** One CAS on the bits: succeeds when the element's bits equal {@code expect}'s. */
     public boolean compareAndSet(int i, double expect, double update) {
         long e = doubleToRawLongBits(expect);
-        return w.memory.compareAndSwap(w.ptr(i), e, doubleToRawLongBits(update)) == e;
+        return w.memory.compareAndSwap(w.ptr(i, StripedWords.CAS), e, doubleToRawLongBits(update)) == e;
     }
 
     /** As {@link #compareAndSet}: never fails spuriously. */
@@ -72,11 +72,11 @@ public final class DsmDoubleArray extends StripedArray {
     }
 
     public double getAndUpdate(int i, DoubleUnaryOperator updateFunction) {
-        return longBitsToDouble(update(w.ptr(i), updateFunction)[0]);
+        return longBitsToDouble(update(w.ptr(i, StripedWords.UPDATE), updateFunction)[0]);
     }
 
     public double updateAndGet(int i, DoubleUnaryOperator updateFunction) {
-        return longBitsToDouble(update(w.ptr(i), updateFunction)[1]);
+        return longBitsToDouble(update(w.ptr(i, StripedWords.UPDATE), updateFunction)[1]);
     }
 
     public double getAndAccumulate(int i, double x, DoubleBinaryOperator accumulatorFunction) {
@@ -126,7 +126,8 @@ public final class DsmDoubleArray extends StripedArray {
      */
     public void addAll(int from, double[] deltas) {
         w.checkRange(from, from + deltas.length);
-        long[] seen = w.readRange(from, from + deltas.length);
+        w.handle.stats().count(StripedWords.ADD_RANGE);
+        long[] seen = w.readRangeUncounted(from, from + deltas.length);
         List<Integer> pending = new ArrayList<>();
         for (int k = 0; k < deltas.length; k++) {
             if (deltas[k] != 0.0 || Double.isNaN(deltas[k])) {

@@ -57,7 +57,12 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class DsmLock implements Lock, Rooted {
     static final String DESCRIPTOR = "lock";
 
-    private final Root root;
+    /** Operation kinds counted in {@link #operationStats()}: acquisitions (timed: waits included) and releases. */
+    static final String[] OPERATIONS = {"acquire", "release"};
+    private static final int ACQUIRE = 0;
+    private static final int RELEASE = 1;
+
+    private final Handle handle;
     private final RemoteMemory memory;
     private final long ptr;
     private final int self;
@@ -68,7 +73,8 @@ public final class DsmLock implements Lock, Rooted {
     private long token;
 
     private DsmLock(Root root, RemoteMemory memory, WakeUps wakeUps) {
-        this.root = root;
+        this.handle = new Handle(root, OPERATIONS);
+        handle.stats().timed(ACQUIRE);
         this.memory = memory;
         this.ptr = root.bodyPtr() + LockWord.WORD_OFFSET;
         this.waitersPtr = root.bodyPtr() + LockWord.WAITERS_OFFSET;
@@ -83,28 +89,13 @@ public final class DsmLock implements Lock, Rooted {
     }
 
     @Override
-    public Root root() {
-        return root;
-    }
-
-    private volatile Lifecycle.Life life;
-
-    @Override
-    public void life(Lifecycle.Life life) {
-        this.life = life;
-    }
-
-    @Override
-    public Lifecycle.Life life() {
-        return life;
+    public Handle handle() {
+        return handle;
     }
 
     /** The lock word's pointer, once the lock is known to be alive (see {@link Lifecycle}). */
     private long ptr() {
-        Lifecycle.Life l = life;
-        if (l != null) {
-            l.check();
-        }
+        handle.check();
         return ptr;
     }
 
@@ -118,10 +109,6 @@ public final class DsmLock implements Lock, Rooted {
      */
     public boolean destroy() {
         return Rooted.destroy(this);
-    }
-
-    public String name() {
-        return root.name();
     }
 
     @Override
@@ -164,6 +151,15 @@ public final class DsmLock implements Lock, Rooted {
      * @return whether the lock is held by the calling thread afterwards
      */
     private boolean acquire(long deadline, boolean interruptible, boolean wait) throws InterruptedException {
+        long start = OperationStats.start();
+        boolean acquired = acquireUntimed(deadline, interruptible, wait);
+        if (acquired) {
+            handle.stats().record(ACQUIRE, start);
+        }
+        return acquired;
+    }
+
+    private boolean acquireUntimed(long deadline, boolean interruptible, boolean wait) throws InterruptedException {
         if (interruptible && Thread.interrupted()) {
             throw new InterruptedException();
         }
@@ -244,7 +240,7 @@ public final class DsmLock implements Lock, Rooted {
                     long next = LockWord.token(word) + 1;
                     if (next > LockWord.MAX_TOKEN) {
                         throw new CollectionArgumentException("token", next, "at most " + LockWord.MAX_TOKEN
-                                + " acquisitions of lock " + root.name() + ": use a new lock name");
+                                + " acquisitions of lock " + handle.root().name() + ": use a new lock name");
                     }
                     if (casInFlight != null) {
                         casInFlight[0] = true;
@@ -293,15 +289,16 @@ public final class DsmLock implements Lock, Rooted {
     @Override
     public void unlock() {
         if (!gate.isHeldByCurrentThread()) {
-            throw new IllegalMonitorStateException("lock " + root.name() + " is not held by thread "
+            throw new IllegalMonitorStateException("lock " + handle.root().name() + " is not held by thread "
                     + Thread.currentThread().getName());
         }
+        handle.stats().count(RELEASE);
         try {
             if (gate.getHoldCount() == 1) {
                 long mine = LockWord.held(token, self);
                 long witness = memory.compareAndSwap(ptr(), mine, LockWord.free(token, self));
                 if (witness != mine) {
-                    throw new LockLostException(root.name(), token, LockWord.token(witness), LockWord.node(witness),
+                    throw new LockLostException(handle.root().name(), token, LockWord.token(witness), LockWord.node(witness),
                             LockWord.held(witness));
                 }
                 wakeUps.notifyAfter(waitersPtr);
@@ -318,7 +315,7 @@ public final class DsmLock implements Lock, Rooted {
      */
     public long token() {
         if (!gate.isHeldByCurrentThread()) {
-            throw new IllegalMonitorStateException("lock " + root.name() + " is not held by thread "
+            throw new IllegalMonitorStateException("lock " + handle.root().name() + " is not held by thread "
                     + Thread.currentThread().getName());
         }
         return token;
@@ -352,13 +349,13 @@ public final class DsmLock implements Lock, Rooted {
     /** Not supported: see the class comment. */
     @Override
     public Condition newCondition() {
-        throw new UnsupportedOperationException("DsmLock has no conditions: lock " + root.name()
+        throw new UnsupportedOperationException("DsmLock has no conditions: lock " + handle.root().name()
                 + "; wait on a DsmQueue or poll shared state instead");
     }
 
     @Override
     public String toString() {
         long w = memory.readLong(ptr());
-        return "DsmLock{name=" + root.name() + ", " + LockWord.toString(w) + "}";
+        return "DsmLock{name=" + handle.root().name() + ", " + LockWord.toString(w) + "}";
     }
 }

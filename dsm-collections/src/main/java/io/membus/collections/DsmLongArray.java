@@ -46,11 +46,11 @@ public final class DsmLongArray extends StripedArray {
     }
 
     public long get(int i) {
-        return w.memory.readLong(w.ptr(i));
+        return w.memory.readLong(w.ptr(i, StripedWords.GET));
     }
 
     public void set(int i, long newValue) {
-        w.words.store(w.ptr(i), newValue);
+        w.words.store(w.ptr(i, StripedWords.SET), newValue);
     }
 
     /** As {@link #set}. */
@@ -59,16 +59,16 @@ public final class DsmLongArray extends StripedArray {
     }
 
     public long getAndSet(int i, long newValue) {
-        return w.words.swap(w.ptr(i), newValue);
+        return w.words.swap(w.ptr(i, StripedWords.SET), newValue);
     }
 
     public boolean compareAndSet(int i, long expectedValue, long newValue) {
-        return w.memory.compareAndSwap(w.ptr(i), expectedValue, newValue) == expectedValue;
+        return w.memory.compareAndSwap(w.ptr(i, StripedWords.CAS), expectedValue, newValue) == expectedValue;
     }
 
     /** The witness value (one CAS). */
     public long compareAndExchange(int i, long expectedValue, long newValue) {
-        return w.memory.compareAndSwap(w.ptr(i), expectedValue, newValue);
+        return w.memory.compareAndSwap(w.ptr(i, StripedWords.CAS), expectedValue, newValue);
     }
 
     /** As {@link #compareAndSet}: never fails spuriously. */
@@ -82,31 +82,31 @@ public final class DsmLongArray extends StripedArray {
     }
 
     public long getAndIncrement(int i) {
-        return w.memory.fetchAndAdd(w.ptr(i), 1);
+        return w.memory.fetchAndAdd(w.ptr(i, StripedWords.ADD), 1);
     }
 
     public long getAndDecrement(int i) {
-        return w.memory.fetchAndAdd(w.ptr(i), -1);
+        return w.memory.fetchAndAdd(w.ptr(i, StripedWords.ADD), -1);
     }
 
     public long getAndAdd(int i, long delta) {
-        return w.memory.fetchAndAdd(w.ptr(i), delta);
+        return w.memory.fetchAndAdd(w.ptr(i, StripedWords.ADD), delta);
     }
 
     public long incrementAndGet(int i) {
-        return w.memory.fetchAndAdd(w.ptr(i), 1) + 1;
+        return w.memory.fetchAndAdd(w.ptr(i, StripedWords.ADD), 1) + 1;
     }
 
     public long decrementAndGet(int i) {
-        return w.memory.fetchAndAdd(w.ptr(i), -1) - 1;
+        return w.memory.fetchAndAdd(w.ptr(i, StripedWords.ADD), -1) - 1;
     }
 
     public long addAndGet(int i, long delta) {
-        return w.memory.fetchAndAdd(w.ptr(i), delta) + delta;
+        return w.memory.fetchAndAdd(w.ptr(i, StripedWords.ADD), delta) + delta;
     }
 
     public long getAndUpdate(int i, LongUnaryOperator updateFunction) {
-        long ptr = w.ptr(i);
+        long ptr = w.ptr(i, StripedWords.UPDATE);
         long prev = w.memory.readLong(ptr);
         while (true) {
             long witness = w.memory.compareAndSwap(ptr, prev, updateFunction.applyAsLong(prev));
@@ -118,7 +118,7 @@ public final class DsmLongArray extends StripedArray {
     }
 
     public long updateAndGet(int i, LongUnaryOperator updateFunction) {
-        long ptr = w.ptr(i);
+        long ptr = w.ptr(i, StripedWords.UPDATE);
         long prev = w.memory.readLong(ptr);
         while (true) {
             long next = updateFunction.applyAsLong(prev);

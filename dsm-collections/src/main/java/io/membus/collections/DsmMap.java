@@ -69,9 +69,20 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     static final int WINDOW = 32;
     static final String KIND_NAME = "map";
 
+    /**
+     * Operation kinds counted in {@link #operationStats()}: gets ({@code get},
+     * {@code getOrDefault}, {@code containsKey}; timed, except a {@code get} served by the
+     * leased cache: counted only, in the cache's own counter), puts ({@code put},
+     * {@code putIfAbsent}), removes ({@code remove}) and the other changes
+     * ({@code replace}, {@code compute*}, {@code merge}, {@code replaceAll}), all timed.
+     */
+    static final String[] OPERATIONS = {"get", "put", "remove", "change"};
+    static final int GET = 0;
+    static final int PUT = 1;
+    static final int REMOVE = 2;
+    static final int CHANGE = 3;
+
     private final MapStore store;
-    /** The named root this map lives in ({@link DsmCollections#map}), or null for a map made by {@link #create}. */
-    private volatile Root root;
     private final Codec<K> keys;
     private final Codec<V> values;
     private Set<K> keySet;
@@ -137,7 +148,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
             heap.free(root);
             throw e;
         }
-        return openAt(heap, root.ptr(), root.payload(), keys, values, options);
+        return openAt(heap, root.ptr(), root.payload(), keys, values, options, null);
     }
 
     /**
@@ -208,12 +219,15 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         Objects.requireNonNull(keys, "keys");
         Objects.requireNonNull(values, "values");
         Objects.requireNonNull(options, "options");
-        return openAt(heap, rootPtr, rootPtr + HeapLayout.BLOCK_HEADER_LENGTH, keys, values, options);
+        return openAt(heap, rootPtr, rootPtr + HeapLayout.BLOCK_HEADER_LENGTH, keys, values, options, null);
     }
 
-    /** Opens the map whose root layout starts at {@code body} inside the block at {@code rootPtr}. */
+    /**
+     * Opens the map whose root layout starts at {@code body} inside the block at
+     * {@code rootPtr}; {@code named} is its named root (null for a map made by {@link #create}).
+     */
     static <K, V> DsmMap<K, V> openAt(GlobalAllocator heap, long rootPtr, long body, Codec<K> keys, Codec<V> values,
-                                      DsmMapOptions options) {
+                                      DsmMapOptions options, Root named) {
         String where = RemotePtr.toString(rootPtr);
         byte[] b = heap.memory().read(body, ROOT_COUNTERS);
         int p = 0;
@@ -256,7 +270,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         Class<?> objectKeyType = leases != null && OBJECT_KEY_TYPES.contains(keys.type()) ? keys.type() : null;
         MapStore store = new MapStore(heap, rootPtr, body, graceNanos, window, inline, options.readCacheEntries(),
                 leases, objectKeyType, options.entryPlacement());
-        return new DsmMap<>(store, keys, values);
+        store.handle(named != null ? new Handle(named, OPERATIONS)
+                : new Handle(null, "DsmMap at " + RemotePtr.toString(rootPtr), OPERATIONS));
+        return new DsmMap<>(store, keys, values); // its final store publishes the handle with it
     }
 
     /**
@@ -308,9 +324,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
                         discardRoot(heap, r.bodyPtr());
                     }
                 });
-        DsmMap<K, V> map = openAt(heap, root.block().ptr(), root.bodyPtr(), keys, values, options);
-        map.root = root;
-        return map;
+        return openAt(heap, root.block().ptr(), root.bodyPtr(), keys, values, options, root);
     }
 
     /**
@@ -330,14 +344,19 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     /** The entry limit with the setting it came from (for the error message). */
     void limitEntries(long bytes, String setting) {
-        store.limitEntries(bytes, root == null ? "map at " + RemotePtr.toString(store.rootBlock)
-                : "map \"" + root.name() + "\"", setting);
+        store.limitEntries(bytes, root() == null ? "map at " + RemotePtr.toString(store.rootBlock)
+                : "map \"" + root().name() + "\"", setting);
     }
 
     /** The named root of a map from {@link DsmCollections#map}; null for a map made by {@link #create}. */
     @Override
     public Root root() {
-        return root;
+        return store.handle.root();
+    }
+
+    @Override
+    public Handle handle() {
+        return store.handle;
     }
 
     private static long codecHash(Codec<?> codec) {
@@ -382,16 +401,6 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         store.reclaimer.drainAll();
     }
 
-    @Override
-    public void life(Lifecycle.Life life) {
-        store.life = life;
-    }
-
-    @Override
-    public Lifecycle.Life life() {
-        return store.life;
-    }
-
     /**
      * Frees every entry, every table and the root.
      *
@@ -404,7 +413,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      * more; afterwards every operation on it, on any node, fails.
      */
     public void destroy() {
-        if (root != null) {
+        if (root() != null) {
             Rooted.destroy(this);
             return;
         }
@@ -464,8 +473,13 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         if (store.leases != null) {
             return leasedGet(key);
         }
-        byte[] k = queryKey(key);
-        return k == null ? null : decodeValue(store.get(k, MapLayout.hash(k)));
+        long start = OperationStats.start();
+        try {
+            byte[] k = queryKey(key);
+            return k == null ? null : decodeValue(store.get(k, MapLayout.hash(k)));
+        } finally {
+            store.handle.stats().record(GET, start);
+        }
     }
 
     /**
@@ -477,14 +491,30 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     @SuppressWarnings("unchecked")
     private V leasedGet(Object key) {
         Objects.requireNonNull(key, "key");
+        // a hit is counted by the leased cache (its own counter) and not timed: no clock read
         Object v = objectKeys ? store.leasedHit(key, sharedValues) : null;
-        if (v == null) {
-            byte[] k = queryKey(key);
+        byte[] k = null;
+        if (v == null && !objectKeys) { // the cache is keyed by the key's bytes
+            k = queryKey(key);
             if (k == null) {
                 return null;
             }
-            long hash = MapLayout.hash(k);
-            v = objectKeys ? store.leasedFill(k, hash, key, sharedValues) : store.leasedGet(k, hash, sharedValues);
+            v = store.leasedHit(java.nio.ByteBuffer.wrap(k), sharedValues);
+        }
+        if (v == null) { // a miss: the fill is timed (its lookup was counted by the hit path)
+            long start = OperationStats.start();
+            try {
+                if (k == null) {
+                    k = queryKey(key);
+                    if (k == null) {
+                        return null;
+                    }
+                }
+                v = store.leasedFill(k, MapLayout.hash(k), objectKeys ? key : java.nio.ByteBuffer.wrap(k),
+                        sharedValues);
+            } finally {
+                store.handle.stats().time(GET, start, true);
+            }
         }
         if (v == LeasedCache.ABSENT) {
             return null;
@@ -494,8 +524,13 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     @Override
     public boolean containsKey(Object key) {
-        byte[] k = queryKey(key);
-        return k != null && store.get(k, MapLayout.hash(k)) != null;
+        long start = OperationStats.start();
+        try {
+            byte[] k = queryKey(key);
+            return k != null && store.get(k, MapLayout.hash(k)) != null;
+        } finally {
+            store.handle.stats().time(GET, start, store.leases != null); // a leased lookup counted itself
+        }
     }
 
     @Override
@@ -534,20 +569,40 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     // ================================================================ changes
 
     private MapStore.Outcome mutate(K key, MapStore.Mutation m) {
-        byte[] k = encodeKey(key);
-        return store.mutate(k, MapLayout.hash(k), m);
+        return mutate(CHANGE, key, m);
+    }
+
+    /** A change of {@code key}, timed as an operation of kind {@code op}. */
+    private MapStore.Outcome mutate(int op, K key, MapStore.Mutation m) {
+        long start = OperationStats.start();
+        try {
+            byte[] k = encodeKey(key);
+            return store.mutate(k, MapLayout.hash(k), m);
+        } finally {
+            store.handle.stats().record(op, start);
+        }
+    }
+
+    /** A change of the key whose bytes are {@code k}, timed as an operation of kind {@code op}. */
+    private MapStore.Outcome mutateBytes(int op, byte[] k, MapStore.Mutation m) {
+        long start = OperationStats.start();
+        try {
+            return store.mutate(k, MapLayout.hash(k), m);
+        } finally {
+            store.handle.stats().record(op, start);
+        }
     }
 
     @Override
     public V put(K key, V value) {
         byte[] v = encodeValue(value);
-        return decodeValue(mutate(key, cur -> v).previous());
+        return decodeValue(mutate(PUT, key, cur -> v).previous());
     }
 
     @Override
     public V putIfAbsent(K key, V value) {
         byte[] v = encodeValue(value);
-        return decodeValue(mutate(key, cur -> cur == null ? v : MapStore.KEEP).previous());
+        return decodeValue(mutate(PUT, key, cur -> cur == null ? v : MapStore.KEEP).previous());
     }
 
     @Override
@@ -556,7 +611,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         if (k == null) {
             return null;
         }
-        return decodeValue(store.mutate(k, MapLayout.hash(k), cur -> null).previous());
+        return decodeValue(mutateBytes(REMOVE, k, cur -> null).previous());
     }
 
     @Override
@@ -569,7 +624,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         if (k == null) {
             return false;
         }
-        return store.mutate(k, MapLayout.hash(k),
+        return mutateBytes(REMOVE, k,
                 cur -> cur != null && value.equals(decodeValue(cur)) ? null : MapStore.KEEP).changed();
     }
 

@@ -137,7 +137,18 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     public static final int MAX_CAPACITY = 1 << 20;
     private static final int STATES_PER_READ = 8192;
 
-    private final Root root;
+    /**
+     * Operation kinds counted in {@link #operationStats()}, all timed: offers (every form,
+     * done or not), polls (every form, element or not), and the blocking calls that waited
+     * (the time from their first wait to their end).
+     */
+    static final String[] OPERATIONS = {"offer", "poll", "wait"};
+    private static final int OFFER = 0;
+    private static final int POLL = 1;
+    private static final int WAIT = 2;
+
+    private final Handle handle;
+    private final OperationStats stats;
     private final RemoteMemory memory;
     private final GlobalAllocator allocator;
     private final Codec<E> codec;
@@ -166,7 +177,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
     private DsmQueue(Root root, NamedRoots roots, WakeUps wakeUps, Codec<E> codec, int capacity, int slotBytes) {
         this.wakeUps = wakeUps;
-        this.root = root;
+        this.handle = new Handle(root, OPERATIONS);
+        this.stats = handle.stats().timed(OFFER, POLL, WAIT);
         this.memory = roots.memory();
         this.allocator = roots.allocator();
         this.codec = codec;
@@ -257,28 +269,13 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     }
 
     @Override
-    public Root root() {
-        return root;
-    }
-
-    private volatile Lifecycle.Life life;
-
-    @Override
-    public void life(Lifecycle.Life life) {
-        this.life = life;
-    }
-
-    @Override
-    public Lifecycle.Life life() {
-        return life;
+    public Handle handle() {
+        return handle;
     }
 
     /** Fails with a {@link StructureGoneException} once the queue is known to be destroyed (see {@link Lifecycle}). */
     private void live() {
-        Lifecycle.Life l = life;
-        if (l != null) {
-            l.check();
-        }
+        handle.check();
     }
 
     /**
@@ -292,10 +289,6 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      */
     public boolean destroy() {
         return Rooted.destroy(this);
-    }
-
-    public String name() {
-        return root.name();
     }
 
     /** The fixed capacity. */
@@ -322,10 +315,19 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
 
     // ------------------------------------------------------------------ producers
 
-    /** An element ready for a slot: the data area's bytes and, for a large element, its block. */
+    /**
+     * An element ready for a slot: the data area's bytes and, for a large element, its
+     * block. The block is settled once: freed ({@link #discard}), or handed to the ring
+     * (published, or a publish whose outcome is unknown: the ring may hold it); an offer
+     * frees it at most once, and only while it is unsettled.
+     *
+     * <p><b>Note:</b> not thread-safe: one offer's, used by its thread only.
+     */
     private static final class Prepared {
         final byte[] data;
         final BlockRef block;
+        /** The block was freed or handed to the ring: never free it (again). */
+        boolean settled;
 
         Prepared(byte[] data, BlockRef block) {
             this.data = data;
@@ -348,7 +350,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         Objects.requireNonNull(e, "DsmQueue does not accept null elements");
         byte[] bytes = codec.encode(e);
         if (bytes.length > maxElementBytes) { // before anything is claimed
-            throw new io.membus.core.error.ValueTooLargeException("queue \"" + root.name() + "\" element",
+            throw new io.membus.core.error.ValueTooLargeException("queue \"" + handle.root().name() + "\" element",
                     bytes.length, maxElementBytes, limitSetting);
         }
         if (bytes.length <= slotBytes - PAYLOAD_FIELD) {
@@ -374,9 +376,14 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         return new Prepared(data, block);
     }
 
-    /** Frees a prepared element's block (an offer that gave up). */
+    /**
+     * Frees a prepared element's block (an offer that gave up), unless it is settled: at
+     * most once. A failure to free is added to {@code failure} (the first error stays the
+     * one thrown), or thrown when there is none.
+     */
     private void discard(Prepared p, RuntimeException failure) {
-        if (p.block != null) {
+        if (p.block != null && !p.settled) {
+            p.settled = true;
             try {
                 allocator.free(p.block);
             } catch (RuntimeException e) {
@@ -449,9 +456,12 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             memory.await(write);
             long w = memory.await(cas);
             if (w != mine) {
-                discard(p, null);
-                throw new SlotLostException(root.name(), t, "producer", SlotState.toString(w));
+                SlotLostException lost = new SlotLostException(handle.root().name(), t, "producer",
+                        SlotState.toString(w));
+                discard(p, lost);
+                throw lost;
             }
+            p.settled = true; // the ring holds it now
             wakeUps.notifyAfter(takeWaitersPtr);
         } catch (SlotLostException e) {
             throw e;
@@ -482,17 +492,28 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 return copy;
             }
         }
-        return new OutcomeUnknownException("offer", "queue " + root.name() + " ticket", failure);
+        return new OutcomeUnknownException("offer", "queue " + handle.root().name() + " ticket", failure);
     }
 
-    /** After a failed verb: moves a slot this node still holds on, so nobody waits for it. */
+    /**
+     * After a failed verb: moves a slot this node still holds on, so nobody waits for it.
+     * A prepared element's block is freed when the slot was given back (the element was
+     * never published); otherwise the publish may have run and the ring may hold the
+     * block: it is settled and left alone.
+     */
     private void giveBack(long t, long mine, long next, Prepared p, RuntimeException failure) {
+        boolean givenBack = false;
         try {
-            if (memory.compareAndSwap(statePtr(t), mine, next) == mine && p != null) {
-                discard(p, failure);
-            }
+            givenBack = memory.compareAndSwap(statePtr(t), mine, next) == mine;
         } catch (RuntimeException e) {
             failure.addSuppressed(e);
+        }
+        if (p != null) {
+            if (givenBack) {
+                discard(p, failure);
+            } else {
+                p.settled = true;
+            }
         }
     }
 
@@ -536,21 +557,23 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      */
     @Override
     public boolean offer(E e) {
+        long start = OperationStats.start();
         Prepared p = prepare(e);
-        boolean done = false;
         Backoff backoff = new Backoff();
+        RuntimeException failure = null;
         try {
             int r;
             while ((r = tryOffer(p)) == BUSY) {
                 pauseUninterruptibly(backoff);
             }
-            done = r == OFFERED;
-            return done;
+            return r == OFFERED;
+        } catch (RuntimeException ex) {
+            failure = ex;
+            throw ex;
         } finally {
             backoff.restoreInterrupt();
-            if (!done) {
-                discard(p, null);
-            }
+            discard(p, failure); // nothing when it was published, or freed already
+            stats.record(OFFER, start);
         }
     }
 
@@ -566,22 +589,34 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
+        long start = OperationStats.start();
         long deadline = Backoff.deadline(unit.toNanos(timeout));
         Prepared p = prepare(e);
-        boolean done = false;
         Waiting waiting = new Waiting(wakeUps, putWaitersPtr);
+        RuntimeException failure = null;
+        long waitedFrom = 0;
+        boolean waited = false;
         try {
-            while (!(done = tryOffer(p) == OFFERED)) {
+            while (tryOffer(p) != OFFERED) {
+                if (!waited) {
+                    waited = true;
+                    waitedFrom = OperationStats.start();
+                }
                 if (!waiting.next(deadline, true)) {
                     return false;
                 }
             }
             return true;
+        } catch (RuntimeException ex) {
+            failure = ex;
+            throw ex;
         } finally {
             waiting.done();
-            if (!done) {
-                discard(p, null);
+            discard(p, failure); // nothing when it was published, or freed already
+            if (waited) {
+                stats.record(WAIT, waitedFrom);
             }
+            stats.record(OFFER, start);
         }
     }
 
@@ -706,7 +741,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             }
             long w = memory.compareAndSwap(statePtr(t), mine, SlotState.of(t + capacity, EMPTY, 0));
             if (w != mine) {
-                throw new SlotLostException(root.name(), t, "consumer", SlotState.toString(w));
+                throw new SlotLostException(handle.root().name(), t, "consumer", SlotState.toString(w));
             }
             wakeUps.notifyAfter(putWaitersPtr);
         } catch (SlotLostException e) {
@@ -717,7 +752,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             giveBack(t, mine, SlotState.of(t + capacity, FULL, 0), null, e);
             leave(t);
             // the claim ran: the element may be taken (the emptying CAS may have run) or moved a lap on
-            throw new OutcomeUnknownException("poll", "queue " + root.name() + " ticket " + t, e);
+            throw new OutcomeUnknownException("poll", "queue " + handle.root().name() + " ticket " + t, e);
         }
         leave(t);
         if (block != null) {
@@ -735,6 +770,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     @Override
     @SuppressWarnings("unchecked")
     public E poll() {
+        long start = OperationStats.start();
         Backoff backoff = new Backoff();
         try {
             while (true) {
@@ -746,6 +782,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             }
         } finally {
             backoff.restoreInterrupt();
+            stats.record(POLL, start);
         }
     }
 
@@ -771,8 +808,11 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
+        long start = OperationStats.start();
         long deadline = Backoff.deadline(unit.toNanos(timeout));
         Waiting waiting = new Waiting(wakeUps, takeWaitersPtr);
+        long waitedFrom = 0;
+        boolean waited = false;
         try {
             while (true) {
                 Object r = tryPoll();
@@ -781,12 +821,20 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                     E e = (E) r;
                     return e;
                 }
+                if (!waited) {
+                    waited = true;
+                    waitedFrom = OperationStats.start();
+                }
                 if (!waiting.next(deadline, true)) {
                     return null; // also when an offer at the head was still being written at the deadline
                 }
             }
         } finally {
             waiting.done();
+            if (waited) {
+                stats.record(WAIT, waitedFrom);
+            }
+            stats.record(POLL, start);
         }
     }
 
@@ -921,7 +969,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     private void checkTicket(long t) {
         if (t >= SlotState.MAX_TICKET - capacity) {
             throw new CollectionArgumentException("ticket", t, "below " + (SlotState.MAX_TICKET - capacity)
-                    + " (queue " + root.name() + " has used up its tickets: use a new queue name)");
+                    + " (queue " + handle.root().name() + " has used up its tickets: use a new queue name)");
         }
     }
 
@@ -1157,7 +1205,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 long p = memory.await(publish);
                 if (p != mine) {
                     leave(g);
-                    throw new SlotLostException(root.name(), g, "remover", SlotState.toString(p));
+                    throw new SlotLostException(handle.root().name(), g, "remover", SlotState.toString(p));
                 }
                 leave(g);
                 wakeUps.notifyAfter(takeWaitersPtr);
@@ -1168,7 +1216,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             long w = memory.compareAndSwap(statePtr(g), mine, SlotState.of(g + capacity, EMPTY, 0));
             leave(g);
             if (w != mine) {
-                throw new SlotLostException(root.name(), g, "remover", SlotState.toString(w));
+                throw new SlotLostException(handle.root().name(), g, "remover", SlotState.toString(w));
             }
         } catch (SlotLostException e) {
             if (ahead >= 0) {
@@ -1184,7 +1232,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             }
             recoverOwn(g, e);
             // the element asked for was taken out (linearized at the claim); closing its gap failed
-            throw new OutcomeUnknownException("remove", "queue " + root.name() + " ticket " + g, e);
+            throw new OutcomeUnknownException("remove", "queue " + handle.root().name() + " ticket " + g, e);
         }
     }
 

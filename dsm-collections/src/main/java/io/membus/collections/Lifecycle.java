@@ -29,7 +29,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * above the check interval plus the verb deadline no verb of a handle lands in a freed
  * block. The grace must therefore exceed {@code membus.operation-timeout} (default
  * grace 30 s); a thread paused longer than the grace between its check and its verb
- * is the one case this time bound does not cover.
+ * (or the shared timer wheel's thread that late in ending a look's trust) is the one
+ * case this time bound does not cover. A map's leased cache hit issues no verb and so
+ * looks only at the known verdict ({@link Life#checkDead()}): a destroy elsewhere is
+ * seen by its next miss, fill or change, at the latest when its lease ends.
+ *
+ * <p>{@link #close()} (the facade's {@code Membus.close()}) makes every handle fail at
+ * once with a {@link io.membus.core.error.DsmClosedException} naming its structure.
  *
  * <p><b>Note:</b> thread-safe: the grace is a volatile field; releases are armed on the
  * shared {@link TimerWheel} and run on one JVM-wide daemon thread ({@code membus-destroy}),
@@ -52,6 +58,9 @@ final class Lifecycle {
     private final io.membus.coherence.CoherentHeap heap;
     private volatile long graceNanos = DEFAULT_GRACE.toNanos();
     private final AtomicInteger pending = new AtomicInteger();
+    /** The lives of the handles opened here and not known dead: {@link #close()} marks them. */
+    private final java.util.Set<Life> lives = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private volatile boolean closed;
 
     Lifecycle(NamedRoots roots, io.membus.coherence.CoherentHeap heap) {
         this.roots = roots;
@@ -77,7 +86,24 @@ final class Lifecycle {
     }
 
     Life life(Root root) {
-        return new Life(root, this);
+        Life life = new Life(root, this);
+        lives.add(life);
+        if (closed) {
+            life.markClosed();
+        }
+        return life;
+    }
+
+    /**
+     * This node's collections are closed: every handle's next operation fails at once with
+     * a {@link io.membus.core.error.DsmClosedException} naming its structure
+     * (e.g. {@code DsmMap 'orders'}). Blocks already armed for release are still freed.
+     */
+    void close() {
+        closed = true;
+        for (Life life : lives) {
+            life.markClosed();
+        }
     }
 
     /** Destroys what {@code name} is bound to; see {@link NamedRoots#destroy(String, java.util.function.Consumer)}. */
@@ -145,17 +171,34 @@ final class Lifecycle {
     }
 
     /**
-     * A handle's view of its root's life: {@link #check()} before each operation.
+     * A handle's view of its root's life: {@link #check()} before each operation that
+     * issues verbs on the structure's words, {@link #checkDead()} where no verb is issued
+     * (a map's leased cache hit).
      *
-     * <p><b>Note:</b> thread-safe: the time of the last good look and the verdict are
-     * volatile; concurrent checks may both read the root (harmless).
+     * <p>No clock read on the hot path: a good look at the root sets {@link #fresh} and
+     * arms this life's entry of the shared {@link TimerWheel} to clear it one check
+     * interval after the time read before the look; while fresh, {@link #check()} is one
+     * volatile read. A wheel thread late under load lengthens the trust by its lateness,
+     * like a paused caller thread (see {@link Lifecycle}).
+     *
+     * <p><b>Note:</b> thread-safe: {@code fresh} and the verdict ({@code dead}: the
+     * structure was destroyed, or this node's collections were closed) are volatile; the
+     * verdict is written before {@code fresh} is cleared, and a look re-reads the verdict
+     * after setting {@code fresh}, so a verdict is never hidden by a concurrent look.
+     * Concurrent looks may both read the root (harmless); an earlier look's timer may
+     * clear {@code fresh} early (only costs a look).
      */
     static final class Life {
         private final Root root;
         private final Lifecycle lifecycle;
-        private volatile long checkedAt;
-        private volatile boolean everChecked;
-        private volatile StructureGoneException gone;
+        private volatile boolean fresh;
+        private volatile io.membus.core.error.DsmException dead;
+        private final TimerWheel.Timeout stale = new TimerWheel.Timeout() {
+            @Override
+            protected void expired() {
+                fresh = false;
+            }
+        };
 
         Life(Root root, Lifecycle lifecycle) {
             this.root = root;
@@ -163,31 +206,53 @@ final class Lifecycle {
         }
 
         /**
-         * Fails with a {@link StructureGoneException} when the structure was destroyed;
-         * reads the root (two verbs) when the last look is older than the check interval.
+         * Fails with a {@link StructureGoneException} when the structure was destroyed, a
+         * {@link io.membus.core.error.DsmClosedException} naming the structure when this
+         * node's collections were closed; reads the root (two verbs) when the last look is
+         * older than the check interval. One volatile read while the last look is fresh.
          */
         void check() {
-            StructureGoneException g = gone;
-            if (g != null) {
-                throw (StructureGoneException) g.forCaller();
+            if (!fresh) {
+                look();
             }
-            long now = System.nanoTime();
-            if (everChecked && now - checkedAt < lifecycle.checkNanos()) {
-                return;
+        }
+
+        /** Fails as {@link #check()} when the verdict is known; never reads the root or the clock. */
+        void checkDead() {
+            io.membus.core.error.DsmException d = dead;
+            if (d != null) {
+                throw d.forCaller();
             }
+        }
+
+        private void look() {
+            checkDead();
+            long now = System.nanoTime(); // the time before the read: the look vouches for no longer than it should
             long magic;
             try {
                 magic = Words.getLong(lifecycle.roots.allocator().read(root.block(), RootDescriptor.MAGIC_OFFSET,
                         Long.BYTES), 0);
             } catch (io.membus.alloc.StaleBlockReferenceException e) {
-                throw gone = NamedRoots.gone(root.name(), root.block().ptr(), "destroyed (its root block was freed)");
+                throw die(NamedRoots.gone(root.name(), root.block().ptr(), "destroyed (its root block was freed)"));
             }
             if (magic != RootDescriptor.MAGIC) {
-                throw gone = NamedRoots.gone(root.name(), root.block().ptr(), magic == RootDescriptor.TOMBSTONE
-                        ? "destroyed" : "its root was overwritten (magic=0x" + Long.toHexString(magic) + ")");
+                throw die(NamedRoots.gone(root.name(), root.block().ptr(), magic == RootDescriptor.TOMBSTONE
+                        ? "destroyed" : "its root was overwritten (magic=0x" + Long.toHexString(magic) + ")"));
             }
-            checkedAt = now; // the time before the read: the look vouches for no longer than it should
-            everChecked = true;
+            fresh = true;
+            TimerWheel.SHARED.arm(stale, now + lifecycle.checkNanos());
+            if (dead != null) { // destroyed or closed while we looked: the verdict wins
+                fresh = false;
+                checkDead();
+            }
+        }
+
+        private io.membus.core.error.DsmException die(io.membus.core.error.DsmException verdict) {
+            dead = verdict;
+            fresh = false;
+            TimerWheel.SHARED.cancel(stale);
+            lifecycle.lives.remove(this);
+            return verdict;
         }
 
         /** Destroys this handle's structure; see {@link NamedRoots#destroy(String, long, java.util.function.Consumer)}. */
@@ -199,7 +264,7 @@ final class Lifecycle {
 
         /** Looks at the root now (whatever the last look's age); returns whether the structure is gone. */
         boolean lookNow() {
-            everChecked = false;
+            fresh = false;
             try {
                 check();
                 return false;
@@ -210,11 +275,32 @@ final class Lifecycle {
 
         /** This node destroyed the structure: fail from now on without another look. */
         void markGone() {
-            gone = NamedRoots.gone(root.name(), root.block().ptr(), "destroyed");
+            die(NamedRoots.gone(root.name(), root.block().ptr(), "destroyed"));
+        }
+
+        /** This node's collections were closed: fail from now on, naming the structure (unless destroyed first). */
+        void markClosed() {
+            if (dead == null) {
+                die(new io.membus.core.error.DsmClosedException(what(root)));
+            }
         }
 
         Root root() {
             return root;
         }
+    }
+
+    /** How errors name a structure: its type and name, e.g. {@code DsmMap 'orders'}. */
+    static String what(Root root) {
+        String type = switch (root.kind()) {
+            case MAP -> "DsmMap";
+            case ATOMIC_LONG -> "DsmAtomicLong";
+            case LONG_ARRAY -> "DsmLongArray";
+            case DOUBLE_ARRAY -> "DsmDoubleArray";
+            case QUEUE -> "DsmQueue";
+            case LOCK -> "DsmLock";
+            case REF -> "RemoteRef";
+        };
+        return type + " '" + root.name() + "'";
     }
 }

@@ -577,10 +577,11 @@ final class MapStore {
      * stripe's keys can have run since: each runs under the stripe's lock, which
      * invalidates this node's copy first). No verb, no encoding, no hashing of bytes: the
      * cache lookup, and the heap's check of the kept copy (its drop flag and a clock read).
-     * Null otherwise.
+     * Null otherwise. Looks only at the known verdict of the map's life (no root read, no
+     * clock): a destroy elsewhere is seen by the next miss, fill or change.
      */
     Object leasedHit(Object cacheKey, boolean decodedForm) {
-        live();
+        handle.checkDead(); // no verb is issued here: the known verdict only, no clock (see Lifecycle)
         if (leased == null) {
             return null;
         }
@@ -953,15 +954,27 @@ final class MapStore {
      * Sets the largest entry (encoded key + value bytes) this handle writes; {@code as}
      * names the map in the error, {@code setting} where the limit comes from.
      */
-    /** Set by {@link DsmCollections} when it opens a named map: every operation checks it (see {@link Lifecycle}). */
-    volatile Lifecycle.Life life;
+    /**
+     * The map handle's root, life and operation counts ({@link Handle}; its life is set by
+     * {@link DsmCollections} when it opens a named map: every operation checks it, see
+     * {@link Lifecycle}). Set once by {@link DsmMap#openAt} before the map is built: the
+     * map's final field {@code store} publishes it (a plain field: no extra volatile read on
+     * a leased hit).
+     */
+    Handle handle;
 
-    /** Fails with a {@link StructureGoneException} once the named map is known to be destroyed. */
+    void handle(Handle h) {
+        h.stats().timed(DsmMap.GET, DsmMap.PUT, DsmMap.REMOVE, DsmMap.CHANGE);
+        h.stats().alsoCount(DsmMap.GET, leasedLookups::sum);
+        this.handle = h;
+    }
+
+    /**
+     * Fails with a {@link StructureGoneException} once the named map is known to be
+     * destroyed (reading its root when the last look is stale): misses, fills, changes.
+     */
     private void live() {
-        Lifecycle.Life l = life;
-        if (l != null) {
-            l.check();
-        }
+        handle.check();
     }
 
     void limitEntries(long maxBytes, String as, String setting) {

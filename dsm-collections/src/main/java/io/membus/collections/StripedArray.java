@@ -5,7 +5,7 @@ package io.membus.collections;
  * {@link StripedWords}), their root and life cycle, name, length and stripes.
  *
  * <p><b>Note:</b> thread-safe; the state is the {@link StripedWords}' (its life is a
- * volatile field).
+ * volatile field of its {@link Handle}).
  */
 abstract class StripedArray implements Rooted {
     final StripedWords w;
@@ -15,18 +15,8 @@ abstract class StripedArray implements Rooted {
     }
 
     @Override
-    public final Root root() {
-        return w.root;
-    }
-
-    @Override
-    public final void life(Lifecycle.Life life) {
-        w.life = life;
-    }
-
-    @Override
-    public final Lifecycle.Life life() {
-        return w.life;
+    public final Handle handle() {
+        return w.handle;
     }
 
     /**
@@ -39,11 +29,6 @@ abstract class StripedArray implements Rooted {
      */
     public final boolean destroy() {
         return Rooted.destroy(this);
-    }
-
-    /** The name this array is bound to. */
-    public final String name() {
-        return w.root.name();
     }
 
     /** Elements in the array, fixed at creation. */

@@ -43,7 +43,21 @@ final class StripedWords {
     /** Elements per stripe unless asked otherwise: 4 KiB blocks. */
     static final int DEFAULT_STRIPE_LENGTH = 512;
 
+    /** Operation kinds of an array's {@link OperationStats} (one verb each, or one per node: counted, not timed). */
+    static final String[] OPERATIONS = {"get", "set", "add", "compareAndSet", "update", "getRange", "putRange",
+            "addRange"};
+    static final int GET = 0;
+    static final int SET = 1;
+    static final int ADD = 2;
+    static final int CAS = 3;
+    static final int UPDATE = 4;
+    static final int GET_RANGE = 5;
+    static final int PUT_RANGE = 6;
+    static final int ADD_RANGE = 7;
+
     final Root root;
+    /** The array's root, life and operation counts (see {@link Handle}). */
+    final Handle handle;
     final RemoteMemory memory;
     final WordVerbs words;
     final int length;
@@ -53,6 +67,7 @@ final class StripedWords {
 
     private StripedWords(Root root, WordVerbs words, int length, int stripeLength, long[] stripes) {
         this.root = root;
+        this.handle = new Handle(root, OPERATIONS);
         this.memory = words.memory();
         this.words = words;
         this.length = length;
@@ -154,19 +169,20 @@ final class StripedWords {
         }
     }
 
-    /** Set by {@link DsmCollections} when it opens the array: {@link #ptr} checks it (see {@link Lifecycle}). */
-    volatile Lifecycle.Life life;
-
     /** The remote pointer of element {@code i}, once the array is known to be alive. */
     long ptr(int i) {
         if (i < 0 || i >= length) {
             throw new CollectionArgumentException("index", i, "0.." + (length - 1) + " (length=" + length + ")");
         }
-        Lifecycle.Life l = life;
-        if (l != null) {
-            l.check();
-        }
+        handle.check();
         return stripes[i / stripeLength] + (long) (i % stripeLength) * Long.BYTES;
+    }
+
+    /** {@link #ptr(int)}, counting one operation of kind {@code op}. */
+    long ptr(int i, int op) {
+        long p = ptr(i);
+        handle.stats().count(op);
+        return p;
     }
 
     void checkRange(int from, int to) {
@@ -178,6 +194,12 @@ final class StripedWords {
 
     /** The words of elements {@code [from, to)}: one read per stripe, all in flight at once. */
     long[] readRange(int from, int to) {
+        handle.stats().count(GET_RANGE);
+        return readRangeUncounted(from, to);
+    }
+
+    /** {@link #readRange} as a step of another operation (counted by it). */
+    long[] readRangeUncounted(int from, int to) {
         checkRange(from, to);
         long[] out = new long[to - from];
         List<CompletableFuture<Void>> reads = new ArrayList<>();
@@ -199,6 +221,7 @@ final class StripedWords {
     /** Writes {@code values} at elements {@code [from, from + values.length)}: one write per stripe, in flight at once. */
     void writeRange(int from, long[] values) {
         checkRange(from, from + values.length);
+        handle.stats().count(PUT_RANGE);
         if (!words.plainWriteAtomic()) {
             for (int k = 0; k < values.length; k++) {
                 words.store(ptr(from + k), values[k]);
@@ -222,6 +245,7 @@ final class StripedWords {
     /** Adds {@code deltas[k]} to element {@code from + k} (zero deltas skipped): fetch-and-adds in flight at once. */
     void addRange(int from, long[] deltas) {
         checkRange(from, from + deltas.length);
+        handle.stats().count(ADD_RANGE);
         List<CompletableFuture<Long>> adds = new ArrayList<>();
         for (int k = 0; k < deltas.length; k++) {
             if (deltas[k] != 0) {

@@ -65,6 +65,12 @@ final class RoundTripTransport implements Transport {
     /** Writes longer than this are refused before they are sent (a {@code BadLengthException}), as tcp's are. */
     volatile int refuseWritesOver = Integer.MAX_VALUE;
 
+    /**
+     * A compare-and-swap this test predicate picks, given {@code {ptr, expected, update}},
+     * fails before it is sent (a not-sent timeout: it did not run); null: none.
+     */
+    volatile java.util.function.Predicate<long[]> failCas;
+
     /** The calling thread's counts (live: reset them before an operation). */
     static Counts counts() {
         return COUNTS.get();
@@ -153,6 +159,11 @@ final class RoundTripTransport implements Transport {
 
         @Override
         public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+            java.util.function.Predicate<long[]> fault = failCas;
+            if (fault != null && fault.test(new long[] {ptr, expected, update})) {
+                return CompletableFuture.failedFuture(io.membus.core.error.DsmTimeoutException.notSent(
+                        "compareAndSwap (injected by the test)", c.peer().nodeId(), java.time.Duration.ZERO));
+            }
             return counted(c.compareAndSwap(ptr, remoteKey, expected, update), false);
         }
 

@@ -112,6 +112,40 @@ class ValueLimitsTest {
         assertEquals(1, q.size());
     }
 
+    /**
+     * An offer whose publishing CAS fails (before it is sent: it did not run) gives its
+     * slot back and frees its element's block exactly once: the error thrown is the
+     * publish's own (not a double free's), and the heap is as it was.
+     */
+    @Test
+    void anOfferWhosePublishFailsFreesItsElementOnceAndThrowsThePublishError() {
+        DsmCollections c = start(8 << 20);
+        DsmQueue<byte[]> q = c.queue("jobs", Codecs.bytes(), 16);
+        assertTrue(q.offer(new byte[10_000])); // a block of its own (not inline)
+        assertEquals(10_000, q.poll().length);
+        List<String> before = usage();
+        java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+        // the publishing CAS: WRITING(t, node) -> FULL(t); once
+        transports.values().forEach(t -> t.failCas = v -> SlotState.phase(v[1]) == SlotState.WRITING
+                && SlotState.phase(v[2]) == SlotState.FULL && failed.getAndIncrement() == 0);
+        io.membus.core.error.DsmException e;
+        try {
+            e = assertThrows(io.membus.core.error.DsmException.class, () -> q.offer(new byte[20_000]));
+        } finally {
+            transports.values().forEach(t -> t.failCas = null);
+        }
+        assertEquals(1, failed.get(), "the publishing CAS was failed once");
+        assertTrue(e instanceof io.membus.core.error.DsmTimeoutException && !e.mayHaveRun()
+                && e.getMessage().contains("injected by the test"), "the publish's own error: " + e);
+        assertEquals(List.of(), List.of(e.getSuppressed()), "no second free (a double free is refused by the"
+                + " block's generation, and its error was added to or thrown over the first)");
+        assertEquals(before, usage(), "the element's block freed, once");
+        assertEquals(0, q.size(), "nothing enqueued");
+        assertTrue(q.offer(new byte[30_000]), "the slot was given back");
+        assertEquals(30_000, q.poll().length);
+        assertEquals(before, usage(), "after another offer and poll");
+    }
+
     @Test
     void aPutThatFailsAtAnyStepLeavesTheHeapAsItWas() {
         DsmCollections c = start(2 << 20).maxValueSize(DsmCollections.MAX_VALUE_SIZE_LIMIT);

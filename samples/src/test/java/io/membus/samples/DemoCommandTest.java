@@ -83,7 +83,11 @@ class DemoCommandTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void overTcpTheJobsAppDoesEveryJobExactlyOnceWhenAConsumerNodeIsKilled() {
-        String out = run(0, "demo", "jobs", "--kill", "--transport", "tcp", "--nodes", "3", "--ops", "20000");
+        ByteArrayOutputStream sink = new ByteArrayOutputStream(); // stdout and stderr: the nodes' logs too
+        int code = runCapturing(sink, "demo", "jobs", "--kill", "--transport", "tcp", "--nodes", "3", "--ops", "20000");
+        String out = sink.toString(StandardCharsets.UTF_8);
+        System.out.println(out);
+        assertEquals(0, code, out);
         assertTrue(out.contains("as separate processes over tcp"), out);
         java.util.regex.Matcher killed = java.util.regex.Pattern
                 .compile("killed node (\\d) \\(kill -9\\) when ([\\d,]+) of 1,000 jobs were done").matcher(out);
@@ -93,6 +97,26 @@ class DemoCommandTest {
         assertTrue(out.matches("(?s).*jobs done \\(doneBy set, read back by node 1\\) +1,000 +expected +1,000 +OK.*"), out);
         assertTrue(out.contains("\njobs OK\n"), out);
         assertTrue(!out.contains("== counters"), "only the app asked for runs:\n" + out);
+        // "log lines print twice": both memory nodes warn that they lost the killed node; each line names its node
+        assertTrue(out.lines().anyMatch(l -> l.startsWith("[node 1] ") || l.startsWith("[node 2] ")),
+                "the nodes' warnings, each naming its node:\n" + out);
+        assertNoLineTwiceInARow(out);
+    }
+
+    /** No line twice in a row (the nodes' logs share the demo's stderr; each line names its node). */
+    private static void assertNoLineTwiceInARow(String out) {
+        java.util.List<String> twice = new java.util.ArrayList<>();
+        String previous = null;
+        for (String line : out.split("\n")) {
+            if (line.isBlank()) {
+                continue;
+            }
+            if (line.equals(previous)) {
+                twice.add(line);
+            }
+            previous = line;
+        }
+        assertEquals(java.util.List.of(), twice, "lines printed twice in a row:\n" + out);
     }
 
     /** Runs the CLI with stdout and stderr captured into {@code sink} (both), returning the exit code. */

@@ -44,6 +44,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class GettingStartedTest {
     private static final Pattern FILE_BLOCK = Pattern.compile("```\\w+ file=(\\S+)\\n(.*?)```", Pattern.DOTALL);
     private static final List<String> NOT_LIBRARIES = List.of("samples", "dsm-bench");
+    /** {@code membus node}'s periodic status line (two may come in one second of uptime under load). */
+    private static final Pattern STATUS_LINE = Pattern.compile("^node \\d+ \\S+ \\| members ");
 
     @Test
     @Timeout(value = 420, unit = TimeUnit.SECONDS)
@@ -117,6 +119,12 @@ class GettingStartedTest {
                 "object:  Order[id=order-2, items=[chair], status=PAID]", "shop OK")) {
                 assertTrue(out.contains(line), "missing \"" + line + "\" in the client's output:\n" + out);
             }
+            // "log lines print twice": no message twice in a row in the client's output or a node's log
+            assertOnce("the client's output", out);
+            for (int n = 1; n <= 3; n++) {
+                assertOnce("node " + n + "'s log", Files.readString(dir.resolve("node" + n + ".log"),
+                    StandardCharsets.UTF_8));
+            }
         } finally {
             for (Process p : nodes) {
                 p.destroy();
@@ -127,6 +135,53 @@ class GettingStartedTest {
                 }
             }
         }
+    }
+
+    /**
+     * No log message twice in a row: a line that two loggers print (two SLF4J bindings,
+     * Pekko's standard-out logger beside slf4j, an appender added twice) comes out back to
+     * back, whatever its format. Status lines repeat by design and differ in their uptime.
+     */
+    static void assertOnce(String what, String output) {
+        List<String> twice = new ArrayList<>();
+        String previous = null;
+        for (String line : output.split("\n")) {
+            String m = logMessage(line.strip());
+            if (m.isEmpty() || STATUS_LINE.matcher(m).find()) {
+                continue;
+            }
+            if (m.equals(previous)) {
+                twice.add(line);
+            }
+            previous = m;
+        }
+        assertEquals(List.of(), twice, "lines printed twice in " + what + ":\n" + output);
+    }
+
+    /**
+     * A log line's message without what its logger puts first: slf4j-simple's
+     * {@code [thread] LEVEL logger - } (or the samples' {@code LEVEL Logger - }), and the
+     * bracketed fields of Pekko's standard-out logger ({@code [WARN] [date] [thread] [source] }).
+     */
+    static String logMessage(String line) {
+        return line.replaceFirst("^(\\[[^]]*] )+", "")
+            .replaceFirst("^(\\d\\d:\\d\\d:\\d\\d\\.\\d{3} )?(TRACE|DEBUG|INFO|WARN|ERROR) \\S+ - ", "");
+    }
+
+    /** The check above sees one message printed by two loggers, in either format, and lets a repeat later pass. */
+    @Test
+    void theLogCheckSeesALinePrintedTwice() {
+        String pekkoAndSlf4j = "[main] INFO io.membus.cluster.DsmNode - membus node 4 started\n"
+            + "[WARN] [11/26/2026 20:00:00.000] [shop-pekko.actor.default-dispatcher-5] [Cluster(pekko://shop)]"
+            + " Cluster Node [pekko://shop@127.0.0.1:2551] - joined\n"
+            + "[shop-pekko.actor.default-dispatcher-5] WARN org.apache.pekko.cluster.Cluster - Cluster Node"
+            + " [pekko://shop@127.0.0.1:2551] - joined\n";
+        org.junit.jupiter.api.Assertions.assertThrows(org.opentest4j.AssertionFailedError.class,
+            () -> assertOnce("a sample", pekkoAndSlf4j));
+        org.junit.jupiter.api.Assertions.assertThrows(org.opentest4j.AssertionFailedError.class,
+            () -> assertOnce("a sample", "INFO DsmNode - started\nINFO DsmNode - started\n"));
+        assertOnce("a sample", "INFO DsmNode - started\nINFO ClusterAgent - joined\nINFO DsmNode - started\n"
+            + "node 1 UP | members 3 [1, 2, 3] | up 19s\nnode 1 UP | members 3 [1, 2, 3] | up 19s\n");
     }
 
     /** The page's blocks marked {@code ```lang file=PATH}, in page order. */

@@ -3,6 +3,7 @@ package io.membus.bench.map;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.codec.Codecs;
+import io.membus.collections.DsmCollections;
 import io.membus.collections.DsmMap;
 import io.membus.collections.DsmMapOptions;
 import io.membus.coherence.CoherenceConfig;
@@ -56,6 +57,9 @@ import java.util.stream.Stream;
  *       in one lane call (one round trip; a {@code Long -> Long} entry sits beside its slot); over shm the window's
  *       words and then the candidate's own inline area;</li>
  *   <li>{@code cachedGet}: get through a handle whose read cache holds every key (one 8-byte read of the slot word);</li>
+ *   <li>{@code namedLeasedGet}: {@code leasedGet} on a named map opened through {@code DsmCollections} (as
+ *       {@code Membus.map} opens it): the handle's destroyed-or-closed check comes on top (one volatile read,
+ *       no clock; it read the clock before);</li>
  *   <li>{@code put}: overwrite of a present key through a handle without a read cache (window read, entry write,
  *       the slot's inline copy and the CAS linked to it);</li>
  *   <li>{@code cachedPut}: the same through a handle whose read cache holds the key's slot word (as the default
@@ -89,6 +93,7 @@ public class MapBenchmark {
     private DsmMap<Long, Long> map;
     private DsmMap<Long, Long> cached;
     private DsmMap<Long, Long> leased;
+    private DsmMap<Long, Long> named;
     private final List<CoherentHeap> heaps = new ArrayList<>();
     private final ConcurrentHashMap<Long, Long> chm = new ConcurrentHashMap<>();
 
@@ -168,6 +173,25 @@ public class MapBenchmark {
         for (long k = 0; k < KEYS; k++) {
             leasedRoot.put(k, k);
         }
+        // the same through named maps (DsmCollections, as Membus opens them): their handles check their life
+        DsmCollections one = new DsmCollections(allocators.get(0).memory(), allocators.get(0), directory, heaps.get(0));
+        DsmCollections two = new DsmCollections(allocators.get(1).memory(), allocators.get(1), directory, heaps.get(1));
+        DsmMapOptions leasedNamed = DsmMapOptions.defaults().leasedReads(true).readCacheEntries(2 * KEYS);
+        DsmMap<Long, Long> namedRoot = one.map("bench-leased", Codecs.longs(), Codecs.longs(), leasedNamed);
+        for (long k = 0; k < KEYS; k++) {
+            namedRoot.put(k, k);
+        }
+        named = two.map("bench-leased", Codecs.longs(), Codecs.longs(), leasedNamed);
+    }
+
+    /**
+     * {@link #leasedGet} on a named map (opened through {@link DsmCollections}, as
+     * {@code Membus.map} does): its handle checks that the map was not destroyed or closed
+     * on every get.
+     */
+    @Benchmark
+    public Long namedLeasedGet(Keys keys) {
+        return named.get(keys.next());
     }
 
     /** A get of a map with leased reads: no verb while node 2 holds the key's stripe under a lease. */

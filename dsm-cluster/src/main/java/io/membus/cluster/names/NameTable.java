@@ -115,20 +115,6 @@ public final class NameTable {
     }
 
     /**
-     * Writes the header of an empty table at offset 0 of {@code segment}, a segment this
-     * node exports and has not published yet (zero-filled, at least {@link #bytesFor} bytes).
-     */
-    public static void format(io.membus.core.Segment segment, int capacity) {
-        if (capacity < 1 || segment.size() < bytesFor(capacity)) {
-            throw new io.membus.core.error.DsmConfigException("membus.names.segment-size", segment.size(),
-                    "at least " + bytesFor(capacity) + " B for " + capacity + " slots (" + NameTableFullException.SETTING
-                    + ")");
-        }
-        segment.writeLong(8, capacity);
-        segment.writeLong(0, MAGIC);
-    }
-
-    /**
      * Opens the table at {@code table}: reads and checks its header.
      *
      * @param allocator where records are allocated (asked on each bind: a client's allocator is made on first use)

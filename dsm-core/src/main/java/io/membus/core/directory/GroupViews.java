@@ -3,6 +3,7 @@ package io.membus.core.directory;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.replication.GroupClaim;
 import io.membus.core.replication.GroupId;
+import io.membus.core.replication.ReplicationSupport;
 import io.membus.core.transport.PeerInfo;
 
 import java.util.ArrayList;
@@ -25,7 +26,12 @@ import java.util.Map;
  *       {@link ReplicaGroupView.State#PROMOTING}, at the highest epoch any live holder
  *       claims;</li>
  *   <li>a group in {@code previous} with no live primary and no live in-sync copy:
- *       {@link ReplicaGroupView.State#LOST} (kept: a lost group stays lost in this view);</li>
+ *       {@link ReplicaGroupView.State#LOST} (kept: a lost group stays lost in this view) —
+ *       except on a transport that keeps groups by {@linkplain
+ *       io.membus.core.replication.ReplicationSupport#ADOPTION adoption} ({@code shm}), where
+ *       the dead primary's files outlive it and a survivor is about to adopt them: there the
+ *       group is {@link ReplicaGroupView.State#PROMOTING} (verbs wait for the adopter, within
+ *       their deadlines) and never lost;</li>
  *   <li>live {@code JOINING} claims are listed as joining.</li>
  * </ul>
  *
@@ -44,6 +50,19 @@ public final class GroupViews {
     public static Map<Integer, ReplicaGroupView> compute(Map<Integer, PeerInfo> members,
                                                          Map<Integer, ? extends Collection<GroupClaim>> claims,
                                                          Map<Integer, ReplicaGroupView> previous) {
+        return compute(members, claims, previous, ReplicationSupport.FORWARDING);
+    }
+
+    /**
+     * As {@link #compute(Map, Map, Map)}, for a cluster whose transport keeps groups by
+     * {@code mode}: with {@link ReplicationSupport#ADOPTION} a group without live holders is
+     * awaiting its adopter ({@link ReplicaGroupView.State#PROMOTING}), not lost.
+     */
+    public static Map<Integer, ReplicaGroupView> compute(Map<Integer, PeerInfo> members,
+                                                         Map<Integer, ? extends Collection<GroupClaim>> claims,
+                                                         Map<Integer, ReplicaGroupView> previous,
+                                                         ReplicationSupport mode) {
+        boolean adoption = mode == ReplicationSupport.ADOPTION;
         Map<Integer, List<Holder>> byGroup = new HashMap<>();
         for (Map.Entry<Integer, ? extends Collection<GroupClaim>> e : claims.entrySet()) {
             PeerInfo member = members.get(e.getKey());
@@ -56,19 +75,20 @@ public final class GroupViews {
         }
         Map<Integer, ReplicaGroupView> views = new HashMap<>();
         for (Map.Entry<Integer, List<Holder>> e : byGroup.entrySet()) {
-            views.put(e.getKey(), view(e.getKey(), e.getValue(), members, previous.get(e.getKey())));
+            views.put(e.getKey(), view(e.getKey(), e.getValue(), members, previous.get(e.getKey()), adoption));
         }
         for (ReplicaGroupView before : previous.values()) {
             if (!views.containsKey(before.group())) {
                 views.put(before.group(), new ReplicaGroupView(before.group(), before.epoch(),
-                        ReplicaGroupView.State.LOST, 0, 0, new int[0], new int[0], before.logical()));
+                        adoption ? ReplicaGroupView.State.PROMOTING : ReplicaGroupView.State.LOST, 0, 0, new int[0],
+                        new int[0], before.logical()));
             }
         }
         return views;
     }
 
     private static ReplicaGroupView view(int group, List<Holder> holders, Map<Integer, PeerInfo> members,
-                                         ReplicaGroupView before) {
+                                         ReplicaGroupView before, boolean adoption) {
         Holder primary = null;
         long highest = 0;
         for (Holder h : holders) {
@@ -109,7 +129,8 @@ public final class GroupViews {
             }
             copies = ordered;
         }
-        ReplicaGroupView.State state = copies.isEmpty() ? ReplicaGroupView.State.LOST : ReplicaGroupView.State.PROMOTING;
+        ReplicaGroupView.State state = copies.isEmpty() && !adoption ? ReplicaGroupView.State.LOST
+                : ReplicaGroupView.State.PROMOTING;
         return new ReplicaGroupView(group, highest, state, 0, 0, ints(copies), ints(joining), logical);
     }
 

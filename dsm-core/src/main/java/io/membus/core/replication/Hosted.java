@@ -16,12 +16,35 @@ import io.membus.core.Segment;
 public final class Hosted {
     private final int group;
     private final Segment memory;
+    /** Served here with no copies and no sequencing: an adopted shm file (docs/replication.md §8). */
+    private final boolean adopted;
     private volatile ReplicaGroup primary;
     private volatile CopyReplica copy;
 
     public Hosted(int group, Segment memory) {
+        this(group, memory, false);
+    }
+
+    private Hosted(int group, Segment memory, boolean adopted) {
         this.group = group;
         this.memory = memory;
+        this.adopted = adopted;
+    }
+
+    /**
+     * A group this node serves by <em>adoption</em> ({@link ReplicationSupport#ADOPTION}, shm):
+     * {@code memory} is the dead owner's file, mapped here, and verbs on it run on it directly,
+     * as on an own segment: no {@link ReplicaGroup}, no copies, no {@link AckGate} (every
+     * process that maps the file changes it with the CPU's own atomics, so a lock or a
+     * sequence of this process would order nothing). It is never a copy.
+     */
+    public static Hosted adopted(int group, Segment memory) {
+        return new Hosted(group, memory, true);
+    }
+
+    /** Whether this node serves the group by adoption ({@link #adopted(int, Segment)}). */
+    public boolean adopted() {
+        return adopted;
     }
 
     public int group() {
@@ -53,7 +76,7 @@ public final class Hosted {
 
     @Override
     public String toString() {
-        return "Hosted{segment=" + GroupId.toString(group) + ", primary=" + (primary != null) + ", copy=" + (copy != null)
-                + "}";
+        return "Hosted{segment=" + GroupId.toString(group) + (adopted ? ", adopted" : ", primary=" + (primary != null)
+                + ", copy=" + (copy != null)) + "}";
     }
 }

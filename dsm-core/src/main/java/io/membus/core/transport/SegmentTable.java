@@ -42,6 +42,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * when this node serves its group as primary; a group held only as a copy (or served no
  * more) fails {@link NotPrimaryException} before anything is touched. Every change of a
  * replicated segment goes through its {@link ReplicaGroup} (sequenced, applied, forwarded).
+ * A group served by adoption ({@link Hosted#adopted}, shm) passes with no group: its verbs
+ * run on the adopted memory as on an own segment, and {@link #gate} is null for it.
  *
  * <p><b>The table never waits for the copies.</b> A verb runs (a replicated change is
  * sequenced, applied and forwarded) and returns; its caller answers once
@@ -191,6 +193,9 @@ public final class SegmentTable implements BlockingVerbs {
     }
 
     private void refuseUnlessServed(Hosted h, long ptr, int length) {
+        if (h.adopted()) {
+            return; // served here by adoption: no group, no copies (its memory is the dead owner's file)
+        }
         ReplicaGroup g = h.primary();
         if (g != null) {
             g.checkServing();

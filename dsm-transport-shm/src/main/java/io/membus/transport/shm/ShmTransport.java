@@ -353,6 +353,8 @@ public final class ShmTransport extends AbstractTransport {
             }
             Segment seg = Segment.adoptFile(file, n, s);
             hosted.computeIfAbsent(n, SegmentTable::new).add(seg);
+            // this node's own table serves it too: RemoteMemory's local fast path (verbs routed to this node)
+            table().host(io.membus.core.replication.Hosted.adopted(group, seg));
             return seg.descriptor();
         } catch (IOException | RuntimeException e) {
             LOG.error("replication: cannot adopt segment {} of node {}: file={}: {}; its memory is lost unless the"
@@ -466,6 +468,7 @@ public final class ShmTransport extends AbstractTransport {
         for (Map.Entry<Integer, SegmentTable> e : hosted.entrySet()) {
             for (Segment s : e.getValue().all()) {
                 e.getValue().remove(s.index());
+                table().unhost(GroupId.of(s.nodeId(), s.index()));
                 s.close(!s.file().getFileName().toString().equals(hostedName(nodeId(), s.nodeId(), s.index())));
             }
         }

@@ -23,7 +23,9 @@ import java.util.function.Consumer;
  * another (a node saying it is done while a fault is being set) is kept for the
  * {@code expect} that wants it; other lines go to a consumer. The process is ended only through this object, by its
  * pid: {@link #exit} asks, {@link #kill} is {@code kill -9}, {@link #pause} and
- * {@link #resume} are SIGSTOP and SIGCONT.
+ * {@link #resume} are SIGSTOP and SIGCONT. Its standard error (its log) goes to the
+ * parent's, each line prefixed with {@link #logPrefix} (a daemon thread per process, which
+ * ends when the process' stderr closes).
  *
  * <p><b>Note:</b> {@link #send} and {@link #expect} are called by one driving thread
  * at a time; {@link #kill}, {@link #destroy} and {@link #isAlive} from any thread.
@@ -45,9 +47,24 @@ public final class NodeProcess {
                        Consumer<String> other) throws IOException {
         this.name = name;
         this.other = other;
-        ProcessBuilder pb = JvmLauncher.membus(jvmOptions, args).redirectError(ProcessBuilder.Redirect.INHERIT);
+        ProcessBuilder pb = JvmLauncher.membus(jvmOptions, args);
         pb.environment().putAll(env);
         this.process = pb.start();
+        // its log (stderr) to ours, each line saying which node printed it: the nodes of a run share one
+        // terminal, and the same warning from two nodes (both lose the killed one) looked like a line printed twice
+        Thread errors = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getErrorStream(),
+                    StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    System.err.println(logPrefix(name) + line);
+                }
+            } catch (IOException e) {
+                System.err.println(logPrefix(name) + "(its log ended: " + e.getMessage() + ")");
+            }
+        }, "membus-log-" + name);
+        errors.setDaemon(true);
+        errors.start();
         this.stdin = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
         Thread reader = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
@@ -67,6 +84,11 @@ public final class NodeProcess {
 
     public String name() {
         return name;
+    }
+
+    /** What starts each line of this process' log on the parent's stderr: {@code [node 2] }. */
+    public static String logPrefix(String name) {
+        return "[" + name + "] ";
     }
 
     public long pid() {
