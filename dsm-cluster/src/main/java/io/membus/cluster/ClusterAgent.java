@@ -300,7 +300,13 @@ final class ClusterAgent extends AbstractActor {
 
     /** Recomputes the live directory: entries whose member (this incarnation) is live. */
     private void publish() {
-        directory.apply(liveEntries(members.values(), entries.values()), leftReasons, selfGoing);
+        java.util.Set<Integer> memoryRole = new java.util.HashSet<>();
+        for (Member m : members.values()) {
+            if (isLive(m.status()) && m.hasRole(NODE_ROLE)) {
+                memoryRole.add(nodeIdOf(m));
+            }
+        }
+        directory.apply(liveEntries(members.values(), entries.values()), leftReasons, selfGoing, memoryRole);
     }
 
     /** The entries whose member (that incarnation: address and uid) is live in {@code members}, by node id. */

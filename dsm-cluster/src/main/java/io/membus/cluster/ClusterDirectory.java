@@ -62,6 +62,8 @@ public final class ClusterDirectory implements SegmentDirectory {
      */
     private volatile View view = new View(Map.of(), NO_PEERS, NO_SEGMENTS, Map.of(), NO_GROUPS, List.of());
     private final List<DirectoryListener> listeners = new CopyOnWriteArrayList<>();
+    /** Node ids with the memory-node role, or null while not told (written before {@link #view}, read after it). */
+    private volatile java.util.Set<Integer> memoryRoles;
 
     /**
      * Peers, segments and groups indexed by node id (and segment index); absent slots hold
@@ -198,6 +200,17 @@ public final class ClusterDirectory implements SegmentDirectory {
      * die, this node stops looking, and it must not announce their groups lost.
      */
     void apply(Map<Integer, NodeEntry> next, Map<Integer, String> reasons, boolean selfGoing) {
+        apply(next, reasons, selfGoing, null);
+    }
+
+    /**
+     * As {@link #apply(Map, Map, boolean)}, with the node ids membership gives the
+     * memory-node role ({@code membus-node}); {@code null}: not known, {@link #memoryNodes()}
+     * falls back to the members that export a segment.
+     */
+    void apply(Map<Integer, NodeEntry> next, Map<Integer, String> reasons, boolean selfGoing,
+               java.util.Set<Integer> memoryRole) {
+        memoryRoles = memoryRole == null ? null : java.util.Set.copyOf(memoryRole);
         View before = view;
         Map<Integer, NodeEntry> prev = before.live();
         Map<Integer, NodeEntry> copy = Map.copyOf(next);
@@ -272,6 +285,27 @@ public final class ClusterDirectory implements SegmentDirectory {
                 LOG.error("directory listener {} failed; it keeps being called", l, e);
             }
         }
+    }
+
+    /**
+     * The live members with the memory-node role, as membership says (a memory node that
+     * exports no segment yet, e.g. one restarted while every index of its id is served by
+     * a promoted copy, still counts; a client never does); before the agent told the roles,
+     * the members that export a segment.
+     */
+    @Override
+    public java.util.Set<Integer> memoryNodes() {
+        java.util.Set<Integer> roles = memoryRoles;
+        if (roles == null) {
+            return SegmentDirectory.super.memoryNodes();
+        }
+        java.util.Set<Integer> nodes = new java.util.TreeSet<>();
+        for (int n : roles) {
+            if (member(n).isPresent()) {
+                nodes.add(n);
+            }
+        }
+        return nodes;
     }
 
     @Override

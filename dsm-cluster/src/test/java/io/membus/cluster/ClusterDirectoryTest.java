@@ -31,6 +31,17 @@ class ClusterDirectoryTest {
     }
 
     @Test
+    void memoryNodesComeFromTheRolesOnceToldAMemoryNodeWithoutSegmentsCountsAndAClientNever() {
+        ClusterDirectory d = new ClusterDirectory();
+        d.apply(Map.of(1, entry(1, 10, 0), 2, entry(2, 20), 11, entry(11, 30)), Map.of());
+        assertEquals(java.util.Set.of(1), d.memoryNodes(), "before the roles: the members that export a segment");
+        d.apply(Map.of(1, entry(1, 10, 0), 2, entry(2, 20), 11, entry(11, 30)), Map.of(), false,
+                java.util.Set.of(1, 2, 3));
+        assertEquals(java.util.Set.of(1, 2), d.memoryNodes(),
+                "node 2 has the role and no segment; node 3 has the role but no entry; client 11 has no role");
+    }
+
+    @Test
     void listenersHearJoinsSegmentsRestartsAndRemovalsInOrder() {
         ClusterDirectory d = new ClusterDirectory();
         List<String> events = new CopyOnWriteArrayList<>();

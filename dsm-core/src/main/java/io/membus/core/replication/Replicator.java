@@ -90,6 +90,13 @@ public final class Replicator implements AutoCloseable {
     private final Map<Integer, Inbound> inbound = new ConcurrentHashMap<>();
     private final Set<Integer> rereplicating = ConcurrentHashMap.newKeySet();
     private final Set<Integer> warnedShort = ConcurrentHashMap.newKeySet();
+    /**
+     * Node ids this service has seen as live members of the directory. A promotion starts
+     * only from a removal, i.e. only when the copy's primary was seen live and is gone: a
+     * starting node places copies before its own directory entry is published, and its copy
+     * holder, not seeing it yet, must not take its absence for a departure.
+     */
+    private final Set<Integer> seenMembers = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean publishScheduled = new AtomicBoolean();
     private final Object publishLock = new Object();
     private final DirectoryListener listener = new Listener();
@@ -130,6 +137,9 @@ public final class Replicator implements AutoCloseable {
         checkOpen();
         transport.messages().register(CHANNEL, CHANNEL_NAME, this::onMessage);
         directory.addListener(listener);
+        for (PeerInfo m : directory.members()) {
+            seenMembers.add(m.nodeId());
+        }
         started = true;
         submit(this::reconcile);
     }
@@ -285,8 +295,11 @@ public final class Replicator implements AutoCloseable {
             dropCopy(c);
         }
         for (ReplicaGroup g : primaries.values()) {
-            if (g.memory().nodeId() != self) {
-                g.memory().close(false); // a promoted copy: its memory is this service's (verbs see "not primary")
+            // a promoted copy: its memory is this service's (verbs see "not primary"); also a copy of this node's own
+            // former segment, promoted here after a restart (its node id is this node's, but the transport never
+            // exported it: the table holds no segment of its own at that index, or another one)
+            if (g.memory().nodeId() != self || transport.table().get(GroupId.index(g.group())) != g.memory()) {
+                g.memory().close(false);
             }
         }
     }
@@ -325,6 +338,7 @@ public final class Replicator implements AutoCloseable {
     private final class Listener implements DirectoryListener {
         @Override
         public void memberUp(PeerInfo member) {
+            seenMembers.add(member.nodeId());
             submit(Replicator.this::reconcile);
         }
 
@@ -474,6 +488,12 @@ public final class Replicator implements AutoCloseable {
         if (reachable(c.primary())) {
             // the node this copy follows is a live member: its claim is not visible here yet (the directory lags),
             // it was not removed; a promotion starts only from a removal
+            return;
+        }
+        if (!seenMembers.contains(c.primary())) {
+            // never seen as a member: a starting primary whose entry is not published yet, not a departed one
+            LOG.debug("replication: node {} does not promote segment {}: its primary node {} was never seen as a member",
+                    self, GroupId.toString(v.group()), c.primary());
             return;
         }
         long ballot = Ballot.next(Math.max(v.epoch(), c.epoch()), self);
