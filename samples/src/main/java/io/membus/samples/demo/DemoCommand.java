@@ -48,9 +48,9 @@ public final class DemoCommand implements Callable<Integer> {
                     + "nodes-1 (default: ${DEFAULT-VALUE})")
     int clients;
 
-    @Option(names = "--transport", defaultValue = "shm",
+    @Option(names = "--transport",
             description = "shm: node processes sharing memory under /dev/shm; tcp: node processes over loopback TCP; "
-                    + "local: nodes as threads of this JVM (default: ${DEFAULT-VALUE})")
+                    + "local: nodes as threads of this JVM (default: shm; tcp with --kill)")
     String transport;
 
     @Option(names = "--ops", defaultValue = "20000",
@@ -66,7 +66,9 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--seed", description = "seed of the apps' random choices (default: random, printed)")
     Long seed;
 
-    @Option(names = "--kill", description = "jobs: kill -9 a consumer node mid-run (node processes only)")
+    @Option(names = "--kill", description = "jobs: kill -9 a memory node that holds the app's queue, array or counter"
+            + " mid-run, never restarted; with replication on (membus.replication.backups = 1) its copies are promoted"
+            + " and every check still holds (node processes over tcp; jobs runs last)")
     boolean kill;
 
     @Option(names = "--timeout", defaultValue = "120", description = "seconds the whole demo may take (default: ${DEFAULT-VALUE})")
@@ -85,8 +87,17 @@ public final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (transport == null) {
+            transport = kill ? "tcp" : "shm";
+        }
         validate();
         List<DemoApp> apps = app == null ? DemoApps.all() : List.of(DemoApps.byName(app));
+        if (kill && apps.size() > 1) {
+            // the killed memory node is gone for good: the app that kills it runs after the others
+            List<DemoApp> ordered = new ArrayList<>(apps.stream().filter(a -> !a.name().equals("jobs")).toList());
+            apps.stream().filter(a -> a.name().equals("jobs")).forEach(ordered::add);
+            apps = ordered;
+        }
         long runSeed = seed != null ? seed : ThreadLocalRandom.current().nextLong();
         DemoOptions options = new DemoOptions(ops, blocks, blockSize, runSeed, kill, clients);
         int memoryNodes = nodes - clients;
@@ -121,6 +132,10 @@ public final class DemoCommand implements Callable<Integer> {
                 }
                 default -> throw new IllegalArgumentException("unknown transport: --transport " + transport
                         + "; allowed: shm, tcp, local");
+            }
+            if (kill) {
+                props.put(DemoNode.REPLICATION + "backups", "1"); // every memory node: one copy of each segment
+                where += ", replication on (membus.replication.backups = 1)";
             }
             out.printf("membus demo: %d nodes %s%s; apps: %s (seed %d)%n", nodes, where, clients == 0 ? ""
                             : "; " + (memoryNodes == 1 ? "node 1 holds" : "nodes 1-" + memoryNodes + " hold")
@@ -349,8 +364,14 @@ public final class DemoCommand implements Callable<Integer> {
         if (!List.of("shm", "tcp", "local").contains(transport)) {
             throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp, local");
         }
-        if (kill && transport.equals("local")) {
-            throw new IllegalArgumentException("--kill needs node processes; allowed with --transport shm or tcp");
+        if (kill && !transport.equals("tcp")) {
+            throw new IllegalArgumentException("--kill kills a memory node, whose structures live on in their copies:"
+                    + " it needs node processes whose transport forwards changes to copies; allowed with --transport"
+                    + " tcp (the default with --kill), not " + transport);
+        }
+        if (kill && nodes - clients < 2) {
+            throw new IllegalArgumentException("--kill needs 2 or more memory nodes (--nodes " + nodes + " --clients "
+                    + clients + " has " + (nodes - clients) + "): the killed node's copies live on another one");
         }
     }
 

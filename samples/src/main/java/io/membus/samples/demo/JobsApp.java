@@ -31,10 +31,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * consumer that died between taking and claiming). The check: every job done, and
  * done exactly once (the CAS), however often it was delivered.
  *
- * <p>With {@code --kill}, a node that holds none of the app's structures (their
- * roots and stripes live where the allocator put them) is killed with
- * {@code kill -9} once a third of the jobs are done; it produces nothing, so what
- * it loses are the jobs it had taken.
+ * <p>With {@code --kill} (replication on: {@code membus.replication.backups = 1}), a
+ * memory node other than node 1 that holds some of the app's structures (their roots
+ * and stripes live where the allocator put them) is killed with {@code kill -9} once a
+ * third of the jobs are done, never restarted: its segments' copies are promoted and
+ * the structures answer again under the same pointers (the demo prints how long that
+ * took, measured from node 1). It produces nothing, so what its consumers lose are the
+ * jobs they had taken; the supervisor puts those back.
  *
  * <pre>
  * names (suffix: the run's seed and an attempt number):
@@ -113,6 +116,26 @@ final class JobsApp implements DemoApp {
                     c.longArray("jobs-state-" + suffix, 2 * jobs, 2 * jobs), c.atomicLong("jobs-produced-" + suffix));
         }
 
+        /** What of the app lies on node {@code n}, e.g. {@code queue,state-stripe}, for the demo's output. */
+        String heldBy(int n) {
+            List<String> held = new ArrayList<>();
+            if (RemotePtr.nodeId(queue.root().bodyPtr()) == n) {
+                held.add("the DsmQueue");
+            }
+            if (RemotePtr.nodeId(state.root().bodyPtr()) == n) {
+                held.add("the DsmLongArray's root");
+            }
+            for (int sn : state.stripeNodes()) {
+                if (sn == n) {
+                    held.add("the DsmLongArray's stripe");
+                }
+            }
+            if (RemotePtr.nodeId(produced.root().bodyPtr()) == n) {
+                held.add("the DsmAtomicLong");
+            }
+            return String.join(",", held).replace(' ', '_');
+        }
+
         TreeSet<Integer> hosts() {
             TreeSet<Integer> h = new TreeSet<>();
             h.add(RemotePtr.nodeId(queue.root().bodyPtr()));
@@ -129,25 +152,42 @@ final class JobsApp implements DemoApp {
     public String onNode(DemoNode node, int nodes, String phase, List<String> args) {
         switch (phase) {
             case "setup" -> {
-                // names whose structures leave a node other than node 1 free, so that it can be killed
+                // names whose structures lie partly on a memory node other than node 1 (node 1 runs the
+                // supervisor and the checks), so that killing it kills memory the app uses
                 long seed = Long.parseLong(args.get(0));
                 int jobs = Integer.parseInt(args.get(1));
                 boolean needVictim = args.get(2).equals("1");
+                int memoryNodes = Integer.parseInt(args.get(3));
                 for (int attempt = 0; ; attempt++) {
                     String suffix = Long.toHexString(seed) + "-" + attempt;
-                    TreeSet<Integer> hosts = Structures.of(node, suffix, jobs).hosts();
-                    int free = 0;
-                    for (int n = nodes; n >= 2 && free == 0; n--) {
-                        free = hosts.contains(n) ? 0 : n;
+                    Structures st = Structures.of(node, suffix, jobs);
+                    TreeSet<Integer> hosts = st.hosts();
+                    int victim = 0;
+                    for (int n = memoryNodes; n >= 2 && victim == 0; n--) {
+                        victim = hosts.contains(n) ? n : 0;
                     }
-                    if (!needVictim || free != 0 || attempt >= 20) {
-                        return suffix + " " + free + " " + hosts.toString().replace(" ", "");
+                    if (!needVictim || victim != 0 || attempt >= 20) {
+                        return suffix + " " + victim + " " + hosts.toString().replace(" ", "") + " "
+                                + (victim == 0 ? "-" : st.heldBy(victim));
                     }
                 }
             }
             case "work" -> {
                 return work(node, args.get(0), Integer.parseInt(args.get(1)), Integer.parseInt(args.get(2)),
                         Integer.parseInt(args.get(3)));
+            }
+            case "probe" -> {
+                // one read of every structure; a failure (the killed node's groups not yet promoted) is "wait"
+                int jobs = Integer.parseInt(args.get(1));
+                try {
+                    Structures st = Structures.of(node, args.get(0), jobs);
+                    st.produced().get();
+                    st.state().get(0, 2 * jobs);
+                    st.queue().size();
+                    return "ok";
+                } catch (io.membus.core.error.DsmException e) {
+                    return "wait " + e.getClass().getSimpleName();
+                }
             }
             case "progress" -> {
                 long[] doneBy = Structures.of(node, args.get(0), Integer.parseInt(args.get(1))).state()
@@ -291,20 +331,21 @@ final class JobsApp implements DemoApp {
         int nodes = d.nodes();
         int jobs = Math.max(60, Math.min(3000, d.options().ops() / 20));
         boolean kill = d.options().kill();
+        int memoryNodes = nodes - d.options().clients();
         String[] setup = d.onNode(1, "setup", List.of(Long.toString(d.options().seed()), Integer.toString(jobs),
-                kill ? "1" : "0")).split(" ");
+                kill ? "1" : "0", Integer.toString(memoryNodes))).split(" ");
         String suffix = setup[0];
-        int free = Integer.parseInt(setup[1]);
-        if (kill && free == 0) {
-            out.printf("  every node other than node 1 holds one of the app's structures (%s): none can be killed%n",
+        int holder = Integer.parseInt(setup[1]);
+        if (kill && holder == 0) {
+            out.printf("  no memory node other than node 1 holds one of the app's structures (%s): none to kill%n",
                     setup[2]);
             return false;
         }
-        int victim = kill ? free : 0;
+        int victim = kill ? holder : 0;
         out.printf("  %,d jobs; every node%s produces its share into one DsmQueue (capacity %d) and runs %d consumers;"
                 + " structures on nodes %s%s%n%n", jobs, kill ? " but node " + victim : "", CAPACITY,
-                CONSUMERS_PER_NODE, setup[2], kill ? "; node " + victim + " is killed (kill -9) once a third of"
-                        + " the jobs are done" : "");
+                CONSUMERS_PER_NODE, setup[2], kill ? "; memory node " + victim + " is killed (kill -9, for good)"
+                        + " once a third of the jobs are done" : "");
         List<CompletableFuture<String>> running = new ArrayList<>();
         for (int n = 1; n <= nodes; n++) {
             running.add(d.start(n, "work", List.of(suffix, Integer.toString(jobs), n == victim ? "0" : "1",
@@ -319,7 +360,21 @@ final class JobsApp implements DemoApp {
                 Thread.sleep(5);
             }
             d.kill(victim);
-            out.printf("  killed node %d (kill -9) when %,d of %,d jobs were done%n%n", victim, doneAtKill, jobs);
+            long killedAt = System.nanoTime();
+            out.printf("  killed memory node %d (kill -9, not restarted) when %,d of %,d jobs were done; it held %s%n",
+                    victim, doneAtKill, jobs, setup[3].replace('_', ' ').replace(",", ", "));
+            String probe;
+            long probeDeadline = killedAt + TimeUnit.SECONDS.toNanos(90);
+            while (!(probe = d.onNode(1, "probe", List.of(suffix, Integer.toString(jobs)))).equals("ok")
+                    && System.nanoTime() - probeDeadline < 0) {
+                Thread.sleep(20);
+            }
+            if (!probe.equals("ok")) {
+                out.printf("  the structures of node %d did not answer again within 90 s (%s)%n", victim, probe);
+                return false;
+            }
+            out.printf(Locale.ROOT, "  its structures answered again %.1f s after the kill (node 1 read the queue,"
+                    + " the array and the counter: their copies were promoted)%n%n", (System.nanoTime() - killedAt) / 1e9);
         }
         String header = String.format(Locale.ROOT, "%-5s %9s %9s %11s %9s %11s %11s %11s %11s", "node", "produced",
                 "done", "redelivered", "requeued", "put p50 us", "put p99 us", "take p50 us", "take p99 us");

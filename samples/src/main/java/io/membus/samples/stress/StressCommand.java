@@ -114,9 +114,18 @@ public final class StressCommand implements Callable<Integer> {
             + " replication forwards changes to copies)")
     String transport;
 
-    @Option(names = "--operation-timeout", defaultValue = "1000",
-            description = "milliseconds before a client gives up on one operation (default: ${DEFAULT-VALUE})")
-    int operationTimeoutMillis;
+    /** Milliseconds: 1000, or what --operation-timeout said; {@link #call()} makes it 5000 for kill-permanent. */
+    int operationTimeoutMillis = 1000;
+    private boolean operationTimeoutGiven;
+
+    @Option(names = "--operation-timeout",
+            description = "milliseconds before a client gives up on one operation (default: 1000; 5000 with --nemesis"
+                    + " kill-permanent, whose operations wait out failure detection and promotion, and whose nodes' "
+                    + "replication facts and claims need majority writes within it while 5 JVMs start on few cores)")
+    void operationTimeout(int millis) {
+        operationTimeoutMillis = millis;
+        operationTimeoutGiven = true;
+    }
 
     @Option(names = "--timeout", defaultValue = "300", description = "seconds the whole run may take (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
@@ -149,6 +158,9 @@ public final class StressCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         if (!nodesGiven && killPermanent()) {
             nodes = KILL_PERMANENT_NODES;
+        }
+        if (!operationTimeoutGiven && killPermanent()) {
+            operationTimeoutMillis = 5000;
         }
         if (transport == null) {
             transport = killPermanent() ? "tcp" : "shm";
