@@ -39,8 +39,16 @@ public final class DemoCommand implements Callable<Integer> {
             description = "the app to run alone: counters, kv, bank, jobs, params (default: every app this build has, in turn)")
     String app;
 
-    @Option(names = "--nodes", defaultValue = "3", description = "number of nodes, 2..16 (default: ${DEFAULT-VALUE})")
-    int nodes;
+    /** Nodes: 3, or what --nodes said; {@link #call()} makes it 4 with --kill. */
+    int nodes = 3;
+    private boolean nodesGiven;
+
+    @Option(names = "--nodes", description = "number of nodes, 2..16 (default: 3; 4 with --kill: 3 memory nodes, so"
+            + " that the 2 left after the kill are a majority of them and are not downed by the split-brain resolver)")
+    void nodes(int n) {
+        nodes = n;
+        nodesGiven = true;
+    }
 
     @Option(names = "--clients", defaultValue = "1",
             description = "how many of the nodes are clients, the last ones: they export no memory and use the apps'"
@@ -89,6 +97,9 @@ public final class DemoCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         if (transport == null) {
             transport = kill ? "tcp" : "shm";
+        }
+        if (kill && !nodesGiven) {
+            nodes = 4;
         }
         validate();
         List<DemoApp> apps = app == null ? DemoApps.all() : List.of(DemoApps.byName(app));
@@ -369,9 +380,10 @@ public final class DemoCommand implements Callable<Integer> {
                     + " it needs node processes whose transport forwards changes to copies; allowed with --transport"
                     + " tcp (the default with --kill), not " + transport);
         }
-        if (kill && nodes - clients < 2) {
-            throw new IllegalArgumentException("--kill needs 2 or more memory nodes (--nodes " + nodes + " --clients "
-                    + clients + " has " + (nodes - clients) + "): the killed node's copies live on another one");
+        if (kill && nodes - clients < 3) {
+            throw new IllegalArgumentException("--kill needs 3 or more memory nodes (--nodes " + nodes + " --clients "
+                    + clients + " has " + (nodes - clients) + "): the killed node's copies live on another one, and"
+                    + " the memory nodes left must be a majority, or the split-brain resolver downs them too");
         }
     }
 

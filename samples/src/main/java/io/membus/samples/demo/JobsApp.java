@@ -176,6 +176,10 @@ final class JobsApp implements DemoApp {
                 return work(node, args.get(0), Integer.parseInt(args.get(1)), Integer.parseInt(args.get(2)),
                         Integer.parseInt(args.get(3)));
             }
+            case "groups" -> {
+                io.membus.cluster.NodeStatus st = node.node().status();
+                return st.groups() + " " + st.groupsShort();
+            }
             case "probe" -> {
                 // one read of every structure; a failure (the killed node's groups not yet promoted) is "wait"
                 int jobs = Integer.parseInt(args.get(1));
@@ -346,6 +350,24 @@ final class JobsApp implements DemoApp {
                 + " structures on nodes %s%s%n%n", jobs, kill ? " but node " + victim : "", CAPACITY,
                 CONSUMERS_PER_NODE, setup[2], kill ? "; memory node " + victim + " is killed (kill -9, for good)"
                         + " once a third of the jobs are done" : "");
+        if (kill) {
+            // a node killed before its segments' copies are in sync takes them with it (docs/replication.md:
+            // at most `backups` nodes within one re-replication): wait until node 1 sees every group in sync
+            long t0 = System.nanoTime();
+            long syncDeadline = t0 + TimeUnit.SECONDS.toNanos(120);
+            String[] g;
+            while (((g = d.onNode(1, "groups", List.of()).split(" "))[0].equals("0") || !g[1].equals("0"))
+                    && System.nanoTime() - syncDeadline < 0) {
+                Thread.sleep(100);
+            }
+            if (g[0].equals("0") || !g[1].equals("0")) {
+                out.printf("  replication: %s groups, %s short of copies or not in sync after 120 s: not killing%n",
+                        g[0], g[1]);
+                return false;
+            }
+            out.printf(Locale.ROOT, "  replication: %s groups, every copy in sync (waited %.1f s)%n", g[0],
+                    (System.nanoTime() - t0) / 1e9);
+        }
         List<CompletableFuture<String>> running = new ArrayList<>();
         for (int n = 1; n <= nodes; n++) {
             running.add(d.start(n, "work", List.of(suffix, Integer.toString(jobs), n == victim ? "0" : "1",
