@@ -145,7 +145,9 @@ public final class DemoCommand implements Callable<Integer> {
                         + "; allowed: shm, tcp, local");
             }
             if (kill) {
-                props.put(DemoNode.REPLICATION + "backups", "1"); // every memory node: one copy of each segment
+                props.put("membus.replication.backups", "1"); // every memory node: one copy of each segment
+                // the first copies are made while the nodes join: give the join the demo's whole --timeout
+                props.put("membus.start-timeout", timeoutSeconds + "s");
                 where += ", replication on (membus.replication.backups = 1)";
             }
             out.printf("membus demo: %d nodes %s%s; apps: %s (seed %d)%n", nodes, where, clients == 0 ? ""

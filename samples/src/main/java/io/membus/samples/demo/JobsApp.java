@@ -85,6 +85,10 @@ final class JobsApp implements DemoApp {
                     }
                 } catch (io.membus.collections.SlotLostException e) {
                     // not enqueued: offer it again
+                } catch (io.membus.core.error.DsmException e) {
+                    // its node died (--kill) while the offer ran: maybe enqueued; offer it again (a job delivered
+                    // twice is done once: the doneBy CAS)
+                    pauseAfterFailure();
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     return;
@@ -98,9 +102,39 @@ final class JobsApp implements DemoApp {
                 return queue.poll(millis, TimeUnit.MILLISECONDS);
             } catch (io.membus.collections.SlotLostException e) {
                 return null; // not taken: the caller looks again
+            } catch (io.membus.core.error.DsmException e) {
+                // its node died (--kill) while the poll ran: a job taken and lost is put back by the supervisor
+                // (nobody claimed it)
+                pauseAfterFailure();
+                return null;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return null;
+            }
+        }
+    }
+
+    /** A short pause before trying again after a verb failed on a node that died (--kill). */
+    static void pauseAfterFailure() {
+        java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L);
+    }
+
+    /**
+     * Runs {@code op} until it completes: with {@code --kill} a verb in flight to the killed
+     * memory node fails ({@code mayHaveRun() == true}) and later ones wait for the promoted
+     * copy; only idempotent operations (or ones whose repetition the app tolerates) go
+     * through here. Gives up after a minute.
+     */
+    static <T> T retrying(java.util.function.Supplier<T> op) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                return op.get();
+            } catch (io.membus.core.error.DsmException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                pauseAfterFailure();
             }
         }
     }
@@ -253,7 +287,7 @@ final class JobsApp implements DemoApp {
                     long t0 = System.nanoTime();
                     q.put(j, failed::get);
                     put.recordValue(Math.max(1, System.nanoTime() - t0));
-                    s.produced().incrementAndGet();
+                    retrying(() -> s.produced().incrementAndGet()); // at least once: the supervisor reads >=
                     produced.incrementAndGet();
                 }
             }, r -> new Thread(r, "jobs-producer").start()));
@@ -281,6 +315,28 @@ final class JobsApp implements DemoApp {
         return h.getTotalCount() == 0 ? 0 : h.getValueAtPercentile(percentile) / 1000.0;
     }
 
+    /**
+     * The doneBy CAS from 0 to {@code me}; when it failed with its outcome unknown (its node
+     * died, --kill), the word read back says whether this node's CAS took.
+     */
+    private static boolean doneOnce(Structures s, int index, long me) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                return s.state().compareAndSet(index, 0, me);
+            } catch (io.membus.core.error.DsmException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                pauseAfterFailure();
+                long now = retrying(() -> s.state().get(index));
+                if (now != 0) {
+                    return now == me;
+                }
+            }
+        }
+    }
+
     private static void consume(DemoNode node, Structures s, NodeQueue q, int jobs, boolean supervisor,
                                 Histogram take, AtomicLong done, AtomicLong duplicates, AtomicLong requeued,
                                 java.util.concurrent.atomic.AtomicBoolean failed) {
@@ -296,9 +352,12 @@ final class JobsApp implements DemoApp {
                     take.recordValue(Math.max(1, System.nanoTime() - t0));
                 }
                 int j = job.intValue();
-                s.state().set(j, me);
+                retrying(() -> {
+                    s.state().set(j, me); // idempotent
+                    return null;
+                });
                 java.util.concurrent.locks.LockSupport.parkNanos(WORK_NANOS); // the job's work
-                if (s.state().compareAndSet(jobs + j, 0, me)) {
+                if (doneOnce(s, jobs + j, me)) {
                     done.incrementAndGet();
                 } else {
                     duplicates.incrementAndGet(); // delivered again (a requeue): done once already
@@ -306,7 +365,7 @@ final class JobsApp implements DemoApp {
                 idle = 0;
                 continue;
             }
-            long[] doneBy = s.state().get(jobs, 2 * jobs);
+            long[] doneBy = retrying(() -> s.state().get(jobs, 2 * jobs));
             int open = 0;
             for (long d : doneBy) {
                 open += d == 0 ? 1 : 0;
@@ -314,8 +373,8 @@ final class JobsApp implements DemoApp {
             if (open == 0) {
                 return;
             }
-            if (supervisor && ++idle >= 2 && s.produced().get() == jobs) {
-                long[] claimedBy = s.state().get(0, jobs);
+            if (supervisor && ++idle >= 2 && retrying(() -> s.produced().get()) >= jobs) {
+                long[] claimedBy = retrying(() -> s.state().get(0, jobs));
                 long now = System.nanoTime();
                 for (int j = 0; j < jobs; j++) {
                     boolean lost = claimedBy[j] == 0 || directory.member((int) claimedBy[j]).isEmpty();
