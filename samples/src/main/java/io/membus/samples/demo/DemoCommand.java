@@ -173,6 +173,19 @@ public final class DemoCommand implements Callable<Integer> {
             }
             out.printf("cluster formed (Pekko, seed 127.0.0.1:%d, cluster-name %s):%n", seedPort, DemoNode.CLUSTER_NAME);
             joined.forEach(line -> out.println("  " + line));
+            if (kill) {
+                // the first copies are made now; changes share the copies' streams with them, so the apps start
+                // once node 1 sees every replica group in sync (the kill waits for it anyway)
+                long t0 = System.nanoTime();
+                String[] g;
+                while (((g = handles.get(0).run("jobs", "groups", List.of(), deadline).get(Math.max(1,
+                        deadline - System.nanoTime()), TimeUnit.NANOSECONDS).split(" "))[0].equals("0")
+                        || !g[1].equals("0")) && System.nanoTime() - deadline < 0) {
+                    Thread.sleep(200);
+                }
+                out.printf(java.util.Locale.ROOT, "replication: %s replica groups, %s short of copies or not in sync"
+                        + " (waited %.1f s for the first copies)%n", g[0], g[1], (System.nanoTime() - t0) / 1e9);
+            }
             List<String> failed = new ArrayList<>();
             for (DemoApp a : apps) {
                 out.printf("%n== %s: %s%n", a.name(), a.title());
