@@ -79,26 +79,34 @@ class DemoCommandTest {
         assertTrue(out.lines().noneMatch(l -> l.matches("  3 +1 +64KiB .*")), "no heap on client 3:\n" + out);
     }
 
-    /** Over tcp, and the jobs app alone: a consumer node is killed mid-run, every job is still done exactly once. */
+    /**
+     * Over tcp with replication, the jobs app alone: a memory node holding some of its
+     * structures is killed mid-run and never restarted; its copies are promoted, the
+     * structures answer again, and every job is still done exactly once.
+     */
     @Test
-    @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void overTcpTheJobsAppDoesEveryJobExactlyOnceWhenAConsumerNodeIsKilled() {
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void overTcpTheJobsAppDoesEveryJobExactlyOnceWhenAMemoryNodeHoldingItsStructuresIsKilled() {
         ByteArrayOutputStream sink = new ByteArrayOutputStream(); // stdout and stderr: the nodes' logs too
-        int code = runCapturing(sink, "demo", "jobs", "--kill", "--transport", "tcp", "--nodes", "3", "--ops", "20000");
+        int code = runCapturing(sink, "demo", "jobs", "--kill", "--ops", "20000");
         String out = sink.toString(StandardCharsets.UTF_8);
         System.out.println(out);
         assertEquals(0, code, out);
-        assertTrue(out.contains("as separate processes over tcp"), out);
+        assertTrue(out.contains("as separate processes over tcp (127.0.0.1), replication on"), out);
         java.util.regex.Matcher killed = java.util.regex.Pattern
-                .compile("killed node (\\d) \\(kill -9\\) when ([\\d,]+) of 1,000 jobs were done").matcher(out);
+                .compile("killed memory node (\\d) \\(kill -9, not restarted\\) when ([\\d,]+) of 1,000 jobs were"
+                        + " done; it held the Dsm").matcher(out);
         assertTrue(killed.find(), out);
+        assertTrue(Integer.parseInt(killed.group(1)) >= 2 && Integer.parseInt(killed.group(1)) <= 3, "a memory node"
+                + " other than node 1:\n" + out);
         assertTrue(Integer.parseInt(killed.group(2).replace(",", "")) < 1000, "killed mid-run:\n" + out);
+        assertTrue(out.contains("its structures answered again"), out);
         assertTrue(out.contains(killed.group(1) + "     killed: its answer died with it"), out);
         assertTrue(out.matches("(?s).*jobs done \\(doneBy set, read back by node 1\\) +1,000 +expected +1,000 +OK.*"), out);
         assertTrue(out.contains("\njobs OK\n"), out);
         assertTrue(!out.contains("== counters"), "only the app asked for runs:\n" + out);
         // "log lines print twice": both memory nodes warn that they lost the killed node; each line names its node
-        assertTrue(out.lines().anyMatch(l -> l.startsWith("[node 1] ") || l.startsWith("[node 2] ")),
+        assertTrue(out.lines().anyMatch(l -> l.matches("\\[node \\d\\] .*")),
                 "the nodes' warnings, each naming its node:\n" + out);
         assertNoLineTwiceInARow(out);
     }
@@ -150,7 +158,9 @@ class DemoCommandTest {
         assertTrue(text.contains("--ops 0"), text);
         assertTrue(text.contains("Unknown option: '--no-such-option'"), text);
         assertTrue(text.contains("membus: demo app nosuch is unknown; allowed: counters, kv, bank, jobs, params"), text);
-        assertTrue(text.contains("--kill needs node processes; allowed with --transport shm or tcp"), text);
+        assertTrue(text.contains("--kill kills a memory node, whose structures live on in their copies: it needs node"
+                + " processes whose transport forwards changes to copies; allowed with --transport tcp (the default"
+                + " with --kill), not local"), text);
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.membus.test.nemesis;
 
 import java.io.IOException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -21,13 +22,70 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class ProcessNemesis implements Nemesis {
     private final String kind;
     private final List<NodeProcess> nodes;
+    private final int backups;
+    private final ReplicaHealth health;
+    private final Duration settleTimeout;
+    /** Memory nodes this nemesis killed for good (kill-permanent); guarded by {@code this}. */
+    private final java.util.Set<Integer> killed = new java.util.TreeSet<>();
 
-    private ProcessNemesis(String kind, List<NodeProcess> nodes) {
+    private ProcessNemesis(String kind, List<NodeProcess> nodes, int backups, ReplicaHealth health,
+                           Duration settleTimeout) {
         if (nodes.isEmpty()) {
             throw new IllegalArgumentException("a " + kind + " nemesis needs node processes");
         }
         this.kind = kind;
         this.nodes = List.copyOf(nodes);
+        this.backups = backups;
+        this.health = health;
+        this.settleTimeout = settleTimeout;
+    }
+
+    private ProcessNemesis(String kind, List<NodeProcess> nodes) {
+        this(kind, nodes, 0, null, Duration.ZERO);
+    }
+
+    /**
+     * What {@link #killPermanent} asks the cluster before each kill. Implemented by the
+     * harness (e.g. from the nodes' status: their members and their replica groups short
+     * of copies or not in sync).
+     *
+     * <p><b>Note:</b> implementations are thread-safe; called from the schedule's thread.
+     */
+    public interface ReplicaHealth {
+        /**
+         * Whether the cluster is whole again after the kills of {@code gone}: no live node
+         * lists one of them as a member any more, and every replica group is served with
+         * all its copies in sync.
+         */
+        boolean inSync(java.util.Set<Integer> gone);
+
+        /** Whether memory node {@code nodeId} holds replica groups (as primary or copy). */
+        boolean holdsGroups(int nodeId);
+    }
+
+    /**
+     * {@code kill -9} of a random memory node of {@code memoryNodes} that holds groups,
+     * never restarted (see the class comment).
+     *
+     * @param memoryNodes   the memory nodes (never a client node: killing it kills the history's clients)
+     * @param backups       {@code membus.replication.backups} of the cluster, at least 1
+     * @param health        how the nemesis learns whether the cluster is whole again
+     * @param settleTimeout how long a kill waits for the cluster to be whole again; beyond it the
+     *                      fault fails (the schedule reports it: re-replication did not finish)
+     */
+    public static ProcessNemesis killPermanent(List<NodeProcess> memoryNodes, int backups, ReplicaHealth health,
+                                               Duration settleTimeout) {
+        if (backups < 1) {
+            throw new IllegalArgumentException("a kill-permanent nemesis needs membus.replication.backups >= 1"
+                    + " (with 0 a killed node's memory is gone); got " + backups);
+        }
+        return new ProcessNemesis("kill-permanent", memoryNodes, backups, java.util.Objects.requireNonNull(health),
+                settleTimeout);
+    }
+
+    /** The memory nodes this nemesis killed for good so far. */
+    public synchronized java.util.Set<Integer> killed() {
+        return java.util.Set.copyOf(killed);
     }
 
     public static ProcessNemesis kill(List<NodeProcess> nodes) {
@@ -45,6 +103,9 @@ public final class ProcessNemesis implements Nemesis {
 
     @Override
     public Fault start(Random random) {
+        if (kind.equals("kill-permanent")) {
+            return killPermanently(random);
+        }
         NodeProcess node = nodes.get(random.nextInt(nodes.size()));
         long pid = node.pid();
         if (kind.equals("kill")) {
@@ -75,6 +136,56 @@ public final class ProcessNemesis implements Nemesis {
                         signal("CONT", pid);
                     }
                 }
+            }
+        };
+    }
+
+    private synchronized Fault killPermanently(Random random) {
+        java.util.Set<Integer> gone = java.util.Set.copyOf(killed);
+        long deadline = System.nanoTime() + settleTimeout.toNanos();
+        while (!health.inSync(gone)) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("kill-permanent: the cluster was not whole again " + settleTimeout
+                        .toSeconds() + " s after the kill of node(s) " + gone + " (a killed node still a member, or"
+                        + " a replica group short of copies or not in sync); no further node is killed");
+            }
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("kill-permanent: interrupted waiting for the groups to be in sync", e);
+            }
+        }
+        List<NodeProcess> alive = nodes.stream().filter(n -> !killed.contains(n.nodeId())).toList();
+        List<NodeProcess> candidates = alive.stream().filter(n -> health.holdsGroups(n.nodeId())).toList();
+        String targets;
+        if (alive.size() <= 1 + backups) {
+            targets = "none (" + alive.size() + " memory nodes left, backups=" + backups + ": the last " + (1 + backups)
+                    + " are never killed)";
+        } else if (candidates.isEmpty()) {
+            targets = "none (no live memory node holds replica groups)";
+        } else {
+            NodeProcess node = candidates.get(random.nextInt(candidates.size()));
+            long pid = node.pid();
+            node.kill();
+            killed.add(node.nodeId());
+            targets = "node " + node.nodeId() + " (pid " + pid + ", for good)";
+        }
+        String t = targets;
+        return new Fault() {
+            @Override
+            public String kind() {
+                return "kill-permanent";
+            }
+
+            @Override
+            public String targets() {
+                return t;
+            }
+
+            @Override
+            public void heal() {
+                // never restarted: its groups live on in their promoted copies
             }
         };
     }

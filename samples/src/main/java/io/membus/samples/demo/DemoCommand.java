@@ -39,8 +39,16 @@ public final class DemoCommand implements Callable<Integer> {
             description = "the app to run alone: counters, kv, bank, jobs, params (default: every app this build has, in turn)")
     String app;
 
-    @Option(names = "--nodes", defaultValue = "3", description = "number of nodes, 2..16 (default: ${DEFAULT-VALUE})")
-    int nodes;
+    /** Nodes: 3, or what --nodes said; {@link #call()} makes it 4 with --kill. */
+    int nodes = 3;
+    private boolean nodesGiven;
+
+    @Option(names = "--nodes", description = "number of nodes, 2..16 (default: 3; 4 with --kill: 3 memory nodes, so"
+            + " that the 2 left after the kill are a majority of them and are not downed by the split-brain resolver)")
+    void nodes(int n) {
+        nodes = n;
+        nodesGiven = true;
+    }
 
     @Option(names = "--clients", defaultValue = "1",
             description = "how many of the nodes are clients, the last ones: they export no memory and use the apps'"
@@ -48,9 +56,9 @@ public final class DemoCommand implements Callable<Integer> {
                     + "nodes-1 (default: ${DEFAULT-VALUE})")
     int clients;
 
-    @Option(names = "--transport", defaultValue = "shm",
+    @Option(names = "--transport",
             description = "shm: node processes sharing memory under /dev/shm; tcp: node processes over loopback TCP; "
-                    + "local: nodes as threads of this JVM (default: ${DEFAULT-VALUE})")
+                    + "local: nodes as threads of this JVM (default: shm; tcp with --kill)")
     String transport;
 
     @Option(names = "--ops", defaultValue = "20000",
@@ -66,7 +74,9 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--seed", description = "seed of the apps' random choices (default: random, printed)")
     Long seed;
 
-    @Option(names = "--kill", description = "jobs: kill -9 a consumer node mid-run (node processes only)")
+    @Option(names = "--kill", description = "jobs: kill -9 a memory node that holds the app's queue, array or counter"
+            + " mid-run, never restarted; with replication on (membus.replication.backups = 1) its copies are promoted"
+            + " and every check still holds (node processes over tcp; jobs runs last)")
     boolean kill;
 
     @Option(names = "--timeout", defaultValue = "120", description = "seconds the whole demo may take (default: ${DEFAULT-VALUE})")
@@ -85,8 +95,20 @@ public final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (transport == null) {
+            transport = kill ? "tcp" : "shm";
+        }
+        if (kill && !nodesGiven) {
+            nodes = 4;
+        }
         validate();
         List<DemoApp> apps = app == null ? DemoApps.all() : List.of(DemoApps.byName(app));
+        if (kill && apps.size() > 1) {
+            // the killed memory node is gone for good: the app that kills it runs after the others
+            List<DemoApp> ordered = new ArrayList<>(apps.stream().filter(a -> !a.name().equals("jobs")).toList());
+            apps.stream().filter(a -> a.name().equals("jobs")).forEach(ordered::add);
+            apps = ordered;
+        }
         long runSeed = seed != null ? seed : ThreadLocalRandom.current().nextLong();
         DemoOptions options = new DemoOptions(ops, blocks, blockSize, runSeed, kill, clients);
         int memoryNodes = nodes - clients;
@@ -122,6 +144,12 @@ public final class DemoCommand implements Callable<Integer> {
                 default -> throw new IllegalArgumentException("unknown transport: --transport " + transport
                         + "; allowed: shm, tcp, local");
             }
+            if (kill) {
+                props.put("membus.replication.backups", "1"); // every memory node: one copy of each segment
+                // the first copies are made while the nodes join: give the join the demo's whole --timeout
+                props.put("membus.start-timeout", timeoutSeconds + "s");
+                where += ", replication on (membus.replication.backups = 1)";
+            }
             out.printf("membus demo: %d nodes %s%s; apps: %s (seed %d)%n", nodes, where, clients == 0 ? ""
                             : "; " + (memoryNodes == 1 ? "node 1 holds" : "nodes 1-" + memoryNodes + " hold")
                             + " the memory, " + (clients == 1 ? "node " + nodes + " is a client" : "nodes "
@@ -145,6 +173,19 @@ public final class DemoCommand implements Callable<Integer> {
             }
             out.printf("cluster formed (Pekko, seed 127.0.0.1:%d, cluster-name %s):%n", seedPort, DemoNode.CLUSTER_NAME);
             joined.forEach(line -> out.println("  " + line));
+            if (kill) {
+                // the first copies are made now; changes share the copies' streams with them, so the apps start
+                // once node 1 sees every replica group in sync (the kill waits for it anyway)
+                long t0 = System.nanoTime();
+                String[] g;
+                while (((g = handles.get(0).run("jobs", "groups", List.of(), deadline).get(Math.max(1,
+                        deadline - System.nanoTime()), TimeUnit.NANOSECONDS).split(" "))[0].equals("0")
+                        || !g[1].equals("0")) && System.nanoTime() - deadline < 0) {
+                    Thread.sleep(200);
+                }
+                out.printf(java.util.Locale.ROOT, "replication: %s replica groups, %s short of copies or not in sync"
+                        + " (waited %.1f s for the first copies)%n", g[0], g[1], (System.nanoTime() - t0) / 1e9);
+            }
             List<String> failed = new ArrayList<>();
             for (DemoApp a : apps) {
                 out.printf("%n== %s: %s%n", a.name(), a.title());
@@ -349,8 +390,15 @@ public final class DemoCommand implements Callable<Integer> {
         if (!List.of("shm", "tcp", "local").contains(transport)) {
             throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp, local");
         }
-        if (kill && transport.equals("local")) {
-            throw new IllegalArgumentException("--kill needs node processes; allowed with --transport shm or tcp");
+        if (kill && !transport.equals("tcp")) {
+            throw new IllegalArgumentException("--kill kills a memory node, whose structures live on in their copies:"
+                    + " it needs node processes whose transport forwards changes to copies; allowed with --transport"
+                    + " tcp (the default with --kill), not " + transport);
+        }
+        if (kill && nodes - clients < 3) {
+            throw new IllegalArgumentException("--kill needs 3 or more memory nodes (--nodes " + nodes + " --clients "
+                    + clients + " has " + (nodes - clients) + "): the killed node's copies live on another one, and"
+                    + " the memory nodes left must be a majority, or the split-brain resolver downs them too");
         }
     }
 

@@ -38,6 +38,8 @@ public final class DemoNode implements AutoCloseable {
     private final DsmNode node;
     /** The collections of this node: one handle per name per node (a lock needs that). */
     private final Membus membus;
+    /** A property given as a full path (the others are paths under {@code membus.transports}). */
+    static final String MEMBUS = "membus.";
     private final Map<Class<?>, Object> state = Collections.synchronizedMap(new LinkedHashMap<>());
     private final boolean client;
 
@@ -47,7 +49,8 @@ public final class DemoNode implements AutoCloseable {
      * @param port        this node's Pekko port (0: ephemeral)
      * @param seedPort    node 1's Pekko port, the seed every node joins
      * @param segmentSize bytes of each of the node's two segments (the second is its heap)
-     * @param properties  transport settings as paths under membus.transports (shm.dir, local.fabric, tcp.*)
+     * @param properties  transport settings as paths under membus.transports (shm.dir, local.fabric, tcp.*), and
+     *                    full {@code membus.*} paths (e.g. membus.replication.backups)
      * @param client      a client: no segments, never counts in the split-brain decision
      */
     public DemoNode(String transport, int nodeId, int port, int seedPort, long segmentSize,
@@ -60,7 +63,9 @@ public final class DemoNode implements AutoCloseable {
         m.put("membus.port", port);
         m.put("membus.seed-nodes", List.of("127.0.0.1:" + seedPort));
         m.put("membus.transport", transport);
-        properties.forEach((k, v) -> m.put("membus.transports." + k, v)); // e.g. tcp.port: a path under it
+        // e.g. tcp.port: a path under membus.transports; a full membus.* path (demo --kill's
+        // membus.replication.backups and membus.start-timeout) is taken as it is
+        properties.forEach((k, v) -> m.put(k.startsWith(MEMBUS) ? k : "membus.transports." + k, v));
         m.put("membus.operation-timeout", "10s");
         if (client) {
             m.put("membus.role", "client");

@@ -31,10 +31,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * consumer that died between taking and claiming). The check: every job done, and
  * done exactly once (the CAS), however often it was delivered.
  *
- * <p>With {@code --kill}, a node that holds none of the app's structures (their
- * roots and stripes live where the allocator put them) is killed with
- * {@code kill -9} once a third of the jobs are done; it produces nothing, so what
- * it loses are the jobs it had taken.
+ * <p>With {@code --kill} (replication on: {@code membus.replication.backups = 1}), a
+ * memory node other than node 1 that holds some of the app's structures (their roots
+ * and stripes live where the allocator put them) is killed with {@code kill -9} once a
+ * third of the jobs are done, never restarted: its segments' copies are promoted and
+ * the structures answer again under the same pointers (the demo prints how long that
+ * took, measured from node 1). It produces nothing, so what its consumers lose are the
+ * jobs they had taken; the supervisor puts those back.
  *
  * <pre>
  * names (suffix: the run's seed and an attempt number):
@@ -82,6 +85,10 @@ final class JobsApp implements DemoApp {
                     }
                 } catch (io.membus.collections.SlotLostException e) {
                     // not enqueued: offer it again
+                } catch (io.membus.core.error.DsmException e) {
+                    // its node died (--kill) while the offer ran: maybe enqueued; offer it again (a job delivered
+                    // twice is done once: the doneBy CAS)
+                    pauseAfterFailure();
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     return;
@@ -95,9 +102,39 @@ final class JobsApp implements DemoApp {
                 return queue.poll(millis, TimeUnit.MILLISECONDS);
             } catch (io.membus.collections.SlotLostException e) {
                 return null; // not taken: the caller looks again
+            } catch (io.membus.core.error.DsmException e) {
+                // its node died (--kill) while the poll ran: a job taken and lost is put back by the supervisor
+                // (nobody claimed it)
+                pauseAfterFailure();
+                return null;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return null;
+            }
+        }
+    }
+
+    /** A short pause before trying again after a verb failed on a node that died (--kill). */
+    static void pauseAfterFailure() {
+        java.util.concurrent.locks.LockSupport.parkNanos(50_000_000L);
+    }
+
+    /**
+     * Runs {@code op} until it completes: with {@code --kill} a verb in flight to the killed
+     * memory node fails ({@code mayHaveRun() == true}) and later ones wait for the promoted
+     * copy; only idempotent operations (or ones whose repetition the app tolerates) go
+     * through here. Gives up after a minute.
+     */
+    static <T> T retrying(java.util.function.Supplier<T> op) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                return op.get();
+            } catch (io.membus.core.error.DsmException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                pauseAfterFailure();
             }
         }
     }
@@ -111,6 +148,26 @@ final class JobsApp implements DemoApp {
             DsmCollections c = node.membus().collections();
             return new Structures(c.queue("jobs-queue-" + suffix, Codecs.longs(), CAPACITY),
                     c.longArray("jobs-state-" + suffix, 2 * jobs, 2 * jobs), c.atomicLong("jobs-produced-" + suffix));
+        }
+
+        /** What of the app lies on node {@code n}, e.g. {@code queue,state-stripe}, for the demo's output. */
+        String heldBy(int n) {
+            List<String> held = new ArrayList<>();
+            if (RemotePtr.nodeId(queue.root().bodyPtr()) == n) {
+                held.add("the DsmQueue");
+            }
+            if (RemotePtr.nodeId(state.root().bodyPtr()) == n) {
+                held.add("the DsmLongArray's root");
+            }
+            for (int sn : state.stripeNodes()) {
+                if (sn == n) {
+                    held.add("the DsmLongArray's stripe");
+                }
+            }
+            if (RemotePtr.nodeId(produced.root().bodyPtr()) == n) {
+                held.add("the DsmAtomicLong");
+            }
+            return String.join(",", held).replace(' ', '_');
         }
 
         TreeSet<Integer> hosts() {
@@ -129,25 +186,46 @@ final class JobsApp implements DemoApp {
     public String onNode(DemoNode node, int nodes, String phase, List<String> args) {
         switch (phase) {
             case "setup" -> {
-                // names whose structures leave a node other than node 1 free, so that it can be killed
+                // names whose structures lie partly on a memory node other than node 1 (node 1 runs the
+                // supervisor and the checks), so that killing it kills memory the app uses
                 long seed = Long.parseLong(args.get(0));
                 int jobs = Integer.parseInt(args.get(1));
                 boolean needVictim = args.get(2).equals("1");
+                int memoryNodes = Integer.parseInt(args.get(3));
                 for (int attempt = 0; ; attempt++) {
                     String suffix = Long.toHexString(seed) + "-" + attempt;
-                    TreeSet<Integer> hosts = Structures.of(node, suffix, jobs).hosts();
-                    int free = 0;
-                    for (int n = nodes; n >= 2 && free == 0; n--) {
-                        free = hosts.contains(n) ? 0 : n;
+                    Structures st = Structures.of(node, suffix, jobs);
+                    TreeSet<Integer> hosts = st.hosts();
+                    int victim = 0;
+                    for (int n = memoryNodes; n >= 2 && victim == 0; n--) {
+                        victim = hosts.contains(n) ? n : 0;
                     }
-                    if (!needVictim || free != 0 || attempt >= 20) {
-                        return suffix + " " + free + " " + hosts.toString().replace(" ", "");
+                    if (!needVictim || victim != 0 || attempt >= 20) {
+                        return suffix + " " + victim + " " + hosts.toString().replace(" ", "") + " "
+                                + (victim == 0 ? "-" : st.heldBy(victim));
                     }
                 }
             }
             case "work" -> {
                 return work(node, args.get(0), Integer.parseInt(args.get(1)), Integer.parseInt(args.get(2)),
                         Integer.parseInt(args.get(3)));
+            }
+            case "groups" -> {
+                io.membus.cluster.NodeStatus st = node.node().status();
+                return st.groups() + " " + st.groupsShort();
+            }
+            case "probe" -> {
+                // one read of every structure; a failure (the killed node's groups not yet promoted) is "wait"
+                int jobs = Integer.parseInt(args.get(1));
+                try {
+                    Structures st = Structures.of(node, args.get(0), jobs);
+                    st.produced().get();
+                    st.state().get(0, 2 * jobs);
+                    st.queue().size();
+                    return "ok";
+                } catch (io.membus.core.error.DsmException e) {
+                    return "wait " + e.getClass().getSimpleName();
+                }
             }
             case "progress" -> {
                 long[] doneBy = Structures.of(node, args.get(0), Integer.parseInt(args.get(1))).state()
@@ -209,7 +287,7 @@ final class JobsApp implements DemoApp {
                     long t0 = System.nanoTime();
                     q.put(j, failed::get);
                     put.recordValue(Math.max(1, System.nanoTime() - t0));
-                    s.produced().incrementAndGet();
+                    retrying(() -> s.produced().incrementAndGet()); // at least once: the supervisor reads >=
                     produced.incrementAndGet();
                 }
             }, r -> new Thread(r, "jobs-producer").start()));
@@ -237,6 +315,28 @@ final class JobsApp implements DemoApp {
         return h.getTotalCount() == 0 ? 0 : h.getValueAtPercentile(percentile) / 1000.0;
     }
 
+    /**
+     * The doneBy CAS from 0 to {@code me}; when it failed with its outcome unknown (its node
+     * died, --kill), the word read back says whether this node's CAS took.
+     */
+    private static boolean doneOnce(Structures s, int index, long me) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                return s.state().compareAndSet(index, 0, me);
+            } catch (io.membus.core.error.DsmException e) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw e;
+                }
+                pauseAfterFailure();
+                long now = retrying(() -> s.state().get(index));
+                if (now != 0) {
+                    return now == me;
+                }
+            }
+        }
+    }
+
     private static void consume(DemoNode node, Structures s, NodeQueue q, int jobs, boolean supervisor,
                                 Histogram take, AtomicLong done, AtomicLong duplicates, AtomicLong requeued,
                                 java.util.concurrent.atomic.AtomicBoolean failed) {
@@ -252,9 +352,12 @@ final class JobsApp implements DemoApp {
                     take.recordValue(Math.max(1, System.nanoTime() - t0));
                 }
                 int j = job.intValue();
-                s.state().set(j, me);
+                retrying(() -> {
+                    s.state().set(j, me); // idempotent
+                    return null;
+                });
                 java.util.concurrent.locks.LockSupport.parkNanos(WORK_NANOS); // the job's work
-                if (s.state().compareAndSet(jobs + j, 0, me)) {
+                if (doneOnce(s, jobs + j, me)) {
                     done.incrementAndGet();
                 } else {
                     duplicates.incrementAndGet(); // delivered again (a requeue): done once already
@@ -262,7 +365,7 @@ final class JobsApp implements DemoApp {
                 idle = 0;
                 continue;
             }
-            long[] doneBy = s.state().get(jobs, 2 * jobs);
+            long[] doneBy = retrying(() -> s.state().get(jobs, 2 * jobs));
             int open = 0;
             for (long d : doneBy) {
                 open += d == 0 ? 1 : 0;
@@ -270,8 +373,8 @@ final class JobsApp implements DemoApp {
             if (open == 0) {
                 return;
             }
-            if (supervisor && ++idle >= 2 && s.produced().get() == jobs) {
-                long[] claimedBy = s.state().get(0, jobs);
+            if (supervisor && ++idle >= 2 && retrying(() -> s.produced().get()) >= jobs) {
+                long[] claimedBy = retrying(() -> s.state().get(0, jobs));
                 long now = System.nanoTime();
                 for (int j = 0; j < jobs; j++) {
                     boolean lost = claimedBy[j] == 0 || directory.member((int) claimedBy[j]).isEmpty();
@@ -291,20 +394,39 @@ final class JobsApp implements DemoApp {
         int nodes = d.nodes();
         int jobs = Math.max(60, Math.min(3000, d.options().ops() / 20));
         boolean kill = d.options().kill();
+        int memoryNodes = nodes - d.options().clients();
         String[] setup = d.onNode(1, "setup", List.of(Long.toString(d.options().seed()), Integer.toString(jobs),
-                kill ? "1" : "0")).split(" ");
+                kill ? "1" : "0", Integer.toString(memoryNodes))).split(" ");
         String suffix = setup[0];
-        int free = Integer.parseInt(setup[1]);
-        if (kill && free == 0) {
-            out.printf("  every node other than node 1 holds one of the app's structures (%s): none can be killed%n",
+        int holder = Integer.parseInt(setup[1]);
+        if (kill && holder == 0) {
+            out.printf("  no memory node other than node 1 holds one of the app's structures (%s): none to kill%n",
                     setup[2]);
             return false;
         }
-        int victim = kill ? free : 0;
+        int victim = kill ? holder : 0;
         out.printf("  %,d jobs; every node%s produces its share into one DsmQueue (capacity %d) and runs %d consumers;"
                 + " structures on nodes %s%s%n%n", jobs, kill ? " but node " + victim : "", CAPACITY,
-                CONSUMERS_PER_NODE, setup[2], kill ? "; node " + victim + " is killed (kill -9) once a third of"
-                        + " the jobs are done" : "");
+                CONSUMERS_PER_NODE, setup[2], kill ? "; memory node " + victim + " is killed (kill -9, for good)"
+                        + " once a third of the jobs are done" : "");
+        if (kill) {
+            // a node killed before its segments' copies are in sync takes them with it (docs/replication.md:
+            // at most `backups` nodes within one re-replication): wait until node 1 sees every group in sync
+            long t0 = System.nanoTime();
+            long syncDeadline = t0 + TimeUnit.SECONDS.toNanos(120);
+            String[] g;
+            while (((g = d.onNode(1, "groups", List.of()).split(" "))[0].equals("0") || !g[1].equals("0"))
+                    && System.nanoTime() - syncDeadline < 0) {
+                Thread.sleep(100);
+            }
+            if (g[0].equals("0") || !g[1].equals("0")) {
+                out.printf("  replication: %s groups, %s short of copies or not in sync after 120 s: not killing%n",
+                        g[0], g[1]);
+                return false;
+            }
+            out.printf(Locale.ROOT, "  replication: %s groups, every copy in sync (waited %.1f s)%n", g[0],
+                    (System.nanoTime() - t0) / 1e9);
+        }
         List<CompletableFuture<String>> running = new ArrayList<>();
         for (int n = 1; n <= nodes; n++) {
             running.add(d.start(n, "work", List.of(suffix, Integer.toString(jobs), n == victim ? "0" : "1",
@@ -319,7 +441,21 @@ final class JobsApp implements DemoApp {
                 Thread.sleep(5);
             }
             d.kill(victim);
-            out.printf("  killed node %d (kill -9) when %,d of %,d jobs were done%n%n", victim, doneAtKill, jobs);
+            long killedAt = System.nanoTime();
+            out.printf("  killed memory node %d (kill -9, not restarted) when %,d of %,d jobs were done; it held %s%n",
+                    victim, doneAtKill, jobs, setup[3].replace('_', ' ').replace(",", ", "));
+            String probe;
+            long probeDeadline = killedAt + TimeUnit.SECONDS.toNanos(90);
+            while (!(probe = d.onNode(1, "probe", List.of(suffix, Integer.toString(jobs)))).equals("ok")
+                    && System.nanoTime() - probeDeadline < 0) {
+                Thread.sleep(20);
+            }
+            if (!probe.equals("ok")) {
+                out.printf("  the structures of node %d did not answer again within 90 s (%s)%n", victim, probe);
+                return false;
+            }
+            out.printf(Locale.ROOT, "  its structures answered again %.1f s after the kill (node 1 read the queue,"
+                    + " the array and the counter: their copies were promoted)%n%n", (System.nanoTime() - killedAt) / 1e9);
         }
         String header = String.format(Locale.ROOT, "%-5s %9s %9s %11s %9s %11s %11s %11s %11s", "node", "produced",
                 "done", "redelivered", "requeued", "put p50 us", "put p99 us", "take p50 us", "take p99 us");

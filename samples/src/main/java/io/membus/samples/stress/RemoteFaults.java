@@ -34,12 +34,22 @@ final class RemoteFaults {
     /** The clock nemesis moves a node's clock by ±(½..1)× this. */
     static final Duration SKEW = Duration.ofMillis(300);
 
+    /** How long kill-permanent waits for the cluster to be whole again (downing, promotion, re-replication). */
+    static final Duration SETTLE = Duration.ofSeconds(60);
+
     private final StressCluster cluster;
+    private final int backups;
     private final Map<Integer, FaultInjector> injectors = new LinkedHashMap<>();
     private final Map<Integer, SkewableClock> clocks = new LinkedHashMap<>();
 
     RemoteFaults(StressCluster cluster) {
+        this(cluster, 0);
+    }
+
+    /** @param backups the memory nodes' {@code membus.replication.backups} (kill-permanent needs 1 or more) */
+    RemoteFaults(StressCluster cluster, int backups) {
         this.cluster = cluster;
+        this.backups = backups;
         for (int id = 1; id <= cluster.members(); id++) {
             injectors.put(id, new FaultInjector());
             clocks.put(id, new SkewableClock());
@@ -66,6 +76,10 @@ final class RemoteFaults {
         }
         if (which.equals("kill") || which.equals("all")) {
             all.add(ProcessNemesis.kill(cluster.kitProcesses()));
+        }
+        if (which.equals("kill-permanent")) {
+            all.add(ProcessNemesis.killPermanent(cluster.kitMemoryProcesses(), backups, cluster.replicaHealth(),
+                    SETTLE));
         }
         if (which.equals("pause") || which.equals("all")) {
             all.add(ProcessNemesis.pause(cluster.kitProcesses()));

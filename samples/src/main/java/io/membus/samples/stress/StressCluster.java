@@ -38,6 +38,7 @@ final class StressCluster implements AutoCloseable {
     private final int members;
     private final int timeoutSeconds;
     private final int operationTimeoutMillis;
+    private final int backups;
     private final Path runDir;
     private final int[] ports;
     private final Map<String, String> properties = new LinkedHashMap<>();
@@ -57,6 +58,13 @@ final class StressCluster implements AutoCloseable {
 
     StressCluster(String transport, int nodes, int clientNodes, int timeoutSeconds, int operationTimeoutMillis,
                   PrintStream log) throws IOException {
+        this(transport, nodes, clientNodes, timeoutSeconds, operationTimeoutMillis, -1, log);
+    }
+
+    /** @param backups {@code membus.replication.backups} of every memory node, or -1 for reference.conf's default */
+    StressCluster(String transport, int nodes, int clientNodes, int timeoutSeconds, int operationTimeoutMillis,
+                  int backups, PrintStream log) throws IOException {
+        this.backups = backups;
         this.transport = transport;
         this.nodes = nodes;
         this.members = nodes + clientNodes;
@@ -142,6 +150,9 @@ final class StressCluster implements AutoCloseable {
                 "--timeout", Integer.toString(timeoutSeconds)));
         if (isClient(id)) {
             args.add("--client");
+        } else if (backups >= 0) {
+            args.add("--backups");
+            args.add(Integer.toString(backups));
         }
         properties.forEach((k, v) -> {
             args.add("--property");
@@ -205,6 +216,76 @@ final class StressCluster implements AutoCloseable {
                 p.expect(answerPrefix, deadline);
             }
         }
+    }
+
+    /**
+     * Asks node {@code id} for its view of the replica groups ({@code GROUPS}); null when
+     * the node is down.
+     *
+     * @return {@code [groups, short or not in sync]} and the members it lists, or null
+     */
+    GroupView groups(int id, long deadline) throws Exception {
+        NodeProcess p = process(id);
+        synchronized (p) {
+            if (!p.isAlive()) {
+                return null;
+            }
+            p.send("GROUPS");
+            String[] f = p.expect("GROUPS ", deadline).split(" ");
+            java.util.Set<Integer> members = new java.util.TreeSet<>();
+            if (!f[2].equals("-")) {
+                for (String m : f[2].split(",")) {
+                    members.add(Integer.parseInt(m));
+                }
+            }
+            return new GroupView(Integer.parseInt(f[0]), Integer.parseInt(f[1]), members);
+        }
+    }
+
+    /** One node's view of the replica groups: how many, how many need attention, and the members it lists. */
+    record GroupView(int groups, int groupsShort, java.util.Set<Integer> members) {
+    }
+
+    /**
+     * The kill-permanent nemesis' view of the cluster: whole again when every live node
+     * lists none of the killed nodes and sees every replica group served with its copies
+     * in sync; a live memory node holds groups (its own segments are groups it serves).
+     */
+    io.membus.test.nemesis.ProcessNemesis.ReplicaHealth replicaHealth() {
+        return new io.membus.test.nemesis.ProcessNemesis.ReplicaHealth() {
+            @Override
+            public boolean inSync(java.util.Set<Integer> gone) {
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                try {
+                    boolean anyGroups = false;
+                    for (int id = 1; id <= members; id++) {
+                        GroupView v = groups(id, deadline);
+                        if (v == null) {
+                            continue;
+                        }
+                        if (v.groupsShort() != 0 || v.members().stream().anyMatch(gone::contains)) {
+                            return false;
+                        }
+                        anyGroups |= v.groups() > 0;
+                    }
+                    return anyGroups;
+                } catch (Exception e) {
+                    throw new IllegalStateException("could not ask the nodes for their replica groups: "
+                            + e.getMessage(), e);
+                }
+            }
+
+            @Override
+            public boolean holdsGroups(int nodeId) {
+                NodeProcess p = process(nodeId);
+                return !isClient(nodeId) && p != null && p.isAlive();
+            }
+        };
+    }
+
+    /** The memory nodes (ids 1..nodes) as the kit's process nemeses see them. */
+    List<io.membus.test.nemesis.NodeProcess> kitMemoryProcesses() {
+        return kitProcesses().subList(0, nodes);
     }
 
     /** The nodes as the test kit's process nemeses see them: kill -9, and restart until rejoined and running. */

@@ -49,7 +49,10 @@ import java.util.concurrent.TimeUnit;
                 + "and a report folder (index.html, PNG charts) shows the result.")
 public final class StressCommand implements Callable<Integer> {
     static final List<String> WORKLOADS = List.of("register", "counter", "map", "queue", "lock");
-    static final List<String> NEMESES = List.of("none", "partition", "drop", "kill", "pause", "delay", "skew", "all");
+    static final List<String> NEMESES = List.of("none", "partition", "drop", "kill", "pause", "delay", "skew", "all",
+            "kill-permanent");
+    /** Memory nodes of a kill-permanent run unless --nodes says: 2 kills with 1 backup (never the last 1 + backups). */
+    static final int KILL_PERMANENT_NODES = 4;
 
     @Option(names = "--workload", defaultValue = "register",
             description = "register (DsmAtomicLong get/set/compareAndSet), counter (DsmAtomicLong getAndAdd/get), "
@@ -59,11 +62,26 @@ public final class StressCommand implements Callable<Integer> {
 
     @Option(names = "--nemesis", defaultValue = "all",
             description = "none, partition, drop, kill, pause, delay, skew, or all (one at a time, at random) "
-                    + "(default: ${DEFAULT-VALUE})")
+                    + "(default: ${DEFAULT-VALUE}); or kill-permanent: kill -9 of a memory node holding replica groups,"
+                    + " never restarted (replication must promote its copies), waiting until every group is in sync"
+                    + " before the next kill and never the last 1 + backups memory nodes; its clients run only on the"
+                    + " client nodes, over tcp with --nodes " + KILL_PERMANENT_NODES + " and --backups 1 unless said")
     String nemesis;
 
-    @Option(names = "--nodes", defaultValue = "3", description = "node processes, 2..9 (default: ${DEFAULT-VALUE})")
-    int nodes;
+    /** Memory nodes: 3, or what --nodes said; {@link #call()} makes it {@value #KILL_PERMANENT_NODES} for kill-permanent. */
+    int nodes = 3;
+    private boolean nodesGiven;
+
+    @Option(names = "--nodes", description = "memory node processes, 2..9 (default: 3; " + KILL_PERMANENT_NODES
+            + " with --nemesis kill-permanent: enough for two kills with one backup)")
+    void nodes(int n) {
+        nodes = n;
+        nodesGiven = true;
+    }
+
+    @Option(names = "--backups", description = "membus.replication.backups of the memory nodes, 0..3 (default: 1 with"
+            + " --nemesis kill-permanent, else the nodes' default)")
+    Integer backups;
 
     @Option(names = "--clients", defaultValue = "2", description = "client threads per node, 1..16 (default: ${DEFAULT-VALUE})")
     int clients;
@@ -92,12 +110,22 @@ public final class StressCommand implements Callable<Integer> {
     @Option(names = "--out", description = "report folder (default: membus-stress/<date-time>)")
     Path out;
 
-    @Option(names = "--transport", defaultValue = "shm", description = "shm or tcp (default: ${DEFAULT-VALUE})")
+    @Option(names = "--transport", description = "shm or tcp (default: shm; tcp with --nemesis kill-permanent, whose"
+            + " replication forwards changes to copies)")
     String transport;
 
-    @Option(names = "--operation-timeout", defaultValue = "1000",
-            description = "milliseconds before a client gives up on one operation (default: ${DEFAULT-VALUE})")
-    int operationTimeoutMillis;
+    /** Milliseconds: 1000, or what --operation-timeout said; {@link #call()} makes it 5000 for kill-permanent. */
+    int operationTimeoutMillis = 1000;
+    private boolean operationTimeoutGiven;
+
+    @Option(names = "--operation-timeout",
+            description = "milliseconds before a client gives up on one operation (default: 1000; 5000 with --nemesis"
+                    + " kill-permanent, whose operations wait out failure detection and promotion, and whose nodes' "
+                    + "replication facts and claims need majority writes within it while 5 JVMs start on few cores)")
+    void operationTimeout(int millis) {
+        operationTimeoutMillis = millis;
+        operationTimeoutGiven = true;
+    }
 
     @Option(names = "--timeout", defaultValue = "300", description = "seconds the whole run may take (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
@@ -117,8 +145,29 @@ public final class StressCommand implements Callable<Integer> {
 
     private final PrintStream stdout = System.out;
 
+    private boolean killPermanent() {
+        return "kill-permanent".equals(nemesis);
+    }
+
+    /** Whether node {@code id}'s process runs client threads: every node, but only client nodes under kill-permanent. */
+    private boolean runsClients(int id) {
+        return !killPermanent() || id > nodes;
+    }
+
     @Override
     public Integer call() throws Exception {
+        if (!nodesGiven && killPermanent()) {
+            nodes = KILL_PERMANENT_NODES;
+        }
+        if (!operationTimeoutGiven && killPermanent()) {
+            operationTimeoutMillis = 5000;
+        }
+        if (transport == null) {
+            transport = killPermanent() ? "tcp" : "shm";
+        }
+        if (backups == null && killPermanent()) {
+            backups = 1;
+        }
         validate();
         long runSeed = seed != null ? seed : ThreadLocalRandom.current().nextLong();
         Path folder = out != null ? out : Path.of("membus-stress",
@@ -144,14 +193,19 @@ public final class StressCommand implements Callable<Integer> {
         long origin = System.nanoTime() - faultsOnly.now();
         List<FaultWindow> windows;
         int members = nodes + clientNodes;
+        if (killPermanent()) {
+            stdout.printf("  (kill-permanent: membus.replication.backups = %d; clients only on the %d client node%s)%n",
+                    backups, clientNodes, clientNodes == 1 ? "" : "s");
+        }
         try (StressCluster cluster = new StressCluster(transport, nodes, clientNodes, Math.min(timeoutSeconds, 120),
-                operationTimeoutMillis, System.err)) {
+                operationTimeoutMillis, backups == null ? -1 : backups, System.err)) {
             for (String line : cluster.start(deadline)) {
                 stdout.println("  " + line);
             }
             long from = System.nanoTime() + 200_000_000L;
             long until = from + TimeUnit.SECONDS.toNanos(durationSeconds);
-            long gapNanos = 1_000_000_000L * members * clients / rate;
+            int runners = killPermanent() ? clientNodes : members;
+            long gapNanos = 1_000_000_000L * runners * clients / rate;
             StressCluster.Restarted run = (id, p, life) -> {
                 p.send(String.join(" ", "RUN", rawVerbs ? workload + "-verbs" : coherent ? workload + "-coherent" : workload, Integer.toString(clients), Integer.toString(keys),
                         Long.toString(from), Long.toString(until), Long.toString(runSeed), Long.toString(gapNanos),
@@ -166,12 +220,14 @@ public final class StressCommand implements Callable<Integer> {
                 stdout.println("  node 1 made " + first.expect("SETUP ", deadline));
             }
             for (int id = 1; id <= members; id++) {
-                run.started(id, cluster.process(id), 0);
+                if (runsClients(id)) {
+                    run.started(id, cluster.process(id), 0);
+                }
             }
             stdout.printf("clients running for %d s%s%n", durationSeconds, nemesis.equals("none") ? "" : "; faults:");
             Duration quiet = Duration.ofMillis(Math.max(1000, durationSeconds * 100L));
             Duration faultFor = Duration.ofMillis(Math.max(1500, Math.min(2500, durationSeconds * 125L)));
-            List<Nemesis> nemeses = new RemoteFaults(cluster).nemeses(nemesis);
+            List<Nemesis> nemeses = new RemoteFaults(cluster, backups == null ? 0 : backups).nemeses(nemesis);
             NemesisSchedule schedule = NemesisSchedule.start(nemeses, faultsOnly, runSeed, quiet, faultFor);
             try {
                 while (System.nanoTime() - until < 0) {
@@ -192,6 +248,9 @@ public final class StressCommand implements Callable<Integer> {
             long done = 0;
             long unknown = 0;
             for (int id = 1; id <= members; id++) {
+                if (!runsClients(id)) {
+                    continue;
+                }
                 String[] f = cluster.process(id).expect("DONE ", deadline).split(" ");
                 done += Long.parseLong(f[0]);
                 unknown += Long.parseLong(f[1]);
@@ -253,7 +312,7 @@ public final class StressCommand implements Callable<Integer> {
     private String commandLine(long runSeed) {
         return "./membus stress --workload " + workload + " --nemesis " + nemesis + " --nodes " + nodes
                 + " --client-nodes " + clientNodes + " --clients " + clients + " --keys " + keys + " --duration " + durationSeconds + " --rate " + rate
-                + " --transport " + transport + (rawVerbs ? " --raw-verbs" : "") + (coherent ? " --coherent" : "") + " --seed " + runSeed;
+                + " --transport " + transport + (backups == null ? "" : " --backups " + backups) + (rawVerbs ? " --raw-verbs" : "") + (coherent ? " --coherent" : "") + " --seed " + runSeed;
     }
 
     private void validate() {
@@ -272,6 +331,14 @@ public final class StressCommand implements Callable<Integer> {
         if (!NEMESES.contains(nemesis)) {
             throw new IllegalArgumentException("--nemesis " + nemesis + " is unknown; allowed: "
                     + String.join(", ", NEMESES));
+        }
+        if (killPermanent() && (clientNodes < 1 || backups < 1 || !transport.equals("tcp"))) {
+            throw new IllegalArgumentException("--nemesis kill-permanent needs --client-nodes 1 or more (its clients"
+                    + " must outlive the memory nodes it kills; got " + clientNodes + "), --backups 1 or more (got "
+                    + backups + ") and --transport tcp (replication forwards changes over tcp; got " + transport + ")");
+        }
+        if (backups != null && (backups < 0 || backups > 3)) {
+            throw new IllegalArgumentException("--backups " + backups + ": allowed 0..3");
         }
         if (!List.of("shm", "tcp").contains(transport)) {
             throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp");

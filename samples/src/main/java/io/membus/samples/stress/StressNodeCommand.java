@@ -45,6 +45,11 @@ import java.util.concurrent.locks.LockSupport;
  *   stress -> node   : RULES &lt;rules&gt; &lt;skewMicros&gt;     (this node's faults, replacing the previous ones)
  *                        rules: - (none) or peer:drop and peer:delay:millis, comma-separated
  *   node   -> stress : FAULT &lt;what is in force&gt;
+ *   stress -> node   : GROUPS                      (the replica groups as this node's directory sees them)
+ *   node   -> stress : GROUPS &lt;groups&gt; &lt;short or not in sync&gt; &lt;members, comma-separated&gt;
+ *   stress -> node   : STREAM &lt;peer&gt; skip &lt;seq&gt; | STREAM &lt;peer&gt; heal  (a replication stream rule of
+ *                        this node as a copy of peer's groups: acknowledge the effect of seq unapplied)
+ *   node   -> stress : FAULT &lt;what is in force&gt;
  *   stress -> node   : EXIT
  * </pre>
  *
@@ -97,6 +102,10 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
     @Option(names = "--timeout", defaultValue = "90")
     int timeoutSeconds;
 
+    @Option(names = "--backups", defaultValue = "-1",
+            description = "membus.replication.backups of a memory node (-1: the default of reference.conf)")
+    int backups;
+
     @Option(names = "--property")
     Map<String, String> properties = new HashMap<>();
 
@@ -132,6 +141,20 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
                         }
                         clock.skewMicros(Long.parseLong(f[2]));
                         answer("FAULT rules " + f[1] + ", clock skew " + f[2] + " us");
+                    }
+                    case "GROUPS" -> {
+                        io.membus.cluster.NodeStatus st = node.status();
+                        answer("GROUPS " + st.groups() + " " + st.groupsShort() + " " + (st.members().isEmpty() ? "-"
+                                : String.join(",", st.members().stream().map(String::valueOf).toList())));
+                    }
+                    case "STREAM" -> {
+                        FaultInjector.StreamRule rule = node.transport().faults().stream(Integer.parseInt(f[1]));
+                        if (f[2].equals("skip")) {
+                            rule.skip(Long.parseLong(f[3]));
+                        } else {
+                            rule.heal();
+                        }
+                        answer("FAULT stream " + f[1] + " " + f[2] + (f.length > 3 ? " " + f[3] : ""));
                     }
                     case "EXIT" -> {
                         stopClients();
@@ -175,6 +198,9 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
             m.put("membus.heap.chunk-size", 64 << 10);
             m.put("membus.segments.file-backed", true);
             m.put("membus.segments.dir", dataDir.toString());
+            if (backups >= 0) {
+                m.put("membus.replication.backups", backups);
+            }
         }
         m.put("membus.failure-detection.gossip-interval", "200ms");
         m.put("pekko.cluster.seed-node-timeout", "1s");
