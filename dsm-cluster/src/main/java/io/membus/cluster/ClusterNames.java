@@ -212,12 +212,25 @@ public final class ClusterNames implements NameRegistry {
                 .minimalCompletionStage();
     }
 
+    /** {@inheritDoc} The table is read in replicated memory either way; the arbiter's bindings from a majority. */
+    @Override
+    public Optional<Long> lookupLatest(String name) {
+        checkOpen();
+        checkName(name);
+        return RemoteMemory.await(mode().thenCompose(t -> t != null ? onTable(() -> t.lookup(name))
+                : lookupMajority(name)).toCompletableFuture(), timeout.multipliedBy(4).plusSeconds(1));
+    }
+
     private CompletableFuture<Optional<Long>> lookupArbitrated(String name) {
         Map<String, Long> local = snapshot.get();
         Long ptr = local == null ? null : local.get(name);
         if (ptr != null) {
             return CompletableFuture.completedFuture(Optional.of(ptr));
         }
+        return lookupMajority(name);
+    }
+
+    private CompletableFuture<Optional<Long>> lookupMajority(String name) {
         return ask(replicator, new Replicator.Get<>(ClusterAgent.NAMES, new Replicator.ReadMajority(timeout)),
                 timeout.multipliedBy(2), "lookup name=" + name, 0).thenApply(got -> {
                     if (got instanceof Replicator.GetSuccess<?> s) {

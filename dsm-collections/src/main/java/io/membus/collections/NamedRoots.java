@@ -99,7 +99,14 @@ public final class NamedRoots {
         }
         Optional<Long> bound = names.lookup(name);
         if (bound.isPresent()) {
-            return open(name, bound.get(), kind, descriptor);
+            try {
+                return open(name, bound.get(), kind, descriptor);
+            } catch (StructureGoneException gone) {
+                bound = latestAfterGone(name, bound.get(), gone); // this node's replica may lag an unbind
+                if (bound.isPresent()) {
+                    return open(name, bound.get(), kind, descriptor);
+                }
+            }
         }
         int bodyOffset = RootDescriptor.bodyOffset(desc.length);
         BlockRef block = allocator.allocate(bodyOffset + Math.max(8, bodyLength), Placement.byKey(name));
@@ -149,7 +156,30 @@ public final class NamedRoots {
      */
     public Optional<Root> open(String name) {
         checkName(name);
-        return names.lookup(name).map(ptr -> open(name, ptr, null, null));
+        Optional<Long> bound = names.lookup(name);
+        if (bound.isEmpty()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(open(name, bound.get(), null, null));
+        } catch (StructureGoneException gone) {
+            return latestAfterGone(name, bound.get(), gone).map(ptr -> open(name, ptr, null, null));
+        }
+    }
+
+    /**
+     * The name's binding as the registry's authoritative copy says, after the root this node
+     * found for it was gone: empty when the name was given back (another node destroyed it and
+     * this node's replica had not learned it yet), another pointer when it was bound anew.
+     *
+     * @throws StructureGoneException {@code gone}, when the name is still bound to that root
+     */
+    private Optional<Long> latestAfterGone(String name, long ptr, StructureGoneException gone) {
+        Optional<Long> latest = names.lookupLatest(name);
+        if (latest.isPresent() && latest.get() == ptr) {
+            throw gone;
+        }
+        return latest;
     }
 
     private Root open(String name, long ptr, CollectionKind kind, String descriptor) {

@@ -267,4 +267,60 @@ class LifecycleTest {
         assertTrue(cluster.directory.unbind("n", p));
         assertTrue(cluster.directory.lookup("n").isEmpty());
     }
+
+    /**
+     * This node's replica of the names can lag an unbind another node made (the cluster's
+     * registry is replicated): a name still bound there to a destroyed root is free when the
+     * registry's authoritative copy says so, so opening it creates a new structure instead of
+     * failing "gone" (it was a flake of the facade's destroy test under load).
+     */
+    @Test
+    void aNameWhoseLocalReplicaLagsTheUnbindOfADestroyedRootIsFreeWhenTheRegistrySaysSo() {
+        start(1);
+        GlobalAllocator a = cluster.allocators.get(1);
+        io.membus.core.directory.StaticDirectory names = cluster.directory;
+        long[] lagging = {0}; // what this node's replica still answers
+        io.membus.core.directory.NameRegistry replica = new io.membus.core.directory.NameRegistry() {
+            @Override
+            public java.util.Optional<Long> lookup(String name) {
+                return lagging[0] != 0 ? java.util.Optional.of(lagging[0]) : names.lookup(name);
+            }
+
+            @Override
+            public java.util.Optional<Long> lookupLatest(String name) {
+                return names.lookup(name);
+            }
+
+            @Override
+            public long bind(String name, long ptr) {
+                return names.bind(name, ptr);
+            }
+
+            @Override
+            public boolean unbind(String name) {
+                return names.unbind(name);
+            }
+
+            @Override
+            public boolean unbind(String name, long expectedPtr) {
+                return names.unbind(name, expectedPtr);
+            }
+
+            @Override
+            public java.util.Map<String, Long> bindings() {
+                return names.bindings();
+            }
+        };
+        NamedRoots roots = new NamedRoots(a.memory(), a, replica);
+        NamedRoots.Initializer none = root -> { };
+        Root first = roots.getOrCreate("cfg", CollectionKind.ATOMIC_LONG, "long", 8, none);
+        lagging[0] = first.block().ptr();
+        assertTrue(roots.destroy("cfg", root -> { })); // its blocks kept: a new root lands elsewhere
+        assertTrue(names.lookup("cfg").isEmpty(), "the registry gave the name back");
+        assertTrue(roots.open("cfg").isEmpty(), "free, though this node's replica still names the old root");
+        Root second = roots.getOrCreate("cfg", CollectionKind.ATOMIC_LONG, "long", 8, none);
+        assertNotEquals(first.block().ptr(), second.block().ptr(), "a new structure");
+        lagging[0] = 0;
+        assertEquals(second.block().ptr(), roots.open("cfg").orElseThrow().block().ptr());
+    }
 }

@@ -26,6 +26,16 @@ public interface NameRegistry {
     Optional<Long> lookup(String name);
 
     /**
+     * The pointer bound to {@code name} as the registry's authoritative copy says now (in
+     * the replicated implementation: read from a majority, never from this node's replica,
+     * which may still hold a binding another node removed). For a caller that found a
+     * binding whose object is gone: is the name still bound to it, bound anew, or free?
+     */
+    default Optional<Long> lookupLatest(String name) {
+        return lookup(name);
+    }
+
+    /**
      * Binds {@code name} to {@code ptr} unless it is bound already.
      *
      * @return the pointer bound to the name afterwards ({@code ptr} if this call bound it)
