@@ -295,6 +295,12 @@ public final class CopyStream {
         }, RETRY_NANOS);
     }
 
+    /** Every counter of the stream (diagnostics). */
+    synchronized String describe() {
+        return toString() + " firstNo=" + firstNo + " nextNo=" + nextNo + " appended=" + (firstNo + retained.size()
+                - head - 1) + " draining=" + draining + " again=" + again + " retryScheduled=" + retryScheduled;
+    }
+
     @Override
     public synchronized String toString() {
         return "CopyStream{node=" + node + ", retained=" + (retained.size() - head) + ", inFlight=" + inFlight

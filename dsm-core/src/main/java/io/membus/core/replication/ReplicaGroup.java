@@ -678,6 +678,28 @@ public final class ReplicaGroup implements AckGate {
         }
     }
 
+    /** {@link #toString()} with the waiters and the copies (diagnostics). */
+    String describe() {
+        StringBuilder b = new StringBuilder(toString());
+        synchronized (waiters) {
+            b.append(" waiters=").append(waiters.size());
+            Waiter first = waiters.peek();
+            if (first != null) {
+                b.append(" (first seq ").append(first.seq).append(')');
+            }
+        }
+        lock.lock();
+        try {
+            for (Copy c : copies) {
+                b.append(" copy{node=").append(c.node).append(", applied=").append(c.applied).append(", inSync=")
+                        .append(c.inSync).append('}');
+            }
+        } finally {
+            lock.unlock();
+        }
+        return b.toString();
+    }
+
     @Override
     public String toString() {
         return "ReplicaGroup{segment=" + GroupId.toString(group) + ", epoch=" + Ballot.toString(epoch) + ", lastSeq="
