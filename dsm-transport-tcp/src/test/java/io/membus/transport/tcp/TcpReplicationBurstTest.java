@@ -143,6 +143,40 @@ class TcpReplicationBurstTest {
         }
     }
 
+    /**
+     * What the benchmark saw as a 20 s hang: {@code MapStore} counts an entry with a
+     * fetch-and-add in a cleanup scope ({@link io.membus.core.OperationDeadline#enterCleanup},
+     * 200 ms), and a replicated change's answer that needs longer (a loaded machine, a stream
+     * with a backlog) expired the lane at 200 ms with a timeout that named the operation
+     * timeout, 20 s. Here the copy's acknowledgement is held, so the answer cannot come.
+     */
+    @Test
+    void aLaneTimeoutNamesTheBudgetThatExpiredNotTheOperationTimeout() {
+        directory = new StaticDirectory();
+        Node primary = start(2, 1 << 20);
+        Node holder = start(3, 64 << 10);
+        Node initiator = start(1, 0);
+        int group = GroupId.of(2, 0);
+        awaitSettled(primary, holder, group);
+        long word = primary.segment.pointer(0);
+        initiator.memory.fetchAndAdd(word, 1); // the lanes are open
+        primary.transport.faults().stream(holder.id).hold();
+        long scope = io.membus.core.OperationDeadline.enterCleanup();
+        io.membus.core.error.DsmTimeoutException e;
+        try {
+            e = org.junit.jupiter.api.Assertions.assertThrows(io.membus.core.error.DsmTimeoutException.class,
+                    () -> initiator.memory.fetchAndAdd(word, 1));
+        } finally {
+            io.membus.core.OperationDeadline.exit(scope);
+            primary.transport.faults().stream(holder.id).release();
+        }
+        System.out.println("timed out: " + e.getMessage());
+        assertTrue(e.timeout().compareTo(io.membus.core.OperationDeadline.CLEANUP) <= 0,
+                "the timeout names the cleanup budget that expired, not " + e.timeout());
+        awaitSettled(primary, holder, group);
+        assertEquals(2, initiator.memory.readLong(word), "the change ran (its answer came too late)");
+    }
+
     /** Changes of one thread: a counter word of its own (blocking and async adds) and 64-byte writes. */
     private static void burst(RemoteMemory m, Segment seg, int thread, SplittableRandom rnd) {
         long counter = seg.pointer(8L * thread);
