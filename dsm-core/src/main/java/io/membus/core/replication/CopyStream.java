@@ -153,6 +153,20 @@ public final class CopyStream {
             }
             draining = true;
         }
+        try {
+            drain();
+        } catch (RuntimeException | Error e) {
+            // never leave the flag set: every later flush would return at once and the stream would be silent for
+            // good, its changes unacknowledged (issue 27)
+            synchronized (this) {
+                draining = false;
+            }
+            throw e;
+        }
+    }
+
+    /** Sends while {@link #next()} gives messages; the caller set {@code draining}. */
+    private void drain() {
         while (true) {
             byte[] message;
             synchronized (this) {
@@ -218,33 +232,51 @@ public final class CopyStream {
             failed(error instanceof CompletionException && error.getCause() != null ? error.getCause() : error);
             return;
         }
+        long applied;
+        boolean gap;
+        long[] groups;
         try {
             ReplicationCodec.Reader r = new ReplicationCodec.Reader(reply, 0, "node " + node);
             if (r.u8() != ReplicationCodec.ACK || r.i64() != streamId) {
                 throw new IllegalStateException("not an acknowledgement of this stream");
             }
-            long applied = r.i64();
-            boolean gap = r.u8() != 0;
+            applied = r.i64();
+            gap = r.u8() != 0;
             int count = r.i32();
+            groups = new long[count * 5];
             for (int i = 0; i < count; i++) {
-                int group = r.i32();
-                byte status = (byte) r.u8();
-                long epoch = r.i64();
-                long seq = r.i64();
-                boolean inSync = r.u8() != 0;
-                carrier.acknowledged(node, group, status, epoch, seq, inSync);
-            }
-            synchronized (this) {
-                inFlight--;
-                release(applied);
-                if (gap && nextNo > applied + 1) {
-                    nextNo = applied + 1; // the copy lost a message of ours: send again from what it has
-                }
+                groups[i * 5] = r.i32();
+                groups[i * 5 + 1] = r.u8();
+                groups[i * 5 + 2] = r.i64();
+                groups[i * 5 + 3] = r.i64();
+                groups[i * 5 + 4] = r.u8();
             }
         } catch (RuntimeException e) {
             LOG.error("replication: bad acknowledgement from copy node {}: {}", node, e.toString());
             synchronized (this) {
                 inFlight--;
+            }
+            flush();
+            return;
+        }
+        // The stream's own state first, whatever the groups do with their acknowledgements: before issue 27 a
+        // group's failure (a waiter's callback that threw) skipped this, and the copy's acknowledged records stayed
+        // retained for good (the window filled, every later change waited out its deadline) while the groups after
+        // it in this reply never heard of their acknowledgement.
+        synchronized (this) {
+            inFlight--;
+            release(applied);
+            if (gap && nextNo > applied + 1) {
+                nextNo = applied + 1; // the copy lost a message of ours: send again from what it has
+            }
+        }
+        for (int i = 0; i < groups.length; i += 5) {
+            try {
+                carrier.acknowledged(node, (int) groups[i], (byte) groups[i + 1], groups[i + 2], groups[i + 3],
+                        groups[i + 4] != 0);
+            } catch (RuntimeException e) {
+                LOG.error("replication: the acknowledgement of segment {} by copy node {} failed", GroupId.toString(
+                        (int) groups[i]), node, e);
             }
         }
         flush();
@@ -293,6 +325,12 @@ public final class CopyStream {
             }
             flush();
         }, RETRY_NANOS);
+    }
+
+    /** Every counter of the stream (diagnostics). */
+    synchronized String describe() {
+        return toString() + " firstNo=" + firstNo + " nextNo=" + nextNo + " appended=" + (firstNo + retained.size()
+                - head - 1) + " draining=" + draining + " again=" + again + " retryScheduled=" + retryScheduled;
     }
 
     @Override

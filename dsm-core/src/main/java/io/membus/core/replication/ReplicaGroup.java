@@ -6,6 +6,8 @@ import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.NotPrimaryException;
 import io.membus.core.transport.TransportThreads;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
@@ -56,6 +58,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * volatile reads; waiters are guarded by their queue's monitor and run outside every lock.
  */
 public final class ReplicaGroup implements AckGate {
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicaGroup.class);
     private final int group;
     private final int self;
     private final Segment memory;
@@ -76,6 +79,12 @@ public final class ReplicaGroup implements AckGate {
     /** What waiting answers fail with once stopped (their changes may be on copies). */
     private volatile NodeUnavailableException waitFailure;
     private final PriorityQueue<Waiter> waiters = new PriorityQueue<>((a, b) -> Long.compare(a.seq, b.seq));
+    /**
+     * Waiters queued (written under the queue's monitor): a change that advanced the watermark
+     * itself (no copy in sync) reads it after that volatile store, a waiter's adder reads the
+     * watermark after raising it, so one of the two always runs {@link #release()} (issue 27).
+     */
+    private volatile int waiting;
 
     /** What the group tells its {@link Replicator}. */
     interface Listener {
@@ -189,6 +198,7 @@ public final class ReplicaGroup implements AckGate {
         Waiter w = new Waiter(seq, null, done);
         synchronized (waiters) {
             waiters.add(w);
+            waiting = waiters.size();
         }
         release(); // the watermark or the stop may have passed while it was added
     }
@@ -201,6 +211,7 @@ public final class ReplicaGroup implements AckGate {
         Waiter w = new Waiter(seq, Thread.currentThread(), null);
         synchronized (waiters) {
             waiters.add(w);
+            waiting = waiters.size();
         }
         release();
         boolean interrupted = false;
@@ -210,6 +221,7 @@ public final class ReplicaGroup implements AckGate {
                 if (left <= 0) {
                     synchronized (waiters) {
                         waiters.remove(w);
+                        waiting = waiters.size();
                     }
                     if (w.finished) {
                         break;
@@ -242,6 +254,7 @@ public final class ReplicaGroup implements AckGate {
             Waiter w;
             while ((w = waiters.peek()) != null && (failure != null || w.seq <= watermark)) {
                 waiters.poll();
+                waiting = waiters.size();
                 if (ready == null) {
                     ready = new ArrayList<>();
                 }
@@ -255,11 +268,36 @@ public final class ReplicaGroup implements AckGate {
             boolean acked = w.seq <= watermark;
             w.failure = acked ? null : failure;
             w.finished = true;
-            if (w.thread != null) {
-                LockSupport.unpark(w.thread);
-            } else {
-                w.done.done(acked ? null : failure);
-            }
+            finish(w, acked ? null : failure);
+        }
+    }
+
+    /**
+     * Wakes a blocked waiter or runs a callback. A callback that throws is logged and does
+     * not stop the others: they were taken off the queue already, and nothing would ever
+     * wake them again (issue 27: their answers would wait out their deadlines).
+     */
+    private void finish(Waiter w, DsmException failure) {
+        if (w.thread != null) {
+            LockSupport.unpark(w.thread);
+            return;
+        }
+        try {
+            w.done.done(failure);
+        } catch (RuntimeException | Error e) {
+            LOG.error("replication: an acknowledgement callback of segment {} failed", GroupId.toString(group), e);
+        }
+    }
+
+    /**
+     * After a change advanced the {@link #watermark} itself (no copy in sync, see
+     * {@link #forwardBytes}): wakes the waiters it passed. A waiter added between the change's
+     * publish and that store found the watermark below its sequence; before issue 27 nothing
+     * woke it until a copy's next acknowledgement, which may never come.
+     */
+    private void releaseAfterChange() {
+        if (waiting != 0) {
+            release();
         }
     }
 
@@ -277,6 +315,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
+        releaseAfterChange();
         flush();
     }
 
@@ -292,6 +331,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
+        releaseAfterChange();
         flush();
     }
 
@@ -307,6 +347,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
+        releaseAfterChange();
         flush();
     }
 
@@ -327,6 +368,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
+        releaseAfterChange();
         flush();
         return old;
     }
@@ -344,6 +386,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
+        releaseAfterChange();
         flush();
         return old;
     }
@@ -665,17 +708,36 @@ public final class ReplicaGroup implements AckGate {
         synchronized (waiters) {
             all = new ArrayList<>(waiters);
             waiters.clear();
+            waiting = 0;
         }
         NodeUnavailableException failure = waitFailure;
         for (Waiter w : all) {
             w.failure = failure;
             w.finished = true;
-            if (w.thread != null) {
-                LockSupport.unpark(w.thread);
-            } else {
-                w.done.done(failure);
+            finish(w, failure);
+        }
+    }
+
+    /** {@link #toString()} with the waiters and the copies (diagnostics). */
+    String describe() {
+        StringBuilder b = new StringBuilder(toString());
+        synchronized (waiters) {
+            b.append(" waiters=").append(waiters.size());
+            Waiter first = waiters.peek();
+            if (first != null) {
+                b.append(" (first seq ").append(first.seq).append(')');
             }
         }
+        lock.lock();
+        try {
+            for (Copy c : copies) {
+                b.append(" copy{node=").append(c.node).append(", applied=").append(c.applied).append(", inSync=")
+                        .append(c.inSync).append('}');
+            }
+        } finally {
+            lock.unlock();
+        }
+        return b.toString();
     }
 
     @Override

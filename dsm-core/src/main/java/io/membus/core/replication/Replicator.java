@@ -245,6 +245,24 @@ public final class Replicator implements AutoCloseable {
     }
 
     /**
+     * A diagnostic snapshot (for a test that found a stall): every group served here with its
+     * waiters, every outgoing stream with its counters, every incoming stream's position, the
+     * service thread's queue. Not a stable format.
+     */
+    public String describe() {
+        StringBuilder b = new StringBuilder("Replicator{node=").append(self);
+        primaries.values().forEach(g -> b.append("\n  ").append(g.describe()));
+        copies.values().forEach(c -> b.append("\n  ").append(c));
+        streams.values().forEach(s -> b.append("\n  ").append(s.describe()));
+        inbound.forEach((n, in) -> {
+            synchronized (in) {
+                b.append("\n  inbound from ").append(n).append(": applied=").append(in.applied);
+            }
+        });
+        return b.append("\n  service queue=").append(executor.getQueue().size()).append("}").toString();
+    }
+
+    /**
      * The node serving {@code ptr}'s replica group now, from the directory's view: what a
      * verb on it is routed to.
      *

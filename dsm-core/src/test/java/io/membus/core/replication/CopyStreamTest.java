@@ -34,6 +34,8 @@ class CopyStreamTest {
         final FaultInjector faults = new FaultInjector();
         final List<long[]> acks = new ArrayList<>();
         volatile boolean reachable = true;
+        /** Thrown by the next acknowledgement (a group whose waiter's callback failed). */
+        volatile RuntimeException throwOnAck;
 
         @Override
         public synchronized CompletableFuture<byte[]> send(int node, byte[] payload) {
@@ -47,6 +49,11 @@ class CopyStreamTest {
         public synchronized void acknowledged(int copyNode, int group, byte status, long epoch, long applied,
                                               boolean inSync) {
             acks.add(new long[]{group, status, applied});
+            RuntimeException e = throwOnAck;
+            if (e != null) {
+                throwOnAck = null;
+                throw e;
+            }
         }
 
         @Override
@@ -213,5 +220,24 @@ class CopyStreamTest {
         cs.flush();
         assertEquals(2, s.count(), "then none");
         assertEquals(1, cs.retained(), "the record stays for the copy");
+    }
+
+    /** Issue 27: a group that fails with its acknowledgement must not keep the stream's records or its window. */
+    @Test
+    void aGroupFailingWithItsAcknowledgementStillReleasesTheRecords() {
+        Script s = new Script();
+        CopyStream cs = stream(s, 2);
+        cs.append(record(1));
+        cs.append(record(2));
+        cs.flush();
+        assertTrue(cs.windowFull());
+        s.throwOnAck = new IllegalStateException("test: a waiter's callback failed");
+        s.ack(0, 2, false);
+        assertEquals(0, cs.retained(), "the acknowledged records are released");
+        assertFalse(cs.windowFull(), "the window is open again");
+        cs.append(record(3));
+        cs.flush();
+        assertEquals(2, s.count(), "the stream goes on");
+        assertEquals(3, s.firstRecord(1));
     }
 }

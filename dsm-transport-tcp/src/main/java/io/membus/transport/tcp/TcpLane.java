@@ -71,6 +71,12 @@ final class TcpLane implements AutoCloseable {
     private volatile boolean broken;
     /** When the current wait must end ({@code System.nanoTime()}), or 0 while the lane waits for nothing. */
     private volatile long deadline;
+    /**
+     * What was left of the deadline when the current requests were sent (lane thread only):
+     * what a timeout names. An operation's scope may leave far less than the operation
+     * timeout (a cleanup's 200 ms): issue 27's "20 s hang" was such a budget reported as 20 s.
+     */
+    private long budgetNanos;
     /** Set by the reaper when it closed the socket for a passed deadline. */
     private volatile boolean expired;
 
@@ -416,6 +422,9 @@ final class TcpLane implements AutoCloseable {
      */
     private void io(byte opcode, long until, boolean sending) {
         deadline = until;
+        if (sending) {
+            budgetNanos = Math.max(0, Math.min(timeoutNanos, until - System.nanoTime()));
+        }
         try {
             if (sending) {
                 send();
@@ -444,7 +453,7 @@ final class TcpLane implements AutoCloseable {
     private DsmException lost(byte opcode, IOException e) {
         breakLane();
         if (expired) {
-            return new DsmTimeoutException(Frame.opName(opcode), peer.nodeId(), transport.settings.operationTimeout);
+            return new DsmTimeoutException(Frame.opName(opcode), peer.nodeId(), java.time.Duration.ofNanos(budgetNanos));
         }
         return new NodeUnavailableException(peer.nodeId(), "blocking lane to " + peer + " lost: " + e
                 + "; the " + Frame.opName(opcode) + " may or may not have run", e);
