@@ -73,14 +73,19 @@ public final class OperationDeadline {
     }
 
     /**
-     * Opens a scope for cleanup after the deadline: {@link #CLEANUP} from now, whatever
-     * the enclosing scope's deadline (a lock release must not be refused because the
-     * operation that took the lock ran out of time).
+     * Opens a scope for cleanup: at least {@link #CLEANUP} from now, even past the
+     * enclosing scope's deadline (a lock release must not be refused because the
+     * operation that took the lock ran out of time), and no less than what the enclosing
+     * scope still has (a cleanup made in good time keeps the operation's own budget: a
+     * replicated change's answer waits for its copies, which can take longer than
+     * {@link #CLEANUP} on a loaded machine). An operation still returns by its deadline
+     * plus {@link #MARGIN}.
      */
     public static long enterCleanup() {
         long[] u = UNTIL.get();
         long previous = u[0];
-        u[0] = System.nanoTime() + CLEANUP.toNanos();
+        long floor = System.nanoTime() + CLEANUP.toNanos();
+        u[0] = previous != NONE && previous - floor > 0 ? previous : floor;
         return previous;
     }
 
