@@ -574,10 +574,13 @@ public final class Replicator implements AutoCloseable {
         try {
             publishNow();
         } catch (DsmException e) {
-            g.stop(Ballot.NONE, "its promotion could not be published: " + e.getMessage());
-            LOG.error("replication: promotion of segment {} not published; not serving it: {}",
+            // Serving before the claim is visible is safe (the copies are fenced at this ballot, docs/replication.md
+            // §5.2 step 5); stopping here while the claim stays in `claims` would let a later publication name this
+            // node the primary of a group it refuses. So it keeps serving and publishes again until it is visible
+            // (or this node is downed: then every node fences it and its copies decide).
+            LOG.warn("replication: promotion of segment {} not yet published ({}); serving it, publishing again",
                     GroupId.toString(v.group()), e.getMessage());
-            return;
+            republishLater();
         }
         LOG.warn("replication: promoted segment {} (epoch {} -> {}): node {} left; applied sequence {}; in-sync"
                         + " copies: {}{}", GroupId.toString(v.group()), Ballot.toString(was), Ballot.toString(ballot),
@@ -644,9 +647,18 @@ public final class Replicator implements AutoCloseable {
                 try {
                     publishNow();
                 } catch (DsmException e) {
-                    LOG.warn("replication: node {} could not publish its claims: {}", self, e.getMessage());
+                    LOG.warn("replication: node {} could not publish its claims ({}); trying again", self,
+                            e.getMessage());
+                    republishLater();
                 }
             });
+        }
+    }
+
+    /** A publication that failed is made again a moment later (a claim the directory lacks must not stay lacking). */
+    private void republishLater() {
+        if (!closed) {
+            later(this::schedulePublish, TimeUnit.MILLISECONDS.toNanos(500));
         }
     }
 
