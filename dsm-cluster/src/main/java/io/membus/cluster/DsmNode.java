@@ -1107,14 +1107,6 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private void shutdown(Duration wait) {
-        io.membus.core.replication.Replicator r = replicator;
-        if (r != null) {
-            r.close(); // no new streams or promotions; the groups' copies stay with their holders
-        }
-        io.membus.core.replication.AdoptionReplicator ad = adoption;
-        if (ad != null) {
-            ad.close(); // no new adoptions, no retries of blocked ones; what was adopted closes with the transport
-        }
         claims.close(closedException()); // also a failed start's: claims published before it never wait forever
         GlobalAllocator a;
         synchronized (this) { // a client's allocator is made under this lock, never once closing is set
@@ -1126,6 +1118,15 @@ public final class DsmNode implements AutoCloseable {
             } catch (RuntimeException e) {
                 LOG.warn("node {}: closing the allocator: {}", config.nodeId(), e.toString());
             }
+        }
+        // after the allocator's last verbs, which change this node's groups: they must still be served here
+        io.membus.core.replication.Replicator r = replicator;
+        if (r != null) {
+            r.close(); // no new streams or promotions; the groups' copies stay with their holders
+        }
+        io.membus.core.replication.AdoptionReplicator ad = adoption;
+        if (ad != null) {
+            ad.close(); // no new adoptions, no retries of blocked ones; what was adopted closes with the transport
         }
         boolean clean = downReason == null;
         if (clean) {

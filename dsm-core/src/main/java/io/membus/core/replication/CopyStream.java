@@ -227,10 +227,16 @@ public final class CopyStream {
         return w.array();
     }
 
+    /** Whether a failure was logged at WARN since the copy last answered (guarded by this). */
+    private boolean warned;
+
     private void answered(byte[] reply, Throwable error) {
         if (error != null) {
             failed(error instanceof CompletionException && error.getCause() != null ? error.getCause() : error);
             return;
+        }
+        synchronized (this) {
+            warned = false; // the copy answers again: its next failure is news
         }
         long applied;
         boolean gap;
@@ -302,9 +308,12 @@ public final class CopyStream {
 
     private void failed(Throwable error) {
         boolean retry;
+        boolean first;
         synchronized (this) {
             inFlight--;
             retry = !closed && carrier.reachable(node);
+            first = !warned;
+            warned = true;
             if (retry) {
                 nextNo = firstNo; // send again everything the copy has not acknowledged
                 if (retryScheduled) {
@@ -317,8 +326,13 @@ public final class CopyStream {
             LOG.debug("replication: stream to node {} stops: {}", node, error.toString());
             return;
         }
-        LOG.warn("replication: a stream message to copy node {} failed ({}); sending again from its last acknowledged"
-                + " record", node, error instanceof DsmException d ? d.getMessage() : error.toString());
+        String what = error instanceof DsmException d ? d.getMessage() : error.toString();
+        if (first) { // once until the copy answers again: a dead copy's retries are not a warning each
+            LOG.warn("replication: a stream message to copy node {} failed ({}); sending again from its last"
+                    + " acknowledged record until it answers or leaves the cluster", node, what);
+        } else {
+            LOG.debug("replication: a stream message to copy node {} failed again ({})", node, what);
+        }
         Deadlines.schedule(() -> {
             synchronized (this) {
                 retryScheduled = false;
