@@ -20,13 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The replication service of a memory node whose transport keeps a dead node's memory by
@@ -79,14 +73,12 @@ public final class AdoptionReplicator implements AutoCloseable {
     private final ReplicationConfig config;
     private final int self;
     private final Duration timeout;
-    private final ThreadPoolExecutor executor;
-    private final Map<Integer, GroupClaim> claims = new ConcurrentHashMap<>();
+    private final ReplicationService service;
+    private final Map<Integer, GroupClaim> claims;
     /** Groups adopted here, by group id: from which node. */
     private final Map<Integer, Integer> adoptedFrom = new ConcurrentHashMap<>();
     /** Dead nodes whose adoption is blocked, by node id: the pause before their next retry (nanoseconds). */
     private final Map<Integer, Long> blocked = new ConcurrentHashMap<>();
-    private final AtomicBoolean publishScheduled = new AtomicBoolean();
-    private final Object publishLock = new Object();
     private final DirectoryListener listener = new DirectoryListener() {
         @Override
         public void memberRemoved(PeerInfo member, String reason) {
@@ -120,12 +112,8 @@ public final class AdoptionReplicator implements AutoCloseable {
         this.config = config;
         this.self = transport.nodeId();
         this.timeout = timeout;
-        int node = self;
-        this.executor = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
-            Thread th = new Thread(r, "membus-repl-" + node);
-            th.setDaemon(true);
-            return th;
-        });
+        this.service = new ReplicationService(self, publisher, timeout);
+        this.claims = service.claims();
     }
 
     /** Registers the directory listener: from now on downed members are adopted. */
@@ -184,14 +172,7 @@ public final class AdoptionReplicator implements AutoCloseable {
         if (started) {
             directory.removeListener(listener);
         }
-        executor.shutdownNow();
-        try {
-            if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
-                LOG.warn("replication: the service thread of node {} still runs 5 s after close", self);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        service.close();
         blocked.clear();
     }
 
@@ -204,21 +185,8 @@ public final class AdoptionReplicator implements AutoCloseable {
     }
 
     private void submit(Runnable task) {
-        if (closed) {
-            return;
-        }
-        try {
-            executor.execute(() -> {
-                try {
-                    task.run();
-                } catch (RuntimeException e) {
-                    if (!closed) {
-                        LOG.error("replication: a task of node {} failed", self, e);
-                    }
-                }
-            });
-        } catch (RejectedExecutionException e) {
-            // closing
+        if (!closed) {
+            service.submit(task);
         }
     }
 
@@ -296,25 +264,6 @@ public final class AdoptionReplicator implements AutoCloseable {
     }
 
     private void schedulePublish() {
-        if (publishScheduled.compareAndSet(false, true)) {
-            submit(() -> {
-                publishScheduled.set(false);
-                try {
-                    publishNow();
-                } catch (DsmException e) {
-                    LOG.warn("replication: node {} could not publish its claims: {}; retrying", self, e.getMessage());
-                    Deadlines.schedule(this::schedulePublish, RETRY.toNanos());
-                }
-            });
-        }
-    }
-
-    /** Publishes every claim of this node and waits for it (bounded by the operation timeout). */
-    private void publishNow() {
-        CompletableFuture<Void> f;
-        synchronized (publishLock) {
-            f = publisher.publish(self, new ArrayList<>(claims.values()));
-        }
-        io.membus.core.RemoteMemory.await(f, timeout);
+        service.schedulePublish();
     }
 }

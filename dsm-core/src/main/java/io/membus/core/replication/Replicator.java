@@ -27,11 +27,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The replication service of one node (see docs/replication.md, "As built"): it serves
@@ -81,12 +76,12 @@ public final class Replicator implements AutoCloseable {
     private final int self;
     private final Duration timeout;
     private final int partBytes;
-    private final ThreadPoolExecutor executor;
+    private final ReplicationService service;
     private final Map<Integer, CopyStream> streams = new ConcurrentHashMap<>();
     private final Map<Integer, ReplicaGroup> primaries = new ConcurrentHashMap<>();
     /** Copies this node holds (the memory it allocated for them: closed on drop and at close). */
     private final Map<Integer, CopyReplica> copies = new ConcurrentHashMap<>();
-    private final Map<Integer, GroupClaim> claims = new ConcurrentHashMap<>();
+    private final Map<Integer, GroupClaim> claims;
     private final Map<Integer, Inbound> inbound = new ConcurrentHashMap<>();
     private final Set<Integer> rereplicating = ConcurrentHashMap.newKeySet();
     private final Set<Integer> warnedShort = ConcurrentHashMap.newKeySet();
@@ -97,8 +92,6 @@ public final class Replicator implements AutoCloseable {
      * holder, not seeing it yet, must not take its absence for a departure.
      */
     private final Set<Integer> seenMembers = ConcurrentHashMap.newKeySet();
-    private final AtomicBoolean publishScheduled = new AtomicBoolean();
-    private final Object publishLock = new Object();
     private final DirectoryListener listener = new Listener();
     private volatile boolean started;
     private volatile boolean closed;
@@ -124,12 +117,8 @@ public final class Replicator implements AutoCloseable {
         this.self = transport.nodeId();
         this.timeout = memory.operationTimeout();
         this.partBytes = ReplicationCodec.maxPart(transport.messages().maxMessageSize());
-        int node = self;
-        this.executor = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
-            Thread t = new Thread(r, "membus-repl-" + node);
-            t.setDaemon(true);
-            return t;
-        });
+        this.service = new ReplicationService(self, publisher, timeout);
+        this.claims = service.claims();
     }
 
     /** Registers the channel handler and the directory listener. */
@@ -259,7 +248,7 @@ public final class Replicator implements AutoCloseable {
                 b.append("\n  inbound from ").append(n).append(": applied=").append(in.applied);
             }
         });
-        return b.append("\n  service queue=").append(executor.getQueue().size()).append("}").toString();
+        return b.append("\n  service queue=").append(service.queued()).append("}").toString();
     }
 
     /**
@@ -295,14 +284,7 @@ public final class Replicator implements AutoCloseable {
             directory.removeListener(listener);
             transport.messages().unregister(CHANNEL);
         }
-        executor.shutdownNow();
-        try {
-            if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
-                LOG.warn("replication: the service thread of node {} still runs 5 s after close", self);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        service.close();
         streams.values().forEach(CopyStream::close);
         for (ReplicaGroup g : primaries.values()) {
             // stopped, and left in the table: while the transport still serves, a verb on the segment fails (not
@@ -331,26 +313,15 @@ public final class Replicator implements AutoCloseable {
     }
 
     private void submit(Runnable task) {
-        if (closed) {
-            return;
-        }
-        try {
-            executor.execute(() -> {
-                try {
-                    task.run();
-                } catch (RuntimeException e) {
-                    if (!closed) {
-                        LOG.error("replication: a task of node {} failed", self, e);
-                    }
-                }
-            });
-        } catch (RejectedExecutionException e) {
-            // closing
+        if (!closed) {
+            service.submit(task);
         }
     }
 
     private void later(Runnable task, long delayNanos) {
-        io.membus.core.transport.Deadlines.schedule(() -> submit(task), delayNanos);
+        if (!closed) {
+            service.later(task, delayNanos);
+        }
     }
 
     private final class Listener implements DirectoryListener {
@@ -573,6 +544,9 @@ public final class Replicator implements AutoCloseable {
         }
         try {
             publishNow();
+        } catch (DsmClosedException e) {
+            LOG.debug("replication: promotion of segment {} not published: node {} is closing", GroupId.toString(
+                    v.group()), self);
         } catch (DsmException e) {
             // Serving before the claim is visible is safe (the copies are fenced at this ballot, docs/replication.md
             // §5.2 step 5); stopping here while the claim stays in `claims` would let a later publication name this
@@ -580,7 +554,7 @@ public final class Replicator implements AutoCloseable {
             // (or this node is downed: then every node fences it and its copies decide).
             LOG.warn("replication: promotion of segment {} not yet published ({}); serving it, publishing again",
                     GroupId.toString(v.group()), e.getMessage());
-            republishLater();
+            schedulePublish();
         }
         LOG.warn("replication: promoted segment {} (epoch {} -> {}): node {} left; applied sequence {}; in-sync"
                         + " copies: {}{}", GroupId.toString(v.group()), Ballot.toString(was), Ballot.toString(ballot),
@@ -641,38 +615,11 @@ public final class Replicator implements AutoCloseable {
     }
 
     private void schedulePublish() {
-        if (publishScheduled.compareAndSet(false, true)) {
-            submit(() -> {
-                publishScheduled.set(false);
-                try {
-                    publishNow();
-                } catch (DsmException e) {
-                    LOG.warn("replication: node {} could not publish its claims ({}); trying again", self,
-                            e.getMessage());
-                    republishLater();
-                }
-            });
-        }
+        service.schedulePublish();
     }
 
-    /** A publication that failed is made again a moment later (a claim the directory lacks must not stay lacking). */
-    private void republishLater() {
-        if (!closed) {
-            later(this::schedulePublish, TimeUnit.MILLISECONDS.toNanos(500));
-        }
-    }
-
-    /**
-     * Publishes every claim of this node and waits for it. Serialised, the snapshot taken
-     * inside: a later publication always carries the later claims.
-     */
     private void publishNow() {
-        CompletableFuture<Void> f;
-        synchronized (publishLock) {
-            List<GroupClaim> all = new ArrayList<>(claims.values());
-            f = publisher.publish(self, all);
-        }
-        RemoteMemory.await(f, timeout);
+        service.publishNow();
     }
 
     // ---------------------------------------------------------------- streams (primary side)
