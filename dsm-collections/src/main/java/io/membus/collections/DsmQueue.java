@@ -47,15 +47,19 @@ import static io.membus.collections.SlotState.WRITING;
  *       slot's state, which says whether to move on, that the ring is full, or that
  *       a dead node's slot must be recovered); then the data write and the CAS
  *       {@code WRITING -> FULL(t)}, pipelined on one connection (executed in issue
- *       order): two round trips.</li>
+ *       order) with the tail hint's CAS and the read of the take waiters word behind
+ *       them: two round trips.</li>
  *   <li><b>poll</b>: the CAS {@code FULL(t) -> READING(t, me)} pipelined with the read
  *       of the slot's data (executed after the CAS, so it reads a claimed slot); then
- *       the CAS {@code READING -> EMPTY(t + capacity)}: two round trips.</li>
+ *       the CAS {@code READING -> EMPTY(t + capacity)} with the head hint's CAS and the
+ *       read of the put waiters word: two round trips.</li>
  *   <li>Head and tail are hints advanced by CAS by whoever sees them lag
  *       (asynchronously, off the caller's path).</li>
  * </ul>
- * Elements whose encoding fits the slot ({@code slotBytes - 8} bytes) are stored
- * inline; larger ones in an allocator block that the consumer frees.
+ * Elements whose encoding fits the slot ({@code slotBytes - 8} bytes: 256 with the
+ * default 264-byte slots, settable per queue with {@link QueueOptions}) are stored
+ * inline, with no allocation; larger ones in an allocator block that the consumer frees
+ * (an allocation, a block write and a block read more).
  *
  * <p><b>Waiting.</b> A blocked {@code put}/{@code take} (and the timed
  * {@code offer}/{@code poll}) retries after a few short pauses (20 µs doubling),
@@ -71,8 +75,11 @@ import static io.membus.collections.SlotState.WRITING;
  * before every later one), and {@code offer()} waits for a consumer that has
  * claimed the slot it needs and is still emptying it: otherwise they could report
  * an empty or full queue that is not (not linearizable). Such a wait lasts two
- * verbs, or until the stalled node is taken for dead and its slot recovered. A
- * timed {@code poll} that reaches its deadline in that state returns null.
+ * verbs, or until the stalled node is taken for dead and its slot recovered, or until
+ * the holder gives back a claim whose verbs failed (below); it ends by
+ * {@link #heldSlotBoundNanos()} or at an interrupt with a {@link QueueSlotBusyException}
+ * (nothing done; the interrupt status kept). A timed {@code poll} that reaches its
+ * deadline in that state returns null.
  *
  * <p><b>Failures</b> (a node that is not a live member of the directory, or is
  * fenced, is dead; recovery relies on the cluster fencing a downed node's verbs):
@@ -110,7 +117,10 @@ import static io.membus.collections.SlotState.WRITING;
  *       {@code READING -> FULL(t + capacity)}) when that is still possible, and
  *       {@link OutcomeUnknownException} is thrown with the verb's failure as its cause
  *       (except an offer whose publishing CAS certainly did not run: nothing was
- *       enqueued, and that CAS's failure is rethrown).</li>
+ *       enqueued, and that CAS's failure is rethrown). A give-back that fails itself
+ *       (the slot's node unreachable, or dead until its copy is promoted) is retried in
+ *       the background until it is answered ({@link #retryGiveBack}): other nodes never
+ *       take over a live node's slot, so nobody else would.</li>
  * </ul>
  * Elements live in the root's node: when it is down, every operation fails with
  * its {@code NodeUnavailableException}.
@@ -128,7 +138,8 @@ import static io.membus.collections.SlotState.WRITING;
  * {@link NullPointerException}, as every {@code BlockingQueue} does.
  *
  * <p><b>Note:</b> thread-safe, for any number of producers and consumers on any
- * nodes. {@code offer}, {@code poll}, {@code put}, {@code take} and their timed
+ * nodes (a handle's own state: hints and the tickets in flight in atomics and concurrent
+ * maps; background give-backs run on the shared timer thread and touch only that). {@code offer}, {@code poll}, {@code put}, {@code take} and their timed
  * forms are linearizable at their claim CAS; actions of a producer before it
  * offered an element happen-before the actions of the consumer after it took it
  * (the verbs' visibility rule). Bulk operations ({@code addAll}, {@code drainTo},
