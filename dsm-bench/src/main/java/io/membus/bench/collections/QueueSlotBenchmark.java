@@ -2,6 +2,7 @@ package io.membus.bench.collections;
 
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.Placement;
 import io.membus.codec.Codecs;
 import io.membus.collections.DsmCollections;
 import io.membus.collections.DsmQueue;
@@ -34,7 +35,9 @@ import java.util.concurrent.TimeUnit;
  * element goes to an allocator block, allocated by the offer and freed by the poll),
  * {@code 264} the default since (256 inline: two round trips each, no allocation). Two
  * nodes in the JMH fork over {@code tcp} (loopback) or {@code local}; the queue's root is
- * on node 1, the operations run on node 2, so every verb crosses the transport.
+ * on node 1, the operations run on node 2, so every verb crosses the transport, and node 2
+ * places its blocks on node 1 (as a client places them on the memory nodes), so a large
+ * element's block is remote too.
  *
  * <pre>
  * java -jar dsm-bench/target/benchmarks.jar QueueSlotBenchmark -f 1 -wi 2 -w 1s -i 3 -r 1s -t 1
@@ -77,7 +80,13 @@ public class QueueSlotBenchmark {
         DsmCollections node2 = null;
         for (Transport t : transports) {
             RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(5));
-            GlobalAllocator a = new GlobalAllocator(memory, AllocatorConfig.builder().heapSegments(1).build());
+            // node 2 places its blocks on node 1, as a Membus client (no memory of its own) places them on the
+            // memory nodes: a large element's block is then remote, as in issue 28's measurement
+            AllocatorConfig.Builder config = AllocatorConfig.builder().heapSegments(1);
+            if (t.nodeId() == 2) {
+                config.defaultPlacement(Placement.node(1));
+            }
+            GlobalAllocator a = new GlobalAllocator(memory, config.build());
             a.formatLocalSegments();
             allocators.add(a);
             node2 = new DsmCollections(memory, a, directory);
