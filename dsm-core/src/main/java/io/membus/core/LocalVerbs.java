@@ -62,28 +62,10 @@ final class LocalVerbs implements Verbs {
     }
 
     /**
-     * The future of a verb that ran on this node's table with result {@code value}:
-     * complete now when the pointer's segment is not replicated here or its group already
-     * acknowledged what the verb may have changed or seen ({@link AckGate#need()} read after
-     * the verb ran); else completed by {@link AckGate#whenAcked}, with the failure it reports.
+     * The future of a verb that ran on this node's table: done once its group acknowledged
+     * it ({@link io.membus.core.transport.SegmentTable#acked}).
      */
     private <T> CompletableFuture<T> gated(long ptr, T value) {
-        AckGate gate = transport.table().gate(ptr);
-        if (gate == null) {
-            return CompletableFuture.completedFuture(value);
-        }
-        long need = gate.need();
-        if (gate.acked(need)) {
-            return CompletableFuture.completedFuture(value);
-        }
-        CompletableFuture<T> result = new CompletableFuture<>();
-        gate.whenAcked(need, failure -> {
-            if (failure == null) {
-                result.complete(value);
-            } else {
-                result.completeExceptionally(failure);
-            }
-        });
-        return result;
+        return transport.table().acked(ptr, value);
     }
 }
