@@ -35,6 +35,9 @@ public final class Deadlines {
                 return t;
             }));
 
+    /** Delays beyond 100 years are taken as 100 years (so the arithmetic on the instant never wraps). */
+    private static final long MAX_DELAY_NANOS = 100L * 365 * 24 * 3600 * 1_000_000_000L;
+
     private Deadlines() {
     }
 
@@ -58,8 +61,9 @@ public final class Deadlines {
 
     /** Runs {@code task} on the timer's worker every {@code periodNanos}, until the returned future is cancelled. */
     public static ScheduledFuture<?> every(Runnable task, long periodNanos) {
-        if (periodNanos <= 0) {
-            throw new IllegalArgumentException("period must be positive: " + periodNanos + " ns");
+        if (periodNanos <= 0) { // a configured interval (shm's refresh-interval) of 0 or less
+            throw new io.membus.core.error.DsmConfigException("period of a periodic task", periodNanos + " ns",
+                    "a duration above 0 (check the interval setting that configured it)");
         }
         return new WheelTask(task, periodNanos, periodNanos);
     }
@@ -87,7 +91,7 @@ public final class Deadlines {
         WheelTask(Runnable task, long delayNanos, long periodNanos) {
             this.task = task;
             this.periodNanos = periodNanos;
-            this.at = System.nanoTime() + delayNanos;
+            this.at = System.nanoTime() + Math.min(delayNanos, MAX_DELAY_NANOS); // a longer one never fires
             TimerWheel.SHARED.arm(entry, at);
         }
 
@@ -113,7 +117,8 @@ public final class Deadlines {
 
         @Override
         public boolean cancel(boolean mayInterruptIfRunning) {
-            boolean cancelled = super.cancel(mayInterruptIfRunning);
+            // Future's contract, not CompletableFuture's: false when it had completed or was cancelled already
+            boolean cancelled = !isDone() && super.cancel(mayInterruptIfRunning);
             TimerWheel.SHARED.cancel(entry);
             return cancelled;
         }
