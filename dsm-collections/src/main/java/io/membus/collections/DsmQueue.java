@@ -4,6 +4,7 @@ import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.UseAfterFreeException;
 import io.membus.codec.Codec;
+import io.membus.core.Backoff;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
 import io.membus.core.error.DsmException;
@@ -709,7 +710,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             throw new InterruptedException();
         }
         long start = OperationStats.start();
-        long deadline = Backoff.deadline(unit.toNanos(timeout));
+        long deadline = Backoff.deadlineIn(unit.toNanos(timeout));
         Prepared p = prepare(e);
         Waiting waiting = new Waiting(wakeUps, putWaitersPtr);
         RuntimeException failure = null;
@@ -934,8 +935,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      */
     private final class HeldSlotWait {
         private final String operation;
-        private final Backoff backoff = new Backoff();
-        private boolean waiting;
+        private Backoff backoff;
         private long since;
         private long ticket;
         private long state;
@@ -951,13 +951,13 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         }
 
         void pause() {
-            if (!waiting) {
-                waiting = true;
+            if (backoff == null) {
                 since = System.nanoTime();
+                backoff = new Backoff(Backoff.POLL, since + heldSlotBoundNanos());
             }
             boolean paused;
             try {
-                paused = backoff.pause(since + heldSlotBoundNanos(), true);
+                paused = backoff.pauseInterruptibly();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt(); // kept: poll(), peek() and offer(e) do not throw it
                 throw busy(true);
@@ -988,7 +988,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             throw new InterruptedException();
         }
         long start = OperationStats.start();
-        long deadline = Backoff.deadline(unit.toNanos(timeout));
+        long deadline = Backoff.deadlineIn(unit.toNanos(timeout));
         Waiting waiting = new Waiting(wakeUps, takeWaitersPtr);
         long waitedFrom = 0;
         boolean waited = false;
