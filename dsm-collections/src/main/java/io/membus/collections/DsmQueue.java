@@ -188,7 +188,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      * about to claim, with how many threads do (two threads may try one ticket at once).
      */
     private final ConcurrentHashMap<Long, Integer> inFlight = new ConcurrentHashMap<>();
-    /** Tests only: run by an offer right after its claim succeeded, before it publishes (a fault injected there). */
+    /**
+     * Tests only: run by an offer or a poll right after its claim succeeded, before it
+     * publishes or empties the slot (a fault injected there).
+     */
     volatile Runnable afterClaim;
     /** One removal from the middle at a time per handle (see {@link #removeTicket}). */
     private final Object removals = new Object();
@@ -770,6 +773,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 throw e;
             }
             if (w == full) {
+                Runnable hook = afterClaim;
+                if (hook != null) {
+                    hook.run();
+                }
                 helpAdvance(headPtr, t);
                 headHint.accumulateAndGet(t + 1, Math::max);
                 return consume(t, mine, data);

@@ -163,4 +163,49 @@ class DsmQueueStuckClaimTest {
             assertEquals("after", q2.poll(30, TimeUnit.SECONDS));
         }
     }
+
+    /**
+     * The consumer's side: a poll whose claim ran and whose emptying and give-back failed
+     * left {@code READING(t, consumer)}; a producer a lap later waited for it without end.
+     * Once the consumer reaches the queue again it gives the element back
+     * ({@code FULL(t + capacity)}): delivered again, once, after the elements offered since.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aConsumersStrandedClaimIsGivenBackAndItsElementDeliveredAgain() throws Exception {
+        try (CollCluster c = new CollCluster("local", 2, TIMEOUT)) {
+            String name = queueOnNode2(c);
+            DsmQueue<String> q2 = c.node(2).queue(name, Codecs.strings(), 4);
+            DsmQueue<String> q1 = c.node(1).queue(name, Codecs.strings(), 4);
+            assertTrue(q2.offer("a"));
+            q1.afterClaim = () -> {
+                q1.afterClaim = null;
+                partition(c, 1, 2);
+            };
+            DsmException e = assertThrows(DsmException.class, q1::poll);
+            assertTrue(e.mayHaveRun(), "the claim ran: " + e);
+            assertEquals(1, q1.givingBack().size(), "the claim whose give-back failed is retried: "
+                    + q1.givingBack());
+            heal(c, 1, 2);
+            assertTrue(q2.offer("b"));
+            assertTrue(q2.offer("c"));
+            assertTrue(q2.offer("d"));
+            // ticket 4 is slot 0, held READING by node 1: before, this offer waited for it without end
+            CompletableFuture<Object> fifth = new CompletableFuture<>();
+            Thread producer = new Thread(() -> {
+                try {
+                    fifth.complete(q2.offer("e"));
+                } catch (Throwable t) {
+                    fifth.complete(t);
+                }
+            }, "test-producer");
+            producer.setDaemon(true);
+            producer.start();
+            assertEquals(Boolean.FALSE, fifth.get(60, TimeUnit.SECONDS), "the ring is full once 'a' is back");
+            java.util.List<String> drained = new java.util.ArrayList<>();
+            q2.drainTo(drained);
+            assertEquals(java.util.List.of("b", "c", "d", "a"), drained);
+            assertTrue(q1.givingBack().isEmpty(), "still giving back " + q1.givingBack());
+        }
+    }
 }
