@@ -43,6 +43,49 @@ final class Peers {
     private Peers() {
     }
 
+    /**
+     * {@code handles} (thread-safe, shared by every thread) as one thread's connection: its
+     * {@code close} closes nothing (the peer's own close does).
+     */
+    static Peer.Conn shared(Peer.Conn handles) {
+        return new Peer.Conn() {
+            @Override
+            public byte[] get(long key) {
+                return handles.get(key);
+            }
+
+            @Override
+            public Object set(long key, byte[] value) {
+                return handles.set(key, value);
+            }
+
+            @Override
+            public long increment() {
+                return handles.increment();
+            }
+
+            @Override
+            public void offer(byte[] element) {
+                handles.offer(element);
+            }
+
+            @Override
+            public byte[] poll() {
+                return handles.poll();
+            }
+
+            @Override
+            public long counter() {
+                return handles.counter();
+            }
+
+            @Override
+            public void close() {
+                // shared handles: closed with the peer
+            }
+        };
+    }
+
     /** The peer named by {@link PeersBenchmark#peer}. */
     static Peer start(String name) {
         return switch (name) {
@@ -111,7 +154,7 @@ final class Peers {
 
         @Override
         public Conn connect() {
-            return this;
+            return shared(this);
         }
 
         @Override
@@ -209,7 +252,7 @@ final class Peers {
 
         @Override
         public Conn connect() {
-            return this;
+            return shared(this);
         }
 
         @Override
