@@ -67,11 +67,20 @@ public final class PeersTable {
             throw new DsmConfigException("arguments", String.join(" ", args), "JMH JSON result files to tabulate;"
                     + " to run the comparison: java -jar dsm-bench/target/benchmarks.jar peers [JMH options]");
         }
-        PeersTable t = new PeersTable();
+        List<Path> files = new ArrayList<>();
         for (String f : args) {
-            t.read(Path.of(f));
+            files.add(Path.of(f));
         }
-        System.out.println(t.markdown());
+        System.out.println(tableOf(files));
+    }
+
+    /** The markdown table and goals of these JMH JSON result files. */
+    static String tableOf(List<Path> files) throws IOException {
+        PeersTable t = new PeersTable();
+        for (Path p : files) {
+            t.read(p);
+        }
+        return t.markdown();
     }
 
     /** Runs the comparison with the user's JMH options (includes and thread counts are this class's). */
@@ -93,14 +102,10 @@ public final class PeersTable {
                 .param("path", "lanes", "pipelined", "batchingFloor", "floor").threads(1).jvmArgsAppend(flags)
                 .resultFormat(ResultFormatType.JSON).result(json.toString()).build()).run();
         results.add(json);
-        PeersTable t = new PeersTable();
-        for (Path p : results) {
-            t.read(p);
-        }
         System.out.println();
         System.out.println("JMH results: " + results);
         System.out.println();
-        System.out.println(t.markdown());
+        System.out.println(tableOf(results));
     }
 
     private void read(Path file) throws IOException {

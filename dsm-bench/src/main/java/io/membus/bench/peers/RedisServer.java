@@ -21,7 +21,8 @@ import java.util.concurrent.TimeUnit;
  * A {@code redis-server} of the benchmark's own: started on a free loopback port with no
  * persistence ({@code --save "" --appendonly no}), no protected mode and no other client, and
  * stopped by {@link #close()} (SIGTERM, then SIGKILL if it has not exited within 10 s). The
- * executable is looked up on {@code PATH}, then in {@code /usr/bin} and {@code /usr/local/bin};
+ * executable is looked up on {@code PATH}, then in {@code /usr/bin} and {@code /usr/local/bin}
+ * (or named by the system property {@value #EXECUTABLE_PROPERTY});
  * when there is none, {@link #start()} fails with a {@link DsmConfigException} that names the
  * Debian package to install ({@code apt-get install redis-server}), and the benchmarks that
  * need Redis are skipped with that message (JMH prints it; the other peers still run).
@@ -46,8 +47,18 @@ public final class RedisServer implements AutoCloseable {
         this.process = process;
     }
 
-    /** The {@code redis-server} executable, if installed. */
+    /**
+     * A system property naming the {@code redis-server} executable to use instead of looking it
+     * up (for an installation elsewhere); when set, nothing else is looked up.
+     */
+    public static final String EXECUTABLE_PROPERTY = "membus.bench.redis-server";
+
+    /** The {@code redis-server} executable, if installed (or the one {@value #EXECUTABLE_PROPERTY} names, if executable). */
     public static Optional<Path> executable() {
+        String named = System.getProperty(EXECUTABLE_PROPERTY);
+        if (named != null) {
+            return Optional.of(Path.of(named)).filter(Files::isExecutable);
+        }
         List<Path> dirs = new ArrayList<>();
         String path = System.getenv("PATH");
         if (path != null) {
@@ -69,7 +80,8 @@ public final class RedisServer implements AutoCloseable {
      * @throws DsmTimeoutException when it does not answer in time (it is stopped then)
      */
     public static RedisServer start() {
-        Path exe = executable().orElseThrow(() -> new DsmConfigException("redis-server", "not found",
+        Path exe = executable().orElseThrow(() -> new DsmConfigException("redis-server",
+                System.getProperty(EXECUTABLE_PROPERTY, "not found on PATH, in /usr/bin or /usr/local/bin"),
                 "an installed redis-server on PATH or in /usr/bin to measure Redis: on Debian or Ubuntu run"
                         + " 'apt-get install redis-server' (the benchmark starts its own server on a free loopback"
                         + " port and stops it; the system service may stay disabled); the Redis benchmarks are"
@@ -104,6 +116,11 @@ public final class RedisServer implements AutoCloseable {
             }
             sleep(50);
         }
+    }
+
+    /** Whether the server's process is still running. */
+    public boolean isAlive() {
+        return process.isAlive();
     }
 
     /** A new connection to this server (the caller closes it); its socket timeout is 10 s. */
