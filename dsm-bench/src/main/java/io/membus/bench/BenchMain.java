@@ -10,7 +10,8 @@ import java.util.Properties;
 /**
  * Runs JMH with its usual command-line options and adds the JVM flags Membus
  * needs (written by the build from the root pom) to every forked benchmark JVM,
- * so nobody types them.
+ * so nobody types them. {@code benchmarks.jar peers [JMH options]} runs the peer comparison
+ * instead ({@link PeersTable}).
  *
  * <p><b>Note:</b> a program entry point.
  */
@@ -18,7 +19,8 @@ public final class BenchMain {
     private BenchMain() {
     }
 
-    public static void main(String[] args) throws Exception {
+    /** The JVM flags Membus needs, written by the build from the root pom. */
+    static String[] membusFlags() throws java.io.IOException {
         Properties p = new Properties();
         try (InputStream in = BenchMain.class.getResourceAsStream("/membus-bench.properties")) {
             if (in == null) {
@@ -26,7 +28,18 @@ public final class BenchMain {
             }
             p.load(in);
         }
-        String[] flags = p.getProperty("flags", "").trim().split("\\s+");
+        return p.getProperty("flags", "").trim().split("\\s+");
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("peers")) {
+            // the peer comparison of issue 28: PeersTable runs it and prints the table
+            String[] rest = new String[args.length - 1];
+            System.arraycopy(args, 1, rest, 0, rest.length);
+            PeersTable.run(rest);
+            return;
+        }
+        String[] flags = membusFlags();
         CommandLineOptions cli = new CommandLineOptions(args);
         Runner runner = new Runner(new OptionsBuilder().parent(cli).jvmArgsAppend(flags).build());
         // JMH's informational options, as its own Main handles them: they run nothing

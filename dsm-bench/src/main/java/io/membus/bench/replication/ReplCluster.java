@@ -33,21 +33,23 @@ import java.util.function.BooleanSupplier;
  * <p>"Crashing" a node is what membership does after a crash: its replicator and transport
  * are closed, then ({@link #down}) it leaves the directory.
  *
+ * <p>Public for the other benchmarks' Membus peers ({@code io.membus.bench.peers}).
+ *
  * <p><b>Note:</b> not thread-safe: set up and torn down by one thread (JMH's setup and
  * teardown); the nodes it returns are used by any thread, as the transports allow.
  */
-final class ReplCluster implements AutoCloseable {
-    static final Duration OP_TIMEOUT = Duration.ofSeconds(20);
+public final class ReplCluster implements AutoCloseable {
+    public static final Duration OP_TIMEOUT = Duration.ofSeconds(20);
     private static final String SECRET = "repl-bench-secret-0123456789abcdef";
     private static final long SETTLE_NANOS = Duration.ofSeconds(120).toNanos();
 
     /** One node: transport, memory, replicator and the segment it exports (null on the initiator). */
-    static final class Node {
-        final int id;
-        final Transport transport;
-        final RemoteMemory memory;
-        final Replicator replicator;
-        final Segment segment;
+    public static final class Node {
+        public final int id;
+        public final Transport transport;
+        public final RemoteMemory memory;
+        public final Replicator replicator;
+        public final Segment segment;
         boolean alive = true;
 
         Node(int id, Transport transport, RemoteMemory memory, Replicator replicator, Segment segment) {
@@ -58,21 +60,21 @@ final class ReplCluster implements AutoCloseable {
             this.segment = segment;
         }
 
-        int group() {
+        public int group() {
             return GroupId.of(id, segment.index());
         }
     }
 
-    final StaticDirectory directory = new StaticDirectory();
+    public final StaticDirectory directory = new StaticDirectory();
     final ReplicationConfig config;
     private final Map<Integer, Node> nodes = new LinkedHashMap<>();
 
-    ReplCluster(ReplicationConfig config) {
+    public ReplCluster(ReplicationConfig config) {
         this.config = config;
     }
 
     /** Starts node {@code id}; it exports segment {@code index} of {@code size} bytes, or nothing when size is 0. */
-    Node start(int id, int index, long size) {
+    public Node start(int id, int index, long size) {
         TransportConfig tc = TransportConfig.builder(id).operationTimeout(OP_TIMEOUT)
                 .connectTimeout(Duration.ofSeconds(10))
                 .properties(Map.of("tcp.secret", SECRET, "tcp.host", "127.0.0.1", "tcp.port", "0")).build();
@@ -92,11 +94,11 @@ final class ReplCluster implements AutoCloseable {
         return n;
     }
 
-    Node node(int id) {
+    public Node node(int id) {
         return nodes.get(id);
     }
 
-    ReplicaGroupView view(int group) {
+    public ReplicaGroupView view(int group) {
         return directory.group(GroupId.node(group), GroupId.index(group)).orElse(null);
     }
 
@@ -123,7 +125,7 @@ final class ReplCluster implements AutoCloseable {
         return true;
     }
 
-    void awaitSettled(int group, int primary, int copies) {
+    public void awaitSettled(int group, int primary, int copies) {
         await("segment " + GroupId.toString(group) + " served by node " + primary + " with " + copies
                 + " in-sync copies", () -> settled(group, primary, copies));
     }

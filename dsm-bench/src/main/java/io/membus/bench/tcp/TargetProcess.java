@@ -28,6 +28,8 @@ final class TargetProcess implements AutoCloseable {
     final String host;
     final int nettyFloorPort;
     final int blockingFloorPort;
+    /** The {@link BlockingFloor} that batches its replies ({@link BlockingFloor.Mode#BATCHED}). */
+    final int batchingFloorPort;
     private final Process process;
 
     TargetProcess() throws IOException {
@@ -63,6 +65,7 @@ final class TargetProcess implements AutoCloseable {
         host = io.membus.core.config.HostPort.parse("the target's tcp address", f[2]).host();
         nettyFloorPort = Integer.parseInt(f[4]);
         blockingFloorPort = Integer.parseInt(f[5]);
+        batchingFloorPort = Integer.parseInt(f[6]);
     }
 
     @Override

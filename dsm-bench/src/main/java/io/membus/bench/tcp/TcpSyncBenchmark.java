@@ -37,7 +37,10 @@ import java.util.concurrent.TimeUnit;
  * <p>{@code path}: {@code lanes} (the default: blocking calls run on the tcp
  * blocking lanes), {@code pipelined} ({@code blocking-lanes = 0}: every call is
  * posted on the pipelined connection and awaited — the path before the lanes),
- * {@code floor}. {@link #read64}: a blocking read of 64 B (run with {@code -t 8}
+ * {@code floor} (the blocking-socket server writes each pong as soon as its ping is read),
+ * {@code batchingFloor} (the same server in {@link BlockingFloor.Mode#BATCHED}: pongs flushed
+ * only when no request is left buffered, so 16 pings written together are answered by about one
+ * write; the floor issue 28 sets for {@link #inFlight16}). {@link #read64}: a blocking read of 64 B (run with {@code -t 8}
  * for eight threads). {@link #faa}: a blocking fetch-and-add. {@link #inFlight16}:
  * 16 reads of 64 B issued with {@code readAsync}, then the caller waits for the
  * last; the floor writes 16 pings at once and reads the 16 pongs.
@@ -58,7 +61,7 @@ public class TcpSyncBenchmark {
     /** The target process and this process's node. */
     @State(Scope.Benchmark)
     public static class Node {
-        @Param({"lanes", "pipelined", "floor"})
+        @Param({"lanes", "pipelined", "floor", "batchingFloor"})
         public String path;
 
         /** {@code tcp.io-threads} of the target node. */
@@ -72,7 +75,7 @@ public class TcpSyncBenchmark {
         @Setup(Level.Trial)
         public void setUp() throws Exception {
             target = new TargetProcess(targetIoThreads);
-            if (!path.equals("floor")) {
+            if (!isFloor()) {
                 initiator = Transports.create("tcp", TransportConfig.builder(2).operationTimeout(Duration.ofSeconds(10))
                         .properties(Map.of("tcp.secret", target.secret, "tcp.host", "127.0.0.1", "tcp.port", "0",
                                 "tcp.blocking-lanes", path.equals("lanes") ? "8" : "0")).build());
@@ -84,6 +87,15 @@ public class TcpSyncBenchmark {
                 memory = new RemoteMemory(initiator, directory, Duration.ofSeconds(10));
                 RemoteMemory.await(initiator.connect(target.peer), Duration.ofSeconds(20));
             }
+        }
+
+        boolean isFloor() {
+            return path.equals("floor") || path.equals("batchingFloor");
+        }
+
+        /** The port of this trial's floor server. */
+        int floorPort() {
+            return path.equals("batchingFloor") ? target.batchingFloorPort : target.blockingFloorPort;
         }
 
         @TearDown(Level.Trial)
@@ -108,10 +120,10 @@ public class TcpSyncBenchmark {
         public void setUp(Node node) throws IOException {
             ptr = RemotePtr.pack(1, 0, 4096 + 64 * (Thread.currentThread().getId() % 1024));
             counter = RemotePtr.pack(1, 0, 128 * 1024 + 64 * (Thread.currentThread().getId() % 1024));
-            if (node.path.equals("floor")) {
-                readFloor = new BlockingFloor.Client(node.target.host, node.target.blockingFloorPort, READ_REQUEST,
+            if (node.isFloor()) {
+                readFloor = new BlockingFloor.Client(node.target.host, node.floorPort(), READ_REQUEST,
                         16 + 64, IN_FLIGHT);
-                faaFloor = new BlockingFloor.Client(node.target.host, node.target.blockingFloorPort, FAA_REQUEST,
+                faaFloor = new BlockingFloor.Client(node.target.host, node.floorPort(), FAA_REQUEST,
                         16 + 8, 1);
             }
         }
