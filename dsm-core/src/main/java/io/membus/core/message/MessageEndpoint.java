@@ -130,7 +130,21 @@ public final class MessageEndpoint implements AutoCloseable {
      * @throws NodeUnavailableException when this endpoint is closed
      */
     public Inbox open(int fromNode, Responder responder) {
-        Inbox inbox = new Inbox(this, fromNode, responder);
+        return open(fromNode, responder, false);
+    }
+
+    /**
+     * Opens the inbox of one sender connection, as {@link #open(int, Responder)}; with
+     * {@code inline}, messages of an {@link InlineMessageHandler} that it accepts are handled
+     * on the thread that delivers them (when the inbox is idle), and their answers go to
+     * {@code responder} on that thread. Only a transport whose delivering thread may run a
+     * short handler (an I/O thread that serves many connections, not the sender's own
+     * thread) passes {@code true}.
+     *
+     * @throws NodeUnavailableException when this endpoint is closed
+     */
+    public Inbox open(int fromNode, Responder responder, boolean inline) {
+        Inbox inbox = new Inbox(this, fromNode, responder, inline);
         inboxes.add(inbox);
         if (closed) {
             inboxes.remove(inbox);
@@ -150,6 +164,19 @@ public final class MessageEndpoint implements AutoCloseable {
             executor.execute(inbox);
         } catch (RejectedExecutionException e) {
             inbox.close("node " + nodeId + " is shutting down", true);
+        }
+    }
+
+    /** Whether {@code channel}'s handler takes this message on the delivering thread ({@link InlineMessageHandler}). */
+    boolean inline(int from, short channel, byte[] payload) {
+        Registration r = handlers.get(key(channel));
+        if (r == null || !(r.handler instanceof InlineMessageHandler h) || closed) {
+            return false;
+        }
+        try {
+            return h.inline(from, payload);
+        } catch (RuntimeException e) {
+            return false; // the executor runs it, and answers its failure there
         }
     }
 

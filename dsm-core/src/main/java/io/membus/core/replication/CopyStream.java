@@ -4,6 +4,7 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.transport.Deadlines;
 import io.membus.core.transport.FaultInjector;
+import io.membus.core.transport.TransportThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -144,8 +145,39 @@ public final class CopyStream {
         return closed;
     }
 
-    /** Sends what is appended and not sent, within the in-flight limit; one thread sends at a time. */
+    /**
+     * Sends what is appended and not sent, within the in-flight limit; one thread sends at a time.
+     * On an event loop ({@link TransportThreads#runAfterTurn}: a tcp I/O thread executing a read
+     * batch of verbs, or reading the copy's acknowledgements) the send is done once at the end of
+     * the loop's turn, so every record the batch appended leaves in one message (one stream round
+     * trip for the batch instead of one per {@link #MAX_IN_FLIGHT} changes). Any other thread sends now.
+     */
     public void flush() {
+        synchronized (this) {
+            if (flushQueued) {
+                return; // the queued flush runs after this record was appended (both under this monitor)
+            }
+            if (!closed && TransportThreads.isTransportThread()) {
+                flushQueued = true;
+                if (TransportThreads.runAfterTurn(flushTask)) {
+                    return;
+                }
+                flushQueued = false;
+            }
+        }
+        flushNow();
+    }
+
+    /** Whether a {@link #flushNow} was handed to the end of an event loop's turn and has not started (guarded by this). */
+    private boolean flushQueued;
+    private final Runnable flushTask = () -> {
+        synchronized (this) {
+            flushQueued = false;
+        }
+        flushNow();
+    };
+
+    private void flushNow() {
         synchronized (this) {
             if (draining) {
                 again = true;

@@ -124,7 +124,20 @@ public final class Replicator implements AutoCloseable {
     /** Registers the channel handler and the directory listener. */
     public void start() {
         checkOpen();
-        transport.messages().register(CHANNEL, CHANNEL_NAME, this::onMessage);
+        transport.messages().register(CHANNEL, CHANNEL_NAME, new io.membus.core.message.InlineMessageHandler() {
+            @Override
+            public byte[] onMessage(int fromNode, byte[] payload) {
+                return Replicator.this.onMessage(fromNode, payload);
+            }
+
+            // a run of effects and chunks only copies bytes into the copy's memory under its order (the inbound's
+            // and the copy's monitors): the copy's I/O thread handles it and writes the ack in its read batch,
+            // no hand-off to the message executor and back (docs/replication.md §3.5)
+            @Override
+            public boolean inline(int fromNode, byte[] payload) {
+                return ReplicationCodec.onlyData(payload);
+            }
+        });
         directory.addListener(listener);
         for (PeerInfo m : directory.members()) {
             seenMembers.add(m.nodeId());
