@@ -95,6 +95,11 @@ public final class Inbox implements Runnable {
         }
     }
 
+    /** Whether the executor holds this inbox (queued or running its turn); for tests. */
+    synchronized boolean scheduledForTest() {
+        return scheduled;
+    }
+
     /** Messages waiting or running here now. */
     public synchronized int size() {
         return queue.size() + (current != null ? 1 : 0);
