@@ -652,6 +652,22 @@ public final class Replicator implements AutoCloseable {
         }
 
         @Override
+        public byte[] sendNow(int node, byte[] payload) {
+            if (closed || transport.isClosed()) {
+                return null;
+            }
+            io.membus.core.transport.PeerInfo peer = directory.member(node).orElse(null);
+            if (peer == null) {
+                return null;
+            }
+            CompletableFuture<io.membus.core.transport.Connection> c = transport.connect(peer);
+            if (!c.isDone() || c.isCompletedExceptionally()) {
+                return null; // not open yet: the posted path waits for it
+            }
+            return c.join().requestDirect(CHANNEL, payload);
+        }
+
+        @Override
         public void acknowledged(int copyNode, int group, byte status, long epoch, long applied, boolean inSync) {
             ReplicaGroup g = primaries.get(group);
             if (g == null) {

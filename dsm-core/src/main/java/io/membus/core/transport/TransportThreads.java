@@ -16,6 +16,7 @@ import java.util.concurrent.ThreadFactory;
 public final class TransportThreads {
     private static final ThreadLocal<Boolean> MARK = new ThreadLocal<>();
     private static final ThreadLocal<Executor> TURN = new ThreadLocal<>();
+    private static final ThreadLocal<Boolean> SERVES_BLOCKING = new ThreadLocal<>();
 
     private TransportThreads() {
     }
@@ -60,6 +61,22 @@ public final class TransportThreads {
         } catch (RejectedExecutionException e) {
             return false;
         }
+    }
+
+    /**
+     * Marks the calling transport thread as one that serves one blocking verb at a time and
+     * waits for each verb's answer itself (a tcp lane's server thread): it may exchange a
+     * message on a blocking socket instead of handing it to an I/O thread
+     * ({@link io.membus.core.transport.Connection#requestDirect}).
+     */
+    public static void markServesBlockingVerbs() {
+        markCurrentThread();
+        SERVES_BLOCKING.set(Boolean.TRUE);
+    }
+
+    /** Whether the calling thread was marked by {@link #markServesBlockingVerbs()}. */
+    public static boolean servesBlockingVerbs() {
+        return SERVES_BLOCKING.get() == Boolean.TRUE;
     }
 
     /** A factory whose threads mark themselves before running their task. */
