@@ -1,5 +1,6 @@
 package io.membus.collections;
 
+import io.membus.core.Backoff;
 import io.membus.core.OperationDeadline;
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.SegmentDirectory;
@@ -143,7 +144,7 @@ public final class DsmLock implements Lock, Rooted {
 
     @Override
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-        return acquire(Backoff.deadline(unit.toNanos(time)), true, true);
+        return acquire(Backoff.deadlineIn(unit.toNanos(time)), true, true);
     }
 
     /**

@@ -4,6 +4,7 @@ import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.UseAfterFreeException;
 import io.membus.codec.Codec;
+import io.membus.core.Backoff;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
 import io.membus.core.error.DsmException;
@@ -559,7 +560,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     public boolean offer(E e) {
         long start = OperationStats.start();
         Prepared p = prepare(e);
-        Backoff backoff = new Backoff();
+        Backoff backoff = new Backoff(Backoff.POLL, Backoff.NO_DEADLINE);
         RuntimeException failure = null;
         try {
             int r;
@@ -590,7 +591,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             throw new InterruptedException();
         }
         long start = OperationStats.start();
-        long deadline = Backoff.deadline(unit.toNanos(timeout));
+        long deadline = Backoff.deadlineIn(unit.toNanos(timeout));
         Prepared p = prepare(e);
         Waiting waiting = new Waiting(wakeUps, putWaitersPtr);
         RuntimeException failure = null;
@@ -771,7 +772,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     @SuppressWarnings("unchecked")
     public E poll() {
         long start = OperationStats.start();
-        Backoff backoff = new Backoff();
+        Backoff backoff = new Backoff(Backoff.POLL, Backoff.NO_DEADLINE);
         try {
             while (true) {
                 Object r = tryPoll();
@@ -787,11 +788,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     }
 
     private static void pauseUninterruptibly(Backoff backoff) {
-        try {
-            backoff.pause(Backoff.NO_DEADLINE, false);
-        } catch (InterruptedException e) {
-            throw new AssertionError("an uninterruptible pause threw", e);
-        }
+        backoff.pauseUninterruptibly();
     }
 
     @Override
@@ -809,7 +806,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             throw new InterruptedException();
         }
         long start = OperationStats.start();
-        long deadline = Backoff.deadline(unit.toNanos(timeout));
+        long deadline = Backoff.deadlineIn(unit.toNanos(timeout));
         Waiting waiting = new Waiting(wakeUps, takeWaitersPtr);
         long waitedFrom = 0;
         boolean waited = false;
@@ -846,7 +843,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     public E peek() {
         live();
         long t = headHint.get();
-        Backoff backoff = new Backoff();
+        Backoff backoff = new Backoff(Backoff.POLL, Backoff.NO_DEADLINE);
         try {
             return peekFrom(t, backoff);
         } finally {

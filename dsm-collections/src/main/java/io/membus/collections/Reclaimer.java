@@ -5,6 +5,7 @@ import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.HeapLayout;
 import io.membus.alloc.SizeClasses;
 import io.membus.alloc.StaleBlockReferenceException;
+import io.membus.core.Backoff;
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmException;
 import org.slf4j.Logger;
@@ -39,6 +40,12 @@ final class Reclaimer {
     private static final int DRAIN_BATCH = 32;
     private static final int MAX_ATTEMPTS = 5;
     private static final long[] NONE = new long[0];
+    /**
+     * How {@link #drainAll} waits for the rest of a grace (or for frees in flight): parks from
+     * 1 ms doubling to 10 ms between looks, so it ends at most about 10 ms after the last block
+     * came due.
+     */
+    private static final Backoff.Policy DRAIN_WAIT = new Backoff.Policy(0, 0, 1_000_000, 10_000_000);
 
     private final GlobalAllocator heap;
     private final long graceNanos;
@@ -210,6 +217,7 @@ final class Reclaimer {
     /** Waits out the grace of everything in limbo (at most one grace period) and frees it, and the frees in flight. */
     void drainAll() {
         long deadline = System.nanoTime() + graceNanos + 30_000_000_000L;
+        Backoff pauses = new Backoff(DRAIN_WAIT, deadline);
         while (true) {
             drainHere();
             long wait;
@@ -226,16 +234,17 @@ final class Reclaimer {
             } finally {
                 lock.unlock();
             }
-            if (System.nanoTime() > deadline) {
-                return;
-            }
             if (wait > 0) {
                 try {
-                    Thread.sleep(Math.max(1, wait / 1_000_000));
+                    if (!pauses.pauseInterruptibly()) {
+                        return; // the deadline passed
+                    }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     return;
                 }
+            } else if (pauses.expired()) {
+                return;
             }
         }
     }

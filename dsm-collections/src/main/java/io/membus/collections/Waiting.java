@@ -1,5 +1,7 @@
 package io.membus.collections;
 
+import io.membus.core.Backoff;
+
 /**
  * One blocked call's waiting between attempts: a few short {@link Backoff} pauses
  * first (a wait of microseconds costs no messages), then wake-ups
@@ -20,7 +22,7 @@ final class Waiting {
 
     private final WakeUps wakeUps;
     private final long waitersPtr;
-    private final Backoff backoff = new Backoff();
+    private Backoff backoff; // made at the first pause, with the call's deadline
     private int pauses;
     private boolean registered;
     private long generation;
@@ -40,7 +42,10 @@ final class Waiting {
     boolean next(long deadline, boolean interruptible) throws InterruptedException {
         if (wakeUps == null || !wakeUps.armed() || pauses < SPINS) {
             pauses++;
-            return backoff.pause(deadline, interruptible);
+            if (backoff == null) {
+                backoff = new Backoff(Backoff.POLL, deadline);
+            }
+            return interruptible ? backoff.pauseInterruptibly() : backoff.pauseUninterruptibly();
         }
         long left = Backoff.remaining(deadline);
         if (left <= 0) {
@@ -73,7 +78,9 @@ final class Waiting {
 
     /** Restores an interrupt an uninterruptible wait kept. */
     void done() {
-        backoff.restoreInterrupt();
+        if (backoff != null) {
+            backoff.restoreInterrupt();
+        }
         if (interrupted) {
             Thread.currentThread().interrupt();
         }

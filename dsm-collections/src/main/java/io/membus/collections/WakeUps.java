@@ -28,7 +28,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * either the notifier sees the bit or the waiter sees the new state. A lost or
  * failed message (a node down, a full inbox) only delays a waiter until its
  * fallback look ({@link #FALLBACK_NANOS} at the latest). Node ids above 63 have
- * no bit: their waiters poll with {@link Backoff}'s short pauses.
+ * no bit: their waiters poll with {@link io.membus.core.Backoff}'s short pauses.
  *
  * <pre>
  *   waiters word: bit n set = node n (1..63) has threads waiting

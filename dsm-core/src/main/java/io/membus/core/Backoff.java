@@ -111,9 +111,19 @@ public final class Backoff {
         return deadline != NO_DEADLINE && System.nanoTime() - deadline > 0;
     }
 
-    /** The pauses taken so far. */
+    /** The pauses taken so far (since the last {@link #reset()}). */
     public int pauses() {
         return pauses;
+    }
+
+    /**
+     * Starts the schedule again from its first spin: what a polling loop calls when it found
+     * work, so that the next idle stretch spins before it parks (an idle strategy: shm's
+     * message receiver, rdma's completion poller). The deadline stays.
+     */
+    public void reset() {
+        pauses = 0;
+        park = policy.minParkNanos();
     }
 
     /**

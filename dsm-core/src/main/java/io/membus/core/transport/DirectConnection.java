@@ -256,24 +256,8 @@ public abstract class DirectConnection implements Connection {
      * the group's acknowledgement comes (or fails), within the operation timeout.
      */
     private <T> CompletableFuture<T> acked(SegmentTable t, long ptr, T value) {
-        io.membus.core.replication.AckGate g = t.gate(ptr);
-        if (g == null) {
-            return CompletableFuture.completedFuture(value);
-        }
-        long need = g.need();
-        if (g.acked(need)) {
-            return CompletableFuture.completedFuture(value);
-        }
-        CompletableFuture<T> f = new CompletableFuture<>();
-        g.whenAcked(need, failure -> {
-            if (failure == null) {
-                f.complete(value);
-            } else {
-                f.completeExceptionally(failure);
-            }
-        });
-        return Deadlines.within(f, operationTimeout, "replicated verb (waiting for the copies of its segment)",
-                peer.nodeId());
+        return Deadlines.within(t.acked(ptr, value), operationTimeout,
+                "replicated verb (waiting for the copies of its segment)", peer.nodeId());
     }
 
     /** {@link #acked} for an atomic completing into a {@link LongCompletion}. */

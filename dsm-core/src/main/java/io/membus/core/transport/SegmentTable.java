@@ -240,6 +240,34 @@ public final class SegmentTable implements BlockingVerbs {
         return groupOf(ptr);
     }
 
+    /**
+     * The future of a verb on {@code ptr} that ran on this table with result {@code value}:
+     * complete now when the pointer's segment is not replicated here or its group already
+     * acknowledged what the verb may have changed or seen ({@link AckGate#need()} read after
+     * the verb ran); else completed by {@link AckGate#whenAcked}, with the failure it reports
+     * (no deadline of its own: a caller that must bound the wait adds one). What the
+     * asynchronous verbs run on a table (this node's own, a direct connection's target) return.
+     */
+    public <T> java.util.concurrent.CompletableFuture<T> acked(long ptr, T value) {
+        AckGate g = gate(ptr);
+        if (g == null) {
+            return java.util.concurrent.CompletableFuture.completedFuture(value);
+        }
+        long need = g.need();
+        if (g.acked(need)) {
+            return java.util.concurrent.CompletableFuture.completedFuture(value);
+        }
+        java.util.concurrent.CompletableFuture<T> f = new java.util.concurrent.CompletableFuture<>();
+        g.whenAcked(need, failure -> {
+            if (failure == null) {
+                f.complete(value);
+            } else {
+                f.completeExceptionally(failure);
+            }
+        });
+        return f;
+    }
+
     public byte[] read(long ptr, long remoteKey, int length) {
         return readNoWait(ptr, remoteKey, length);
     }

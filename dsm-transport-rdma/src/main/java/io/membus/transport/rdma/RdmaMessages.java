@@ -1,5 +1,6 @@
 package io.membus.transport.rdma;
 
+import io.membus.core.Backoff;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.MessageTooLargeException;
@@ -19,7 +20,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
@@ -51,6 +51,8 @@ import java.util.function.Consumer;
  */
 final class RdmaMessages {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaMessages.class);
+    /** How an answer waits for a free send slot: parks from 1 µs doubling to 1 ms, by a deadline. */
+    private static final Backoff.Policy ANSWER_WAIT = new Backoff.Policy(0, 0, 1_000, TimeUnit.MILLISECONDS.toNanos(1));
     private static final UnsafeMemory MEMORY = UnsafeMemory.MEMORY;
 
     static final int KIND_MESSAGE = 1;
@@ -435,17 +437,17 @@ final class RdmaMessages {
 
         /** Posts an answer, waiting (bounded) for a send slot whose SEND has not completed yet. */
         private void answer(java.util.function.BooleanSupplier attempt, long correlation) {
-            long deadline = System.nanoTime() + timeout.toNanos();
-            long park = 1_000;
+            Backoff backoff = null; // made only when no send slot is free
             try {
                 while (!attempt.getAsBoolean()) {
-                    if (System.nanoTime() - deadline > 0 || closed != null) {
+                    if (backoff == null) {
+                        backoff = new Backoff(ANSWER_WAIT, Backoff.deadlineIn(timeout.toNanos()));
+                    }
+                    if (closed != null || !backoff.pause()) {
                         LOG.warn("answer to message {} of node {} dropped: no send slot came free", correlation,
                                 peerNode);
                         return;
                     }
-                    LockSupport.parkNanos(park);
-                    park = Math.min(park * 2, TimeUnit.MILLISECONDS.toNanos(1));
                 }
             } catch (DsmException e) {
                 LOG.debug("answer to message {} of node {} not sent: {}", correlation, peerNode, e.getMessage());

@@ -1,5 +1,6 @@
 package io.membus.transport.shm;
 
+import io.membus.core.Backoff;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
@@ -11,8 +12,6 @@ import io.membus.core.message.Outbox;
 import io.membus.core.message.Responder;
 import io.membus.core.transport.TransportThreads;
 import org.agrona.DirectBuffer;
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,7 +28,7 @@ import java.util.concurrent.locks.LockSupport;
  * arrive there), and the mappings of peers' rings that replies are written into.
  *
  * <p><b>Wake-up.</b> The receiver thread polls its ring with a bounded backoff
- * ({@link BackoffIdleStrategy}: a few spins, a few yields, then parks from 1 µs
+ * ({@link Backoff}, reset whenever a record was read: 20 spins, 20 yields, then parks from 1 µs
  * doubling up to {@code membus.transports.shm.idle-park} = 1 ms). While messages flow it answers
  * within microseconds; an idle node costs about a thousand short wake-ups a
  * second and no busy core. The first message after an idle spell waits at most
@@ -46,13 +45,17 @@ import java.util.concurrent.locks.LockSupport;
 final class ShmMessaging implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ShmMessaging.class);
     private static final long UNBLOCK_AFTER_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private static final long IDLE_MIN_PARK_NANOS = TimeUnit.MICROSECONDS.toNanos(1);
+    /** How an answer waits for room in the sender's full ring: parks from 1 µs doubling to 1 ms, by a deadline. */
+    private static final Backoff.Policy ANSWER_WAIT = new Backoff.Policy(0, 0, 1_000, TimeUnit.MILLISECONDS.toNanos(1));
 
     private final int nodeId;
     private final long incarnation;
     private final Path dir;
     private final MessageEndpoint endpoint;
     private final long replyWaitNanos;
-    private final long maxParkNanos;
+    /** The receiver's idle schedule: 20 spins, 20 yields, parks from 1 µs doubling to {@code shm.idle-park}. */
+    private final Backoff.Policy idle;
     private final ShmRing ring;
     private final int maxPayload;
     /** Senders' inboxes, by node (receiver thread only). */
@@ -81,7 +84,11 @@ final class ShmMessaging implements AutoCloseable {
         this.dir = dir;
         this.endpoint = endpoint;
         this.replyWaitNanos = replyWaitNanos;
-        this.maxParkNanos = maxParkNanos;
+        if (maxParkNanos < IDLE_MIN_PARK_NANOS) { // before the ring file or the thread exist
+            throw new io.membus.core.error.DsmConfigException("membus.transports.shm.idle-park", maxParkNanos + " ns",
+                    "a duration of 1us or more (the receiver's first park)");
+        }
+        this.idle = new Backoff.Policy(20, 20, IDLE_MIN_PARK_NANOS, maxParkNanos);
         this.ring = ShmRing.create(dir.resolve(ringFileName(nodeId)), ShmRing.capacityFor(endpoint.maxMessageSize()),
                 files);
         this.maxPayload = Math.min(endpoint.maxMessageSize(), ring.maxPayload());
@@ -137,7 +144,7 @@ final class ShmMessaging implements AutoCloseable {
     // ------------------------------------------------------------------ receiver thread
 
     private void run() {
-        IdleStrategy idle = new BackoffIdleStrategy(20, 20, TimeUnit.MICROSECONDS.toNanos(1), maxParkNanos);
+        Backoff idle = new Backoff(this.idle, Backoff.NO_DEADLINE); // close() unparks it
         org.agrona.concurrent.MessageHandler handler = this::onRecord;
         long blockedSince = 0;
         while (running) {
@@ -162,7 +169,11 @@ final class ShmMessaging implements AutoCloseable {
             } else {
                 blockedSince = 0;
             }
-            idle.idle(n);
+            if (n > 0) {
+                idle.reset();
+            } else {
+                idle.pause();
+            }
         }
     }
 
@@ -256,16 +267,16 @@ final class ShmMessaging implements AutoCloseable {
         }
 
         private void write(java.util.function.BooleanSupplier attempt, long correlation) {
-            long deadline = System.nanoTime() + replyWaitNanos;
-            long park = 1_000;
+            Backoff backoff = null; // made only when the ring is full
             while (!attempt.getAsBoolean()) {
-                if (System.nanoTime() - deadline > 0 || !running || endpoint.isClosed()) {
+                if (backoff == null) {
+                    backoff = new Backoff(ANSWER_WAIT, Backoff.deadlineIn(replyWaitNanos));
+                }
+                if (!running || endpoint.isClosed() || !backoff.pause()) {
                     LOG.warn("answer to message {} dropped: the sender's ring {} stayed full (or was closed)",
                             correlation, target.file());
                     return;
                 }
-                LockSupport.parkNanos(park);
-                park = Math.min(park * 2, TimeUnit.MILLISECONDS.toNanos(1));
             }
         }
     }

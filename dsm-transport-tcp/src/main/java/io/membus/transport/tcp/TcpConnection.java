@@ -31,7 +31,6 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.util.concurrent.ScheduledFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,7 +42,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -137,7 +135,7 @@ final class TcpConnection implements Connection {
     /** The frames of the burst being encoded, flushed at its end; guarded by the pipeline's lock (I/O thread). */
     private ByteBuf burst;
     private Channel burstChannel;
-    private ScheduledFuture<?> reconnectTimer;
+    private LoopTimer reconnectTimer;
     private int reconnectAttempt;
 
     private static int frameLength(Verb v) {
@@ -250,18 +248,19 @@ final class TcpConnection implements Connection {
                     }
                 });
         ChannelFuture cf;
-        ScheduledFuture<?> timer;
+        LoopTimer timer;
         long handshakeNanos = transport.settings.connectTimeout.toNanos();
         try {
             cf = b.connect(host, port);
             Channel c = cf.channel();
-            timer = loop.schedule(() -> {
+            // the deadline is timed by the shared wheel and acts on the loop, where the handshake completes ready
+            timer = LoopTimer.schedule(loop, () -> {
                 if (ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(),
                         "no authenticated connection to " + peer.address() + " within the connect timeout ("
                                 + transport.settings.connectTimeout.toMillis() + " ms)"))) {
                     c.close();
                 }
-            }, handshakeNanos, TimeUnit.NANOSECONDS);
+            }, handshakeNanos);
         } catch (RuntimeException e) { // the I/O threads are shutting down, or the address is unusable
             ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), "cannot connect to "
                     + peer.address() + ": " + e, e));
@@ -275,7 +274,7 @@ final class TcpConnection implements Connection {
             }
         });
         ready.whenComplete((v, e) -> {
-            timer.cancel(false);
+            timer.cancel();
             if (e != null) {
                 ch.close();
             }
@@ -333,7 +332,7 @@ final class TcpConnection implements Connection {
                     c.close(); // the I/O thread may have published it after the read above
                 }
                 if (reconnectTimer != null) {
-                    reconnectTimer.cancel(false);
+                    reconnectTimer.cancel();
                 }
                 failAll(reason);
             });
@@ -674,7 +673,8 @@ final class TcpConnection implements Connection {
         if (loop.isShuttingDown()) {
             return; // the transport is closing: close() fails what is left
         }
-        reconnectTimer = loop.schedule(() -> {
+        // the backoff is timed by the shared wheel; the attempt is I/O work on the loop (bootstrap, confined state)
+        reconnectTimer = LoopTimer.schedule(loop, () -> {
             if (state == CLOSED) {
                 return;
             }
@@ -693,7 +693,7 @@ final class TcpConnection implements Connection {
                     loop.execute(this::scheduleReconnect);
                 }
             });
-        }, backoff, TimeUnit.NANOSECONDS);
+        }, backoff);
     }
 
     // ------------------------------------------------------------------ for ClientHandler (I/O thread)

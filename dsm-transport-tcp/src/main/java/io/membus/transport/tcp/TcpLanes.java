@@ -1,13 +1,13 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.OperationDeadline;
-import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.BlockingVerbs;
 import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.VerbWait;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -308,10 +308,10 @@ final class TcpLanes implements BlockingVerbs {
     /** Waits for a verb posted on the pipelined channel: until the call's deadline plus the verb grace. */
     private <T> T await(CompletableFuture<T> posted) {
         if (posted.isDone()) {
-            return RemoteMemory.await(posted, Duration.ZERO);
+            return VerbWait.await(posted, Duration.ZERO);
         }
         long left = Math.max(0, OperationDeadline.remainingNanos(timeoutNanos)) + OperationDeadline.VERB_GRACE.toNanos();
-        return RemoteMemory.await(posted, Duration.ofNanos(Math.min(left, wait.toNanos())));
+        return VerbWait.await(posted, Duration.ofNanos(Math.min(left, wait.toNanos())));
     }
 
     // ------------------------------------------------------------------ the pool
