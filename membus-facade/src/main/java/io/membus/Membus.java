@@ -21,6 +21,7 @@ import io.membus.collections.DsmLongArray;
 import io.membus.collections.DsmMap;
 import io.membus.collections.DsmMapOptions;
 import io.membus.collections.DsmQueue;
+import io.membus.collections.QueueOptions;
 import io.membus.codec.Codec;
 import io.membus.codec.CodecRegistry;
 import io.membus.core.RemoteMemory;
@@ -340,7 +341,24 @@ public final class Membus implements AutoCloseable {
 
     /** The bounded queue named {@code name} with elements encoded by {@code codec}; see {@link DsmQueue}. */
     public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity) {
-        DsmQueue<E> q = collections().queue(name, codec, capacity);
+        return queue(name, codec, QueueOptions.capacity(capacity));
+    }
+
+    /**
+     * The bounded queue named {@code name} of {@code type} with {@code options}: capacity and
+     * slot size, e.g. {@code QueueOptions.capacity(1024).slotBytes(520)} (elements up to 512
+     * encoded bytes inline); see {@link QueueOptions} and {@link DsmQueue}.
+     *
+     * @throws io.membus.collections.QueueSlotSizeMismatchException when the options name a slot size and
+     *                                                               the queue exists with another
+     */
+    public <E> DsmQueue<E> queue(String name, Class<E> type, QueueOptions options) {
+        return queue(name, codec(type), options);
+    }
+
+    /** As {@link #queue(String, Class, QueueOptions)} with elements encoded by {@code codec}. */
+    public <E> DsmQueue<E> queue(String name, Codec<E> codec, QueueOptions options) {
+        DsmQueue<E> q = collections().queue(name, codec, options);
         return meters.collection("queue", name, q, q.operationStats());
     }
 

@@ -3,6 +3,8 @@ package io.membus;
 import com.typesafe.config.ConfigFactory;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmLock;
+import io.membus.collections.QueueOptions;
+import io.membus.collections.QueueSlotSizeMismatchException;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -17,6 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** Two real nodes (Pekko membership, local transport) in one JVM reach the same named structures. */
 class MembusTest {
@@ -87,6 +90,14 @@ class MembusTest {
             two.lock("ledger").unlock();
             one.queue("jobs", String.class, 8).add("job-1");
             assertEquals("job-1", two.queue("jobs", String.class, 8).poll());
+            // the slot size through the facade: kept in the queue, another one refused naming both
+            assertEquals(1024, one.queue("frames", String.class, QueueOptions.capacity(4).inlineBytes(1024))
+                    .inlineBytes());
+            assertEquals(1032, two.queue("frames", String.class, 4).slotBytes());
+            QueueSlotSizeMismatchException slot = assertThrows(QueueSlotSizeMismatchException.class,
+                    () -> two.queue("frames", String.class, QueueOptions.capacity(4).slotBytes(264)));
+            assertEquals(1032, slot.existingSlotBytes());
+            assertEquals(264, slot.requestedSlotBytes());
             assertNull(one.map("orders", String.class, Long.class).put("order-42", 42L));
             assertEquals(42L, two.map("orders", String.class, Long.class).get("order-42"));
             assertSame(two.map("orders", String.class, Long.class), two.map("orders", String.class, Long.class));

@@ -220,26 +220,54 @@ public final class DsmCollections {
     /**
      * The bounded queue named {@code name} of {@code capacity} elements encoded with
      * {@code codec}, created empty when absent, with slots of
-     * {@value QueueDescriptor#DEFAULT_SLOT_BYTES} bytes (elements up to 56 encoded
-     * bytes inline).
+     * {@value QueueDescriptor#DEFAULT_SLOT_BYTES} bytes (elements up to 256 encoded
+     * bytes inline) when this call creates it, the stored slot size otherwise.
      *
      * @throws CollectionTypeMismatchException when the name holds another type, capacity or codec
      */
     public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity) {
-        return queue(name, codec, capacity, QueueDescriptor.DEFAULT_SLOT_BYTES);
+        return queue(name, codec, QueueOptions.capacity(capacity));
     }
 
-    /** As {@link #queue(String, Codec, int)} with {@code slotBytes} per slot when it creates the queue. */
-    @SuppressWarnings("unchecked")
+    /**
+     * As {@link #queue(String, Codec, int)} with {@code slotBytes} per slot.
+     *
+     * @throws QueueSlotSizeMismatchException when the queue exists with another slot size
+     */
     public <E> DsmQueue<E> queue(String name, Codec<E> codec, int capacity, int slotBytes) {
-        return cached(name, DsmQueue.class, CollectionKind.QUEUE + " " + DsmQueue.descriptor(capacity, codec),
-                () -> DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, slotBytes)
+        return queue(name, codec, QueueOptions.capacity(capacity).slotBytes(slotBytes));
+    }
+
+    /**
+     * The bounded queue named {@code name} with {@code options} (capacity, slot size; see
+     * {@link QueueOptions}), created empty when absent.
+     *
+     * @throws CollectionTypeMismatchException when the name holds another type, capacity or codec
+     * @throws QueueSlotSizeMismatchException  when the options name a slot size and the queue exists with another
+     */
+    @SuppressWarnings("unchecked")
+    public <E> DsmQueue<E> queue(String name, Codec<E> codec, QueueOptions options) {
+        java.util.Objects.requireNonNull(options, "options");
+        int capacity = options.capacity();
+        int requested = options.slotBytes();
+        DsmQueue<E> q = cached(name, DsmQueue.class, CollectionKind.QUEUE + " " + DsmQueue.descriptor(capacity, codec),
+                () -> DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity,
+                                requested == 0 ? QueueDescriptor.DEFAULT_SLOT_BYTES : requested)
                         .limitElements(maxValueSize, MAX_VALUE_SIZE_SETTING));
+        if (requested != 0 && q.slotBytes() != requested) { // a handle cached here, or a queue created by another node
+            throw new QueueSlotSizeMismatchException(name, q.slotBytes(), requested);
+        }
+        return q;
     }
 
     /** {@link #queue(String, Codec, int)} with {@link Codecs#of(Class, Class[])} for {@code type}. */
     public <E> DsmQueue<E> queue(String name, Class<E> type, int capacity) {
         return queue(name, Codecs.of(type), capacity);
+    }
+
+    /** {@link #queue(String, Codec, QueueOptions)} with {@link Codecs#of(Class, Class[])} for {@code type}. */
+    public <E> DsmQueue<E> queue(String name, Class<E> type, QueueOptions options) {
+        return queue(name, Codecs.of(type), options);
     }
 
     /**

@@ -23,6 +23,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import static io.membus.collections.QueueDescriptor.FORM_FIELD;
 import static io.membus.collections.QueueDescriptor.FORM_INLINE;
 import static io.membus.collections.QueueDescriptor.FORM_LARGE;
@@ -45,15 +48,19 @@ import static io.membus.collections.SlotState.WRITING;
  *       slot's state, which says whether to move on, that the ring is full, or that
  *       a dead node's slot must be recovered); then the data write and the CAS
  *       {@code WRITING -> FULL(t)}, pipelined on one connection (executed in issue
- *       order): two round trips.</li>
+ *       order) with the tail hint's CAS and the read of the take waiters word behind
+ *       them: two round trips.</li>
  *   <li><b>poll</b>: the CAS {@code FULL(t) -> READING(t, me)} pipelined with the read
  *       of the slot's data (executed after the CAS, so it reads a claimed slot); then
- *       the CAS {@code READING -> EMPTY(t + capacity)}: two round trips.</li>
+ *       the CAS {@code READING -> EMPTY(t + capacity)} with the head hint's CAS and the
+ *       read of the put waiters word: two round trips.</li>
  *   <li>Head and tail are hints advanced by CAS by whoever sees them lag
  *       (asynchronously, off the caller's path).</li>
  * </ul>
- * Elements whose encoding fits the slot ({@code slotBytes - 8} bytes) are stored
- * inline; larger ones in an allocator block that the consumer frees.
+ * Elements whose encoding fits the slot ({@code slotBytes - 8} bytes: 256 with the
+ * default 264-byte slots, settable per queue with {@link QueueOptions}) are stored
+ * inline, with no allocation; larger ones in an allocator block that the consumer frees
+ * (an allocation, a block write and a block read more).
  *
  * <p><b>Waiting.</b> A blocked {@code put}/{@code take} (and the timed
  * {@code offer}/{@code poll}) retries after a few short pauses (20 µs doubling),
@@ -69,8 +76,11 @@ import static io.membus.collections.SlotState.WRITING;
  * before every later one), and {@code offer()} waits for a consumer that has
  * claimed the slot it needs and is still emptying it: otherwise they could report
  * an empty or full queue that is not (not linearizable). Such a wait lasts two
- * verbs, or until the stalled node is taken for dead and its slot recovered. A
- * timed {@code poll} that reaches its deadline in that state returns null.
+ * verbs, or until the stalled node is taken for dead and its slot recovered, or until
+ * the holder gives back a claim whose verbs failed (below); it ends by
+ * {@link #heldSlotBoundNanos()} or at an interrupt with a {@link QueueSlotBusyException}
+ * (nothing done; the interrupt status kept). A timed {@code poll} that reaches its
+ * deadline in that state returns null.
  *
  * <p><b>Failures</b> (a node that is not a live member of the directory, or is
  * fenced, is dead; recovery relies on the cluster fencing a downed node's verbs):
@@ -108,7 +118,10 @@ import static io.membus.collections.SlotState.WRITING;
  *       {@code READING -> FULL(t + capacity)}) when that is still possible, and
  *       {@link OutcomeUnknownException} is thrown with the verb's failure as its cause
  *       (except an offer whose publishing CAS certainly did not run: nothing was
- *       enqueued, and that CAS's failure is rethrown).</li>
+ *       enqueued, and that CAS's failure is rethrown). A give-back that fails itself
+ *       (the slot's node unreachable, or dead until its copy is promoted) is retried in
+ *       the background until it is answered ({@link #retryGiveBack}): other nodes never
+ *       take over a live node's slot, so nobody else would.</li>
  * </ul>
  * Elements live in the root's node: when it is down, every operation fails with
  * its {@code NodeUnavailableException}.
@@ -126,13 +139,15 @@ import static io.membus.collections.SlotState.WRITING;
  * {@link NullPointerException}, as every {@code BlockingQueue} does.
  *
  * <p><b>Note:</b> thread-safe, for any number of producers and consumers on any
- * nodes. {@code offer}, {@code poll}, {@code put}, {@code take} and their timed
+ * nodes (a handle's own state: hints and the tickets in flight in atomics and concurrent
+ * maps; background give-backs run on the shared timer thread and touch only that). {@code offer}, {@code poll}, {@code put}, {@code take} and their timed
  * forms are linearizable at their claim CAS; actions of a producer before it
  * offered an element happen-before the actions of the consumer after it took it
  * (the verbs' visibility rule). Bulk operations ({@code addAll}, {@code drainTo},
  * {@code clear}) are not atomic.
  */
 public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue<E>, Rooted {
+    private static final Logger LOG = LoggerFactory.getLogger(DsmQueue.class);
     static final String KIND_NAME = "queue";
     /** The largest capacity. */
     public static final int MAX_CAPACITY = 1 << 20;
@@ -173,6 +188,11 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      * about to claim, with how many threads do (two threads may try one ticket at once).
      */
     private final ConcurrentHashMap<Long, Integer> inFlight = new ConcurrentHashMap<>();
+    /**
+     * Tests only: run by an offer or a poll right after its claim succeeded, before it
+     * publishes or empties the slot (a fault injected there).
+     */
+    volatile Runnable afterClaim;
     /** One removal from the middle at a time per handle (see {@link #removeTicket}). */
     private final Object removals = new Object();
 
@@ -302,6 +322,11 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         return slotBytes - PAYLOAD_FIELD;
     }
 
+    /** The bytes of each slot's data area, as the queue was created ({@link QueueOptions#slotBytes(int)}). */
+    public int slotBytes() {
+        return slotBytes;
+    }
+
     public Codec<E> codec() {
         return codec;
     }
@@ -401,8 +426,11 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     /** The slot is being emptied by a live consumer: room in a moment. */
     private static final int BUSY = 2;
 
-    /** One pass: puts {@code p} in the slot of the tail's ticket: OFFERED, FULL_NOW or BUSY. */
-    private int tryOffer(Prepared p) {
+    /**
+     * One pass: puts {@code p} in the slot of the tail's ticket: OFFERED, FULL_NOW or BUSY
+     * (the slot's state noted in {@code held}, when given).
+     */
+    private int tryOffer(Prepared p, HeldSlotWait held) {
         live();
         long t = tailHint.get();
         while (true) {
@@ -419,6 +447,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 throw e;
             }
             if (w == empty) {
+                Runnable hook = afterClaim;
+                if (hook != null) {
+                    hook.run();
+                }
                 helpAdvance(tailPtr, t);
                 tailHint.accumulateAndGet(t + 1, Math::max);
                 publish(t, mine, p);
@@ -444,7 +476,13 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 tailHint.set(memory.readLong(tailPtr));
             }
             // a consumer that claimed the element a lap earlier has taken it (linearized): wait for its room
-            return phase == READING || phase == MOVING ? BUSY : FULL_NOW;
+            if (phase == READING || phase == MOVING) {
+                if (held != null) {
+                    held.saw(t, w);
+                }
+                return BUSY;
+            }
+            return FULL_NOW;
         }
     }
 
@@ -454,6 +492,9 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         try {
             CompletableFuture<Void> write = memory.writeAsync(dataPtr(t), p.data);
             cas = memory.compareAndSwapAsync(statePtr(t), mine, SlotState.of(t, FULL, 0));
+            // the takers' waiters word, read after the publishing CAS (one connection: issue order) in the same
+            // round trip; a publish that fails only wakes them for nothing
+            wakeUps.notifyAfter(takeWaitersPtr);
             memory.await(write);
             long w = memory.await(cas);
             if (w != mine) {
@@ -463,7 +504,6 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 throw lost;
             }
             p.settled = true; // the ring holds it now
-            wakeUps.notifyAfter(takeWaitersPtr);
         } catch (SlotLostException e) {
             throw e;
         } catch (RuntimeException e) {
@@ -504,18 +544,101 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
      */
     private void giveBack(long t, long mine, long next, Prepared p, RuntimeException failure) {
         boolean givenBack = false;
+        boolean answered = false;
         try {
             givenBack = memory.compareAndSwap(statePtr(t), mine, next) == mine;
+            answered = true;
         } catch (RuntimeException e) {
             failure.addSuppressed(e);
         }
+        BlockRef block = null;
         if (p != null) {
             if (givenBack) {
                 discard(p, failure);
             } else {
+                if (!answered && !p.settled) {
+                    block = p.block; // freed by the retry if it gives the slot back: the element was never published
+                }
                 p.settled = true;
             }
         }
+        if (!answered) {
+            // the slot may still be held by this node with no operation of it: nobody else may take it over
+            // while this node lives, so keep giving it back until the slot's node answers (after a promotion,
+            // its copy does)
+            retryGiveBack(t, mine, next, block, GIVE_BACK_FIRST_NANOS);
+        }
+    }
+
+    /** First delay of a background give-back ({@link #retryGiveBack}); it doubles up to {@link #GIVE_BACK_MAX_NANOS}. */
+    static final long GIVE_BACK_FIRST_NANOS = 20_000_000L;
+    static final long GIVE_BACK_MAX_NANOS = 1_000_000_000L;
+    /** Claims whose give-back failed and is retried in the background: ticket to the claim's state word. */
+    private final ConcurrentHashMap<Long, Long> givingBack = new ConcurrentHashMap<>();
+
+    /** The claims (ticket, state) this handle is still giving back in the background (for tests and diagnostics). */
+    java.util.Map<Long, Long> givingBack() {
+        return java.util.Map.copyOf(givingBack);
+    }
+
+    /**
+     * Gives slot {@code t} back ({@code mine -> next}) in the background after
+     * {@code delayNanos}, again and again (the delay doubling up to one second) until the
+     * CAS is answered: a claim of this node whose publication and give-back both failed
+     * (the slot's node was unreachable, or died and its copy was promoted) would otherwise
+     * stay {@code WRITING/READING(t, this node)}; other nodes take a slot over only from a
+     * dead holder, so while this node lives and has no operation on it, every consumer
+     * (or producer) that needs the slot would wait for it. The CAS expects exactly this
+     * handle's claim: when the publication ran after all (or another node recovered the
+     * slot), it changes nothing. Stops when the handle's memory is closed or the queue is
+     * destroyed. Runs on the shared timer thread and never blocks it (the verb is
+     * asynchronous; a large element's block is freed on the common pool).
+     */
+    private void retryGiveBack(long t, long mine, long next, BlockRef block, long delayNanos) {
+        givingBack.put(t, mine);
+        io.membus.core.transport.Deadlines.schedule(() -> {
+            CompletableFuture<Long> cas;
+            try {
+                handle.checkDead();
+                cas = memory.compareAndSwapAsync(statePtr(t), mine, next);
+            } catch (RuntimeException e) {
+                givingBackFailed(t, mine, next, block, delayNanos, e);
+                return;
+            }
+            cas.whenComplete((w, e) -> {
+                if (e != null) {
+                    givingBackFailed(t, mine, next, block, delayNanos, e);
+                    return;
+                }
+                givingBack.remove(t, mine);
+                if (w == mine) {
+                    wakeUps.notifyAfter(takeWaitersPtr);
+                    wakeUps.notifyAfter(putWaitersPtr);
+                    if (block != null) {
+                        java.util.concurrent.ForkJoinPool.commonPool().execute(() -> {
+                            try {
+                                allocator.free(block);
+                            } catch (RuntimeException x) {
+                                LOG.debug("queue {}: freeing the block of an element given back failed: {}",
+                                        handle.root().name(), x.toString());
+                            }
+                        });
+                    }
+                    LOG.info("queue {}: gave back slot of ticket {} ({}) whose verbs had failed",
+                            handle.root().name(), t, SlotState.toString(mine));
+                }
+            });
+        }, delayNanos);
+    }
+
+    private void givingBackFailed(long t, long mine, long next, BlockRef block, long delayNanos, Throwable e) {
+        Throwable c = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+        if (c instanceof io.membus.core.error.DsmClosedException || c instanceof StructureGoneException) {
+            givingBack.remove(t, mine);
+            return; // nobody can use the slot through this handle any more
+        }
+        LOG.debug("queue {}: giving back slot of ticket {} failed, retrying: {}", handle.root().name(), t, c.toString());
+        retryGiveBack(t, mine, next, block, Math.min(GIVE_BACK_MAX_NANOS, delayNanos * 2));
     }
 
     /**
@@ -560,19 +683,18 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     public boolean offer(E e) {
         long start = OperationStats.start();
         Prepared p = prepare(e);
-        Backoff backoff = new Backoff(Backoff.POLL, Backoff.NO_DEADLINE);
+        HeldSlotWait held = new HeldSlotWait("offer");
         RuntimeException failure = null;
         try {
             int r;
-            while ((r = tryOffer(p)) == BUSY) {
-                pauseUninterruptibly(backoff);
+            while ((r = tryOffer(p, held)) == BUSY) {
+                held.pause();
             }
             return r == OFFERED;
         } catch (RuntimeException ex) {
             failure = ex;
             throw ex;
         } finally {
-            backoff.restoreInterrupt();
             discard(p, failure); // nothing when it was published, or freed already
             stats.record(OFFER, start);
         }
@@ -598,7 +720,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         long waitedFrom = 0;
         boolean waited = false;
         try {
-            while (tryOffer(p) != OFFERED) {
+            while (tryOffer(p, null) != OFFERED) {
                 if (!waited) {
                     waited = true;
                     waitedFrom = OperationStats.start();
@@ -626,8 +748,11 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     /** What {@link #tryPoll} returns when the head's offer is still being written by a live producer. */
     private static final Object WRITING_NOW = new Object();
 
-    /** One pass: the element at the head; null when there is none now; {@link #WRITING_NOW}. */
-    private Object tryPoll() {
+    /**
+     * One pass: the element at the head; null when there is none now; {@link #WRITING_NOW}
+     * (the head slot's state noted in {@code held}, when given).
+     */
+    private Object tryPoll(HeldSlotWait held) {
         live();
         long t = headHint.get();
         while (true) {
@@ -648,6 +773,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 throw e;
             }
             if (w == full) {
+                Runnable hook = afterClaim;
+                if (hook != null) {
+                    hook.run();
+                }
                 helpAdvance(headPtr, t);
                 headHint.accumulateAndGet(t + 1, Math::max);
                 return consume(t, mine, data);
@@ -665,6 +794,9 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 }
                 // its offer has claimed the head, or a remover is moving the head element up
                 // by one ticket (or emptying the hole it left): it comes first, in a moment
+                if (held != null) {
+                    held.saw(t, w);
+                }
                 return WRITING_NOW;
             }
             if (st >= t) {
@@ -740,11 +872,13 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             } else {
                 bytes = Arrays.copyOfRange(data, PAYLOAD_FIELD, PAYLOAD_FIELD + length);
             }
-            long w = memory.compareAndSwap(statePtr(t), mine, SlotState.of(t + capacity, EMPTY, 0));
+            CompletableFuture<Long> empty = memory.compareAndSwapAsync(statePtr(t), mine,
+                    SlotState.of(t + capacity, EMPTY, 0));
+            wakeUps.notifyAfter(putWaitersPtr); // read after the emptying CAS, in its round trip (as publish does)
+            long w = memory.await(empty);
             if (w != mine) {
                 throw new SlotLostException(handle.root().name(), t, "consumer", SlotState.toString(w));
             }
-            wakeUps.notifyAfter(putWaitersPtr);
         } catch (SlotLostException e) {
             leave(t);
             throw e;
@@ -772,23 +906,78 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     @SuppressWarnings("unchecked")
     public E poll() {
         long start = OperationStats.start();
-        Backoff backoff = new Backoff(Backoff.POLL, Backoff.NO_DEADLINE);
+        HeldSlotWait held = new HeldSlotWait("poll");
         try {
             while (true) {
-                Object r = tryPoll();
+                Object r = tryPoll(held);
                 if (r != WRITING_NOW) {
                     return (E) r;
                 }
-                pauseUninterruptibly(backoff);
+                held.pause();
             }
         } finally {
-            backoff.restoreInterrupt();
             stats.record(POLL, start);
         }
     }
 
-    private static void pauseUninterruptibly(Backoff backoff) {
-        backoff.pauseUninterruptibly();
+    /**
+     * How long a non-blocking call ({@code poll()}, {@code peek()}, {@code offer(e)}) waits
+     * for a slot a live node holds in a transient phase before it gives up with a
+     * {@link QueueSlotBusyException}: twice the operation timeout plus
+     * {@link io.membus.core.OperationDeadline#MARGIN}. A live holder's publishing verbs
+     * and its give-back each end by the operation timeout, so a slot still held past this
+     * is a claim whose give-back failed, which its holder retries in the background
+     * ({@link #retryGiveBack}) until the slot's node answers.
+     */
+    long heldSlotBoundNanos() {
+        return 2 * memory.operationTimeout().toNanos() + io.membus.core.OperationDeadline.MARGIN.toNanos();
+    }
+
+    /**
+     * One non-blocking call's wait for a slot a live node holds: short pauses, ended by
+     * {@link #heldSlotBoundNanos()} from the first pause or by an interrupt, either one
+     * with a {@link QueueSlotBusyException} (nothing done; an interrupt's status is kept).
+     *
+     * <p><b>Note:</b> not thread-safe: one per call, on its thread.
+     */
+    private final class HeldSlotWait {
+        private final String operation;
+        private Backoff backoff;
+        private long since;
+        private long ticket;
+        private long state;
+
+        HeldSlotWait(String operation) {
+            this.operation = operation;
+        }
+
+        /** The held slot the call found (before {@link #pause()}). */
+        void saw(long t, long w) {
+            ticket = t;
+            state = w;
+        }
+
+        void pause() {
+            if (backoff == null) {
+                since = System.nanoTime();
+                backoff = new Backoff(Backoff.POLL, since + heldSlotBoundNanos());
+            }
+            boolean paused;
+            try {
+                paused = backoff.pauseInterruptibly();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // kept: poll(), peek() and offer(e) do not throw it
+                throw busy(true);
+            }
+            if (!paused) {
+                throw busy(false);
+            }
+        }
+
+        private QueueSlotBusyException busy(boolean interrupted) {
+            return new QueueSlotBusyException(handle.root().name(), operation, ticket, SlotState.toString(state),
+                    SlotState.node(state), System.nanoTime() - since, interrupted);
+        }
     }
 
     @Override
@@ -812,7 +1001,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
         boolean waited = false;
         try {
             while (true) {
-                Object r = tryPoll();
+                Object r = tryPoll(null);
                 if (r != null && r != WRITING_NOW) {
                     @SuppressWarnings("unchecked")
                     E e = (E) r;
@@ -843,15 +1032,10 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
     public E peek() {
         live();
         long t = headHint.get();
-        Backoff backoff = new Backoff(Backoff.POLL, Backoff.NO_DEADLINE);
-        try {
-            return peekFrom(t, backoff);
-        } finally {
-            backoff.restoreInterrupt();
-        }
+        return peekFrom(t, new HeldSlotWait("peek"));
     }
 
-    private E peekFrom(long t, Backoff backoff) {
+    private E peekFrom(long t, HeldSlotWait held) {
         while (true) {
             CompletableFuture<byte[]> stateRead = memory.readAsync(statePtr(t), Long.BYTES);
             CompletableFuture<byte[]> dataRead = memory.readAsync(dataPtr(t), slotBytes);
@@ -872,7 +1056,8 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 if (holderDead(w)) {
                     recover(w);
                 } else {
-                    pauseUninterruptibly(backoff);
+                    held.saw(t, w);
+                    held.pause();
                 }
                 continue;
             }

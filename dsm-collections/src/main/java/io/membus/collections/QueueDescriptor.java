@@ -54,7 +54,14 @@ final class QueueDescriptor {
     static final int LARGE_REF_LENGTH = 24;
     /** The smallest data area: the length and form words and a large element's reference. */
     static final int MIN_SLOT_BYTES = PAYLOAD_FIELD + LARGE_REF_LENGTH;
-    static final int DEFAULT_SLOT_BYTES = 64;
+    /**
+     * The default data area: {@value #DEFAULT_INLINE_BYTES} inline bytes plus the length and
+     * form words, so elements up to 256 encoded bytes are never put in a block (no allocation,
+     * two round trips per offer and per poll). With the state word a slot costs 272 bytes.
+     */
+    static final int DEFAULT_SLOT_BYTES = 264;
+    /** Inline bytes of the default slot. */
+    static final int DEFAULT_INLINE_BYTES = DEFAULT_SLOT_BYTES - PAYLOAD_FIELD;
     static final int MAX_SLOT_BYTES = 64 << 10;
 
     private QueueDescriptor() {
