@@ -13,8 +13,16 @@ import java.util.ArrayDeque;
  * Messages are handled one at a time, in arrival order, on the endpoint's
  * executor; the inbox is scheduled there only while it has work.
  *
+ * <p>An inbox opened {@code inline} ({@link MessageEndpoint#open(int, Responder, boolean)})
+ * handles a message of an {@link InlineMessageHandler} that accepts it on the delivering
+ * thread itself, when nothing of this sender waits or runs on the executor: the order of
+ * handling is still the order of delivery, one message at a time.
+ *
  * <p><b>Note:</b> thread-safe. {@link #deliver} is called by one transport thread
- * at a time per inbox (the order of those calls is the order of handling).
+ * at a time per inbox (the order of those calls is the order of handling). A message
+ * handled inline runs under the same rules as one run by the executor ({@link #current}
+ * marks it, its answer is claimed once); what the delivering thread did before
+ * {@code deliver} happens-before the handler, which runs on that thread.
  */
 public final class Inbox implements Runnable {
     /** Messages handled per turn on the executor before other inboxes get a turn. */
@@ -27,11 +35,13 @@ public final class Inbox implements Runnable {
     private Message current; // guarded by this
     private boolean scheduled; // guarded by this
     private String closedReason; // guarded by this
+    private final boolean inline;
 
-    Inbox(MessageEndpoint endpoint, int fromNode, Responder responder) {
+    Inbox(MessageEndpoint endpoint, int fromNode, Responder responder, boolean inline) {
         this.endpoint = endpoint;
         this.fromNode = fromNode;
         this.responder = responder;
+        this.inline = inline;
     }
 
     /** The sender whose messages arrive here. */
@@ -41,7 +51,7 @@ public final class Inbox implements Runnable {
 
     /**
      * Takes one message into the inbox. The checks (channel, size, fence) are made
-     * when it is handled, so every answer leaves in order from the executor.
+     * when it is handled (on the executor, or here when it is handled inline).
      *
      * @return {@code false} when the inbox is full — the sender spent more credits
      * than it was granted, a protocol error of the transport — or closed; the
@@ -49,19 +59,45 @@ public final class Inbox implements Runnable {
      */
     public boolean deliver(long correlation, short channel, boolean request, byte[] payload) {
         Message m = new Message(correlation, channel, request, payload);
-        boolean schedule;
+        boolean here = inline && endpoint.inline(fromNode, channel, payload);
+        boolean schedule = false;
         synchronized (this) {
             if (closedReason != null || queue.size() + (current != null ? 1 : 0) >= endpoint.inboxCapacity()) {
                 return false;
             }
-            queue.add(m);
-            schedule = !scheduled;
-            scheduled = true;
+            if (here && !scheduled && current == null) { // idle: nothing of this sender waits or runs elsewhere
+                current = m;
+            } else {
+                here = false;
+                queue.add(m);
+                schedule = !scheduled;
+                scheduled = true;
+            }
         }
-        if (schedule) {
+        if (here) {
+            runInline(m);
+        } else if (schedule) {
             endpoint.schedule(this);
         }
         return true;
+    }
+
+    /** Handles {@code m}, already {@link #current}, on the delivering thread. */
+    private void runInline(Message m) {
+        try {
+            endpoint.handle(fromNode, m.correlation, m.channel, m.request, m.payload, this);
+        } finally {
+            synchronized (this) {
+                if (current == m) {
+                    current = null;
+                }
+            }
+        }
+    }
+
+    /** Whether the executor holds this inbox (queued or running its turn); for tests. */
+    synchronized boolean scheduledForTest() {
+        return scheduled;
     }
 
     /** Messages waiting or running here now. */

@@ -55,6 +55,7 @@ public final class MessageEndpoint implements AutoCloseable {
     private final Map<Integer, Registration> handlers = new ConcurrentHashMap<>();
     private final Map<Integer, Counters> counters = new ConcurrentHashMap<>();
     private final Set<Inbox> inboxes = ConcurrentHashMap.newKeySet();
+    private final LongAdder directHandled = new LongAdder();
     private final ThreadPoolExecutor executor;
     private volatile boolean closed;
 
@@ -130,7 +131,21 @@ public final class MessageEndpoint implements AutoCloseable {
      * @throws NodeUnavailableException when this endpoint is closed
      */
     public Inbox open(int fromNode, Responder responder) {
-        Inbox inbox = new Inbox(this, fromNode, responder);
+        return open(fromNode, responder, false);
+    }
+
+    /**
+     * Opens the inbox of one sender connection, as {@link #open(int, Responder)}; with
+     * {@code inline}, messages of an {@link InlineMessageHandler} that it accepts are handled
+     * on the thread that delivers them (when the inbox is idle), and their answers go to
+     * {@code responder} on that thread. Only a transport whose delivering thread may run a
+     * short handler (an I/O thread that serves many connections, not the sender's own
+     * thread) passes {@code true}.
+     *
+     * @throws NodeUnavailableException when this endpoint is closed
+     */
+    public Inbox open(int fromNode, Responder responder, boolean inline) {
+        Inbox inbox = new Inbox(this, fromNode, responder, inline);
         inboxes.add(inbox);
         if (closed) {
             inboxes.remove(inbox);
@@ -150,6 +165,93 @@ public final class MessageEndpoint implements AutoCloseable {
             executor.execute(inbox);
         } catch (RejectedExecutionException e) {
             inbox.close("node " + nodeId + " is shutting down", true);
+        }
+    }
+
+    /** Whether {@code channel}'s handler takes this message on the delivering thread ({@link InlineMessageHandler}). */
+    boolean inline(int from, short channel, byte[] payload) {
+        Registration r = handlers.get(key(channel));
+        if (r == null || !(r.handler instanceof InlineMessageHandler h) || closed) {
+            return false;
+        }
+        try {
+            return h.inline(from, payload);
+        } catch (RuntimeException e) {
+            return false; // the executor runs it, and answers its failure there
+        }
+    }
+
+    /**
+     * Handles a request on the calling thread, outside any inbox (a transport's blocking
+     * socket, {@link io.membus.core.transport.Connection#requestDirect}): the same checks
+     * as a message from an inbox (closed, fenced sender, channel, size), then the handler,
+     * which must be an {@link InlineMessageHandler} that accepts the payload.
+     *
+     * @return the reply (empty for {@code null})
+     * @throws DsmException the typed failure the sender gets: {@link NodeUnavailableException},
+     *         {@link NodeFencedException}, {@link UnknownChannelException},
+     *         {@link MessageTooLargeException}, or {@link HandlerFailedException} (the handler
+     *         threw, or does not take this message on the calling thread)
+     */
+    public byte[] handleDirect(int from, short channel, byte[] payload) {
+        Counters c = counters(channel);
+        c.in.increment();
+        c.bytesIn.add(payload.length);
+        String fenced = fenceReason.apply(from);
+        if (closed || fenced != null) {
+            c.errors.increment();
+            throw closed ? new NodeUnavailableException(nodeId, "node " + nodeId + " is shutting down")
+                    : NodeFencedException.unknownOutcome(nodeId, "node " + nodeId + " fenced node " + from + ": "
+                    + fenced);
+        }
+        Registration r = handlers.get(key(channel));
+        if (r == null) {
+            c.errors.increment();
+            throw new UnknownChannelException(nodeId, key(channel));
+        }
+        if (payload.length > maxSize) {
+            c.errors.increment();
+            throw new MessageTooLargeException(nodeId, key(channel), payload.length, maxSize);
+        }
+        if (!inline(from, channel, payload)) {
+            c.errors.increment();
+            throw new HandlerFailedException(nodeId, key(channel), "this message is not handled outside the"
+                    + " sender's message order (not an inline message of channel " + r.name + "); send it as a"
+                    + " request");
+        }
+        byte[] reply;
+        try {
+            reply = r.handler.onMessage(from, payload);
+        } catch (Throwable t) {
+            if (t instanceof InterruptedException || Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+            }
+            c.errors.increment();
+            LOG.warn("message handler failed: node={}, channel={}, name={}, from={}", nodeId, key(channel), r.name,
+                    from, t);
+            throw new HandlerFailedException(nodeId, key(channel), t.toString());
+        }
+        if (reply == null) {
+            reply = EMPTY;
+        }
+        if (reply.length > maxSize) {
+            c.errors.increment();
+            throw new MessageTooLargeException(nodeId, key(channel), reply.length, maxSize);
+        }
+        directHandled.increment();
+        return reply;
+    }
+
+    /** Requests {@link #handleDirect handled directly} and answered with a reply, since start (tests, status). */
+    public long directHandled() {
+        return directHandled.sum();
+    }
+
+    /** Counts a message this node sent outside an {@link Outbox} ({@link io.membus.core.transport.Connection#requestDirect}). */
+    public void countDirectOut(short channel, int bytes, boolean failed) {
+        countOut(channel, bytes);
+        if (failed) {
+            countError(channel);
         }
     }
 

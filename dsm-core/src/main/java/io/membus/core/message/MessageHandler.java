@@ -2,7 +2,8 @@ package io.membus.core.message;
 
 /**
  * Handles the messages of one channel on the receiving node. Runs on the node's
- * message executor, never on an I/O thread; the messages of one sender are
+ * message executor, never on an I/O thread (unless it is an {@link InlineMessageHandler}
+ * and says a message may run there); the messages of one sender are
  * handled one at a time, in the order they were sent, while messages of
  * different senders may be handled at the same time on different threads.
  *

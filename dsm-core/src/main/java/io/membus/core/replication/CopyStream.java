@@ -4,6 +4,7 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.transport.Deadlines;
 import io.membus.core.transport.FaultInjector;
+import io.membus.core.transport.TransportThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,6 +48,15 @@ public final class CopyStream {
     /** What carries a stream message and reports its reply (the {@link Replicator}). */
     interface Carrier {
         CompletableFuture<byte[]> send(int node, byte[] payload);
+
+        /**
+         * Exchanges a message on a blocking socket on the calling thread
+         * ({@link io.membus.core.transport.Connection#requestDirect}); {@code null} when the
+         * connection cannot now (then it is {@link #send sent}).
+         */
+        default byte[] sendNow(int node, byte[] payload) {
+            return null;
+        }
 
         /** The copy's answer for one group. */
         void acknowledged(int copyNode, int group, byte status, long epoch, long applied, boolean inSync);
@@ -144,8 +154,98 @@ public final class CopyStream {
         return closed;
     }
 
-    /** Sends what is appended and not sent, within the in-flight limit; one thread sends at a time. */
+    /**
+     * Sends what is appended and not sent, within the in-flight limit; one thread sends at a time.
+     * On an event loop ({@link TransportThreads#runAfterTurn}: a tcp I/O thread executing a read
+     * batch of verbs, or reading the copy's acknowledgements) the send is done once at the end of
+     * the loop's turn, so every record the batch appended leaves in one message (one stream round
+     * trip for the batch instead of one per {@link #MAX_IN_FLIGHT} changes). Any other thread sends now.
+     */
     public void flush() {
+        if (TransportThreads.servesBlockingVerbs() && sendNow()) {
+            return;
+        }
+        synchronized (this) {
+            if (flushQueued) {
+                return; // the queued flush runs after this record was appended (both under this monitor)
+            }
+            if (!closed && TransportThreads.isTransportThread()) {
+                flushQueued = true;
+                if (TransportThreads.runAfterTurn(flushTask)) {
+                    return;
+                }
+                flushQueued = false;
+            }
+        }
+        flushNow();
+    }
+
+    /**
+     * On a thread that serves one blocking verb and waits for its answer (a tcp lane's server
+     * thread, docs/replication.md §3.5.1): when nothing of the stream is in flight or being
+     * sent, sends the next message on a blocking socket and handles the copy's reply on this
+     * thread, so the change's acknowledgement needs no I/O thread on this node. Only then:
+     * records are numbered and two messages in flight on two paths could arrive out of
+     * order (the copy would answer {@code gap}). Records appended by other threads
+     * meanwhile are sent by the usual path afterwards.
+     *
+     * @return whether it took the stream (then what was appended is sent or on its way)
+     */
+    private boolean sendNow() {
+        byte[] message;
+        synchronized (this) {
+            if (closed || draining || flushQueued || inFlight > 0) {
+                return false;
+            }
+            message = next();
+            if (message == null) {
+                return false; // nothing to send, or a fault rule holds it: the usual path decides
+            }
+            draining = true;
+            inFlight++;
+            sentMessages++;
+        }
+        try {
+            byte[] reply = null;
+            Throwable error = null;
+            if (ReplicationCodec.onlyData(message)) { // the copy handles only these on its lane thread
+                try {
+                    reply = carrier.sendNow(node, message);
+                } catch (RuntimeException e) {
+                    error = e;
+                }
+            }
+            if (reply == null && error == null) {
+                CompletableFuture<byte[]> posted;
+                try {
+                    posted = carrier.send(node, message);
+                } catch (RuntimeException e) {
+                    posted = CompletableFuture.failedFuture(e);
+                }
+                posted.whenComplete(this::answered);
+            } else {
+                answered(reply, error);
+            }
+        } finally {
+            synchronized (this) {
+                draining = false;
+                again = false;
+            }
+        }
+        flushNow(); // what other threads appended while this one had the stream
+        return true;
+    }
+
+    /** Whether a {@link #flushNow} was handed to the end of an event loop's turn and has not started (guarded by this). */
+    private boolean flushQueued;
+    private final Runnable flushTask = () -> {
+        synchronized (this) {
+            flushQueued = false;
+        }
+        flushNow();
+    };
+
+    private void flushNow() {
         synchronized (this) {
             if (draining) {
                 again = true;

@@ -64,6 +64,33 @@ public final class ReplicationCodec {
         return part;
     }
 
+    /**
+     * Whether {@code payload} is a well-formed STREAM message whose records are all EFFECT or
+     * CHUNK (bytes copied into a copy's memory: quick, no allocation of a segment, no
+     * publication), the messages a copy may handle on its I/O thread
+     * ({@link io.membus.core.message.InlineMessageHandler}). Anything else (JOIN, DONE, DROP, a
+     * FENCE, a malformed message) says {@code false} and runs on the message executor.
+     */
+    public static boolean onlyData(byte[] payload) {
+        if (payload.length < STREAM_HEADER || payload[0] != STREAM) {
+            return false;
+        }
+        int count = Words.getInt(payload, 17);
+        int at = STREAM_HEADER;
+        for (int i = 0; i < count; i++) {
+            if (at + DATA_RECORD_HEADER > payload.length
+                    || payload[at] != EFFECT && payload[at] != CHUNK) {
+                return false;
+            }
+            int length = Words.getInt(payload, at + 29);
+            if (length < 0 || length > payload.length - at - DATA_RECORD_HEADER) {
+                return false;
+            }
+            at += DATA_RECORD_HEADER + length;
+        }
+        return at == payload.length;
+    }
+
     public static byte[] effect(int group, long epoch, long seq, long offset, byte[] data, int from, int length,
                                 boolean last) {
         Writer w = new Writer(DATA_RECORD_HEADER + length);

@@ -124,7 +124,20 @@ public final class Replicator implements AutoCloseable {
     /** Registers the channel handler and the directory listener. */
     public void start() {
         checkOpen();
-        transport.messages().register(CHANNEL, CHANNEL_NAME, this::onMessage);
+        transport.messages().register(CHANNEL, CHANNEL_NAME, new io.membus.core.message.InlineMessageHandler() {
+            @Override
+            public byte[] onMessage(int fromNode, byte[] payload) {
+                return Replicator.this.onMessage(fromNode, payload);
+            }
+
+            // a run of effects and chunks only copies bytes into the copy's memory under its order (the inbound's
+            // and the copy's monitors): the copy's I/O thread handles it and writes the ack in its read batch,
+            // no hand-off to the message executor and back (docs/replication.md §3.5)
+            @Override
+            public boolean inline(int fromNode, byte[] payload) {
+                return ReplicationCodec.onlyData(payload);
+            }
+        });
         directory.addListener(listener);
         for (PeerInfo m : directory.members()) {
             seenMembers.add(m.nodeId());
@@ -636,6 +649,22 @@ public final class Replicator implements AutoCloseable {
         @Override
         public CompletableFuture<byte[]> send(int node, byte[] payload) {
             return memory.onNode(node, c -> c.request(CHANNEL, payload));
+        }
+
+        @Override
+        public byte[] sendNow(int node, byte[] payload) {
+            if (closed || transport.isClosed()) {
+                return null;
+            }
+            io.membus.core.transport.PeerInfo peer = directory.member(node).orElse(null);
+            if (peer == null) {
+                return null;
+            }
+            CompletableFuture<io.membus.core.transport.Connection> c = transport.connect(peer);
+            if (!c.isDone() || c.isCompletedExceptionally()) {
+                return null; // not open yet: the posted path waits for it
+            }
+            return c.join().requestDirect(CHANNEL, payload);
         }
 
         @Override

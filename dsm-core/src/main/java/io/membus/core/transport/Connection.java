@@ -54,6 +54,27 @@ public interface Connection extends Verbs, AutoCloseable {
         return null;
     }
 
+    /**
+     * Sends a request to the peer's {@link io.membus.core.message.InlineMessageHandler} of
+     * {@code channel} on a blocking socket and reads its reply on the calling thread, when
+     * the connection can do so now (tcp: an idle blocking lane, no fault rule); else
+     * {@code null} (the default): post it with {@link #request} instead. The receiver
+     * handles it at once on the thread serving that socket, <em>outside</em> the order of
+     * the sender's messages ({@link #request}'s FIFO): only for a handler that orders its
+     * messages itself (the replication stream numbers its records). Bounded by the operation
+     * timeout (or the caller's {@link io.membus.core.OperationDeadline}).
+     *
+     * <p>Used by a thread that waits for the reply anyway (a tcp lane thread whose verb's
+     * answer waits for the replica group's copies): it saves the hand-offs to and from the
+     * I/O threads, docs/replication.md §3.5.1.
+     *
+     * @throws io.membus.core.error.DsmException the typed failure of the exchange (the
+     *         message may or may not have been handled)
+     */
+    default byte[] requestDirect(short channel, byte[] payload) {
+        return null;
+    }
+
     /** Verbs issued on this connection and not completed yet (waiting, on the wire or held); for metrics. */
     default int inFlight() {
         return 0;

@@ -1,5 +1,7 @@
 package io.membus.core.transport;
 
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadFactory;
 
 /**
@@ -13,6 +15,8 @@ import java.util.concurrent.ThreadFactory;
  */
 public final class TransportThreads {
     private static final ThreadLocal<Boolean> MARK = new ThreadLocal<>();
+    private static final ThreadLocal<Executor> TURN = new ThreadLocal<>();
+    private static final ThreadLocal<Boolean> SERVES_BLOCKING = new ThreadLocal<>();
 
     private TransportThreads() {
     }
@@ -25,6 +29,54 @@ public final class TransportThreads {
     /** Whether the calling thread is a transport thread. */
     public static boolean isTransportThread() {
         return MARK.get() == Boolean.TRUE;
+    }
+
+    /**
+     * Says that the calling thread is an event loop whose {@code loop} runs a task handed to
+     * it from this thread after the I/O of the current turn (Netty's event loop: a task
+     * queued from inside the loop runs once the selected channels were read, on this very
+     * thread, with no wake-up). Set by a transport on its I/O threads; see
+     * {@link #runAfterTurn}.
+     */
+    public static void setTurnExecutor(Executor loop) {
+        TURN.set(loop);
+    }
+
+    /**
+     * Hands {@code task} to the end of the calling event loop's turn, so work that many
+     * events of one read batch ask for (a replication stream's send, docs/replication.md
+     * §3.5) is done once for all of them.
+     *
+     * @return {@code false} when the calling thread is no such loop (or it is shutting
+     * down): the caller runs the work now
+     */
+    public static boolean runAfterTurn(Runnable task) {
+        Executor loop = TURN.get();
+        if (loop == null) {
+            return false;
+        }
+        try {
+            loop.execute(task);
+            return true;
+        } catch (RejectedExecutionException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Marks the calling transport thread as one that serves one blocking verb at a time and
+     * waits for each verb's answer itself (a tcp lane's server thread): it may exchange a
+     * message on a blocking socket instead of handing it to an I/O thread
+     * ({@link io.membus.core.transport.Connection#requestDirect}).
+     */
+    public static void markServesBlockingVerbs() {
+        markCurrentThread();
+        SERVES_BLOCKING.set(Boolean.TRUE);
+    }
+
+    /** Whether the calling thread was marked by {@link #markServesBlockingVerbs()}. */
+    public static boolean servesBlockingVerbs() {
+        return SERVES_BLOCKING.get() == Boolean.TRUE;
     }
 
     /** A factory whose threads mark themselves before running their task. */

@@ -49,6 +49,8 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
+        // this I/O thread's loop takes work queued for the end of its turn (a replication stream's send)
+        io.membus.core.transport.TransportThreads.setTurnExecutor(ctx.executor());
         nonce = PeerAuth.nonce();
         ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.HELLO_BODY_LENGTH);
         Frame.writeHello(b, transport.nodeId(), transport.incarnation(), peer.nodeId(), peer.incarnation(), nonce);

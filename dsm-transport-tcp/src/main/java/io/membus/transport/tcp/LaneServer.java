@@ -38,8 +38,11 @@ import java.util.function.Predicate;
  *
  * <p>A connection here is a lane and nothing else: the same handshake as any
  * connection ({@link TargetHandshake}: the cluster secret's proofs, the node and
- * incarnation asked for, fencing), then verbs only (a message or any other frame is a
- * protocol error that closes it), run by a {@link VerbExecutor} with the same checks,
+ * incarnation asked for, fencing), then verbs and message requests only (a one-way message
+ * or any other frame is a protocol error that closes it). A message request is handled on
+ * the lane's thread by its channel's inline handler and answered at once
+ * ({@link io.membus.core.transport.Connection#requestDirect}: the replication stream of a
+ * peer's lane thread, docs/replication.md §3.5.1). Verbs are run by a {@link VerbExecutor} with the same checks,
  * LINKED rule and answers as on the Netty side. Fault rules apply as there: a dropped
  * verb is never run nor answered, a delayed one runs after its delay (the lane's later
  * verbs wait behind it, as they do on a channel). Fencing an initiator, a newer
@@ -250,6 +253,9 @@ final class LaneServer implements AutoCloseable {
         @Override
         public void run() {
             thread = Thread.currentThread();
+            // it waits for each verb's answer itself: a replicated change may exchange its stream message on a
+            // lane of its own (CopyStream, Connection.requestDirect) instead of handing it to an I/O thread
+            TransportThreads.markServesBlockingVerbs();
             boolean handshaking = true;
             try {
                 socket.setTcpNoDelay(true);
@@ -349,9 +355,16 @@ final class LaneServer implements AutoCloseable {
                     return;
                 }
                 byte op = frame.opcode();
+                if (op == Frame.OP_MSG) {
+                    if (!direct(output)) {
+                        return;
+                    }
+                    continue;
+                }
                 if (op < Frame.OP_READ || op > Frame.OP_FAA) {
                     flush(output);
-                    refuseProtocol("opcode=" + Frame.opName(op) + " on a blocking lane, which carries verbs only",
+                    refuseProtocol("opcode=" + Frame.opName(op) + " on a blocking lane, which carries verbs and message"
+                            + " requests only",
                             output);
                     return;
                 }
@@ -385,6 +398,46 @@ final class LaneServer implements AutoCloseable {
                     flush(output);
                 }
             }
+        }
+
+        /**
+         * A message request on the lane ({@link io.membus.core.transport.Connection#requestDirect}):
+         * handled here, on the lane's thread, by the channel's inline handler
+         * ({@link io.membus.core.message.MessageEndpoint#handleDirect}: the same checks as a
+         * message of the Netty side, fencing included), answered at once with its reply or
+         * its typed failure. A one-way message is a protocol error.
+         *
+         * @return false when the lane is to be closed (protocol error)
+         */
+        private boolean direct(OutputStream output) throws IOException {
+            if ((frame.byteAt(Frame.MSG_FLAGS_FIELD_OFFSET) & Frame.MSG_FLAG_REQUEST) == 0) {
+                flush(output);
+                return refuseProtocol("a one-way message on a blocking lane, which carries requests only", output);
+            }
+            long corr = frame.correlationId();
+            short channel = frame.shortAt(Frame.MSG_CHANNEL_FIELD_OFFSET);
+            byte[] payload = frame.bytesAt(Frame.MSG_PAYLOAD_FIELD_OFFSET,
+                    frame.bodyLength() - Frame.MSG_FIXED_BODY_LENGTH);
+            byte[] reply = null;
+            DsmException failure = null;
+            try {
+                reply = transport.messages().handleDirect(initiatorNode, channel, payload);
+            } catch (DsmException e) {
+                failure = e;
+            }
+            if (failure == null && Frame.HEADER_LENGTH + reply.length > MAX_FRAME) { // the lane reads no longer frame
+                failure = new io.membus.core.error.MessageTooLargeException(transport.nodeId(), channel & 0xffff,
+                        reply.length, MAX_FRAME - Frame.HEADER_LENGTH);
+            }
+            if (failure == null) {
+                Frame.writeMessageReply(out, corr, reply);
+            } else {
+                Frame.writeMessageError(out, corr, failure.code().wire(),
+                        io.membus.core.message.MessageFailures.detail(failure),
+                        io.membus.core.message.MessageFailures.text(failure));
+            }
+            flush(output);
+            return true;
         }
 
         /**

@@ -89,6 +89,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     /** Whether it was given a slot (at once, or after waiting): its handshake timer runs from then. */
     private boolean admitted;
     private ByteBuf out;
+    /** Between a {@link #channelRead} and its {@link #channelReadComplete} (I/O thread): {@link #out} will be flushed. */
+    private boolean inRead;
     /** Runs this connection's verbs (its copy buffer is allocated at the first verb). */
     private final VerbExecutor verbs;
     /**
@@ -217,6 +219,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
+        // this I/O thread's loop takes work queued for the end of its turn (a replication stream's send)
+        io.membus.core.transport.TransportThreads.setTurnExecutor(ctx.executor());
         if (admitted) {
             armHandshakeTimer(ctx);
         }
@@ -237,6 +241,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf buf = (ByteBuf) msg;
+        inRead = true;
         try {
             if (state == CLOSED) {
                 return;
@@ -265,6 +270,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
+        inRead = false;
         flush();
         ctx.fireChannelReadComplete();
     }
@@ -350,7 +356,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             decoder.authenticated();
         }
         try {
-            inbox = transport.messages().open(initiatorNode, new ChannelResponder(ctx.channel()));
+            inbox = transport.messages().open(initiatorNode, new ChannelResponder(ctx.channel()), true);
         } catch (DsmException e) {
             refuse(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " is shutting down");
             return;
@@ -425,8 +431,15 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Writes the answers of the message executor to this channel (any thread; Netty orders the writes). */
-    private static final class ChannelResponder implements Responder {
+    /**
+     * Writes the answers of the message executor to this channel (any thread; Netty orders the writes).
+     * An answer of a message handled inline, on this channel's I/O thread (replication stream messages,
+     * docs/replication.md §3.5), goes into the read batch's buffer and leaves with its one flush at
+     * {@link #channelReadComplete}: no hand-off to the event loop, one write for every answer of the batch.
+     * Message answers are matched by correlation id, never by order, so they may pass verb answers that wait
+     * in {@link #pending}.
+     */
+    private final class ChannelResponder implements Responder {
         private final Channel channel;
 
         ChannelResponder(Channel channel) {
@@ -438,6 +451,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             if (!channel.isActive()) {
                 return; // the initiator is gone: it failed the message already
             }
+            if (channel.eventLoop().inEventLoop() && inRead && state == OPEN) {
+                Frame.writeMessageReply(out(), correlation, reply);
+                return;
+            }
             ByteBuf b = channel.alloc().ioBuffer(Frame.HEADER_LENGTH + reply.length);
             Frame.writeMessageReply(b, correlation, reply);
             channel.writeAndFlush(b, channel.voidPromise());
@@ -446,6 +463,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         @Override
         public void fail(long correlation, DsmException failure) {
             if (!channel.isActive()) {
+                return;
+            }
+            if (channel.eventLoop().inEventLoop() && inRead && state == OPEN) {
+                Frame.writeMessageError(out(), correlation, failure.code().wire(), MessageFailures.detail(failure),
+                        MessageFailures.text(failure));
                 return;
             }
             ByteBuf b = channel.alloc().ioBuffer(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE);

@@ -410,6 +410,18 @@ final class TcpConnection implements Connection {
         return outbox.post(channel, true, payload);
     }
 
+    /**
+     * On an idle blocking lane, when there is one and no fault rule is set (fault rules act on the
+     * pipelined channel's messages); else {@code null}: post it with {@link #request}.
+     */
+    @Override
+    public byte[] requestDirect(short channel, byte[] payload) {
+        if (lanes == null || state != OPEN || transport.faults().active()) {
+            return null;
+        }
+        return lanes.requestDirect(channel, payload);
+    }
+
     /** The outbox gave a message a credit (under its lock): queue it for the I/O thread. */
     private boolean transmit(long correlation, short channel, boolean request, byte[] payload) {
         if (state != OPEN) {

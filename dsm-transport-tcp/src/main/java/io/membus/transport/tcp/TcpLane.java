@@ -228,6 +228,42 @@ final class TcpLane implements AutoCloseable {
     }
 
     /**
+     * Sends a message request on the lane and reads its reply
+     * ({@link io.membus.core.transport.Connection#requestDirect}): the target handles it on
+     * its lane thread. A {@code MSG_ERROR} answer is thrown as its typed exception and
+     * leaves the lane usable (answered in order); any other failure breaks the lane.
+     * The caller checked that the frame fits {@link #MAX_FRAME}.
+     */
+    byte[] request(short channel, byte[] payload) {
+        frameBuf.clear();
+        long correlation = ++nextCorrelation;
+        Frame.writeMessage(frameBuf, correlation, channel, true, payload);
+        long until = OperationDeadline.until(System.nanoTime(), timeoutNanos);
+        io(Frame.OP_MSG, until, true);
+        io(Frame.OP_MSG, until, false);
+        if (frame.correlationId() != correlation) {
+            breakLane();
+            if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
+                throw TcpConnection.decodeError(frame, peer);
+            }
+            throw new ProtocolException(peer.toString(), "correlationId=" + frame.correlationId()
+                    + " answers no message of this lane (expected " + correlation + ")");
+        }
+        return switch (frame.opcode()) {
+            case Frame.OP_MSG_REPLY -> frame.bytesAt(Frame.HEADER_LENGTH, frame.bodyLength());
+            case Frame.OP_MSG_ERROR -> throw io.membus.core.message.MessageFailures.decode(peer.nodeId(),
+                    channel & 0xffff, io.membus.core.error.ErrorCode.fromWire(
+                            frame.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff),
+                    frame.longAt(Frame.ERROR_DETAIL_FIELD_OFFSET), frame.errorMessage());
+            default -> {
+                breakLane();
+                throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
+                        + " where a message reply was expected");
+            }
+        };
+    }
+
+    /**
      * Reads {@code lengthA} bytes at {@code ptrA} into {@code dstA}, then {@code lengthB}
      * bytes at {@code ptrB} into {@code dstB}: both requests leave in one {@code write}
      * and the target runs them in that order, so the pair costs one round trip and the

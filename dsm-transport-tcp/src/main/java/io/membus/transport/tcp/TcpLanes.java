@@ -276,6 +276,35 @@ final class TcpLanes implements BlockingVerbs {
         }
     }
 
+    /**
+     * A message request on an idle lane, its reply read on the calling thread
+     * ({@link io.membus.core.transport.Connection#requestDirect}); {@code null} when no lane
+     * is free and none may open, or the frame does not fit a lane: the caller posts it.
+     */
+    byte[] requestDirect(short channel, byte[] payload) {
+        if (Frame.HEADER_LENGTH + Frame.MSG_FIXED_BODY_LENGTH + (long) payload.length > TcpLane.MAX_FRAME) {
+            return null;
+        }
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open and exchange: one deadline
+        try {
+            TcpLane lane = take();
+            if (lane == null) {
+                return null;
+            }
+            boolean failed = true;
+            try {
+                byte[] reply = lane.request(channel, payload);
+                failed = false;
+                return reply;
+            } finally {
+                transport.messages().countDirectOut(channel, payload.length, failed);
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
     /** Waits for a verb posted on the pipelined channel: until the call's deadline plus the verb grace. */
     private <T> T await(CompletableFuture<T> posted) {
         if (posted.isDone()) {

@@ -138,14 +138,22 @@ class LaneServerTest {
             assertEquals(ErrorCode.OUT_OF_BOUNDS.wire(), RawPeer.errorCode(p.readFrame()));
             assertEquals(ErrorCode.NOT_RUN.wire(), RawPeer.errorCode(p.readFrame()));
             assertEquals(3, seg.readLong(0), "the linked CAS did not run");
-            // a message is not a lane's: protocol error, closed
+            // a message request is handled on the lane (Connection.requestDirect): a channel without an inline
+            // handler is answered with its typed failure, and the lane stays
+            p.send(b -> Frame.writeMessage(b, 10, (short) 0x7777, true, new byte[]{1}));
+            Frame unknown = RawPeer.wrap(p.readFrame());
+            assertEquals(Frame.OP_MSG_ERROR, unknown.opcode());
+            assertEquals(10, unknown.correlationId());
+            p.send(b -> Frame.writeFaa(b, 11, seg.pointer(0), seg.remoteKey(), 0));
+            assertEquals(Frame.OP_OK, RawPeer.wrap(p.readFrame()).opcode());
+            // a one-way message is not a lane's: protocol error, closed
             p.send(b -> {
-                Frame.writeHeader(b, Frame.OP_MSG, 10, Frame.MSG_FIXED_BODY_LENGTH);
+                Frame.writeHeader(b, Frame.OP_MSG, 12, Frame.MSG_FIXED_BODY_LENGTH);
                 b.writeZero(Frame.MSG_FIXED_BODY_LENGTH);
             });
             byte[] refused = p.readFrame();
             assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(refused));
-            assertTrue(RawPeer.errorMessage(refused).contains("carries verbs only"), RawPeer.errorMessage(refused));
+            assertTrue(RawPeer.errorMessage(refused).contains("carries requests only"), RawPeer.errorMessage(refused));
             p.awaitClosed();
         }
         try (RawPeer p = new RawPeer(laneAddress(a), 10_000)) {

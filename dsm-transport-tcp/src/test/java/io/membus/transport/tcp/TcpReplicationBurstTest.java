@@ -177,6 +177,49 @@ class TcpReplicationBurstTest {
         assertEquals(2, initiator.memory.readLong(word), "the change ran (its answer came too late)");
     }
 
+    /**
+     * docs/replication.md §3.5.1: a blocking change reaches the primary on a lane, and the
+     * lane's thread exchanges the stream message with the copy on a lane of its own
+     * ({@code Connection.requestDirect}, handled on the copy's lane thread). Sequential
+     * blocking changes of every kind, then the copy must equal the primary byte for byte, and
+     * the copy must have handled stream messages that way.
+     */
+    @Test
+    void blockingChangesExchangeTheirStreamOnALaneAndTheCopyEqualsThePrimary() {
+        long seed = Long.getLong("membus.test.seed", System.nanoTime());
+        System.out.println("blockingChangesExchangeTheirStreamOnALane seed=" + seed + " (replay: -Dmembus.test.seed="
+                + seed + ")");
+        SplittableRandom rnd = new SplittableRandom(seed);
+        directory = new StaticDirectory();
+        Node primary = start(2, 1 << 20);
+        Node holder = start(3, 64 << 10);
+        Node initiator = start(1, 0);
+        int group = GroupId.of(2, 0);
+        awaitSettled(primary, holder, group);
+        long before = holder.transport.messages().directHandled();
+        for (int i = 0; i < 400; i++) {
+            long at = primary.segment.pointer(8L * rnd.nextInt((1 << 20) / 8 - 64));
+            switch (rnd.nextInt(4)) {
+                case 0 -> {
+                    byte[] b = new byte[1 + rnd.nextInt(300)];
+                    rnd.nextBytes(b);
+                    initiator.memory.write(at, b);
+                }
+                case 1 -> initiator.memory.fetchAndAdd(at, rnd.nextLong(1000));
+                case 2 -> initiator.memory.compareAndSwap(at, rnd.nextBoolean() ? 0 : rnd.nextLong(), rnd.nextLong());
+                default -> initiator.memory.writeLong(at, rnd.nextLong());
+            }
+        }
+        awaitSettled(primary, holder, group);
+        byte[] p = new byte[1 << 20];
+        byte[] c = new byte[1 << 20];
+        primary.segment.read(0, p, 0, p.length);
+        holder.replicator.copy(group).memory().read(0, c, 0, c.length);
+        assertEquals(-1, java.util.Arrays.mismatch(p, c), "the copy differs from the primary (seed " + seed + ")");
+        assertTrue(holder.transport.messages().directHandled() > before,
+                "no stream message was exchanged on a lane (seed " + seed + ")");
+    }
+
     /** Changes of one thread: a counter word of its own (blocking and async adds) and 64-byte writes. */
     private static void burst(RemoteMemory m, Segment seg, int thread, SplittableRandom rnd) {
         long counter = seg.pointer(8L * thread);
