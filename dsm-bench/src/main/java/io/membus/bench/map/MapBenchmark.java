@@ -65,6 +65,8 @@ import java.util.stream.Stream;
  *   <li>{@code cachedPut}: the same through a handle whose read cache holds the key's slot word (as the default
  *       options' cache does for the keys a node works on): the install alone, on the cached word;</li>
  *   <li>{@code putIfAbsent}: on a present key (the no-change path: a lookup);</li>
+ *   <li>{@code bytesGet}, {@code bytesPut}: uncached get and overwrite on a {@code Long -> byte[valueBytes]}
+ *       map (64-byte values by default: 72 bytes of key and value) made with the default options;</li>
  *   <li>{@code chmGet}: {@code ConcurrentHashMap.get} on the same keys, the floor.</li>
  * </ul>
  *
@@ -83,6 +85,10 @@ public class MapBenchmark {
     @Param({"shm", "tcp"})
     public String transport;
 
+    /** Bytes of each value of the {@code bytes*} benchmarks' map ({@code Long -> byte[]}). */
+    @Param({"64"})
+    public int valueBytes;
+
     /** {@link DsmMapOptions.EntryPlacement} of node 2's handles. */
     @Param({"WRITER"})
     public String entries;
@@ -94,6 +100,8 @@ public class MapBenchmark {
     private DsmMap<Long, Long> cached;
     private DsmMap<Long, Long> leased;
     private DsmMap<Long, Long> named;
+    private DsmMap<Long, byte[]> bytes;
+    private byte[] bytesValue;
     private final List<CoherentHeap> heaps = new ArrayList<>();
     private final ConcurrentHashMap<Long, Long> chm = new ConcurrentHashMap<>();
 
@@ -160,6 +168,31 @@ public class MapBenchmark {
         if (map.tableNode() != 1) {
             throw new IllegalStateException("the table moved to node " + map.tableNode() + " while it was filled");
         }
+        // a Long -> byte[valueBytes] map with the default options (what a user gets), its table on node 1 too
+        DsmMap<Long, byte[]> bytesRoot = null;
+        List<DsmMap<Long, byte[]>> bytesPassedOver = new ArrayList<>();
+        for (int attempt = 0; bytesRoot == null; attempt++) {
+            DsmMap<Long, byte[]> m = DsmMap.create(allocators.get(0), Codecs.longs(), Codecs.bytes(),
+                    DsmMapOptions.defaults().initialSlots(1 << 16));
+            if (m.tableNode() == 1) {
+                bytesRoot = m;
+            } else if (attempt == 50) {
+                throw new IllegalStateException("no map of 50 had its table on node 1");
+            } else {
+                bytesPassedOver.add(m);
+            }
+        }
+        bytesPassedOver.forEach(DsmMap::destroy);
+        bytes = DsmMap.open(allocators.get(1), bytesRoot.rootPtr(), Codecs.longs(), Codecs.bytes(),
+                DsmMapOptions.defaults().readCacheEntries(0).entryPlacement(placement));
+        bytesValue = new byte[valueBytes];
+        new SplittableRandom(valueBytes).nextBytes(bytesValue);
+        for (long k = 0; k < KEYS; k++) {
+            bytes.put(k, bytesValue);
+        }
+        if (bytes.tableNode() != 1) {
+            throw new IllegalStateException("the bytes map's table moved to node " + bytes.tableNode());
+        }
         // a second map with leased reads: node 2's gets are served under its leases on the key stripes
         CoherenceConfig cc = CoherenceConfig.defaults().withLeases(Duration.ofSeconds(1), Duration.ofSeconds(5))
                 .withSkewCheck(false, Duration.ofSeconds(5));
@@ -210,6 +243,7 @@ public class MapBenchmark {
     @TearDown(Level.Trial)
     public void tearDown() {
         map.close();
+        bytes.close();
         heaps.forEach(CoherentHeap::close);
         allocators.forEach(GlobalAllocator::close);
         transports.forEach(Transport::close);
@@ -248,6 +282,25 @@ public class MapBenchmark {
     @Benchmark
     public Long cachedGet(Keys keys) {
         return cached.get(keys.next());
+    }
+
+    /**
+     * Uncached get of a {@code Long} key and a {@code valueBytes}-byte value (default options,
+     * a handle without a read cache): the issue-28 case, 72 bytes of key and value.
+     */
+    @Benchmark
+    public int bytesGet(Keys keys) {
+        byte[] v = bytes.get(keys.next());
+        if (v == null || v.length != valueBytes) {
+            throw new IllegalStateException("bytesGet read " + (v == null ? "null" : v.length + " bytes"));
+        }
+        return v.length;
+    }
+
+    /** Overwrite of a present key with a {@code valueBytes}-byte value (default options, no read cache). */
+    @Benchmark
+    public byte[] bytesPut(Keys keys) {
+        return bytes.put(keys.next(), bytesValue);
     }
 
     @Benchmark
