@@ -45,7 +45,8 @@ import java.util.stream.Stream;
 
 /**
  * {@link DsmMap} operations per second beside {@code ConcurrentHashMap.get}: two nodes
- * in this JVM over {@code shm} or {@code tcp} (loopback), a map of {@value #KEYS}
+ * in this JVM over {@code shm} or {@code tcp} (loopback; a third, a client without a heap,
+ * runs the {@code bytes*} benchmarks), a map of {@value #KEYS}
  * {@code Long -> Long} entries created on node 1 and used from node 2, its table on
  * node 1 (so every lookup's window read crosses the transport); the entries node 2
  * writes go where {@code entries} says: {@code WRITER} (the default placement: node 2's
@@ -66,7 +67,8 @@ import java.util.stream.Stream;
  *       options' cache does for the keys a node works on): the install alone, on the cached word;</li>
  *   <li>{@code putIfAbsent}: on a present key (the no-change path: a lookup);</li>
  *   <li>{@code bytesGet}, {@code bytesPut}: uncached get and overwrite on a {@code Long -> byte[valueBytes]}
- *       map (64-byte values by default: 72 bytes of key and value) made with the default options;</li>
+ *       map (64-byte values by default: 72 bytes of key and value) made with the default options, from node 3,
+ *       a client without a heap (issue 28's setting: its entries, and the table, are on the memory nodes);</li>
  *   <li>{@code chmGet}: {@code ConcurrentHashMap.get} on the same keys, the floor.</li>
  * </ul>
  *
@@ -121,7 +123,7 @@ public class MapBenchmark {
         String fabric = "map-bench-" + System.nanoTime();
         shmDir = Path.of("/dev/shm", "membus-map-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
         AllocatorConfig cfg = AllocatorConfig.builder().heapSegments(1).build();
-        for (int id = 1; id <= 2; id++) {
+        for (int id = 1; id <= 3; id++) { // node 3: a client (no heap), for the bytes* benchmarks
             TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
                     .property("shm.dir", shmDir.toString()).operationTimeout(Duration.ofSeconds(10));
             if (transport.equals("tcp")) {
@@ -131,11 +133,15 @@ public class MapBenchmark {
             Transport t = Transports.create(transport, b.build());
             transports.add(t);
             directory.addMember(t.self());
-            directory.addSegment(t.export(SegmentSpec.of(1, 256L << 20)).descriptor());
+            if (id <= 2) {
+                directory.addSegment(t.export(SegmentSpec.of(1, 256L << 20)).descriptor());
+            }
         }
         for (Transport t : transports) {
             GlobalAllocator a = new GlobalAllocator(new RemoteMemory(t, directory, Duration.ofSeconds(10)), cfg);
-            a.formatLocalSegments();
+            if (t.self().nodeId() <= 2) {
+                a.formatLocalSegments();
+            }
             allocators.add(a);
         }
         // the table goes where placement puts it, which may be node 2 (then its gets run on a memory path):
@@ -183,12 +189,14 @@ public class MapBenchmark {
             }
         }
         bytesPassedOver.forEach(DsmMap::destroy);
-        bytes = DsmMap.open(allocators.get(1), bytesRoot.rootPtr(), Codecs.longs(), Codecs.bytes(),
+        // used from node 3, a client: no heap of its own, so the entries are on the memory nodes (as a client's of
+        // Membus are) and every get reads its window, and its entry when that is not beside its slot, remotely
+        bytes = DsmMap.open(allocators.get(2), bytesRoot.rootPtr(), Codecs.longs(), Codecs.bytes(),
                 DsmMapOptions.defaults().readCacheEntries(0).entryPlacement(placement));
         bytesValue = new byte[valueBytes];
         new SplittableRandom(valueBytes).nextBytes(bytesValue);
         for (long k = 0; k < KEYS; k++) {
-            bytes.put(k, bytesValue);
+            bytesRoot.put(k, bytesValue);
         }
         if (bytes.tableNode() != 1) {
             throw new IllegalStateException("the bytes map's table moved to node " + bytes.tableNode());
@@ -196,7 +204,7 @@ public class MapBenchmark {
         // a second map with leased reads: node 2's gets are served under its leases on the key stripes
         CoherenceConfig cc = CoherenceConfig.defaults().withLeases(Duration.ofSeconds(1), Duration.ofSeconds(5))
                 .withSkewCheck(false, Duration.ofSeconds(5));
-        for (GlobalAllocator a : allocators) {
+        for (GlobalAllocator a : allocators.subList(0, 2)) {
             heaps.add(new CoherentHeap(a, new Messaging(a.memory()), Clock.system(), cc));
         }
         DsmMap<Long, Long> leasedRoot = DsmMap.create(allocators.get(0), Codecs.longs(), Codecs.longs(),
