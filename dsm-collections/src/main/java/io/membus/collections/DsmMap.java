@@ -602,14 +602,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     @Override
     public V put(K key, V value) {
         byte[] v = encodeValue(value);
-        long start = OperationStats.start();
-        try {
-            byte[] k = encodeKey(key);
-            // the new value is known before the lookup: its entry is written while the key is looked up
-            return decodeValue(store.mutate(k, MapLayout.hash(k), cur -> v, v).previous());
-        } finally {
-            store.handle.stats().record(PUT, start);
-        }
+        return decodeValue(mutate(PUT, key, cur -> v).previous());
     }
 
     @Override

@@ -18,7 +18,6 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -740,39 +739,26 @@ final class MapStore {
      * applied again to the value that won.
      */
     Outcome mutate(byte[] key, long hash, Mutation m) {
-        return mutate(key, hash, m, null);
-    }
-
-    /**
-     * {@link #mutate(byte[], long, Mutation)} of a change whose new value is {@code known}
-     * whatever the current value ({@code put}: {@code m} returns {@code known} itself), or
-     * null when the new value depends on the current one. A known value's entry block is
-     * allocated and its write sent <em>before</em> the key is looked up, so that a block on
-     * another node is written while the window is read: the put costs the window and the
-     * install, not the entry's write as a third round trip in between. The slot's CAS is
-     * still sent only once that write is done (the entry is whole before any slot names it).
-     */
-    Outcome mutate(byte[] key, long hash, Mutation m, byte[] known) {
         // one deadline for the whole change, whatever its verbs, allocations and restarts (OperationDeadline)
         long scope = OperationDeadline.enter(mem.operationTimeout());
         try {
             live();
             reclaimer.drain();
             if (leases == null) {
-                return mutate(key, hash, m, known, Long.MAX_VALUE);
+                return mutate(key, hash, m, Long.MAX_VALUE);
             }
-            return leases.heap.exclusive(leases.stripe(hash), lastChange -> mutate(key, hash, m, known, lastChange));
+            return leases.heap.exclusive(leases.stripe(hash), lastChange -> mutate(key, hash, m, lastChange));
         } finally {
             OperationDeadline.exit(scope);
         }
     }
 
-    private Outcome mutate(byte[] key, long hash, Mutation m, byte[] known, long lastChange) {
+    private Outcome mutate(byte[] key, long hash, Mutation m, long lastChange) {
         int restarts = 0;
         while (true) {
             long start = System.nanoTime();
             try {
-                return attempt(key, hash, m, known, start, lastChange);
+                return attempt(key, hash, m, start, lastChange);
             } catch (Restart r) {
                 restarts = restarted(restarts);
                 if (OperationDeadline.expired()) {
@@ -789,12 +775,10 @@ final class MapStore {
      * its slot CAS must not be issued (the stripe lock of a map with leased reads may be
      * broken by then), {@code Long.MAX_VALUE} for none.
      */
-    private Outcome attempt(byte[] key, long hash, Mutation m, byte[] known, long start, long lastChange) {
+    private Outcome attempt(byte[] key, long hash, Mutation m, long start, long lastChange) {
         Table t = rootTable();
         BlockRef fresh = null;
         byte[] freshValue = null;
-        // the write of fresh's bytes while it is in flight (sent before the lookup), else null
-        CompletableFuture<Void> freshWrite = null;
         boolean helped = false;
         try {
             // the slot word this handle's read cache saw for the key, less than half a grace ago: the first try
@@ -803,13 +787,6 @@ final class MapStore {
             Cached hint = cacheMax > 0 && leases == null ? cache.get(ByteBuffer.wrap(key)) : null;
             if (hint != null && (hint.table != t || start - hint.at >= graceNanos / 2)) {
                 hint = null;
-            }
-            if (known != null && hint == null) {
-                // the value does not depend on the lookup: send its entry's write now, await it before the CAS
-                PendingEntry p = startEntry(key, hash, known);
-                fresh = p.ref;
-                freshValue = known;
-                freshWrite = p.write;
             }
             while (true) {
                 boolean onHint = hint != null;
@@ -855,11 +832,8 @@ final class MapStore {
                 } else {
                     if (fresh == null || !Arrays.equals(freshValue, next)) {
                         if (fresh != null) {
-                            BlockRef old = fresh;
-                            CompletableFuture<Void> oldWrite = freshWrite;
+                            heap.free(fresh); // never installed (its inline copy landed before: a reuse rewrites the area first)
                             fresh = null;
-                            freshWrite = null;
-                            discard(old, oldWrite); // never installed (its inline copy landed before: a reuse rewrites the area first)
                         }
                         fresh = writeEntry(key, hash, next);
                         freshValue = next;
@@ -869,19 +843,6 @@ final class MapStore {
                 if (onHint && System.nanoTime() - hint.at >= graceNanos / 2) {
                     hint = dropHint(key, hint); // too old by now to vouch for its entry
                     continue;
-                }
-                if (freshWrite != null) { // the entry must be whole before the CAS that names it is sent
-                    CompletableFuture<Void> w = freshWrite;
-                    try {
-                        mem.await(w);
-                    } catch (RuntimeException e) {
-                        if (e instanceof io.membus.core.error.DsmException d && d.mayHaveRun()) {
-                            fresh = null; // the write may still land: leave the block allocated (leaked), never reuse it
-                        }
-                        freshWrite = null;
-                        throw e;
-                    }
-                    freshWrite = null;
                 }
                 checkTime(start);
                 if (lastChange != Long.MAX_VALUE && System.nanoTime() - lastChange > 0) {
@@ -933,32 +894,9 @@ final class MapStore {
             }
         } finally {
             if (fresh != null) {
-                discard(fresh, freshWrite); // never installed: nobody can have read it through a slot
+                heap.free(fresh); // never installed: nobody can have read it through a slot
             }
         }
-    }
-
-    /** An entry block allocated for a change and the write of its bytes, in flight (null: written already). */
-    private record PendingEntry(BlockRef ref, CompletableFuture<Void> write) {
-    }
-
-    /**
-     * Frees an entry block that was never installed, once the write of its bytes (if one is
-     * in flight) has ended: a write still in flight could land in the block after it was
-     * reused. A write that failed after it may have been sent leaves the block allocated
-     * (leaked), as in {@link #writeEntry}.
-     */
-    private void discard(BlockRef ref, CompletableFuture<Void> write) {
-        if (write != null) {
-            try {
-                mem.await(write);
-            } catch (io.membus.core.error.DsmException e) {
-                if (e.mayHaveRun()) {
-                    return;
-                }
-            }
-        }
-        heap.free(ref);
     }
 
     /** Drops a cached word that could not be changed (it stays if it was replaced meanwhile); returns null. */
@@ -989,21 +927,6 @@ final class MapStore {
      * late write to a block that was reused would change another entry.
      */
     private BlockRef writeEntry(byte[] key, long hash, byte[] value) {
-        PendingEntry p = entryBlock(key, hash, value, false);
-        return p.ref;
-    }
-
-    /**
-     * Allocates the entry block of {@code key} and {@code value} and sends its write: on a
-     * memory path (this node's heap, the default placement of a memory node) the write is a
-     * memory copy, done on return; to another node it is posted and in flight on return
-     * ({@link PendingEntry#write}), to be awaited before the slot's CAS.
-     */
-    private PendingEntry startEntry(byte[] key, long hash, byte[] value) {
-        return entryBlock(key, hash, value, true);
-    }
-
-    private PendingEntry entryBlock(byte[] key, long hash, byte[] value, boolean async) {
         long size = (long) key.length + value.length;
         if (size > maxEntryBytes) { // before anything is claimed
             throw new io.membus.core.error.ValueTooLargeException(limitedAs + " entry (key " + key.length
@@ -1024,9 +947,6 @@ final class MapStore {
         System.arraycopy(key, 0, b, ENTRY_DATA, key.length);
         System.arraycopy(value, 0, b, ENTRY_DATA + key.length, value.length);
         putLong(b, ENTRY_CHECK, check(ref.header(), hash, b, ENTRY_DATA, key.length + value.length));
-        if (async && !mem.runsDirect(ref.payload())) {
-            return new PendingEntry(ref, mem.writeAsync(ref.payload(), b));
-        }
         try {
             mem.write(ref.payload(), b);
         } catch (io.membus.core.error.DsmException e) {
@@ -1039,7 +959,7 @@ final class MapStore {
             }
             throw e;
         }
-        return new PendingEntry(ref, null);
+        return ref;
     }
 
     /**

@@ -90,50 +90,6 @@ class DsmMapRoundTripTest {
         assertTrue(two.store().inlineHits() >= 2 * keys - 1, "inline hits " + two.store().inlineHits());
     }
 
-    /**
-     * A put from a node without a heap of its own (a client: its entries go to a memory
-     * node) sends its entry's write before it looks the key up, so the write travels with
-     * the window's read: the window and the entry in one round trip, then the install,
-     * where the entry's write used to be a round trip of its own between them. The install
-     * (the inline area's write and the slot's CAS linked to it) is one lane call over tcp;
-     * this test transport has no linked pair, so there it is two round trips: three in all,
-     * four before. Now and then a put also refills node 2's allocator (a carve on node 1's
-     * heap: its own round trips), so the count is asked of most puts, not of every one.
-     */
-    @ParameterizedTest(name = "{0}")
-    @org.junit.jupiter.params.provider.ValueSource(strings = {"local", "tcp"})
-    void aPutFromANodeWithoutAHeapWritesItsEntryWhileItLooksTheKeyUp(String transport) {
-        cluster = new MapCluster(transport, 2, 32 << 20, Duration.ofSeconds(10),
-                (id, t) -> id == 2 ? new RoundTripTransport(t) : t, 2);
-        DsmMapOptions defaults = DsmMapOptions.defaults().grace(Duration.ofSeconds(60));
-        DsmMap<Long, byte[]> one = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.bytes(), defaults);
-        DsmMap<Long, byte[]> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.longs(), Codecs.bytes(), defaults);
-        int keys = 100;
-        for (long k = 0; k < keys; k++) {
-            one.put(k, value(k, 64));
-        }
-        two.put(-1L, value(-1, 64)); // reads the root's table pointer, claims a chunk on node 1: not counted below
-        RoundTripTransport.Counts c = RoundTripTransport.counts();
-        int inTwo = 0; // puts in window + entry, area write, CAS
-        StringBuilder others = new StringBuilder();
-        for (long k = 0; k < keys; k++) {
-            boolean near = one.windowOffset(k) < MapStore.FIRST_READ_SLOTS;
-            c.reset();
-            assertArrayEquals(value(k, 64), two.put(k, value(-k, 64)), "key " + k);
-            if (near && c.roundTrips == 3) {
-                inTwo++;
-            } else if (others.length() < 400) {
-                others.append(" key ").append(k).append(": ").append(c).append(';');
-            }
-        }
-        assertTrue(inTwo >= keys * 8 / 10, inTwo + " of " + keys + " puts took three round trips (window and entry,"
-                + " then the area's write and the CAS); others:" + others);
-        for (long k = 0; k < keys; k++) {
-            assertArrayEquals(value(-k, 64), one.get(k), "key " + k);
-            assertEquals(1, one.entryNode(k), "key " + k + "'s entry is on node 1, the only heap");
-        }
-    }
-
     /** A value of {@code length} bytes that says which key it belongs to. */
     static byte[] value(long key, int length) {
         byte[] b = new byte[length];

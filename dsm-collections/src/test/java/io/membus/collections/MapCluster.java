@@ -55,12 +55,6 @@ final class MapCluster implements AutoCloseable {
     /** Nodes whose transports are wrapped by {@code wrap} (node id, transport): tests that count verbs. */
     MapCluster(String transport, int nodes, long heapSize, Duration operationTimeout,
                java.util.function.BiFunction<Integer, Transport, Transport> wrap) {
-        this(transport, nodes, heapSize, operationTimeout, wrap, 0);
-    }
-
-    /** As above; node {@code noHeap} (0: none) exports no heap: it allocates on the others, as a client does. */
-    MapCluster(String transport, int nodes, long heapSize, Duration operationTimeout,
-               java.util.function.BiFunction<Integer, Transport, Transport> wrap, int noHeap) {
         this.transport = transport;
         if (transport.equals("shm")) {
             Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
@@ -88,15 +82,13 @@ final class MapCluster implements AutoCloseable {
             closeables.add(t);
             transports.put(id, t);
             directory.addMember(t.self());
-            Segment heap = id == noHeap ? null : t.export(SegmentSpec.of(HEAP, heapSize));
+            Segment heap = t.export(SegmentSpec.of(HEAP, heapSize));
             RemoteMemory memory = new RemoteMemory(t, directory, operationTimeout);
             GlobalAllocator a = new GlobalAllocator(memory, config);
             closeables.add(0, a);
-            if (heap != null) {
-                a.formatLocalSegments();
-                directory.addSegment(heap.descriptor());
-                heaps.put(id, heap.descriptor());
-            }
+            a.formatLocalSegments();
+            directory.addSegment(heap.descriptor());
+            heaps.put(id, heap.descriptor());
             allocators.put(id, a);
         }
     }
