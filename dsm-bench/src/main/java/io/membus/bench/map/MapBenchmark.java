@@ -91,6 +91,13 @@ public class MapBenchmark {
     @Param({"64"})
     public int valueBytes;
 
+    /**
+     * {@code tcp.blocking-lanes} of every node (tcp only): blocking verbs to one peer that may
+     * run on lanes at once; a verb that finds them all busy is posted on the pipelined channel.
+     */
+    @Param({"8"})
+    public int lanes;
+
     /** {@link DsmMapOptions.EntryPlacement} of node 2's handles. */
     @Param({"WRITER"})
     public String entries;
@@ -128,7 +135,7 @@ public class MapBenchmark {
                     .property("shm.dir", shmDir.toString()).operationTimeout(Duration.ofSeconds(10));
             if (transport.equals("tcp")) {
                 b.property("tcp.secret", "map-bench-secret-0123456789abcdef").property("tcp.host", "127.0.0.1")
-                        .property("tcp.port", "0");
+                        .property("tcp.port", "0").property("tcp.blocking-lanes", String.valueOf(lanes));
             }
             Transport t = Transports.create(transport, b.build());
             transports.add(t);
