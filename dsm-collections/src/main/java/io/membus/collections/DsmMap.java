@@ -379,6 +379,12 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         return store.entryNode(k, MapLayout.hash(k));
     }
 
+    /** How far past its home slot {@code key} sits, -1 when absent (diagnostics of a quiescent map, for tests). */
+    int windowOffset(K key) {
+        byte[] k = encodeKey(key);
+        return store.windowOffset(k, MapLayout.hash(k));
+    }
+
     /** The pointer of the map's root block: what {@link #open} takes on any node. */
     public long rootPtr() {
         return store.rootBlock;

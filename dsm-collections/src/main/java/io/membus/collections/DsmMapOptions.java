@@ -28,14 +28,21 @@ import java.time.Duration;
  * is immutable (boxed primitives, {@code String}, {@code UUID}, enums) and a freshly
  * decoded one otherwise, so a caller that mutates a value it got changes nobody else's.
  *
- * <p><b>Inline entries.</b> {@link #inlineEntryBytes(int)}: small entries sit beside their
- * table slots, so an uncached get of one is a single round trip.
+ * <p><b>Inline entries.</b> {@link #inlineEntryBytes(int)}: entries of up to 262 bytes of key
+ * and value (by default) sit beside their table slots, so an uncached get of one, and a
+ * put's read of it, is a single round trip.
  *
  * <p><b>Note:</b> immutable value; thread-safe.
  */
 public final class DsmMapOptions {
-    /** The default inline area per slot: 48 bytes, so key + value up to 38 bytes are read with their slot. */
-    public static final int DEFAULT_INLINE_BYTES = 48;
+    /**
+     * The default inline area per slot: 272 bytes, so an entry of key + value up to 262 bytes
+     * (each at most 255) is read with its slot: every entry of up to 256 bytes but one of an
+     * empty key or value and 256 bytes for the other. Costs 280 bytes per table slot (the
+     * word and the area) where 48-byte areas cost 56: docs/collections.md, "Entries beside
+     * their slots", weighs it.
+     */
+    public static final int DEFAULT_INLINE_BYTES = 272;
     private final int initialSlots;
     private final Duration grace;
     private final int readCacheEntries;
@@ -90,7 +97,8 @@ public final class DsmMapOptions {
 
     /**
      * 256 home slots, a grace of one second, a read cache of 1024 entries, no leased reads,
-     * 48-byte inline areas, entries on the writer's node.
+     * 272-byte inline areas (entries of up to 262 bytes read with their slot), entries on the
+     * writer's node.
      */
     public static DsmMapOptions defaults() {
         return new DsmMapOptions(256, Duration.ofSeconds(1), 1024);
@@ -151,11 +159,14 @@ public final class DsmMapOptions {
      * Bytes of the <b>inline area</b> beside each table slot, where a copy of the slot's
      * entry sits when key and value together take at most {@code bytes - 10}: an uncached
      * get of such a key is one round trip (the window's slot words and its inline areas,
-     * two reads issued together) instead of two. 0 turns it off (every slot is one word);
-     * else a multiple of 8 from 16 to {@value MapLayout#MAX_INLINE}. Costs {@code bytes}
-     * more per slot in every table and one more write (pipelined with the entry's) per
-     * change. Chosen at creation and kept in the map's root. Default
-     * {@value #DEFAULT_INLINE_BYTES}.
+     * two reads issued together) instead of two; key and value may take at most 255 bytes
+     * each. 0 turns it off (every slot is one word); else a multiple of 8 from 16 to
+     * {@value MapLayout#MAX_INLINE}. Costs {@code bytes} more per slot in every table, the
+     * areas of the first slots of a window on every lookup over the network
+     * ({@code 8 * bytes}), and one more write (linked to the slot's CAS) per change. Chosen
+     * at creation and kept in the map's root. Default {@value #DEFAULT_INLINE_BYTES}: every
+     * entry of up to 256 bytes (but an empty key or value beside 256 bytes) in one round
+     * trip; a map of small entries that is short of memory may choose less.
      */
     public DsmMapOptions inlineEntryBytes(int bytes) {
         if (bytes != 0 && (bytes < 16 || bytes > MapLayout.MAX_INLINE || bytes % 8 != 0)) {

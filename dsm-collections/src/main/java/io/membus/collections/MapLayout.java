@@ -99,10 +99,13 @@ public final class MapLayout {
     public static final int VERSION = 1;
     /** Layout version of a map whose tables keep an inline copy of small entries beside their slots. */
     public static final int VERSION_INLINE = 2;
-    /** The largest inline area a map may ask for (bytes per slot, beside its word). */
-    public static final int MAX_INLINE = 248;
     /** Bytes of an inline area before its key and value bytes: check word, key length, value length. */
     public static final int INLINE_PREFIX = 10;
+    /**
+     * The largest inline area a map may ask for (bytes per slot, beside its word): the prefix
+     * and a key and a value of 255 bytes each (their lengths are one byte each); 520.
+     */
+    public static final int MAX_INLINE = INLINE_PREFIX + 2 * 255;
 
     // root
     public static final int ROOT_MAGIC = 0;

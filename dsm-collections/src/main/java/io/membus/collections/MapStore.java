@@ -48,8 +48,8 @@ final class MapStore {
     static final int MAX_RESTARTS = 10_000;
     /**
      * Slots of a window a lookup over the network reads first (their words and inline
-     * areas: 8 * (8 + inline) bytes, 448 with the default areas, where the whole window of
-     * 32 is 1,792). Linear probing keeps a key near its home slot: at a load of 0.75 a
+     * areas: 8 * (8 + inline) bytes, 2,240 with the default 272-byte areas, where the whole
+     * window of 32 is 8,960). Linear probing keeps a key near its home slot: at a load of 0.75 a
      * lookup probes 2.5 slots on average and rarely more than 8, so the rest of the window
      * is read (a second round trip) only for the few keys past them.
      */
@@ -696,6 +696,18 @@ final class MapStore {
         live();
         Scan s = scan(rootTable(), key, hash, System.nanoTime());
         return s.kind == Kind.FOUND && !isTomb(s.word) && !isMoved(s.word) ? RemotePtr.nodeId(pointerOf(s.word)) : 0;
+    }
+
+    /**
+     * How far past its home slot {@code key} sits in the newest table (0: in its home slot),
+     * -1 when it is not there: a diagnostic for a quiescent map (tests counting the round trips
+     * of a lookup, whose first read covers {@value #FIRST_READ_SLOTS} slots), not an operation.
+     */
+    int windowOffset(byte[] key, long hash) {
+        live();
+        Table t = rootTable();
+        Scan s = scan(t, key, hash, System.nanoTime());
+        return s.kind == Kind.FOUND && !isMoved(s.word) ? s.index - home(hash, t.seed, t.log2) : -1;
     }
 
     /** Changes this handle installed on the slot word its read cache held for the key (one round trip, no lookup). */

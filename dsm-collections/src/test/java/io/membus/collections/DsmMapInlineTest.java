@@ -185,7 +185,10 @@ class DsmMapInlineTest {
     void inlineAreaSizeIsCheckedAndKeptInTheRoot() {
         assertThrows(io.membus.core.error.DsmConfigException.class, () -> DsmMapOptions.defaults().inlineEntryBytes(12));
         assertThrows(io.membus.core.error.DsmConfigException.class, () -> DsmMapOptions.defaults().inlineEntryBytes(50));
-        assertThrows(io.membus.core.error.DsmConfigException.class, () -> DsmMapOptions.defaults().inlineEntryBytes(256));
+        assertThrows(io.membus.core.error.DsmConfigException.class, () -> DsmMapOptions.defaults().inlineEntryBytes(256 + 2));
+        assertThrows(io.membus.core.error.DsmConfigException.class,
+                () -> DsmMapOptions.defaults().inlineEntryBytes(MapLayout.MAX_INLINE + 8));
+        assertEquals(MapLayout.MAX_INLINE, DsmMapOptions.defaults().inlineEntryBytes(MapLayout.MAX_INLINE).inlineEntryBytes());
         cluster = new MapCluster("local", 2, 8 << 20);
         DsmMap<Long, Long> one = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),
                 DsmMapOptions.defaults().inlineEntryBytes(64));
@@ -311,7 +314,7 @@ class DsmMapInlineTest {
     /** A value of {@code key}: small (fits inline with its 8-byte key) or large (does not). */
     static String value(long key, long seq, boolean large) {
         String body = key + ":" + seq + ":" + Long.toHexString(MapLayout.mix(key * 31 + seq) & 0xffffffL);
-        return large ? body + ":" + "L".repeat(40) : body;
+        return large ? body + ":" + "L".repeat(300) : body; // 300: past the default 272-byte inline area
     }
 
     /** The sequence number of a well-formed value of {@code key}, else -1. */
@@ -329,7 +332,7 @@ class DsmMapInlineTest {
         if (!p[2].equals(Long.toHexString(MapLayout.mix(key * 31 + seq) & 0xffffffL))) {
             return -1;
         }
-        if (p.length == 4 && !p[3].equals("L".repeat(40))) {
+        if (p.length == 4 && !p[3].equals("L".repeat(300))) {
             return -1;
         }
         return seq;

@@ -38,18 +38,23 @@ final class RoundTripTransport implements Transport {
         long verbs;
         long reads;
         long roundTrips;
+        /** Round trips in which at least one read was issued. */
+        long readRoundTrips;
         private long wave;
         private long lastWaveUsed = -1;
+        private long lastReadWave = -1;
 
         void reset() {
             verbs = 0;
             reads = 0;
             roundTrips = 0;
+            readRoundTrips = 0;
         }
 
         @Override
         public String toString() {
-            return "verbs=" + verbs + ", reads=" + reads + ", roundTrips=" + roundTrips;
+            return "verbs=" + verbs + ", reads=" + reads + ", roundTrips=" + roundTrips + ", readRoundTrips="
+                    + readRoundTrips;
         }
     }
 
@@ -71,6 +76,12 @@ final class RoundTripTransport implements Transport {
      */
     volatile java.util.function.Predicate<long[]> failCas;
 
+    /**
+     * Which reads count as reads ({@link Counts#reads}, {@link Counts#readRoundTrips}), by the
+     * address read; the others count as verbs only. Null: every read.
+     */
+    volatile java.util.function.LongPredicate countReadsOf;
+
     /** The calling thread's counts (live: reset them before an operation). */
     static Counts counts() {
         return COUNTS.get();
@@ -81,6 +92,10 @@ final class RoundTripTransport implements Transport {
         c.verbs++;
         if (read) {
             c.reads++;
+            if (c.lastReadWave != c.wave) {
+                c.lastReadWave = c.wave;
+                c.readRoundTrips++;
+            }
         }
         if (c.lastWaveUsed != c.wave) {
             c.lastWaveUsed = c.wave;
@@ -145,7 +160,8 @@ final class RoundTripTransport implements Transport {
 
         @Override
         public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-            return counted(c.read(ptr, remoteKey, length), true);
+            java.util.function.LongPredicate filter = countReadsOf;
+            return counted(c.read(ptr, remoteKey, length), filter == null || filter.test(ptr));
         }
 
         @Override

@@ -45,7 +45,8 @@ import java.util.stream.Stream;
 
 /**
  * {@link DsmMap} operations per second beside {@code ConcurrentHashMap.get}: two nodes
- * in this JVM over {@code shm} or {@code tcp} (loopback), a map of {@value #KEYS}
+ * in this JVM over {@code shm} or {@code tcp} (loopback; a third, a client without a heap,
+ * runs the {@code bytes*} benchmarks), a map of {@value #KEYS}
  * {@code Long -> Long} entries created on node 1 and used from node 2, its table on
  * node 1 (so every lookup's window read crosses the transport); the entries node 2
  * writes go where {@code entries} says: {@code WRITER} (the default placement: node 2's
@@ -65,6 +66,9 @@ import java.util.stream.Stream;
  *   <li>{@code cachedPut}: the same through a handle whose read cache holds the key's slot word (as the default
  *       options' cache does for the keys a node works on): the install alone, on the cached word;</li>
  *   <li>{@code putIfAbsent}: on a present key (the no-change path: a lookup);</li>
+ *   <li>{@code bytesGet}, {@code bytesPut}: uncached get and overwrite on a {@code Long -> byte[valueBytes]}
+ *       map (64-byte values by default: 72 bytes of key and value) made with the default options, from node 3,
+ *       a client without a heap (issue 28's setting: its entries, and the table, are on the memory nodes);</li>
  *   <li>{@code chmGet}: {@code ConcurrentHashMap.get} on the same keys, the floor.</li>
  * </ul>
  *
@@ -83,6 +87,17 @@ public class MapBenchmark {
     @Param({"shm", "tcp"})
     public String transport;
 
+    /** Bytes of each value of the {@code bytes*} benchmarks' map ({@code Long -> byte[]}). */
+    @Param({"64"})
+    public int valueBytes;
+
+    /**
+     * {@code tcp.blocking-lanes} of every node (tcp only): blocking verbs to one peer that may
+     * run on lanes at once; a verb that finds them all busy is posted on the pipelined channel.
+     */
+    @Param({"8"})
+    public int lanes;
+
     /** {@link DsmMapOptions.EntryPlacement} of node 2's handles. */
     @Param({"WRITER"})
     public String entries;
@@ -94,6 +109,8 @@ public class MapBenchmark {
     private DsmMap<Long, Long> cached;
     private DsmMap<Long, Long> leased;
     private DsmMap<Long, Long> named;
+    private DsmMap<Long, byte[]> bytes;
+    private byte[] bytesValue;
     private final List<CoherentHeap> heaps = new ArrayList<>();
     private final ConcurrentHashMap<Long, Long> chm = new ConcurrentHashMap<>();
 
@@ -113,21 +130,25 @@ public class MapBenchmark {
         String fabric = "map-bench-" + System.nanoTime();
         shmDir = Path.of("/dev/shm", "membus-map-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
         AllocatorConfig cfg = AllocatorConfig.builder().heapSegments(1).build();
-        for (int id = 1; id <= 2; id++) {
+        for (int id = 1; id <= 3; id++) { // node 3: a client (no heap), for the bytes* benchmarks
             TransportConfig.Builder b = TransportConfig.builder(id).property("local.fabric", fabric)
                     .property("shm.dir", shmDir.toString()).operationTimeout(Duration.ofSeconds(10));
             if (transport.equals("tcp")) {
                 b.property("tcp.secret", "map-bench-secret-0123456789abcdef").property("tcp.host", "127.0.0.1")
-                        .property("tcp.port", "0");
+                        .property("tcp.port", "0").property("tcp.blocking-lanes", String.valueOf(lanes));
             }
             Transport t = Transports.create(transport, b.build());
             transports.add(t);
             directory.addMember(t.self());
-            directory.addSegment(t.export(SegmentSpec.of(1, 256L << 20)).descriptor());
+            if (id <= 2) {
+                directory.addSegment(t.export(SegmentSpec.of(1, 256L << 20)).descriptor());
+            }
         }
         for (Transport t : transports) {
             GlobalAllocator a = new GlobalAllocator(new RemoteMemory(t, directory, Duration.ofSeconds(10)), cfg);
-            a.formatLocalSegments();
+            if (t.self().nodeId() <= 2) {
+                a.formatLocalSegments();
+            }
             allocators.add(a);
         }
         // the table goes where placement puts it, which may be node 2 (then its gets run on a memory path):
@@ -160,10 +181,37 @@ public class MapBenchmark {
         if (map.tableNode() != 1) {
             throw new IllegalStateException("the table moved to node " + map.tableNode() + " while it was filled");
         }
+        // a Long -> byte[valueBytes] map with the default options (what a user gets), its table on node 1 too
+        DsmMap<Long, byte[]> bytesRoot = null;
+        List<DsmMap<Long, byte[]>> bytesPassedOver = new ArrayList<>();
+        for (int attempt = 0; bytesRoot == null; attempt++) {
+            DsmMap<Long, byte[]> m = DsmMap.create(allocators.get(0), Codecs.longs(), Codecs.bytes(),
+                    DsmMapOptions.defaults().initialSlots(1 << 16));
+            if (m.tableNode() == 1) {
+                bytesRoot = m;
+            } else if (attempt == 50) {
+                throw new IllegalStateException("no map of 50 had its table on node 1");
+            } else {
+                bytesPassedOver.add(m);
+            }
+        }
+        bytesPassedOver.forEach(DsmMap::destroy);
+        // used from node 3, a client: no heap of its own, so the entries are on the memory nodes (as a client's of
+        // Membus are) and every get reads its window, and its entry when that is not beside its slot, remotely
+        bytes = DsmMap.open(allocators.get(2), bytesRoot.rootPtr(), Codecs.longs(), Codecs.bytes(),
+                DsmMapOptions.defaults().readCacheEntries(0).entryPlacement(placement));
+        bytesValue = new byte[valueBytes];
+        new SplittableRandom(valueBytes).nextBytes(bytesValue);
+        for (long k = 0; k < KEYS; k++) {
+            bytesRoot.put(k, bytesValue);
+        }
+        if (bytes.tableNode() != 1) {
+            throw new IllegalStateException("the bytes map's table moved to node " + bytes.tableNode());
+        }
         // a second map with leased reads: node 2's gets are served under its leases on the key stripes
         CoherenceConfig cc = CoherenceConfig.defaults().withLeases(Duration.ofSeconds(1), Duration.ofSeconds(5))
                 .withSkewCheck(false, Duration.ofSeconds(5));
-        for (GlobalAllocator a : allocators) {
+        for (GlobalAllocator a : allocators.subList(0, 2)) {
             heaps.add(new CoherentHeap(a, new Messaging(a.memory()), Clock.system(), cc));
         }
         DsmMap<Long, Long> leasedRoot = DsmMap.create(allocators.get(0), Codecs.longs(), Codecs.longs(),
@@ -210,6 +258,7 @@ public class MapBenchmark {
     @TearDown(Level.Trial)
     public void tearDown() {
         map.close();
+        bytes.close();
         heaps.forEach(CoherentHeap::close);
         allocators.forEach(GlobalAllocator::close);
         transports.forEach(Transport::close);
@@ -248,6 +297,25 @@ public class MapBenchmark {
     @Benchmark
     public Long cachedGet(Keys keys) {
         return cached.get(keys.next());
+    }
+
+    /**
+     * Uncached get of a {@code Long} key and a {@code valueBytes}-byte value (default options,
+     * a handle without a read cache): the issue-28 case, 72 bytes of key and value.
+     */
+    @Benchmark
+    public int bytesGet(Keys keys) {
+        byte[] v = bytes.get(keys.next());
+        if (v == null || v.length != valueBytes) {
+            throw new IllegalStateException("bytesGet read " + (v == null ? "null" : v.length + " bytes"));
+        }
+        return v.length;
+    }
+
+    /** Overwrite of a present key with a {@code valueBytes}-byte value (default options, no read cache). */
+    @Benchmark
+    public byte[] bytesPut(Keys keys) {
+        return bytes.put(keys.next(), bytesValue);
     }
 
     @Benchmark
