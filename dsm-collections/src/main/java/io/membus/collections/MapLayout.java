@@ -129,6 +129,12 @@ public final class MapLayout {
     public static final int TABLE_SEQ = 32;
     public static final int TABLE_BLOCK_HEADER = 40;
     public static final int TABLE_SEED = 48;
+    /**
+     * The table's own inline area per slot, plus one (0: a table written before this field,
+     * whose areas are the map's). A table too large for one allocation with the map's areas
+     * is made with smaller ones, or none ({@code MapStore.newTable}).
+     */
+    public static final int TABLE_INLINE = 56;
     public static final int TABLE_SLOTS = 64;
 
     // entry

@@ -1,6 +1,7 @@
 package io.membus.collections;
 
 import io.membus.alloc.BlockRef;
+import io.membus.alloc.AllocationSizeException;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.HeapLayout;
 import io.membus.alloc.Placement;
@@ -232,11 +233,29 @@ final class MapStore {
 
     // ================================================================ creation
 
-    /** Allocates and zeroes a table of {@code 1 << log2} home slots with their inline areas (not yet reachable). */
+    /**
+     * Allocates and zeroes a table of {@code 1 << log2} home slots with their inline areas
+     * (not yet reachable). A table that would be larger than the heap's largest object with
+     * the map's {@code inline} areas gets the largest areas that fit (a multiple of 8, at least
+     * 16 bytes), or none: a large map keeps growing, and only its entries that no longer fit
+     * inline take a second round trip per uncached get. The table's header records its areas
+     * ({@code TABLE_INLINE}).
+     */
     static long newTable(GlobalAllocator heap, int log2, int window, int inline, long seq, Placement placement) {
         int total = (1 << log2) + window - 1;
+        BlockRef ref;
+        try {
+            ref = heap.allocate(tableBytes(total, inline), placement);
+        } catch (AllocationSizeException tooLarge) {
+            if (inline == 0) {
+                throw tooLarge;
+            }
+            long room = (tooLarge.max() - TABLE_SLOTS) / total - 8; // bytes per slot beside its word
+            int fits = (int) Math.min(inline, Math.max(0, room)) & ~7;
+            inline = fits >= 16 ? fits : 0;
+            ref = heap.allocate(tableBytes(total, inline), placement);
+        }
         long bytes = tableBytes(total, inline);
-        BlockRef ref = heap.allocate(bytes, placement);
         RemoteMemory mem = heap.memory();
         byte[] zeros = new byte[(int) Math.min(ZERO_CHUNK, bytes)];
         for (long off = 0; off < bytes; off += zeros.length) {
@@ -248,6 +267,7 @@ final class MapStore {
         putLong(h, TABLE_SEQ, seq);
         putLong(h, TABLE_BLOCK_HEADER, ref.header());
         putLong(h, TABLE_SEED, ThreadLocalRandom.current().nextLong());
+        putLong(h, TABLE_INLINE, inline + 1L);
         mem.write(ref.payload(), h);
         return ref.payload();
     }
@@ -264,7 +284,12 @@ final class MapStore {
         if (log2 < 1 || log2 > 40) {
             throw DsmMapException.corrupted(RemotePtr.toString(ptr), "tableLog2=" + log2);
         }
-        t = new Table(ptr, log2, getLong(h, TABLE_SEQ), getLong(h, TABLE_SEED), window, inline, getLong(h, TABLE_NEXT));
+        long own = getLong(h, TABLE_INLINE);
+        if (own < 0 || own > MapLayout.MAX_INLINE + 1L) {
+            throw DsmMapException.corrupted(RemotePtr.toString(ptr), "tableInline=" + (own - 1));
+        }
+        int areas = own == 0 ? inline : (int) own - 1;
+        t = new Table(ptr, log2, getLong(h, TABLE_SEQ), getLong(h, TABLE_SEED), window, areas, getLong(h, TABLE_NEXT));
         Table prev = tables.putIfAbsent(ptr, t);
         return prev != null ? prev : t;
     }
@@ -494,7 +519,7 @@ final class MapStore {
     }
 
     /** The bytes of slot {@code word}'s inline area: a copy of the entry when it fits, else a check word of 0. */
-    private byte[] inlineBytes(long word, byte[] key, byte[] value) {
+    private static byte[] inlineBytes(int inline, long word, byte[] key, byte[] value) {
         if (!fitsInline(inline, key.length, value.length)) {
             return new byte[8]; // a check word no copy has (but with probability 2^-64): "no copy here"
         }
@@ -806,7 +831,7 @@ final class MapStore {
                         }
                         if (s.kind == Kind.FULL && nextOf(t) == null) {
                             startResize(t);
-                            migrateAll(t);
+                            migrateWhileTimeLeft(t);
                         } else if (!helped) {
                             helped = true;
                             helpMigrate(t);
@@ -1008,7 +1033,7 @@ final class MapStore {
         if (t.inline == 0 || value == null) {
             return mem.compareAndSwap(t.slot(index), expected, update);
         }
-        return mem.writeThenCompareAndSwap(t.inlineArea(index), inlineBytes(update, key, value), t.slot(index),
+        return mem.writeThenCompareAndSwap(t.inlineArea(index), inlineBytes(t.inline, update, key, value), t.slot(index),
                 expected, update);
     }
 
@@ -1070,6 +1095,22 @@ final class MapStore {
         long ptr = payload - HeapLayout.BLOCK_HEADER_LENGTH;
         long header = mem.readLong(payload + TABLE_BLOCK_HEADER);
         heap.free(BlockRef.of(ptr, header, 0));
+    }
+
+    /**
+     * The resize's starter migrates ranges of {@code t} while more than half of its
+     * operation's deadline is left (at least one range), then goes on with its own change
+     * in the next table; the ranges left are migrated by the operations that meet a frozen
+     * slot, one range each (docs/collections.md, "Growth without stopping anyone"). Migrating
+     * every range in the starter's call made one put carry four or five round trips per live
+     * key of the table: a large map's growth outlived the put's deadline (seen with one
+     * backup, where every change costs more).
+     */
+    private void migrateWhileTimeLeft(Table t) {
+        long half = mem.operationTimeout().toNanos() / 2;
+        while (helpMigrate(t) && OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > half) {
+            // keep going
+        }
     }
 
     /** Migrates ranges of {@code t} until none is left to claim. */

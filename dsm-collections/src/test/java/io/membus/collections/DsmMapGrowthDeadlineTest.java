@@ -1,0 +1,96 @@
+package io.membus.collections;
+
+import io.membus.codec.Codecs;
+import io.membus.core.error.DsmException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * A map's growth never makes one put outlive its deadline: the put that starts a resize
+ * migrates ranges only while half its deadline is left, the other operations help one
+ * range each, and every key stays readable throughout. Before, the starter migrated the
+ * whole table itself, four or five round trips per live key: with each verb slowed (a far
+ * or busy node, or a change that waits for its backup) the growth of a table of a few
+ * thousand keys took seconds and the put failed with a timeout.
+ */
+class DsmMapGrowthDeadlineTest {
+    private static final Duration TIMEOUT = Duration.ofSeconds(1);
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aPutThatStartsTheGrowthOfALargeTableEndsWithinItsDeadline() {
+        try (CollCluster c = new CollCluster("local", 2, TIMEOUT)) {
+            DsmMapOptions options = DsmMapOptions.defaults().initialSlots(1024);
+            DsmMap<Integer, Integer> created = c.node(1).map("grow", Codecs.ints(), Codecs.ints(), options);
+            int holder = created.tableNode(); // the node that holds the table (placed by the map's key)
+            int writer = holder == 1 ? 2 : 1;
+            DsmMap<Integer, Integer> m = c.node(writer).map("grow", Codecs.ints(), Codecs.ints(), options);
+            MapStore store = m.store();
+            int key = 0;
+            int first = store.rootTable().homes();
+            while (store.rootTable().homes() == first || store.nextOf(store.rootTable()) != null) {
+                m.put(key, key); // fill, unslowed, through the first growth, so the next starts from a full table
+                key++;
+            }
+            int homes = store.rootTable().homes();
+            // every verb of the writer to the table's node now takes 1 ms more: migrating the whole
+            // table in one put would take thousands of them
+            c.transports.get(writer).faults().delay(holder, Duration.ofMillis(1));
+            int puts = 0;
+            while (store.rootTable().homes() == homes && store.nextOf(store.rootTable()) == null && puts < 20_000) {
+                try {
+                    m.put(key, key);
+                } catch (DsmException e) {
+                    fail("put " + key + " failed after " + puts + " slowed puts (the table grows from " + homes
+                            + " home slots): " + e);
+                }
+                key++;
+                puts++;
+            }
+            System.out.printf("MEASURE growth from %d home slots started after %d slowed puts (%d keys)%n", homes, puts,
+                    key);
+            assertTrue(store.rootTable().homes() > homes || store.nextOf(store.rootTable()) != null,
+                    "a growth started within " + puts + " puts");
+            for (int i = 0; i < 200; i++) { // the other operations finish the migration, one range each
+                m.put(key, key);
+                key++;
+            }
+            c.transports.get(writer).faults().clear();
+            for (int k = 0; k < key; k++) {
+                assertEquals(Integer.valueOf(k), created.get(k), "key " + k);
+            }
+            assertEquals(key, created.size());
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aTableTooLargeForOneObjectWithTheDefaultInlineAreasGetsSmallerOnes() {
+        try (CollCluster c = new CollCluster("local", 1)) {
+            // 65,536 home slots with 272-byte areas are 18 MiB, over the heap's largest object (8 MiB here): the map
+            // was refused at creation (AllocationSizeException); its table now has the largest areas that fit
+            DsmMap<Long, byte[]> m = c.node(1).map("big", Codecs.longs(), Codecs.bytes(),
+                    DsmMapOptions.defaults().initialSlots(1 << 16));
+            MapStore.Table t = m.store().rootTable();
+            assertTrue(t.inline > 0 && t.inline < DsmMapOptions.DEFAULT_INLINE_BYTES && t.inline % 8 == 0,
+                    "areas of " + t.inline + " bytes");
+            byte[] small = new byte[t.inline - 30];
+            byte[] large = new byte[300];
+            small[0] = 1;
+            large[0] = 2;
+            m.put(1L, small);
+            m.put(2L, large);
+            assertEquals(1, m.get(1L)[0]);
+            assertEquals(small.length, m.get(1L).length);
+            assertEquals(2, m.get(2L)[0]);
+            assertEquals(large.length, m.get(2L).length);
+        }
+    }
+}
