@@ -251,13 +251,36 @@ public final class DsmCollections {
         int capacity = options.capacity();
         int requested = options.slotBytes();
         DsmQueue<E> q = cached(name, DsmQueue.class, CollectionKind.QUEUE + " " + DsmQueue.descriptor(capacity, codec),
-                () -> DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity,
-                                requested == 0 ? QueueDescriptor.DEFAULT_SLOT_BYTES : requested)
-                        .limitElements(maxValueSize, MAX_VALUE_SIZE_SETTING));
+                () -> createQueue(name, codec, capacity, requested).limitElements(maxValueSize,
+                        MAX_VALUE_SIZE_SETTING));
         if (requested != 0 && q.slotBytes() != requested) { // a handle cached here, or a queue created by another node
             throw new QueueSlotSizeMismatchException(name, q.slotBytes(), requested);
         }
         return q;
+    }
+
+    /**
+     * The queue with {@code requested} bytes per slot, or (0) the default: then a ring too
+     * large for one object of the heap gets the largest slots that fit (a multiple of 8, at
+     * least {@link QueueDescriptor#MIN_SLOT_BYTES}); elements larger than its slot go to a
+     * block of their own, as always. A slot size the caller named is kept or refused.
+     */
+    private <E> DsmQueue<E> createQueue(String name, Codec<E> codec, int capacity, int requested) {
+        if (requested != 0) {
+            return DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, requested);
+        }
+        try {
+            return DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, QueueDescriptor.DEFAULT_SLOT_BYTES);
+        } catch (io.membus.alloc.AllocationSizeException tooLarge) {
+            // room per slot: the largest object less the root's header (at most a descriptor's worth) and the states
+            long room = (tooLarge.max() - RootDescriptor.bodyOffset(RootDescriptor.MAX_DESCRIPTOR_LENGTH)
+                    - QueueDescriptor.dataOffset(capacity)) / capacity;
+            int fits = (int) Math.min(QueueDescriptor.DEFAULT_SLOT_BYTES, room) & ~7;
+            if (fits < QueueDescriptor.MIN_SLOT_BYTES) {
+                throw tooLarge;
+            }
+            return DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, fits);
+        }
     }
 
     /** {@link #queue(String, Codec, int)} with {@link Codecs#of(Class, Class[])} for {@code type}. */
