@@ -1065,15 +1065,17 @@ public final class DsmNode implements AutoCloseable {
     }
 
     /**
-     * Leaves the cluster (bounded: the allocator's verbs by their deadlines, the leave by
-     * 15 s), then closes the transport and its segments. Idempotent: a second call, from
+     * Leaves the cluster (bounded: the allocator's verbs by their deadlines, the hand-over of
+     * its replica groups by {@code membus.replication.leave-timeout}, the leave by 15 s), then
+     * closes the transport and its segments. Idempotent: a second call, from
      * any thread, returns once the first one has finished (waiting at most as long).
      */
     @Override
     public void close() {
         if (!closeStarted.compareAndSet(false, true)) {
             try {
-                if (!closed.await(CLOSE_WAIT.toMillis() + config.operationTimeout().toMillis() * 2,
+                if (!closed.await(CLOSE_WAIT.toMillis() + config.operationTimeout().toMillis() * 2
+                                + config.replicationLeaveTimeout().toMillis(),
                         TimeUnit.MILLISECONDS)) {
                     LOG.warn("node {}: another close() is still running", config.nodeId());
                 }
@@ -1107,7 +1109,6 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private void shutdown(Duration wait) {
-        claims.close(closedException()); // also a failed start's: claims published before it never wait forever
         GlobalAllocator a;
         synchronized (this) { // a client's allocator is made under this lock, never once closing is set
             a = allocator;
@@ -1121,8 +1122,18 @@ public final class DsmNode implements AutoCloseable {
         }
         // after the allocator's last verbs, which change this node's groups: they must still be served here
         io.membus.core.replication.Replicator r = replicator;
+        if (r != null && downReason == null) {
+            try {
+                // a graceful leave hands the groups over to their copies and the copies back, while this node is a
+                // member and can publish its claims (docs/replication.md §17.9): nothing is LOST, no warning
+                r.leave(config.replicationLeaveTimeout());
+            } catch (RuntimeException e) {
+                LOG.warn("node {}: handing over its replica groups: {}", config.nodeId(), e.toString());
+            }
+        }
+        claims.close(closedException()); // also a failed start's: claims published before it never wait forever
         if (r != null) {
-            r.close(); // no new streams or promotions; the groups' copies stay with their holders
+            r.close(); // no new streams or promotions; what was not handed over is promoted once this node left
         }
         io.membus.core.replication.AdoptionReplicator ad = adoption;
         if (ad != null) {
