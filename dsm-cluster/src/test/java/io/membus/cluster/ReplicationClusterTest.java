@@ -66,7 +66,7 @@ class ReplicationClusterTest {
                 e.getMessage());
         DsmNode client = start(11, 0, p1, "local", "membus.role = client\nmembus.segments.count = 0\n"
                 + "membus.replication.backups = 3\n");
-        DsmNode three = start(3, 0, p1, "local", "");
+        DsmNode three = start(3, 0, p1, "local", "membus.replication.backups = 0\n"); // node 1's value: it joins
         for (DsmNode n : List.of(one, client, three)) {
             n.awaitMembers(3, Duration.ofSeconds(20));
         }
