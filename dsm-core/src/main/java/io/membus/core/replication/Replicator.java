@@ -51,7 +51,11 @@ import java.util.concurrent.ConcurrentHashMap;
  *       lower epoch, so a cut-off old primary never collects its acknowledgements; refused,
  *       it stops serving the group.</li>
  *   <li><b>The in-sync set shrinks only when membership removes a copy</b>
- *       ({@link DirectoryListener#memberRemoved}), never on a timeout.</li>
+ *       ({@link DirectoryListener#memberRemoved}), never on a timeout, or when the copy's node
+ *       says it leaves gracefully (LEAVING: it never promotes from then on).</li>
+ *   <li><b>A graceful leave</b> ({@link #leave}) hands this node's copies back and each group
+ *       it serves over to an in-sync copy (HANDOVER) before the node leaves membership
+ *       (docs/replication.md §17.9).</li>
  * </ul>
  *
  * <p><b>Note:</b> thread-safe. Public methods may be called from any thread; state shared
