@@ -450,12 +450,23 @@ public final class DsmNode implements AutoCloseable {
             return null; // only the oldest Up memory member may found (a majority read only there)
         }
         java.util.Optional<Long> found;
-        try {
-            found = RemoteMemory.await(root.read(), config.operationTimeout().multipliedBy(3));
-        } catch (DsmException e) {
-            LOG.warn("node {}: the membus-system register could not be read ({}); this node does not found the name"
-                    + " registry", config.nodeId(), e.toString());
-            return null;
+        while (true) {
+            try {
+                found = RemoteMemory.await(root.read(), config.operationTimeout().multipliedBy(3));
+                break;
+            } catch (DsmException e) {
+                // a majority read that timed out under load is asked again within the start's deadline: a founder that
+                // gave up at once left the cluster without a registry (every name call of every node failed; seen in
+                // membus stress on a loaded machine once names live in replicated memory by default)
+                if (left(deadline) <= config.operationTimeout().toNanos() * 3) {
+                    LOG.warn("node {}: the membus-system register could not be read ({}); this node does not found the"
+                            + " name registry", config.nodeId(), e.toString());
+                    return null;
+                }
+                LOG.debug("node {}: reading the membus-system register: {}; asking again", config.nodeId(),
+                        e.toString());
+                pause();
+            }
         }
         if (found.isPresent()) {
             return null;
