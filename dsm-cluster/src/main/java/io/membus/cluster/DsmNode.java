@@ -272,7 +272,7 @@ public final class DsmNode implements AutoCloseable {
         }
         claimNodeId(deadline);
         if (!config.isClient()) {
-            agreeOnBackups(); // before the transport: a refused node never touches memory
+            agreeOnBackups(deadline); // before the transport: a refused node never touches memory
         }
 
         TransportConfig tc = TransportConfig.builder(config.nodeId()).incarnation(incarnation)
@@ -566,12 +566,15 @@ public final class DsmNode implements AutoCloseable {
      *
      * @throws DsmConfigException naming the key, this node's value and the member's
      */
-    private void agreeOnBackups() {
+    private void agreeOnBackups(long deadline) {
         int mine = config.replication().backups();
-        compareBackups(config.nodeId(), mine, facts.readMemoryNodes(BACKUPS_FACT));
-        facts.publish(BACKUPS_FACT, Integer.toString(mine));
+        compareBackups(config.nodeId(), mine, untilStarted(deadline, () -> facts.readMemoryNodes(BACKUPS_FACT)));
+        untilStarted(deadline, () -> {
+            facts.publish(BACKUPS_FACT, Integer.toString(mine));
+            return null;
+        });
         try {
-            compareBackups(config.nodeId(), mine, facts.readMemoryNodes(BACKUPS_FACT));
+            compareBackups(config.nodeId(), mine, untilStarted(deadline, () -> facts.readMemoryNodes(BACKUPS_FACT)));
         } catch (RuntimeException e) {
             try {
                 facts.remove(BACKUPS_FACT);
@@ -579,6 +582,25 @@ public final class DsmNode implements AutoCloseable {
                 e.addSuppressed(suppressed);
             }
             throw e;
+        }
+    }
+
+    /**
+     * Runs a majority read or write of the cluster facts, asked again while it fails
+     * unavailable (no majority answered in time: a loaded machine) and the start's deadline
+     * leaves room for another try; the last failure is thrown.
+     */
+    private <T> T untilStarted(long deadline, java.util.function.Supplier<T> call) {
+        while (true) {
+            try {
+                return call.get();
+            } catch (io.membus.core.error.NodeUnavailableException e) {
+                if (left(deadline) <= config.operationTimeout().toNanos() * 3) {
+                    throw e;
+                }
+                LOG.debug("node {}: cluster facts: {}; asking again", config.nodeId(), e.toString());
+                pause();
+            }
         }
     }
 
