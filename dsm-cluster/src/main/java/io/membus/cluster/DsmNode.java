@@ -291,8 +291,9 @@ public final class DsmNode implements AutoCloseable {
         installMetrics(transport);
         // groups first (docs/replication.md §7): an index whose group lives on (served by a promoted copy) is not
         // exported again by a restarted node; the Replicator (wired here by the lead) learns its groups before exports
-        java.util.Set<Integer> heldElsewhere = config.replication().enabled() ? groupsOfThisNodeElsewhere()
-                : java.util.Set.of();
+        // a majority read: asked again within the start's deadline when it times out (a restart on a loaded machine)
+        java.util.Set<Integer> heldElsewhere = config.replication().enabled()
+                ? untilStarted(deadline, this::groupsOfThisNodeElsewhere) : java.util.Set.of();
         List<SegmentDescriptor> exported = new ArrayList<>();
         for (int i = 0; i < config.segmentCount(); i++) {
             if (heldElsewhere.contains(i)) {
