@@ -272,7 +272,7 @@ public final class DsmNode implements AutoCloseable {
         }
         claimNodeId(deadline);
         if (!config.isClient()) {
-            agreeOnBackups(); // before the transport: a refused node never touches memory
+            agreeOnBackups(deadline); // before the transport: a refused node never touches memory
         }
 
         TransportConfig tc = TransportConfig.builder(config.nodeId()).incarnation(incarnation)
@@ -291,8 +291,9 @@ public final class DsmNode implements AutoCloseable {
         installMetrics(transport);
         // groups first (docs/replication.md §7): an index whose group lives on (served by a promoted copy) is not
         // exported again by a restarted node; the Replicator (wired here by the lead) learns its groups before exports
-        java.util.Set<Integer> heldElsewhere = config.replication().enabled() ? groupsOfThisNodeElsewhere()
-                : java.util.Set.of();
+        // a majority read: asked again within the start's deadline when it times out (a restart on a loaded machine)
+        java.util.Set<Integer> heldElsewhere = config.replication().enabled()
+                ? untilStarted(deadline, this::groupsOfThisNodeElsewhere) : java.util.Set.of();
         List<SegmentDescriptor> exported = new ArrayList<>();
         for (int i = 0; i < config.segmentCount(); i++) {
             if (heldElsewhere.contains(i)) {
@@ -450,12 +451,23 @@ public final class DsmNode implements AutoCloseable {
             return null; // only the oldest Up memory member may found (a majority read only there)
         }
         java.util.Optional<Long> found;
-        try {
-            found = RemoteMemory.await(root.read(), config.operationTimeout().multipliedBy(3));
-        } catch (DsmException e) {
-            LOG.warn("node {}: the membus-system register could not be read ({}); this node does not found the name"
-                    + " registry", config.nodeId(), e.toString());
-            return null;
+        while (true) {
+            try {
+                found = RemoteMemory.await(root.read(), config.operationTimeout().multipliedBy(3));
+                break;
+            } catch (DsmException e) {
+                // a majority read that timed out under load is asked again within the start's deadline: a founder that
+                // gave up at once left the cluster without a registry (every name call of every node failed; seen in
+                // membus stress on a loaded machine once names live in replicated memory by default)
+                if (left(deadline) <= config.operationTimeout().toNanos() * 3) {
+                    LOG.warn("node {}: the membus-system register could not be read ({}); this node does not found the"
+                            + " name registry", config.nodeId(), e.toString());
+                    return null;
+                }
+                LOG.debug("node {}: reading the membus-system register: {}; asking again", config.nodeId(),
+                        e.toString());
+                pause();
+            }
         }
         if (found.isPresent()) {
             return null;
@@ -555,12 +567,15 @@ public final class DsmNode implements AutoCloseable {
      *
      * @throws DsmConfigException naming the key, this node's value and the member's
      */
-    private void agreeOnBackups() {
+    private void agreeOnBackups(long deadline) {
         int mine = config.replication().backups();
-        compareBackups(config.nodeId(), mine, facts.readMemoryNodes(BACKUPS_FACT));
-        facts.publish(BACKUPS_FACT, Integer.toString(mine));
+        compareBackups(config.nodeId(), mine, untilStarted(deadline, () -> facts.readMemoryNodes(BACKUPS_FACT)));
+        untilStarted(deadline, () -> {
+            facts.publish(BACKUPS_FACT, Integer.toString(mine));
+            return null;
+        });
         try {
-            compareBackups(config.nodeId(), mine, facts.readMemoryNodes(BACKUPS_FACT));
+            compareBackups(config.nodeId(), mine, untilStarted(deadline, () -> facts.readMemoryNodes(BACKUPS_FACT)));
         } catch (RuntimeException e) {
             try {
                 facts.remove(BACKUPS_FACT);
@@ -568,6 +583,25 @@ public final class DsmNode implements AutoCloseable {
                 e.addSuppressed(suppressed);
             }
             throw e;
+        }
+    }
+
+    /**
+     * Runs a majority read or write of the cluster facts, asked again while it fails
+     * unavailable (no majority answered in time: a loaded machine) and the start's deadline
+     * leaves room for another try; the last failure is thrown.
+     */
+    private <T> T untilStarted(long deadline, java.util.function.Supplier<T> call) {
+        while (true) {
+            try {
+                return call.get();
+            } catch (io.membus.core.error.NodeUnavailableException e) {
+                if (left(deadline) <= config.operationTimeout().toNanos() * 3) {
+                    throw e;
+                }
+                LOG.debug("node {}: cluster facts: {}; asking again", config.nodeId(), e.toString());
+                pause();
+            }
         }
     }
 
@@ -1065,15 +1099,17 @@ public final class DsmNode implements AutoCloseable {
     }
 
     /**
-     * Leaves the cluster (bounded: the allocator's verbs by their deadlines, the leave by
-     * 15 s), then closes the transport and its segments. Idempotent: a second call, from
+     * Leaves the cluster (bounded: the allocator's verbs by their deadlines, the hand-over of
+     * its replica groups by {@code membus.replication.leave-timeout}, the leave by 15 s), then
+     * closes the transport and its segments. Idempotent: a second call, from
      * any thread, returns once the first one has finished (waiting at most as long).
      */
     @Override
     public void close() {
         if (!closeStarted.compareAndSet(false, true)) {
             try {
-                if (!closed.await(CLOSE_WAIT.toMillis() + config.operationTimeout().toMillis() * 2,
+                if (!closed.await(CLOSE_WAIT.toMillis() + config.operationTimeout().toMillis() * 2
+                                + config.replicationLeaveTimeout().toMillis(),
                         TimeUnit.MILLISECONDS)) {
                     LOG.warn("node {}: another close() is still running", config.nodeId());
                 }
@@ -1107,7 +1143,6 @@ public final class DsmNode implements AutoCloseable {
     }
 
     private void shutdown(Duration wait) {
-        claims.close(closedException()); // also a failed start's: claims published before it never wait forever
         GlobalAllocator a;
         synchronized (this) { // a client's allocator is made under this lock, never once closing is set
             a = allocator;
@@ -1121,8 +1156,18 @@ public final class DsmNode implements AutoCloseable {
         }
         // after the allocator's last verbs, which change this node's groups: they must still be served here
         io.membus.core.replication.Replicator r = replicator;
+        if (r != null && downReason == null) {
+            try {
+                // a graceful leave hands the groups over to their copies and the copies back, while this node is a
+                // member and can publish its claims (docs/replication.md §17.9): nothing is LOST, no warning
+                r.leave(config.replicationLeaveTimeout());
+            } catch (RuntimeException e) {
+                LOG.warn("node {}: handing over its replica groups: {}", config.nodeId(), e.toString());
+            }
+        }
+        claims.close(closedException()); // also a failed start's: claims published before it never wait forever
         if (r != null) {
-            r.close(); // no new streams or promotions; the groups' copies stay with their holders
+            r.close(); // no new streams or promotions; what was not handed over is promoted once this node left
         }
         io.membus.core.replication.AdoptionReplicator ad = adoption;
         if (ad != null) {

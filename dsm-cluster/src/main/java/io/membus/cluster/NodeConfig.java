@@ -79,6 +79,8 @@ public final class NodeConfig {
     private final Duration gossipInterval;
     /** {@code membus.replication} as configured (a client ignores it: see {@link #replication()}). */
     private final ReplicationConfig replication;
+    /** {@code membus.replication.leave-timeout}: how long a graceful leave hands its groups over. */
+    private final Duration replicationLeaveTimeout;
 
     private NodeConfig(Config config, Config given) {
         this.raw = given;
@@ -205,6 +207,7 @@ public final class NodeConfig {
             throw bad("failure-detection.threshold", phiThreshold, "a number above 1, e.g. 8.0");
         }
         this.replication = readReplication(m);
+        this.replicationLeaveTimeout = duration(m, "replication.leave-timeout");
     }
 
     /** {@code membus.replication}: each key's type here, its range in {@link ReplicationConfig}. */
@@ -604,6 +607,16 @@ public final class NodeConfig {
      */
     public ReplicationConfig replication() {
         return client ? replication.withBackups(0) : replication;
+    }
+
+    /**
+     * {@code membus.replication.leave-timeout}: the most a graceful leave ({@code DsmNode.close()})
+     * waits for its groups' copies to get in sync and hands the groups over to them
+     * (docs/replication.md §17.9); past it the node leaves anyway and its copies take over
+     * once membership has removed it.
+     */
+    public Duration replicationLeaveTimeout() {
+        return replicationLeaveTimeout;
     }
 
     /** {@code membus.replication} exactly as configured, also on a client. */

@@ -37,8 +37,12 @@ class CleanLogTest {
             int oneBeforeStop = jvm.output(0).length();
             say(two, "STOP");
             assertEquals(0, jvm.await(1, 60), jvm.output(1));
-            TestClusters.await("node 1 saw node 2 leave", Duration.ofSeconds(30),
-                    () -> jvm.output(0).contains("(node 2) left the cluster"));
+            try {
+                TestClusters.await("node 1 saw node 2 leave", Duration.ofSeconds(30),
+                        () -> jvm.output(0).contains("(node 2) left the cluster"));
+            } catch (AssertionError e) {
+                throw new AssertionError(e.getMessage() + "\nnode 1:\n" + jvm.output(0) + "\nnode 2:\n" + jvm.output(1), e);
+            }
             Thread.sleep(2000); // what node 1 says after the removal (associations, gossip)
             say(one, "STOP");
             assertEquals(0, jvm.await(0, 60), jvm.output(0));

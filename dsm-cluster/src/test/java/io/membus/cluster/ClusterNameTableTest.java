@@ -145,7 +145,7 @@ class ClusterNameTableTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void withoutReplicationTheFounderChoosesTheArbiterAndEveryNodeFollows() {
-        List<DsmNode> all = threeNodes(""); // auto, backups 0: the arbiter
+        List<DsmNode> all = threeNodes("membus.replication.backups = 0\n"); // auto, backups 0: the arbiter
         for (DsmNode n : all) {
             assertFalse(n.directory().segment(1, NameTableSettings.SYSTEM_SEGMENT).isPresent(), "no system segment");
         }

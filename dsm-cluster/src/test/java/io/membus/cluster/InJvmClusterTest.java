@@ -81,7 +81,10 @@ class InJvmClusterTest {
             assertEquals("tcp", n.transport().name());
         }
         for (DsmNode n : all) {
-            assertEquals(6, n.directory().segments().size(), n.status().toString());
+            // 2 per node, and with replication on (the default) the founder's system segment holding the name table
+            assertEquals(6, n.directory().segments().stream()
+                    .filter(d -> d.index() != io.membus.cluster.names.NameTableSettings.SYSTEM_SEGMENT).count(),
+                    n.status().toString());
             for (int id = 1; id <= 3; id++) {
                 SegmentDescriptor d = n.directory().segment(id, 1).orElseThrow();
                 assertEquals(65536, d.size());
@@ -133,9 +136,11 @@ class InJvmClusterTest {
                     && m.entry() != null && m.entry().incarnation() == n.incarnation()), reply.toString());
         }
         assertEquals(3, reply.members().stream().filter(m -> m.status().equals("Up")).count(), reply.toString());
-        assertEquals(6, reply.members().stream().mapToInt(m -> m.entry().segments().size()).sum());
+        assertEquals(6, reply.members().stream().flatMap(m -> m.entry().segments().stream())
+                .filter(d -> d.index() != io.membus.cluster.names.NameTableSettings.SYSTEM_SEGMENT).count());
         assertEquals(384L << 10, reply.members().stream().flatMap(m -> m.entry().segments().stream())
-                .mapToLong(SegmentDescriptor::size).sum(), "384 KiB exported");
+                .filter(d -> d.index() != io.membus.cluster.names.NameTableSettings.SYSTEM_SEGMENT)
+                .mapToLong(SegmentDescriptor::size).sum(), "384 KiB exported besides the name table");
         assertEquals(3, all.get(0).directory().members().size(), "the status query did not join the cluster");
         assertEquals("", reply.heapProblem(), "heap segments (global allocator) read by node 2");
         assertEquals(3, reply.heap().stream().filter(h -> h.segment() == 1 && h.chunkSize() == 4096
@@ -310,9 +315,12 @@ class InJvmClusterTest {
                 (System.nanoTime() - cut) / 1_000_000);
         assertTrue(removed.stream().anyMatch(r -> r.startsWith("3: ")), removed.toString());
 
-        NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
-                () -> n1.remoteMemory().readLong(onThree));
-        assertEquals(3, e.nodeId());
+        // with replication (the default) node 3's segment lives on: its copy on node 1 or 2 is promoted and serves
+        // it, with the write acknowledged before the partition
+        await("node 3's segment 0 served by its promoted copy", Duration.ofSeconds(30), () -> n1.directory()
+                .group(3, 0).filter(v -> v.state() == io.membus.core.directory.ReplicaGroupView.State.SERVING
+                        && v.primary() != 3).isPresent());
+        assertEquals(7, n1.remoteMemory().readLong(onThree));
         NodeUnavailableException c = assertThrows(NodeUnavailableException.class, () -> RemoteMemory.await(
                 n1.transport().connect(new PeerInfo(3, n3.incarnation(), "local:" + fabric)), Duration.ofSeconds(5)));
         assertTrue(c.getMessage().contains("fenced"), c.getMessage());

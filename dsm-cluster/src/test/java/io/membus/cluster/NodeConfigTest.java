@@ -211,13 +211,14 @@ class NodeConfigTest {
     void replicationSettingsAreReadCheckedAndIgnoredByAClient() {
         String base = "membus { node-id = 1, secret = \"0123456789abcdef0123\" }\n";
         ReplicationConfig defaults = NodeConfig.parse(base).replication();
-        assertEquals(0, defaults.backups(), "off until the engine is merged");
+        assertEquals(1, defaults.backups(), "one backup by default, as Hazelcast");
         assertEquals(4096, defaults.windowEffects());
         assertEquals(64L << 20, defaults.windowBytes());
         assertEquals(Duration.ofMillis(500), defaults.lease());
         assertEquals(256 << 10, defaults.chunkBytes());
         assertEquals(0, defaults.rereplicationRate());
-        assertEquals(ReplicationConfig.OFF, defaults, "reference.conf and ReplicationConfig.OFF agree");
+        assertEquals(ReplicationConfig.DEFAULT, defaults, "reference.conf and ReplicationConfig.DEFAULT agree");
+        assertEquals(Duration.ofSeconds(30), NodeConfig.parse(base).replicationLeaveTimeout());
 
         NodeConfig set = NodeConfig.parse(base + """
                 membus.replication { backups = 2, window-effects = 16, window-bytes = 1MiB, lease = 250ms, chunk = 64KiB,

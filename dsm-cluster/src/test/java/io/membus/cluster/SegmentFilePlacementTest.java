@@ -34,6 +34,9 @@ class SegmentFilePlacementTest {
                 + "membus.transports.shm.dir = \"" + mapped + "\"\n"
                 + "membus.segments.count = 2\n"
                 + "membus.segments.size = 64KiB\n"
+                // where segment files go, not replication: the wrapper declares shm's adoption but is no
+                // AbstractTransport, which the adoption service needs to adopt files
+                + "membus.replication.backups = 0\n"
                 + "membus.segments.file-backed = true\n"
                 + "membus.segments.dir = \"" + segments + "\"\n";
     }

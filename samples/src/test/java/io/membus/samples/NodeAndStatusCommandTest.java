@@ -85,7 +85,10 @@ class NodeAndStatusCommandTest {
             // ... and one with a node's config (its secret) does
             Run status = run("status", "--seed", "127.0.0.1:" + seed, "--config", conf.toString());
             assertEquals(0, status.code(), status.err());
-            assertTrue(status.out().contains("2 members (2 Up), 2 segments, 2.0 MiB exported"), status.out());
+            // one 1 MiB segment per node, and node 1's system segment with the name table (516 KiB): replication is
+            // on by default, so names live in replicated memory
+            assertTrue(status.out().contains("2 members (2 Up), 3 segments, 2.5 MiB exported"), status.out());
+            assertTrue(status.out().contains("replica groups, as node 1 sees them: 3,"), status.out());
             assertTrue(status.out().matches("(?s).*\\n5 +member +pekko://cli-test@127\\.0\\.0\\.1:\\d+ +Up +yes +tcp .*"),
                     status.out());
             Run done = node.get(60, TimeUnit.SECONDS);

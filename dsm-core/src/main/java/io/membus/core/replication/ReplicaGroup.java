@@ -692,8 +692,8 @@ public final class ReplicaGroup implements AckGate {
     void stop(long newerEpoch, String why) {
         lock.lock();
         try {
-            if (stopped != null) {
-                return;
+            if (waitFailure != null) {
+                return; // stopped already (a frozen group, see freeze, is stopped here for good)
             }
             int hint = newerEpoch == Ballot.NONE ? 0 : Ballot.coordinator(newerEpoch);
             waitFailure = new NodeUnavailableException(self, "node " + self + " no longer serves segment "
@@ -716,6 +716,32 @@ public final class ReplicaGroup implements AckGate {
             w.finished = true;
             finish(w, failure);
         }
+    }
+
+    /**
+     * The first step of a hand-over (a graceful leave, docs/replication.md §17.9): later
+     * verbs fail {@link NotPrimaryException} (not run) naming {@code hint}, the copy that
+     * takes the group over, while the answers of changes already sequenced still complete
+     * when their copies acknowledge them (unlike {@link #stop}). From here {@link #lastSeq()}
+     * no longer grows: the leaving primary waits until {@link #watermark()} reaches it.
+     */
+    void freeze(int hint) {
+        lock.lock(); // every change sequences under it: none is half done once this returns
+        try {
+            if (stopped != null) {
+                return;
+            }
+            stoppedHint = hint;
+            stoppedEpoch = epoch;
+            stopped = new NotPrimaryException(self, group, hint, epoch);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether every sequenced change is on every in-sync copy (nothing waits for an acknowledgement). */
+    boolean quiet() {
+        return watermark >= lastSeq;
     }
 
     /** {@link #toString()} with the waiters and the copies (diagnostics). */

@@ -20,6 +20,10 @@ import io.membus.core.error.ProtocolException;
  *   gap 1: the message did not start at appliedRecord + 1 and was not processed (resend from there)
  * FENCE   type u8=3 | group i32 | ballot i64               (reply STATE)
  * STATE   type u8=4 | status u8 | epoch i64 | applied i64
+ * LEAVING  type u8=5                                        (reply STATE: the sender, leaving gracefully, holds
+ *          no copy of the receiver's groups from now on; the receiver places none on it)
+ * HANDOVER type u8=6 | group i32 | epoch i64 | lastSeq i64 | count i32 | inSync i32...  (reply STATE: OK when
+ *          the receiver, an in-sync copy at lastSeq, takes the group over; docs/replication.md §17.9)
  * </pre>
  *
  * <p><b>Note:</b> static helpers and small mutable cursors; a {@link Reader} or
@@ -30,6 +34,8 @@ public final class ReplicationCodec {
     public static final byte ACK = 2;
     public static final byte FENCE = 3;
     public static final byte STATE = 4;
+    public static final byte LEAVING = 5;
+    public static final byte HANDOVER = 6;
 
     public static final byte EFFECT = 1;
     public static final byte CHUNK = 2;
@@ -118,6 +124,19 @@ public final class ReplicationCodec {
 
     public static byte[] fence(int group, long ballot) {
         return new Writer(13).u8(FENCE).i32(group).i64(ballot).array();
+    }
+
+    public static byte[] leaving() {
+        return new Writer(1).u8(LEAVING).array();
+    }
+
+    public static byte[] handOver(int group, long epoch, long lastSeq, int[] inSync) {
+        Writer w = new Writer(1 + 4 + 8 + 8 + 4 + 4 * inSync.length).u8(HANDOVER).i32(group).i64(epoch).i64(lastSeq)
+                .i32(inSync.length);
+        for (int n : inSync) {
+            w.i32(n);
+        }
+        return w.array();
     }
 
     public static byte[] state(byte status, long epoch, long applied) {
