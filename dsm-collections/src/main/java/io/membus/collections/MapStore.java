@@ -1098,8 +1098,8 @@ final class MapStore {
     }
 
     /**
-     * The resize's starter migrates ranges of {@code t} while more than half of its
-     * operation's deadline is left (at least one range), then goes on with its own change
+     * The resize's starter migrates ranges of {@code t} while more than three quarters of
+     * its operation's deadline are left (at least one range), then goes on with its own change
      * in the next table; the ranges left are migrated by the operations that meet a frozen
      * slot, one range each (docs/collections.md, "Growth without stopping anyone"). Migrating
      * every range in the starter's call made one put carry four or five round trips per live
@@ -1107,8 +1107,8 @@ final class MapStore {
      * backup, where every change costs more).
      */
     private void migrateWhileTimeLeft(Table t) {
-        long half = mem.operationTimeout().toNanos() / 2;
-        while (helpMigrate(t) && OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > half) {
+        long keep = mem.operationTimeout().toNanos() * 3 / 4; // a range may take a while: stop early
+        while (helpMigrate(t) && OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep) {
             // keep going
         }
     }
