@@ -193,6 +193,13 @@ public abstract class AbstractTransport implements Transport {
         if (raced != null) {
             return raced;
         }
+        if (closed) {
+            // close() ran since the check above and may have cleared the map before this attempt was in it: nobody
+            // would close what it opens (close() sets the flag before it walks the map, so one of the two sees it)
+            connections.remove(peer.nodeId(), created);
+            created.completeExceptionally(closedException());
+            return created;
+        }
         open(peer).whenComplete((c, e) -> {
             if (e != null) {
                 connections.remove(peer.nodeId(), created);
