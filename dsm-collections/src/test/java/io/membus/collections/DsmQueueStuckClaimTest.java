@@ -205,6 +205,11 @@ class DsmQueueStuckClaimTest {
             java.util.List<String> drained = new java.util.ArrayList<>();
             q2.drainTo(drained);
             assertEquals(java.util.List.of("b", "c", "d", "a"), drained);
+            // the give-back's CAS has landed ('a' is back); its task forgets the claim once the CAS answered
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!q1.givingBack().isEmpty() && System.nanoTime() - until < 0) {
+                Thread.sleep(10);
+            }
             assertTrue(q1.givingBack().isEmpty(), "still giving back " + q1.givingBack());
         }
     }
