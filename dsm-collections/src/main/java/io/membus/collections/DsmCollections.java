@@ -34,6 +34,7 @@ import java.util.function.Supplier;
  * safe to share between threads.
  */
 public final class DsmCollections {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(DsmCollections.class);
     private final NamedRoots roots;
     private final WordVerbs words;
     private final WakeUps wakeUps;
@@ -260,26 +261,44 @@ public final class DsmCollections {
     }
 
     /**
-     * The queue with {@code requested} bytes per slot, or (0) the default: then a ring too
-     * large for one object of the heap gets the largest slots that fit (a multiple of 8, at
-     * least {@link QueueDescriptor#MIN_SLOT_BYTES}); elements larger than its slot go to a
-     * block of their own, as always. A slot size the caller named is kept or refused.
+     * The queue with {@code requested} bytes per slot, or (0) the default: then a ring the
+     * heap cannot hold with the default slots (larger than its largest object, or no room
+     * left for it) gets the largest slots that fit (for a ring above the largest object:
+     * computed; for a full heap: halved until it fits), a multiple of 8 and at least
+     * {@link QueueDescriptor#MIN_SLOT_BYTES}, and says so at INFO; elements larger than its
+     * slot go to a block of their own, as always. A slot size the caller named is kept or
+     * refused.
      */
     private <E> DsmQueue<E> createQueue(String name, Codec<E> codec, int capacity, int requested) {
         if (requested != 0) {
             return DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, requested);
         }
-        try {
-            return DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, QueueDescriptor.DEFAULT_SLOT_BYTES);
-        } catch (io.membus.alloc.AllocationSizeException tooLarge) {
-            // room per slot: the largest object less the root's header (at most a descriptor's worth) and the states
-            long room = (tooLarge.max() - RootDescriptor.bodyOffset(RootDescriptor.MAX_DESCRIPTOR_LENGTH)
-                    - QueueDescriptor.dataOffset(capacity)) / capacity;
-            int fits = (int) Math.min(QueueDescriptor.DEFAULT_SLOT_BYTES, room) & ~7;
-            if (fits < QueueDescriptor.MIN_SLOT_BYTES) {
-                throw tooLarge;
+        int slot = QueueDescriptor.DEFAULT_SLOT_BYTES;
+        while (true) {
+            try {
+                DsmQueue<E> q = DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, slot);
+                if (slot != QueueDescriptor.DEFAULT_SLOT_BYTES && q.slotBytes() == slot) {
+                    LOG.info("queue '{}': {} slots of the default {} bytes did not fit the heap; made with {}-byte"
+                            + " slots (elements above {} bytes take a block of their own; QueueOptions.slotBytes"
+                            + " chooses)", name, capacity, QueueDescriptor.DEFAULT_SLOT_BYTES, slot,
+                            slot - QueueDescriptor.PAYLOAD_FIELD);
+                }
+                return q;
+            } catch (io.membus.alloc.AllocationSizeException tooLarge) {
+                // room per slot: the largest object less the root's header (at most a descriptor's worth) and states
+                long room = (tooLarge.max() - RootDescriptor.bodyOffset(RootDescriptor.MAX_DESCRIPTOR_LENGTH)
+                        - QueueDescriptor.dataOffset(capacity)) / capacity;
+                int fits = (int) Math.min(slot - 8L, room) & ~7;
+                if (fits < QueueDescriptor.MIN_SLOT_BYTES) {
+                    throw tooLarge;
+                }
+                slot = fits;
+            } catch (io.membus.alloc.OutOfRemoteMemoryException full) {
+                if (slot == QueueDescriptor.MIN_SLOT_BYTES) {
+                    throw full;
+                }
+                slot = Math.max(QueueDescriptor.MIN_SLOT_BYTES, (slot / 2) & ~7);
             }
-            return DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, fits);
         }
     }
 

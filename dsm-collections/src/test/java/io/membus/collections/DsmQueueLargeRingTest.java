@@ -51,4 +51,21 @@ class DsmQueueLargeRingTest {
                     Codecs.bytes(), QueueOptions.capacity(100_000).slotBytes(QueueDescriptor.DEFAULT_SLOT_BYTES)));
         }
     }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aQueueWithDefaultSlotsInAHeapWithoutRoomForThemGetsSmallerSlots() {
+        try (CollCluster c = new CollCluster("local", 1)) {
+            // half the 8 MiB heap taken: 25,000 default slots (6.8 MB) no longer fit, smaller ones do
+            io.membus.alloc.BlockRef taken = c.allocators.get(1).allocate(4 << 20);
+            DsmQueue<byte[]> q = c.node(1).queue("roomless", Codecs.bytes(), 25_000);
+            assertTrue(q.slotBytes() >= QueueDescriptor.MIN_SLOT_BYTES
+                    && q.slotBytes() < QueueDescriptor.DEFAULT_SLOT_BYTES, "slots of " + q.slotBytes() + " bytes");
+            byte[] e = new byte[100];
+            e[0] = 7;
+            assertTrue(q.offer(e));
+            assertArrayEquals(e, q.poll());
+            c.allocators.get(1).free(taken);
+        }
+    }
 }
