@@ -66,6 +66,10 @@ final class PekkoSettings {
         tuning.put("pekko.cluster.retry-unsuccessful-join-after", "1s");
         tuning.put("pekko.cluster.seed-node-timeout", "2s");
         tuning.put("pekko.coordinated-shutdown.exit-jvm", "off");
+        // Pekko's threads never keep the JVM alive: a node stops them in close(), and when Artery's stop stalls (its
+        // stream shutdown has no deadline in Pekko 1.7: "actor-system-terminate timed out after 10000 ms", seen on a
+        // loaded machine) the application's main still returns and its JVM exits. `membus node` waits on its own.
+        tuning.put("pekko.daemonic", "on");
         Config user = c.raw().hasPath("pekko") ? c.raw().withOnlyPath("pekko") : ConfigFactory.empty();
         // ConfigFactory.load() below is application.conf and system properties over every reference.conf
         return ConfigFactory.parseMap(identity)

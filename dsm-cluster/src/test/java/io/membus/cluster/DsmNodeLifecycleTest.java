@@ -97,6 +97,13 @@ class DsmNodeLifecycleTest {
         DsmNode node = DsmNode.start(NodeConfig.parse(config(cluster, id, port, "")));
         node.awaitMembers(1, Duration.ofSeconds(10));
         assertTrue(!threadsOf(cluster, id).isEmpty(), "the node runs threads");
+        // a user's main returns after close() and the JVM exits, even when Pekko's own stop stalls (Artery's stream
+        // shutdown has no deadline in Pekko 1.7: seen on CI as "actor-system-terminate timed out"): no thread the
+        // node starts may keep the JVM alive
+        List<String> nonDaemon = Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive)
+                .filter(t -> !t.isDaemon()).map(Thread::getName)
+                .filter(n -> n.startsWith(cluster + "-") || n.startsWith("membus-")).toList();
+        assertEquals(List.of(), nonDaemon, "threads of a running node that would keep the JVM alive");
         CompletableFuture<Void> other = CompletableFuture.runAsync(node::close);
         node.close();
         other.join();
