@@ -1,16 +1,10 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.OpenResources;
-import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
-import io.membus.core.error.ErrorCode;
-import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.error.ProtocolException;
-import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.error.VerbException;
 import io.membus.core.message.Outbox;
 import io.membus.core.transport.Batch;
 import io.membus.core.transport.Connection;
@@ -22,37 +16,34 @@ import io.membus.core.transport.Verbs;
 import io.membus.core.transport.pipeline.Verb;
 import io.membus.core.transport.pipeline.VerbOwner;
 import io.membus.core.transport.pipeline.VerbPipeline;
-import io.membus.core.transport.pipeline.Wire;
-import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
-import io.netty.channel.socket.SocketChannel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * The initiator's end of a tcp connection to one peer incarnation.
+ * The initiator's end of a tcp connection to one peer incarnation: its state machine
+ * (CONNECTING, OPEN, DOWN, CLOSED), verb issue into its {@link VerbPipeline}, its
+ * messages and its blocking lanes. The other jobs are classes of their own: the wire
+ * ({@link TcpVerbWire}: request frames out, answers in), connecting and reconnecting
+ * ({@link TcpDialer}), batches ({@link TcpBatch}), the failure an ERROR frame carries
+ * ({@link ErrorFrames}); the peer's address is parsed by dsm-core's {@code HostPort}.
  *
  * <h2>Issue, pipelining and order</h2>
  * Any thread issues a verb into the connection's {@link VerbPipeline} (the in-order
  * engine every transport shares) and the connection's I/O thread is woken at most
  * once per burst. The I/O thread pumps the pipeline: it encodes up to
  * {@code membus.transports.tcp.max-in-flight} verbs into one buffer (this transport's
- * {@link Wire}) with one flush. The target executes a connection's verbs in arrival
+ * wire, {@link TcpVerbWire}) with one flush. The target executes a connection's verbs in arrival
  * order and answers in that order, so responses complete the futures in issue order,
  * on the I/O thread. A verb's correlation id is its sequence number in the pipeline.
  *
@@ -91,8 +82,6 @@ final class TcpConnection implements Connection {
 
     private final TcpTransport transport;
     private final PeerInfo peer;
-    private final String host;
-    private final int port;
     private final EventLoop loop;
     private final int maxInFlight;
     /** Longest read / write whose frame fits {@code membus.transports.tcp.max-frame} (and {@link SegmentTable#MAX_VERB_LENGTH}). */
@@ -118,6 +107,10 @@ final class TcpConnection implements Connection {
 
     // issue side: any thread
     private final VerbPipeline<Verb> pipeline;
+    /** The pipeline's wire: request frames out, answers in (I/O thread). */
+    private final TcpVerbWire wire;
+    /** The first connect and the reconnects after a loss. */
+    private final TcpDialer dialer;
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
     private final Runnable drainTask = this::drain;
     /** Messages given a credit by the outbox, in order, waiting for the I/O thread to write them. */
@@ -131,22 +124,6 @@ final class TcpConnection implements Connection {
     private record OutMessage(long correlation, short channel, boolean request, byte[] payload) {
     }
 
-    // I/O-thread confined
-    /** The frames of the burst being encoded, flushed at its end; guarded by the pipeline's lock (I/O thread). */
-    private ByteBuf burst;
-    private Channel burstChannel;
-    private LoopTimer reconnectTimer;
-    private int reconnectAttempt;
-
-    private static int frameLength(Verb v) {
-        return Frame.HEADER_LENGTH + switch (v.kind) {
-            case VerbObserver.READ -> Frame.READ_BODY_LENGTH;
-            case VerbObserver.WRITE -> Frame.WRITE_FIXED_BODY_LENGTH + v.length;
-            case VerbObserver.CAS -> Frame.CAS_BODY_LENGTH;
-            default -> Frame.FAA_BODY_LENGTH;
-        };
-    }
-
     TcpConnection(TcpTransport transport, PeerInfo peer, EventLoop loop) {
         this.transport = transport;
         this.peer = peer;
@@ -158,8 +135,6 @@ final class TcpConnection implements Connection {
             throw NodeUnavailableException.notSent(peer.nodeId(), e.getMessage()
                     + "; the directory entry of the node is not a tcp address", e);
         }
-        this.host = address.host();
-        this.port = address.port();
         this.maxInFlight = transport.settings.maxInFlight;
         int maxFrame = transport.settings.maxFrame;
         this.maxReadLength = Math.min(SegmentTable.MAX_VERB_LENGTH, maxFrame - Frame.HEADER_LENGTH);
@@ -167,116 +142,23 @@ final class TcpConnection implements Connection {
                 maxFrame - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH);
         this.outbox = new Outbox(peer.nodeId(), transport.settings.operationTimeout, transport.messages(),
                 this::transmit);
+        this.wire = new TcpVerbWire(this, peer, maxInFlight);
         this.pipeline = new VerbPipeline<>(peer.nodeId(), transport.settings.operationTimeout, maxInFlight,
-                transport.observer(), new TcpWire(), false);
+                transport.observer(), wire, false);
+        wire.pipeline(pipeline);
+        this.dialer = new TcpDialer(this, transport, peer, address.host(), address.port(), loop);
         this.lanes = transport.settings.blockingLanes == 0 ? null
-                : new TcpLanes(this, transport, peer, host, port, transport.settings.blockingLanes);
+                : new TcpLanes(this, transport, peer, address.host(), address.port(), transport.settings.blockingLanes);
         this.openId = OpenResources.CONNECTIONS.opened("TcpConnection of node " + transport.nodeId() + " to " + peer);
-    }
-
-    /**
-     * This transport's wire: a verb is encoded into the burst's buffer on the I/O thread; the
-     * burst is written with one flush. Nothing is written while the channel is down or not
-     * writable (the peer does not read): verbs wait in the backlog under their deadlines.
-     */
-    private final class TcpWire implements Wire<Verb> {
-        @Override
-        public boolean post(Verb v) {
-            Channel ch = channel;
-            if (ch == null || !ch.isWritable()) {
-                return false;
-            }
-            if (burst == null) {
-                // sized for what the window lets out now, so a burst is encoded without re-allocation
-                int room = maxInFlight - pipeline.inFlight() + 1;
-                long size = Math.min((long) frameLength(v) * Math.min(room, pipeline.backlog() + 1), 1 << 20);
-                burst = ch.alloc().ioBuffer((int) Math.max(Math.max(256, size), frameLength(v)));
-                burstChannel = ch;
-            }
-            long corr = v.seq();
-            switch (v.kind) {
-                case VerbObserver.READ -> Frame.writeRead(burst, corr, v.ptr, v.remoteKey, v.length);
-                case VerbObserver.WRITE -> Frame.writeWrite(burst, corr, v.ptr, v.remoteKey, v.data, v.dataOffset,
-                        v.length);
-                case VerbObserver.CAS -> Frame.writeCas(burst, corr, v.ptr, v.remoteKey, v.a, v.b);
-                default -> Frame.writeFaa(burst, corr, v.ptr, v.remoteKey, v.a);
-            }
-            return true;
-        }
-
-        @Override
-        public void flush() {
-            ByteBuf out = burst;
-            Channel ch = burstChannel;
-            burst = null;
-            burstChannel = null;
-            if (out != null) {
-                ch.writeAndFlush(out, ch.voidPromise());
-            }
-        }
-
-        @Override
-        public void wake(VerbPipeline<Verb> p) {
-            TcpConnection.this.wake(); // posts happen on the I/O thread only
-        }
     }
 
     /** Connects and authenticates; completes when verbs may be posted. */
     CompletableFuture<Void> start() {
         CompletableFuture<Void> ready = new CompletableFuture<>();
-        attempt(ready);
+        dialer.attempt(ready);
         return ready.whenComplete((v, e) -> {
             if (e != null) {
                 close(e.getMessage());
-            }
-        });
-    }
-
-    /** One connect + handshake; completes {@code ready} with its outcome. */
-    private void attempt(CompletableFuture<Void> ready) {
-        Bootstrap b = new Bootstrap()
-                .group(loop)
-                .channel(transport.socketChannelClass())
-                .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, TcpTransport.WATER_MARK)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.max(1, transport.settings.connectTimeout.toMillis()))
-                .handler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast(new FrameDecoder(transport.settings.maxFrame, peer.toString()),
-                                new ClientHandler(TcpConnection.this, peer, ready));
-                    }
-                });
-        ChannelFuture cf;
-        LoopTimer timer;
-        long handshakeNanos = transport.settings.connectTimeout.toNanos();
-        try {
-            cf = b.connect(host, port);
-            Channel c = cf.channel();
-            // the deadline is timed by the shared wheel and acts on the loop, where the handshake completes ready
-            timer = LoopTimer.schedule(loop, () -> {
-                if (ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(),
-                        "no authenticated connection to " + peer.address() + " within the connect timeout ("
-                                + transport.settings.connectTimeout.toMillis() + " ms)"))) {
-                    c.close();
-                }
-            }, handshakeNanos);
-        } catch (RuntimeException e) { // the I/O threads are shutting down, or the address is unusable
-            ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), "cannot connect to "
-                    + peer.address() + ": " + e, e));
-            return;
-        }
-        Channel ch = cf.channel();
-        cf.addListener(f -> {
-            if (!f.isSuccess()) {
-                ready.completeExceptionally(NodeUnavailableException.notSent(peer.nodeId(), "cannot connect to "
-                        + peer.address() + ": " + f.cause(), f.cause()));
-            }
-        });
-        ready.whenComplete((v, e) -> {
-            timer.cancel();
-            if (e != null) {
-                ch.close();
             }
         });
     }
@@ -289,6 +171,16 @@ final class TcpConnection implements Connection {
     @Override
     public boolean isOpen() {
         return state == OPEN;
+    }
+
+    /** Whether it closed for good (any thread). */
+    boolean isClosed() {
+        return state == CLOSED;
+    }
+
+    /** The open channel, or null while connecting, down or closed (volatile). */
+    Channel channel() {
+        return channel;
     }
 
     @Override
@@ -331,9 +223,7 @@ final class TcpConnection implements Connection {
                 if (c != null) {
                     c.close(); // the I/O thread may have published it after the read above
                 }
-                if (reconnectTimer != null) {
-                    reconnectTimer.cancel();
-                }
+                dialer.cancel();
                 failAll(reason);
             });
         } catch (RejectedExecutionException e) {
@@ -453,7 +343,24 @@ final class TcpConnection implements Connection {
 
     @Override
     public Batch batch() {
-        return new TcpBatch();
+        return new TcpBatch(this);
+    }
+
+    /** Issues a submitted batch's verbs in order: one wake-up of the I/O thread for all of them. */
+    void submit(List<Verb> verbs) {
+        boolean any = false;
+        for (Verb v : verbs) {
+            long hold = admit(v);
+            if (hold != REFUSED) {
+                v.owner = owners.get();
+                if (pipeline.enqueue(v, hold)) {
+                    any = true;
+                }
+            }
+        }
+        if (any) {
+            wake();
+        }
     }
 
     private <T> CompletableFuture<T> issue(Verb v) {
@@ -508,7 +415,8 @@ final class TcpConnection implements Connection {
         return VerbPipeline.hold(transport.faults(), peer.nodeId());
     }
 
-    private void wake() {
+    /** Runs the I/O thread's drain (at most once per burst); any thread. */
+    void wake() {
         if (drainScheduled.compareAndSet(false, true)) {
             try {
                 loop.execute(drainTask);
@@ -541,82 +449,6 @@ final class TcpConnection implements Connection {
         }
         pipeline.pump();
         sendMessages();
-    }
-
-    private void onResponse(Frame f) {
-        long corr = f.correlationId();
-        Verb v;
-        try {
-            v = pipeline.answering(corr); // verbs before it that are still unanswered were dropped by the target
-        } catch (IllegalArgumentException e) {
-            throw new ProtocolException(peer.toString(), "correlationId=" + corr + " answers no verb in flight");
-        }
-        if (v == null) {
-            return; // the late answer to a verb that timed out
-        }
-        try {
-            complete(v, f);
-        } catch (ProtocolException e) {
-            pipeline.fail(v, e); // the connection closes next; this verb must not be left hanging
-            throw e;
-        }
-    }
-
-    private void complete(Verb v, Frame f) {
-        if (f.opcode() == Frame.OP_ERROR) {
-            pipeline.fail(v, decodeError(f));
-            return;
-        }
-        int body = f.bodyLength();
-        switch (v.kind) {
-            case VerbObserver.READ -> {
-                if (body != v.length) {
-                    throw new ProtocolException(peer.toString(), "read response bodyLength=" + body + ", expected="
-                            + v.length);
-                }
-                pipeline.complete(v, f.bytesAt(Frame.HEADER_LENGTH, body));
-            }
-            case VerbObserver.WRITE -> {
-                if (body != 0) {
-                    throw new ProtocolException(peer.toString(), "write response bodyLength=" + body + ", expected=0");
-                }
-                pipeline.complete(v, null);
-            }
-            default -> {
-                if (body != 8) {
-                    throw new ProtocolException(peer.toString(), Verb.operationName(v.kind) + " response bodyLength="
-                            + body + ", expected=8");
-                }
-                pipeline.completeLong(v, f.longAt(Frame.HEADER_LENGTH));
-            }
-        }
-    }
-
-    private DsmException decodeError(Frame f) {
-        return decodeError(f, peer);
-    }
-
-    /** The typed failure an ERROR frame from {@code peer} carries. */
-    static DsmException decodeError(Frame f, PeerInfo peer) {
-        ErrorCode code = ErrorCode.fromWire(f.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff);
-        long ptr = f.longAt(Frame.ERROR_PTR_FIELD_OFFSET);
-        int length = f.intAt(Frame.ERROR_LENGTH_FIELD_OFFSET);
-        long detail = f.longAt(Frame.ERROR_DETAIL_FIELD_OFFSET);
-        VerbException v = VerbException.decode(code, ptr, length, detail);
-        if (v != null) {
-            return v;
-        }
-        String message = f.errorMessage();
-        return switch (code) {
-            case NODE_UNAVAILABLE -> (f.errorReasons() & Frame.ERROR_REASON_FENCED) != 0
-                    ? NodeFencedException.unknownOutcome(peer.nodeId(), message)
-                    : new NodeUnavailableException(peer.nodeId(), message);
-            case STALE_INCARNATION -> new StaleIncarnationException(peer.nodeId(), peer.incarnation(), detail);
-            case AUTHENTICATION -> new AuthenticationException(peer.toString(), "reason=refused by the peer: " + message);
-            case PROTOCOL -> new ProtocolException(peer.toString(), "refused by the peer: " + message);
-            default -> DsmException.decoded(code, peer.nodeId(), message.isEmpty() ? "verb failed on node "
-                    + peer.nodeId() + ": code=" + code : message);
-        };
     }
 
     /** Fails every verb this connection holds, in issue order; on the I/O thread. */
@@ -658,42 +490,7 @@ final class TcpConnection implements Connection {
         }
         failAll(downReason);
         downReason = "connection down, reconnecting: " + reason;
-        scheduleReconnect();
-    }
-
-    private void scheduleReconnect() {
-        if (state == CLOSED || !transport.serving()) {
-            return;
-        }
-        long min = transport.settings.reconnectMinBackoff.toNanos();
-        long max = transport.settings.reconnectMaxBackoff.toNanos();
-        long backoff = Math.min(max, min << Math.min(20, reconnectAttempt));
-        backoff = backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1); // jitter
-        reconnectAttempt++;
-        if (loop.isShuttingDown()) {
-            return; // the transport is closing: close() fails what is left
-        }
-        // the backoff is timed by the shared wheel; the attempt is I/O work on the loop (bootstrap, confined state)
-        reconnectTimer = LoopTimer.schedule(loop, () -> {
-            if (state == CLOSED) {
-                return;
-            }
-            CompletableFuture<Void> ready = new CompletableFuture<>();
-            attempt(ready);
-            ready.whenComplete((v, e) -> {
-                if (e == null) {
-                    reconnectAttempt = 0;
-                    LOG.info("reconnected to {}", peer);
-                    transport.observer().reconnected(peer.nodeId());
-                } else if (e instanceof StaleIncarnationException || e instanceof AuthenticationException
-                        || (e instanceof NodeUnavailableException n && n.fenced())) {
-                    LOG.warn("connection to {} closed for good: {}", peer, e.getMessage());
-                    close(e.getMessage());
-                } else {
-                    loop.execute(this::scheduleReconnect);
-                }
-            });
-        }, backoff);
+        dialer.scheduleReconnect();
     }
 
     // ------------------------------------------------------------------ for ClientHandler (I/O thread)
@@ -736,7 +533,7 @@ final class TcpConnection implements Connection {
 
     /** A response frame arrived on the open channel. */
     void response(Frame f) {
-        onResponse(f);
+        wire.answer(f);
     }
 
     /** Responses freed window slots, or the channel became writable: waiting verbs go out, one flush. */
@@ -751,72 +548,6 @@ final class TcpConnection implements Connection {
 
     /** The failure an ERROR frame carries. */
     DsmException error(Frame f) {
-        return decodeError(f);
-    }
-
-    /** Verbs kept until {@link #submit()}, then issued together: one wake-up, one flush. */
-    private final class TcpBatch implements Batch {
-        private final List<Verb> verbs = new ArrayList<>();
-        private boolean submitted;
-
-        @Override
-        public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-            return add(new Verb(VerbObserver.READ, ptr, remoteKey, length, 0, 0, null, 0));
-        }
-
-        @Override
-        public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-            IllegalArgumentException badRange = Verbs.sourceRangeError(src, offset, length);
-            if (badRange != null) {
-                return CompletableFuture.failedFuture(badRange);
-            }
-            return add(new Verb(VerbObserver.WRITE, ptr, remoteKey, length, 0, 0,
-                    java.util.Arrays.copyOfRange(src, offset, offset + length), 0));
-        }
-
-        @Override
-        public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-            return add(new Verb(VerbObserver.CAS, ptr, remoteKey, 8, expected, update, null, 0));
-        }
-
-        @Override
-        public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
-            return add(new Verb(VerbObserver.FAA, ptr, remoteKey, 8, delta, 0, null, 0));
-        }
-
-        private <T> CompletableFuture<T> add(Verb v) {
-            if (submitted) {
-                throw new IllegalStateException("batch already submitted: start a new batch");
-            }
-            verbs.add(v);
-            return v.future();
-        }
-
-        @Override
-        public void submit() {
-            if (submitted) {
-                throw new IllegalStateException("batch already submitted: start a new batch");
-            }
-            submitted = true;
-            boolean any = false;
-            for (Verb v : verbs) {
-                long hold = admit(v);
-                if (hold != REFUSED) {
-                    v.owner = owners.get();
-                    if (pipeline.enqueue(v, hold)) {
-                        any = true;
-                    }
-                }
-            }
-            verbs.clear();
-            if (any) {
-                wake();
-            }
-        }
-
-        @Override
-        public int size() {
-            return submitted ? 0 : verbs.size();
-        }
+        return ErrorFrames.decode(f, peer);
     }
 }

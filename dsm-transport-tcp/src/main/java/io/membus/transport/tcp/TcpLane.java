@@ -158,7 +158,7 @@ final class TcpLane implements AutoCloseable {
     }
 
     private DsmException handshakeRefused() {
-        return TcpConnection.decodeError(frame, peer);
+        return ErrorFrames.decode(frame, peer);
     }
 
     // ------------------------------------------------------------------ verbs
@@ -244,7 +244,7 @@ final class TcpLane implements AutoCloseable {
         if (frame.correlationId() != correlation) {
             breakLane();
             if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
-                throw TcpConnection.decodeError(frame, peer);
+                throw ErrorFrames.decode(frame, peer);
             }
             throw new ProtocolException(peer.toString(), "correlationId=" + frame.correlationId()
                     + " answers no message of this lane (expected " + correlation + ")");
@@ -436,14 +436,14 @@ final class TcpLane implements AutoCloseable {
         if (frame.correlationId() != correlation) {
             if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
                 breakLane();
-                throw TcpConnection.decodeError(frame, peer);
+                throw ErrorFrames.decode(frame, peer);
             }
             breakLane();
             throw new ProtocolException(peer.toString(), "correlationId=" + frame.correlationId()
                     + " answers no verb of this lane (expected " + correlation + ")");
         }
         if (frame.opcode() == Frame.OP_ERROR) {
-            throw TcpConnection.decodeError(frame, peer);
+            throw ErrorFrames.decode(frame, peer);
         }
         if (frame.opcode() != Frame.OP_OK) {
             breakLane();

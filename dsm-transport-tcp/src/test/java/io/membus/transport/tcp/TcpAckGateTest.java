@@ -202,7 +202,7 @@ class TcpAckGateTest {
             eventually(() -> plain.readLong(0) == 6, "the verbs behind the waiting one ran (the linked CAS too)");
             gate.fail(new NodeUnavailableException(1, "test: the group was fenced by a promotion"));
             Frame error = answer(p, 1, Frame.OP_ERROR);
-            DsmException decoded = TcpConnection.decodeError(error, new PeerInfo(1, a.incarnation(), "test"));
+            DsmException decoded = ErrorFrames.decode(error, new PeerInfo(1, a.incarnation(), "test"));
             NodeUnavailableException n = assertInstanceOf(NodeUnavailableException.class, decoded);
             assertTrue(n.mayHaveRun(), "the change may be on copies: " + n.getMessage());
             assertTrue(n.getMessage().contains("fenced by a promotion"), n.getMessage());
@@ -300,7 +300,7 @@ class TcpAckGateTest {
             p.send(b -> Frame.writeFaa(b, 4, replicated.pointer(0), replicated.remoteKey(), 1));
             eventually(() -> gate.waiting() == 1, "the FAA waits");
             gate.fail(new NodeUnavailableException(1, "test: the group was fenced"));
-            DsmException decoded = TcpConnection.decodeError(answer(p, 4, Frame.OP_ERROR),
+            DsmException decoded = ErrorFrames.decode(answer(p, 4, Frame.OP_ERROR),
                     new PeerInfo(1, a.incarnation(), "test"));
             assertTrue(assertInstanceOf(NodeUnavailableException.class, decoded).mayHaveRun());
             p.send(b -> Frame.writeFaa(b, 5, plain.pointer(0), plain.remoteKey(), 1));

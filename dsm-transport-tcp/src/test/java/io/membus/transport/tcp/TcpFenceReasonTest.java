@@ -54,11 +54,11 @@ class TcpFenceReasonTest {
     void theFencedBitAndNotTheTextMakesAFencedFailure() {
         PeerInfo peer = new PeerInfo(7, 1, "127.0.0.1:1");
         NodeUnavailableException bit = assertInstanceOf(NodeFencedException.class,
-                TcpConnection.decodeError(errorFrame(Frame.ERROR_REASON_FENCED, "go away"), peer));
+                ErrorFrames.decode(errorFrame(Frame.ERROR_REASON_FENCED, "go away"), peer));
         assertTrue(bit.fenced());
         assertEquals(7, bit.nodeId());
         NodeUnavailableException text = assertInstanceOf(NodeUnavailableException.class,
-                TcpConnection.decodeError(errorFrame(0, "node 7 fenced node 2: words only"), peer));
+                ErrorFrames.decode(errorFrame(0, "node 7 fenced node 2: words only"), peer));
         assertFalse(text.fenced(), "a message's words are not a reason");
         assertFalse(text instanceof NodeFencedException);
     }
