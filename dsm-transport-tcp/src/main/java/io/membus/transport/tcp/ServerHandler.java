@@ -14,13 +14,11 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.DecoderException;
-import io.netty.util.concurrent.ScheduledFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -81,7 +79,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private volatile long initiatorIncarnation;
     private final TargetHandshake handshake;
     private ChannelHandlerContext ctx;
-    private ScheduledFuture<?> handshakeTimer;
+    private LoopTimer handshakeTimer;
     /** The source address whose handshake slot this connection holds ({@link TcpTransport#slots}). */
     private final java.net.InetAddress source;
     /** Whether this connection holds a handshake slot now (from admission until it authenticated or closed). */
@@ -229,13 +227,13 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     private void armHandshakeTimer(ChannelHandlerContext ctx) {
         long timeout = transport.settings.handshakeTimeout.toNanos();
-        handshakeTimer = ctx.executor().schedule(() -> {
+        handshakeTimer = LoopTimer.schedule(ctx.executor(), () -> {
             if (state < OPEN) {
                 transport.refusals.warn("peer " + peer + " did not complete the handshake within "
                         + transport.settings.handshakeTimeout.toMillis() + " ms: disconnected");
                 closeNow();
             }
-        }, timeout, TimeUnit.NANOSECONDS);
+        }, timeout);
     }
 
     @Override
@@ -349,7 +347,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         state = OPEN;
         leaveHandshake();
         if (handshakeTimer != null) {
-            handshakeTimer.cancel(false);
+            handshakeTimer.cancel();
         }
         FrameDecoder decoder = ctx.pipeline().get(FrameDecoder.class);
         if (decoder != null) {
@@ -399,8 +397,13 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                 }
                 held.add(new Held(release, buf));
                 if (delay > 0 || !backedUp) {
-                    ctx.executor().schedule(this::releaseHeld, Math.max(0, release - System.nanoTime()),
-                            TimeUnit.NANOSECONDS);
+                    long wait = release - System.nanoTime();
+                    if (wait > 0) {
+                        // timed by the shared wheel (it fires at or after release), run on this channel's loop
+                        LoopTimer.schedule(ctx.executor(), this::releaseHeld, wait);
+                    } else {
+                        ctx.executor().execute(this::releaseHeld); // due now: after this read, in turn
+                    }
                 } // else: channelWritabilityChanged or releasePending releases it
                 return true;
             }
@@ -639,8 +642,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         Frame.writeError(b, 0, code.wire(), reasons, 0, 0, detail, message);
         ctx.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
         if (ctx.channel().isActive()) {
-            ctx.executor().schedule((Runnable) ctx::close, transport.settings.handshakeTimeout.toNanos(),
-                    TimeUnit.NANOSECONDS);
+            LoopTimer.schedule(ctx.executor(), ctx::close, transport.settings.handshakeTimeout.toNanos());
         }
         cleanUp();
     }
@@ -664,7 +666,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             transport.messages().close(inbox, "the connection from node " + initiatorNode + " closed", false);
         }
         if (handshakeTimer != null) {
-            handshakeTimer.cancel(false);
+            handshakeTimer.cancel();
         }
         if (out != null) {
             out.release();
