@@ -5,8 +5,6 @@ import io.membus.core.error.ErrorCode;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.transport.FaultInjector;
 import io.membus.core.message.Inbox;
-import io.membus.core.message.MessageFailures;
-import io.membus.core.message.Responder;
 import io.membus.core.replication.AckGate;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -18,8 +16,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayDeque;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The target side of one accepted connection: the handshake state machine, then
@@ -40,7 +36,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>Replicated segments: a verb whose answer must wait for its replica group's
  * acknowledgement ({@link VerbExecutor#waiting()}) does not block the I/O thread. Its
- * answer goes into a FIFO of pending answers, and every later answer of the channel
+ * answer goes into a FIFO of pending answers ({@link PendingAnswers}), and every later answer of the channel
  * queues behind it (answers leave in request order: the verbs' contract), while later
  * verbs still run. The group's {@link AckGate#whenAcked} callback, on whatever thread
  * advanced the acknowledgement, only marks the answer and hands the release to this
@@ -52,8 +48,15 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * stops being read and the verbs of the current read batch are parked unexecuted, as
  * while the channel is not writable; reading resumes when the FIFO drains below both.
  *
+ * <p>Its delayed tasks (the handshake timeout, injected verb delays, the close of a refused
+ * peer that does not read) are timed by the shared timer wheel and run on the channel's
+ * loop ({@link LoopTimer}). Message answers are written by {@link ChannelResponder}; the
+ * handshake's decisions are {@link TargetHandshake}'s, the verbs' execution
+ * {@link VerbExecutor}'s.
+ *
  * <p><b>Note:</b> confined to its channel's I/O thread, except {@link #drop},
- * {@link #initiatorNode()} and {@link #initiatorIncarnation()} (volatile), and the ack
+ * {@link #initiatorNode()}, {@link #initiatorIncarnation()} (volatile) and
+ * {@link #readBatchOut} (it reads the confined state only on the I/O thread), and the ack
  * gates' callbacks to its pending answers (any thread: each publishes its outcome
  * through a volatile write and hands the release to the event loop, whose task
  * submission orders it before the release reads it).
@@ -98,62 +101,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private final ArrayDeque<Held> held = new ArrayDeque<>();
     /** The inbox of this initiator's messages, from WELCOME on. */
     private Inbox inbox;
-    /** Answers waiting for their replica group's acknowledgement, in request order, each with those behind it. */
-    private final ArrayDeque<Pending> pending = new ArrayDeque<>();
-    /** Bytes held in {@link #pending}. */
-    private long pendingBytes;
-    /** Whether a {@link #releasePending} task was handed to the event loop and has not started yet. */
-    private final AtomicBoolean releaseQueued = new AtomicBoolean();
-    private final Runnable releasePendingTask = this::releasePending;
+    /** Answers waiting for their replica group, in request order (created with the context). */
+    private PendingAnswers answers;
 
     private record Held(long releaseNanos, ByteBuf frame) {
-    }
-
-    /**
-     * One answer that waits for its group ({@link #waiting}), and the answers of the later
-     * verbs that wait only behind it ({@link #after}, until the next answer that waits
-     * for a group of its own).
-     *
-     * <p><b>Note:</b> the buffers are confined to the I/O thread; {@link #done} may be
-     * called on any thread and publishes {@link #failure} through {@link #resolved}.
-     */
-    private final class Pending implements AckGate.Done {
-        final VerbExecutor.Waiting waiting;
-        final ByteBuf answer;
-        ByteBuf after;
-        private DsmException failure;
-        private volatile boolean resolved;
-
-        Pending(VerbExecutor.Waiting waiting, ByteBuf answer) {
-            this.waiting = waiting;
-            this.answer = answer;
-        }
-
-        ByteBuf after() {
-            if (after == null) {
-                after = ctx.alloc().ioBuffer(256);
-            }
-            return after;
-        }
-
-        /** Whether it may leave now; its failure then in {@link #failure} (null: acknowledged). */
-        boolean resolved() {
-            return resolved || waiting.gate().acked(waiting.need());
-        }
-
-        @Override
-        public void done(DsmException f) {
-            failure = f;
-            resolved = true; // publishes failure
-            queueRelease();
-        }
-
-        void release() {
-            answer.release();
-            if (after != null) {
-                after.release();
-            }
-        }
     }
 
     ServerHandler(TcpTransport transport, String peer, java.net.InetAddress source) {
@@ -190,6 +141,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        this.answers = new PendingAnswers(ctx, this::releasePending);
     }
 
     /** Called before the channel is registered: it holds a slot from the start. */
@@ -278,7 +230,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         // a peer that does not read its responses stops being read: TCP pushes back on it. A refused peer
         // (CLOSED) is never read again, writable or not.
         if (state != CLOSED) {
-            boolean writable = ctx.channel().isWritable() && !answersBackedUp();
+            boolean writable = ctx.channel().isWritable() && !answers.backedUp();
             ctx.channel().config().setAutoRead(writable);
             if (writable && !held.isEmpty()) {
                 // parked verbs run now; not inline: this event may fire inside a flush of execute()
@@ -354,7 +306,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             decoder.authenticated();
         }
         try {
-            inbox = transport.messages().open(initiatorNode, new ChannelResponder(ctx.channel()), true);
+            inbox = transport.messages().open(initiatorNode, new ChannelResponder(this, ctx.channel()), true);
         } catch (DsmException e) {
             refuse(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " is shutting down");
             return;
@@ -382,7 +334,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             return false;
         }
         FaultInjector faults = transport.faults();
-        boolean backedUp = !ctx.channel().isWritable() || answersBackedUp();
+        boolean backedUp = !ctx.channel().isWritable() || answers.backedUp();
         if (faults.active() || !held.isEmpty() || backedUp) {
             FaultInjector.Rule rule = faults.active() ? faults.rule(initiatorNode) : null;
             if (rule != null && rule.drop()) {
@@ -435,55 +387,17 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * Writes the answers of the message executor to this channel (any thread; Netty orders the writes).
-     * An answer of a message handled inline, on this channel's I/O thread (replication stream messages,
-     * docs/replication.md §3.5), goes into the read batch's buffer and leaves with its one flush at
-     * {@link #channelReadComplete}: no hand-off to the event loop, one write for every answer of the batch.
-     * Message answers are matched by correlation id, never by order, so they may pass verb answers that wait
-     * in {@link #pending}.
+     * The read batch's answer buffer, for a message answer written on this channel's I/O thread
+     * inside a read batch of the open connection ({@link ChannelResponder}); else null (any thread).
      */
-    private final class ChannelResponder implements Responder {
-        private final Channel channel;
-
-        ChannelResponder(Channel channel) {
-            this.channel = channel;
-        }
-
-        @Override
-        public void reply(long correlation, byte[] reply) {
-            if (!channel.isActive()) {
-                return; // the initiator is gone: it failed the message already
-            }
-            if (channel.eventLoop().inEventLoop() && inRead && state == OPEN) {
-                Frame.writeMessageReply(out(), correlation, reply);
-                return;
-            }
-            ByteBuf b = channel.alloc().ioBuffer(Frame.HEADER_LENGTH + reply.length);
-            Frame.writeMessageReply(b, correlation, reply);
-            channel.writeAndFlush(b, channel.voidPromise());
-        }
-
-        @Override
-        public void fail(long correlation, DsmException failure) {
-            if (!channel.isActive()) {
-                return;
-            }
-            if (channel.eventLoop().inEventLoop() && inRead && state == OPEN) {
-                Frame.writeMessageError(out(), correlation, failure.code().wire(), MessageFailures.detail(failure),
-                        MessageFailures.text(failure));
-                return;
-            }
-            ByteBuf b = channel.alloc().ioBuffer(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE);
-            Frame.writeMessageError(b, correlation, failure.code().wire(), MessageFailures.detail(failure),
-                    MessageFailures.text(failure));
-            channel.writeAndFlush(b, channel.voidPromise());
-        }
+    ByteBuf readBatchOut(Channel channel) {
+        return channel.eventLoop().inEventLoop() && inRead && state == OPEN ? out() : null;
     }
 
     /** Runs the held verbs that are due, in order, while the channel takes their responses. */
     private void releaseHeld() {
         while (!held.isEmpty() && held.peek().releaseNanos() - System.nanoTime() <= 0
-                && (state != OPEN || ctx.channel().isWritable() && !answersBackedUp())) {
+                && (state != OPEN || ctx.channel().isWritable() && !answers.backedUp())) {
             ByteBuf b = held.poll().frame();
             try {
                 if (state == OPEN) {
@@ -498,57 +412,20 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void execute() {
-        Pending tail = pending.peekLast();
         // behind an answer that waits, every answer waits (request order)
-        ByteBuf o = tail == null ? out() : tail.after();
+        ByteBuf behind = answers.behindTail();
+        ByteBuf o = behind == null ? out() : behind;
         int start = o.writerIndex();
         verbs.execute(frame, initiatorNode, o);
         VerbExecutor.Waiting w = verbs.waiting();
         if (w != null) {
-            hold(w, o, start);
-        } else if (tail != null) {
-            pendingBytes += o.writerIndex() - start;
-            if (answersBackedUp()) {
-                ctx.channel().config().setAutoRead(false);
-            }
+            answers.hold(w, o, start);
+        } else if (behind != null) {
+            answers.addedBehind(o.writerIndex() - start);
         } else if (o.readableBytes() >= FLUSH_AT) {
             // large answers leave now: a batch of big reads must not build one huge buffer, and once the
             // channel is not writable the rest of the batch waits in held instead of executing
             flush();
-        }
-    }
-
-    /**
-     * Moves the answer just written at {@code start} of {@code o} into a new pending answer
-     * and asks its group to say when it may leave.
-     */
-    private void hold(VerbExecutor.Waiting w, ByteBuf o, int start) {
-        int length = o.writerIndex() - start;
-        ByteBuf answer = ctx.alloc().ioBuffer(length);
-        answer.writeBytes(o, start, length);
-        o.writerIndex(start);
-        Pending p = new Pending(w, answer);
-        pending.add(p);
-        pendingBytes += length;
-        if (answersBackedUp()) {
-            ctx.channel().config().setAutoRead(false); // the rest of this read batch parks in held
-        }
-        w.gate().whenAcked(w.need(), p); // may call back at once, on this thread: the release is queued
-    }
-
-    /** Whether the answers waiting for their groups reached a limit: the channel is not read meanwhile. */
-    private boolean answersBackedUp() {
-        return pendingBytes >= MAX_PENDING_BYTES || pending.size() >= MAX_PENDING;
-    }
-
-    /** Any thread: runs {@link #releasePending} on the event loop (once for any number of callbacks meanwhile). */
-    private void queueRelease() {
-        if (releaseQueued.compareAndSet(false, true)) {
-            try {
-                ctx.executor().execute(releasePendingTask);
-            } catch (RejectedExecutionException e) {
-                // the event loop is shutting down: the channel closes with it and its answers are dropped
-            }
         }
     }
 
@@ -559,29 +436,13 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
      * the verbs parked meanwhile.
      */
     private void releasePending() {
-        releaseQueued.set(false); // before reading the outcomes: a callback after this queues a new release
+        answers.releaseStarted(); // before reading the outcomes: a callback after this queues a new release
         if (state == CLOSED) {
             return; // cleanUp released them
         }
-        Pending p;
-        while ((p = pending.peek()) != null && p.resolved()) {
-            pending.poll();
-            ByteBuf o = out();
-            DsmException failure = p.resolved ? p.failure : null;
-            if (failure == null) {
-                o.writeBytes(p.answer);
-            } else {
-                p.waiting.writeFailure(o, failure);
-            }
-            pendingBytes -= p.answer.writerIndex();
-            if (p.after != null) {
-                pendingBytes -= p.after.readableBytes();
-                o.writeBytes(p.after);
-            }
-            p.release();
-        }
+        answers.writeResolved(this::out);
         flush();
-        if (state == OPEN && !answersBackedUp() && ctx.channel().isWritable()) {
+        if (state == OPEN && !answers.backedUp() && ctx.channel().isWritable()) {
             ctx.channel().config().setAutoRead(true);
             if (!held.isEmpty()) {
                 releaseHeld();
@@ -675,9 +536,6 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         while (!held.isEmpty()) {
             held.poll().frame().release();
         }
-        while (!pending.isEmpty()) {
-            pending.poll().release();
-        }
-        pendingBytes = 0;
+        answers.clear();
     }
 }
