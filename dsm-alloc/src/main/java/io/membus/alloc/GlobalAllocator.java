@@ -23,14 +23,9 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
 import static io.membus.alloc.HeapLayout.FREE;
@@ -78,24 +73,22 @@ import static io.membus.alloc.HeapLayout.stateOf;
 public final class GlobalAllocator implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GlobalAllocator.class);
     private static final Set<Transport> IN_USE = Collections.newSetFromMap(new IdentityHashMap<>());
-    private static final long UNFORMATTED_RECHECK_NANOS = 200_000_000L;
-    private static final int ASYNC_THREADS = 4;
-    private static final int ASYNC_QUEUE = 4096;
 
     private final RemoteMemory memory;
     private final Remote remote;
     private final SegmentDirectory directory;
     private final AllocatorConfig config;
     private final int self;
-    private final Map<Long, HeapSegment> heaps = new ConcurrentHashMap<>();
+    /** The heap segments found so far, by node and segment, and the placements' choice among them. */
+    private final HeapFinder heaps;
     private final HeapFormat format;
-    private final AtomicInteger roundRobin = new AtomicInteger();
+    /** Checked reads and writes of a block's payload. */
+    private final BlockAccess blocks;
     private final Set<Integer> orphaned = ConcurrentHashMap.newKeySet();
     private final DirectoryListener listener;
-    private volatile int[] heapNodes;
     private volatile boolean closed;
     /** Runs the *Async forms and orphan adoption: daemon threads that end when idle. */
-    private final ThreadPoolExecutor async;
+    private final AsyncCalls async;
 
     /**
      * An allocator for the node of {@code memory}'s transport. Registers a directory
@@ -115,13 +108,9 @@ public final class GlobalAllocator implements AutoCloseable {
         this.config = config;
         this.self = memory.localNodeId();
         this.format = new HeapFormat(remote, self, config);
-        this.async = new ThreadPoolExecutor(ASYNC_THREADS, ASYNC_THREADS, 10, TimeUnit.SECONDS,
-                new LinkedBlockingQueue<>(ASYNC_QUEUE), r -> {
-                    Thread t = new Thread(r, "membus-alloc-" + memory.localNodeId());
-                    t.setDaemon(true);
-                    return t;
-                });
-        this.async.allowCoreThreadTimeOut(true);
+        this.heaps = new HeapFinder(memory, remote, config, format);
+        this.blocks = new BlockAccess(remote);
+        this.async = new AsyncCalls(self);
         synchronized (IN_USE) {
             if (!IN_USE.add(memory.transport())) {
                 throw new DsmConfigException("alloc", "node " + self, "one open GlobalAllocator per node:"
@@ -131,13 +120,12 @@ public final class GlobalAllocator implements AutoCloseable {
         this.listener = new DirectoryListener() {
             @Override
             public void memberUp(PeerInfo member) {
-                heapNodes = null;
+                heaps.changed();
             }
 
             @Override
             public void memberRemoved(PeerInfo member, String reason) {
-                heapNodes = null;
-                heaps.keySet().removeIf(k -> (int) (k >>> 8) == member.nodeId());
+                heaps.forgetNode(member.nodeId());
                 if (member.nodeId() != self) {
                     orphaned.add(member.nodeId());
                     if (GlobalAllocator.this.config.adoptOrphans()) {
@@ -152,13 +140,13 @@ public final class GlobalAllocator implements AutoCloseable {
 
             @Override
             public void segmentAdded(SegmentDescriptor segment) {
-                heapNodes = null;
+                heaps.changed();
             }
 
             @Override
             public void segmentRemoved(SegmentDescriptor segment) {
-                heapNodes = null;
-                heaps.remove(key(segment.nodeId(), segment.index()));
+                heaps.changed();
+                heaps.forgetSegment(segment.nodeId(), segment.index());
             }
         };
         directory.addListener(listener);
@@ -196,7 +184,7 @@ public final class GlobalAllocator implements AutoCloseable {
             present++;
             SegmentDescriptor d = s.descriptor();
             boolean done = format.format(d);
-            heaps.remove(key(d.nodeId(), d.index())); // found again with its geometry on next use
+            heaps.forgetSegment(d.nodeId(), d.index()); // found again with its geometry on next use
             if (done) {
                 formatted++;
             }
@@ -207,167 +195,33 @@ public final class GlobalAllocator implements AutoCloseable {
                             + memory.transport().table().all().stream().map(Segment::index).toList()
                             + "); export the heap segments before formatting them");
         }
-        heapNodes = null;
+        heaps.changed();
         return formatted;
     }
 
     // ------------------------------------------------------------------ finding heaps
 
-    private static long key(int node, int segment) {
-        return ((long) node << 8) | segment;
-    }
-
     private SegmentDescriptor descriptor(int node, int segment) {
-        if (node == self) {
-            Segment s = memory.transport().table().get(segment);
-            return s == null ? null : s.descriptor();
-        }
-        return directory.segment(node, segment).orElse(null);
+        return heaps.descriptor(node, segment);
     }
 
     /** The formatted heap in that segment, or {@code null} when it is not exported or not formatted. */
     private HeapSegment heap(int node, int segment) {
-        SegmentDescriptor d = descriptor(node, segment);
-        if (d == null) {
-            return null;
-        }
-        long k = key(node, segment);
-        HeapSegment h = heaps.get(k);
-        if (h != null && h.incarnation == d.incarnation()
-                && (h.formatted || System.nanoTime() - h.checkedAt < UNFORMATTED_RECHECK_NANOS)) {
-            return h.formatted ? h : null;
-        }
-        // the header is read without a lock; two threads may both read it, and the first to publish wins
-        byte[] hdr = remote.read(d.pointer(0), HeapLayout.HEADER_LENGTH);
-        HeapSegment fresh = Words.getLong(hdr, HeapLayout.MAGIC_OFFSET) == 0 ? new HeapSegment(remote, self, config, d)
-                : format.geometry(d, hdr);
-        HeapSegment known = h;
-        h = heaps.compute(k, (key, now) -> now == null || now == known || now.incarnation != d.incarnation()
-                || (!now.formatted && fresh.formatted) ? fresh : now);
-        return h.formatted ? h : null;
+        return heaps.heap(node, segment);
     }
 
     private HeapSegment heapOfPointer(long ptr) {
-        int node = RemotePtr.nodeId(ptr);
-        int seg = RemotePtr.segmentIndex(ptr);
-        if (ptr == RemotePtr.NULL || !config.isHeapSegment(seg)) {
-            throw new InvalidBlockException(ptr, "not in a heap segment (heap segments: "
-                    + Arrays.toString(config.heapSegments()) + ")");
-        }
-        HeapSegment h = heap(node, seg);
-        if (h == null) {
-            memory.segmentOf(ptr); // throws the typed error of a missing node or segment
-            throw new InvalidBlockException(ptr, "the segment is not a formatted heap");
-        }
-        return h;
+        return heaps.heapOfPointer(ptr);
     }
 
     /** Nodes with at least one heap segment, ascending. */
     private int[] heapNodes() {
-        int[] nodes = heapNodes;
-        if (nodes == null) {
-            TreeSet<Integer> set = new TreeSet<>();
-            for (int seg : config.heapSegments()) {
-                if (memory.transport().table().get(seg) != null) {
-                    set.add(self);
-                }
-            }
-            for (SegmentDescriptor d : directory.segments()) {
-                if (config.isHeapSegment(d.index()) && d.nodeId() != self) {
-                    set.add(d.nodeId());
-                }
-            }
-            nodes = set.stream().mapToInt(Integer::intValue).toArray();
-            heapNodes = nodes;
-        }
-        return nodes;
-    }
-
-    private void addHeapsOf(int node, List<HeapSegment> out) {
-        for (int seg : config.heapSegments()) {
-            HeapSegment h = heap(node, seg);
-            if (h != null) {
-                out.add(h);
-            }
-        }
-    }
-
-    /** {@link #addHeapsOf}, skipping a node whose heap headers cannot be read (for spreading placements). */
-    private void addReachableHeapsOf(int node, List<HeapSegment> out) {
-        try {
-            addHeapsOf(node, out);
-        } catch (HeapCorruptedException e) {
-            throw e;
-        } catch (DsmException e) {
-            LOG.debug("placement skips node {}: {}", node, e.toString());
-        }
+        return heaps.heapNodes();
     }
 
     /** The heaps a placement may use, in the order to try them. */
     private List<HeapSegment> targets(Placement placement) {
-        List<HeapSegment> out = new ArrayList<>(4);
-        switch (placement.kind()) {
-            case LOCAL -> addHeapsOf(self, out);
-            case NODE -> {
-                int n = placement.nodeId();
-                if (n != self && directory.member(n).isEmpty()) {
-                    throw new PlacementException(placement.toString(), n, "not a live member of the cluster");
-                }
-                addHeapsOf(n, out);
-            }
-            case ROUND_ROBIN -> {
-                int[] nodes = heapNodes();
-                int start = nodes.length == 0 ? 0 : Math.floorMod(roundRobin.getAndIncrement(), nodes.length);
-                for (int i = 0; i < nodes.length; i++) {
-                    addReachableHeapsOf(nodes[(start + i) % nodes.length], out);
-                }
-            }
-            case KEY, LOCAL_FIRST -> {
-                boolean selfFirst = placement.kind() == Placement.Kind.LOCAL_FIRST;
-                if (selfFirst) {
-                    addReachableHeapsOf(self, out);
-                }
-                int[] nodes = heapNodes();
-                Integer[] order = new Integer[nodes.length];
-                int n = 0;
-                for (int node : nodes) {
-                    if (!selfFirst || node != self) {
-                        order[n++] = node;
-                    }
-                }
-                long key = placement.keyHash();
-                Arrays.sort(order, 0, n, (a, b) -> Long.compareUnsigned(Placement.score(key, b), Placement.score(key, a)));
-                for (int i = 0; i < n; i++) {
-                    addReachableHeapsOf(order[i], out);
-                }
-            }
-            default -> throw new IllegalStateException("unknown placement " + placement);
-        }
-        if (out.isEmpty()) {
-            int node = placement.kind() == Placement.Kind.NODE ? placement.nodeId() : self;
-            boolean named = placement.kind() == Placement.Kind.LOCAL || placement.kind() == Placement.Kind.NODE;
-            throw new PlacementException(placement.toString(), node, "no formatted heap segment "
-                    + Arrays.toString(config.heapSegments()) + " is exported"
-                    + (named ? " by that node" + withoutHeap(node) : " by any live member"));
-        }
-        return out;
-    }
-
-    /**
-     * Why a named node has no heap, and where blocks may go instead: a node that exports
-     * none of the heap segments (a client, or a member without {@code membus.heap.segments})
-     * never holds a block.
-     */
-    private String withoutHeap(int node) {
-        boolean exports = node == self ? !memory.transport().table().all().isEmpty()
-                : directory.segments().stream().anyMatch(d -> d.nodeId() == node);
-        if (exports && Arrays.stream(config.heapSegments()).anyMatch(seg -> descriptor(node, seg) != null)) {
-            return " (its heap segments are not formatted yet)";
-        }
-        return " (node " + node + " is " + (exports ? "a member without heap segments" : "a client: it exports no"
-                + " memory") + ", so no block is ever placed on it); place blocks on a node with a heap, one of "
-                + Arrays.toString(heapNodes()) + ", with Placement.node(n), or spread them with Placement.roundRobin()"
-                + " or Placement.byKey(key)";
+        return heaps.targets(placement);
     }
 
     // ------------------------------------------------------------------ allocation
@@ -504,7 +358,7 @@ public final class GlobalAllocator implements AutoCloseable {
     /**
      * {@link #allocate(long, Placement)} without blocking the caller: an allocation is a
      * short chain of dependent verbs, run on the allocator's own threads (at most
-     * {@value #ASYNC_THREADS} at once, {@value #ASYNC_QUEUE} waiting; past that the stage
+     * {@value AsyncCalls#THREADS} at once, {@value AsyncCalls#QUEUE} waiting; past that the stage
      * fails at once with a typed error). The stage fails as {@code allocate} throws.
      */
     public CompletionStage<BlockRef> allocateAsync(long size, Placement placement) {
@@ -531,14 +385,10 @@ public final class GlobalAllocator implements AutoCloseable {
     private <T> CompletableFuture<T> supplyAsync(java.util.function.Supplier<T> task) {
         try {
             checkOpen();
-            return CompletableFuture.supplyAsync(task, async);
-        } catch (java.util.concurrent.RejectedExecutionException e) {
-            return CompletableFuture.failedFuture(DsmException.internal("allocator busy: node=" + self
-                    + ", queued=" + ASYNC_QUEUE + ": too many *Async calls at once; wait for some to complete"
-                    + " or call the blocking forms from threads of your own", e));
         } catch (DsmException e) {
             return CompletableFuture.failedFuture(e);
         }
+        return async.supply(task);
     }
 
     /**
@@ -551,19 +401,7 @@ public final class GlobalAllocator implements AutoCloseable {
      * @throws BlockBoundsException  when the range leaves the block
      */
     public byte[] read(BlockRef ref, long offset, int length) {
-        checkBounds(ref, offset, length);
-        long ptr = ref.ptr();
-        byte[] out;
-        if (offset <= 256) {
-            byte[] b = remote.read(ptr, (int) (BLOCK_HEADER_LENGTH + offset + length));
-            checkHeader(ref, Words.getLong(b, 0), "read");
-            out = Arrays.copyOfRange(b, (int) (BLOCK_HEADER_LENGTH + offset), b.length);
-        } else {
-            checkHeader(ref, remote.readLong(ptr), "read");
-            out = remote.read(ref.payload() + offset, length);
-        }
-        checkHeader(ref, remote.readLong(ptr), "read");
-        return out;
+        return blocks.read(ref, offset, length);
     }
 
     /** Reads the little-endian payload word at {@code offset} (checked like {@link #read}). */
@@ -580,11 +418,7 @@ public final class GlobalAllocator implements AutoCloseable {
      * @throws BlockBoundsException  when the range leaves the block
      */
     public void write(BlockRef ref, long offset, byte[] src) {
-        checkBounds(ref, offset, src.length);
-        long ptr = ref.ptr();
-        checkHeader(ref, remote.readLong(ptr), "write");
-        remote.write(ref.payload() + offset, src);
-        checkHeader(ref, remote.readLong(ptr), "write");
+        blocks.write(ref, offset, src);
     }
 
     /** Writes the little-endian payload word at {@code offset} (checked like {@link #write}). */
@@ -622,28 +456,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
     /** Whether {@code ref}'s block is still the one it was allocated as (one read of the header). */
     public boolean isLive(BlockRef ref) {
-        return remote.readLong(ref.ptr()) == HeapLayout.seal(ref.header(), ref.ptr());
-    }
-
-    private static void checkBounds(BlockRef ref, long offset, long length) {
-        if (offset < 0 || length < 0 || offset > ref.capacity() - length) {
-            throw new BlockBoundsException(ref.ptr(), offset, length, ref.capacity());
-        }
-    }
-
-    /** Checks the header word {@code raw} as read from memory (sealed) against the reference's. */
-    private static void checkHeader(BlockRef ref, long raw, String op) {
-        if (raw == HeapLayout.seal(ref.header(), ref.ptr())) {
-            return;
-        }
-        long header = HeapLayout.unseal(raw, ref.ptr());
-        if (kindOf(header) == kindOf(ref.header()) && blockClassOf(header) == blockClassOf(ref.header())
-                && generationOf(header) < generationOf(ref.header())) {
-            throw new InvalidBlockException(ref.ptr(), "the reference's generation " + ref.generation()
-                    + " is newer than the block's " + generationOf(header) + ": it was not made by allocate");
-        }
-        boolean sameKind = kindOf(header) == kindOf(ref.header()) && blockClassOf(header) == blockClassOf(ref.header());
-        throw new UseAfterFreeException(ref.ptr(), ref.generation(), sameKind ? generationOf(header) : -1, op);
+        return blocks.isLive(ref);
     }
 
     // ------------------------------------------------------------------ orphans, trim, usage
