@@ -21,34 +21,28 @@ import static io.membus.alloc.HeapLayout.COUNT_WORD;
 import static io.membus.alloc.HeapLayout.ENTRY_LENGTH;
 import static io.membus.alloc.HeapLayout.FREE;
 import static io.membus.alloc.HeapLayout.FREE_HEAD_WORD;
-import static io.membus.alloc.HeapLayout.KIND_LARGE;
-import static io.membus.alloc.HeapLayout.KIND_SMALL;
-import static io.membus.alloc.HeapLayout.LARGE_CLASS;
 import static io.membus.alloc.HeapLayout.LARGE_HEAD;
 import static io.membus.alloc.HeapLayout.LARGE_TAIL;
 import static io.membus.alloc.HeapLayout.PENDING;
 import static io.membus.alloc.HeapLayout.SMALL;
-import static io.membus.alloc.HeapLayout.blockClassOf;
-import static io.membus.alloc.HeapLayout.blockHeader;
 import static io.membus.alloc.HeapLayout.chunkCount;
 import static io.membus.alloc.HeapLayout.classOf;
 import static io.membus.alloc.HeapLayout.dataStart;
 import static io.membus.alloc.HeapLayout.epochOf;
-import static io.membus.alloc.HeapLayout.generationOf;
 import static io.membus.alloc.HeapLayout.head;
 import static io.membus.alloc.HeapLayout.headIndex;
 import static io.membus.alloc.HeapLayout.headTag;
 import static io.membus.alloc.HeapLayout.isPending;
-import static io.membus.alloc.HeapLayout.kindOf;
 import static io.membus.alloc.HeapLayout.ownerOf;
 import static io.membus.alloc.HeapLayout.state;
 import static io.membus.alloc.HeapLayout.stateOf;
 
 /**
  * A heap segment as this node sees it: its geometry (read once from its header),
- * the verbs on its chunk table, hint bitmap and free lists, large objects, and this
- * node's {@link ClassPool}s of its size classes. Cached by {@link GlobalAllocator}
- * per segment and incarnation.
+ * the verbs on its chunk table, hint bitmap and free lists, its usage row, and this
+ * node's {@link ClassPool}s of its size classes. Large objects are {@link LargeObjects}',
+ * a pointer's block {@link BlockLookup}'s (both act on this segment's geometry and
+ * verbs). Cached by {@link HeapFinder} per segment and incarnation.
  *
  * <p><b>Note:</b> thread-safe: the geometry is immutable; every shared word is in
  * remote memory and changed only by CAS or fetch-and-add; the pools guard their own
@@ -307,78 +301,10 @@ final class HeapSegment {
 
     /**
      * The block allocated at {@code ptr}, a pointer into this segment ({@link
-     * GlobalAllocator#ref(long)}): reads the chunk-table entry and the header.
+     * GlobalAllocator#ref(long)}): reads the chunk-table entry and the header ({@link BlockLookup}).
      */
     BlockRef refAt(long ptr) {
-        int chunk = chunkOf(ptr);
-        if (chunk < 0) {
-            throw new InvalidBlockException(ptr, "outside the chunks of the heap (its header, chunk table or tail)");
-        }
-        long inChunk = RemotePtr.offset(ptr) - dataStart - ((long) chunk << chunkShift);
-        byte[] entry = remote.read(entry(chunk), ENTRY_LENGTH);
-        long st = Words.getLong(entry, HeapLayout.STATE_WORD);
-        switch (stateOf(st)) {
-            case SMALL -> {
-                int cls = classOf(st);
-                if (cls >= SizeClasses.count()) {
-                    throw new HeapCorruptedException(node, segment, "chunk " + chunk + " has size class " + cls);
-                }
-                int blockSize = SizeClasses.blockSize(cls);
-                if (inChunk % blockSize != 0) {
-                    throw new InvalidBlockException(ptr, "not at a block boundary of its chunk's size class " + cls
-                            + " (" + blockSize + " bytes)");
-                }
-                long header = HeapLayout.unseal(remote.readLong(ptr), ptr);
-                long carved = HeapLayout.isPending(st) ? 0
-                        : Math.min(Words.getLong(entry, HeapLayout.BUMP_WORD), perChunk(cls));
-                if (inChunk / blockSize >= carved) {
-                    throw freedOrNever(ptr, header, "the block is past those carved from chunk " + chunk
-                            + " since it was last claimed");
-                }
-                if (kindOf(header) != KIND_SMALL || blockClassOf(header) != cls) {
-                    throw freedOrNever(ptr, header, "the header there is not a block of class " + cls);
-                }
-                if ((generationOf(header) >>> HeapLayout.GENERATION_COUNT_BITS)
-                        != (HeapLayout.epochOf(st) & (HeapLayout.GENERATION_MASK >>> HeapLayout.GENERATION_COUNT_BITS))) {
-                    throw new FreedBlockException(ptr, generationOf(header), "the header is from an earlier claim of"
-                            + " chunk " + chunk);
-                }
-                if ((generationOf(header) & HeapLayout.GENERATION_COUNT_MASK) == HeapLayout.GENERATION_COUNT_MASK) {
-                    throw new FreedBlockException(ptr, generationOf(header), "the block is retired (its generations"
-                            + " are used up)");
-                }
-                return new BlockRef(ptr, header, blockSize - BLOCK_HEADER_LENGTH);
-            }
-            case LARGE_HEAD -> {
-                if (inChunk != 0) {
-                    throw new InvalidBlockException(ptr, "inside a large object (chunk " + chunk + ")");
-                }
-                long header = HeapLayout.unseal(remote.readLong(ptr), ptr);
-                long live = HeapLayout.blockHeader(HeapLayout.firstGeneration(HeapLayout.epochOf(st)),
-                        HeapLayout.LARGE_CLASS, KIND_LARGE);
-                if (header != live) {
-                    throw freedOrNever(ptr, header, "the object's header is not the one its claim wrote (it was freed)");
-                }
-                long span = Words.getLong(entry, HeapLayout.COUNT_WORD);
-                if (span < 1 || chunk + span > chunkCount) {
-                    throw new HeapCorruptedException(node, segment, "large object at chunk " + chunk + " spans "
-                            + span + " chunks of " + chunkCount);
-                }
-                return new BlockRef(ptr, header, (span << chunkShift) - BLOCK_HEADER_LENGTH);
-            }
-            case LARGE_TAIL -> throw new InvalidBlockException(ptr, "inside a large object (chunk " + chunk
-                    + " continues one that starts before it)");
-            default -> throw freedOrNever(ptr, HeapLayout.unseal(remote.readLong(ptr), ptr), "its chunk " + chunk
-                    + " is free");
-        }
-    }
-
-    /** {@link FreedBlockException} when a block header lies at {@code ptr} (a block was there), else invalid. */
-    private static DsmException freedOrNever(long ptr, long header, String reason) {
-        boolean wasBlock = (kindOf(header) == KIND_SMALL && blockClassOf(header) < SizeClasses.count())
-                || (kindOf(header) == KIND_LARGE && blockClassOf(header) == HeapLayout.LARGE_CLASS);
-        return wasBlock ? new FreedBlockException(ptr, generationOf(header), reason)
-                : new InvalidBlockException(ptr, "no block was ever handed out there: " + reason);
+        return BlockLookup.refAt(this, ptr);
     }
 
     /** This segment's row of {@link HeapUsage}: one read of the chunk table. */
@@ -443,96 +369,14 @@ final class HeapSegment {
         return allocateLarge(size);
     }
 
+    /** A large object of {@code size} payload bytes: a run of whole chunks ({@link LargeObjects}); null if none is free. */
     BlockRef allocateLarge(long size) {
-        long chunkSize = 1L << chunkShift;
-        int span = (int) ((size + BLOCK_HEADER_LENGTH + chunkSize - 1) >> chunkShift);
-        if (span > chunkCount) {
-            return null;
-        }
-        for (int attempt = 0; attempt < config.claimAttempts(); attempt++) {
-            long[] t = readTable();
-            int start = freeRun(t, span);
-            if (start < 0) {
-                return null;
-            }
-            long epoch = epochOf(t[start * 4]) + 1;
-            int claimed = 0;
-            try {
-                for (; claimed < span; claimed++) {
-                    long w = t[(start + claimed) * 4];
-                    long mine = state(claimed == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
-                    if (casResolved(entry(start + claimed), w, mine) != w) {
-                        break;
-                    }
-                }
-            } catch (DsmException e) {
-                try {
-                    rollBackLarge(t, start, claimed); // the chunk whose CAS is unknown stays ours (see docs)
-                } catch (DsmException again) {
-                    e.addSuppressed(again);
-                }
-                throw e;
-            }
-            if (claimed < span) {
-                rollBackLarge(t, start, claimed);
-                continue;
-            }
-            remote.writeLong(entry(start) + COUNT_WORD, span);
-            long hdr = blockHeader(HeapLayout.firstGeneration(epoch), LARGE_CLASS, KIND_LARGE);
-            remote.writeLong(chunk(start), HeapLayout.seal(hdr, chunk(start)));
-            return new BlockRef(chunk(start), hdr, ((long) span << chunkShift) - BLOCK_HEADER_LENGTH);
-        }
-        return null;
+        return LargeObjects.allocate(this, size);
     }
 
-    /** Sets the first {@code claimed} chunks of a large claim that lost a race FREE again (new epoch). */
-    private void rollBackLarge(long[] t, int start, int claimed) {
-        for (int i = 0; i < claimed; i++) {
-            long w = t[(start + i) * 4];
-            long mine = state(i == 0 ? LARGE_HEAD : LARGE_TAIL, 0, self, epochOf(w) + 1);
-            long back = casResolved(entry(start + i), mine, state(FREE, 0, 0, epochOf(w) + 1));
-            if (back != mine && !(stateOf(back) == FREE || epochOf(back) > epochOf(mine))) {
-                // (FREE or a later epoch: our rollback was executed, its verb timed out, someone claimed it since)
-                throw new HeapCorruptedException(node, segment, "a chunk claimed by this node changed"
-                        + " under it: chunk=" + (start + i) + ", state=0x" + Long.toHexString(back));
-            }
-        }
-    }
-
-    private int freeRun(long[] t, int span) {
-        int run = 0;
-        for (int c = 0; c < chunkCount; c++) {
-            run = stateOf(t[c * 4]) == FREE ? run + 1 : 0;
-            if (run == span) {
-                return c - span + 1;
-            }
-        }
-        return -1;
-    }
-
+    /** Frees the large object whose first chunk is {@code chunk} ({@link LargeObjects}). */
     void freeLarge(int chunk) {
-        long head = remote.readLong(entry(chunk));
-        long span = remote.readLong(entry(chunk) + COUNT_WORD);
-        if (stateOf(head) != LARGE_HEAD || span < 1 || span > chunkCount - chunk) {
-            throw new HeapCorruptedException(node, segment, "large object's chunk entry is wrong: chunk=" + chunk
-                    + ", state=0x" + Long.toHexString(head) + ", span=" + span);
-        }
-        for (int i = 0; i < span; i++) {
-            long e = entry(chunk + i);
-            long st = i == 0 ? head : remote.readLong(e);
-            for (int tries = 0; ; tries++) {
-                int s = stateOf(st);
-                if (s != (i == 0 ? LARGE_HEAD : LARGE_TAIL) || tries > MAX_CAS_RETRIES) {
-                    throw new HeapCorruptedException(node, segment, "large object's chunk entry is wrong: chunk="
-                            + (chunk + i) + ", state=0x" + Long.toHexString(st));
-                }
-                long w = remote.compareAndSwap(e, st, state(FREE, 0, 0, epochOf(st)));
-                if (w == st) {
-                    break;
-                }
-                st = w; // an adoption changed the owner: retry with the new word
-            }
-        }
+        LargeObjects.free(this, chunk);
     }
 
     void freeSmall(int chunk, long ptr, int cls, long blockIndex, long freedHeader) {
