@@ -16,7 +16,6 @@ import io.membus.core.transport.Verbs;
 import io.membus.core.transport.pipeline.Verb;
 import io.membus.core.transport.pipeline.VerbOwner;
 import io.membus.core.transport.pipeline.VerbPipeline;
-import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
 import org.slf4j.Logger;
@@ -26,7 +25,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -35,7 +33,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * (CONNECTING, OPEN, DOWN, CLOSED), verb issue into its {@link VerbPipeline}, its
  * messages and its blocking lanes. The other jobs are classes of their own: the wire
  * ({@link TcpVerbWire}: request frames out, answers in), connecting and reconnecting
- * ({@link TcpDialer}), batches ({@link TcpBatch}), the failure an ERROR frame carries
+ * ({@link TcpDialer}), batches ({@link TcpBatch}), the outbox and the message frames it
+ * lets out ({@link TcpMessageQueue}), the failure an ERROR frame carries
  * ({@link ErrorFrames}); the peer's address is parsed by dsm-core's {@code HostPort}.
  *
  * <h2>Issue, pipelining and order</h2>
@@ -113,16 +112,12 @@ final class TcpConnection implements Connection {
     private final TcpDialer dialer;
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
     private final Runnable drainTask = this::drain;
-    /** Messages given a credit by the outbox, in order, waiting for the I/O thread to write them. */
-    private final ConcurrentLinkedQueue<OutMessage> messagesIssued = new ConcurrentLinkedQueue<>();
-    private final Outbox outbox;
+    /** Its messages: the outbox and the frames it let out, waiting for the I/O thread. */
+    private final TcpMessageQueue messages;
     /** The blocking lanes, or null when {@code membus.transports.tcp.blocking-lanes} is 0. */
     private final TcpLanes lanes;
     /** Each issuing thread's unsettled verbs on this connection (see {@link #blockingNow()}). */
     private final ThreadLocal<VerbOwner> owners = ThreadLocal.withInitial(VerbOwner::new);
-
-    private record OutMessage(long correlation, short channel, boolean request, byte[] payload) {
-    }
 
     TcpConnection(TcpTransport transport, PeerInfo peer, EventLoop loop) {
         this.transport = transport;
@@ -140,8 +135,7 @@ final class TcpConnection implements Connection {
         this.maxReadLength = Math.min(SegmentTable.MAX_VERB_LENGTH, maxFrame - Frame.HEADER_LENGTH);
         this.maxWriteLength = Math.min(SegmentTable.MAX_VERB_LENGTH,
                 maxFrame - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH);
-        this.outbox = new Outbox(peer.nodeId(), transport.settings.operationTimeout, transport.messages(),
-                this::transmit);
+        this.messages = new TcpMessageQueue(this, transport, peer);
         this.wire = new TcpVerbWire(this, peer, maxInFlight);
         this.pipeline = new VerbPipeline<>(peer.nodeId(), transport.settings.operationTimeout, maxInFlight,
                 transport.observer(), wire, false);
@@ -194,7 +188,7 @@ final class TcpConnection implements Connection {
         if (state == CLOSED) {
             return;
         }
-        outbox.close(new NodeUnavailableException(peer.nodeId(), reason + " (peer " + peer + ")"));
+        messages.outbox().close(new NodeUnavailableException(peer.nodeId(), reason + " (peer " + peer + ")"));
         downReason = reason; // before the state: whoever sees CLOSED reads this reason
         int s;
         do {
@@ -289,7 +283,7 @@ final class TcpConnection implements Connection {
         if (state != OPEN) {
             return CompletableFuture.failedFuture(unavailable());
         }
-        return cast(outbox.post(channel, false, payload));
+        return cast(messages.outbox().post(channel, false, payload));
     }
 
     @Override
@@ -297,7 +291,7 @@ final class TcpConnection implements Connection {
         if (state != OPEN) {
             return CompletableFuture.failedFuture(unavailable());
         }
-        return outbox.post(channel, true, payload);
+        return messages.outbox().post(channel, true, payload);
     }
 
     /**
@@ -310,30 +304,6 @@ final class TcpConnection implements Connection {
             return null;
         }
         return lanes.requestDirect(channel, payload);
-    }
-
-    /** The outbox gave a message a credit (under its lock): queue it for the I/O thread. */
-    private boolean transmit(long correlation, short channel, boolean request, byte[] payload) {
-        if (state != OPEN) {
-            throw unavailable();
-        }
-        messagesIssued.offer(new OutMessage(correlation, channel, request, payload));
-        wake();
-        return true;
-    }
-
-    /** Writes the queued messages, in order, in one buffer with one flush (I/O thread). */
-    private void sendMessages() {
-        Channel ch = channel;
-        if (ch == null || messagesIssued.isEmpty()) {
-            return; // not open: failAll has failed them (the outbox was reset)
-        }
-        ByteBuf out = ch.alloc().ioBuffer(4096);
-        OutMessage m;
-        while ((m = messagesIssued.poll()) != null) {
-            Frame.writeMessage(out, m.correlation(), m.channel(), m.request(), m.payload());
-        }
-        ch.writeAndFlush(out, ch.voidPromise());
     }
 
     @SuppressWarnings("unchecked")
@@ -432,7 +402,7 @@ final class TcpConnection implements Connection {
     }
 
     /** Why a verb is refused while the connection is not open: closed with this node's transport, or down. */
-    private DsmException unavailable() {
+    DsmException unavailable() {
         if (state == CLOSED && transport.isClosed()) {
             return transport.closedException();
         }
@@ -448,7 +418,7 @@ final class TcpConnection implements Connection {
             return;
         }
         pipeline.pump();
-        sendMessages();
+        messages.writeQueued(channel);
     }
 
     /** Fails every verb this connection holds, in issue order; on the I/O thread. */
@@ -458,10 +428,7 @@ final class TcpConnection implements Connection {
                 + ")");
         // those on the wire may have run; the backlog never left
         pipeline.failAll(e, unsent);
-        // messages: the outbox fails its own (it is reset first, under its lock, so a message it gave a credit
-        // before is in the queue now and is dropped here, never sent on the next connection)
-        outbox.reset(e);
-        messagesIssued.clear();
+        messages.reset(e); // the outbox fails its own; what it let out before is dropped, never sent later
     }
 
     /** The I/O threads are gone: nothing will be sent or answered any more. */
@@ -500,7 +467,7 @@ final class TcpConnection implements Connection {
     }
 
     Outbox outbox() {
-        return outbox;
+        return messages.outbox();
     }
 
     /** The peer's lane server port from its WELCOME (0: none; lanes connect to the peer's port). */
