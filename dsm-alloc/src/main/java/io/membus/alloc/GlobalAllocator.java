@@ -10,7 +10,6 @@ import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
 import io.membus.core.transport.PeerInfo;
 import io.membus.core.transport.Transport;
 import org.slf4j.Logger;
@@ -28,16 +27,11 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 
 import static io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH;
-import static io.membus.alloc.HeapLayout.FREE;
 import static io.membus.alloc.HeapLayout.KIND_LARGE;
 import static io.membus.alloc.HeapLayout.KIND_SMALL;
-import static io.membus.alloc.HeapLayout.SMALL;
 import static io.membus.alloc.HeapLayout.blockClassOf;
-import static io.membus.alloc.HeapLayout.classOf;
 import static io.membus.alloc.HeapLayout.generationOf;
 import static io.membus.alloc.HeapLayout.kindOf;
-import static io.membus.alloc.HeapLayout.ownerOf;
-import static io.membus.alloc.HeapLayout.stateOf;
 
 /**
  * The global allocator of one node: allocates blocks in the heap segments of any
@@ -488,21 +482,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 if (h == null) {
                     continue;
                 }
-                long[] t = h.readTable();
-                for (int c = 0; c < h.chunkCount; c++) {
-                    long st = t[c * 4];
-                    if (stateOf(st) != FREE && ownerOf(st) == nodeId) {
-                        long mine = (st & ~(0xffffL << 36)) | ((long) self << 36);
-                        if (h.casResolved(h.entry(c), st, mine) == st) {
-                            adopted++;
-                            if (stateOf(st) == SMALL && HeapLayout.isPending(st)) {
-                                h.recoverPending(c); // its claim never finished: nothing was carved
-                            } else if (stateOf(st) == SMALL) {
-                                h.pool(classOf(st)).adopted(c);
-                            }
-                        }
-                    }
-                }
+                adopted += h.adoptChunksOf(nodeId);
             }
         }
         orphaned.remove(nodeId);

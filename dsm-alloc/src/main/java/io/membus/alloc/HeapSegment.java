@@ -300,6 +300,34 @@ final class HeapSegment {
     }
 
     /**
+     * Takes over the chunks of this segment that {@code nodeId} (a node that left) owned,
+     * one CAS on each chunk's table entry that puts this node in the owner field ({@link
+     * GlobalAllocator#adoptOrphans}): a SMALL chunk whose claim never finished is recovered,
+     * one with blocks goes to this node's pool of its class.
+     *
+     * @return the number of chunks this call adopted
+     */
+    int adoptChunksOf(int nodeId) {
+        int adopted = 0;
+        long[] t = readTable();
+        for (int c = 0; c < chunkCount; c++) {
+            long st = t[c * 4];
+            if (stateOf(st) != FREE && ownerOf(st) == nodeId) {
+                long mine = (st & ~(0xffffL << 36)) | ((long) self << 36);
+                if (casResolved(entry(c), st, mine) == st) {
+                    adopted++;
+                    if (stateOf(st) == SMALL && HeapLayout.isPending(st)) {
+                        recoverPending(c); // its claim never finished: nothing was carved
+                    } else if (stateOf(st) == SMALL) {
+                        pool(classOf(st)).adopted(c);
+                    }
+                }
+            }
+        }
+        return adopted;
+    }
+
+    /**
      * The block allocated at {@code ptr}, a pointer into this segment ({@link
      * GlobalAllocator#ref(long)}): reads the chunk-table entry and the header ({@link BlockLookup}).
      */
