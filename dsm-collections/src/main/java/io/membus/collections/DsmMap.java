@@ -483,6 +483,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         try {
             byte[] k = queryKey(key);
             return k == null ? null : decodeValue(store.get(k, MapLayout.hash(k)));
+        } catch (RuntimeException e) {
+            store.handle.stats().failed(GET);
+            throw e;
         } finally {
             store.handle.stats().record(GET, start);
         }
@@ -518,6 +521,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
                 }
                 v = store.leasedFill(k, MapLayout.hash(k), objectKeys ? key : java.nio.ByteBuffer.wrap(k),
                         sharedValues);
+            } catch (RuntimeException e) {
+                store.handle.stats().failed(GET);
+                throw e;
             } finally {
                 store.handle.stats().time(GET, start, true);
             }
@@ -534,6 +540,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         try {
             byte[] k = queryKey(key);
             return k != null && store.get(k, MapLayout.hash(k)) != null;
+        } catch (RuntimeException e) {
+            store.handle.stats().failed(GET);
+            throw e;
         } finally {
             store.handle.stats().time(GET, start, store.leases != null); // a leased lookup counted itself
         }
@@ -584,6 +593,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         try {
             byte[] k = encodeKey(key);
             return store.mutate(k, MapLayout.hash(k), m);
+        } catch (RuntimeException e) {
+            store.handle.stats().failed(op);
+            throw e;
         } finally {
             store.handle.stats().record(op, start);
         }
@@ -594,6 +606,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         long start = OperationStats.start();
         try {
             return store.mutate(k, MapLayout.hash(k), m);
+        } catch (RuntimeException e) {
+            store.handle.stats().failed(op);
+            throw e;
         } finally {
             store.handle.stats().record(op, start);
         }

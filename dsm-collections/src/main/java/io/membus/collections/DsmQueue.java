@@ -693,6 +693,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             return r == OFFERED;
         } catch (RuntimeException ex) {
             failure = ex;
+            stats.failed(OFFER);
             throw ex;
         } finally {
             discard(p, failure); // nothing when it was published, or freed already
@@ -732,6 +733,7 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
             return true;
         } catch (RuntimeException ex) {
             failure = ex;
+            stats.failed(OFFER);
             throw ex;
         } finally {
             waiting.done();
@@ -915,6 +917,9 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                 }
                 held.pause();
             }
+        } catch (RuntimeException ex) {
+            stats.failed(POLL);
+            throw ex;
         } finally {
             stats.record(POLL, start);
         }
@@ -1015,6 +1020,9 @@ public final class DsmQueue<E> extends AbstractQueue<E> implements BlockingQueue
                     return null; // also when an offer at the head was still being written at the deadline
                 }
             }
+        } catch (RuntimeException ex) {
+            stats.failed(POLL);
+            throw ex;
         } finally {
             waiting.done();
             if (waited) {
