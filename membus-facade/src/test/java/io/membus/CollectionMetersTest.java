@@ -164,6 +164,7 @@ class CollectionMetersTest {
                     "membus_collection_operations_total{kind=\"lock\",name=\"ledger\",operation=\"acquire\"} " + N + ".0",
                     "membus_collection_operations_total{kind=\"atomicLong\",name=\"hits\",operation=\"add\"} " + N + ".0",
                     "membus_collection_operations_total{kind=\"longArray\",name=\"arr\",operation=\"set\"} " + N + ".0",
+                    "membus_collection_operation_errors_total{kind=\"map\",name=\"orders\",operation=\"get\"} 0.0",
                     "membus_collection_operation_time_seconds_count{kind=\"map\",name=\"orders\",operation=\"put\"} "
                             + N)) {
                 assertTrue(body.lines().anyMatch(l -> l.equals(line)), "no line " + line + " in\n" + body);
