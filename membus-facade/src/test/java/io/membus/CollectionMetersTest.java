@@ -44,20 +44,17 @@ class CollectionMetersTest {
     private static final int N = 7;
 
     private static double count(SimpleMeterRegistry r, String kind, String name, String op) {
-        FunctionCounter c = r.find("membus.collection.operations").tags("kind", kind, "name", name, "operation", op)
-                .functionCounter();
-        if (c == null) {
-            throw new AssertionError("no membus.collection.operations " + kind + " " + name + " " + op + " in "
-                    + r.getMeters().stream().map(m -> m.getId().toString()).toList());
-        }
-        return c.count();
+        return counter(r, "membus.collection.operations", kind, name, op);
     }
 
     private static double errors(SimpleMeterRegistry r, String kind, String name, String op) {
-        FunctionCounter c = r.find("membus.collection.operation.errors").tags("kind", kind, "name", name, "operation", op)
-                .functionCounter();
+        return counter(r, "membus.collection.operation.errors", kind, name, op);
+    }
+
+    private static double counter(SimpleMeterRegistry r, String meter, String kind, String name, String op) {
+        FunctionCounter c = r.find(meter).tags("kind", kind, "name", name, "operation", op).functionCounter();
         if (c == null) {
-            throw new AssertionError("no membus.collection.operation.errors " + kind + " " + name + " " + op + " in "
+            throw new AssertionError("no " + meter + " " + kind + " " + name + " " + op + " in "
                     + r.getMeters().stream().map(m -> m.getId().toString()).toList());
         }
         return c.count();
