@@ -212,24 +212,13 @@ final class QueueClaims<E> {
             long full = SlotState.of(t, FULL, 0);
             long mine = SlotState.of(t, READING, ring.self);
             recovery.enter(t);
-            CompletableFuture<Long> cas;
-            CompletableFuture<byte[]> data;
-            long w;
-            cas = null;
-            try {
-                cas = memory.compareAndSwapAsync(ring.statePtr(t), full, mine);
-                data = memory.readAsync(ring.dataPtr(t), ring.slotBytes);
-                w = memory.await(cas);
-            } catch (RuntimeException e) {
-                recovery.unclaim(t, full, mine, SlotState.of(t + capacity, FULL, 0), cas, e);
-                recovery.leave(t);
-                throw e;
-            }
+            Claimed c = claim(t, full, mine, SlotState.of(t + capacity, FULL, 0));
+            long w = c.witness();
             if (w == full) {
                 claimed();
                 helpAdvance(ring.headPtr, t);
                 headHint.accumulateAndGet(t + 1, Math::max);
-                return consume(t, mine, data);
+                return consume(t, mine, c.data());
             }
             recovery.leave(t);
             long st = SlotState.ticket(w);
@@ -287,25 +276,40 @@ final class QueueClaims<E> {
                 long x = SlotState.ticket(w);
                 long mine = SlotState.of(x, READING, ring.self);
                 recovery.enter(x);
-                CompletableFuture<Long> cas;
-                CompletableFuture<byte[]> data;
-                cas = null;
-                try {
-                    cas = memory.compareAndSwapAsync(ring.statePtr(x), w, mine);
-                    data = memory.readAsync(ring.dataPtr(x), ring.slotBytes);
-                    if (memory.await(cas) != w) {
-                        recovery.leave(x);
-                        continue;
-                    }
-                } catch (RuntimeException e) {
-                    recovery.unclaim(x, w, mine, SlotState.of(x + capacity, FULL, 0), cas, e);
+                Claimed c = claim(x, w, mine, SlotState.of(x + capacity, FULL, 0));
+                if (c.witness() != w) {
                     recovery.leave(x);
-                    throw e;
+                    continue;
                 }
-                return consume(x, mine, data);
+                return consume(x, mine, c.data());
             }
         }
         return null;
+    }
+
+    /** What a claim CAS found (the claim won when it is the state expected), and the read of the slot's data behind it. */
+    record Claimed(long witness, CompletableFuture<byte[]> data) {
+    }
+
+    /**
+     * CASes ticket {@code t}'s state from {@code expected} to {@code mine}, pipelined with the
+     * read of the slot's data (issued after the CAS on one connection: it reads a claimed
+     * slot), and waits for the CAS. The caller has entered {@code t}
+     * ({@link QueueRecovery#enter}); when a verb fails, a claim that may have run is given
+     * back ({@code mine -> next}, {@link QueueRecovery#unclaim}), {@code t} is left and the
+     * failure rethrown.
+     */
+    Claimed claim(long t, long expected, long mine, long next) {
+        CompletableFuture<Long> cas = null;
+        try {
+            cas = memory.compareAndSwapAsync(ring.statePtr(t), expected, mine);
+            CompletableFuture<byte[]> data = memory.readAsync(ring.dataPtr(t), ring.slotBytes);
+            return new Claimed(memory.await(cas), data);
+        } catch (RuntimeException e) {
+            recovery.unclaim(t, expected, mine, next, cas, e);
+            recovery.leave(t);
+            throw e;
+        }
     }
 
     /** Reads the claimed slot's element, empties the slot, frees a large element's block. */

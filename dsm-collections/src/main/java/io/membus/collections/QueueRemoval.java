@@ -152,25 +152,16 @@ final class QueueRemoval<E> {
         synchronized (removals) {
             long gap = SlotState.of(t, MOVING, ring.self);
             recovery.enter(t);
-            CompletableFuture<Long> cas;
-            CompletableFuture<byte[]> data;
-            cas = null;
-            try {
-                cas = memory.compareAndSwapAsync(ring.statePtr(t), full, gap);
-                data = memory.readAsync(ring.dataPtr(t), ring.slotBytes);
-                if (memory.await(cas) != full) {
-                    recovery.leave(t);
-                    return false;
-                }
-            } catch (RuntimeException e) {
-                recovery.unclaim(t, full, gap, full, cas, e); // a MOVING slot is waited for where it is: back in place
+            // a MOVING slot is waited for where it is: a failed claim is put back in place
+            QueueClaims.Claimed c = claims.claim(t, full, gap, full);
+            if (c.witness() != full) {
                 recovery.leave(t);
-                throw e;
+                return false;
             }
             // linearized: the element is out. Its large block is freed once the gap is closed.
             BlockRef block = null;
             try {
-                block = QueueRing.largeBlock(memory.await(data));
+                block = QueueRing.largeBlock(memory.await(c.data()));
                 closeGap(t);
             } finally {
                 recovery.wakeAll();
