@@ -108,7 +108,7 @@ final class MapStore {
     /**
      * The map handle's root, life and operation counts ({@link Handle}; its life is set by
      * {@link DsmCollections} when it opens a named map: every operation checks it, see
-     * {@link Lifecycle}). Set once by {@link DsmMap#openAt} before the map is built: the
+     * {@link Lifecycle}). Set once by {@link MapRoot#open} before the map is built: the
      * map's final field {@code store} publishes it (a plain field: no extra volatile read on
      * a leased hit).
      */
