@@ -1,16 +1,13 @@
 package io.membus.core.replication;
 
 import io.membus.core.directory.ReplicaGroupView;
-import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmException;
-import io.membus.core.transport.Transport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -26,20 +23,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * thread (a diagnostic) sees them whole. What it shares with the other jobs is
  * {@link ReplicatorState}'s.
  */
-final class CopyPlacement {
+final class CopyPlacement extends ReplicatorJob {
     /** The engine's lines keep one logger name, {@code Replicator}, whichever of its jobs says them. */
     private static final Logger LOG = LoggerFactory.getLogger(Replicator.class);
-    private final ReplicatorState state;
-    private final Transport transport;
-    private final SegmentDirectory directory;
-    private final ReplicationConfig config;
-    private final int self;
-    private final ReplicationService service;
-    private final Map<Integer, CopyStream> streams;
-    private final Map<Integer, ReplicaGroup> primaries;
-    private final Map<Integer, CopyReplica> copies;
-    private final Set<Integer> departing;
-    private final Set<Integer> lostCopy;
     /** Chunks one re-replication step copies before it lets other work of the service run. */
     private static final int CHUNKS_PER_STEP = 8;
     private static final long PACE_NANOS = 2_000_000L;
@@ -50,17 +36,7 @@ final class CopyPlacement {
     private volatile boolean shortSaid;
 
     CopyPlacement(ReplicatorState state, Promotion promotion) {
-        this.state = state;
-        this.transport = state.transport;
-        this.directory = state.directory;
-        this.config = state.config;
-        this.self = state.self;
-        this.service = state.service;
-        this.streams = state.streams;
-        this.primaries = state.primaries;
-        this.copies = state.copies;
-        this.departing = state.departing;
-        this.lostCopy = state.lostCopy;
+        super(state);
         this.promotion = promotion;
     }
 

@@ -3,7 +3,6 @@ package io.membus.core.replication;
 import io.membus.core.Segment;
 import io.membus.core.error.DsmException;
 import io.membus.core.transport.FaultInjector;
-import io.membus.core.transport.Transport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,16 +22,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * bytes); it may run on the node's message executor or inline on an I/O thread. The copies
  * are in {@link ReplicatorState}'s concurrent map.
  */
-final class CopySide {
+final class CopySide extends ReplicatorJob {
     /** The engine's lines keep one logger name, {@code Replicator}, whichever of its jobs says them. */
     private static final Logger LOG = LoggerFactory.getLogger(Replicator.class);
-    private final ReplicatorState state;
-    private final Transport transport;
-    private final int self;
-    private final ReplicationService service;
-    private final Map<Integer, ReplicaGroup> primaries;
-    private final Map<Integer, CopyReplica> copies;
-    private final Map<Integer, GroupClaim> claims;
     private final Map<Integer, Inbound> inbound = new ConcurrentHashMap<>();
 
     /** The copy side's state of the stream from one primary node (guarded by itself). */
@@ -42,13 +34,7 @@ final class CopySide {
     }
 
     CopySide(ReplicatorState state) {
-        this.state = state;
-        this.transport = state.transport;
-        this.self = state.self;
-        this.service = state.service;
-        this.primaries = state.primaries;
-        this.copies = state.copies;
-        this.claims = state.claims;
+        super(state);
     }
 
     byte[] fenced(int from, byte[] payload) {

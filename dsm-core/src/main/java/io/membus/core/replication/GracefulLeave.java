@@ -2,7 +2,6 @@ package io.membus.core.replication;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.ReplicaGroupView;
-import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NotPrimaryException;
 import org.slf4j.Logger;
@@ -13,7 +12,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 /**
@@ -28,37 +26,14 @@ import java.util.Set;
  * sets, volatile flags) and the groups' own locks. The leaving flag is a volatile write
  * before the first LEAVING is sent, so a promotion decided after it sees it.
  */
-final class GracefulLeave {
+final class GracefulLeave extends ReplicatorJob {
     /** The engine's lines keep one logger name, {@code Replicator}, whichever of its jobs says them. */
     private static final Logger LOG = LoggerFactory.getLogger(Replicator.class);
-    private final ReplicatorState state;
-    private final RemoteMemory memory;
-    private final SegmentDirectory directory;
-    private final ReplicationConfig config;
-    private final int self;
-    private final Duration timeout;
-    private final ReplicationService service;
-    private final Map<Integer, CopyStream> streams;
-    private final Map<Integer, ReplicaGroup> primaries;
-    private final Map<Integer, CopyReplica> copies;
-    private final Map<Integer, GroupClaim> claims;
-    private final Set<Integer> departing;
     /** The engine's reconciliation ({@link CopyPlacement#reconcile}), the task this job submits after a change. */
     private final Runnable reconcile;
 
     GracefulLeave(ReplicatorState state, Runnable reconcile) {
-        this.state = state;
-        this.memory = state.memory;
-        this.directory = state.directory;
-        this.config = state.config;
-        this.self = state.self;
-        this.timeout = state.timeout;
-        this.service = state.service;
-        this.streams = state.streams;
-        this.primaries = state.primaries;
-        this.copies = state.copies;
-        this.claims = state.claims;
-        this.departing = state.departing;
+        super(state);
         this.reconcile = reconcile;
     }
 

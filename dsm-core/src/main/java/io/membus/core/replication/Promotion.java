@@ -2,19 +2,14 @@ package io.membus.core.replication;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.ReplicaGroupView;
-import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
-import io.membus.core.transport.Transport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
 /**
  * Promotion (docs/replication.md §5, §17.4): this node's in-sync copy becomes its group's
@@ -29,41 +24,14 @@ import java.util.Set;
  * fence is under the copy's monitor; the promoted group is put in the table before its
  * claim is published, and its memory is the copy's (no byte copied).
  */
-final class Promotion {
+final class Promotion extends ReplicatorJob {
     /** The engine's lines keep one logger name, {@code Replicator}, whichever of its jobs says them. */
     private static final Logger LOG = LoggerFactory.getLogger(Replicator.class);
-    private final ReplicatorState state;
-    private final Transport transport;
-    private final RemoteMemory memory;
-    private final SegmentDirectory directory;
-    private final ReplicationConfig config;
-    private final int self;
-    private final Duration timeout;
-    private final int partBytes;
-    private final ReplicationService service;
-    private final Map<Integer, ReplicaGroup> primaries;
-    private final Map<Integer, CopyReplica> copies;
-    private final Map<Integer, GroupClaim> claims;
-    private final Set<Integer> lostCopy;
-    private final Set<Integer> seenMembers;
     /** The engine's reconciliation ({@link CopyPlacement#reconcile}), the task this job submits after a change. */
     private final Runnable reconcile;
 
     Promotion(ReplicatorState state, Runnable reconcile) {
-        this.state = state;
-        this.transport = state.transport;
-        this.memory = state.memory;
-        this.directory = state.directory;
-        this.config = state.config;
-        this.self = state.self;
-        this.timeout = state.timeout;
-        this.partBytes = state.partBytes;
-        this.service = state.service;
-        this.primaries = state.primaries;
-        this.copies = state.copies;
-        this.claims = state.claims;
-        this.lostCopy = state.lostCopy;
-        this.seenMembers = state.seenMembers;
+        super(state);
         this.reconcile = reconcile;
     }
 
