@@ -405,9 +405,11 @@ public final class DsmNode implements AutoCloseable {
     }
 
     /**
-     * The node's meter registry: a composite that holds the JMX registry (unless
-     * {@code membus.metrics.jmx = false}); add a registry of your own to it to export
-     * the node's metrics elsewhere. Closed with the node.
+     * The node's meter registry: a composite that holds the JMX registry when
+     * {@code membus.metrics.jmx = true} and the Prometheus endpoint's when it is enabled (both
+     * off by default: then it holds no registry, and its meters cost nothing but their
+     * registration); add a registry of your own to it to export or read the node's metrics.
+     * Closed with the node.
      */
     public io.micrometer.core.instrument.composite.CompositeMeterRegistry meterRegistry() {
         return metrics.registry();

@@ -12,8 +12,8 @@ import java.util.ArrayList;
 
 /**
  * The metrics of one {@link DsmNode} (docs/metrics.md): its composite meter registry with
- * the JMX registry (unless {@code membus.metrics.jmx = false}) and the Prometheus endpoint
- * (when enabled), the meters of segments, channels and membership ({@link NodeMeters}), the
+ * the JMX registry (when {@code membus.metrics.jmx = true}) and the Prometheus endpoint
+ * (when enabled; both off by default), the meters of segments, channels and membership ({@link NodeMeters}), the
  * transport's verb metrics (also a {@code verbs} section of {@code membus status}); closed
  * with the node's transport.
  *
@@ -47,7 +47,7 @@ final class NodeMetrics {
     /**
      * Counts the transport's verbs per peer ({@link VerbMetrics}): a {@code verbs} section of
      * {@code membus status} (put in {@code report}), meters in {@link #registry()}, and JMX
-     * MBeans under {@code membus.node<id>} unless {@code membus.metrics.jmx = false}; the
+     * MBeans under {@code membus.node<id>} when {@code membus.metrics.jmx = true} (off by default); the
      * Prometheus endpoint when {@code membus.metrics.prometheus.enabled}; the meters of the
      * segments and of membership ({@link NodeMeters}).
      */
