@@ -24,7 +24,8 @@ import java.util.concurrent.TimeUnit;
  * failed ones {@code membus.collection.operation.errors}, and
  * {@code membus.collection.operation.time} for the timed kinds; see
  * {@link OperationStats}), tagged with the structure's kind and name: the collections and
- * the coherent objects opened by name ({@link #ref}).
+ * the coherent objects opened by name ({@link #ref}), with each such object's cache hits
+ * ({@code membus.ref.cache.hits}).
  *
  * <p><b>Note:</b> thread-safe. The meters read counters the structures keep anyway
  * (striped {@code LongAdder}s, the map's owned counter): nothing is added to a get. A
@@ -120,6 +121,13 @@ final class FacadeMeters {
                                     + " (round trips and waits; a map get served by its leased cache is not timed)")
                             .register(registry));
                 }
+            }
+            if (kind.equals("ref")) {
+                meters.add(FunctionCounter.builder("membus.ref.cache.hits", stats, OperationStats::cacheHits)
+                        .tag("name", name)
+                        .description("gets of this named coherent object served from this node's cached copy, with no"
+                                + " verb (its hit rate: these over its gets in membus.collection.operations)")
+                        .register(registry));
             }
             collections.put(name, new Registered(kind, stats, List.copyOf(meters)));
         }

@@ -9,7 +9,8 @@ package io.membus.coherence;
  *
  * <p>A timed operation calls {@link #begin()} before and {@link #end} after (in a
  * {@code finally}: failed operations are counted and timed too), and {@link #failed}
- * when it threw; an untimed one calls {@link #count}.
+ * when it threw; an untimed one calls {@link #count}. A get served from the node's
+ * cached copy also calls {@link #cacheHit()}.
  *
  * <p><b>Note:</b> implementations must be thread-safe and cheap (striped counters): every
  * thread using a handle calls them on its operation's path; they must not throw.
@@ -52,4 +53,12 @@ public interface OperationMeter {
 
     /** The operation of kind {@code op} just counted ({@link #end} or {@link #count}) failed with an exception. */
     void failed(int op);
+
+    /**
+     * The get just counted ({@link #count}) was served from this node's cached copy with no
+     * verb: a cache hit of this object (the heap counts it node-wide too). Called on the
+     * hit's path: one striped increment at most. Does nothing by default.
+     */
+    default void cacheHit() {
+    }
 }

@@ -41,6 +41,8 @@ public final class OperationStats implements OperationMeter {
     private final LongAdder[] timed;
     private final LongAdder[] nanos;
     private final LongAdder[] errors;
+    /** Gets of a coherent object served from this node's cached copy ({@link #cacheHit()}). */
+    private final LongAdder cacheHits = new LongAdder();
     private final LongSupplier[] also;
     private final boolean[] timedKinds;
 
@@ -169,6 +171,17 @@ public final class OperationStats implements OperationMeter {
     /** The start of a timed operation: {@link System#nanoTime()}. */
     static long start() {
         return System.nanoTime();
+    }
+
+    /** A get of the named coherent object served from this node's cached copy (a {@link RemoteRef} calls it). */
+    @Override
+    public void cacheHit() {
+        cacheHits.increment();
+    }
+
+    /** Gets of the named coherent object served from this node's cached copy, with no verb. */
+    public long cacheHits() {
+        return cacheHits.sum();
     }
 
     /** One timed operation of kind {@code op} that began at {@code startNanos} ({@link #start()}) and ended now. */
