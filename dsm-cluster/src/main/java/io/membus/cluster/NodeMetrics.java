@@ -47,9 +47,9 @@ final class NodeMetrics {
     /**
      * Counts the transport's verbs per peer ({@link VerbMetrics}): a {@code verbs} section of
      * {@code membus status} (put in {@code report}), meters in {@link #registry()}, and JMX
-     * MBeans under {@code membus.node<id>} when {@code membus.metrics.jmx = true} (off by default); the
-     * Prometheus endpoint when {@code membus.metrics.prometheus.enabled}; the meters of the
-     * segments and of membership ({@link NodeMeters}).
+     * MBeans under {@code membus.node<id>} when {@code membus.metrics.jmx = true} (off by
+     * default); the Prometheus endpoint when {@code membus.metrics.prometheus.enabled}; the
+     * meters of the segments and of membership ({@link NodeMeters}).
      */
     void install(Transport transport, NodeReport report) {
         if (config.metricsJmx()) {
