@@ -1,6 +1,7 @@
 package io.membus;
 
 import io.membus.coherence.CoherentHeap;
+import io.membus.coherence.RemoteRef;
 import io.membus.collections.DsmMap;
 import io.membus.collections.OperationStats;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -19,9 +20,12 @@ import java.util.concurrent.TimeUnit;
 /**
  * The meters of the layers the facade builds (docs/metrics.md), in the node's registry:
  * the coherent heap's caching switch and reads, each map's read-cache hits by name, and
- * every collection's operations by kind ({@code membus.collection.operations}, and
+ * every named structure's operations by kind ({@code membus.collection.operations}, the
+ * failed ones {@code membus.collection.operation.errors}, and
  * {@code membus.collection.operation.time} for the timed kinds; see
- * {@link OperationStats}), tagged with the structure's kind and name.
+ * {@link OperationStats}), tagged with the structure's kind and name: the collections and
+ * the coherent objects opened by name ({@link #ref}), with each such object's cache hits
+ * ({@code membus.ref.cache.hits}).
  *
  * <p><b>Note:</b> thread-safe. The meters read counters the structures keep anyway
  * (striped {@code LongAdder}s, the map's owned counter): nothing is added to a get. A
@@ -76,7 +80,7 @@ final class FacadeMeters {
     /** The operation meters registered per name, and the stats they read. */
     private final Map<String, Registered> collections = new ConcurrentHashMap<>();
 
-    private record Registered(OperationStats stats, List<Meter> meters) {
+    private record Registered(String kind, OperationStats stats, List<Meter> meters) {
     }
 
     /**
@@ -104,6 +108,11 @@ final class FacadeMeters {
                         .description("operations of this node's handle on the named collection, by kind (a map's"
                                 + " gets served by its leased cache included)")
                         .register(registry));
+                meters.add(FunctionCounter.builder("membus.collection.operation.errors", stats, s -> s.errors(op))
+                        .tags("kind", kind, "name", name, "operation", op)
+                        .description("operations of this node's handle on the named collection that failed with an"
+                                + " exception (counted in membus.collection.operations too)")
+                        .register(registry));
                 if (stats.isTimed(op)) {
                     meters.add(FunctionTimer.builder("membus.collection.operation.time", stats,
                                     s -> s.timedCount(op), s -> s.totalNanos(op), TimeUnit.NANOSECONDS)
@@ -113,9 +122,30 @@ final class FacadeMeters {
                             .register(registry));
                 }
             }
-            collections.put(name, new Registered(stats, List.copyOf(meters)));
+            if (kind.equals("ref")) {
+                meters.add(FunctionCounter.builder("membus.ref.cache.hits", stats, OperationStats::cacheHits)
+                        .tag("name", name)
+                        .description("gets of this named coherent object served from this node's cached copy, with no"
+                                + " verb (its hit rate: these over its gets in membus.collection.operations)")
+                        .register(registry));
+            }
+            collections.put(name, new Registered(kind, stats, List.copyOf(meters)));
         }
         return handle;
+    }
+
+    /**
+     * {@code ref}, reporting its operations to the counters of {@code name} (kind
+     * {@code ref}): the ones registered for the name when there are (every handle
+     * {@code Membus.ref} returns for a name counts into one set), else new ones,
+     * registered. Serialised with {@link #collection} and {@link #forget}: a handle never
+     * gets counters no meter reads while its name is registered.
+     */
+    synchronized <T> RemoteRef<T> ref(String name, RemoteRef<T> ref) {
+        Registered r = collections.get(name);
+        OperationStats stats = r != null && r.kind().equals("ref") ? r.stats() : OperationStats.forRef(name);
+        collection("ref", name, ref, stats);
+        return ref.metered(stats);
     }
 
     /** Removes the operation meters of {@code name} (destroyed). */

@@ -408,17 +408,17 @@ public final class Membus implements AutoCloseable {
      * see {@link DsmCollections#ref(String, Codec, java.util.function.Supplier)}.
      */
     public <T> RemoteRef<T> ref(String name, Class<T> type, java.util.function.Supplier<T> initial) {
-        return collections().ref(name, codec(type), initial);
+        return ref(name, codec(type), initial);
     }
 
     /** As {@link #ref(String, Class, java.util.function.Supplier)} with this codec. */
     public <T> RemoteRef<T> ref(String name, Codec<T> codec, java.util.function.Supplier<T> initial) {
-        return collections().ref(name, codec, initial);
+        return meters.ref(name, collections().ref(name, codec, initial));
     }
 
     /** The existing coherent object named {@code name}; see {@link DsmCollections#ref(String, Codec)}. */
     public <T> RemoteRef<T> ref(String name, Codec<T> codec) {
-        return collections().ref(name, codec);
+        return meters.ref(name, collections().ref(name, codec));
     }
 
     /** Fails at once with {@link DsmClosedException} once {@link #close()} was called. */

@@ -1,6 +1,7 @@
 package io.membus;
 
 import com.typesafe.config.ConfigFactory;
+import io.membus.coherence.RemoteRef;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmDoubleArray;
 import io.membus.collections.DsmLock;
@@ -27,6 +28,7 @@ import static io.membus.MembusTest.config;
 import static io.membus.MembusTest.freePort;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -34,16 +36,25 @@ import static org.junit.jupiter.api.Assertions.fail;
  * Per-collection operation counts and times (docs/metrics.md): after N operations of
  * each kind through {@link Membus}, the registry shows count N under the structure's
  * kind and name, the timed kinds a timer of N, and the Prometheus scrape the same lines;
- * a destroyed name's meters and a closed facade's are removed.
+ * a destroyed name's meters and a closed facade's are removed. Failed operations are
+ * counted again under {@code membus.collection.operation.errors}; a coherent object opened
+ * by name ({@code Membus.ref}) is metered as kind {@code ref}.
  */
 class CollectionMetersTest {
     private static final int N = 7;
 
     private static double count(SimpleMeterRegistry r, String kind, String name, String op) {
-        FunctionCounter c = r.find("membus.collection.operations").tags("kind", kind, "name", name, "operation", op)
-                .functionCounter();
+        return counter(r, "membus.collection.operations", kind, name, op);
+    }
+
+    private static double errors(SimpleMeterRegistry r, String kind, String name, String op) {
+        return counter(r, "membus.collection.operation.errors", kind, name, op);
+    }
+
+    private static double counter(SimpleMeterRegistry r, String meter, String kind, String name, String op) {
+        FunctionCounter c = r.find(meter).tags("kind", kind, "name", name, "operation", op).functionCounter();
         if (c == null) {
-            throw new AssertionError("no membus.collection.operations " + kind + " " + name + " " + op + " in "
+            throw new AssertionError("no " + meter + " " + kind + " " + name + " " + op + " in "
                     + r.getMeters().stream().map(m -> m.getId().toString()).toList());
         }
         return c.count();
@@ -150,6 +161,7 @@ class CollectionMetersTest {
                     "membus_collection_operations_total{kind=\"lock\",name=\"ledger\",operation=\"acquire\"} " + N + ".0",
                     "membus_collection_operations_total{kind=\"atomicLong\",name=\"hits\",operation=\"add\"} " + N + ".0",
                     "membus_collection_operations_total{kind=\"longArray\",name=\"arr\",operation=\"set\"} " + N + ".0",
+                    "membus_collection_operation_errors_total{kind=\"map\",name=\"orders\",operation=\"get\"} 0.0",
                     "membus_collection_operation_time_seconds_count{kind=\"map\",name=\"orders\",operation=\"put\"} "
                             + N)) {
                 assertTrue(body.lines().anyMatch(l -> l.equals(line)), "no line " + line + " in\n" + body);
@@ -173,6 +185,84 @@ class CollectionMetersTest {
 
             one.close();
             assertNull(r.find("membus.collection.operations").functionCounter(), "a closed facade's meters go");
+        }
+    }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void failedOperationsAndNamedCoherentObjectsAreMetered() {
+        int seed = freePort();
+        String fabric = "collection-meters-errors-" + System.nanoTime();
+        try (Membus one = Membus.start(ConfigFactory.parseString(config(1, seed, seed, fabric)))) {
+            one.awaitMembers(1, Duration.ofSeconds(30));
+            SimpleMeterRegistry r = new SimpleMeterRegistry();
+            one.node().meterRegistry().add(r);
+
+            // a coherent object by name: every handle Membus.ref gives for the name counts into one set of meters
+            RemoteRef<String> cfg = one.ref("cfg", String.class, () -> "v0");
+            RemoteRef<String> same = one.ref("cfg", one.codec(String.class));
+            RemoteRef<String> uncached = cfg.cached(false);
+            for (int i = 0; i < N; i++) {
+                cfg.set("v" + (i + 1));
+                assertEquals("v" + (i + 1), same.get());
+                assertEquals("v" + (i + 1), uncached.get());
+            }
+            assertTrue(cfg.compareAndSet("v" + N, "w"));
+            assertEquals("w!", same.update(v -> v + "!"));
+            assertEquals("w!", cfg.getAndSet("x"));
+            assertThrows(NullPointerException.class, () -> cfg.update(v -> null), "update returned null");
+
+            DsmMap<String, Long> orders = one.map("orders", String.class, Long.class);
+            orders.put("k", 1L);
+            assertThrows(IllegalStateException.class, () -> orders.compute("k", (k, v) -> {
+                throw new IllegalStateException("the application's function failed");
+            }));
+            DsmLock ledger = one.lock("ledger");
+            assertThrows(IllegalMonitorStateException.class, ledger::unlock, "not held");
+            ledger.lock();
+            ledger.unlock();
+            DsmLongArray arr = one.longArray("arr", 4);
+            arr.set(0, 1);
+            assertThrows(io.membus.collections.CollectionArgumentException.class, () -> arr.get(4));
+
+            List<String> problems = new ArrayList<>();
+            Object[][] expected = { // kind, name, operation, count, errors
+                {"ref", "cfg", "set", N, 0}, {"ref", "cfg", "get", 2 * N, 0}, {"ref", "cfg", "compareAndSet", 1, 0},
+                {"ref", "cfg", "update", 2, 1}, {"ref", "cfg", "getAndSet", 1, 0},
+                {"map", "orders", "put", 1, 0}, {"map", "orders", "change", 1, 1},
+                {"lock", "ledger", "acquire", 1, 0}, {"lock", "ledger", "release", 2, 1},
+                {"longArray", "arr", "set", 1, 0}, {"longArray", "arr", "get", 1, 1},
+            };
+            for (Object[] e : expected) {
+                double c = count(r, (String) e[0], (String) e[1], (String) e[2]);
+                double err = errors(r, (String) e[0], (String) e[1], (String) e[2]);
+                if (c != ((Integer) e[3]).doubleValue() || err != ((Integer) e[4]).doubleValue()) {
+                    problems.add(e[0] + " " + e[1] + " " + e[2] + ": count " + c + " errors " + err + ", expected "
+                            + e[3] + " and " + e[4]);
+                }
+            }
+            // a ref's writes and uncached gets are timed; its cached gets are counted only
+            for (Object[] e : new Object[][] {{"set", N}, {"get", N}, {"compareAndSet", 1}, {"update", 2},
+                    {"getAndSet", 1}}) {
+                FunctionTimer t = timer(r, "ref", "cfg", (String) e[0]);
+                if (t == null || t.count() != ((Integer) e[1]).doubleValue() || t.totalTime(TimeUnit.NANOSECONDS) <= 0) {
+                    problems.add("ref cfg " + e[0] + ": timer " + (t == null ? "missing"
+                            : "count " + t.count() + ", total " + t.totalTime(TimeUnit.NANOSECONDS) + " ns")
+                            + ", expected count " + e[1]);
+                }
+            }
+            if (!problems.isEmpty()) {
+                fail("operation meters that do not match the operations made:\n  " + String.join("\n  ", problems));
+            }
+
+            // the name destroyed: its meters go; handles opened before count into nothing registered
+            assertTrue(one.destroy("cfg"));
+            assertNull(r.find("membus.collection.operations").tags("name", "cfg").functionCounter());
+            assertNull(r.find("membus.collection.operation.errors").tags("name", "cfg").functionCounter());
+            assertNull(r.find("membus.collection.operation.time").tags("name", "cfg").functionTimer());
+
+            one.close();
+            assertNull(r.find("membus.collection.operation.errors").functionCounter(), "a closed facade's meters go");
         }
     }
 }

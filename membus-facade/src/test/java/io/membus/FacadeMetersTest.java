@@ -17,7 +17,10 @@ import static io.membus.MembusTest.freePort;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The facade's meters: the coherent heap's caching switch and reads, invalidations, a map's cache hits. */
+/**
+ * The facade's meters: the coherent heap's caching switch and reads, invalidations, a map's
+ * and a named coherent object's cache hits.
+ */
 class FacadeMetersTest {
 
     private static double value(MeterRegistry r, String name, String... tags) {
@@ -78,6 +81,21 @@ class FacadeMetersTest {
             assertEquals("v2", a.get());
             assertEquals(validated + 1, value(r2, "membus.coherence.reads", "result", "validated"),
                     "node 2 does not cache: every read is validated");
+
+            // a named coherent object: its own hits (node 1 caches; node 2 does not)
+            RemoteRef<String> named = one.ref("settings", String.class, () -> "s1");
+            double nodeHits = value(r1, "membus.coherence.reads", "result", "hit");
+            for (int i = 0; i < 5; i++) {
+                assertEquals("s1", named.get());
+            }
+            double namedHits = value(r1, "membus.ref.cache.hits", "name", "settings");
+            assertTrue(namedHits >= 1 && namedHits <= 5, "hits of 'settings' " + namedHits);
+            assertEquals(nodeHits + namedHits, value(r1, "membus.coherence.reads", "result", "hit"),
+                    "the node's hits since are this object's");
+            assertEquals(5, value(r1, "membus.collection.operations", "kind", "ref", "name", "settings",
+                    "operation", "get"), "its gets: the hit rate's denominator");
+            assertEquals("s1", two.ref("settings", io.membus.codec.Codecs.strings()).get());
+            assertEquals(0, value(r2, "membus.ref.cache.hits", "name", "settings"), "node 2 does not cache");
 
             DsmMap<String, Long> m = one.map("orders", String.class, Long.class);
             m.put("k", 1L);

@@ -96,6 +96,8 @@ class MembusClosedTest {
             assertEquals(7L, prices.get("p")); // a leased hit now: after the close it must fail too
             RemoteRef<String> ref = one.create(Codecs.strings(), "v1", io.membus.alloc.Placement.node(2));
             assertEquals("v1", ref.get());
+            RemoteRef<String> named = one.ref("settings", String.class, () -> "s1"); // a coherent object by name
+            assertEquals("s1", named.get());
             long remote = two.allocator().allocate(64).payload(); // a word of live node 2
             var node = one.node();
             var memory = one.remoteMemory();
@@ -109,6 +111,9 @@ class MembusClosedTest {
             closedAtOnce(problems, "queue()", membus, () -> one.queue("jobs", String.class, 8));
             closedAtOnce(problems, "lock()", membus, () -> one.lock("ledger"));
             closedAtOnce(problems, "longArray()", membus, () -> one.longArray("arr", 4));
+            closedAtOnce(problems, "doubleArray()", membus, () -> one.doubleArray("w", 4));
+            closedAtOnce(problems, "ref()", membus, () -> one.ref("settings", Codecs.strings()));
+            closedAtOnce(problems, "destroy()", membus, () -> one.destroy("orders"));
             closedAtOnce(problems, "create()", membus, () -> one.create(Codecs.strings(), "x",
                     io.membus.alloc.Placement.node(2)));
             closedAtOnce(problems, "heap()", membus, one::heap);
@@ -139,6 +144,8 @@ class MembusClosedTest {
                     () -> prices.get("p"));
             closedAtOnce(problems, "ref.get()", "coherent heap of node 1", ref::get);
             closedAtOnce(problems, "ref.set()", "coherent heap of node 1", () -> ref.set("v2"));
+            closedAtOnce(problems, "named ref.get()", "coherent heap of node 1", named::get);
+            closedAtOnce(problems, "named ref.update()", "coherent heap of node 1", () -> named.update(v -> v + "!"));
             if (!problems.isEmpty()) {
                 fail("calls after close() that did not fail at once with DsmClosedException naming what was"
                         + " closed:\n  " + String.join("\n  ", problems));

@@ -230,6 +230,41 @@ class MembusTest {
         }
     }
 
+    /**
+     * Unknown keys are refused at a client's start as at a memory node's (issue 29): the
+     * facade's own sections (membus.codec, membus.collections, membus.coherence) are known to
+     * the check, and a misspelt key there is named with the closest known key and the file
+     * and line before anything starts.
+     */
+    @Test
+    void aClientsMisspeltKeysAreRefusedAtStartWithTheClosestKeyAndTheFile(@org.junit.jupiter.api.io.TempDir
+            java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path f = dir.resolve("client.conf");
+        String client = """
+                membus {
+                  node-id = 100
+                  role = client
+                  segments.count = 0
+                  codec.clases = ["java.util.UUID"]
+                  collections.max-value-sise = 1MiB
+                }
+                """;
+        java.nio.file.Files.writeString(f, client);
+        io.membus.core.error.DsmConfigException e = assertThrows(io.membus.core.error.DsmConfigException.class,
+                () -> Membus.start(f));
+        assertEquals("membus.codec.clases", e.key(), e.getMessage());
+        assertTrue(e.allowed().contains("closest known key: membus.codec.classes;"), e.getMessage());
+        assertTrue(e.allowed().contains("client.conf: 5"), "names the file and line: " + e.getMessage());
+        assertTrue(e.allowed().contains("also unknown: membus.collections.max-value-sise (closest:"
+                + " membus.collections.max-value-size"), e.getMessage());
+        assertFalse(e.mayHaveRun());
+        // spelt right, the same keys pass the check: the client's config is read
+        java.nio.file.Files.writeString(f, client.replace("clases", "classes").replace("sise", "size"));
+        io.membus.cluster.NodeConfig ok = io.membus.cluster.NodeConfig.load(f);
+        assertTrue(ok.isClient());
+        assertEquals(1L << 20, Membus.maxValueSize(ok.raw()));
+    }
+
     @Test
     void theCoherentHeapsCacheBoundIsReadFromTheConfigAndABadOneNamesItsKey() {
         io.membus.coherence.CoherenceConfig c = Membus.coherenceConfig(ConfigFactory.parseString(

@@ -220,6 +220,20 @@ public final class GlobalAllocator implements AutoCloseable {
 
     // ------------------------------------------------------------------ allocation
 
+    /**
+     * The largest payload one block can have, in bytes: the largest object of the heaps this
+     * node reaches now (0 when it reaches none). An {@link #allocate} of more fails with
+     * {@link AllocationSizeException}; one of less may still find every heap full. Reads the
+     * header of a heap not seen before; thread-safe.
+     */
+    public long largestObject() {
+        List<HeapSegment> all = new ArrayList<>();
+        for (int node : heapNodes()) {
+            heaps.addReachableHeapsOf(node, all);
+        }
+        return all.stream().mapToLong(HeapSegment::maxObject).max().orElse(0);
+    }
+
     /** Allocates {@code size} payload bytes with the configured default placement. */
     public BlockRef allocate(long size) {
         return allocate(size, config.defaultPlacement());

@@ -157,7 +157,7 @@ final class HeapFinder {
     }
 
     /** {@link #addHeapsOf}, skipping a node whose heap headers cannot be read (for spreading placements). */
-    private void addReachableHeapsOf(int node, List<HeapSegment> out) {
+    void addReachableHeapsOf(int node, List<HeapSegment> out) {
         try {
             addHeapsOf(node, out);
         } catch (HeapCorruptedException e) {

@@ -90,7 +90,7 @@ public final class PeersTable {
     /** Runs the comparison with the user's JMH options (includes and thread counts are this class's). */
     static void run(String[] jmhArgs) throws Exception {
         CommandLineOptions cli = new CommandLineOptions(jmhArgs);
-        String[] flags = BenchMain.membusFlags();
+        String[] flags = BenchMain.forkFlags();
         Path out = Path.of(System.getProperty("peers.out", "peers-results"));
         Files.createDirectories(out);
         List<Path> results = new ArrayList<>();

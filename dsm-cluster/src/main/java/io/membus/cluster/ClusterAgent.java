@@ -87,6 +87,8 @@ final class ClusterAgent extends AbstractActor {
     private final Map<UniqueAddress, Member> members = new HashMap<>();
     private final Set<UniqueAddress> unreachable = new HashSet<>();
     private final Map<Integer, String> leftReasons = new HashMap<>();
+    /** Node ids whose last member left gracefully (removed after exiting, not downed): their groups' loss is no fault. */
+    private final Set<Integer> leftGracefully = new HashSet<>();
     /** The member (incarnation) whose loss fenced each node id: only another member lifts the fence. */
     private final Map<Integer, UniqueAddress> fencedMember = new HashMap<>();
     /** This member is exiting, down or removed: peers' removals are its own shutdown, not theirs. */
@@ -249,6 +251,7 @@ final class ClusterAgent extends AbstractActor {
             }
             fencedMember.remove(id);
             leftReasons.remove(id);
+            leftGracefully.remove(id);
         }
         publish();
     }
@@ -287,6 +290,11 @@ final class ClusterAgent extends AbstractActor {
                     && !o.uniqueAddress().equals(m.uniqueAddress()) && isLive(o.status()));
             String reason = "member " + m.address() + " (node " + id + ") " + what;
             leftReasons.put(id, reason);
+            if (fence) {
+                leftGracefully.remove(id);
+            } else {
+                leftGracefully.add(id);
+            }
             Transport t = transport.get();
             if (t != null && !successorLive && fence) {
                 fencedMember.put(id, m.uniqueAddress());
@@ -301,12 +309,17 @@ final class ClusterAgent extends AbstractActor {
     /** Recomputes the live directory: entries whose member (this incarnation) is live. */
     private void publish() {
         java.util.Set<Integer> memoryRole = new java.util.HashSet<>();
+        Set<Integer> graceful = new HashSet<>(leftGracefully);
         for (Member m : members.values()) {
             if (isLive(m.status()) && m.hasRole(NODE_ROLE)) {
                 memoryRole.add(nodeIdOf(m));
             }
+            if (m.status() == MemberStatus.leaving() || m.status() == MemberStatus.exiting()) {
+                graceful.add(nodeIdOf(m)); // its entry goes at exiting, before its removal: a leave, not a loss
+            }
         }
-        directory.apply(liveEntries(members.values(), entries.values()), leftReasons, selfGoing, memoryRole);
+        directory.apply(liveEntries(members.values(), entries.values()), leftReasons, selfGoing, memoryRole,
+                graceful);
     }
 
     /** The entries whose member (that incarnation: address and uid) is live in {@code members}, by node id. */

@@ -210,6 +210,17 @@ public final class ClusterDirectory implements SegmentDirectory {
      */
     void apply(Map<Integer, NodeEntry> next, Map<Integer, String> reasons, boolean selfGoing,
                java.util.Set<Integer> memoryRole) {
+        apply(next, reasons, selfGoing, memoryRole, java.util.Set.of());
+    }
+
+    /**
+     * As {@link #apply(Map, Map, boolean, java.util.Set)}, with the node ids that left the
+     * cluster gracefully (their removal followed their own leave, not a downing): a group
+     * whose every holder is among them, or lost while this node is {@link #leaving()}, is
+     * LOST by a clean stop, said at INFO; any other loss is a fault, said at WARN.
+     */
+    void apply(Map<Integer, NodeEntry> next, Map<Integer, String> reasons, boolean selfGoing,
+               java.util.Set<Integer> memoryRole, java.util.Set<Integer> leftGracefully) {
         memoryRoles = memoryRole == null ? null : java.util.Set.copyOf(memoryRole);
         View before = view;
         Map<Integer, NodeEntry> prev = before.live();
@@ -252,7 +263,7 @@ public final class ClusterDirectory implements SegmentDirectory {
                 ReplicaGroupView was = before.groups().get(id);
                 ReplicaGroupView now = groups.get(id);
                 if (!java.util.Objects.equals(was, now)) {
-                    logGroup(was, now);
+                    logGroup(was, now, leaving || (was != null && leftGracefully.containsAll(holders(was))));
                     tell(l -> l.groupChanged(was, now));
                 }
             }
@@ -260,15 +271,44 @@ public final class ClusterDirectory implements SegmentDirectory {
     }
 
     /**
-     * A group's change: WARN when it is lost, INFO when a known group changes state or
-     * epoch (a promotion), DEBUG otherwise (a group first seen, a copy joining: every start
-     * sees every group once).
+     * This node stops cleanly (its owner closes it): a group lost from here on went with the
+     * whole cluster's clean stop, not with a fault (said at INFO, see {@link #logGroup}).
      */
-    private static void logGroup(ReplicaGroupView was, ReplicaGroupView now) {
+    void leaving() {
+        leaving = true;
+    }
+
+    private volatile boolean leaving;
+
+    /** The nodes that held {@code v} as it was: its primary (while serving) and its in-sync copies. */
+    private static java.util.Set<Integer> holders(ReplicaGroupView v) {
+        java.util.Set<Integer> nodes = new java.util.HashSet<>();
+        if (v.state() == ReplicaGroupView.State.SERVING) {
+            nodes.add(v.primary());
+        }
+        for (int n : v.inSync()) {
+            nodes.add(n);
+        }
+        return nodes;
+    }
+
+    /**
+     * A group's change: lost, WARN, unless {@code clean} (every holder left gracefully, or
+     * this node leaves: a clean stop of the cluster, INFO); INFO when a known group changes
+     * state or epoch (a promotion); DEBUG otherwise (a group first seen, a copy joining: every
+     * start sees every group once).
+     */
+    private static void logGroup(ReplicaGroupView was, ReplicaGroupView now, boolean clean) {
         if (now != null && now.state() == ReplicaGroupView.State.LOST
                 && (was == null || was.state() != ReplicaGroupView.State.LOST)) {
-            LOG.warn("replication: segment {} is LOST (epoch {}): its primary and every in-sync copy left the cluster",
-                    GroupId.toString(now.group()), Ballot.toString(now.epoch()));
+            if (clean) {
+                LOG.info("replication: segment {} is LOST (epoch {}): its primary and every in-sync copy left the"
+                        + " cluster gracefully (a clean stop: its data went with them)", GroupId.toString(now.group()),
+                        Ballot.toString(now.epoch()));
+            } else {
+                LOG.warn("replication: segment {} is LOST (epoch {}): its primary and every in-sync copy left the"
+                        + " cluster", GroupId.toString(now.group()), Ballot.toString(now.epoch()));
+            }
         } else if (now != null && was != null && (was.state() != now.state() || was.epoch() != now.epoch())) {
             LOG.info("replication: {} (was {} at epoch {})", now, was.state(), Ballot.toString(was.epoch()));
         } else if (LOG.isDebugEnabled()) {

@@ -551,7 +551,7 @@ public final class NodeConfig {
         return heapChunkSize;
     }
 
-    /** {@code membus.metrics.jmx}: whether the node's metrics are exported as JMX MBeans. */
+    /** {@code membus.metrics.jmx}: whether the node's metrics are exported as JMX MBeans (default false). */
     public boolean metricsJmx() {
         return metricsJmx;
     }

@@ -23,7 +23,7 @@ class AdoptionRowsTest {
                 new ClusterMessage.GroupRow(GroupId.of(4, 0), ReplicaGroupView.State.LOST, 0, Ballot.of(1, 4),
                         List.of(), List.of(), 1, ""));
         assertTrue(rows.get(0).needsAttention(), "with backups = 1 and no copy, the row asks for attention");
-        List<ClusterMessage.GroupRow> adopted = DsmNode.adoptionRows(rows);
+        List<ClusterMessage.GroupRow> adopted = NodeReport.adoptionRows(rows);
         assertEquals(2, adopted.size());
         ClusterMessage.GroupRow served = adopted.get(0);
         assertEquals(AdoptionReplicator.NOTE, served.note());

@@ -45,10 +45,10 @@ class ClusterClaimsTest {
 
     @Test
     void backupsAreComparedWithEveryMemoryNodesValue() {
-        DsmNode.compareBackups(4, 1, Map.of());
-        DsmNode.compareBackups(4, 1, Map.of(1, "1", 2, "1"));
+        StartChecks.compareBackups(4, 1, Map.of());
+        StartChecks.compareBackups(4, 1, Map.of(1, "1", 2, "1"));
         DsmConfigException e = assertThrows(DsmConfigException.class,
-                () -> DsmNode.compareBackups(4, 1, Map.of(1, "1", 2, "0")));
+                () -> StartChecks.compareBackups(4, 1, Map.of(1, "1", 2, "0")));
         assertEquals("membus.replication.backups", e.key());
         assertEquals("1", e.value());
         assertTrue(e.getMessage().contains("node 2 has membus.replication.backups = 0 and node 4 has 1"), e.getMessage());
@@ -61,9 +61,9 @@ class ClusterClaimsTest {
                 new ReplicaGroupView(GroupId.of(3, 2), 1, ReplicaGroupView.State.PROMOTING, 0, 0, new int[] {4}, null,
                         null),
                 new ReplicaGroupView(GroupId.of(2, 1), 1, ReplicaGroupView.State.SERVING, 2, 7, null, null, null));
-        assertEquals(Set.of(0, 2), DsmNode.heldElsewhere(3, views));
-        assertEquals(Set.of(1), DsmNode.heldElsewhere(2, views));
-        assertEquals(Set.of(), DsmNode.heldElsewhere(5, views));
+        assertEquals(Set.of(0, 2), StartChecks.heldElsewhere(3, views));
+        assertEquals(Set.of(1), StartChecks.heldElsewhere(2, views));
+        assertEquals(Set.of(), StartChecks.heldElsewhere(5, views));
     }
 
     /** A stand-in for Distributed Data's replicator: applies every update to its map, then answers as told. */

@@ -16,7 +16,6 @@ import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -36,21 +35,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @Tag("slow") // in-JVM cluster starts: the slow tier (failsafe, mvn verify)
 class GracefulLeaveTest {
-    private final List<DsmNode> nodes = new ArrayList<>();
-    private final String fabric = "graceful-leave-test-" + System.nanoTime();
+    private final TestClusters.LocalNodes nodes = new TestClusters.LocalNodes("graceful-leave-test",
+            "membus.replication.backups = 1\n");
 
     @AfterEach
     void closeAll() {
-        for (DsmNode n : nodes) {
-            n.close();
-        }
+        nodes.close();
     }
 
     private DsmNode start(int id, int port, int seedPort, String extra) {
-        DsmNode n = DsmNode.start(NodeConfig.parse(TestClusters.config(id, port, seedPort, "local",
-                "membus.transports.local.fabric = \"" + fabric + "\"\nmembus.replication.backups = 1\n" + extra)));
-        nodes.add(n);
-        return n;
+        return nodes.start(id, port, seedPort, extra);
     }
 
     /** Every group view of node {@code owner}'s segments that {@code n} saw, as "state@primary". */
@@ -164,6 +158,50 @@ class GracefulLeaveTest {
             assertTrue(v.state() == ReplicaGroupView.State.SERVING && (v.primary() == 1 || v.primary() == 2),
                     v.toString());
         }
+    }
+
+    /**
+     * The whole cluster stops cleanly, one node after the other (the end of {@code membus demo}):
+     * node 1 hands its groups to node 2, node 2 then leaves with no memory node staying, so its
+     * groups go with it, and the client that stays last sees them LOST. That loss is the
+     * operator's choice, not a fault: no node logs a replication warning (the CleanLogTest rule);
+     * the LOST lines are INFO.
+     */
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void aWholeClusterStopLogsNoWarning() throws Exception {
+        int p1 = TestClusters.freePort();
+        DsmNode one = start(1, p1, p1, "");
+        DsmNode two = start(2, 0, p1, "");
+        DsmNode client = start(11, 0, p1, "membus.segments.count = 0\n");
+        for (DsmNode n : List.of(one, two, client)) {
+            n.awaitMembers(3, Duration.ofSeconds(30));
+        }
+        for (int node : new int[] {1, 2}) {
+            for (int index : new int[] {0, 1}) {
+                await("segment " + node + "/" + index + " has its copy", Duration.ofSeconds(30), () -> client
+                        .directory().group(node, index).filter(v -> v.inSync().length == 1).isPresent());
+            }
+        }
+        Tee err = Tee.install();
+        try {
+            one.close();
+            await("the client saw node 1 leave", Duration.ofSeconds(30), () -> client.directory().member(1).isEmpty());
+            two.close();
+            await("the client saw node 2 leave", Duration.ofSeconds(30), () -> client.directory().member(2).isEmpty());
+            await("the client saw node 2's groups go", Duration.ofSeconds(30), () -> client.directory().groups()
+                    .stream().anyMatch(v -> v.state() == ReplicaGroupView.State.LOST));
+            Thread.sleep(500); // what the client says after the removal
+            client.close();
+        } finally {
+            err.uninstall();
+        }
+        // replication's lines only: in one JVM, Pekko's own (a stream of one actor system seeing another's close) are
+        // not told apart by system; CleanLogTest checks every line of separate JVMs
+        List<String> warnings = err.lines().stream().filter(l -> l.contains("WARN") || l.contains("ERROR"))
+                .filter(l -> l.contains("replication") || l.contains("LOST")).toList();
+        assertEquals(List.of(), warnings, "replication warnings on a clean stop of the whole cluster:\n" + err.text());
+        assertTrue(err.text().contains("is LOST"), "the client says the groups went:\n" + err.text());
     }
 
     /** Copies System.err (where slf4j-simple writes, looked up at each line) into a buffer while installed. */

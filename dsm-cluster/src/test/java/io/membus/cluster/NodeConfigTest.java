@@ -41,6 +41,10 @@ class NodeConfigTest {
         assertEquals(Access.ALL, c.segmentAccess());
         assertFalse(c.fileBacked());
         assertEquals(Duration.ofSeconds(7), c.stableAfter());
+        assertFalse(c.metricsJmx(), "no JMX export unless membus.metrics.jmx = true");
+        assertFalse(c.prometheusEnabled(), "no scrape endpoint unless membus.metrics.prometheus.enabled = true");
+        assertTrue(NodeConfig.parse("membus.node-id = 7\nmembus.secret-file = \"" + secretFile
+                + "\"\nmembus.metrics.jmx = true").metricsJmx());
         String secret = Files.readString(secretFile).strip();
         assertEquals(Map.of("tcp", Map.of("host", "127.0.0.1", "secret", secret)), c.transports().root().unwrapped(),
                 "no secret set: the secret file's (made on first use) is the transport's");

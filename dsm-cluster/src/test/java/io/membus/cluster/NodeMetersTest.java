@@ -14,7 +14,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -30,21 +29,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @Tag("slow") // in-JVM but over 20 s: the slow tier (failsafe, mvn verify)
 class NodeMetersTest {
-    private final List<DsmNode> nodes = new ArrayList<>();
-    private final String fabric = "meters-test-" + System.nanoTime();
+    private final TestClusters.LocalNodes nodes = new TestClusters.LocalNodes("meters-test",
+            "membus.metrics.jmx = false\n");
 
     @AfterEach
     void closeAll() {
-        for (DsmNode n : nodes) {
-            n.close();
-        }
+        nodes.close();
     }
 
     private DsmNode start(int id, int port, int seedPort, String extra) {
-        DsmNode n = DsmNode.start(NodeConfig.parse(TestClusters.config(id, port, seedPort, "local",
-                "membus.transports.local.fabric = \"" + fabric + "\"\nmembus.metrics.jmx = false\n" + extra)));
-        nodes.add(n);
-        return n;
+        return nodes.start(id, port, seedPort, extra);
     }
 
     private static double value(MeterRegistry r, String name, String... tags) {

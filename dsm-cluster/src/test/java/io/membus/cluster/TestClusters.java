@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -60,6 +62,38 @@ final class TestClusters {
                 + "membus.segments.count = 2\n"
                 + "membus.segments.size = 64KiB\n"
                 + extra;
+    }
+
+    /**
+     * In-JVM nodes over {@code local} on a fabric of their own, each started with the same
+     * extra lines; {@link #close()} closes every node started, in start order (a test's
+     * {@code @AfterEach}). Not thread-safe: the test's thread starts and closes them.
+     */
+    static final class LocalNodes implements AutoCloseable {
+        private final List<DsmNode> nodes = new ArrayList<>();
+        private final String fabric;
+        private final String common;
+
+        /** @param name the fabric's prefix (made unique here); @param common HOCON lines every node gets */
+        LocalNodes(String name, String common) {
+            this.fabric = name + "-" + System.nanoTime();
+            this.common = common;
+        }
+
+        /** Starts node {@code id} on {@code port} with seed {@code seedPort}, the common lines, then {@code extra}. */
+        DsmNode start(int id, int port, int seedPort, String extra) {
+            DsmNode n = DsmNode.start(NodeConfig.parse(config(id, port, seedPort, "local",
+                    "membus.transports.local.fabric = \"" + fabric + "\"\n" + common + extra)));
+            nodes.add(n);
+            return n;
+        }
+
+        @Override
+        public void close() {
+            for (DsmNode n : nodes) {
+                n.close();
+            }
+        }
     }
 
     /** Polls {@code condition} every 20 ms until it holds; fails with {@code what} at the deadline. */

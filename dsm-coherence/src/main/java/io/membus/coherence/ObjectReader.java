@@ -67,6 +67,7 @@ final class ObjectReader {
             CachedCopy e = cache.servable(ref.ptr(), clock.nowMicrosAtLeast());
             if (e != null) {
                 cacheHits.increment();
+                ref.meter().cacheHit(); // per named object (Membus.ref); OperationMeter.NONE otherwise
                 return e.bytes;
             }
             cacheMisses.increment();

@@ -77,7 +77,12 @@ public final class DsmAtomicLong extends Number implements Rooted {
 
     /** The word's pointer, once the structure is known to be alive (see {@link Lifecycle}); counts one {@code op}. */
     private long ptr(int op) {
-        handle.check();
+        try {
+            handle.check();
+        } catch (RuntimeException e) { // destroyed, closed, its root unreadable: a failed operation
+            stats.countFailed(op);
+            throw e;
+        }
         stats.count(op);
         return ptr;
     }

@@ -263,9 +263,10 @@ public final class DsmCollections {
     /**
      * The queue with {@code requested} bytes per slot, or (0) the default: then a ring the
      * heap cannot hold with the default slots (larger than its largest object, or no room
-     * left for it) gets the largest slots that fit (for a ring above the largest object:
-     * computed; for a full heap: halved until it fits), a multiple of 8 and at least
-     * {@link QueueDescriptor#MIN_SLOT_BYTES}, and says so at INFO; elements larger than its
+     * left for it) gets the largest slots that fit (for a ring above the largest object,
+     * {@link GlobalAllocator#largestObject()}: computed; for a full heap: halved until it
+     * fits), a multiple of 8 and at least {@link QueueDescriptor#MIN_SLOT_BYTES}, and says
+     * so at INFO; elements larger than its
      * slot go to a block of their own, as always. A slot size the caller named is kept or
      * refused.
      */
@@ -274,6 +275,16 @@ public final class DsmCollections {
             return DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, requested);
         }
         int slot = QueueDescriptor.DEFAULT_SLOT_BYTES;
+        long largest = roots.allocator().largestObject();
+        int descriptor = DsmQueue.descriptor(capacity, codec).getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (RootDescriptor.bodyOffset(descriptor) + Math.max(8, QueueDescriptor.bodyLength(capacity, slot)) > largest) {
+            // room per slot: the largest object less the root's header (at most a descriptor's worth) and states;
+            // when not even the smallest slots fit, the default ring is tried and refused (AllocationSizeException)
+            long room = (largest - RootDescriptor.bodyOffset(RootDescriptor.MAX_DESCRIPTOR_LENGTH)
+                    - QueueDescriptor.dataOffset(capacity)) / capacity;
+            int fits = (int) Math.min(slot - 8L, room) & ~7;
+            slot = fits < QueueDescriptor.MIN_SLOT_BYTES ? slot : fits;
+        }
         while (true) {
             try {
                 DsmQueue<E> q = DsmQueue.getOrCreate(roots, wakeUps, name, codec, capacity, slot);
@@ -284,15 +295,6 @@ public final class DsmCollections {
                             slot - QueueDescriptor.PAYLOAD_FIELD);
                 }
                 return q;
-            } catch (io.membus.alloc.AllocationSizeException tooLarge) {
-                // room per slot: the largest object less the root's header (at most a descriptor's worth) and states
-                long room = (tooLarge.max() - RootDescriptor.bodyOffset(RootDescriptor.MAX_DESCRIPTOR_LENGTH)
-                        - QueueDescriptor.dataOffset(capacity)) / capacity;
-                int fits = (int) Math.min(slot - 8L, room) & ~7;
-                if (fits < QueueDescriptor.MIN_SLOT_BYTES) {
-                    throw tooLarge;
-                }
-                slot = fits;
             } catch (io.membus.alloc.OutOfRemoteMemoryException full) {
                 if (slot == QueueDescriptor.MIN_SLOT_BYTES) {
                     throw full;

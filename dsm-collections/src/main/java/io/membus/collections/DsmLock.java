@@ -153,7 +153,14 @@ public final class DsmLock implements Lock, Rooted {
      */
     private boolean acquire(long deadline, boolean interruptible, boolean wait) throws InterruptedException {
         long start = OperationStats.start();
-        boolean acquired = acquireUntimed(deadline, interruptible, wait);
+        boolean acquired;
+        try {
+            acquired = acquireUntimed(deadline, interruptible, wait);
+        } catch (RuntimeException e) { // counted and timed as a failed acquisition; a time-out (false) is not counted
+            handle.stats().record(ACQUIRE, start);
+            handle.stats().failed(ACQUIRE);
+            throw e;
+        }
         if (acquired) {
             handle.stats().record(ACQUIRE, start);
         }
@@ -290,6 +297,7 @@ public final class DsmLock implements Lock, Rooted {
     @Override
     public void unlock() {
         if (!gate.isHeldByCurrentThread()) {
+            handle.stats().countFailed(RELEASE);
             throw new IllegalMonitorStateException("lock " + handle.root().name() + " is not held by thread "
                     + Thread.currentThread().getName());
         }
@@ -304,6 +312,9 @@ public final class DsmLock implements Lock, Rooted {
                 }
                 wakeUps.notifyAfter(waitersPtr);
             }
+        } catch (RuntimeException e) {
+            handle.stats().failed(RELEASE);
+            throw e;
         } finally {
             gate.unlock();
         }

@@ -8,12 +8,8 @@ import io.membus.codec.Codec;
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
-import io.membus.core.error.ErrorCode;
 
-import java.nio.charset.StandardCharsets;
-import java.util.AbstractCollection;
 import java.util.AbstractMap;
-import java.util.AbstractSet;
 import java.util.Collection;
 import java.util.Iterator;
 import java.util.Map;
@@ -56,6 +52,10 @@ import static io.membus.collections.MapLayout.*;
  * operation timeout), shared by its verbs, allocations and restarts, plus
  * {@link io.membus.core.OperationDeadline#MARGIN}.
  *
+ * <p>This class holds the public methods, the encoding and the operation counts; the
+ * root is read and written by {@link MapRoot}, the views are {@link MapViews}, the table by
+ * {@link MapStore} and the classes it names (docs/collections.md, "Where the map's code lives").
+ *
  * <p><b>Note:</b> thread-safe: any number of threads on any number of nodes use the
  * map at once; every operation is linearizable per key (a read at the read of the
  * key's slot word, a change at its successful CAS). An action on one thread that
@@ -96,7 +96,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      * Not {@code Double}/{@code Float}: {@code equals} folds every NaN into one, which a
      * codec of the raw bits does not.
      */
-    private static final Set<Class<?>> OBJECT_KEY_TYPES = Set.of(Long.class, Integer.class, Short.class, Byte.class,
+    static final Set<Class<?>> OBJECT_KEY_TYPES = Set.of(Long.class, Integer.class, Short.class, Byte.class,
             Character.class, Boolean.class, String.class, java.util.UUID.class);
     /**
      * Value types whose instances cannot change (final JDK classes, and enums): the leased
@@ -143,59 +143,12 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         Objects.requireNonNull(options, "options");
         BlockRef root = heap.allocate(ROOT_LENGTH, Placement.roundRobin()); // this node may have no heap
         try {
-            formatRoot(heap, root.payload(), keys, values, options);
+            MapRoot.format(heap, root.payload(), keys, values, options);
         } catch (RuntimeException e) {
             heap.free(root);
             throw e;
         }
         return openAt(heap, root.ptr(), root.payload(), keys, values, options, null);
-    }
-
-    /**
-     * Writes an empty map's root ({@link MapLayout}, {@link MapLayout#ROOT_LENGTH} bytes)
-     * at {@code body} and allocates its first table; the magic word is written last.
-     *
-     * @return the pointer of the first table (what {@link #discardRoot} frees)
-     */
-    static long formatRoot(GlobalAllocator heap, long body, Codec<?> keys, Codec<?> values, DsmMapOptions options) {
-        int log2 = Integer.numberOfTrailingZeros(options.initialSlots());
-        int inline = options.inlineEntryBytes();
-        long table = MapStore.newTable(heap, log2, WINDOW, inline, 0, Placement.byKey(MapLayout.mix(body)));
-        byte[] b = new byte[ROOT_LENGTH];
-        putInt(b, ROOT_VERSION_WINDOW, inline > 0 ? VERSION_INLINE : VERSION);
-        putInt(b, ROOT_VERSION_WINDOW + 4, WINDOW | inline << 16);
-        putLong(b, ROOT_KEY_CODEC, codecHash(keys));
-        putLong(b, ROOT_VALUE_CODEC, codecHash(values));
-        putLong(b, ROOT_GRACE, options.grace().toNanos() / 1000);
-        putLong(b, ROOT_TABLE, table);
-        putLong(b, ROOT_FIRST_TABLE, table);
-        if (options.leasedReads()) {
-            if (options.coherentHeap() == null) {
-                throw new DsmConfigException("DsmMapOptions.coherentHeap", "<none>",
-                        "this node's CoherentHeap: a map with leased reads locks and caches through it");
-            }
-            putLong(b, ROOT_LEASES, MapLeases.create(options.coherentHeap(), body));
-        }
-        heap.memory().write(body, b);
-        heap.memory().writeLong(body + ROOT_MAGIC, MAGIC); // the magic last: a root with it is whole
-        return table;
-    }
-
-    /** Frees the first table of a root {@link #formatRoot} wrote that was never used (a lost creation race). */
-    static void discardRoot(GlobalAllocator heap, long body) {
-        if (heap.memory().readLong(body + ROOT_MAGIC) != MAGIC) {
-            return; // formatting did not finish: nothing was published to free by its pointer
-        }
-        long leases = heap.memory().readLong(body + ROOT_LEASES);
-        if (leases != 0) {
-            MapLeases.discard(heap, leases);
-        }
-        long table = heap.memory().readLong(body + ROOT_FIRST_TABLE);
-        if (table != 0) {
-            long header = HeapLayout.unseal(heap.memory().readLong(table - HeapLayout.BLOCK_HEADER_LENGTH),
-                    table - HeapLayout.BLOCK_HEADER_LENGTH);
-            heap.free(BlockRef.of(table - HeapLayout.BLOCK_HEADER_LENGTH, header, 0));
-        }
     }
 
     /**
@@ -228,51 +181,8 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      */
     static <K, V> DsmMap<K, V> openAt(GlobalAllocator heap, long rootPtr, long body, Codec<K> keys, Codec<V> values,
                                       DsmMapOptions options, Root named) {
-        String where = RemotePtr.toString(rootPtr);
-        byte[] b = heap.memory().read(body, ROOT_COUNTERS);
-        int p = 0;
-        if (getLong(b, p + ROOT_MAGIC) != MAGIC) {
-            throw DsmMapException.notAMap(where, "magic=" + Long.toHexString(getLong(b, p + ROOT_MAGIC)));
-        }
-        int version = getInt(b, p + ROOT_VERSION_WINDOW);
-        int windowWord = getInt(b, p + ROOT_VERSION_WINDOW + 4);
-        int window = windowWord & 0xffff;
-        int inline = windowWord >>> 16;
-        boolean inlineOk = version == VERSION ? inline == 0
-                : inline >= 16 && inline <= MAX_INLINE && inline % 8 == 0;
-        if ((version != VERSION && version != VERSION_INLINE) || window < 1 || window > 1024 || !inlineOk) {
-            throw DsmMapException.notAMap(where, "version=" + version + ", window=" + window + ", inline=" + inline
-                    + ", supported=" + VERSION + "," + VERSION_INLINE);
-        }
-        if (getLong(b, p + ROOT_KEY_CODEC) != codecHash(keys)) {
-            throw DsmMapException.codecMismatch(where, "key", Long.toHexString(getLong(b, p + ROOT_KEY_CODEC)),
-                    keys.id() + "#" + Long.toHexString(codecHash(keys)));
-        }
-        if (getLong(b, p + ROOT_VALUE_CODEC) != codecHash(values)) {
-            throw DsmMapException.codecMismatch(where, "value", Long.toHexString(getLong(b, p + ROOT_VALUE_CODEC)),
-                    values.id() + "#" + Long.toHexString(codecHash(values)));
-        }
-        long graceNanos = getLong(b, p + ROOT_GRACE) * 1000;
-        if (graceNanos <= 0) {
-            throw DsmMapException.notAMap(where, "graceMicros=" + getLong(b, p + ROOT_GRACE));
-        }
-        long leaseTable = getLong(b, p + ROOT_LEASES);
-        MapLeases leases = null;
-        if (leaseTable != 0) {
-            if (options.coherentHeap() == null) {
-                throw new DsmMapException(ErrorCode.CONFIG, "leases", "map needs a coherent heap: root=" + where
-                        + ", leasedReads=true; it serves reads under leases, so every handle must lock its changes"
-                        + " through this node's CoherentHeap: open it with DsmMapOptions.coherentHeap(heap)"
-                        + " (DsmCollections built with a heap, and Membus.map, pass it)");
-            }
-            leases = new MapLeases(options.coherentHeap(), leaseTable);
-        }
-        Class<?> objectKeyType = leases != null && OBJECT_KEY_TYPES.contains(keys.type()) ? keys.type() : null;
-        MapStore store = new MapStore(heap, rootPtr, body, graceNanos, window, inline, options.readCacheEntries(),
-                leases, objectKeyType, options.entryPlacement());
-        store.handle(named != null ? new Handle(named, OPERATIONS)
-                : new Handle(null, "DsmMap at " + RemotePtr.toString(rootPtr), OPERATIONS));
-        return new DsmMap<>(store, keys, values); // its final store publishes the handle with it
+        // the root read and checked, the handle's store made (MapRoot); the map's final store publishes its handle
+        return new DsmMap<>(MapRoot.open(heap, rootPtr, body, keys, values, options, named), keys, values);
     }
 
     /**
@@ -281,20 +191,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      * codecs are not needed.
      */
     static void releaseNamed(GlobalAllocator heap, Root root) {
-        long body = root.bodyPtr();
-        byte[] b = heap.memory().read(body, ROOT_COUNTERS);
-        if (getLong(b, ROOT_MAGIC) != MAGIC) {
-            return; // never formatted: nothing beside the root
-        }
-        int windowWord = getInt(b, ROOT_VERSION_WINDOW + 4);
-        int inline = getInt(b, ROOT_VERSION_WINDOW) == VERSION ? 0 : windowWord >>> 16;
-        MapStore store = new MapStore(heap, root.block().ptr(), body, Math.max(1, getLong(b, ROOT_GRACE)) * 1000,
-                windowWord & 0xffff, inline, 0, null, null, DsmMapOptions.EntryPlacement.WRITER);
-        store.destroyTables();
-        long leases = getLong(b, ROOT_LEASES);
-        if (leases != 0) {
-            MapLeases.discard(heap, leases);
-        }
+        MapRoot.releaseNamed(heap, root);
     }
 
     /** The type descriptor a named map's root records: its key and value codecs. */
@@ -316,12 +213,12 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
                 new NamedRoots.Initializer() {
                     @Override
                     public void format(Root r) {
-                        formatRoot(heap, r.bodyPtr(), keys, values, options);
+                        MapRoot.format(heap, r.bodyPtr(), keys, values, options);
                     }
 
                     @Override
                     public void discard(Root r) {
-                        discardRoot(heap, r.bodyPtr());
+                        MapRoot.discard(heap, r.bodyPtr());
                     }
                 });
         return openAt(heap, root.block().ptr(), root.bodyPtr(), keys, values, options, root);
@@ -357,10 +254,6 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     @Override
     public Handle handle() {
         return store.handle;
-    }
-
-    private static long codecHash(Codec<?> codec) {
-        return MapLayout.hash(codec.id().getBytes(StandardCharsets.UTF_8));
     }
 
     /**
@@ -483,6 +376,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         try {
             byte[] k = queryKey(key);
             return k == null ? null : decodeValue(store.get(k, MapLayout.hash(k)));
+        } catch (RuntimeException e) {
+            store.handle.stats().failed(GET);
+            throw e;
         } finally {
             store.handle.stats().record(GET, start);
         }
@@ -518,6 +414,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
                 }
                 v = store.leasedFill(k, MapLayout.hash(k), objectKeys ? key : java.nio.ByteBuffer.wrap(k),
                         sharedValues);
+            } catch (RuntimeException e) {
+                store.handle.stats().failed(GET);
+                throw e;
             } finally {
                 store.handle.stats().time(GET, start, true);
             }
@@ -534,6 +433,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         try {
             byte[] k = queryKey(key);
             return k != null && store.get(k, MapLayout.hash(k)) != null;
+        } catch (RuntimeException e) {
+            store.handle.stats().failed(GET);
+            throw e;
         } finally {
             store.handle.stats().time(GET, start, store.leases != null); // a leased lookup counted itself
         }
@@ -584,6 +486,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         try {
             byte[] k = encodeKey(key);
             return store.mutate(k, MapLayout.hash(k), m);
+        } catch (RuntimeException e) {
+            store.handle.stats().failed(op);
+            throw e;
         } finally {
             store.handle.stats().record(op, start);
         }
@@ -594,6 +499,9 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         long start = OperationStats.start();
         try {
             return store.mutate(k, MapLayout.hash(k), m);
+        } catch (RuntimeException e) {
+            store.handle.stats().failed(op);
+            throw e;
         } finally {
             store.handle.stats().record(op, start);
         }
@@ -754,186 +662,18 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     @Override
     public Set<K> keySet() {
         Set<K> s = keySet;
-        return s != null ? s : (keySet = new KeySet());
+        return s != null ? s : (keySet = MapViews.keySet(this));
     }
 
     @Override
     public Collection<V> values() {
         Collection<V> c = valuesView;
-        return c != null ? c : (valuesView = new Values());
+        return c != null ? c : (valuesView = MapViews.values(this));
     }
 
     @Override
     public Set<Map.Entry<K, V>> entrySet() {
         Set<Map.Entry<K, V>> s = entrySet;
-        return s != null ? s : (entrySet = new EntrySet());
-    }
-
-    /** A weakly consistent iterator over entries; {@code remove} removes the last key returned. */
-    private final class EntryIterator implements Iterator<Map.Entry<K, V>> {
-        private final Iterator<MapStore.RawEntry> raw = store.scan();
-        private K last;
-
-        @Override
-        public boolean hasNext() {
-            return raw.hasNext();
-        }
-
-        @Override
-        public Map.Entry<K, V> next() {
-            MapStore.RawEntry e = raw.next();
-            K k = keys.decode(e.key());
-            last = k;
-            return new WriteThroughEntry(k, values.decode(e.value()));
-        }
-
-        @Override
-        public void remove() {
-            if (last == null) {
-                throw new IllegalStateException("next() was not called, or remove() was called after it already");
-            }
-            DsmMap.this.remove(last);
-            last = null;
-        }
-    }
-
-    /** An entry whose {@code setValue} puts into the map (as {@code ConcurrentHashMap}'s do). */
-    private final class WriteThroughEntry extends AbstractMap.SimpleEntry<K, V> {
-        private static final long serialVersionUID = 1L;
-
-        WriteThroughEntry(K key, V value) {
-            super(key, value);
-        }
-
-        @Override
-        public V setValue(V value) {
-            Objects.requireNonNull(value, "value");
-            V old = super.setValue(value);
-            put(getKey(), value);
-            return old;
-        }
-    }
-
-    private final class EntrySet extends AbstractSet<Map.Entry<K, V>> {
-        @Override
-        public Iterator<Map.Entry<K, V>> iterator() {
-            return new EntryIterator();
-        }
-
-        @Override
-        public int size() {
-            return DsmMap.this.size();
-        }
-
-        @Override
-        public boolean isEmpty() {
-            return DsmMap.this.isEmpty();
-        }
-
-        @Override
-        public boolean contains(Object o) {
-            if (!(o instanceof Map.Entry<?, ?> e) || e.getKey() == null || e.getValue() == null) {
-                return false;
-            }
-            Object v = get(e.getKey());
-            return v != null && v.equals(e.getValue());
-        }
-
-        @Override
-        public boolean remove(Object o) {
-            if (!(o instanceof Map.Entry<?, ?> e) || e.getKey() == null || e.getValue() == null) {
-                return false;
-            }
-            return DsmMap.this.remove(e.getKey(), e.getValue());
-        }
-
-        @Override
-        public void clear() {
-            DsmMap.this.clear();
-        }
-    }
-
-    /** The keys or the values of the entry iterator (weakly consistent, removal through it). */
-    private final class Projection<T> implements Iterator<T> {
-        private final EntryIterator entries = new EntryIterator();
-        private final java.util.function.Function<Map.Entry<K, V>, T> part;
-
-        Projection(java.util.function.Function<Map.Entry<K, V>, T> part) {
-            this.part = part;
-        }
-
-        @Override
-        public boolean hasNext() {
-            return entries.hasNext();
-        }
-
-        @Override
-        public T next() {
-            return part.apply(entries.next());
-        }
-
-        @Override
-        public void remove() {
-            entries.remove();
-        }
-    }
-
-    private final class KeySet extends AbstractSet<K> {
-        @Override
-        public Iterator<K> iterator() {
-            return new Projection<>(Map.Entry::getKey);
-        }
-
-        @Override
-        public int size() {
-            return DsmMap.this.size();
-        }
-
-        @Override
-        public boolean isEmpty() {
-            return DsmMap.this.isEmpty();
-        }
-
-        @Override
-        public boolean contains(Object o) {
-            return containsKey(o);
-        }
-
-        @Override
-        public boolean remove(Object o) {
-            return DsmMap.this.remove(o) != null;
-        }
-
-        @Override
-        public void clear() {
-            DsmMap.this.clear();
-        }
-    }
-
-    private final class Values extends AbstractCollection<V> {
-        @Override
-        public Iterator<V> iterator() {
-            return new Projection<>(Map.Entry::getValue);
-        }
-
-        @Override
-        public int size() {
-            return DsmMap.this.size();
-        }
-
-        @Override
-        public boolean isEmpty() {
-            return DsmMap.this.isEmpty();
-        }
-
-        @Override
-        public boolean contains(Object o) {
-            return containsValue(o);
-        }
-
-        @Override
-        public void clear() {
-            DsmMap.this.clear();
-        }
+        return s != null ? s : (entrySet = MapViews.entrySet(this));
     }
 }

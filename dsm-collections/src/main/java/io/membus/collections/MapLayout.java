@@ -132,7 +132,7 @@ public final class MapLayout {
     /**
      * The table's own inline area per slot, plus one (0: a table written before this field,
      * whose areas are the map's). A table too large for one allocation with the map's areas
-     * is made with smaller ones, or none ({@code MapStore.newTable}).
+     * is made with smaller ones, or none ({@code MapTables.newTable}).
      */
     public static final int TABLE_INLINE = 56;
     public static final int TABLE_SLOTS = 64;

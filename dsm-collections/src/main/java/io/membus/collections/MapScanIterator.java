@@ -30,7 +30,7 @@ final class MapScanIterator implements Iterator<MapStore.RawEntry> {
     private static final int SCAN_BATCH = 64;
 
     private final MapStore store;
-    private MapStore.Table table;
+    private MapTable table;
     private int pos;
     private long[] batch;
     private int batchFrom;
@@ -39,7 +39,7 @@ final class MapScanIterator implements Iterator<MapStore.RawEntry> {
     private MapStore.RawEntry ahead;
     private int failures;
 
-    MapScanIterator(MapStore store, MapStore.Table first) {
+    MapScanIterator(MapStore store, MapTable first) {
         this.store = store;
         this.table = first;
     }
@@ -65,7 +65,7 @@ final class MapScanIterator implements Iterator<MapStore.RawEntry> {
     private MapStore.RawEntry advance() {
         while (table != null) {
             if (pos >= table.total()) {
-                table = store.nextOf(table);
+                table = store.tables.nextOf(table);
                 pos = 0;
                 batch = null;
                 continue;
@@ -78,16 +78,16 @@ final class MapScanIterator implements Iterator<MapStore.RawEntry> {
                 pos++;
                 continue;
             }
-            MapStore.Entry e;
+            SlotScan.Entry e;
             try {
-                e = store.readEntry(w, batchAt);
+                e = store.slots.readEntry(w, batchAt);
                 failures = 0;
-            } catch (MapStore.Restart r) {
+            } catch (SlotScan.Restart r) {
                 readBatch(); // the slot changed or the batch is old: read it again and redo this slot
                 if (batch[0] == w && isMoved(w)) {
                     // a frozen slot whose entry is gone: its table was passed, the key is in a later table
                     pos++;
-                } else if (++failures > MapStore.MAX_RESTARTS) {
+                } else if (++failures > SlotScan.MAX_RESTARTS) {
                     throw DsmMapException.corrupted(RemotePtr.toString(table.slot(pos)), "entry never checks");
                 }
                 continue;
@@ -96,7 +96,7 @@ final class MapScanIterator implements Iterator<MapStore.RawEntry> {
             if (isMoved(w)) {
                 if (!isTomb(w)) {
                     // make sure the key is in the next table before that table is walked
-                    store.copyInto(store.mustNext(table), e.key(), e.hash(), identity(w) | COPIED, e.value());
+                    store.migration.copyInto(store.tables.mustNext(table), e.key(), e.hash(), identity(w) | COPIED, e.value());
                 }
                 continue;
             }
@@ -111,7 +111,7 @@ final class MapScanIterator implements Iterator<MapStore.RawEntry> {
     private void readBatch() {
         int n = Math.min(SCAN_BATCH, table.total() - pos);
         batchAt = System.nanoTime();
-        batch = store.readWords(table.slot(pos), n);
+        batch = store.tables.readWords(table.slot(pos), n);
         batchFrom = pos;
     }
 }

@@ -1,5 +1,8 @@
 package io.membus.collections;
 
+import io.membus.coherence.OperationMeter;
+import io.membus.coherence.RemoteRef;
+
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
@@ -17,17 +20,29 @@ import java.util.function.LongSupplier;
  * cache, are only counted: two clock reads would double a local verb's cost (tens of
  * nanoseconds). A kind's count therefore may exceed its timed count.
  *
+ * <p>Of each kind's operations, those that failed with an exception are counted again as
+ * {@link #errors(String)} (a subset of the count): a typed error of the structure (gone,
+ * closed, a bad index, an unheld lock released), of its verbs (a timeout, a node lost),
+ * or of the codec. An operation refused before it started (a value too large to encode,
+ * a null key) is counted by neither.
+ *
+ * <p>It is also the {@link OperationMeter} of a coherent object opened by name through
+ * the facade ({@link #forRef}).
+ *
  * <p><b>Note:</b> thread-safe: striped {@link LongAdder}s (a leased hit counts into the
  * map's own single-writer counter instead); a read while operations run is a value each
  * counter passed through, not a snapshot of all of them together. Counts are of this
  * handle, on this node, since it was opened.
  */
-public final class OperationStats {
+public final class OperationStats implements OperationMeter {
     private final String structure;
     private final List<String> operations;
     private final LongAdder[] counts;
     private final LongAdder[] timed;
     private final LongAdder[] nanos;
+    private final LongAdder[] errors;
+    /** Gets of a coherent object served from this node's cached copy ({@link #cacheHit()}). */
+    private final LongAdder cacheHits = new LongAdder();
     private final LongSupplier[] also;
     private final boolean[] timedKinds;
 
@@ -38,13 +53,26 @@ public final class OperationStats {
         this.counts = new LongAdder[n];
         this.timed = new LongAdder[n];
         this.nanos = new LongAdder[n];
+        this.errors = new LongAdder[n];
         this.also = new LongSupplier[n];
         this.timedKinds = new boolean[n];
         for (int i = 0; i < n; i++) {
             counts[i] = new LongAdder();
             timed[i] = new LongAdder();
             nanos[i] = new LongAdder();
+            errors[i] = new LongAdder();
         }
+    }
+
+    /**
+     * The counters of the coherent object named {@code name}, for
+     * {@link RemoteRef#metered}: its kinds are {@link RemoteRef#OPERATIONS}, all timed (a
+     * cached get is counted only).
+     */
+    public static OperationStats forRef(String name) {
+        return new OperationStats("RemoteRef '" + name + "'", RemoteRef.OPERATIONS.toArray(String[]::new))
+                .timed(RemoteRef.GET, RemoteRef.SET, RemoteRef.COMPARE_AND_SET, RemoteRef.UPDATE,
+                        RemoteRef.GET_AND_SET);
     }
 
     /** The structure, as errors name it: e.g. {@code DsmMap 'orders'}. */
@@ -74,6 +102,11 @@ public final class OperationStats {
         return nanos[index(operation)].sum();
     }
 
+    /** Operations of {@code operation} that failed with an exception (counted in {@link #count(String)} too). */
+    public long errors(String operation) {
+        return errors[index(operation)].sum();
+    }
+
     /** Whether {@code operation} is ever timed (false: counted only). */
     public boolean isTimed(String operation) {
         return timedKinds[index(operation)];
@@ -101,8 +134,33 @@ public final class OperationStats {
     }
 
     /** One operation of kind {@code op}, not timed. */
-    void count(int op) {
+    @Override
+    public void count(int op) {
         counts[op].increment();
+    }
+
+    /** The operation of kind {@code op}, counted already, failed with an exception. */
+    @Override
+    public void failed(int op) {
+        errors[op].increment();
+    }
+
+    /** One operation of kind {@code op} that failed before it was counted: counted, and as an error. */
+    void countFailed(int op) {
+        counts[op].increment();
+        errors[op].increment();
+    }
+
+    /** {@link System#nanoTime()}: the start of a timed operation, as a {@link RemoteRef} takes it. */
+    @Override
+    public long begin() {
+        return System.nanoTime();
+    }
+
+    /** As {@link #record}: one timed operation of kind {@code op}, begun at {@code began}. */
+    @Override
+    public void end(int op, long began) {
+        record(op, began);
     }
 
     /** {@code n} operations of kind {@code op}, not timed. */
@@ -113,6 +171,17 @@ public final class OperationStats {
     /** The start of a timed operation: {@link System#nanoTime()}. */
     static long start() {
         return System.nanoTime();
+    }
+
+    /** A get of the named coherent object served from this node's cached copy (a {@link RemoteRef} calls it). */
+    @Override
+    public void cacheHit() {
+        cacheHits.increment();
+    }
+
+    /** Gets of the named coherent object served from this node's cached copy, with no verb. */
+    public long cacheHits() {
+        return cacheHits.sum();
     }
 
     /** One timed operation of kind {@code op} that began at {@code startNanos} ({@link #start()}) and ended now. */

@@ -23,7 +23,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * reading them. An entry whose slot word was replaced by a CAS of this node is
  * <em>retired</em> here; its block is freed only after the map's grace period:
  * every lookup that started before the CAS either ends within half the grace or
- * starts over (see {@link MapStore}), so nobody reads the block once it is freed.
+ * starts over (see {@link SlotScan}), so nobody reads the block once it is freed.
  * An entry still named by a frozen slot of an old table waits, in addition, until
  * this node saw the root move past that table ({@link #rootAdvanced}).
  *

@@ -11,7 +11,7 @@ package io.membus.collections;
  *   FULL(t)           holds the element of ticket t
  *   READING(t, node)  claimed by that consumer, data being read
  *   then EMPTY(t + capacity)
- *   MOVING(t, node)   held by a remover compacting the ring (DsmQueue#removeTicket): the
+ *   MOVING(t, node)   held by a remover compacting the ring (QueueRemoval#removeTicket): the
  *                     element of ticket t being moved to ticket t + 1, or the hole it left
  * </pre>
  * Every transition is one CAS.

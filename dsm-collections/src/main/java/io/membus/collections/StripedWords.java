@@ -180,7 +180,13 @@ final class StripedWords {
 
     /** {@link #ptr(int)}, counting one operation of kind {@code op}. */
     long ptr(int i, int op) {
-        long p = ptr(i);
+        long p;
+        try {
+            p = ptr(i);
+        } catch (RuntimeException e) { // a bad index, or the array destroyed or closed: a failed operation
+            handle.stats().countFailed(op);
+            throw e;
+        }
         handle.stats().count(op);
         return p;
     }

@@ -82,7 +82,7 @@ class DsmMapGrowthDeadlineTest {
             // was refused at creation (AllocationSizeException); its table now has the largest areas that fit
             DsmMap<Long, byte[]> m = c.node(1).map("big", Codecs.longs(), Codecs.bytes(),
                     DsmMapOptions.defaults().initialSlots(1 << 16));
-            MapStore.Table t = m.store().rootTable();
+            MapTable t = m.store().rootTable();
             assertTrue(t.inline > 0 && t.inline < DsmMapOptions.DEFAULT_INLINE_BYTES && t.inline % 8 == 0,
                     "areas of " + t.inline + " bytes");
             byte[] small = new byte[t.inline - 30];

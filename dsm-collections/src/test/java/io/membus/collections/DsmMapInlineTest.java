@@ -119,7 +119,7 @@ class DsmMapInlineTest {
     }
 
     /**
-     * A lookup over a connection reads the first {@value MapStore#FIRST_READ_SLOTS} slots of
+     * A lookup over a connection reads the first {@value SlotScan#FIRST_READ_SLOTS} slots of
      * its window, and the rest only when neither the key nor an empty slot was among them.
      * Sixteen home slots and 31 keys (the table does not grow: every window of 32 keeps an
      * empty slot) pile keys far past their home: those take a second round trip,

@@ -21,7 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code Long} key and a value of 64 bytes (72 in all, the issue's case) and of 248 bytes
  * (256 in all).
  *
- * <p>A lookup over the network reads the first {@value MapStore#FIRST_READ_SLOTS} slots of
+ * <p>A lookup over the network reads the first {@value SlotScan#FIRST_READ_SLOTS} slots of
  * the key's window at once and the rest only for a key linear probing pushed past them
  * (docs/collections.md); the table's seed is random, so which keys those are differs from
  * run to run: they are allowed a second round trip, and the test requires that they are
@@ -70,7 +70,7 @@ class DsmMapRoundTripTest {
         RoundTripTransport.Counts c = RoundTripTransport.counts();
         int far = 0; // keys past the first part of their window
         for (long k = 1; k < 2 * keys; k++) {
-            boolean near = one.windowOffset(k) < MapStore.FIRST_READ_SLOTS;
+            boolean near = one.windowOffset(k) < SlotScan.FIRST_READ_SLOTS;
             assertTrue(one.windowOffset(k) >= 0, "key " + k + " is in the table");
             far += near ? 0 : 1;
             c.reset();

@@ -206,7 +206,7 @@ class DsmMapTest {
         }
         // a node starts a resize, claims the first range and dies before migrating it
         MapStore store = storeOf(m);
-        MapStore.Table first = store.rootTable();
+        MapTable first = store.rootTable();
         store.startResize(first);
         store.mem.fetchAndAdd(first.ptr + MapLayout.TABLE_CURSOR, 64);
         // the survivors keep working: every other range gets migrated, the claimed one stays as it was

@@ -124,6 +124,129 @@ class LifecycleTest {
         assertNotEquals(0, oldRoot);
     }
 
+    /**
+     * Users of a structure while it is destroyed get a typed error and never another
+     * structure's bytes (issue 29): threads on node 2 keep changing a counter and an array
+     * while node 1 destroys both; each handle's operations succeed until the destroy is
+     * seen and fail with {@link StructureGoneException} from then on, also after the blocks
+     * were freed and handed out again (the old counter's root block, claimed back and filled
+     * with a pattern; new structures under the same names, and more), and those hold exactly
+     * what their own writes put there. Without the handles' look at their root
+     * the old handles would go on changing the freed blocks, now the new structures' words.
+     */
+    @Test
+    void usersOfADestroyedStructureFailTypedAndNeverChangeTheStructuresMadeInItsBlocks() throws Exception {
+        start(2);
+        DsmAtomicLong counter = cluster.node(2).atomicLong("busy");
+        DsmLongArray array = cluster.node(2).longArray("busy-array", 64, 16);
+        BlockRef oldRoot = counter.root().block();
+        int threads = 4;
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.CountDownLatch allGone = new java.util.concurrent.CountDownLatch(threads);
+        java.util.Queue<String> problems = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        java.util.concurrent.atomic.AtomicLong afterGone = new java.util.concurrent.atomic.AtomicLong();
+        ExecutorService users = Executors.newFixedThreadPool(threads);
+        try {
+            for (int t = 0; t < threads; t++) {
+                int me = t;
+                users.execute(() -> {
+                    boolean gone = false;
+                    for (long i = 0; !stop.get(); i++) {
+                        try {
+                            if (i % 2 == 0) {
+                                counter.incrementAndGet();
+                            } else {
+                                array.addAndGet((int) ((me * 16 + i) % 64), 1);
+                            }
+                            if (gone) {
+                                problems.add("thread " + me + ": an operation succeeded after a StructureGoneException");
+                                return;
+                            }
+                        } catch (StructureGoneException e) {
+                            if (!gone) {
+                                gone = true;
+                                allGone.countDown();
+                            }
+                            afterGone.incrementAndGet();
+                        } catch (Throwable e) {
+                            problems.add("thread " + me + ": " + e);
+                            return;
+                        }
+                    }
+                });
+            }
+            Thread.sleep(200); // they run
+            assertTrue(cluster.node(1).destroy("busy"));
+            assertTrue(cluster.node(1).destroy("busy-array"));
+            assertTrue(allGone.await(10, TimeUnit.SECONDS), "every user sees the destroy: " + problems);
+            awaitReleases(); // the blocks are free: new structures may be made in them
+            // the old counter's root block, holding its value word, is handed out again and filled with a pattern
+            BlockRef reclaimed = null;
+            List<BlockRef> claimed = new ArrayList<>();
+            for (GlobalAllocator a : cluster.allocators.values()) {
+                a.trim();
+            }
+            search:
+            for (int round = 0; round < 2_000; round++) {
+                for (GlobalAllocator a : cluster.allocators.values()) {
+                    BlockRef b = a.allocate(oldRoot.capacity(), Placement.node(oldRoot.nodeId()));
+                    if (b.ptr() == oldRoot.ptr()) {
+                        reclaimed = b;
+                        break search;
+                    }
+                    claimed.add(b);
+                }
+            }
+            assertTrue(reclaimed != null, "the freed root block was not handed out again in " + claimed.size()
+                    + " allocations of its size on its node");
+            byte[] pattern = new byte[(int) reclaimed.capacity()];
+            java.util.Arrays.fill(pattern, (byte) 0x5a);
+            cluster.allocators.get(1).write(reclaimed, 0, pattern);
+            DsmAtomicLong fresh = cluster.node(1).atomicLong("busy");
+            fresh.set(1_000);
+            DsmLongArray freshArray = cluster.node(1).longArray("busy-array", 64, 16);
+            for (int i = 0; i < 64; i++) {
+                freshArray.set(i, 10_000 + i);
+            }
+            List<DsmAtomicLong> others = new ArrayList<>();
+            for (int i = 0; i < 32; i++) {
+                DsmAtomicLong o = cluster.node(1).atomicLong("other-" + i);
+                o.set(i);
+                others.add(o);
+            }
+            long before = afterGone.get();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (afterGone.get() < before + 1000 && problems.isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(10); // the old handles keep trying while the new structures live in the blocks
+            }
+            stop.set(true);
+            users.shutdown();
+            assertTrue(users.awaitTermination(10, TimeUnit.SECONDS));
+            assertEquals(List.of(), new ArrayList<>(problems));
+            assertTrue(afterGone.get() >= before + 1000, "the old handles tried again: " + afterGone.get());
+            System.out.println("old counter's root block handed out again after " + claimed.size()
+                    + " other allocations; operations refused after the destroy: " + afterGone.get());
+            org.junit.jupiter.api.Assertions.assertArrayEquals(pattern, cluster.allocators.get(2).read(reclaimed, 0,
+                    pattern.length), "the old counter's block, now another owner's, is untouched");
+            cluster.allocators.get(1).free(reclaimed);
+            for (BlockRef b : claimed) {
+                cluster.allocators.get(1).free(b);
+            }
+            assertEquals(1_000, fresh.get());
+            assertEquals(1_000, cluster.node(2).atomicLong("busy").get(), "node 2 opens the new counter");
+            for (int i = 0; i < 64; i++) {
+                assertEquals(10_000 + i, freshArray.get(i), "word " + i + " of the new array");
+            }
+            for (int i = 0; i < others.size(); i++) {
+                assertEquals(i, others.get(i).get(), "other-" + i);
+            }
+        } finally {
+            stop.set(true);
+            users.shutdownNow();
+            assertTrue(users.awaitTermination(10, TimeUnit.SECONDS));
+        }
+    }
+
     @Test
     void everyKindIsDestroyedByItsHandleAndAllItsBlocksAreFreed() throws Exception {
         start(2);

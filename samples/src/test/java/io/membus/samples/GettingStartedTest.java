@@ -77,17 +77,8 @@ class GettingStartedTest {
             Files.writeString(target, text);
         }
 
-        Path repo = dir.resolve("m2");
-        installReactor(root, repo);
-        Path settings = dir.resolve("settings.xml");
-        Files.writeString(settings, "<settings><mirrors><mirror><id>build-repository</id><mirrorOf>*</mirrorOf><url>"
-            + Path.of(System.getProperty("membus.m2.repository", System.getProperty("user.home") + "/.m2/repository"))
-                .toUri() + "</url></mirror></mirrors></settings>\n");
         Path shop = dir.resolve("shop");
-        Process build = new ProcessBuilder(mvn(), "-B", "-q", "-s", settings.toString(), "-Dmaven.repo.local=" + repo,
-            "package").directory(shop.toFile()).redirectErrorStream(true).redirectOutput(dir.resolve("build.log").toFile())
-            .start();
-        finish(build, 300, dir.resolve("build.log"), "mvn -q package of the page's project");
+        build(root, dir, shop, "package", "mvn -q package of the page's project");
 
         Path home = dir.resolve("home");
         Files.createDirectories(home);
@@ -135,6 +126,84 @@ class GettingStartedTest {
                 }
             }
         }
+    }
+
+    /**
+     * The README's dependency snippet builds as copied (issue 29): pasted into a project (the
+     * page's pom with its two dependency sections replaced by the README's block), a class
+     * that uses the facade and the tcp transport and a test class that uses the test kit
+     * ({@code dsm-test}, test scope) compile against the installed artifacts, every version
+     * coming from the BOM but the logging binding's.
+     */
+    @Test
+    @Timeout(value = 360, unit = TimeUnit.SECONDS)
+    void theReadmesDependencySnippetBuildsAsCopied(@TempDir Path dir) throws Exception {
+        Path root = Path.of("..").toAbsolutePath().normalize();
+        Matcher xml = Pattern.compile("```xml\\n(.*?)```", Pattern.DOTALL)
+            .matcher(Files.readString(root.resolve("README.md")));
+        assertTrue(xml.find(), "README.md has no xml block");
+        String snippet = xml.group(1);
+        for (String artifact : List.of("membus-bom", "membus", "dsm-transport-tcp", "slf4j-simple", "dsm-test")) {
+            assertTrue(snippet.contains("<artifactId>" + artifact + "</artifactId>"), artifact + " in the snippet");
+        }
+        String pagePom = fileBlocks(Files.readString(root.resolve("docs/getting-started.md"))).get("shop/pom.xml");
+        int from = pagePom.indexOf("  <dependencyManagement>");
+        int to = pagePom.indexOf("</dependencies>", pagePom.indexOf("\n  <dependencies>")) + "</dependencies>".length();
+        assertTrue(from > 0 && to > from, "the page's pom has dependencyManagement, then dependencies");
+        Path app = dir.resolve("app");
+        Files.createDirectories(app.resolve("src/main/java/com/example"));
+        Files.createDirectories(app.resolve("src/test/java/com/example"));
+        Files.writeString(app.resolve("pom.xml"), pagePom.substring(0, from).replace("<artifactId>shop</artifactId>",
+            "<artifactId>app</artifactId>") + snippet + pagePom.substring(to));
+        Files.writeString(app.resolve("src/main/java/com/example/App.java"), """
+            package com.example;
+
+            import io.membus.Membus;
+            import io.membus.collections.DsmMap;
+            import java.nio.file.Path;
+
+            public final class App {
+                static final Class<?> TRANSPORT = io.membus.transport.tcp.TcpTransport.class;
+
+                public static void main(String[] args) {
+                    try (Membus membus = Membus.start(Path.of(args[0]))) {
+                        DsmMap<String, Long> m = membus.map("m", String.class, Long.class);
+                        m.put("k", 1L);
+                        org.slf4j.LoggerFactory.getLogger(App.class).info("put");
+                    }
+                }
+            }
+            """);
+        Files.writeString(app.resolve("src/test/java/com/example/AppCheck.java"), """
+            package com.example;
+
+            final class AppCheck {
+                static final Class<?> KIT = io.membus.test.check.LinearizabilityChecker.class;
+            }
+            """);
+        build(root, dir, app, "test-compile", "mvn -q test-compile of the README's snippet");
+        assertTrue(Files.isRegularFile(app.resolve("target/classes/com/example/App.class")));
+        assertTrue(Files.isRegularFile(app.resolve("target/test-classes/com/example/AppCheck.class")));
+    }
+
+    /**
+     * Runs {@code mvn -B -q <goal>} in {@code project} against a local repository of the
+     * test's own that holds this reactor's artifacts (third-party ones mirrored from the
+     * build's local repository: no network).
+     */
+    private static void build(Path root, Path dir, Path project, String goal, String what) throws Exception {
+        Path repo = dir.resolve("m2");
+        if (!Files.isDirectory(repo)) {
+            installReactor(root, repo);
+        }
+        Path settings = dir.resolve("settings.xml");
+        Files.writeString(settings, "<settings><mirrors><mirror><id>build-repository</id><mirrorOf>*</mirrorOf><url>"
+            + Path.of(System.getProperty("membus.m2.repository", System.getProperty("user.home") + "/.m2/repository"))
+                .toUri() + "</url></mirror></mirrors></settings>\n");
+        Path log = dir.resolve(project.getFileName() + "-build.log");
+        Process build = new ProcessBuilder(mvn(), "-B", "-q", "-s", settings.toString(), "-Dmaven.repo.local=" + repo,
+            goal).directory(project.toFile()).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        finish(build, 300, log, what);
     }
 
     /**

@@ -48,14 +48,7 @@ import java.util.concurrent.TimeUnit;
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Warmup(iterations = 2, time = 1)
 @Measurement(iterations = 3, time = 1)
-// jvmArgs, not jvmArgsAppend: BenchMain sets the append list (Membus' flags), which replaces an annotation's
-@Fork(value = 1, jvmArgs = {"--add-modules", "java.se",
-        "--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED",
-        "--add-opens", "java.base/java.lang=ALL-UNNAMED",
-        "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
-        "--add-opens", "java.management/sun.management=ALL-UNNAMED",
-        "--add-opens", "jdk.management/com.sun.management.internal=ALL-UNNAMED",
-        "-Dhazelcast.phone.home.enabled=false", "-Dhazelcast.logging.type=none"})
+@Fork(1) // the peers' JVM flags come from BenchMain.forkFlags()
 public class HazelcastCollectionsBenchmark {
     private static final String COUNTER_KEY = "bench-counter";
     private static final String LOCK_KEY = "bench-lock";

@@ -20,7 +20,7 @@ import java.util.function.IntUnaryOperator;
  * timeouts, errors, reconnects, verbs in flight, and a latency histogram
  * (HdrHistogram, 3 significant digits, from 1 µs... up to the largest seen). What
  * {@code membus status} prints and what the node's Micrometer registry exposes
- * (JMX by default):
+ * (through JMX or Prometheus when {@code membus.metrics} turns them on; off by default):
  *
  * <pre>
  *   membus.verbs{transport, peer, kind}        verbs completed with a result (counter)

@@ -82,11 +82,10 @@ public final class AdoptionReplicator implements AutoCloseable {
     private final DirectoryListener listener = new DirectoryListener() {
         @Override
         public void memberRemoved(PeerInfo member, String reason) {
-            submit(() -> tryAdopt(member, reason));
+            service.submit(() -> tryAdopt(member, reason));
         }
     };
     private volatile boolean started;
-    private volatile boolean closed;
 
     /**
      * Only a member that was <em>downed</em> is adopted: one the transport has fenced when
@@ -118,7 +117,7 @@ public final class AdoptionReplicator implements AutoCloseable {
 
     /** Registers the directory listener: from now on downed members are adopted. */
     public void start() {
-        checkOpen();
+        service.checkOpen();
         directory.addListener(listener);
         started = true;
         LOG.info("replication: node {} on {}: segments are adopted, not copied (one host); membus.replication.backups"
@@ -131,7 +130,7 @@ public final class AdoptionReplicator implements AutoCloseable {
      * @throws io.membus.core.error.DsmConfigException when {@code own} is not a segment of this node
      */
     public void exported(Segment own) {
-        checkOpen();
+        service.checkOpen();
         if (own.nodeId() != self) {
             throw new io.membus.core.error.DsmConfigException("adoption: exported segment", own.descriptor(),
                     "a segment of this node (node " + self + "): only a node's own exports are its groups");
@@ -165,10 +164,10 @@ public final class AdoptionReplicator implements AutoCloseable {
 
     @Override
     public void close() {
-        if (closed) {
+        if (service.closed()) {
             return;
         }
-        closed = true;
+        service.markClosed(); // closed from here (the service's flag: this class keeps none of its own)
         if (started) {
             directory.removeListener(listener);
         }
@@ -178,21 +177,9 @@ public final class AdoptionReplicator implements AutoCloseable {
 
     // ---------------------------------------------------------------- the service thread
 
-    private void checkOpen() {
-        if (closed) {
-            throw new DsmClosedException("replication of node " + self);
-        }
-    }
-
-    private void submit(Runnable task) {
-        if (!closed) {
-            service.submit(task);
-        }
-    }
-
     /** One attempt to adopt {@code dead}'s memory (service thread). */
     private void tryAdopt(PeerInfo dead, String reason) {
-        if (closed || dead.nodeId() == self) {
+        if (service.closed() || dead.nodeId() == self) {
             return;
         }
         if (!transport.isFenced(dead.nodeId())
@@ -222,7 +209,7 @@ public final class AdoptionReplicator implements AutoCloseable {
                 LOG.warn("{} (retried from every {} ms up to every {} ms)", notYet.getMessage(), RETRY.toMillis(),
                         MAX_RETRY.toMillis());
             }
-            Deadlines.schedule(() -> submit(() -> retry(dead)), pause);
+            service.later(() -> retry(dead), pause);
             return;
         } catch (DsmClosedException e) {
             return;
@@ -258,7 +245,7 @@ public final class AdoptionReplicator implements AutoCloseable {
     }
 
     private void retry(PeerInfo dead) {
-        if (!closed && blocked.containsKey(dead.nodeId())) {
+        if (!service.closed() && blocked.containsKey(dead.nodeId())) {
             tryAdopt(dead, "retry of a blocked adoption");
         }
     }

@@ -1,20 +1,15 @@
 package io.membus.core.replication;
 
 import io.membus.core.Segment;
-import io.membus.core.error.DsmException;
-import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.replication.GroupCopies.Copy;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.NotPrimaryException;
 import io.membus.core.transport.TransportThreads;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.PriorityQueue;
-import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -38,7 +33,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code need()} issues a load-load fence first, and the change published its sequence
  * before its effect). The watermark is the minimum of the in-sync copies' applied
  * sequences (never lower than before); with no in-sync copy every change is acknowledged at
- * once (the group is one failure from lost: status and the WARN line say so).
+ * once (the group is one failure from lost: status and the WARN line say so). The waiting
+ * answers are {@link AckWaiters}'s: released by whoever moves the watermark past them.
  *
  * <h2>Window</h2>
  * Before taking the lock a change waits (bounded by its deadline) while a copy's stream
@@ -51,14 +47,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * In-sync copies count in the watermark; a joining copy (re-replication, see
  * {@link #copyChunk}) receives the effects below its cursor and the chunks, and counts from
  * the acknowledgement of its DONE record. A copy leaves only by {@link #removeCopy} (its node
- * was removed from membership), never on a timeout.
+ * was removed from membership), never on a timeout. The set is a {@link GroupCopies}.
  *
  * <p><b>Note:</b> thread-safe. Changes and copy-set changes hold the group lock (a
  * {@link ReentrantLock}); {@link #need()}, {@link #acked(long)} and the stop state are
- * volatile reads; waiters are guarded by their queue's monitor and run outside every lock.
+ * volatile reads; waiters are guarded by their queue's monitor ({@link AckWaiters}) and run
+ * outside every lock.
  */
 public final class ReplicaGroup implements AckGate {
-    private static final Logger LOG = LoggerFactory.getLogger(ReplicaGroup.class);
     private final int group;
     private final int self;
     private final Segment memory;
@@ -68,9 +64,8 @@ public final class ReplicaGroup implements AckGate {
     private final Duration waitTimeout;
     private final Listener listener;
     private final ReentrantLock lock = new ReentrantLock();
-    private final List<Copy> copies = new ArrayList<>(); // guarded by lock
-    /** The copies' streams, rebuilt under the lock when the copy set changes: what a change reads without locking. */
-    private volatile CopyStream[] streams = new CopyStream[0];
+    /** The copies (guarded by lock; their streams' array is read without it). */
+    private final GroupCopies copies = new GroupCopies();
     private volatile long lastSeq;
     private volatile long watermark;
     private volatile NotPrimaryException stopped;
@@ -78,49 +73,13 @@ public final class ReplicaGroup implements AckGate {
     private volatile long stoppedEpoch;
     /** What waiting answers fail with once stopped (their changes may be on copies). */
     private volatile NodeUnavailableException waitFailure;
-    private final PriorityQueue<Waiter> waiters = new PriorityQueue<>((a, b) -> Long.compare(a.seq, b.seq));
-    /**
-     * Waiters queued (written under the queue's monitor): a change that advanced the watermark
-     * itself (no copy in sync) reads it after that volatile store, a waiter's adder reads the
-     * watermark after raising it, so one of the two always runs {@link #release()} (issue 27).
-     */
-    private volatile int waiting;
+    /** The answers waiting for this group's copies (the {@link AckGate} side). */
+    private final AckWaiters waiters;
 
     /** What the group tells its {@link Replicator}. */
     interface Listener {
         /** The in-sync set changed (a copy finished joining, or was removed): publish the claim. */
         void inSyncChanged(ReplicaGroup group);
-    }
-
-    /** One copy of this group, as the primary tracks it (guarded by the group lock). */
-    static final class Copy {
-        final int node;
-        final CopyStream stream;
-        long applied;
-        boolean inSync;
-        /** Joining: bytes of the memory sent as chunks; effects below it are forwarded. */
-        long cursor;
-        /** Joining: the sequence of the DONE record, or -1 before it is sent. */
-        long doneSeq = -1;
-
-        Copy(int node, CopyStream stream) {
-            this.node = node;
-            this.stream = stream;
-        }
-    }
-
-    private static final class Waiter {
-        final long seq;
-        final Thread thread;
-        final Done done;
-        volatile boolean finished;
-        volatile DsmException failure;
-
-        Waiter(long seq, Thread thread, Done done) {
-            this.seq = seq;
-            this.thread = thread;
-            this.done = done;
-        }
     }
 
     /**
@@ -140,6 +99,7 @@ public final class ReplicaGroup implements AckGate {
         this.chunkBytes = chunkBytes;
         this.waitTimeout = waitTimeout;
         this.listener = listener;
+        this.waiters = new AckWaiters(this, self, waitTimeout);
     }
 
     public int group() {
@@ -191,114 +151,17 @@ public final class ReplicaGroup implements AckGate {
 
     @Override
     public void whenAcked(long seq, Done done) {
-        if (acked(seq)) {
-            done.done(null);
-            return;
-        }
-        Waiter w = new Waiter(seq, null, done);
-        synchronized (waiters) {
-            waiters.add(w);
-            waiting = waiters.size();
-        }
-        release(); // the watermark or the stop may have passed while it was added
+        waiters.whenAcked(seq, done);
     }
 
     @Override
     public void await(long seq, long deadlineNanos) {
-        if (acked(seq)) {
-            return;
-        }
-        Waiter w = new Waiter(seq, Thread.currentThread(), null);
-        synchronized (waiters) {
-            waiters.add(w);
-            waiting = waiters.size();
-        }
-        release();
-        boolean interrupted = false;
-        try {
-            while (!w.finished) {
-                long left = deadlineNanos - System.nanoTime();
-                if (left <= 0) {
-                    synchronized (waiters) {
-                        waiters.remove(w);
-                        waiting = waiters.size();
-                    }
-                    if (w.finished) {
-                        break;
-                    }
-                    throw new DsmTimeoutException("replicated verb on segment " + GroupId.toString(group)
-                            + " (waiting for its copies to acknowledge sequence " + seq + ", acknowledged "
-                            + watermark + ")", self, waitTimeout, "a copy is slow or unreachable; it leaves the group"
-                            + " only when membership removes its node");
-                }
-                LockSupport.parkNanos(this, left);
-                if (Thread.interrupted()) {
-                    interrupted = true; // not interruptible (the change ran): wait on, set the status again after
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        if (w.failure != null) {
-            throw w.failure.forCaller();
-        }
+        waiters.await(seq, deadlineNanos);
     }
 
-    /** Runs the waiters whose sequence is acknowledged, or fails them all once stopped. */
-    private void release() {
-        List<Waiter> ready = null;
-        DsmException failure = waitFailure;
-        synchronized (waiters) {
-            Waiter w;
-            while ((w = waiters.peek()) != null && (failure != null || w.seq <= watermark)) {
-                waiters.poll();
-                waiting = waiters.size();
-                if (ready == null) {
-                    ready = new ArrayList<>();
-                }
-                ready.add(w);
-            }
-        }
-        if (ready == null) {
-            return;
-        }
-        for (Waiter w : ready) {
-            boolean acked = w.seq <= watermark;
-            w.failure = acked ? null : failure;
-            w.finished = true;
-            finish(w, acked ? null : failure);
-        }
-    }
-
-    /**
-     * Wakes a blocked waiter or runs a callback. A callback that throws is logged and does
-     * not stop the others: they were taken off the queue already, and nothing would ever
-     * wake them again (issue 27: their answers would wait out their deadlines).
-     */
-    private void finish(Waiter w, DsmException failure) {
-        if (w.thread != null) {
-            LockSupport.unpark(w.thread);
-            return;
-        }
-        try {
-            w.done.done(failure);
-        } catch (RuntimeException | Error e) {
-            LOG.error("replication: an acknowledgement callback of segment {} failed", GroupId.toString(group), e);
-        }
-    }
-
-    /**
-     * After a change advanced the {@link #watermark} itself (no copy in sync, see
-     * {@link #forwardBytes}): wakes the waiters it passed. A waiter added between the change's
-     * publish and that store found the watermark below its sequence; before issue 27 nothing
-     * woke it until a copy's next acknowledgement, which may never come.
-     */
-    private void releaseAfterChange() {
-        if (waiting != 0) {
-            release();
-        }
+    /** What waiting answers fail with once stopped, or null while served (volatile). */
+    NodeUnavailableException waitFailure() {
+        return waitFailure;
     }
 
     // ---- changes
@@ -315,7 +178,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
-        releaseAfterChange();
+        waiters.releaseAfterChange();
         flush();
     }
 
@@ -331,7 +194,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
-        releaseAfterChange();
+        waiters.releaseAfterChange();
         flush();
     }
 
@@ -347,7 +210,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
-        releaseAfterChange();
+        waiters.releaseAfterChange();
         flush();
     }
 
@@ -368,7 +231,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
-        releaseAfterChange();
+        waiters.releaseAfterChange();
         flush();
         return old;
     }
@@ -386,7 +249,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
-        releaseAfterChange();
+        waiters.releaseAfterChange();
         flush();
         return old;
     }
@@ -408,16 +271,7 @@ public final class ReplicaGroup implements AckGate {
     }
 
     private CopyStream[] streams() {
-        return streams;
-    }
-
-    /** Rebuilds {@link #streams} (under the lock, after the copy set changed). */
-    private void copiesChanged() {
-        CopyStream[] s = new CopyStream[copies.size()];
-        for (int i = 0; i < s.length; i++) {
-            s[i] = copies.get(i).stream;
-        }
-        streams = s;
+        return copies.streams();
     }
 
     /** Takes the next sequence and publishes it before the effect (under the lock). */
@@ -495,7 +349,6 @@ public final class ReplicaGroup implements AckGate {
             c.doneSeq = lastSeq;
             c.cursor = memory.size();
             copies.add(c);
-            copiesChanged();
         } finally {
             lock.unlock();
         }
@@ -512,7 +365,6 @@ public final class ReplicaGroup implements AckGate {
             Copy c = new Copy(node, stream);
             c.applied = lastSeq;
             copies.add(c);
-            copiesChanged();
             stream.append(ReplicationCodec.join(group, epoch, lastSeq, memory.size(), memory.flags(),
                     memory.remoteKey()));
         } finally {
@@ -590,7 +442,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
-        release();
+        waiters.release();
         if (changed) {
             listener.inSyncChanged(this);
         }
@@ -606,13 +458,12 @@ public final class ReplicaGroup implements AckGate {
                 return false;
             }
             copies.remove(c);
-            copiesChanged();
             wasInSync = c.inSync;
             recompute();
         } finally {
             lock.unlock();
         }
-        release();
+        waiters.release();
         if (wasInSync) {
             listener.inSyncChanged(this);
         }
@@ -621,12 +472,7 @@ public final class ReplicaGroup implements AckGate {
 
     /** The watermark from the in-sync copies; never lower than before (guarded by lock). */
     private void recompute() {
-        long min = Long.MAX_VALUE;
-        for (Copy c : copies) {
-            if (c.inSync) {
-                min = Math.min(min, c.applied);
-            }
-        }
+        long min = copies.minInSyncApplied();
         long w = min == Long.MAX_VALUE ? lastSeq : min;
         if (w > watermark) {
             watermark = w;
@@ -634,19 +480,14 @@ public final class ReplicaGroup implements AckGate {
     }
 
     private Copy find(int node) {
-        for (Copy c : copies) {
-            if (c.node == node) {
-                return c;
-            }
-        }
-        return null;
+        return copies.find(node);
     }
 
     /** The in-sync copies' node ids, in the order they became in sync. */
     public int[] inSync() {
         lock.lock();
         try {
-            return copies.stream().filter(c -> c.inSync).mapToInt(c -> c.node).toArray();
+            return copies.inSync();
         } finally {
             lock.unlock();
         }
@@ -656,7 +497,7 @@ public final class ReplicaGroup implements AckGate {
     public int[] joining() {
         lock.lock();
         try {
-            return copies.stream().filter(c -> !c.inSync).mapToInt(c -> c.node).toArray();
+            return copies.joining();
         } finally {
             lock.unlock();
         }
@@ -677,7 +518,7 @@ public final class ReplicaGroup implements AckGate {
     int[] holders() {
         lock.lock();
         try {
-            return copies.stream().mapToInt(c -> c.node).toArray();
+            return copies.holders();
         } finally {
             lock.unlock();
         }
@@ -704,18 +545,7 @@ public final class ReplicaGroup implements AckGate {
         } finally {
             lock.unlock();
         }
-        List<Waiter> all;
-        synchronized (waiters) {
-            all = new ArrayList<>(waiters);
-            waiters.clear();
-            waiting = 0;
-        }
-        NodeUnavailableException failure = waitFailure;
-        for (Waiter w : all) {
-            w.failure = failure;
-            w.finished = true;
-            finish(w, failure);
-        }
+        waiters.failAll(waitFailure);
     }
 
     /**
@@ -747,19 +577,10 @@ public final class ReplicaGroup implements AckGate {
     /** {@link #toString()} with the waiters and the copies (diagnostics). */
     String describe() {
         StringBuilder b = new StringBuilder(toString());
-        synchronized (waiters) {
-            b.append(" waiters=").append(waiters.size());
-            Waiter first = waiters.peek();
-            if (first != null) {
-                b.append(" (first seq ").append(first.seq).append(')');
-            }
-        }
+        waiters.describe(b);
         lock.lock();
         try {
-            for (Copy c : copies) {
-                b.append(" copy{node=").append(c.node).append(", applied=").append(c.applied).append(", inSync=")
-                        .append(c.inSync).append('}');
-            }
+            copies.describe(b);
         } finally {
             lock.unlock();
         }

@@ -49,6 +49,8 @@ final class ReplicationService {
     /** Whether the last publication failed (so the next failure is not logged at WARN again). */
     private volatile boolean failing;
     private volatile boolean closed;
+    /** Whether {@link #close()} stopped the thread (it stops it once). */
+    private final AtomicBoolean stopped = new AtomicBoolean();
 
     ReplicationService(int self, ClaimPublisher publisher, Duration timeout) {
         this.self = self;
@@ -150,12 +152,21 @@ final class ReplicationService {
         }
     }
 
+    /**
+     * Marks the service closed without stopping its thread yet: from here {@link #closed()}
+     * is true, {@link #checkOpen()} throws, tasks are dropped. An engine that must do more
+     * before the thread stops (unregister its handlers) calls this first, then {@link #close()}.
+     */
+    void markClosed() {
+        closed = true;
+    }
+
     /** Stops the service thread (waiting up to 5 s for a running task); pending tasks are dropped. Idempotent. */
     void close() {
-        if (closed) {
+        closed = true;
+        if (!stopped.compareAndSet(false, true)) {
             return;
         }
-        closed = true;
         executor.shutdownNow();
         try {
             if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {

@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * {@code skew}: moves one random node's lease clock ahead of or behind the others by
@@ -45,25 +44,7 @@ public final class ClockNemesis implements Nemesis {
         SkewableClock clock = clocks.get(node);
         long before = clock.skewMicros();
         clock.skewMicros(before + micros);
-        AtomicBoolean healed = new AtomicBoolean();
         String targets = "node " + node + " " + (micros >= 0 ? "+" : "") + micros + "us";
-        return new Fault() {
-            @Override
-            public String kind() {
-                return "skew";
-            }
-
-            @Override
-            public String targets() {
-                return targets;
-            }
-
-            @Override
-            public void heal() {
-                if (healed.compareAndSet(false, true)) {
-                    clock.skewMicros(before);
-                }
-            }
-        };
+        return Fault.of("skew", targets, () -> clock.skewMicros(before));
     }
 }

@@ -20,4 +20,36 @@ public interface Fault extends AutoCloseable {
     default void close() {
         heal();
     }
+
+    /**
+     * A fault whose {@link #heal()} runs {@code heal} once, however many threads call it
+     * however often (the first caller runs it; later calls return at once, possibly
+     * before the first finished).
+     */
+    static Fault of(String kind, String targets, Runnable heal) {
+        java.util.concurrent.atomic.AtomicBoolean healed = new java.util.concurrent.atomic.AtomicBoolean();
+        return new Fault() {
+            @Override
+            public String kind() {
+                return kind;
+            }
+
+            @Override
+            public String targets() {
+                return targets;
+            }
+
+            @Override
+            public void heal() {
+                if (healed.compareAndSet(false, true)) {
+                    heal.run();
+                }
+            }
+
+            @Override
+            public String toString() {
+                return kind + " of " + targets;
+            }
+        };
+    }
 }

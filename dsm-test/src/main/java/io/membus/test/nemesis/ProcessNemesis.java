@@ -5,7 +5,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Process faults against nodes that run in processes of their own:
@@ -114,30 +113,14 @@ public final class ProcessNemesis implements Nemesis {
             signal("STOP", pid);
             awaitStopped(pid);
         }
-        AtomicBoolean healed = new AtomicBoolean();
         String targets = "node " + node.nodeId() + " (pid " + pid + ")";
-        return new Fault() {
-            @Override
-            public String kind() {
-                return kind;
+        return Fault.of(kind, targets, () -> {
+            if (kind.equals("kill")) {
+                node.restart();
+            } else {
+                signal("CONT", pid);
             }
-
-            @Override
-            public String targets() {
-                return targets;
-            }
-
-            @Override
-            public void heal() {
-                if (healed.compareAndSet(false, true)) {
-                    if (kind.equals("kill")) {
-                        node.restart();
-                    } else {
-                        signal("CONT", pid);
-                    }
-                }
-            }
-        };
+        });
     }
 
     private synchronized Fault killPermanently(Random random) {
@@ -171,23 +154,8 @@ public final class ProcessNemesis implements Nemesis {
             killed.add(node.nodeId());
             targets = "node " + node.nodeId() + " (pid " + pid + ", for good)";
         }
-        String t = targets;
-        return new Fault() {
-            @Override
-            public String kind() {
-                return "kill-permanent";
-            }
-
-            @Override
-            public String targets() {
-                return t;
-            }
-
-            @Override
-            public void heal() {
-                // never restarted: its groups live on in their promoted copies
-            }
-        };
+        // never healed: the node is never restarted, its groups live on in their promoted copies
+        return Fault.of("kill-permanent", targets, () -> { });
     }
 
     /**

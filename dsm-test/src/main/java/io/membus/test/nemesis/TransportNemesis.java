@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Network faults through the transports' {@link FaultInjector}s (nodes in this JVM,
@@ -97,26 +96,10 @@ public final class TransportNemesis implements Nemesis {
                 nodes.get(p[0]).drop(p[1]);
             }
         }
-        AtomicBoolean healed = new AtomicBoolean();
-        return new Fault() {
-            @Override
-            public String kind() {
-                return kind;
+        return Fault.of(kind, targets, () -> {
+            for (int[] p : pairs) {
+                nodes.get(p[0]).heal(p[1]);
             }
-
-            @Override
-            public String targets() {
-                return targets;
-            }
-
-            @Override
-            public void heal() {
-                if (healed.compareAndSet(false, true)) {
-                    for (int[] p : pairs) {
-                        nodes.get(p[0]).heal(p[1]);
-                    }
-                }
-            }
-        };
+        });
     }
 }

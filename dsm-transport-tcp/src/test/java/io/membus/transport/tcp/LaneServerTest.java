@@ -91,10 +91,19 @@ class LaneServerTest {
         RemoteMemory.await(b.connect(a.self()), WAIT);
         assertEquals(0, ((TcpConnection) RemoteMemory.await(b.connect(a.self()), WAIT)).lanesOpen());
         a.laneServer().close(); // now nothing listens there (as behind a firewall that lets only the node's port in)
+        TcpConnection toA = (TcpConnection) RemoteMemory.await(b.connect(a.self()), WAIT);
+        // A blocking verb is offered a lane only when the connection is settled for its thread (BlockingPath.direct,
+        // TcpConnection.blockingNow); otherwise it goes by the pipelined channel, correctly, and opens no lane. On a
+        // loaded machine the first verbs once went that way (no lane attempt logged; the cause of the transient was
+        // not pinned down), so read until a lane opens, bounded: what is checked is that the lane opens on node 1's
+        // own port when its lane server cannot be reached, not which verb opened it.
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (toA.lanesOpen() == 0 && System.nanoTime() - until < 0) {
+            assertEquals(5, memory.readLong(word));
+        }
+        assertEquals(1, toA.lanesOpen(), "the lane opened on node 1's own port");
         assertEquals(5, memory.fetchAndAdd(word, 1));
         assertEquals(6, memory.readLong(word));
-        assertEquals(1, ((TcpConnection) RemoteMemory.await(b.connect(a.self()), WAIT)).lanesOpen(),
-                "the lane opened on node 1's own port");
         assertEquals(0, a.lanesServed());
     }
 

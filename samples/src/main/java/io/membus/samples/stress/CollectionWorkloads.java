@@ -2,7 +2,6 @@ package io.membus.samples.stress;
 
 import io.membus.alloc.Placement;
 import io.membus.codec.Codecs;
-import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmCollections;
 import io.membus.collections.DsmLock;
 import io.membus.collections.DsmMap;
@@ -17,9 +16,8 @@ import java.util.function.IntFunction;
  * found by every node through the name registry.
  *
  * <ul>
- *   <li>{@code register}: a {@link DsmAtomicLong}: {@code read} (get), {@code write}
- *       (set 0..4), {@code cas} (compareAndSet);</li>
- *   <li>{@code counter}: a {@link DsmAtomicLong}: {@code add} (getAndAdd 1) and {@code read};</li>
+ *   <li>{@code register}, {@code counter}: a {@link io.membus.collections.DsmAtomicLong} per
+ *       key ({@link WordWorkloads}, {@link #atomicLongs});</li>
  *   <li>{@code map}: one key of one {@link DsmMap}: {@code get}, {@code put},
  *       {@code putIfAbsent}, {@code remove} with values 0..4;</li>
  *   <li>{@code queue}: a {@link DsmQueue} of capacity {@value #QUEUE_CAPACITY}: {@code offer}
@@ -66,90 +64,9 @@ final class CollectionWorkloads {
         throw new IllegalStateException("no name for key " + key + " lands on node " + home + " of " + nodes);
     }
 
-    /** Register on a DsmAtomicLong; {@code plant}: stale remembered reads. */
-    static final class Register implements Workload {
-        private final IntFunction<DsmAtomicLong> word;
-        private final StaleReads reads;
-        private final SplittableRandom random;
-
-        Register(DsmCollections c, int nodes, boolean plant, SplittableRandom random) {
-            this.word = k -> c.atomicLong(spreadName("stress-register-", k, nodes));
-            this.reads = new StaleReads(plant);
-            this.random = random;
-        }
-
-        @Override
-        public boolean preciseFailure(Call call) {
-            return true; // get, set, compare-and-swap, fetch-and-add: one verb each
-        }
-
-        @Override
-        public String model() {
-            return "register";
-        }
-
-        @Override
-        public Call next(SplittableRandom r) {
-            int dice = r.nextInt(4);
-            if (dice < 2) {
-                return new Call("read", 0, 0);
-            }
-            return dice == 2 ? new Call("write", r.nextInt(RawWordWorkloads.REGISTER_VALUES), 0)
-                    : new Call("cas", r.nextInt(RawWordWorkloads.REGISTER_VALUES),
-                    r.nextInt(RawWordWorkloads.REGISTER_VALUES));
-        }
-
-        @Override
-        public Outcome run(int key, Call call) {
-            DsmAtomicLong w = word.apply(key);
-            return switch (call.f()) {
-                case "read" -> Outcome.ok(reads.read(key, w.get(), random), 0);
-                case "write" -> {
-                    w.set(call.a());
-                    yield Outcome.ok(call.a(), 0);
-                }
-                case "cas" -> Outcome.ok(w.compareAndSet(call.a(), call.b()) ? 1 : 0, 0); // 1: swapped
-                default -> throw new IllegalArgumentException("register has no operation " + call.f());
-            };
-        }
-    }
-
-    /** Counter on a DsmAtomicLong. */
-    static final class Counter implements Workload {
-        private final IntFunction<DsmAtomicLong> word;
-        private final StaleReads reads;
-        private final SplittableRandom random;
-
-        Counter(DsmCollections c, int nodes, boolean plant, SplittableRandom random) {
-            this.word = k -> c.atomicLong(spreadName("stress-counter-", k, nodes));
-            this.reads = new StaleReads(plant);
-            this.random = random;
-        }
-
-        @Override
-        public boolean preciseFailure(Call call) {
-            return true; // get, set, compare-and-swap, fetch-and-add: one verb each
-        }
-
-        @Override
-        public String model() {
-            return "counter";
-        }
-
-        @Override
-        public Call next(SplittableRandom r) {
-            return r.nextBoolean() ? new Call("read", 0, 0) : new Call("add", 1, 0);
-        }
-
-        @Override
-        public Outcome run(int key, Call call) {
-            DsmAtomicLong w = word.apply(key);
-            return switch (call.f()) {
-                case "read" -> Outcome.ok(reads.read(key, w.get(), random), 0);
-                case "add" -> Outcome.ok(call.a(), w.getAndAdd(call.a()));
-                default -> throw new IllegalArgumentException("counter has no operation " + call.f());
-            };
-        }
+    /** Key {@code k}'s {@link io.membus.collections.DsmAtomicLong} as a word, its root on node {@code k % nodes + 1}. */
+    static IntFunction<WordWorkloads.Word> atomicLongs(DsmCollections c, String prefix, int nodes) {
+        return k -> WordWorkloads.atomic(c.atomicLong(spreadName(prefix, k, nodes)));
     }
 
     /** One key of a DsmMap per history key. */
@@ -169,8 +86,8 @@ final class CollectionWorkloads {
         public Call next(SplittableRandom r) {
             return switch (r.nextInt(5)) {
                 case 0, 1 -> new Call("get", 0, 0);
-                case 2 -> new Call("put", r.nextInt(RawWordWorkloads.REGISTER_VALUES), 0);
-                case 3 -> new Call("putIfAbsent", r.nextInt(RawWordWorkloads.REGISTER_VALUES), 0);
+                case 2 -> new Call("put", r.nextInt(WordWorkloads.REGISTER_VALUES), 0);
+                case 3 -> new Call("putIfAbsent", r.nextInt(WordWorkloads.REGISTER_VALUES), 0);
                 default -> new Call("remove", 0, 0);
             };
         }

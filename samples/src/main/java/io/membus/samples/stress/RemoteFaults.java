@@ -102,23 +102,10 @@ final class RemoteFaults {
             public Fault start(Random random) {
                 Fault f = inner.start(random);
                 sync();
-                return new Fault() {
-                    @Override
-                    public String kind() {
-                        return f.kind();
-                    }
-
-                    @Override
-                    public String targets() {
-                        return f.targets();
-                    }
-
-                    @Override
-                    public void heal() {
-                        f.heal();
-                        sync();
-                    }
-                };
+                return Fault.of(f.kind(), f.targets(), () -> {
+                    f.heal();
+                    sync();
+                });
             }
         };
     }

@@ -309,13 +309,16 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
             SplittableRandom random = seeds.split();
             long base = ((nodeId * 100L + life) * 100 + c) * 1_000_000L;
             Workload w = switch (workload) {
-                case "register-verbs" -> new RawWordWorkloads.Register(node.remoteMemory(), k -> word(node, k), plant,
-                        random.split());
-                case "counter-verbs" -> new RawWordWorkloads.Counter(node.remoteMemory(), k -> word(node, k), plant,
-                        random.split());
-                case "register" -> new CollectionWorkloads.Register(collections(node), nodes, plant, random.split());
-                case "register-coherent" -> new CoherentRegister(k -> ref(node, k), plant, random.split());
-                case "counter" -> new CollectionWorkloads.Counter(collections(node), nodes, plant, random.split());
+                case "register-verbs" -> new WordWorkloads.Register(k -> WordWorkloads.raw(node.remoteMemory(),
+                        word(node, k)), true, plant, random.split());
+                case "counter-verbs" -> new WordWorkloads.Counter(k -> WordWorkloads.raw(node.remoteMemory(),
+                        word(node, k)), plant, random.split());
+                case "register" -> new WordWorkloads.Register(CollectionWorkloads.atomicLongs(collections(node),
+                        "stress-register-", nodes), true, plant, random.split());
+                case "register-coherent" -> new WordWorkloads.Register(k -> WordWorkloads.coherent(ref(node, k)),
+                        false, plant, random.split());
+                case "counter" -> new WordWorkloads.Counter(CollectionWorkloads.atomicLongs(collections(node),
+                        "stress-counter-", nodes), plant, random.split());
                 case "map" -> new CollectionWorkloads.MapKeys(map(node));
                 case "queue" -> new CollectionWorkloads.Queues(collections(node), nodes, base * 1000);
                 case "lock" -> new CollectionWorkloads.Locks(collections(node), nodes);

@@ -1,0 +1,438 @@
+package io.membus.collections;
+
+import io.membus.alloc.BlockRef;
+import io.membus.alloc.GlobalAllocator;
+import io.membus.alloc.UseAfterFreeException;
+import io.membus.codec.Codec;
+import io.membus.core.RemoteMemory;
+import io.membus.core.Words;
+import io.membus.core.error.DsmException;
+import io.membus.core.error.OutcomeUnknownException;
+
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+
+import static io.membus.collections.QueueDescriptor.LENGTH_FIELD;
+import static io.membus.collections.QueueDescriptor.PAYLOAD_FIELD;
+import static io.membus.collections.SlotState.EMPTY;
+import static io.membus.collections.SlotState.FULL;
+import static io.membus.collections.SlotState.MOVING;
+import static io.membus.collections.SlotState.READING;
+import static io.membus.collections.SlotState.WRITING;
+
+/**
+ * The claim protocol of a {@link DsmQueue}: one pass of an offer ({@code EMPTY(t) ->
+ * WRITING(t, me)}, then the data write and {@code WRITING -> FULL(t)} pipelined), of a poll
+ * ({@code FULL(t) -> READING(t, me)} pipelined with the data read, then {@code READING ->
+ * EMPTY(t + capacity)}), of a peek, and the take-over of elements stranded by dead
+ * consumers; the head and tail hints. A pass says what it found (an element, none, a full
+ * ring, or a slot a live node holds, for the caller to wait on); the waiting is the
+ * caller's ({@link DsmQueue}, {@link QueueHeldSlotWait}, {@link Waiting}). Slots held by
+ * the dead, and claims whose verbs failed, go to {@link QueueRecovery}.
+ *
+ * <p><b>Note:</b> thread-safe: the hints are atomics (only raised, or reset from the
+ * remote word), every slot change is one remote CAS on its state word. Memory ordering:
+ * a publish's data write is issued before its CAS on one connection (executed in issue
+ * order), a poll's data read after its claim CAS; so a consumer that claimed {@code FULL(t)}
+ * reads the data that producer wrote, and the producer's actions before its offer
+ * happen-before the consumer's after its take.
+ */
+final class QueueClaims<E> {
+    /** How often a handle may look for elements stranded by dead consumers. */
+    static final long STRANDED_SCAN_NANOS = 100_000_000L;
+    static final int OFFERED = 0;
+    static final int FULL_NOW = 1;
+    /** The slot is being emptied by a live consumer: room in a moment. */
+    static final int BUSY = 2;
+    /** What {@link #tryPoll} returns when the head's offer is still being written by a live producer. */
+    static final Object WRITING_NOW = new Object();
+
+    private final QueueRing ring;
+    private final RemoteMemory memory;
+    private final GlobalAllocator allocator;
+    private final Codec<E> codec;
+    private final QueueElements<E> elements;
+    private final QueueRecovery recovery;
+    private final WakeUps wakeUps;
+    private final Handle handle;
+    /** Tests only: the hook run right after a claim succeeded ({@code DsmQueue.afterClaim}). */
+    private final Supplier<Runnable> afterClaim;
+    private final int capacity;
+    private final AtomicLong lastStrandedScan = new AtomicLong(System.nanoTime() - STRANDED_SCAN_NANOS);
+    private final AtomicLong headHint = new AtomicLong();
+    private final AtomicLong tailHint = new AtomicLong();
+
+    QueueClaims(QueueRing ring, GlobalAllocator allocator, Codec<E> codec, QueueElements<E> elements,
+                QueueRecovery recovery, WakeUps wakeUps, Handle handle, Supplier<Runnable> afterClaim) {
+        this.ring = ring;
+        this.memory = ring.memory;
+        this.allocator = allocator;
+        this.codec = codec;
+        this.elements = elements;
+        this.recovery = recovery;
+        this.wakeUps = wakeUps;
+        this.handle = handle;
+        this.afterClaim = afterClaim;
+        this.capacity = ring.capacity;
+        headHint.set(memory.readLong(ring.headPtr));
+        tailHint.set(memory.readLong(ring.tailPtr));
+    }
+
+    private String name() {
+        return handle.root().name();
+    }
+
+    private void claimed() {
+        Runnable hook = afterClaim.get();
+        if (hook != null) {
+            hook.run();
+        }
+    }
+
+    // ------------------------------------------------------------------ producers
+
+    /**
+     * One pass: puts {@code p} in the slot of the tail's ticket: OFFERED, FULL_NOW or BUSY
+     * (the slot's state noted in {@code held}, when given).
+     */
+    int tryOffer(QueueElements.Prepared p, QueueHeldSlotWait held) {
+        handle.check();
+        long t = tailHint.get();
+        while (true) {
+            checkTicket(t);
+            long empty = SlotState.of(t, EMPTY, 0);
+            long mine = SlotState.of(t, WRITING, ring.self);
+            recovery.enter(t);
+            long w;
+            try {
+                w = memory.compareAndSwap(ring.statePtr(t), empty, mine);
+            } catch (RuntimeException e) {
+                recovery.unclaim(t, empty, mine, SlotState.of(t + capacity, EMPTY, 0), null, e);
+                recovery.leave(t);
+                throw e;
+            }
+            if (w == empty) {
+                claimed();
+                helpAdvance(ring.tailPtr, t);
+                tailHint.accumulateAndGet(t + 1, Math::max);
+                publish(t, mine, p);
+                return OFFERED;
+            }
+            recovery.leave(t);
+            long st = SlotState.ticket(w);
+            int phase = SlotState.phase(w);
+            if (st >= t) {
+                // ticket t is claimed (or long done): move on, from the tail word when the hint is a lap behind
+                helpAdvance(ring.tailPtr, t);
+                t = st >= t + capacity ? Math.max(t + 1, memory.readLong(ring.tailPtr)) : t + 1;
+                tailHint.accumulateAndGet(t, Math::max);
+                continue;
+            }
+            // the slot still serves an earlier lap
+            if ((phase == WRITING || phase == READING || phase == MOVING) && recovery.holderDead(w)) {
+                recovery.recover(w);
+                continue;
+            }
+            if (phase == EMPTY) {
+                // a hint ahead of the ring (not reachable by the invariants): re-read the tail word
+                tailHint.set(memory.readLong(ring.tailPtr));
+            }
+            // a consumer that claimed the element a lap earlier has taken it (linearized): wait for its room
+            if (phase == READING || phase == MOVING) {
+                if (held != null) {
+                    held.saw(t, w);
+                }
+                return BUSY;
+            }
+            return FULL_NOW;
+        }
+    }
+
+    /** Writes the data and publishes FULL(t), pipelined; gives the ticket up when that fails. */
+    private void publish(long t, long mine, QueueElements.Prepared p) {
+        CompletableFuture<Long> cas = null;
+        try {
+            CompletableFuture<Void> write = memory.writeAsync(ring.dataPtr(t), p.data);
+            cas = memory.compareAndSwapAsync(ring.statePtr(t), mine, SlotState.of(t, FULL, 0));
+            // the takers' waiters word, read after the publishing CAS (one connection: issue order) in the same
+            // round trip; a publish that fails only wakes them for nothing
+            wakeUps.notifyAfter(ring.takeWaitersPtr);
+            memory.await(write);
+            long w = memory.await(cas);
+            if (w != mine) {
+                SlotLostException lost = new SlotLostException(name(), t, "producer", SlotState.toString(w));
+                elements.discard(p, lost);
+                throw lost;
+            }
+            p.settled = true; // the ring holds it now
+        } catch (SlotLostException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            recovery.giveBack(t, mine, SlotState.of(t + capacity, EMPTY, 0), p, e);
+            throw publishFailure(cas, e);
+        } finally {
+            recovery.leave(t);
+        }
+    }
+
+    /**
+     * What a failed publish throws. The offer takes effect at its publishing CAS: when
+     * that CAS certainly did not run (refused before it was sent), nothing was enqueued
+     * and its failure is rethrown as it is ({@code mayHaveRun() == false}); otherwise
+     * the offer's outcome is unknown.
+     */
+    private RuntimeException publishFailure(CompletableFuture<Long> cas, RuntimeException failure) {
+        if (cas != null && cas.isCompletedExceptionally()) {
+            Throwable c = cas.handle((v, x) -> x).join();
+            c = c instanceof java.util.concurrent.CompletionException && c.getCause() != null ? c.getCause() : c;
+            if (c instanceof DsmException d && !d.mayHaveRun()) {
+                if (failure.getCause() == d || failure == d) {
+                    return failure; // the publishing CAS's own failure, as await rethrew it
+                }
+                DsmException copy = d.forCaller();
+                copy.addSuppressed(failure);
+                return copy;
+            }
+        }
+        return new OutcomeUnknownException("offer", "queue " + name() + " ticket", failure);
+    }
+
+    // ------------------------------------------------------------------ consumers
+
+    /**
+     * One pass: the element at the head; null when there is none now; {@link #WRITING_NOW}
+     * (the head slot's state noted in {@code held}, when given).
+     */
+    Object tryPoll(QueueHeldSlotWait held) {
+        handle.check();
+        long t = headHint.get();
+        while (true) {
+            long full = SlotState.of(t, FULL, 0);
+            long mine = SlotState.of(t, READING, ring.self);
+            recovery.enter(t);
+            Claimed c = claim(t, full, mine, SlotState.of(t + capacity, FULL, 0));
+            long w = c.witness();
+            if (w == full) {
+                claimed();
+                helpAdvance(ring.headPtr, t);
+                headHint.accumulateAndGet(t + 1, Math::max);
+                return consume(t, mine, c.data());
+            }
+            recovery.leave(t);
+            long st = SlotState.ticket(w);
+            int phase = SlotState.phase(w);
+            if (st == t && phase == EMPTY) {
+                return takeStranded();
+            }
+            if (st == t && (phase == WRITING || phase == MOVING)) {
+                if (recovery.holderDead(w)) {
+                    recovery.recover(w);
+                    continue;
+                }
+                // its offer has claimed the head, or a remover is moving the head element up
+                // by one ticket (or emptying the hole it left): it comes first, in a moment
+                if (held != null) {
+                    held.saw(t, w);
+                }
+                return WRITING_NOW;
+            }
+            if (st >= t) {
+                helpAdvance(ring.headPtr, t);
+                t = st >= t + capacity ? Math.max(t + 1, memory.readLong(ring.headPtr)) : t + 1;
+                headHint.accumulateAndGet(t, Math::max);
+                continue;
+            }
+            if ((phase == READING || phase == MOVING) && recovery.holderDead(w)) {
+                recovery.recover(w); // redelivered as ticket t
+                continue;
+            }
+            return takeStranded(); // ticket t not offered yet
+        }
+    }
+
+    /**
+     * The queue looked empty at its head: takes an element a dead consumer had claimed
+     * and not returned ({@code READING(x, dead)}), if there is one, instead of leaving it
+     * until the ring comes round to its slot. It is the oldest element there is, so
+     * taking it first keeps FIFO. One read of the state words, at most every
+     * {@value #STRANDED_SCAN_NANOS} ns per handle.
+     */
+    private Object takeStranded() {
+        long now = System.nanoTime();
+        long last = lastStrandedScan.get();
+        if (now - last < STRANDED_SCAN_NANOS || !lastStrandedScan.compareAndSet(last, now)) {
+            return null;
+        }
+        for (int from = 0; from < capacity; from += QueueRing.STATES_PER_READ) {
+            int n = Math.min(QueueRing.STATES_PER_READ, capacity - from);
+            byte[] states = ring.readStates(from, n);
+            for (int i = 0; i < n; i++) {
+                long w = Words.getLong(states, i * Long.BYTES);
+                if (SlotState.phase(w) != READING || !recovery.holderDead(w)) {
+                    continue;
+                }
+                long x = SlotState.ticket(w);
+                long mine = SlotState.of(x, READING, ring.self);
+                recovery.enter(x);
+                Claimed c = claim(x, w, mine, SlotState.of(x + capacity, FULL, 0));
+                if (c.witness() != w) {
+                    recovery.leave(x);
+                    continue;
+                }
+                return consume(x, mine, c.data());
+            }
+        }
+        return null;
+    }
+
+    /** What a claim CAS found (the claim won when it is the state expected), and the read of the slot's data behind it. */
+    record Claimed(long witness, CompletableFuture<byte[]> data) {
+    }
+
+    /**
+     * CASes ticket {@code t}'s state from {@code expected} to {@code mine}, pipelined with the
+     * read of the slot's data (issued after the CAS on one connection: it reads a claimed
+     * slot), and waits for the CAS. The caller has entered {@code t}
+     * ({@link QueueRecovery#enter}); when a verb fails, a claim that may have run is given
+     * back ({@code mine -> next}, {@link QueueRecovery#unclaim}), {@code t} is left and the
+     * failure rethrown.
+     */
+    Claimed claim(long t, long expected, long mine, long next) {
+        CompletableFuture<Long> cas = null;
+        try {
+            cas = memory.compareAndSwapAsync(ring.statePtr(t), expected, mine);
+            CompletableFuture<byte[]> data = memory.readAsync(ring.dataPtr(t), ring.slotBytes);
+            return new Claimed(memory.await(cas), data);
+        } catch (RuntimeException e) {
+            recovery.unclaim(t, expected, mine, next, cas, e);
+            recovery.leave(t);
+            throw e;
+        }
+    }
+
+    /** Reads the claimed slot's element, empties the slot, frees a large element's block. */
+    private E consume(long t, long mine, CompletableFuture<byte[]> dataRead) {
+        byte[] bytes;
+        BlockRef block;
+        try {
+            byte[] data = memory.await(dataRead);
+            int length = Words.getInt(data, LENGTH_FIELD);
+            block = QueueRing.largeBlock(data);
+            if (block != null) {
+                bytes = allocator.read(block, 0, length);
+            } else {
+                bytes = Arrays.copyOfRange(data, PAYLOAD_FIELD, PAYLOAD_FIELD + length);
+            }
+            CompletableFuture<Long> empty = memory.compareAndSwapAsync(ring.statePtr(t), mine,
+                    SlotState.of(t + capacity, EMPTY, 0));
+            wakeUps.notifyAfter(ring.putWaitersPtr); // read after the emptying CAS, in its round trip (as publish does)
+            long w = memory.await(empty);
+            if (w != mine) {
+                throw new SlotLostException(name(), t, "consumer", SlotState.toString(w));
+            }
+        } catch (SlotLostException e) {
+            recovery.leave(t);
+            throw e;
+        } catch (RuntimeException e) {
+            // put it back for another consumer (as the recovery of a dead consumer would)
+            recovery.giveBack(t, mine, SlotState.of(t + capacity, FULL, 0), null, e);
+            recovery.leave(t);
+            // the claim ran: the element may be taken (the emptying CAS may have run) or moved a lap on
+            throw new OutcomeUnknownException("poll", "queue " + name() + " ticket " + t, e);
+        }
+        recovery.leave(t);
+        if (block != null) {
+            allocator.free(block);
+        }
+        return codec.decode(bytes);
+    }
+
+    /**
+     * The head element without taking it, or null. Waits in {@code held} for an offer in
+     * progress at the head, as a poll does.
+     */
+    E peek(QueueHeldSlotWait held) {
+        handle.check();
+        long t = headHint.get();
+        while (true) {
+            CompletableFuture<byte[]> stateRead = memory.readAsync(ring.statePtr(t), Long.BYTES);
+            CompletableFuture<byte[]> dataRead = memory.readAsync(ring.dataPtr(t), ring.slotBytes);
+            long w = Words.getLong(memory.await(stateRead), 0);
+            long st = SlotState.ticket(w);
+            int phase = SlotState.phase(w);
+            if (st == t && phase == FULL) {
+                E e = readElement(t, w, memory.await(dataRead));
+                if (e != null) {
+                    return e;
+                }
+                continue; // taken meanwhile: look again
+            }
+            if (st == t && phase == EMPTY) {
+                return null;
+            }
+            if (st == t && (phase == WRITING || phase == MOVING)) {
+                if (recovery.holderDead(w)) {
+                    recovery.recover(w);
+                } else {
+                    held.saw(t, w);
+                    held.pause();
+                }
+                continue;
+            }
+            if (st >= t) {
+                t = st >= t + capacity ? Math.max(t + 1, memory.readLong(ring.headPtr)) : t + 1;
+                headHint.accumulateAndGet(t, Math::max);
+                continue;
+            }
+            if ((phase == READING || phase == MOVING) && recovery.holderDead(w)) {
+                recovery.recover(w);
+                continue;
+            }
+            return null;
+        }
+    }
+
+    /**
+     * Decodes the element of FULL slot {@code t} from {@code data} read after state
+     * {@code w}, if the slot still holds it (state read again after the data); else null.
+     */
+    E readElement(long t, long w, byte[] data) {
+        int length = Words.getInt(data, LENGTH_FIELD);
+        byte[] bytes;
+        BlockRef block = QueueRing.largeBlock(data);
+        if (block != null) {
+            try {
+                bytes = allocator.read(block, 0, length);
+            } catch (UseAfterFreeException e) {
+                return null; // taken and freed since the state was read
+            }
+        } else {
+            if (length < 0 || length > ring.slotBytes - PAYLOAD_FIELD) {
+                return null; // torn: the slot changed under the read; the state check below would fail
+            }
+            bytes = Arrays.copyOfRange(data, PAYLOAD_FIELD, PAYLOAD_FIELD + length);
+        }
+        if (memory.readLong(ring.statePtr(t)) != w) {
+            return null;
+        }
+        return codec.decode(bytes);
+    }
+
+    /**
+     * Moves a head or tail word from {@code t} to {@code t + 1} if it is still at
+     * {@code t}. Asynchronous and best effort: the words are hints, a failed or lost
+     * CAS only leaves the next reader a step more to walk.
+     */
+    private void helpAdvance(long ptr, long t) {
+        memory.compareAndSwapAsync(ptr, t, t + 1);
+    }
+
+    private void checkTicket(long t) {
+        if (t >= SlotState.MAX_TICKET - capacity) {
+            throw new CollectionArgumentException("ticket", t, "below " + (SlotState.MAX_TICKET - capacity)
+                    + " (queue " + name() + " has used up its tickets: use a new queue name)");
+        }
+    }
+}
