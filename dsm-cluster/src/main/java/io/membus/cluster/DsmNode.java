@@ -179,6 +179,15 @@ public final class DsmNode implements AutoCloseable {
         return start(NodeConfig.load(configFile));
     }
 
+    private static boolean causedByTimeout(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.util.concurrent.TimeoutException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /**
      * Starts a node: joins the cluster, claims the node id, starts the transport,
      * exports and publishes the segments. Waits at most {@code membus.start-timeout}.
@@ -201,6 +210,12 @@ public final class DsmNode implements AutoCloseable {
                 Thread.currentThread().interrupt(); // the caller's: kept, not swallowed
                 throw DsmException.internal("interrupted while the actor system of node "
                         + config.nodeId() + " was starting; the start was abandoned", e);
+            }
+            if (causedByTimeout(e)) { // a slow bind (a loaded machine) is no bad address: say what it was
+                throw new io.membus.core.error.DsmTimeoutException("bind the cluster membership (Pekko Artery) to "
+                        + config.host() + ":" + config.port(), config.nodeId(), PekkoSettings.BIND_TIMEOUT,
+                        "the machine is too busy to start the node's membership in time: start it again when the load"
+                                + " is lower (" + e.getMessage() + ")");
             }
             throw new DsmConfigException("membus.port", config.host() + ":" + config.port(),
                     "an address this node can listen on (free port, local interface): the cluster membership could"

@@ -21,6 +21,9 @@ import java.util.Map;
  * <p><b>Note:</b> stateless; thread-safe.
  */
 final class PekkoSettings {
+    /** How long Artery may take to bind the membership port. */
+    static final Duration BIND_TIMEOUT = Duration.ofSeconds(15);
+
     private PekkoSettings() {
     }
 
@@ -70,6 +73,9 @@ final class PekkoSettings {
         // stream shutdown has no deadline in Pekko 1.7: "actor-system-terminate timed out after 10000 ms", seen on a
         // loaded machine) the application's main still returns and its JVM exits. `membus node` waits on its own.
         tuning.put("pekko.daemonic", "on");
+        // Artery's bind of the membership port: Pekko's 3 s was seen to run out on a loaded machine (TLS set-up
+        // included), and the start then failed as if the address were bad
+        tuning.put("pekko.remote.artery.bind.bind-timeout", ms(BIND_TIMEOUT));
         Config user = c.raw().hasPath("pekko") ? c.raw().withOnlyPath("pekko") : ConfigFactory.empty();
         // ConfigFactory.load() below is application.conf and system properties over every reference.conf
         return ConfigFactory.parseMap(identity)
