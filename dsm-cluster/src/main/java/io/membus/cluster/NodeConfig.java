@@ -3,7 +3,6 @@ package io.membus.cluster;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigFactory;
-import com.typesafe.config.ConfigValueFactory;
 import io.membus.core.Access;
 import io.membus.core.RemotePtr;
 import io.membus.core.config.HostPort;
@@ -24,6 +23,15 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import static io.membus.cluster.ConfigValues.bad;
+import static io.membus.cluster.ConfigValues.bool;
+import static io.membus.cluster.ConfigValues.bytes;
+import static io.membus.cluster.ConfigValues.duration;
+import static io.membus.cluster.ConfigValues.intIn;
+import static io.membus.cluster.ConfigValues.render;
+import static io.membus.cluster.ConfigValues.size;
+import static io.membus.cluster.ConfigValues.string;
+
 /**
  * A node's settings, read from the {@code membus} section of a HOCON config
  * ({@code reference.conf} of this module holds and documents every default). Every
@@ -35,11 +43,14 @@ import java.util.Map;
  * and operators can tune Pekko directly; Membus' derived settings (address, seeds,
  * roles, failure detection) are laid over it in {@link DsmNode}.
  *
- * <p><b>Note:</b> immutable; thread-safe.
+ * <p>This class holds which keys a node has, their cross-checks and where the text comes
+ * from (file, text, {@code application.conf} with system properties); the typed read of one
+ * key is {@link ConfigValues}', the {@code membus.transports} subtree with its derived host
+ * and secret is {@link TransportSubtree}'s.
+ *
+ * <p><b>Note:</b> immutable (final fields, copied lists); thread-safe, safely published.
  */
 public final class NodeConfig {
-    /** Transports Membus knows; a transport's module must also be on the class path. */
-
     private final Config raw;
     private final int nodeId;
     private final String clusterName;
@@ -50,12 +61,8 @@ public final class NodeConfig {
     private final ClusterSecret clusterSecret;
     private final boolean authenticate;
     private final String transport;
-    /** The {@code membus.transports} subtree as the user set it, with host and secret derived. */
-    private final Config transports;
-    /** Paths (relative to membus.transports) that this config derived from membus.host / membus.secret. */
-    private final Map<String, String> derivedTransportKeys;
-    /** {@link #transports} over every transport module's defaults, checked. */
-    private final TransportConfig transportCheck;
+    /** The {@code membus.transports} subtree, with host and secret derived, and its check. */
+    private final TransportSubtree transportSubtree;
     private final Duration operationTimeout;
     private final Tls tls;
     private final Duration connectTimeout;
@@ -114,27 +121,7 @@ public final class NodeConfig {
             throw bad("transport", transport, "one of " + String.join(", ", found)
                     + " (the transports on the class path; add a transport's module, e.g. dsm-transport-rdma, to use it)");
         }
-        Config userTransports = userTransports(given, config);
-        TransportConfig.builder(nodeId).transports(userTransports).build(); // checks keys before host and secret join
-        Map<String, String> derived = new LinkedHashMap<>();
-        Config reference = TransportConfig.reference();
-        String section = transport;
-        if (reference.hasPath(section + ".host") && !userTransports.hasPath(section + ".host")) {
-            derived.put(section + ".host", "membus.host");
-            userTransports = userTransports.withValue(section + ".host", ConfigValueFactory.fromAnyRef(host));
-        }
-        if (reference.hasPath(section + ".secret") && !userTransports.hasPath(section + ".secret")) {
-            derived.put(section + ".secret", clusterSecret.source().equals("membus.secret") ? "membus.secret"
-                    : "membus.secret-file");
-            userTransports = userTransports.withValue(section + ".secret", ConfigValueFactory.fromAnyRef(secret));
-        }
-        this.transports = userTransports;
-        this.derivedTransportKeys = Map.copyOf(derived);
-        try {
-            this.transportCheck = TransportConfig.builder(nodeId).transports(transports).build();
-        } catch (DsmConfigException e) {
-            throw reportedAsUserKey(e);
-        }
+        this.transportSubtree = new TransportSubtree(given, config, nodeId, transport, host, clusterSecret);
         this.operationTimeout = duration(m, "operation-timeout");
         this.connectTimeout = duration(m, "connect-timeout");
         this.startTimeout = duration(m, "start-timeout");
@@ -232,14 +219,6 @@ public final class NodeConfig {
         return new ReplicationConfig(backups, windowEffects, windowBytes, lease, (int) chunk, rate);
     }
 
-    private static long size(Config m, String key, String allowed) {
-        try {
-            return m.getBytes(key);
-        } catch (ConfigException e) {
-            throw bad(key, render(m, key), allowed, e);
-        }
-    }
-
     /** The subtree under {@code membus} whose keys {@code TransportConfig} checks. */
     private static final String TRANSPORTS_KEY = "transports";
 
@@ -250,21 +229,6 @@ public final class NodeConfig {
                     + " transport settings moved to membus.transports.<transport> { ... }, e.g. membus.transports.tcp.port"
                     + " = 0 for what was membus.transport-properties { \"tcp.port\" = 0 } (each transport module's"
                     + " reference.conf lists its keys)");
-        }
-    }
-
-    /** The {@code membus.transports} subtree the user set (no defaults), its substitutions resolved. */
-    private static Config userTransports(Config given, Config merged) {
-        Config resolved = given.resolveWith(merged);
-        String path = TransportConfig.ROOT;
-        if (!resolved.hasPath(path)) {
-            return ConfigFactory.empty();
-        }
-        try {
-            return resolved.getConfig(path);
-        } catch (ConfigException.WrongType e) {
-            throw new DsmConfigException(path, resolved.getValue(path).render(),
-                    "an object of transport settings, e.g. membus.transports.tcp { port = 0 }", e);
         }
     }
 
@@ -331,74 +295,6 @@ public final class NodeConfig {
         } catch (ConfigException e) {
             throw new DsmConfigException("config", "<text>", "valid HOCON: " + e.getMessage(), e);
         }
-    }
-
-    private static DsmConfigException bad(String key, Object value, String allowed) {
-        return new DsmConfigException("membus." + key, value, allowed);
-    }
-
-    private static DsmConfigException bad(String key, Object value, String allowed, Throwable cause) {
-        return new DsmConfigException("membus." + key, value, allowed, cause);
-    }
-
-    private static String render(Config m, String key) {
-        return m.hasPath(key) ? m.getValue(key).render() : "<missing>";
-    }
-
-    private static String string(Config m, String key) {
-        try {
-            return m.getString(key);
-        } catch (ConfigException e) {
-            throw bad(key, render(m, key), "a string", e);
-        }
-    }
-
-    private static boolean bool(Config m, String key) {
-        try {
-            return m.getBoolean(key);
-        } catch (ConfigException e) {
-            throw bad(key, render(m, key), "true or false", e);
-        }
-    }
-
-    private static int intIn(Config m, String key, int min, int max, String allowed) {
-        int v;
-        try {
-            v = m.getInt(key);
-        } catch (ConfigException e) {
-            throw bad(key, render(m, key), allowed, e);
-        }
-        if (v < min || v > max) {
-            throw bad(key, v, allowed);
-        }
-        return v;
-    }
-
-    private static long bytes(Config m, String key, long min, long max) {
-        String allowed = "a size " + min + ".." + max + " bytes, a multiple of 8 (HOCON sizes such as 64MiB work)";
-        long v;
-        try {
-            v = m.getBytes(key);
-        } catch (ConfigException e) {
-            throw bad(key, render(m, key), allowed, e);
-        }
-        if (v < min || v > max || v % 8 != 0) {
-            throw bad(key, v, allowed);
-        }
-        return v;
-    }
-
-    private static Duration duration(Config m, String key) {
-        Duration d;
-        try {
-            d = m.getDuration(key);
-        } catch (ConfigException e) {
-            throw bad(key, render(m, key), "a positive duration such as 250ms, 5s or 2m", e);
-        }
-        if (d.isNegative() || d.isZero()) {
-            throw bad(key, d, "a positive duration such as 250ms, 5s or 2m");
-        }
-        return d;
     }
 
     /** The config as given (without defaults), including any {@code pekko} section. */
@@ -475,12 +371,12 @@ public final class NodeConfig {
      * unset. Defaults are not included (the transport modules' {@code reference.conf} add them).
      */
     public Config transports() {
-        return transports;
+        return transportSubtree.transports;
     }
 
     /** {@link #transports()} over every transport module's defaults: what the transport will read. */
     public TransportConfig transportSettings() {
-        return transportCheck;
+        return transportSubtree.checked;
     }
 
     /**
@@ -489,19 +385,12 @@ public final class NodeConfig {
      * when the value came from them, else the key itself.
      */
     public String keyOfTransportSetting(String fullKey) {
-        if (fullKey.startsWith(TransportConfig.ROOT + ".")) {
-            String from = derivedTransportKeys.get(fullKey.substring(TransportConfig.ROOT.length() + 1));
-            if (from != null) {
-                return from;
-            }
-        }
-        return fullKey;
+        return transportSubtree.keyOf(fullKey);
     }
 
     /** The same complaint under the key the user wrote ({@code membus.secret}, not the tcp secret it became). */
     DsmConfigException reportedAsUserKey(DsmConfigException e) {
-        String userKey = keyOfTransportSetting(e.key());
-        return userKey.equals(e.key()) ? e : e.reportedAs(userKey);
+        return transportSubtree.reportedAsUserKey(e);
     }
 
     /** Membership TLS ({@code membus.tls}): Pekko Artery over TLS with mutual authentication. */

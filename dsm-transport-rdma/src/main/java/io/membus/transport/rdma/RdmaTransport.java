@@ -6,10 +6,8 @@ import io.membus.core.config.HostPort;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
-import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
-import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.error.TransportUnavailableException;
 import io.membus.core.auth.PeerAuth;
 import io.membus.core.transport.TransportThreads;
@@ -36,8 +34,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The {@code rdma} transport: one-sided verbs executed by the NIC on InfiniBand or
@@ -49,9 +45,10 @@ import java.util.concurrent.locks.LockSupport;
  *       ({@link CatalogEntry#remoteKey}). Regions are deregistered when the segment
  *       is unexported or the transport closes, before the memory is freed.</li>
  *   <li>A connection is a TCP control channel (authentication, catalog) plus an RC
- *       queue pair set up through the RDMA CM, every step within the connect timeout.</li>
+ *       queue pair set up through the RDMA CM, every step within the connect timeout
+ *       (the initiator's side: {@link ControlDial}; the target's: {@link #serve}).</li>
  *   <li>One completion thread ("membus-rdma-cq") polls every connection's
- *       completion queue and completes the verbs' futures.</li>
+ *       completion queue and completes the verbs' futures ({@link CompletionPoller}).</li>
  *   <li>{@link #localAtomicsCoherent()} is {@code membus.transports.rdma.atomic-glob}: false by
  *       default, so a node reaches its own words that peers may CAS through a
  *       loopback connection to itself ({@code connect(self())}).</li>
@@ -76,9 +73,9 @@ public final class RdmaTransport extends AbstractTransport {
     private final Object exportLock = new Object();
     private final Set<ControlSession> sessions = ConcurrentHashMap.newKeySet();
     private final Set<RdmaConnection> open = ConcurrentHashMap.newKeySet();
-    /** The queue pairs the completion thread polls: copy-on-write, so its loop iterates without allocating. */
-    private volatile Polled[] polled = new Polled[0];
     private final RdmaMessages messaging;
+    /** The open connections' queue pairs and the completion thread's loop. */
+    private final CompletionPoller poller;
     private final Thread acceptor;
     private final Thread completions;
     private volatile boolean running = true;
@@ -91,6 +88,7 @@ public final class RdmaTransport extends AbstractTransport {
         this.settings = settings;
         this.fabric = fabricFactory.apply(settings);
         this.messaging = new RdmaMessages(config.nodeId(), messages(), config.operationTimeout());
+        this.poller = new CompletionPoller(messaging);
         fabric.onAccepted((node, session, pair) -> messaging.accepted(node, pair));
         try {
             control = new ServerSocket();
@@ -102,33 +100,13 @@ public final class RdmaTransport extends AbstractTransport {
                     + "; choose a free membus.transports.rdma.port", e);
         }
         acceptor = daemon(this::acceptLoop, "membus-rdma-control-" + nodeId());
-        completions = daemon(this::completionLoop, "membus-rdma-cq-" + nodeId());
+        completions = daemon(poller, "membus-rdma-cq-" + nodeId());
         LOG.info("rdma transport up: node={}, address={}, {}", nodeId(), localAddress(), settings);
-    }
-
-    /** An open connection and its queue pair, as the completion thread polls them. */
-    private record Polled(RdmaConnection connection, Fabric.QueuePair pair) {
-    }
-
-    private synchronized void track(RdmaConnection connection, Fabric.QueuePair pair) {
-        Polled[] old = polled;
-        Polled[] next = java.util.Arrays.copyOf(old, old.length + 1);
-        next[old.length] = new Polled(connection, pair);
-        polled = next;
-    }
-
-    private synchronized void untrack(RdmaConnection connection) {
-        polled = java.util.Arrays.stream(polled).filter(p -> p.connection() != connection).toArray(Polled[]::new);
     }
 
     /** The queue pair of an open connection (tests), or {@code null}. */
     Fabric.QueuePair queuePair(Connection connection) {
-        for (Polled p : polled) {
-            if (p.connection() == connection) {
-                return p.pair();
-            }
-        }
-        return null;
+        return poller.queuePair(connection);
     }
 
     private static Thread daemon(Runnable r, String name) {
@@ -286,84 +264,17 @@ public final class RdmaTransport extends AbstractTransport {
     }
 
     private Connection openNow(PeerInfo peer, long deadline) throws IOException {
-        // host:controlPort:cmPort of an rdma node (a DsmConfigException naming the address otherwise)
-        List<HostPort> parts = HostPort.parse("peer address", peer.address(), 2, 1);
-        String who = "node " + peer.nodeId() + " at " + peer.address();
-        Socket socket = new Socket();
+        ControlDial dial = new ControlDial(nodeId(), incarnation(), settings, fabric, peer);
+        Socket socket = dial.socket;
         boolean ok = false;
         try {
-            socket.connect(parts.get(0).socketAddress(), millisLeft(deadline));
-            socket.setTcpNoDelay(true);
-            socket.setSoTimeout(millisLeft(deadline));
-            DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(socket.getOutputStream()));
-            DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(socket.getInputStream()));
-            byte[] nonceI = new byte[ControlFrames.NONCE_BYTES];
-            RANDOM.nextBytes(nonceI);
-            out.writeInt(ControlFrames.MAGIC);
-            out.writeByte(ControlFrames.VERSION);
-            out.writeShort(nodeId());
-            out.writeLong(incarnation());
-            out.writeShort(peer.nodeId());
-            out.writeLong(peer.incarnation());
-            out.write(nonceI);
-            out.flush();
-            int status = in.readUnsignedByte();
-            if (status != ControlFrames.STATUS_OK) {
-                String text = in.readUTF();
-                if (status == ControlFrames.STATUS_STALE) {
-                    throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), in.readLong());
-                }
-                if (status == ControlFrames.STATUS_FENCED) {
-                    throw NodeFencedException.notSent(peer.nodeId(), "refused by the peer: " + text);
-                }
-                throw NodeUnavailableException.notSent(peer.nodeId(), "refused by the peer: " + text);
-            }
-            int node = in.readUnsignedShort();
-            long inc = in.readLong();
-            byte[] nonceT = ControlFrames.readBytes(in, ControlFrames.NONCE_BYTES);
-            byte[] macT = ControlFrames.readBytes(in, ControlFrames.MAC_BYTES);
-            ControlFrames.checkMac(ControlFrames.proof(settings.secret(), PeerAuth.Role.TARGET, nodeId(), incarnation(),
-                    node, inc, nonceI, nonceT), macT, who, "target proof");
-            if (node != peer.nodeId() || inc != peer.incarnation()) {
-                throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), inc);
-            }
-            out.write(ControlFrames.proof(settings.secret(), PeerAuth.Role.INITIATOR, nodeId(), incarnation(), node, inc,
-                    nonceI, nonceT));
-            out.flush();
-            byte[] session = new byte[ControlFrames.SESSION_BYTES];
-            RemoteCatalog catalog = new RemoteCatalog(peer.nodeId());
-            if (in.readUnsignedByte() != ControlFrames.CATALOG) {
-                throw new ProtocolException(who, "expected the catalog after the handshake");
-            }
-            catalog.replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, 0, session, who));
-            out.writeByte(ControlFrames.ACK);
-            out.flush();
-            long[] seq = {1};
-            InetSocketAddress cmTarget = parts.get(1).socketAddress();
-            Fabric.QueuePair pair = fabric.connect(cmTarget, local -> {
-                ControlFrames.writeCmSource(out, settings.secret(), nonceI, session, local);
-                byte[] scratch = new byte[ControlFrames.SESSION_BYTES];
-                while (true) { // catalog pushes may come before the target's READY
-                    socket.setSoTimeout(millisLeft(deadline)); // each wait ends by the connect deadline
-                    int kind = in.readUnsignedByte();
-                    if (kind == ControlFrames.CATALOG) {
-                        catalog.replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, seq[0]++, scratch,
-                                who));
-                        out.writeByte(ControlFrames.ACK);
-                        out.flush();
-                    } else if (kind == ControlFrames.READY) {
-                        ControlFrames.readReady(in, settings.secret(), nonceI, session, local, who);
-                        return;
-                    } else {
-                        throw new ProtocolException(who, "unexpected control frame: kind=" + kind);
-                    }
-                }
-            }, deadline);
+            Fabric.QueuePair pair = dial.handshake(deadline);
+            RemoteCatalog catalog = dial.catalog();
             RdmaConnection connection = null;
             try {
                 if (!running) {
                     throw NodeUnavailableException.notSent(peer.nodeId(), "this node's rdma transport closed while"
-                            + " connecting to " + who);
+                            + " connecting to " + dial.who);
                 }
                 socket.setSoTimeout(0); // the catalog reader waits for pushes for the connection's life
                 VerbEngine engine = new VerbEngine(pair, peer.nodeId(), config.operationTimeout(), faults(), catalog,
@@ -372,12 +283,12 @@ public final class RdmaTransport extends AbstractTransport {
                 RdmaConnection[] self = new RdmaConnection[1];
                 connection = new RdmaConnection(peer, catalog, engine, () -> {
                     open.remove(self[0]);
-                    untrack(self[0]);
+                    poller.untrack(self[0]);
                     closeQuietly(socket);
                 });
                 self[0] = connection;
                 engine.onBroken(connection::close);
-                track(connection, pair);
+                poller.track(connection, pair);
                 open.add(connection);
                 try {
                     RdmaConnection c0 = connection;
@@ -386,7 +297,7 @@ public final class RdmaTransport extends AbstractTransport {
                     connection.attachMessages(null, noMessages); // verbs still work; messages fail typed
                 }
                 RdmaConnection c = connection;
-                daemon(() -> catalogLoop(c, in, out, nonceI, who, seq[0]), "membus-rdma-catalog-" + peer.nodeId());
+                daemon(() -> dial.catalogLoop(c), "membus-rdma-catalog-" + peer.nodeId());
                 ok = true;
                 return connection;
             } finally {
@@ -399,64 +310,10 @@ public final class RdmaTransport extends AbstractTransport {
                 }
             }
         } catch (java.net.SocketTimeoutException e) {
-            throw NodeUnavailableException.notSent(peer.nodeId(), "control channel timed out: " + who, e);
+            throw NodeUnavailableException.notSent(peer.nodeId(), "control channel timed out: " + dial.who, e);
         } finally {
             if (!ok) {
                 closeQuietly(socket);
-            }
-        }
-    }
-
-    /** Applies the target's catalog pushes for the connection's life; the connection closes with the channel. */
-    private void catalogLoop(RdmaConnection connection, DataInputStream in, DataOutputStream out, byte[] nonceI,
-                             String who, long firstSeq) {
-        byte[] token = new byte[ControlFrames.SESSION_BYTES];
-        long seq = firstSeq;
-        try {
-            while (true) {
-                int kind = in.readUnsignedByte();
-                if (kind != ControlFrames.CATALOG) {
-                    throw new ProtocolException(who, "unexpected control frame: kind=" + kind);
-                }
-                connection.catalog().replaceAll(ControlFrames.readCatalog(in, settings.secret(), nonceI, seq++, token,
-                        who));
-                out.writeByte(ControlFrames.ACK);
-                out.flush();
-            }
-        } catch (IOException | DsmException e) {
-            connection.close("control channel closed: " + who + " (" + e.getMessage() + ")");
-        }
-    }
-
-    private static int millisLeft(long deadline) throws IOException {
-        long ms = (deadline - System.nanoTime()) / 1_000_000;
-        if (ms <= 0) {
-            throw new java.net.SocketTimeoutException("connect deadline passed");
-        }
-        return (int) Math.min(ms, Integer.MAX_VALUE);
-    }
-
-    private void completionLoop() {
-        int idle = 0;
-        while (running) {
-            int found = messaging.poll();
-            for (Polled p : polled) { // an array: no iterator allocated per spin
-                try {
-                    found += p.pair().poll();
-                } catch (IOException | RuntimeException e) {
-                    // the CQ is unusable: its verbs would only time out; fail them now, once (no log per spin)
-                    LOG.warn("polling the completion queue of node {} failed: {}", p.connection().peer().nodeId(),
-                            e.toString());
-                    p.connection().close("polling the completion queue failed: " + e.getMessage()
-                            + "; the connection was closed: connect again");
-                }
-            }
-            if (found > 0) {
-                idle = 0;
-            } else if (++idle > 1_000) {
-                LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(idle > 100_000 ? 1_000 : 20));
-            } else {
-                Thread.onSpinWait();
             }
         }
     }
@@ -575,7 +432,8 @@ public final class RdmaTransport extends AbstractTransport {
     @Override
     protected void closeTransport() {
         running = false;
-        List<Fabric.QueuePair> queuePairs = java.util.Arrays.stream(polled).map(Polled::pair).toList();
+        poller.stop();
+        List<Fabric.QueuePair> queuePairs = poller.queuePairs();
         for (RdmaConnection c : List.copyOf(open)) {
             c.close("the initiator's transport closed");
         }

@@ -4,8 +4,6 @@ import io.membus.core.OperationDeadline;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.transport.FaultInjector;
 import io.membus.core.transport.VerbObserver;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.function.Supplier;
@@ -45,7 +43,9 @@ import java.util.function.Supplier;
  * has completed. Answers come in issue order (the transports' wires are ordered), so
  * resolution order is issue order except for verbs that time out, which the contract lets
  * fail at their deadline. Each outcome is reported to the {@link VerbObserver}; with
- * {@link VerbObserver#NONE} that is one reference comparison.
+ * {@link VerbObserver#NONE} that is one reference comparison. The queue of resolved
+ * verbs and their delivery are {@link Outcomes}'; this class keeps the ring, the window,
+ * the backlog and the deadlines.
  *
  * <p><b>Note:</b> thread-safe: one lock ({@link #lock()}) guards the ring; any thread may
  * issue; the wire's {@link Wire#post} and {@link Wire#flush} run under the lock, on the
@@ -58,7 +58,6 @@ import java.util.function.Supplier;
  * (passed to {@link #complete}) before its delivery.
  */
 public final class VerbPipeline<V extends Verb> {
-    private static final Logger LOG = LoggerFactory.getLogger(VerbPipeline.class);
     /** {@link #issue}'s hold for a verb a fault rule drops: never posted, its deadline fires. */
     public static final long DROP = -1;
     private static final long NOT_ARMED = Long.MIN_VALUE;
@@ -69,7 +68,8 @@ public final class VerbPipeline<V extends Verb> {
     private final Duration timeout;
     private final long timeoutNanos;
     private final int window;
-    private final VerbObserver observer;
+    /** Resolved verbs waiting for delivery, delivered off the lock in resolution order. */
+    private final Outcomes outcomes;
     private final Wire<V> wire;
     private final boolean postsOnAnyThread;
     private final TimerWheel wheel;
@@ -96,18 +96,13 @@ public final class VerbPipeline<V extends Verb> {
     private int onWire;               // verbs sent whose answer is awaited (the window)
     private int queued;               // verbs in the backlog (held ones included)
     private Supplier<? extends Throwable> closed; // what a verb issued after close fails with
-    private Verb doneHead;
-    private Verb doneTail;
-    private Thread deliverer;         // the thread delivering outcomes, or null
     private long armedAt = NOT_ARMED;
-    private int pendingCount;
     /**
      * Unresolved verbs (as of the last expiry scan, plus those issued since) whose deadline is
      * their thread's {@link OperationDeadline}, earlier than issue plus the timeout: while
      * there are any, deadlines do not grow with sequence numbers and the expiry scans every verb.
      */
     private int earlyDeadlines;
-    private volatile int pending;     // verbs issued whose outcome is not yet delivered
     /** Bumped when every verb held is failed (the connection lost or closed): see {@link VerbOwner}. */
     private volatile long epoch;
 
@@ -138,7 +133,7 @@ public final class VerbPipeline<V extends Verb> {
         this.timeout = timeout;
         this.timeoutNanos = timeout.toNanos();
         this.window = window;
-        this.observer = observer;
+        this.outcomes = new Outcomes(lock, peer, observer);
         this.wire = wire;
         this.postsOnAnyThread = postsOnAnyThread;
         this.wheel = wheel;
@@ -214,9 +209,8 @@ public final class VerbPipeline<V extends Verb> {
             v.seq = 0;
             v.issuedNanos = System.nanoTime();
             v.resolve(null, 0, closed.get());
-            addDone(v);
-            pendingCount++;
-            pending = pendingCount;
+            outcomes.add(v);
+            outcomes.issued();
             return false;
         }
         if (tail - head == ring.length) {
@@ -240,8 +234,7 @@ public final class VerbPipeline<V extends Verb> {
         }
         ring[(int) tail & mask] = v;
         tail++;
-        pendingCount++;
-        pending = pendingCount;
+        outcomes.issued();
         boolean waits;
         if (hold == DROP) {
             v.state = Verb.SKIPPED; // never posted, never answered: its deadline fires
@@ -384,7 +377,7 @@ public final class VerbPipeline<V extends Verb> {
             onWire--;
             v.resolve(value, longValue, failure);
             settle(v, false);
-            addDone(v);
+            outcomes.add(v);
             advanceHead();
         }
         deliver();
@@ -435,7 +428,7 @@ public final class VerbPipeline<V extends Verb> {
             ring[i] = null;
             if (v.state != Verb.DONE) {
                 v.resolve(null, 0, v.sent ? onWireFailure : notSentFailure);
-                addDone(v);
+                outcomes.add(v);
             }
             settle(v, false);
         }
@@ -560,7 +553,7 @@ public final class VerbPipeline<V extends Verb> {
                 // a verb that never left (backlog, held, dropped by a fault rule) certainly did not run
                 v.resolve(null, 0, v.sent ? new DsmTimeoutException(Verb.operationName(v.kind), peer, timeout)
                         : DsmTimeoutException.notSent(Verb.operationName(v.kind), peer, timeout));
-                addDone(v);
+                outcomes.add(v);
                 if (at == expireFrom) {
                     expireFrom++;
                 }
@@ -589,15 +582,6 @@ public final class VerbPipeline<V extends Verb> {
 
     // ------------------------------------------------------------------ delivery
 
-    private void addDone(Verb v) {
-        if (doneTail == null) {
-            doneHead = v;
-        } else {
-            doneTail.nextDone = v;
-        }
-        doneTail = v;
-    }
-
     /**
      * Delivers resolved outcomes, in resolution order, on this thread unless another
      * thread is delivering (it takes these too) or this thread holds the lock (the
@@ -608,55 +592,7 @@ public final class VerbPipeline<V extends Verb> {
      * for such a verb does not wait for itself.
      */
     public void deliver() {
-        // a racy read is enough here: outcomes this thread added are visible to it, and an outcome another
-        // thread added is delivered by that thread's own call (or by the thread delivering, before it stops)
-        if (doneHead == null || Thread.holdsLock(lock)) {
-            return;
-        }
-        Thread me = Thread.currentThread();
-        Verb v = null;
-        while (true) {
-            synchronized (lock) {
-                if (v != null) {
-                    pendingCount--; // after its delivery: pending() == 0 means every outcome was delivered
-                    pending = pendingCount;
-                }
-                if (deliverer != null && deliverer != me) {
-                    return; // that thread takes ours too, before it stops
-                }
-                v = doneHead;
-                if (v == null) {
-                    deliverer = null;
-                    return;
-                }
-                doneHead = v.nextDone;
-                if (doneHead == null) {
-                    doneTail = null;
-                }
-                v.nextDone = null;
-                deliverer = me;
-            }
-            try {
-                report(v);
-                v.deliver();
-            } catch (RuntimeException e) { // a callback that throws must not stop the others
-                LOG.warn("a completion callback of a verb to node {} threw", peer, e);
-            }
-        }
-    }
-
-    private void report(Verb v) {
-        if (observer == VerbObserver.NONE) {
-            return;
-        }
-        Throwable e = v.failure();
-        if (e == null) {
-            observer.completed(peer, v.kind, v.length, System.nanoTime() - v.issuedNanos);
-        } else if (e instanceof DsmTimeoutException) {
-            observer.timedOut(peer, v.kind);
-        } else {
-            observer.failed(peer, v.kind);
-        }
+        outcomes.deliver();
     }
 
     // ------------------------------------------------------------------ gauges
@@ -684,6 +620,6 @@ public final class VerbPipeline<V extends Verb> {
 
     /** Verbs issued whose outcome is not delivered yet; 0 means nothing is queued, held or on the wire. */
     public int pending() {
-        return pending;
+        return outcomes.pending();
     }
 }
