@@ -31,7 +31,8 @@ public final class MembusCli implements Runnable {
     public static int run(String... args) {
         CommandLine cli = new CommandLine(new MembusCli());
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
-            cmd.getErr().println("membus: " + e.getMessage());
+            // an exception without a message (seen as "membus: null") is named by its type
+            cmd.getErr().println("membus: " + (e.getMessage() != null ? e.getMessage() : e.toString()));
             if (Boolean.getBoolean("membus.debug")) {
                 e.printStackTrace(cmd.getErr());
             } else {
