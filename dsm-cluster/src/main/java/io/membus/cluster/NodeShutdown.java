@@ -33,8 +33,6 @@ import java.util.function.Supplier;
 final class NodeShutdown {
     private static final Logger LOG = LoggerFactory.getLogger(DsmNode.class); // the node's lines, as before
     private static final Duration CLOSE_WAIT = Duration.ofSeconds(15);
-    /** How long a close waits for Pekko's own stop once this member was removed from the cluster. */
-    private static final Duration TERMINATE_GRACE = Duration.ofSeconds(3);
     private final NodeConfig config;
     /** The node: its monitor guards the making of a client's allocator and the transport's close. */
     private final Object lock;
@@ -176,30 +174,9 @@ final class NodeShutdown {
         if (clean) {
             ShutdownLogFilter.leaving(system, true); // the members' closing of connections is no fault
         }
-        boolean terminated = false;
         try {
-            java.util.concurrent.CompletableFuture<Void> removed = new java.util.concurrent.CompletableFuture<>();
-            // runs at once when the cluster extension already stopped (a downed node, a failed start)
-            org.apache.pekko.cluster.Cluster.get(system).registerOnMemberRemoved(() -> removed.complete(null));
-            java.util.concurrent.CompletableFuture<?> stopped = system.getWhenTerminated().toCompletableFuture();
-            long until = System.nanoTime() + wait.toNanos();
             CoordinatedShutdown.get(system).run(CoordinatedShutdown.clusterLeavingReason());
-            // the leave: this member removed (or the whole system stopped), within the wait
-            java.util.concurrent.CompletableFuture.anyOf(removed, stopped).get(wait.toMillis(), TimeUnit.MILLISECONDS);
-            // then Pekko's own stop, for a short grace only: Artery's stream shutdown has no deadline in Pekko 1.7
-            // (seen as "actor-system-terminate timed out after 10000 ms" with every peer alive), and waiting out
-            // the rest of the 15 s made close() take 15 s; its threads are daemons (PekkoSettings), so a system
-            // still stopping holds neither the JVM nor this node's transport, which closes below
-            long grace = Math.min(TERMINATE_GRACE.toNanos(), Math.max(0, until - System.nanoTime()));
-            try {
-                stopped.get(grace, TimeUnit.NANOSECONDS);
-                terminated = true;
-            } catch (java.util.concurrent.TimeoutException e) {
-                LOG.info("node {}: left the cluster; Pekko's remoting was still stopping {} ms later (Artery's"
-                        + " stream shutdown has no deadline in Pekko 1.7): it ends in the background, on daemon"
-                        + " threads", config.nodeId(), TimeUnit.NANOSECONDS.toMillis(grace));
-                system.terminate();
-            }
+            system.getWhenTerminated().toCompletableFuture().get(wait.toMillis(), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
@@ -208,9 +185,7 @@ final class NodeShutdown {
                     e.toString());
             system.terminate();
         } finally {
-            if (terminated || !clean) {
-                ShutdownLogFilter.leaving(system, false);
-            } // else: a system still stopping keeps its leave's filter (its streams' aborts are the leave's)
+            ShutdownLogFilter.leaving(system, false);
             closeTransport();
         }
     }
