@@ -141,6 +141,11 @@ public final class MessageRecord {
         MEMORY.writeLong(address + CORRELATION_OFFSET, le(correlation));
     }
 
+    /** Writes the int32 {@code value} at {@code offset} of the record (a body field of a transport's own kind). */
+    public static void writeInt(long address, int offset, int value) {
+        MEMORY.writeInt(address + offset, le(value));
+    }
+
     /** Writes a MESSAGE or REQUEST record; returns its length. */
     public static int writeMessage(long address, long correlation, short channel, boolean request, byte[] payload) {
         writeHeader(address, messageKind(request), channel, correlation);
