@@ -9,10 +9,11 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * Layout of one message record: what the message layer ({@link Outbox}, {@link Inbox},
- * {@link Responder}) hands a transport to carry, as bytes. A transport that carries
- * records through memory it writes itself (shm's ring, rdma's send and receive buffers)
- * only moves them, in its own framing around the record: shm puts its sender prefix
- * (node and incarnation) before it in a ring slot, rdma posts it as one SEND.
+ * {@link Responder}) hands a transport to carry, as bytes. Every transport that carries
+ * messages as bytes only moves records, in its own framing around them: shm puts its
+ * sender prefix (node and incarnation) before one in a ring slot, rdma posts one as a
+ * SEND, tcp puts one in the body of a message frame. ({@code local} hands the fields
+ * over in memory and has no bytes.)
  *
  * <pre>
  *   0      1      2        4               8                               16
@@ -30,9 +31,9 @@ import java.nio.charset.StandardCharsets;
  *   channel and correlation are zero in answers and grants; a record's length is the transport's to carry.
  * </pre>
  *
- * All words little-endian, as everywhere in Membus ({@link io.membus.core.Words}). tcp's
- * frames carry the same fields (see docs/tcp-transport.md): its frame header holds the
- * correlation id and an opcode per kind, its MSG_CREDIT body is this record's CREDIT body.
+ * All words little-endian, as everywhere in Membus ({@link io.membus.core.Words}). tcp puts
+ * one record in the body of each message frame ({@link #headerWord} writes it into a buffer
+ * of tcp's own); its frame header repeats the correlation id and names the kind by opcode.
  *
  * <p>The address methods read and write off-heap memory at a raw address the caller
  * owns and has sized ({@link #HEADER_LENGTH} plus the body); nothing is checked here.
@@ -130,14 +131,20 @@ public final class MessageRecord {
         return ERROR_TEXT_OFFSET + text.length;
     }
 
+    /**
+     * The header's first eight bytes (kind, flags, channel, reserved) as one int64 to write
+     * little-endian, for a transport that writes records into a buffer of its own (tcp's
+     * frames); the correlation id is the second eight.
+     */
+    public static long headerWord(int kind, short channel) {
+        return (kind & 0xffL) | (channel & 0xffffL) << 16;
+    }
+
     // ---------------------------------------------------------------- encoders (at an address)
 
     /** Writes a header; the caller writes the body. */
     public static void writeHeader(long address, int kind, short channel, long correlation) {
-        MEMORY.writeByte(address + KIND_OFFSET, (byte) kind);
-        MEMORY.writeByte(address + FLAGS_OFFSET, (byte) 0);
-        MEMORY.writeShort(address + CHANNEL_OFFSET, le(channel));
-        MEMORY.writeInt(address + RESERVED_OFFSET, 0);
+        MEMORY.writeLong(address + KIND_OFFSET, le(headerWord(kind, channel)));
         MEMORY.writeLong(address + CORRELATION_OFFSET, le(correlation));
     }
 
@@ -167,7 +174,7 @@ public final class MessageRecord {
      */
     public static int writeError(long address, long correlation, ErrorCode code, long detail, byte[] text) {
         writeHeader(address, KIND_ERROR, (short) 0, correlation);
-        MEMORY.writeInt(address + ERROR_CODE_OFFSET, le(code.wire()));
+        MEMORY.writeInt(address + ERROR_CODE_OFFSET, le(code.wire() & 0xff));
         MEMORY.writeInt(address + ERROR_CODE_OFFSET + 4, 0);
         MEMORY.writeLong(address + ERROR_DETAIL_OFFSET, le(detail));
         copyIn(text, address + ERROR_TEXT_OFFSET, text.length);
