@@ -82,7 +82,10 @@ public final class MessageRecord {
     private MessageRecord() {
     }
 
-    /** What a decoded record is handed to ({@link #decode}). */
+    /**
+     * What a decoded record is handed to ({@link #decode}): called on the decoding thread,
+     * inside {@code decode}, once per record; the arrays it gets are its own.
+     */
     public interface Receiver {
         /** A MESSAGE or REQUEST record. */
         void message(long correlation, short channel, boolean request, byte[] payload);
