@@ -9,14 +9,13 @@ import io.membus.core.error.ProtocolException;
 import io.membus.core.message.Inbox;
 import io.membus.core.message.MessageEndpoint;
 import io.membus.core.message.MessageFailures;
+import io.membus.core.message.MessageRecord;
 import io.membus.core.message.Outbox;
 import io.membus.core.message.Responder;
-import net.openhft.chronicle.core.UnsafeMemory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
@@ -26,17 +25,13 @@ import java.util.function.Consumer;
  * Two-sided messages over {@code rdma}: SEND work requests into receive buffers
  * the peer posted, on both ends of a connection's RC queue pair ({@link MessagePort}).
  *
+ * <p><b>Records.</b> One SEND carries one {@link MessageRecord} (dsm-core's layout, little-endian),
+ * nothing around it: MESSAGE, REQUEST, REPLY, ERROR, and CREDIT, the target's answer to the
+ * initiator's first record. That first record is rdma's own, of kind
+ * {@link MessageRecord#KIND_TRANSPORT_OPENING}:
  * <pre>
- * One record in a send or receive buffer (host byte order):
- *   0      1      2        4               8                               16
- *   +------+------+--------+---------------+-------------------------------+------ ... --+
- *   | kind |flags|channel | reserved      |          correlation          |    body      |
- *   |  u8  |  u8  |  u16   |     u32       |              u64              |              |
- *   +------+------+--------+---------------+-------------------------------+------ ... --+
- *   MESSAGE (1), REQUEST (2): body = payload         REPLY (3): body = reply
- *   ERROR (4): code u32 | reserved u32 | detail u64 | text UTF-8
- *   HELLO (5), initiator -> target, first:  maxReply u32 (the initiator's receive buffers)
- *   CREDIT (6), target -> initiator, the answer to HELLO: credits u32 | maxMessageSize u32
+ *   HELLO (5), initiator -> target, first: a MessageRecord header, then maxReply int32
+ *              (the size of the initiator's receive buffers less the header: the largest reply it takes)
  * </pre>
  *
  * <p><b>Credits.</b> Each end posts all its receive buffers at once and reposts one as
@@ -53,22 +48,12 @@ final class RdmaMessages {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaMessages.class);
     /** How an answer waits for a free send slot: parks from 1 µs doubling to 1 ms, by a deadline. */
     private static final Backoff.Policy ANSWER_WAIT = new Backoff.Policy(0, 0, 1_000, TimeUnit.MILLISECONDS.toNanos(1));
-    private static final UnsafeMemory MEMORY = UnsafeMemory.MEMORY;
 
-    static final int KIND_MESSAGE = 1;
-    static final int KIND_REQUEST = 2;
-    static final int KIND_REPLY = 3;
-    static final int KIND_ERROR = 4;
-    static final int KIND_HELLO = 5;
-    static final int KIND_CREDIT = 6;
-    static final int KIND_OFFSET = 0;
-    static final int CHANNEL_OFFSET = 2;
-    static final int CORRELATION_OFFSET = 8;
-    static final int HEADER = 16;
-    static final int ERROR_CODE_OFFSET = HEADER;
-    static final int ERROR_DETAIL_OFFSET = HEADER + 8;
-    static final int ERROR_TEXT_OFFSET = HEADER + 16;
-    static final int MAX_ERROR_TEXT = 1024;
+    /** rdma's opening record: the initiator's largest reply, an int32 after the record header. */
+    static final int KIND_HELLO = MessageRecord.KIND_TRANSPORT_OPENING;
+    static final int HELLO_MAX_REPLY_OFFSET = MessageRecord.BODY_OFFSET;
+    static final int HELLO_LENGTH = MessageRecord.HEADER_LENGTH + 4;
+    private static final int HEADER = MessageRecord.HEADER_LENGTH;
 
     private final int nodeId;
     private final MessageEndpoint endpoint;
@@ -83,8 +68,8 @@ final class RdmaMessages {
         this.endpoint = endpoint;
         this.timeout = timeout;
         this.slots = endpoint.inboxCapacity() + 1;
-        this.slotBytes = Math.max(HEADER + 8, Math.max(ERROR_TEXT_OFFSET + MAX_ERROR_TEXT,
-                HEADER + endpoint.maxMessageSize()));
+        this.slotBytes = Math.max(MessageRecord.CREDIT_LENGTH, Math.max(MessageRecord.MAX_ERROR_LENGTH,
+                MessageRecord.length(endpoint.maxMessageSize())));
     }
 
     /** The message end of a new initiator connection, or the typed reason it has none (hardware, for now). */
@@ -182,12 +167,12 @@ final class RdmaMessages {
         }
 
         /**
-         * Writes one record into a free send slot and posts it.
+         * Writes one record into a free send slot ({@code record} writes it at the slot's
+         * address and returns its length) and posts it.
          *
          * @return false when every send slot waits for its completion (retried by the caller)
          */
-        synchronized boolean post(int kind, short channel, long correlation, byte[] body, int bodyLength,
-                                  ErrorCode code, long detail) {
+        synchronized boolean post(java.util.function.LongToIntFunction record) {
             if (closed != null) {
                 throw new NodeUnavailableException(peerNode, closed);
             }
@@ -196,22 +181,7 @@ final class RdmaMessages {
                 return false;
             }
             long b = port.sendBufferAddress(slot);
-            MEMORY.writeByte(b + KIND_OFFSET, (byte) kind);
-            MEMORY.writeByte(b + 1, (byte) 0);
-            MEMORY.writeShort(b + CHANNEL_OFFSET, channel);
-            MEMORY.writeInt(b + 4, 0);
-            MEMORY.writeLong(b + CORRELATION_OFFSET, correlation);
-            int length;
-            if (code != null) {
-                MEMORY.writeInt(b + ERROR_CODE_OFFSET, code.wire());
-                MEMORY.writeInt(b + ERROR_CODE_OFFSET + 4, 0);
-                MEMORY.writeLong(b + ERROR_DETAIL_OFFSET, detail);
-                copyIn(body, b + ERROR_TEXT_OFFSET, bodyLength);
-                length = ERROR_TEXT_OFFSET + bodyLength;
-            } else {
-                copyIn(body, b + HEADER, bodyLength);
-                length = HEADER + bodyLength;
-            }
+            int length = record.applyAsInt(b);
             send.wrap(port.sendWrAddress(slot)).send(slot, b, length, port.localKey());
             try {
                 port.postSend(slot);
@@ -268,34 +238,41 @@ final class RdmaMessages {
                 return;
             }
             int slot = (int) wrId;
-            long b = port.recvBufferAddress(slot);
-            int kind = MEMORY.readByte(b + KIND_OFFSET) & 0xff; // unsigned, as it is printed
-            short channel = MEMORY.readShort(b + CHANNEL_OFFSET);
-            long correlation = MEMORY.readLong(b + CORRELATION_OFFSET);
-            byte[] body = null;
-            ErrorCode code = null;
-            long detail = 0;
-            int n = byteLength - HEADER;
-            if (n < 0) {
-                close("a record of " + byteLength + " bytes is shorter than its header");
-                return;
-            }
-            if (kind == KIND_ERROR) {
-                code = ErrorCode.fromWire(MEMORY.readInt(b + ERROR_CODE_OFFSET));
-                detail = MEMORY.readLong(b + ERROR_DETAIL_OFFSET);
-                body = copyOut(b + ERROR_TEXT_OFFSET, Math.max(0, byteLength - ERROR_TEXT_OFFSET));
-            } else {
-                body = copyOut(b + HEADER, n);
-            }
+            Deferred record = new Deferred();
+            MessageRecord.decode(port.recvBufferAddress(slot), byteLength, record); // copies the record out
             synchronized (this) {
                 if (closed == null) {
                     repost(slot); // the record is copied out: the buffer takes the next SEND
                 }
             }
-            onRecord(kind, channel, correlation, body, code, detail);
+            record.deliver(this);
         }
 
-        abstract void onRecord(int kind, short channel, long correlation, byte[] body, ErrorCode code, long detail);
+        /** A record the other end may not send here: closes this end. */
+        void unexpected(int kind, String expected) {
+            close(new ProtocolException("node " + peerNode, "record kind=" + kind + " where " + expected
+                    + " was expected").getMessage());
+        }
+
+        void onMessage(long correlation, short channel, boolean request, byte[] payload) {
+            unexpected(MessageRecord.messageKind(request), "an answer");
+        }
+
+        void onReply(long correlation, byte[] reply) {
+            unexpected(MessageRecord.KIND_REPLY, "a message");
+        }
+
+        void onError(long correlation, ErrorCode code, long detail, String text) {
+            unexpected(MessageRecord.KIND_ERROR, "a message");
+        }
+
+        void onCredit(int credits, int maxMessageSize) {
+            unexpected(MessageRecord.KIND_CREDIT, "a message");
+        }
+
+        void onHello(int maxReply) {
+            unexpected(KIND_HELLO, "an answer");
+        }
 
         /** Closes this end: nothing is posted any more; the completion thread destroys its port. */
         void close(String reason) {
@@ -311,20 +288,49 @@ final class RdmaMessages {
         abstract void closed(String reason);
     }
 
-    private static final long BYTE_ARRAY_OFFSET = UnsafeMemory.UNSAFE.arrayBaseOffset(byte[].class);
+    /**
+     * One record decoded out of a receive buffer, held until the buffer is reposted and then
+     * handed to its end (completion thread): the peer may SEND into the buffer again as soon as
+     * the record's answer or grant is out.
+     */
+    private static final class Deferred implements MessageRecord.Receiver {
+        private Consumer<End> call;
 
-    private static void copyIn(byte[] src, long address, int length) {
-        if (length > 0) {
-            MEMORY.copyMemory(src, 0, address, length);
+        void deliver(End end) {
+            call.accept(end);
         }
-    }
 
-    private static byte[] copyOut(long address, int length) {
-        byte[] b = new byte[length];
-        if (length > 0) {
-            MEMORY.copyMemory(address, b, BYTE_ARRAY_OFFSET, length);
+        @Override
+        public void message(long correlation, short channel, boolean request, byte[] payload) {
+            call = e -> e.onMessage(correlation, channel, request, payload);
         }
-        return b;
+
+        @Override
+        public void reply(long correlation, byte[] reply) {
+            call = e -> e.onReply(correlation, reply);
+        }
+
+        @Override
+        public void error(long correlation, ErrorCode code, long detail, String text) {
+            call = e -> e.onError(correlation, code, detail, text);
+        }
+
+        @Override
+        public void credit(int credits, int maxMessageSize) {
+            call = e -> e.onCredit(credits, maxMessageSize);
+        }
+
+        @Override
+        public void other(int kind, long address, int length, String problem) {
+            if (problem == null && kind == KIND_HELLO && length >= HELLO_LENGTH) {
+                int maxReply = MessageRecord.intAt(address, HELLO_MAX_REPLY_OFFSET);
+                call = e -> e.onHello(maxReply);
+            } else if (problem == null) {
+                call = e -> e.unexpected(kind, "a record of dsm-core's MessageRecord or HELLO");
+            } else {
+                call = e -> e.close(problem);
+            }
+        }
     }
 
     // ------------------------------------------------------------------ initiator
@@ -338,31 +344,34 @@ final class RdmaMessages {
             super(peerNode, port);
             this.onBroken = onBroken;
             this.outbox = new Outbox(peerNode, timeout, endpoint, (correlation, channel, request, payload) ->
-                    post(request ? KIND_REQUEST : KIND_MESSAGE, channel, correlation, payload, payload.length, null, 0));
+                    post(b -> MessageRecord.writeMessage(b, correlation, channel, request, payload)));
         }
 
         void start() {
             postReceives();
-            byte[] hello = new byte[4];
             int maxReply = port.slotBytes() - HEADER;
-            hello[0] = (byte) maxReply;
-            hello[1] = (byte) (maxReply >>> 8);
-            hello[2] = (byte) (maxReply >>> 16);
-            hello[3] = (byte) (maxReply >>> 24);
-            if (!post(KIND_HELLO, (short) 0, 0, hello, 4, null, 0)) {
+            if (!post(b -> {
+                MessageRecord.writeHeader(b, KIND_HELLO, (short) 0, 0);
+                MessageRecord.writeInt(b, HELLO_MAX_REPLY_OFFSET, maxReply);
+                return HELLO_LENGTH;
+            })) {
                 throw new IllegalStateException("no send slot for the HELLO of a new connection");
             }
         }
 
         @Override
-        void onRecord(int kind, short channel, long correlation, byte[] body, ErrorCode code, long detail) {
-            switch (kind) {
-                case KIND_CREDIT -> outbox.grant(Math.min(intAt(body, 0), port.slots() - 1), intAt(body, 4));
-                case KIND_REPLY -> outbox.replied(correlation, body);
-                case KIND_ERROR -> outbox.failed(correlation, code, detail, new String(body, StandardCharsets.UTF_8));
-                default -> close(new ProtocolException("node " + peerNode, "record kind=" + kind
-                        + " where an answer was expected").getMessage());
-            }
+        void onCredit(int credits, int maxMessageSize) {
+            outbox.grant(Math.min(credits, port.slots() - 1), maxMessageSize);
+        }
+
+        @Override
+        void onReply(long correlation, byte[] reply) {
+            outbox.replied(correlation, reply);
+        }
+
+        @Override
+        void onError(long correlation, ErrorCode code, long detail, String text) {
+            outbox.failed(correlation, code, detail, text);
         }
 
         @Override
@@ -370,10 +379,6 @@ final class RdmaMessages {
             outbox.close(new NodeUnavailableException(peerNode, reason));
             onBroken.accept(reason);
         }
-    }
-
-    private static int intAt(byte[] b, int at) {
-        return (b[at] & 0xff) | (b[at + 1] & 0xff) << 8 | (b[at + 2] & 0xff) << 16 | (b[at + 3] & 0xff) << 24;
     }
 
     // ------------------------------------------------------------------ target
@@ -393,28 +398,19 @@ final class RdmaMessages {
         }
 
         @Override
-        void onRecord(int kind, short channel, long correlation, byte[] body, ErrorCode code, long detail) {
-            switch (kind) {
-                case KIND_HELLO -> {
-                    maxReply = intAt(body, 0);
-                    int credits = Math.min(endpoint.inboxCapacity(), port.slots() - 1);
-                    int max = Math.min(endpoint.maxMessageSize(), port.slotBytes() - HEADER);
-                    byte[] grant = new byte[8];
-                    for (int i = 0; i < 4; i++) {
-                        grant[i] = (byte) (credits >>> (8 * i));
-                        grant[4 + i] = (byte) (max >>> (8 * i));
-                    }
-                    answer(() -> post(KIND_CREDIT, (short) 0, 0, grant, 8, null, 0), 0);
-                }
-                case KIND_MESSAGE, KIND_REQUEST -> {
-                    if (!inbox.deliver(correlation, channel, kind == KIND_REQUEST, body)) {
-                        fail(correlation, inbox.isClosed() ? new NodeUnavailableException(nodeId, "node " + nodeId
-                                + " is shutting down") : new ProtocolException("node " + peerNode,
-                                "message beyond the granted credits: correlationId=" + correlation));
-                    }
-                }
-                default -> close(new ProtocolException("node " + peerNode, "record kind=" + kind
-                        + " where a message was expected").getMessage());
+        void onHello(int maxReply) {
+            this.maxReply = maxReply;
+            int credits = Math.min(endpoint.inboxCapacity(), port.slots() - 1);
+            int max = Math.min(endpoint.maxMessageSize(), port.slotBytes() - HEADER);
+            answer(() -> post(b -> MessageRecord.writeCredit(b, credits, max)), 0);
+        }
+
+        @Override
+        void onMessage(long correlation, short channel, boolean request, byte[] payload) {
+            if (!inbox.deliver(correlation, channel, request, payload)) {
+                fail(correlation, inbox.isClosed() ? new NodeUnavailableException(nodeId, "node " + nodeId
+                        + " is shutting down") : new ProtocolException("node " + peerNode,
+                        "message beyond the granted credits: correlationId=" + correlation));
             }
         }
 
@@ -424,15 +420,15 @@ final class RdmaMessages {
                 fail(correlation, new MessageTooLargeException(peerNode, 0, reply.length, maxReply));
                 return;
             }
-            answer(() -> post(KIND_REPLY, (short) 0, correlation, reply, reply.length, null, 0), correlation);
+            answer(() -> post(b -> MessageRecord.writeReply(b, correlation, reply)), correlation);
         }
 
         @Override
         public void fail(long correlation, DsmException failure) {
-            byte[] text = MessageFailures.text(failure).getBytes(StandardCharsets.UTF_8);
-            int n = Math.min(text.length, MAX_ERROR_TEXT);
-            answer(() -> post(KIND_ERROR, (short) 0, correlation, text, n, failure.code(),
-                    MessageFailures.detail(failure)), correlation);
+            byte[] text = MessageRecord.errorText(failure);
+            long detail = MessageFailures.detail(failure);
+            answer(() -> post(b -> MessageRecord.writeError(b, correlation, failure.code(), detail, text)),
+                    correlation);
         }
 
         /** Posts an answer, waiting (bounded) for a send slot whose SEND has not completed yet. */

@@ -7,11 +7,10 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.message.Inbox;
 import io.membus.core.message.MessageEndpoint;
-import io.membus.core.message.MessageFailures;
+import io.membus.core.message.MessageRecord;
 import io.membus.core.message.Outbox;
 import io.membus.core.message.Responder;
 import io.membus.core.transport.TransportThreads;
-import org.agrona.DirectBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -65,6 +64,8 @@ final class ShmMessaging implements AutoCloseable {
     /** Peers' rings, by node; the incarnation says which file is mapped. */
     private final Map<Integer, PeerRing> peerRings = new ConcurrentHashMap<>();
     private final Thread receiver;
+    /** Decodes the records of {@link #ring} (receiver thread only). */
+    private final RecordReader reader = new RecordReader();
     private volatile boolean running = true;
 
     private record Sender(long incarnation, Inbox inbox, Responder responder) {
@@ -178,30 +179,45 @@ final class ShmMessaging implements AutoCloseable {
     }
 
     private void onRecord(int type, org.agrona.MutableDirectBuffer buffer, int index, int length) {
-        int from = buffer.getInt(index + ShmRing.FROM_FIELD_OFFSET);
-        long fromIncarnation = buffer.getLong(index + ShmRing.FROM_INCARNATION_FIELD_OFFSET);
-        long correlation = buffer.getLong(index + ShmRing.CORRELATION_FIELD_OFFSET);
-        switch (type) {
-            case ShmRing.TYPE_MESSAGE, ShmRing.TYPE_REQUEST -> {
-                short channel = buffer.getShort(index + ShmRing.CHANNEL_FIELD_OFFSET);
-                byte[] payload = bytes(buffer, index + ShmRing.HEADER_LENGTH, length - ShmRing.HEADER_LENGTH);
-                onMessage(from, fromIncarnation, correlation, channel, type == ShmRing.TYPE_REQUEST, payload);
+        if (type != ShmRing.TYPE_RECORD) {
+            LOG.warn("shm message ring of node {}: slot of unknown type={} skipped", nodeId, type);
+            return;
+        }
+        ShmRing.decode(buffer, index, length, reader);
+    }
+
+    /** What the receiver thread does with each record of its ring (one instance: receiver thread only). */
+    private final class RecordReader extends ShmRing.Reader {
+        @Override
+        public void message(long correlation, short channel, boolean request, byte[] payload) {
+            onMessage(from, fromIncarnation, correlation, channel, request, payload);
+        }
+
+        @Override
+        public void reply(long correlation, byte[] reply) {
+            Outbox o = outboxOf(from, fromIncarnation);
+            if (o != null) {
+                o.replied(correlation, reply);
             }
-            case ShmRing.TYPE_REPLY -> {
-                Outbox o = outboxOf(from, fromIncarnation);
-                if (o != null) {
-                    o.replied(correlation, bytes(buffer, index + ShmRing.HEADER_LENGTH, length - ShmRing.HEADER_LENGTH));
-                }
+        }
+
+        @Override
+        public void error(long correlation, ErrorCode code, long detail, String text) {
+            Outbox o = outboxOf(from, fromIncarnation);
+            if (o != null) {
+                o.failed(correlation, code, detail, text);
             }
-            case ShmRing.TYPE_ERROR -> {
-                Outbox o = outboxOf(from, fromIncarnation);
-                if (o != null) {
-                    o.failed(correlation, ErrorCode.fromWire(buffer.getInt(index + ShmRing.ERROR_CODE_FIELD_OFFSET)),
-                            buffer.getLong(index + ShmRing.ERROR_DETAIL_FIELD_OFFSET), ShmRing.text(buffer, index, length));
-                }
-            }
-            default -> LOG.warn("shm message ring of node {}: record of unknown type={} from node {} skipped", nodeId,
-                    type, from);
+        }
+
+        @Override
+        public void credit(int credits, int maxMessageSize) {
+            other(MessageRecord.KIND_CREDIT, 0, 0, null); // shm's credits are in the registry, never in the ring
+        }
+
+        @Override
+        public void other(int kind, long address, int length, String problem) {
+            LOG.warn("shm message ring of node {}: record from node {} skipped: {}", nodeId, from,
+                    problem != null ? problem : "kind=" + kind + " is not carried by shm");
         }
     }
 
@@ -241,12 +257,6 @@ final class ShmMessaging implements AutoCloseable {
         }
     }
 
-    private static byte[] bytes(DirectBuffer buffer, int index, int length) {
-        byte[] b = new byte[length];
-        buffer.getBytes(index, b);
-        return b;
-    }
-
     /** Answers into the sender's ring, waiting (bounded) for room when it is full. */
     private final class RingResponder implements Responder {
         private final ShmRing target;
@@ -262,8 +272,7 @@ final class ShmMessaging implements AutoCloseable {
 
         @Override
         public void fail(long correlation, DsmException failure) {
-            write(() -> target.writeError(nodeId, incarnation, correlation, failure.code(),
-                    MessageFailures.detail(failure), MessageFailures.text(failure)), correlation);
+            write(() -> target.writeError(nodeId, incarnation, correlation, failure), correlation);
         }
 
         private void write(java.util.function.BooleanSupplier attempt, long correlation) {

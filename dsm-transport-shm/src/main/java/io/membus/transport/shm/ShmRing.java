@@ -1,22 +1,26 @@
 package io.membus.transport.shm;
 
-import io.membus.core.error.ErrorCode;
+import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.DsmConfigException;
+import io.membus.core.message.MessageFailures;
+import io.membus.core.message.MessageRecord;
 import org.agrona.BitUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.IoUtil;
+import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.ManyToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
+import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.function.LongToIntFunction;
 
 /**
  * One node's message inbox on {@code shm}: an Agrona {@link ManyToOneRingBuffer}
@@ -25,37 +29,35 @@ import java.nio.file.Path;
  * a commit); the owning node's receiver thread is the only reader. Replies go
  * into the sender's own ring the same way.
  *
+ * <p>A ring slot holds the sender's prefix, then one dsm-core {@link MessageRecord} (message,
+ * request, reply or error), which the ring only moves:
  * <pre>
- * One record's body (Agrona's 8-byte record header, with the length and the type, precedes it):
- *   0        4        6        8                16               24
- *   +--------+--------+--------+----------------+----------------+------ ... --+
- *   |  from  |channel |reserved| fromIncarnation|  correlation   |   payload    |
- *   | int32  | int16  | int16  |     int64      |     int64      |              |
- *   +--------+--------+--------+----------------+----------------+------ ... --+
- *   type MESSAGE (one-way) and REQUEST: payload = the message; REPLY: payload = the reply;
- *   ERROR: payload = code int32 | reserved int32 | detail int64 | text UTF-8 (at most 1024 bytes)
- *   Integers in the machine's byte order: every process mapping the file runs on this host.
+ * One slot's body (Agrona's 8-byte record header, with the length and type {@link #TYPE_RECORD}, precedes it):
+ *   0        4        8                16                                  32
+ *   +--------+--------+----------------+------------------------------ ... --------------+
+ *   |  from  |reserved| fromIncarnation|  MessageRecord: kind | flags | channel | ... |   |
+ *   | int32  | int32  |     int64      |  correlation int64 | body (MessageRecord's)     |
+ *   +--------+--------+----------------+------------------------------ ... --------------+
+ *   from, fromIncarnation: the writer (a receiver answers into that node's ring, and drops
+ *   answers of an incarnation it no longer talks to). Little-endian, as the record.
  * </pre>
+ * Since the record moved to dsm-core the prefix is 16 bytes and the kind is the record's, not
+ * Agrona's type: a ring is written and read only by processes of one build (no mixed versions).
  *
  * <p><b>Note:</b> thread-safe for writers (the ring is multi-producer; a lock
  * here only orders writes against {@link #close()}, so no write touches an
  * unmapped file). {@link #read} is for the one receiver thread.
  */
 final class ShmRing implements AutoCloseable {
-    static final int TYPE_MESSAGE = 1;
-    static final int TYPE_REQUEST = 2;
-    static final int TYPE_REPLY = 3;
-    static final int TYPE_ERROR = 4;
+    /** Agrona's type of every slot: the kind is the record's. */
+    static final int TYPE_RECORD = 1;
 
     static final int FROM_FIELD_OFFSET = 0;
-    static final int CHANNEL_FIELD_OFFSET = 4;
     static final int FROM_INCARNATION_FIELD_OFFSET = 8;
-    static final int CORRELATION_FIELD_OFFSET = 16;
-    static final int HEADER_LENGTH = 24;
-    static final int ERROR_CODE_FIELD_OFFSET = HEADER_LENGTH;
-    static final int ERROR_DETAIL_FIELD_OFFSET = HEADER_LENGTH + 8;
-    static final int ERROR_TEXT_FIELD_OFFSET = HEADER_LENGTH + 16;
-    static final int MAX_ERROR_TEXT = 1024;
+    /** Bytes of the sender prefix; the {@link MessageRecord} starts here. */
+    static final int RECORD_FIELD_OFFSET = 16;
+    /** Bytes of a slot's body besides a message's payload: the prefix and the record header. */
+    static final int OVERHEAD = RECORD_FIELD_OFFSET + MessageRecord.HEADER_LENGTH;
 
     private final Path file;
     private final MappedByteBuffer mapped;
@@ -71,7 +73,7 @@ final class ShmRing implements AutoCloseable {
     /** The ring capacity (a power of two) that carries payloads of {@code maxPayload} bytes. */
     static int capacityFor(int maxPayload) {
         // a ManyToOneRingBuffer takes records up to capacity / 8
-        long need = 8L * (maxPayload + HEADER_LENGTH + 64);
+        long need = 8L * (maxPayload + OVERHEAD + 64);
         return BitUtil.findNextPositivePowerOfTwo((int) Math.min(Math.max(need, 256 * 1024), 1 << 30));
     }
 
@@ -107,53 +109,61 @@ final class ShmRing implements AutoCloseable {
 
     /** The largest payload a record of this ring carries. */
     int maxPayload() {
-        return ring.maxMsgLength() - HEADER_LENGTH - 64;
+        return ring.maxMsgLength() - OVERHEAD - 64;
     }
 
     /** Writes a message or request; {@code false} when the ring has no room now (or is closed). */
     synchronized boolean writeMessage(int from, long fromIncarnation, long correlation, short channel,
                                       boolean request, byte[] payload) {
-        return write(request ? TYPE_REQUEST : TYPE_MESSAGE, from, fromIncarnation, correlation, channel, payload,
-                null, 0, 0);
+        return write(from, fromIncarnation, MessageRecord.length(payload.length),
+                a -> MessageRecord.writeMessage(a, correlation, channel, request, payload));
     }
 
     synchronized boolean writeReply(int from, long fromIncarnation, long correlation, byte[] reply) {
-        return write(TYPE_REPLY, from, fromIncarnation, correlation, (short) 0, reply, null, 0, 0);
+        return write(from, fromIncarnation, MessageRecord.length(reply.length),
+                a -> MessageRecord.writeReply(a, correlation, reply));
     }
 
-    synchronized boolean writeError(int from, long fromIncarnation, long correlation, ErrorCode code, long detail,
-                                    String text) {
-        byte[] t = text == null ? new byte[0] : text.getBytes(StandardCharsets.UTF_8);
-        return write(TYPE_ERROR, from, fromIncarnation, correlation, (short) 0, t, code, detail,
-                Math.min(t.length, MAX_ERROR_TEXT));
+    synchronized boolean writeError(int from, long fromIncarnation, long correlation, DsmException failure) {
+        byte[] text = MessageRecord.errorText(failure);
+        long detail = MessageFailures.detail(failure);
+        return write(from, fromIncarnation, MessageRecord.errorLength(text),
+                a -> MessageRecord.writeError(a, correlation, failure.code(), detail, text));
     }
 
-    private boolean write(int type, int from, long fromIncarnation, long correlation, short channel, byte[] payload,
-                          ErrorCode code, long detail, int textLength) {
+    /** Claims a slot, writes the prefix and {@code record} (of {@code recordLength} bytes at an address), commits. */
+    private boolean write(int from, long fromIncarnation, int recordLength, LongToIntFunction record) {
         if (closed) {
             return false;
         }
-        int body = code == null ? payload.length : 16 + textLength;
-        int index = ring.tryClaim(type, HEADER_LENGTH + body);
+        int index = ring.tryClaim(TYPE_RECORD, RECORD_FIELD_OFFSET + recordLength);
         if (index < 0) {
             return false;
         }
-        var buffer = ring.buffer();
-        buffer.putInt(index + FROM_FIELD_OFFSET, from);
-        buffer.putShort(index + CHANNEL_FIELD_OFFSET, channel);
-        buffer.putShort(index + CHANNEL_FIELD_OFFSET + 2, (short) 0);
-        buffer.putLong(index + FROM_INCARNATION_FIELD_OFFSET, fromIncarnation);
-        buffer.putLong(index + CORRELATION_FIELD_OFFSET, correlation);
-        if (code == null) {
-            buffer.putBytes(index + HEADER_LENGTH, payload);
-        } else {
-            buffer.putInt(index + ERROR_CODE_FIELD_OFFSET, code.wire());
-            buffer.putInt(index + ERROR_CODE_FIELD_OFFSET + 4, 0);
-            buffer.putLong(index + ERROR_DETAIL_FIELD_OFFSET, detail);
-            buffer.putBytes(index + ERROR_TEXT_FIELD_OFFSET, payload, 0, textLength);
-        }
+        AtomicBuffer buffer = ring.buffer();
+        buffer.putInt(index + FROM_FIELD_OFFSET, from, ByteOrder.LITTLE_ENDIAN);
+        buffer.putInt(index + FROM_FIELD_OFFSET + 4, 0);
+        buffer.putLong(index + FROM_INCARNATION_FIELD_OFFSET, fromIncarnation, ByteOrder.LITTLE_ENDIAN);
+        record.applyAsInt(buffer.addressOffset() + index + RECORD_FIELD_OFFSET); // the ring is mapped: an address
         ring.commit(index);
         return true;
+    }
+
+    /**
+     * Decodes one slot read from a ring (receiver thread): the writer's prefix, then its record
+     * to {@code receiver}, copied out.
+     */
+    static void decode(DirectBuffer buffer, int index, int length, Reader reader) {
+        reader.from = buffer.getInt(index + FROM_FIELD_OFFSET, ByteOrder.LITTLE_ENDIAN);
+        reader.fromIncarnation = buffer.getLong(index + FROM_INCARNATION_FIELD_OFFSET, ByteOrder.LITTLE_ENDIAN);
+        MessageRecord.decode(buffer.addressOffset() + index + RECORD_FIELD_OFFSET, length - RECORD_FIELD_OFFSET,
+                reader);
+    }
+
+    /** Takes the records of a ring, with the writer of the one being decoded (receiver thread only). */
+    abstract static class Reader implements MessageRecord.Receiver {
+        int from;
+        long fromIncarnation;
     }
 
     /** Reads up to {@code limit} records (receiver thread only). */
@@ -169,11 +179,6 @@ final class ShmRing implements AutoCloseable {
     /** Skips a record whose writer died between claim and commit (receiver thread only). */
     boolean unblock() {
         return ring.unblock();
-    }
-
-    static String text(DirectBuffer buffer, int index, int length) {
-        int n = length - ERROR_TEXT_FIELD_OFFSET;
-        return n <= 0 ? "" : buffer.getStringWithoutLengthUtf8(index + ERROR_TEXT_FIELD_OFFSET, n);
     }
 
     /** Unmaps the file (idempotent); writes after this return {@code false}. */

@@ -84,7 +84,7 @@ class ShmMessagingTest {
             mapped = raf.getChannel().map(FileChannel.MapMode.READ_WRITE, 0, raf.length());
         }
         ManyToOneRingBuffer dead = new ManyToOneRingBuffer(new UnsafeBuffer(mapped));
-        assertTrue(dead.tryClaim(ShmRing.TYPE_MESSAGE, 64) > 0);
+        assertTrue(dead.tryClaim(ShmRing.TYPE_RECORD, 64) > 0);
         long claimedUpTo = dead.producerPosition();
         assertTrue(dead.consumerPosition() < claimedUpTo, "the claimed record blocks the ring");
 

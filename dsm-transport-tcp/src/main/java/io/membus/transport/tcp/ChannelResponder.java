@@ -38,7 +38,7 @@ final class ChannelResponder implements Responder {
             Frame.writeMessageReply(batch, correlation, reply);
             return;
         }
-        ByteBuf b = channel.alloc().ioBuffer(Frame.HEADER_LENGTH + reply.length);
+        ByteBuf b = channel.alloc().ioBuffer(Frame.MSG_PAYLOAD_FIELD_OFFSET + reply.length);
         Frame.writeMessageReply(b, correlation, reply);
         channel.writeAndFlush(b, channel.voidPromise());
     }
@@ -54,7 +54,7 @@ final class ChannelResponder implements Responder {
                     MessageFailures.text(failure));
             return;
         }
-        ByteBuf b = channel.alloc().ioBuffer(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE);
+        ByteBuf b = channel.alloc().ioBuffer(Frame.MSG_ERROR_TEXT_FIELD_OFFSET + io.membus.core.message.MessageRecord.MAX_ERROR_TEXT);
         Frame.writeMessageError(b, correlation, failure.code().wire(), MessageFailures.detail(failure),
                 MessageFailures.text(failure));
         channel.writeAndFlush(b, channel.voidPromise());

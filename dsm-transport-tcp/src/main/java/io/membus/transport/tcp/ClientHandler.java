@@ -94,11 +94,9 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
         switch (frame.opcode()) {
             case Frame.OP_MSG_CREDIT -> connection.outbox().grant(frame.intAt(Frame.CREDIT_CREDITS_FIELD_OFFSET),
                     frame.intAt(Frame.CREDIT_MAX_SIZE_FIELD_OFFSET));
-            case Frame.OP_MSG_REPLY -> connection.outbox().replied(frame.correlationId(),
-                    frame.bytesAt(Frame.HEADER_LENGTH, frame.bodyLength()));
-            case Frame.OP_MSG_ERROR -> connection.outbox().failed(frame.correlationId(),
-                    ErrorCode.fromWire(frame.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff),
-                    frame.longAt(Frame.ERROR_DETAIL_FIELD_OFFSET), frame.errorMessage());
+            case Frame.OP_MSG_REPLY -> connection.outbox().replied(frame.correlationId(), frame.messagePayload());
+            case Frame.OP_MSG_ERROR -> connection.outbox().failed(frame.correlationId(), frame.messageErrorCode(),
+                    frame.messageErrorDetail(), frame.messageErrorText());
             default -> {
                 return false;
             }

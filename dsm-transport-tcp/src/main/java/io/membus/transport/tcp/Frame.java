@@ -2,7 +2,9 @@ package io.membus.transport.tcp;
 
 import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.message.MessageRecord;
 import io.netty.buffer.ByteBuf;
 
 import java.nio.charset.StandardCharsets;
@@ -36,12 +38,15 @@ import java.nio.charset.StandardCharsets;
  *          reasons: bit 0 FENCED: the target refused because it fenced the initiator (NODE_UNAVAILABLE);
  *          the initiator stops reconnecting. Zero otherwise.
  *
- * Messages (after the handshake; a message's correlation id is the sender's, answers carry it, in any order):
- *   MSG        channel int16 | flags uint8 (bit 0: request) | reserved uint8 | payload[rest]   (4 + payload)
- *   MSG_REPLY  payload[rest]: the handler's reply (empty for a one-way message)                (target -> initiator)
- *   MSG_ERROR  as ERROR: code uint8 | reasons uint8 (0) | reserved[2] | length int32 (0) | ptr int64 (0) | detail int64 | text UTF-8
- *   MSG_CREDIT credits int32 | maxMessageSize int32 (correlation id 0; the target grants its inbox right after
- *              WELCOME: the initiator may have that many messages unanswered at once)          (8 bytes)
+ * Messages (after the handshake; a message's correlation id is the sender's, answers carry it, in any order).
+ * The body of every message frame is one dsm-core {@link MessageRecord} (16-byte header: kind uint8 | flags uint8 |
+ * channel int16 | reserved int32 | correlation int64; then its body), whose kind is the opcode's and whose
+ * correlation id is the frame's:
+ *   MSG        record MESSAGE (1) or REQUEST (2): header | payload                            (16 + payload)
+ *   MSG_REPLY  record REPLY (3): header | the handler's reply (empty for a one-way message)    (16 + reply)
+ *   MSG_ERROR  record ERROR (4): header | code int32 | reserved int32 | detail int64 | text UTF-8 (32 + text)
+ *   MSG_CREDIT record CREDIT (6): header | credits int32 | maxMessageSize int32 (correlation id 0; the target
+ *              grants its inbox right after WELCOME: the initiator may have that many messages unanswered)  (24)
  *
  * Handshake (correlation id 0), before any verb:
  *   HELLO     nodeId int32 | incarnation int64 | targetNode int32 | targetIncarnation int64 | nonce[32]  (56)
@@ -61,8 +66,9 @@ public final class Frame {
      * Version of this wire format; a frame with another version is a protocol error.
      * Version 2 gave the first reserved byte its meaning as flags (LINKED), which a
      * version 1 target would have ignored: the two refuse each other's handshake.
+     * Version 3 made every message frame's body a dsm-core {@link MessageRecord}.
      */
-    public static final byte VERSION = 2;
+    public static final byte VERSION = 3;
 
     public static final int LENGTH_FIELD_OFFSET = 0;
     public static final int VERSION_FIELD_OFFSET = 4;
@@ -120,15 +126,23 @@ public final class Frame {
     public static final int AUTH_PROOF_FIELD_OFFSET = HEADER_LENGTH;
     public static final int AUTH_BODY_LENGTH = PROOF_LENGTH;
 
-    // message bodies
-    public static final int MSG_CHANNEL_FIELD_OFFSET = HEADER_LENGTH;
-    public static final int MSG_FLAGS_FIELD_OFFSET = HEADER_LENGTH + 2;
-    public static final int MSG_PAYLOAD_FIELD_OFFSET = HEADER_LENGTH + 4;
-    public static final int MSG_FIXED_BODY_LENGTH = 4;
-    public static final byte MSG_FLAG_REQUEST = 1;
-    public static final int CREDIT_CREDITS_FIELD_OFFSET = HEADER_LENGTH;
-    public static final int CREDIT_MAX_SIZE_FIELD_OFFSET = HEADER_LENGTH + 4;
-    public static final int CREDIT_BODY_LENGTH = 8;
+    // message bodies: one MessageRecord from HEADER_LENGTH
+    public static final int MSG_RECORD_FIELD_OFFSET = HEADER_LENGTH;
+    public static final int MSG_KIND_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.KIND_OFFSET;
+    public static final int MSG_CHANNEL_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.CHANNEL_OFFSET;
+    public static final int MSG_CORRELATION_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.CORRELATION_OFFSET;
+    /** The payload of MSG, the reply of MSG_REPLY. */
+    public static final int MSG_PAYLOAD_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.BODY_OFFSET;
+    /** Bytes of a message frame's body besides its payload or reply: the record header. */
+    public static final int MSG_FIXED_BODY_LENGTH = MessageRecord.HEADER_LENGTH;
+    public static final int MSG_ERROR_CODE_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.ERROR_CODE_OFFSET;
+    public static final int MSG_ERROR_DETAIL_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.ERROR_DETAIL_OFFSET;
+    public static final int MSG_ERROR_TEXT_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.ERROR_TEXT_OFFSET;
+    public static final int CREDIT_CREDITS_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.BODY_OFFSET
+            + MessageRecord.CREDIT_CREDITS_BODY_OFFSET;
+    public static final int CREDIT_MAX_SIZE_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.BODY_OFFSET
+            + MessageRecord.CREDIT_MAX_SIZE_BODY_OFFSET;
+    public static final int CREDIT_BODY_LENGTH = MessageRecord.CREDIT_LENGTH;
     public static final int WELCOME_LANE_PORT_FIELD_OFFSET = HEADER_LENGTH;
     public static final int WELCOME_BODY_LENGTH = 4;
 
@@ -220,8 +234,41 @@ public final class Frame {
 
     /** The error message of an ERROR frame. */
     public String errorMessage() {
-        int n = frameLength() - ERROR_MESSAGE_FIELD_OFFSET;
-        return n <= 0 ? "" : buffer.toString(offset + ERROR_MESSAGE_FIELD_OFFSET, n, StandardCharsets.UTF_8);
+        return textFrom(ERROR_MESSAGE_FIELD_OFFSET);
+    }
+
+    private String textFrom(int fieldOffset) {
+        int n = frameLength() - fieldOffset;
+        return n <= 0 ? "" : buffer.toString(offset + fieldOffset, n, StandardCharsets.UTF_8);
+    }
+
+    /** The record kind of a message frame, unsigned. */
+    public int messageKind() {
+        return buffer.getUnsignedByte(offset + MSG_KIND_FIELD_OFFSET);
+    }
+
+    /** Whether a MSG frame is a request (record kind REQUEST) rather than a one-way message. */
+    public boolean messageIsRequest() {
+        return messageKind() == MessageRecord.KIND_REQUEST;
+    }
+
+    /** The payload of a MSG frame, or the reply of a MSG_REPLY frame. */
+    public byte[] messagePayload() {
+        return bytesAt(MSG_PAYLOAD_FIELD_OFFSET, bodyLength() - MSG_FIXED_BODY_LENGTH);
+    }
+
+    /** The error code of a MSG_ERROR frame. */
+    public ErrorCode messageErrorCode() {
+        return ErrorCode.fromWire(intAt(MSG_ERROR_CODE_FIELD_OFFSET) & 0xff);
+    }
+
+    public long messageErrorDetail() {
+        return longAt(MSG_ERROR_DETAIL_FIELD_OFFSET);
+    }
+
+    /** The text of a MSG_ERROR frame. */
+    public String messageErrorText() {
+        return textFrom(MSG_ERROR_TEXT_FIELD_OFFSET);
     }
 
     /**
@@ -245,10 +292,11 @@ public final class Frame {
             case OP_CHALLENGE -> CHALLENGE_BODY_LENGTH;
             case OP_AUTH -> AUTH_BODY_LENGTH;
             case OP_WELCOME -> WELCOME_BODY_LENGTH;
-            case OP_OK, OP_MSG_REPLY -> body;
-            case OP_ERROR, OP_MSG_ERROR -> body < ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH
+            case OP_OK -> body;
+            case OP_ERROR -> body < ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH
                     ? ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH : body;
-            case OP_MSG -> Math.max(body, MSG_FIXED_BODY_LENGTH);
+            case OP_MSG, OP_MSG_REPLY -> Math.max(body, MSG_FIXED_BODY_LENGTH);
+            case OP_MSG_ERROR -> Math.max(body, MessageRecord.ERROR_TEXT_OFFSET);
             case OP_MSG_CREDIT -> CREDIT_BODY_LENGTH;
             default -> -1;
         };
@@ -257,6 +305,30 @@ public final class Frame {
         }
         if (body != expected) {
             return "opcode=" + opName(op) + ", bodyLength=" + body + ", expected=" + expected;
+        }
+        return isMessage(op) ? validateRecord(op) : null;
+    }
+
+    private static boolean isMessage(byte op) {
+        return op == OP_MSG || op == OP_MSG_REPLY || op == OP_MSG_ERROR || op == OP_MSG_CREDIT;
+    }
+
+    /** A message frame's record: the kind its opcode names, the frame's correlation id. */
+    private String validateRecord(byte op) {
+        int kind = messageKind();
+        boolean kindOk = switch (op) {
+            case OP_MSG -> kind == MessageRecord.KIND_MESSAGE || kind == MessageRecord.KIND_REQUEST;
+            case OP_MSG_REPLY -> kind == MessageRecord.KIND_REPLY;
+            case OP_MSG_ERROR -> kind == MessageRecord.KIND_ERROR;
+            default -> kind == MessageRecord.KIND_CREDIT;
+        };
+        if (!kindOk) {
+            return "opcode=" + opName(op) + ", record kind=" + kind + " (not this opcode's)";
+        }
+        long recordCorrelation = longAt(MSG_CORRELATION_FIELD_OFFSET);
+        if (recordCorrelation != correlationId()) {
+            return "opcode=" + opName(op) + ", record correlationId=" + recordCorrelation + ", frame correlationId="
+                    + correlationId();
         }
         return null;
     }
@@ -359,27 +431,40 @@ public final class Frame {
 
     /** A message: the sender's correlation id, the channel, whether it is a request, the payload. */
     public static void writeMessage(ByteBuf out, long correlationId, short channel, boolean request, byte[] payload) {
-        writeHeader(out, OP_MSG, correlationId, MSG_FIXED_BODY_LENGTH + payload.length);
-        out.writeShortLE(channel);
-        out.writeByte(request ? MSG_FLAG_REQUEST : 0);
-        out.writeByte(0);
+        writeRecordHeader(out, OP_MSG, MessageRecord.messageKind(request), channel, correlationId,
+                payload.length);
         out.writeBytes(payload);
     }
 
     public static void writeMessageReply(ByteBuf out, long correlationId, byte[] reply) {
-        writeHeader(out, OP_MSG_REPLY, correlationId, reply.length);
+        writeRecordHeader(out, OP_MSG_REPLY, MessageRecord.KIND_REPLY, (short) 0, correlationId, reply.length);
         out.writeBytes(reply);
     }
 
     /** The failure of a message: its code, one number ({@code MessageFailures.detail}) and a text. */
     public static void writeMessageError(ByteBuf out, long correlationId, byte code, long detail, String text) {
-        writeError(out, OP_MSG_ERROR, correlationId, code, 0, 0, 0, detail, text);
+        byte[] t = MessageRecord.errorText(text);
+        writeRecordHeader(out, OP_MSG_ERROR, MessageRecord.KIND_ERROR, (short) 0, correlationId,
+                MessageRecord.errorLength(t) - MessageRecord.HEADER_LENGTH);
+        out.writeIntLE(code & 0xff);
+        out.writeIntLE(0);
+        out.writeLongLE(detail);
+        out.writeBytes(t);
     }
 
     public static void writeCredit(ByteBuf out, int credits, int maxMessageSize) {
-        writeHeader(out, OP_MSG_CREDIT, 0, CREDIT_BODY_LENGTH);
+        writeRecordHeader(out, OP_MSG_CREDIT, MessageRecord.KIND_CREDIT, (short) 0, 0,
+                MessageRecord.CREDIT_BODY_LENGTH);
         out.writeIntLE(credits);
         out.writeIntLE(maxMessageSize);
+    }
+
+    /** The frame header and the record header of a message frame whose record body has {@code recordBody} bytes. */
+    private static void writeRecordHeader(ByteBuf out, byte opcode, int kind, short channel, long correlationId,
+                                          int recordBody) {
+        writeHeader(out, opcode, correlationId, MessageRecord.HEADER_LENGTH + recordBody);
+        out.writeLongLE(MessageRecord.headerWord(kind, channel));
+        out.writeLongLE(correlationId);
     }
 
     private static void writeError(ByteBuf out, byte opcode, long correlationId, byte code, int reasons, int length,

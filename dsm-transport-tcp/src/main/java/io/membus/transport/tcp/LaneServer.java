@@ -410,14 +410,13 @@ final class LaneServer implements AutoCloseable {
          * @return false when the lane is to be closed (protocol error)
          */
         private boolean direct(OutputStream output) throws IOException {
-            if ((frame.byteAt(Frame.MSG_FLAGS_FIELD_OFFSET) & Frame.MSG_FLAG_REQUEST) == 0) {
+            if (!frame.messageIsRequest()) {
                 flush(output);
                 return refuseProtocol("a one-way message on a blocking lane, which carries requests only", output);
             }
             long corr = frame.correlationId();
             short channel = frame.shortAt(Frame.MSG_CHANNEL_FIELD_OFFSET);
-            byte[] payload = frame.bytesAt(Frame.MSG_PAYLOAD_FIELD_OFFSET,
-                    frame.bodyLength() - Frame.MSG_FIXED_BODY_LENGTH);
+            byte[] payload = frame.messagePayload();
             byte[] reply = null;
             DsmException failure = null;
             try {
@@ -425,9 +424,9 @@ final class LaneServer implements AutoCloseable {
             } catch (DsmException e) {
                 failure = e;
             }
-            if (failure == null && Frame.HEADER_LENGTH + reply.length > MAX_FRAME) { // the lane reads no longer frame
+            if (failure == null && Frame.MSG_PAYLOAD_FIELD_OFFSET + reply.length > MAX_FRAME) { // a lane reads no longer frame
                 failure = new io.membus.core.error.MessageTooLargeException(transport.nodeId(), channel & 0xffff,
-                        reply.length, MAX_FRAME - Frame.HEADER_LENGTH);
+                        reply.length, MAX_FRAME - Frame.MSG_PAYLOAD_FIELD_OFFSET);
             }
             if (failure == null) {
                 Frame.writeMessageReply(out, corr, reply);

@@ -372,9 +372,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private void onMessage() {
         long corr = frame.correlationId();
         short channel = frame.shortAt(Frame.MSG_CHANNEL_FIELD_OFFSET);
-        boolean request = (frame.byteAt(Frame.MSG_FLAGS_FIELD_OFFSET) & Frame.MSG_FLAG_REQUEST) != 0;
-        byte[] payload = frame.bytesAt(Frame.MSG_PAYLOAD_FIELD_OFFSET, frame.bodyLength() - Frame.MSG_FIXED_BODY_LENGTH);
-        if (!inbox.deliver(corr, channel, request, payload)) {
+        if (!inbox.deliver(corr, channel, frame.messageIsRequest(), frame.messagePayload())) {
             if (inbox.isClosed()) {
                 ByteBuf o = out();
                 Frame.writeMessageError(o, corr, ErrorCode.NODE_UNAVAILABLE.wire(), 0, "node " + transport.nodeId()

@@ -250,11 +250,9 @@ final class TcpLane implements AutoCloseable {
                     + " answers no message of this lane (expected " + correlation + ")");
         }
         return switch (frame.opcode()) {
-            case Frame.OP_MSG_REPLY -> frame.bytesAt(Frame.HEADER_LENGTH, frame.bodyLength());
+            case Frame.OP_MSG_REPLY -> frame.messagePayload();
             case Frame.OP_MSG_ERROR -> throw io.membus.core.message.MessageFailures.decode(peer.nodeId(),
-                    channel & 0xffff, io.membus.core.error.ErrorCode.fromWire(
-                            frame.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff),
-                    frame.longAt(Frame.ERROR_DETAIL_FIELD_OFFSET), frame.errorMessage());
+                    channel & 0xffff, frame.messageErrorCode(), frame.messageErrorDetail(), frame.messageErrorText());
             default -> {
                 breakLane();
                 throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())

@@ -8,7 +8,9 @@ import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The wire layout: every field at its documented offset, and the exact validation messages. */
 class FrameTest {
@@ -52,22 +54,30 @@ class FrameTest {
     @Test
     void messageFramesSitAtTheirDocumentedOffsets() {
         // literal offsets, as docs/tcp-transport.md states them, not the constants
+        // the frame header, then one dsm-core MessageRecord (kind u8 | flags u8 | channel int16 | reserved int32 |
+        // correlation int64 | body) from 16
         Frame.writeMessage(buf, 0x0102030405060708L, (short) 0xfffe, true, new byte[]{9, 8, 7});
         frame.wrap(buf, 0);
         assertNull(frame.validate());
-        assertEquals(16 + 4 + 3, buf.readableBytes());
+        assertEquals(16 + 16 + 3, buf.readableBytes());
+        assertEquals(3, buf.getByte(4), "version 3");
         assertEquals(0x20, buf.getByte(5));
         assertEquals(0x0102030405060708L, buf.getLongLE(8));
-        assertEquals((short) 0xfffe, buf.getShortLE(16), "channel int16 at 16");
-        assertEquals(1, buf.getByte(18), "flags at 18: bit 0 = request");
-        assertEquals(0, buf.getByte(19));
-        assertEquals(9, buf.getByte(20), "payload from 20");
+        assertEquals(2, buf.getByte(16), "record kind REQUEST at 16");
+        assertEquals(0, buf.getByte(17), "record flags zero");
+        assertEquals((short) 0xfffe, buf.getShortLE(18), "channel int16 at 18");
+        assertEquals(0, buf.getIntLE(20));
+        assertEquals(0x0102030405060708L, buf.getLongLE(24), "the record's correlation id, the frame's");
+        assertEquals(9, buf.getByte(32), "payload from 32");
+        assertTrue(frame.messageIsRequest());
+        assertArrayEquals(new byte[]{9, 8, 7}, frame.messagePayload());
 
         buf.clear();
         Frame.writeMessage(buf, 1, (short) 3, false, new byte[0]);
         frame.wrap(buf, 0);
         assertNull(frame.validate());
-        assertEquals(0, buf.getByte(18), "a one-way message has no request flag");
+        assertEquals(1, buf.getByte(16), "a one-way message is record kind MESSAGE");
+        assertFalse(frame.messageIsRequest());
 
         buf.clear();
         Frame.writeCredit(buf, 64, 65536);
@@ -75,35 +85,49 @@ class FrameTest {
         assertNull(frame.validate());
         assertEquals((byte) 0x85, buf.getByte(5));
         assertEquals(0L, buf.getLongLE(8), "a credit grant has correlation id 0");
-        assertEquals(64, buf.getIntLE(16));
-        assertEquals(65536, buf.getIntLE(20));
+        assertEquals(6, buf.getByte(16), "record kind CREDIT");
+        assertEquals(64, buf.getIntLE(32));
+        assertEquals(65536, buf.getIntLE(36));
 
         buf.clear();
         Frame.writeMessageReply(buf, 77, new byte[]{4, 5});
         frame.wrap(buf, 0);
         assertNull(frame.validate());
         assertEquals((byte) 0x83, buf.getByte(5));
-        assertEquals(4, buf.getByte(16));
+        assertEquals(3, buf.getByte(16), "record kind REPLY");
+        assertEquals(77L, buf.getLongLE(24));
+        assertEquals(4, buf.getByte(32));
 
         buf.clear();
         Frame.writeMessageError(buf, 78, (byte) 19, 42L, "unknown channel");
         frame.wrap(buf, 0);
         assertNull(frame.validate());
         assertEquals((byte) 0x84, buf.getByte(5));
-        assertEquals(19, buf.getByte(16));
-        assertEquals(42L, buf.getLongLE(32), "detail at 32, as in ERROR");
-        assertEquals("unknown channel", frame.errorMessage());
+        assertEquals(4, buf.getByte(16), "record kind ERROR");
+        assertEquals(19, buf.getIntLE(32), "code int32 at 32");
+        assertEquals(42L, buf.getLongLE(40), "detail at 40");
+        assertEquals("unknown channel", frame.messageErrorText());
+        assertEquals(42L, frame.messageErrorDetail());
 
         buf.clear();
         Frame.writeHeader(buf, Frame.OP_MSG, 1, 3);
         buf.writeZero(3);
         frame.wrap(buf, 0);
-        assertEquals("opcode=MSG, bodyLength=3, expected=4", frame.validate());
+        assertEquals("opcode=MSG, bodyLength=3, expected=16", frame.validate());
         buf.clear();
         Frame.writeHeader(buf, Frame.OP_MSG_CREDIT, 0, 4);
         buf.writeZero(4);
         frame.wrap(buf, 0);
-        assertEquals("opcode=MSG_CREDIT, bodyLength=4, expected=8", frame.validate());
+        assertEquals("opcode=MSG_CREDIT, bodyLength=4, expected=24", frame.validate());
+        // a record whose kind is not the opcode's, or whose correlation id is not the frame's
+        buf.clear();
+        Frame.writeMessageReply(buf, 5, new byte[0]);
+        buf.setByte(5, Frame.OP_MSG);
+        assertEquals("opcode=MSG, record kind=3 (not this opcode's)", frame.wrap(buf, 0).validate());
+        buf.clear();
+        Frame.writeMessage(buf, 5, (short) 1, true, new byte[0]);
+        buf.setLongLE(24, 6);
+        assertEquals("opcode=MSG, record correlationId=6, frame correlationId=5", frame.wrap(buf, 0).validate());
     }
 
     @Test

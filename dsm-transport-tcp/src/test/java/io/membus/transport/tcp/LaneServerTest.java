@@ -156,10 +156,7 @@ class LaneServerTest {
             p.send(b -> Frame.writeFaa(b, 11, seg.pointer(0), seg.remoteKey(), 0));
             assertEquals(Frame.OP_OK, RawPeer.wrap(p.readFrame()).opcode());
             // a one-way message is not a lane's: protocol error, closed
-            p.send(b -> {
-                Frame.writeHeader(b, Frame.OP_MSG, 12, Frame.MSG_FIXED_BODY_LENGTH);
-                b.writeZero(Frame.MSG_FIXED_BODY_LENGTH);
-            });
+            p.send(b -> Frame.writeMessage(b, 12, (short) 0, false, new byte[0]));
             byte[] refused = p.readFrame();
             assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(refused));
             assertTrue(RawPeer.errorMessage(refused).contains("carries requests only"), RawPeer.errorMessage(refused));
