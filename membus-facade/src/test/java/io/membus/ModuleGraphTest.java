@@ -2,9 +2,12 @@ package io.membus;
 
 import org.junit.jupiter.api.Test;
 import org.w3c.dom.Element;
-import org.w3c.dom.Node;
+import org.w3c.dom.NodeList;
 
 import javax.xml.parsers.DocumentBuilderFactory;
+import javax.xml.xpath.XPath;
+import javax.xml.xpath.XPathConstants;
+import javax.xml.xpath.XPathFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -67,12 +70,12 @@ class ModuleGraphTest {
     /** Each module's artifact mapped to its row, as the reactor's poms declare them. */
     static Map<String, Row> fromPoms(Path root) throws Exception {
         Map<String, Row> graph = new TreeMap<>();
-        for (Element module : children(pom(root.resolve("pom.xml")), "modules", "module")) {
+        for (Element module : children(pom(root.resolve("pom.xml")), "modules/module")) {
             String dir = module.getTextContent().trim();
             Element pom = pom(root.resolve(dir).resolve("pom.xml"));
             Set<String> compile = new TreeSet<>();
             Set<String> runtime = new TreeSet<>();
-            for (Element d : children(pom, "dependencies", "dependency")) {
+            for (Element d : children(pom, "dependencies/dependency")) {
                 String scope = text(d, "scope", "compile");
                 if (!"io.membus".equals(text(d, "groupId", "")) || !"jar".equals(text(d, "type", "jar"))) {
                     continue;
@@ -119,29 +122,20 @@ class ModuleGraphTest {
         return DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(file.toFile()).getDocumentElement();
     }
 
-    /** The {@code item} elements under {@code parent}'s direct child {@code list} (none if it has no such child). */
-    private static List<Element> children(Element parent, String list, String item) {
+    /** The elements at {@code path} (an XPath below {@code parent}; the poms are read without namespaces). */
+    private static List<Element> children(Element parent, String path) throws Exception {
+        XPath xpath = XPathFactory.newInstance().newXPath(); // not thread-safe: one per call
+        NodeList nodes = (NodeList) xpath.evaluate(path, parent, XPathConstants.NODESET);
         List<Element> items = new ArrayList<>();
-        Element l = child(parent, list);
-        for (Node n = l == null ? null : l.getFirstChild(); n != null; n = n.getNextSibling()) {
-            if (n instanceof Element e && e.getTagName().equals(item)) {
-                items.add(e);
-            }
+        for (int i = 0; i < nodes.getLength(); i++) {
+            items.add((Element) nodes.item(i));
         }
         return items;
     }
 
-    private static String text(Element parent, String tag, String otherwise) {
-        Element e = child(parent, tag);
-        return e == null ? otherwise : e.getTextContent().trim();
-    }
-
-    private static Element child(Element parent, String tag) {
-        for (Node n = parent.getFirstChild(); n != null; n = n.getNextSibling()) {
-            if (n instanceof Element e && e.getTagName().equals(tag)) {
-                return e;
-            }
-        }
-        return null;
+    /** The text of {@code parent}'s child {@code tag}, or {@code otherwise} where it has none. */
+    private static String text(Element parent, String tag, String otherwise) throws Exception {
+        List<Element> e = children(parent, tag);
+        return e.isEmpty() ? otherwise : e.get(0).getTextContent().trim();
     }
 }
