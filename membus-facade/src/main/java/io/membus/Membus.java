@@ -275,7 +275,7 @@ public final class Membus implements AutoCloseable {
                     every, maxEntries, maxBytes);
         } catch (com.typesafe.config.ConfigException | IllegalArgumentException e) {
             throw new DsmConfigException("membus.coherence." + key, String.valueOf(c.root().get(key.startsWith("(")
-                    ? "clock-bound" : key)), "see membus-facade's reference.conf: " + e.getMessage(), e);
+                    ? "clock-bound" : key)), "see the membus artifact's reference.conf: " + e.getMessage(), e);
         }
     }
 

@@ -37,8 +37,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Per-key histories of get, containsKey, put, putIfAbsent, replace (both forms) and
  * remove (both forms), from threads on three nodes while the table grows and the
- * dsm-test nemesis delays, drops and partitions traffic between the nodes, checked
- * with dsm-test's linearizability checker against {@code Models.mapKey()}. An
+ * dsm-testkit nemesis delays, drops and partitions traffic between the nodes, checked
+ * with dsm-testkit's linearizability checker against {@code Models.mapKey()}. An
  * operation that timed out or met an unavailable node is recorded as maybe-applied
  * ({@code info}). Seed: -Dmembus.map.seed=...
  */

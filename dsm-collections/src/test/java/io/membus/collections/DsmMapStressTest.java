@@ -32,7 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * at most once and, unless it is the key's final value, exactly once; every value a
  * get returned was written for that key. A lost update, a double removal, a torn or
  * phantom read, or a size that drifts fails it. (An exact check of the per-key chains;
- * the dsm-test linearizability checker is not on main yet.)
+ * the dsm-testkit linearizability checker is not on main yet.)
  * Seed: -Dmembus.map.seed=...
  */
 class DsmMapStressTest {

@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Stress over three nodes: queue deliveries exactly once and FIFO per producer,
  * and histories of the counter, the queue and the lock checked linearizable by
- * the dsm-test checker. Seeds print and replay with {@code -Dmembus.seed=}.
+ * the dsm-testkit checker. Seeds print and replay with {@code -Dmembus.seed=}.
  */
 class DsmStressTest {
     static final long SEED = Long.getLong("membus.seed", System.nanoTime());

@@ -132,7 +132,7 @@ class GettingStartedTest {
      * The README's dependency snippet builds as copied (issue 29): pasted into a project (the
      * page's pom with its two dependency sections replaced by the README's block), a class
      * that uses the facade and the tcp transport and a test class that uses the test kit
-     * ({@code dsm-test}, test scope) compile against the installed artifacts, every version
+     * ({@code dsm-testkit}, test scope) compile against the installed artifacts, every version
      * coming from the BOM but the logging binding's.
      */
     @Test
@@ -143,7 +143,7 @@ class GettingStartedTest {
             .matcher(Files.readString(root.resolve("README.md")));
         assertTrue(xml.find(), "README.md has no xml block");
         String snippet = xml.group(1);
-        for (String artifact : List.of("membus-bom", "membus", "dsm-transport-tcp", "slf4j-simple", "dsm-test")) {
+        for (String artifact : List.of("membus-bom", "membus", "dsm-transport-tcp", "slf4j-simple", "dsm-testkit")) {
             assertTrue(snippet.contains("<artifactId>" + artifact + "</artifactId>"), artifact + " in the snippet");
         }
         String pagePom = fileBlocks(Files.readString(root.resolve("docs/getting-started.md"))).get("shop/pom.xml");

@@ -277,7 +277,7 @@ public final class StressCommand implements Callable<Integer> {
             default -> throw new IllegalStateException("workload " + workload + " has no model");
         };
         Map<String, List<Operation>> byKey = history.byKey();
-        stdout.printf("%nchecking %,d operations on %d keys against the %s model (dsm-test LinearizabilityChecker)%n",
+        stdout.printf("%nchecking %,d operations on %d keys against the %s model (dsm-testkit LinearizabilityChecker)%n",
                 history.operations().size(), byKey.size(), workload);
         CheckResult result = new LinearizabilityChecker().check(history, model);
         List<String> keyNames = new ArrayList<>(result.keys().keySet());

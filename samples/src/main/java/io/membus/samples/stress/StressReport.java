@@ -203,7 +203,7 @@ final class StressReport {
                 .append(all.get(Outcome.OK)).append(", fail ").append(all.get(Outcome.FAIL))
                 .append(", indeterminate ").append(all.get(Outcome.INFO))
                 .append(" (a timeout or a lost node: it may or may not have taken effect, and the checker allows both)."
-                        + " Checked by the dsm-test <code>LinearizabilityChecker</code> (Wing &amp; Gong search with"
+                        + " Checked by the dsm-testkit <code>LinearizabilityChecker</code> (Wing &amp; Gong search with"
                         + " Lowe's memoisation), each key on its own.</p>\n");
         h.append("<h2>Verdict per key</h2>\n<table><tr><th>key</th><th>verdict</th><th>ok</th><th>fail</th>"
                 + "<th>indeterminate</th><th>search steps</th><th class=\"l\">explanation</th></tr>\n");
