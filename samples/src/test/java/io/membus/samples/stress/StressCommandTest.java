@@ -1,6 +1,9 @@
 package io.membus.samples.stress;
 
+import io.membus.samples.JvmLauncher;
 import io.membus.samples.MembusCli;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -37,6 +40,21 @@ class StressCommandTest {
     private record Run(int code, String out) {
     }
 
+    /**
+     * The node JVMs of these short runs compile with C1 only: with 3 to 5 of them starting at
+     * once on 2 cores, C2's compiler threads took CPU the joins needed. The commands' own
+     * defaults are untouched ({@link JvmLauncher#CHILD_JVM_OPTIONS} is unset outside tests).
+     */
+    @BeforeAll
+    static void cheaperNodeJvms() {
+        System.setProperty(JvmLauncher.CHILD_JVM_OPTIONS, "-XX:TieredStopAtLevel=1");
+    }
+
+    @AfterAll
+    static void defaultNodeJvms() {
+        System.clearProperty(JvmLauncher.CHILD_JVM_OPTIONS);
+    }
+
     private static Run stress(Path out, String... args) {
         return stress(2, out, args);
     }
@@ -46,7 +64,10 @@ class StressCommandTest {
         PrintStream stdout = System.out;
         PrintStream stderr = System.err;
         ByteArrayOutputStream sink = new ByteArrayOutputStream();
-        PrintStream both = new PrintStream(sink, true, StandardCharsets.UTF_8);
+        // each line also goes, with the seconds since the run began, to the test's own output as it comes: where a
+        // run's time goes (JVM starts and joins, the clients, restarts, the check, teardown) is read there
+        long began = System.nanoTime();
+        PrintStream both = new PrintStream(new TimedTee(sink, stdout, began), true, StandardCharsets.UTF_8);
         System.setOut(both);
         System.setErr(both);
         int code;
@@ -63,8 +84,42 @@ class StressCommandTest {
             System.setErr(stderr);
         }
         String text = sink.toString(StandardCharsets.UTF_8);
-        System.out.println(text);
+        System.out.printf(java.util.Locale.ROOT, "[%6.1f s] membus stress returned %d%n",
+                (System.nanoTime() - began) / 1e9, code);
         return new Run(code, text);
+    }
+
+    /** Bytes to {@code sink} as they are; each whole line also to {@code timed}, after the seconds since {@code began}. */
+    private static final class TimedTee extends java.io.OutputStream {
+        private final ByteArrayOutputStream sink;
+        private final PrintStream timed;
+        private final long began;
+        private final ByteArrayOutputStream line = new ByteArrayOutputStream();
+
+        TimedTee(ByteArrayOutputStream sink, PrintStream timed, long began) {
+            this.sink = sink;
+            this.timed = timed;
+            this.began = began;
+        }
+
+        @Override
+        public synchronized void write(int b) {
+            sink.write(b);
+            if (b == '\n') {
+                timed.printf(java.util.Locale.ROOT, "[%6.1f s] %s%n", (System.nanoTime() - began) / 1e9,
+                        line.toString(StandardCharsets.UTF_8));
+                line.reset();
+            } else {
+                line.write(b);
+            }
+        }
+
+        @Override
+        public synchronized void write(byte[] b, int off, int len) {
+            for (int i = off; i < off + len; i++) {
+                write(b[i]);
+            }
+        }
     }
 
     /** Every node process gone, and the run's folder under /dev/shm removed. */
