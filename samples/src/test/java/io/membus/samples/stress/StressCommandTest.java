@@ -2,6 +2,7 @@ package io.membus.samples.stress;
 
 import io.membus.samples.JvmLauncher;
 import io.membus.samples.MembusCli;
+import io.membus.samples.TimedLines;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -67,7 +68,7 @@ class StressCommandTest {
         // each line also goes, with the seconds since the run began, to the test's own output as it comes: where a
         // run's time goes (JVM starts and joins, the clients, restarts, the check, teardown) is read there
         long began = System.nanoTime();
-        PrintStream both = new PrintStream(new TimedTee(sink, stdout, began), true, StandardCharsets.UTF_8);
+        PrintStream both = new PrintStream(new TimedLines(sink, stdout, began), true, StandardCharsets.UTF_8);
         System.setOut(both);
         System.setErr(both);
         int code;
@@ -84,42 +85,8 @@ class StressCommandTest {
             System.setErr(stderr);
         }
         String text = sink.toString(StandardCharsets.UTF_8);
-        System.out.printf(java.util.Locale.ROOT, "[%6.1f s] membus stress returned %d%n",
-                (System.nanoTime() - began) / 1e9, code);
+        System.out.println(TimedLines.since(began) + " membus stress returned " + code);
         return new Run(code, text);
-    }
-
-    /** Bytes to {@code sink} as they are; each whole line also to {@code timed}, after the seconds since {@code began}. */
-    private static final class TimedTee extends java.io.OutputStream {
-        private final ByteArrayOutputStream sink;
-        private final PrintStream timed;
-        private final long began;
-        private final ByteArrayOutputStream line = new ByteArrayOutputStream();
-
-        TimedTee(ByteArrayOutputStream sink, PrintStream timed, long began) {
-            this.sink = sink;
-            this.timed = timed;
-            this.began = began;
-        }
-
-        @Override
-        public synchronized void write(int b) {
-            sink.write(b);
-            if (b == '\n') {
-                timed.printf(java.util.Locale.ROOT, "[%6.1f s] %s%n", (System.nanoTime() - began) / 1e9,
-                        line.toString(StandardCharsets.UTF_8));
-                line.reset();
-            } else {
-                line.write(b);
-            }
-        }
-
-        @Override
-        public synchronized void write(byte[] b, int off, int len) {
-            for (int i = off; i < off + len; i++) {
-                write(b[i]);
-            }
-        }
     }
 
     /** Every node process gone, and the run's folder under /dev/shm removed. */
