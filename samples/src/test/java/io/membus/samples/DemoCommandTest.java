@@ -1,10 +1,9 @@
 package io.membus.samples;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -15,22 +14,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 @Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
+@ExtendWith(CheapNodeJvms.class) // node JVMs that start with less CPU
 class DemoCommandTest {
-
-    /**
-     * The node JVMs of these short runs compile with C1 only: with 3 to 5 of them starting at
-     * once on 2 cores, C2's compiler threads took CPU the joins needed. The commands' own
-     * defaults are untouched ({@link JvmLauncher#CHILD_JVM_OPTIONS} is unset outside tests).
-     */
-    @BeforeAll
-    static void cheaperNodeJvms() {
-        System.setProperty(JvmLauncher.CHILD_JVM_OPTIONS, "-XX:TieredStopAtLevel=1");
-    }
-
-    @AfterAll
-    static void defaultNodeJvms() {
-        System.clearProperty(JvmLauncher.CHILD_JVM_OPTIONS);
-    }
 
     private static String run(int expectedExit, String... args) {
         PrintStream original = System.out;

@@ -1,13 +1,12 @@
 package io.membus.samples.stress;
 
-import io.membus.samples.JvmLauncher;
+import io.membus.samples.CheapNodeJvms;
 import io.membus.samples.MembusCli;
 import io.membus.samples.TimedLines;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -35,25 +34,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code -Dmembus.seed=}.
  */
 @Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
+@ExtendWith(CheapNodeJvms.class) // node JVMs that start with less CPU
 class StressCommandTest {
     private static final long SEED = Long.getLong("membus.seed", System.nanoTime());
 
     private record Run(int code, String out) {
-    }
-
-    /**
-     * The node JVMs of these short runs compile with C1 only: with 3 to 5 of them starting at
-     * once on 2 cores, C2's compiler threads took CPU the joins needed. The commands' own
-     * defaults are untouched ({@link JvmLauncher#CHILD_JVM_OPTIONS} is unset outside tests).
-     */
-    @BeforeAll
-    static void cheaperNodeJvms() {
-        System.setProperty(JvmLauncher.CHILD_JVM_OPTIONS, "-XX:TieredStopAtLevel=1");
-    }
-
-    @AfterAll
-    static void defaultNodeJvms() {
-        System.clearProperty(JvmLauncher.CHILD_JVM_OPTIONS);
     }
 
     private static Run stress(Path out, String... args) {
