@@ -3,6 +3,7 @@ package io.membus.samples;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -13,12 +14,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 @Tag("slow") // multi-process: the slow tier (failsafe, mvn verify)
+@ExtendWith(CheapNodeJvms.class) // node JVMs that start with less CPU
 class DemoCommandTest {
 
     private static String run(int expectedExit, String... args) {
         PrintStream original = System.out;
         ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(buffer, true, StandardCharsets.UTF_8));
+        long began = System.nanoTime();
+        System.setOut(new PrintStream(new TimedLines(buffer, original, began), true, StandardCharsets.UTF_8));
         int code;
         try {
             code = MembusCli.run(args);
@@ -26,7 +29,7 @@ class DemoCommandTest {
             System.setOut(original);
         }
         String out = buffer.toString(StandardCharsets.UTF_8);
-        System.out.println(out);
+        System.out.println(TimedLines.since(began) + " membus demo returned " + code);
         assertEquals(expectedExit, code, out);
         return out;
     }
@@ -37,7 +40,6 @@ class DemoCommandTest {
         ByteArrayOutputStream sink = new ByteArrayOutputStream();
         int code = runCapturing(sink, "demo", "--transport", "local", "--ops", "500", "--blocks", "8");
         String out = sink.toString(StandardCharsets.UTF_8);
-        System.out.println(out);
         assertEquals(0, code, out);
         assertTrue(out.contains("shared counter on node 1 (incremented by every node)"), out);
         assertEveryAppOk(out);
@@ -90,7 +92,6 @@ class DemoCommandTest {
         ByteArrayOutputStream sink = new ByteArrayOutputStream(); // stdout and stderr: the nodes' logs too
         int code = runCapturing(sink, "demo", "jobs", "--kill", "--ops", "20000");
         String out = sink.toString(StandardCharsets.UTF_8);
-        System.out.println(out);
         assertEquals(0, code, out);
         assertTrue(out.contains("as separate processes over tcp (127.0.0.1), replication on"), out);
         java.util.regex.Matcher killed = java.util.regex.Pattern
@@ -131,14 +132,19 @@ class DemoCommandTest {
     private static int runCapturing(ByteArrayOutputStream sink, String... args) {
         PrintStream out = System.out;
         PrintStream err = System.err;
-        PrintStream both = new PrintStream(sink, true, StandardCharsets.UTF_8);
+        long began = System.nanoTime();
+        // each line also goes, timed, to the test's output as it comes (where a run's time goes is read there)
+        PrintStream both = new PrintStream(new TimedLines(sink, out, began), true, StandardCharsets.UTF_8);
         System.setOut(both);
         System.setErr(both);
+        int code = -1;
         try {
-            return MembusCli.run(args);
+            code = MembusCli.run(args);
+            return code;
         } finally {
             System.setOut(out);
             System.setErr(err);
+            System.out.println(TimedLines.since(began) + " membus demo returned " + code);
         }
     }
 
@@ -187,7 +193,6 @@ class DemoCommandTest {
 
         int code = demo.get(90, TimeUnit.SECONDS);
         String text = sink.toString(StandardCharsets.UTF_8);
-        System.out.println(text);
         assertEquals(1, code, text);
         assertTrue(text.contains("membus: demo FAILED: node 2 (pid " + pid + ") exited"), text);
         assertTrue(ProcessHandle.current().descendants().noneMatch(p -> p.info().commandLine().orElse("")

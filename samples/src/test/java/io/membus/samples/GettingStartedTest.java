@@ -46,6 +46,14 @@ class GettingStartedTest {
     private static final List<String> NOT_LIBRARIES = List.of("samples", "dsm-bench");
     /** {@code membus node}'s periodic status line (two may come in one second of uptime under load). */
     private static final Pattern STATUS_LINE = Pattern.compile("^node \\d+ \\S+ \\| members ");
+    /**
+     * One local repository for both builds of the class: the reactor's artifacts are installed
+     * into it once, and the third-party plugins and dependencies the first build copies from the
+     * build's repository are there for the second (a repository of each test's own made both
+     * again). Neither build writes what the other reads differently: the same reactor jars.
+     */
+    @TempDir
+    static Path repository;
 
     @Test
     @Timeout(value = 420, unit = TimeUnit.SECONDS)
@@ -192,7 +200,7 @@ class GettingStartedTest {
      * build's local repository: no network).
      */
     private static void build(Path root, Path dir, Path project, String goal, String what) throws Exception {
-        Path repo = dir.resolve("m2");
+        Path repo = repository.resolve("m2");
         if (!Files.isDirectory(repo)) {
             installReactor(root, repo);
         }

@@ -348,11 +348,16 @@ final class StressCluster implements AutoCloseable {
                 p.exit();
             }
         }
-        // on Ctrl-C the user is waiting: a short grace, then kill -9 (by pid); at the end of a run, time to leave
+        // on Ctrl-C the user is waiting: a short grace, then kill -9 (by pid); at the end of a run, time to leave.
+        // One grace for all of them, counted from the EXIT they were all sent together: each its own grace, one
+        // after the other, let a run whose nodes could not leave (a member killed for good and not yet downed
+        // blocks the leave) wait 15 s per node
         int grace = Thread.currentThread() == hook ? 3 : 15;
+        long graceEnds = System.nanoTime() + grace * 1_000_000_000L;
         for (NodeProcess p : all) {
             if (p != null) {
-                p.destroy(grace);
+                long left = graceEnds - System.nanoTime();
+                p.destroy(left <= 0 ? 0 : (int) ((left + 999_999_999L) / 1_000_000_000L));
             }
         }
         deleteTree(runDir);
