@@ -56,8 +56,13 @@ public final class NodeCommand implements Callable<Integer> {
         }, "membus-node-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         out.println("membus node " + node.nodeId() + " running (member " + node.memberAddress() + "); Ctrl-C stops it");
-        long until = runFor > 0 ? System.nanoTime() + TimeUnit.SECONDS.toNanos(runFor) : Long.MAX_VALUE;
-        while (true) {
+        // status lines on a fixed schedule (tick k at start + k * interval, the last tick at start + run-for):
+        // whether a tick is the last is decided by the schedule, never by how late a loaded machine woke up, so
+        // --run-for R --status-interval I prints exactly ceil(R / I) + 1 lines
+        long start = System.nanoTime();
+        long interval = TimeUnit.SECONDS.toNanos(statusInterval);
+        long until = runFor > 0 ? start + TimeUnit.SECONDS.toNanos(runFor) : Long.MAX_VALUE;
+        for (long tick = start; ; ) {
             out.println(StatusText.statusLine(node.status()));
             out.flush();
             if (node.isDown()) {
@@ -67,19 +72,18 @@ public final class NodeCommand implements Callable<Integer> {
                 System.err.println("membus node " + node.nodeId() + " is down: " + node.downReason());
                 return 3;
             }
-            if (runFor > 0 && System.nanoTime() - until >= 0) {
+            if (runFor > 0 && tick - until >= 0) {
                 Runtime.getRuntime().removeShutdownHook(hook);
                 membus.close();
                 node.close();
                 return 0;
             }
-            long wait = TimeUnit.SECONDS.toMillis(statusInterval);
-            if (runFor > 0) {
-                // rounded up: woken a fraction of a millisecond early, the loop printed the same status line twice
-                wait = Math.max(1, Math.min(wait, (until - System.nanoTime() + 999_999) / 1_000_000));
-            }
-            if (stopped.await(wait, TimeUnit.MILLISECONDS)) {
-                return 0;
+            tick = runFor > 0 && until - tick < interval ? until : tick + interval;
+            // woken early (a timed wait may return a fraction of a millisecond before its time), wait the rest
+            for (long left = tick - System.nanoTime(); left > 0; left = tick - System.nanoTime()) {
+                if (stopped.await(left, TimeUnit.NANOSECONDS)) {
+                    return 0;
+                }
             }
         }
     }
