@@ -138,7 +138,8 @@ class HandshakeRecordTest {
     void everyMalformedRecordIsAProtocolErrorNamingWhatWasWrong() {
         byte[] hello = new HandshakeRecord.Hello(1, 2, 3, 4, new byte[32]).encode();
 
-        refused(() -> HandshakeRecord.decode(new byte[7], PEER), "a record of 7 bytes is shorter than the 8-byte header");
+        refused(() -> HandshakeRecord.decode(new byte[7], PEER),
+                "a record of 7 bytes is shorter than the 8-byte header");
 
         byte[] magic = hello.clone();
         magic[4] = 'X';
@@ -172,7 +173,8 @@ class HandshakeRecordTest {
         refused(() -> HandshakeRecord.decode(port, PEER), "WELCOME port=65537, allowed=0..65535");
 
         byte[] refusal = new HandshakeRecord.Refusal(ErrorCode.NODE_UNAVAILABLE, 0, 0, "no").encode();
-        refused(() -> HandshakeRecord.decode(Arrays.copyOf(refusal, 23), PEER), "REFUSAL of 23 bytes, expected 24..1048");
+        refused(() -> HandshakeRecord.decode(Arrays.copyOf(refusal, 23), PEER),
+                "REFUSAL of 23 bytes, expected 24..1048");
         refused(() -> HandshakeRecord.decode(new byte[1049], 0, 1049, PEER), "magic=0x0");
         byte[] longRefusal = Arrays.copyOf(refusal, 1049);
         refused(() -> HandshakeRecord.decode(longRefusal, PEER), "REFUSAL of 1049 bytes, expected 24..1048");
@@ -191,7 +193,8 @@ class HandshakeRecordTest {
 
     @Test
     void badInputsToTheEncoderAreTypedToo() {
-        refused(() -> new HandshakeRecord.Hello(1, 2, 3, 4, new byte[31]), "HELLO nonce of 31 bytes, expected 32 bytes");
+        refused(() -> new HandshakeRecord.Hello(1, 2, 3, 4, new byte[31]),
+                "HELLO nonce of 31 bytes, expected 32 bytes");
         refused(() -> new HandshakeRecord.Challenge(1, 2, new byte[32], null), "CHALLENGE proof of null, expected 32");
         refused(() -> new HandshakeRecord.Auth(new byte[33]), "AUTH proof of 33 bytes, expected 32 bytes");
         refused(() -> new HandshakeRecord.Welcome(70000), "WELCOME port=70000, allowed=0..65535");

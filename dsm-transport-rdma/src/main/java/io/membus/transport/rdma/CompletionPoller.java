@@ -17,8 +17,8 @@ import java.util.concurrent.TimeUnit;
  * futures. Idle: dsm-core's {@link Backoff} with {@link #IDLE}: 1,000 spins, then 99,000
  * parks of 20 µs (about two seconds of idling), then parks doubling to 1 ms; found work
  * {@linkplain Backoff#reset() starts the schedule again}. A completion queue that fails
- * to poll closes its connection (once: its verbs fail now instead of at their deadline). One job: polling;
- * the connections are made and closed by the transport.
+ * to poll closes its connection (once: its verbs fail now instead of at their deadline).
+ * One job: polling; the connections are made and closed by the transport.
  *
  * <p><b>Note:</b> thread-safe: {@link #track} and {@link #untrack} (any thread) are
  * serialised and replace a copy-on-write array published through a volatile field, so the

@@ -21,8 +21,8 @@ import java.util.List;
 
 /**
  * The initiator's side of one rdma control channel: the TCP handshake with the target
- * (HELLO, CHALLENGE or REFUSAL, AUTH: dsm-core {@link HandshakeRecord}s, both proofs), the first catalog, the RC queue pair set up through the
- * RDMA CM (catalog pushes may come before the target's READY), and then, for the
+ * (HELLO, CHALLENGE or REFUSAL, AUTH: dsm-core {@link HandshakeRecord}s, both proofs), the
+ * first catalog, the RC queue pair set up through the RDMA CM (catalog pushes may come before the target's READY), and then, for the
  * connection's life, the target's catalog pushes ({@link #catalogLoop}). Every step of the
  * handshake ends by the connect deadline. One job: the control channel's wire; the
  * connection made over the queue pair is assembled by {@link RdmaTransport}.

@@ -306,7 +306,8 @@ public final class Frame {
             case OP_CHALLENGE -> CHALLENGE_BODY_LENGTH;
             case OP_AUTH -> AUTH_BODY_LENGTH;
             case OP_WELCOME -> WELCOME_BODY_LENGTH;
-            case OP_REFUSED -> Math.min(Math.max(body, HandshakeRecord.REFUSAL_TEXT_OFFSET), HandshakeRecord.MAX_LENGTH);
+            case OP_REFUSED -> Math.min(Math.max(body, HandshakeRecord.REFUSAL_TEXT_OFFSET),
+                    HandshakeRecord.MAX_LENGTH);
             case OP_OK -> body;
             case OP_ERROR -> body < ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH
                     ? ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH : body;
