@@ -15,7 +15,8 @@ import java.nio.charset.StandardCharsets;
  * cluster secret ({@link PeerAuth}), the target's welcome, or why it refuses. Every
  * networked transport moves these records, each in its own framing: tcp puts one in the
  * body of its HELLO, CHALLENGE, AUTH, WELCOME and REFUSED frames; rdma writes each one on
- * its control stream behind a length. What each side checks (the proofs, the node and
+ * its control stream behind a length (it sends no WELCOME: its first catalog follows an
+ * admitted AUTH). What each side checks (the proofs, the node and
  * incarnation asked for, fencing) is the transport's; what the bytes mean is here.
  *
  * <pre>
