@@ -199,7 +199,7 @@ final class QueueRecovery {
      */
     private void retryGiveBack(long t, long mine, long next, BlockRef block, long delayNanos) {
         givingBack.put(t, mine);
-        io.membus.core.transport.Deadlines.schedule(() -> {
+        io.membus.core.time.Deadlines.schedule(() -> {
             CompletableFuture<Long> cas;
             try {
                 handle.checkDead();

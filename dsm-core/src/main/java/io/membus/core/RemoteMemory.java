@@ -81,6 +81,9 @@ import java.util.function.LongFunction;
  * monitor is held while a verb is issued or a future completed.
  */
 public final class RemoteMemory {
+    /** Largest byte count one read or write may carry (16 MiB): the application's name for the transports' limit. */
+    public static final int MAX_VERB_LENGTH = SegmentTable.MAX_VERB_LENGTH;
+
     private final Transport transport;
     private final SegmentDirectory directory;
     private final Duration operationTimeout;
@@ -107,6 +110,12 @@ public final class RemoteMemory {
         this.blocking = new BlockingPath(this, router, openings);
     }
 
+    /**
+     * The node's transport, whose type is the transport SPI ({@code io.membus.core.transport}):
+     * for a node's assembly, the transports and this layer's own helpers. Application code
+     * uses this class's verbs and the application API beside it (docs/design.md, "Application
+     * API and transport SPI").
+     */
     public Transport transport() {
         return transport;
     }

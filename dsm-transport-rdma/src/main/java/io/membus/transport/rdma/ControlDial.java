@@ -7,7 +7,7 @@ import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;

@@ -4,7 +4,7 @@ import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.message.MessageRecord;
+import io.membus.core.transport.message.MessageRecord;
 import io.netty.buffer.ByteBuf;
 
 import java.nio.charset.StandardCharsets;

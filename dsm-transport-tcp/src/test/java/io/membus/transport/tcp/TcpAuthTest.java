@@ -8,7 +8,7 @@ import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;

@@ -15,7 +15,7 @@ import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.time.SkewableClock;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
