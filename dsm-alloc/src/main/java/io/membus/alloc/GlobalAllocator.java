@@ -171,7 +171,7 @@ public final class GlobalAllocator implements AutoCloseable {
         int formatted = 0;
         int present = 0;
         for (int index : config.heapSegments()) {
-            Segment s = memory.transport().table().get(index);
+            Segment s = memory.localSegment(index);
             if (s == null) {
                 continue;
             }
@@ -186,7 +186,7 @@ public final class GlobalAllocator implements AutoCloseable {
         if (present == 0) {
             throw new DsmConfigException("alloc.heap-segments", Arrays.toString(config.heapSegments()),
                     "indexes of segments this node exports (node " + self + " exports "
-                            + memory.transport().table().all().stream().map(Segment::index).toList()
+                            + memory.localSegments().stream().map(Segment::index).toList()
                             + "); export the heap segments before formatting them");
         }
         heaps.changed();

@@ -81,7 +81,7 @@ final class QueueRecovery {
         if (node == ring.self) {
             return !inFlight.containsKey(SlotState.ticket(state));
         }
-        return memory.directory().member(node).isEmpty() || memory.transport().isFenced(node);
+        return memory.directory().member(node).isEmpty() || memory.isFenced(node);
     }
 
     /** Wakes the nodes waiting to take and to put: a slot moved on. */

@@ -19,7 +19,7 @@ final class WordVerbs {
 
     WordVerbs(RemoteMemory memory) {
         this.memory = memory;
-        this.plainWriteAtomic = memory.transport().capabilities().plainWritesAtomicWithAtomics();
+        this.plainWriteAtomic = memory.capabilities().plainWritesAtomicWithAtomics();
     }
 
     /** Whether a plain write of a word lands whole against atomics on it (see the class comment). */

@@ -1,5 +1,6 @@
 package io.membus.core;
 
+import io.membus.core.capability.TransportCapabilities;
 import io.membus.core.directory.DirectoryListener;
 import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.directory.SegmentDirectory;
@@ -131,6 +132,26 @@ public final class RemoteMemory {
 
     public int localNodeId() {
         return transport.nodeId();
+    }
+
+    /** This node's exported segment {@code index}, or {@code null} when it exports none by that index. */
+    public Segment localSegment(int index) {
+        return transport.table().get(index);
+    }
+
+    /** The segments this node exports. */
+    public List<Segment> localSegments() {
+        return transport.table().all();
+    }
+
+    /** Whether this node fenced {@code node} (the membership downed it): its verbs are refused here. */
+    public boolean isFenced(int node) {
+        return transport.isFenced(node);
+    }
+
+    /** What this node's transport promises beyond the verbs' contract: decide on these, never on its name. */
+    public TransportCapabilities capabilities() {
+        return transport.capabilities();
     }
 
     /**
