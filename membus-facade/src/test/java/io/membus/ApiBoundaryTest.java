@@ -101,7 +101,7 @@ class ApiBoundaryTest {
                 /** Mentions io.membus.core.transport.Verbs in a comment: not code. */
                 final class Planted {
                     // io.membus.core.auth.PeerAuth in a line comment
-                    String text = "io.membus.core.transport.Deadlines in a string";
+                    String text = "io.membus.core.time.Deadlines in a string";
                     long max = io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH;
                 }
                 """;

@@ -148,7 +148,7 @@ final class TcpLane implements AutoCloseable {
     private void handshakeStep(byte expected) throws IOException {
         send();
         receive();
-        if (frame.opcode() == Frame.OP_ERROR) {
+        if (frame.opcode() == Frame.OP_ERROR || frame.opcode() == Frame.OP_REFUSED) {
             throw handshakeRefused();
         }
         if (frame.opcode() != expected) {
