@@ -8,8 +8,8 @@ import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.message.HandshakeRecord;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.message.HandshakeRecord;
+import io.membus.core.directory.PeerInfo;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;

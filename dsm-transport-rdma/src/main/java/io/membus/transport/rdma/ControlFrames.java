@@ -3,7 +3,7 @@ package io.membus.transport.rdma;
 import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.ProtocolException;
-import io.membus.core.message.HandshakeRecord;
+import io.membus.core.transport.message.HandshakeRecord;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;

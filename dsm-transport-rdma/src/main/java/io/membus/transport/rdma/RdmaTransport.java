@@ -11,12 +11,12 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.TransportUnavailableException;
 import io.membus.core.auth.PeerAuth;
-import io.membus.core.message.HandshakeRecord;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.membus.core.transport.TransportThreads;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.Deadlines;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.time.Deadlines;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.TransportConfig;
 import org.slf4j.Logger;
@@ -133,9 +133,8 @@ public final class RdmaTransport extends AbstractTransport {
      * target refuses a fenced initiator (it destroys the node's target-side queue pairs).
      */
     @Override
-    public io.membus.core.transport.TransportCapabilities capabilities() {
-        return io.membus.core.transport.TransportCapabilities.NONE.withWholeWords(fabric.movesWordsWhole())
-                .withFencesInitiators(true);
+    public io.membus.core.capability.TransportCapabilities capabilities() {
+        return RdmaTransportProvider.CAPABILITIES.withWholeWords(fabric.movesWordsWhole());
     }
 
     @Override

@@ -8,8 +8,8 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.error.VerbException;
-import io.membus.core.message.HandshakeRecord;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.message.HandshakeRecord;
+import io.membus.core.directory.PeerInfo;
 
 /**
  * Rebuilds the typed failure an ERROR frame from a target carries, on the initiator: a

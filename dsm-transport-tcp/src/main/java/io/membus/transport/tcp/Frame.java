@@ -4,8 +4,8 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
-import io.membus.core.message.HandshakeRecord;
-import io.membus.core.message.MessageRecord;
+import io.membus.core.transport.message.HandshakeRecord;
+import io.membus.core.transport.message.MessageRecord;
 import io.netty.buffer.ByteBuf;
 
 import java.nio.charset.StandardCharsets;

@@ -4,11 +4,11 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.ProtocolException;
-import io.membus.core.message.HandshakeRecord;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.membus.core.replication.AckGate;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import io.membus.core.transport.TransportThreads;
-import io.membus.core.transport.pipeline.TimerWheel;
+import io.membus.core.time.TimerWheel;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.slf4j.Logger;
@@ -415,7 +415,7 @@ final class LaneServer implements AutoCloseable {
         /**
          * A message request on the lane ({@link io.membus.core.transport.Connection#requestDirect}):
          * handled here, on the lane's thread, by the channel's inline handler
-         * ({@link io.membus.core.message.MessageEndpoint#handleDirect}: the same checks as a
+         * ({@link io.membus.core.transport.message.MessageEndpoint#handleDirect}: the same checks as a
          * message of the Netty side, fencing included), answered at once with its reply or
          * its typed failure. A one-way message is a protocol error.
          *
@@ -444,8 +444,8 @@ final class LaneServer implements AutoCloseable {
                 Frame.writeMessageReply(out, corr, reply);
             } else {
                 Frame.writeMessageError(out, corr, failure.code().wire(),
-                        io.membus.core.message.MessageFailures.detail(failure),
-                        io.membus.core.message.MessageFailures.text(failure));
+                        io.membus.core.transport.message.MessageFailures.detail(failure),
+                        io.membus.core.transport.message.MessageFailures.text(failure));
             }
             flush(output);
             return true;

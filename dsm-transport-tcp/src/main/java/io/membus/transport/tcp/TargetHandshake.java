@@ -4,7 +4,7 @@ import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.message.HandshakeRecord;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.netty.buffer.ByteBuf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

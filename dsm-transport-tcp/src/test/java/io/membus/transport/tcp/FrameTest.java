@@ -3,7 +3,7 @@ package io.membus.transport.tcp;
 import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.ProtocolException;
-import io.membus.core.message.HandshakeRecord;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;

@@ -134,12 +134,12 @@ final class RawPeer implements AutoCloseable {
     }
 
     /** The refusal record of a REFUSED frame (a ProtocolException for anything else). */
-    static io.membus.core.message.HandshakeRecord.Refusal refusal(byte[] frame) {
+    static io.membus.core.transport.message.HandshakeRecord.Refusal refusal(byte[] frame) {
         Frame f = wrap(frame);
         if (f.opcode() != Frame.OP_REFUSED) {
             throw new AssertionError("expected REFUSED, got " + Frame.opName(f.opcode()));
         }
-        return (io.membus.core.message.HandshakeRecord.Refusal) f.handshakeRecord("the target");
+        return (io.membus.core.transport.message.HandshakeRecord.Refusal) f.handshakeRecord("the target");
     }
 
     /** Sends HELLO, reads CHALLENGE; returns it. */

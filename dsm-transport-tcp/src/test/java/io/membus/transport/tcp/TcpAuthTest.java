@@ -8,7 +8,7 @@ import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
@@ -82,7 +82,7 @@ class TcpAuthTest {
             p.send(b -> {
                 int start = b.writerIndex();
                 Frame.writeHello(b, 2, 5, 1, a.incarnation(), io.membus.core.auth.PeerAuth.nonce());
-                b.setByte(start + Frame.HEADER_LENGTH + io.membus.core.message.HandshakeRecord.VERSION_OFFSET, 9);
+                b.setByte(start + Frame.HEADER_LENGTH + io.membus.core.transport.message.HandshakeRecord.VERSION_OFFSET, 9);
             });
             byte[] answer = p.readFrame();
             assertEquals(Frame.OP_ERROR, RawPeer.wrap(answer).opcode(), "a bad frame: tcp's own ERROR frame");
