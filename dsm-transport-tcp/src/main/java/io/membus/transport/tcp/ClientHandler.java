@@ -40,6 +40,8 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
     private boolean authenticated;
     private boolean challenged;
     private String closedBy; // the peer's reason, when it closed in order
+    /** Whether the current read batch carried a verb's answer (counted in {@link VerbPathCounts}). */
+    private boolean answered;
 
     ClientHandler(TcpConnection connection, PeerInfo peer, CompletableFuture<Void> ready) {
         this.connection = connection;
@@ -81,6 +83,7 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
                     throw new ProtocolException(peer.toString(), "opcode=" + Frame.opName(frame.opcode())
                             + " where a response was expected");
                 }
+                answered = true;
                 connection.response(frame);
             } else {
                 handshake(ctx);
@@ -183,6 +186,10 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
+        if (answered) {
+            answered = false;
+            VerbPathCounts.clientAnswerReads.increment();
+        }
         if (authenticated) {
             connection.sendWaiting(); // responses freed window slots: waiting verbs go out, one flush
         }

@@ -93,6 +93,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private ByteBuf out;
     /** Between a {@link #channelRead} and its {@link #channelReadComplete} (I/O thread): {@link #out} will be flushed. */
     private boolean inRead;
+    /** Whether the current read batch carried a verb (counted in {@link VerbPathCounts}). */
+    private boolean verbsInRead;
     /** Runs this connection's verbs (its copy buffer is allocated at the first verb). */
     private final VerbExecutor verbs;
     /**
@@ -222,6 +224,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         inRead = false;
+        if (verbsInRead) {
+            verbsInRead = false;
+            VerbPathCounts.targetVerbReads.increment();
+        }
         flush();
         ctx.fireChannelReadComplete();
     }
@@ -417,6 +423,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void execute() {
+        verbsInRead = true;
+        VerbPathCounts.targetVerbs.increment();
         // behind an answer that waits, every answer waits (request order)
         ByteBuf behind = answers.behindTail();
         ByteBuf o = behind == null ? out() : behind;
@@ -467,6 +475,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         if (o != null) {
             out = null;
             if (o.isReadable() && state != CLOSED) {
+                VerbPathCounts.targetFlushes.increment();
                 ctx.writeAndFlush(o, ctx.voidPromise());
             } else {
                 o.release();

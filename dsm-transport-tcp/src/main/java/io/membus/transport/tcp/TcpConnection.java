@@ -388,6 +388,7 @@ final class TcpConnection implements Connection {
     /** Runs the I/O thread's drain (at most once per burst); any thread. */
     void wake() {
         if (drainScheduled.compareAndSet(false, true)) {
+            VerbPathCounts.clientWakes.increment();
             try {
                 loop.execute(drainTask);
             } catch (RejectedExecutionException e) {

@@ -84,6 +84,7 @@ final class TcpVerbWire implements Wire<Verb> {
         burst = null;
         burstChannel = null;
         if (out != null) {
+            VerbPathCounts.clientFlushes.increment();
             ch.writeAndFlush(out, ch.voidPromise());
         }
     }

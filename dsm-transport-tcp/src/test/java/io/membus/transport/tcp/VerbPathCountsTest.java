@@ -1,0 +1,93 @@
+package io.membus.transport.tcp;
+
+import io.membus.core.RemoteMemory;
+import io.membus.core.RemotePtr;
+import io.membus.core.Segment;
+import io.membus.core.directory.StaticDirectory;
+import io.membus.core.transport.SegmentSpec;
+import io.membus.core.transport.Transport;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * What 16 reads in flight on one pipelined connection cost in hand-offs and writes
+ * ({@link VerbPathCounts}), the shape of {@code TcpSyncBenchmark.inFlight16}: one thread
+ * issues 16 reads of 64 B with {@code readAsync} and waits for the last. Printed per 16
+ * reads (the evidence of a change to the path that does not depend on the machine's
+ * load); checked: every verb ran once, and the target answers every read batch of verbs
+ * with one write at most (the batching floor's rule: replies to requests that arrived
+ * together leave together).
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class VerbPathCountsTest {
+    private static final int IN_FLIGHT = 16;
+    private static final Duration WAIT = Duration.ofSeconds(30);
+    private final Nodes nodes = new Nodes();
+    private final StaticDirectory directory = new StaticDirectory();
+
+    @AfterEach
+    void close() {
+        nodes.close();
+    }
+
+    private Transport node(int id, String... properties) {
+        Transport t = nodes.start(id, properties);
+        directory.addMember(t.self());
+        Segment s = t.export(SegmentSpec.of(0, 64 * 1024));
+        directory.addSegment(s.descriptor());
+        return t;
+    }
+
+    @Test
+    void sixteenReadsInFlightLeaveTogetherAndTheirAnswersInOneWritePerReadBatch() {
+        node(1);
+        Transport client = node(2);
+        RemoteMemory memory = new RemoteMemory(client, directory, WAIT);
+        long ptr = RemotePtr.pack(1, 0, 4096);
+        byte[] expected = new byte[64];
+        for (int i = 0; i < expected.length; i++) {
+            expected[i] = (byte) (i * 7 + 1);
+        }
+        memory.write(ptr, expected);
+        rounds(memory, ptr, expected, 300); // warm-up: JIT, buffers, connection
+        long[] before = VerbPathCounts.snapshot();
+        int rounds = 1000;
+        rounds(memory, ptr, expected, rounds);
+        long[] after = VerbPathCounts.snapshot();
+        long[] d = new long[before.length];
+        StringBuilder line = new StringBuilder("per " + IN_FLIGHT + " reads in flight:");
+        for (int i = 0; i < d.length; i++) {
+            d[i] = after[i] - before[i];
+            line.append(String.format(" %s=%.2f", VerbPathCounts.NAMES[i], d[i] / (double) rounds));
+        }
+        System.out.println(line);
+        assertEquals((long) rounds * IN_FLIGHT, d[4], "every read ran once at the target");
+        assertTrue(d[5] <= d[3], "the target wrote its answers at most once per read batch of verbs: flushes="
+                + d[5] + ", read batches=" + d[3]);
+        assertTrue(d[1] >= rounds && d[1] <= (long) rounds * IN_FLIGHT, "request flushes=" + d[1]);
+    }
+
+    private static void rounds(RemoteMemory memory, long ptr, byte[] expected, int rounds) {
+        for (int r = 0; r < rounds; r++) {
+            CompletableFuture<byte[]> first = null;
+            CompletableFuture<byte[]> last = null;
+            for (int i = 0; i < IN_FLIGHT; i++) {
+                last = memory.readAsync(ptr, 64);
+                if (first == null) {
+                    first = last;
+                }
+            }
+            assertArrayEquals(expected, memory.await(last));
+            assertTrue(first.isDone(), "completion in issue order: the first is done when the last is");
+        }
+    }
+}
