@@ -419,6 +419,7 @@ final class TcpConnection implements Connection {
             return;
         }
         pipeline.pump();
+        wire.writeReady(); // outside the pipeline's lock: issuing threads do not wait for the write
         messages.writeQueued(channel);
     }
 
@@ -507,6 +508,7 @@ final class TcpConnection implements Connection {
     /** Responses freed window slots, or the channel became writable: waiting verbs go out, one flush. */
     void sendWaiting() {
         pipeline.pump();
+        wire.writeReady();
     }
 
     /** The open channel closed. */
