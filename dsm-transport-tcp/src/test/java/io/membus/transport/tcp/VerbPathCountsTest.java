@@ -10,7 +10,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.time.Duration;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -23,7 +28,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * ({@link VerbPathCounts}), the shape of {@code TcpSyncBenchmark.inFlight16}: one thread
  * issues 16 reads of 64 B with {@code readAsync} and waits for the last. Printed per 16
  * reads (the evidence of a change to the path that does not depend on the machine's
- * load); checked: every verb ran once, and the target answers every read batch of verbs
+ * load), with how often each thread blocked (voluntary context switches, Linux only: the
+ * caller, and the I/O threads of both nodes, named {@code membus-tcp-<node>-...}); checked: every verb ran once, and the target answers every read batch of verbs
  * with one write at most (the batching floor's rule: replies to requests that arrived
  * together leave together).
  */
@@ -60,8 +66,10 @@ class VerbPathCountsTest {
         memory.write(ptr, expected);
         rounds(memory, ptr, expected, 300); // warm-up: JIT, buffers, connection
         long[] before = VerbPathCounts.snapshot();
+        Map<String, Long> blocksBefore = blocks();
         int rounds = 1000;
         rounds(memory, ptr, expected, rounds);
+        Map<String, Long> blocksAfter = blocks();
         long[] after = VerbPathCounts.snapshot();
         long[] d = new long[before.length];
         StringBuilder line = new StringBuilder("per " + IN_FLIGHT + " reads in flight:");
@@ -69,11 +77,54 @@ class VerbPathCountsTest {
             d[i] = after[i] - before[i];
             line.append(String.format(" %s=%.2f", VerbPathCounts.NAMES[i], d[i] / (double) rounds));
         }
+        // thread wake-ups: each time a thread blocked (Linux only), per 16 reads, for the threads that did
+        for (Map.Entry<String, Long> e : blocksAfter.entrySet()) {
+            long n = e.getValue() - blocksBefore.getOrDefault(e.getKey(), 0L);
+            if (n >= rounds / 10) {
+                line.append(String.format(" blocks[%s]=%.2f", e.getKey(), n / (double) rounds));
+            }
+        }
         System.out.println(line);
         assertEquals((long) rounds * IN_FLIGHT, d[4], "every read ran once at the target");
         assertTrue(d[5] <= d[3], "the target wrote its answers at most once per read batch of verbs: flushes="
                 + d[5] + ", read batches=" + d[3]);
         assertTrue(d[1] >= rounds && d[1] <= (long) rounds * IN_FLIGHT, "request flushes=" + d[1]);
+    }
+
+    /**
+     * Voluntary context switches (times a thread blocked: in a wait, a lock, epoll or a read) of
+     * this test's thread and the tcp I/O threads, by thread name; empty where /proc is missing.
+     */
+    private static Map<String, Long> blocks() {
+        Map<String, Long> m = new TreeMap<>();
+        File[] tasks = new File("/proc/self/task").listFiles();
+        if (tasks == null) {
+            return m;
+        }
+        String me = "caller";
+        long myTid = -1;
+        try {
+            myTid = Long.parseLong(new File("/proc/thread-self").getCanonicalFile().getName());
+        } catch (IOException | NumberFormatException e) {
+            return m;
+        }
+        for (File t : tasks) {
+            try {
+                String name = Files.readString(new File(t, "comm").toPath()).trim();
+                boolean caller = t.getName().equals(Long.toString(myTid));
+                if (!caller && !name.startsWith("membus-tcp")) {
+                    continue;
+                }
+                for (String l : Files.readAllLines(new File(t, "status").toPath())) {
+                    if (l.startsWith("voluntary_ctxt_switches:")) {
+                        m.merge(caller ? me : name, Long.parseLong(l.substring(l.indexOf(':') + 1).trim()), Long::sum);
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                // the thread ended meanwhile
+            }
+        }
+        return m;
     }
 
     private static void rounds(RemoteMemory memory, long ptr, byte[] expected, int rounds) {
