@@ -2,11 +2,9 @@ package io.membus.transport.tcp;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
-import io.membus.core.Segment;
 import io.membus.core.directory.StaticDirectory;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -37,27 +35,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class VerbPathCountsTest {
     private static final int IN_FLIGHT = 16;
     private static final Duration WAIT = Duration.ofSeconds(30);
-    private final Nodes nodes = new Nodes();
-    private final StaticDirectory directory = new StaticDirectory();
-
-    @AfterEach
-    void close() {
-        nodes.close();
-    }
-
-    private Transport node(int id, String... properties) {
-        Transport t = nodes.start(id, properties);
-        directory.addMember(t.self());
-        Segment s = t.export(SegmentSpec.of(0, 64 * 1024));
-        directory.addSegment(s.descriptor());
-        return t;
-    }
 
     @Test
     void sixteenReadsInFlightLeaveTogetherAndTheirAnswersInOneWritePerReadBatch() {
-        node(1);
-        Transport client = node(2);
-        RemoteMemory memory = new RemoteMemory(client, directory, WAIT);
+        try (Nodes nodes = new Nodes()) {
+            StaticDirectory directory = new StaticDirectory();
+            Transport target = nodes.start(1);
+            Transport client = nodes.start(2);
+            for (Transport t : new Transport[] {target, client}) {
+                directory.addMember(t.self());
+                directory.addSegment(t.export(SegmentSpec.of(0, 64 * 1024)).descriptor());
+            }
+            measure(new RemoteMemory(client, directory, WAIT));
+        }
+    }
+
+    private static void measure(RemoteMemory memory) {
         long ptr = RemotePtr.pack(1, 0, 4096);
         byte[] expected = new byte[64];
         for (int i = 0; i < expected.length; i++) {
