@@ -8,6 +8,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -55,10 +56,10 @@ final class ArteryStop {
      */
     static boolean await(ActorSystem system, Duration wait, int nodeId) throws InterruptedException {
         ArteryTransport artery = artery(system);
-        long streamsGraceNanos = (artery == null ? 0 : flushTimeout(system).toNanos()) + STREAMS_GRACE.toNanos();
-        long start = System.nanoTime();
-        long deadline = start + wait.toNanos();
-        long shutdownSeen = 0;
+        long streamsGraceNanos = flushTimeout(system).toNanos() + STREAMS_GRACE.toNanos();
+        long deadline = System.nanoTime() + wait.toNanos();
+        boolean shutdownSeen = false;
+        long shutdownSeenAt = 0;
         boolean stopped = false;
         while (true) {
             try {
@@ -66,7 +67,7 @@ final class ArteryStop {
                 return true;
             } catch (TimeoutException e) {
                 // not yet
-            } catch (java.util.concurrent.ExecutionException e) {
+            } catch (ExecutionException e) {
                 return true; // the termination future never fails; if it did, the system is gone
             }
             long now = System.nanoTime();
@@ -76,15 +77,14 @@ final class ArteryStop {
             if (artery == null || stopped) {
                 continue;
             }
-            if (shutdownSeen == 0) {
-                if (artery.isShutdown()) {
-                    shutdownSeen = now;
-                }
-            } else if (now - shutdownSeen >= streamsGraceNanos) {
+            if (!shutdownSeen) {
+                shutdownSeen = artery.isShutdown();
+                shutdownSeenAt = now;
+            } else if (now - shutdownSeenAt >= streamsGraceNanos) {
                 stopped = true;
                 LOG.info("node {}: Artery's streams did not complete within {} ms of its shutdown (a peer did not"
                                 + " close its connection); stopping them so the actor system stops", nodeId,
-                        (now - shutdownSeen) / 1_000_000);
+                        (now - shutdownSeenAt) / 1_000_000);
                 try {
                     artery.materializer().shutdown();
                     artery.controlMaterializer().shutdown();
