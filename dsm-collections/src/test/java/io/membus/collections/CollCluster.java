@@ -121,6 +121,18 @@ final class CollCluster implements AutoCloseable {
         t.close();
     }
 
+    /** Nodes {@code a} and {@code b} drop each other's verbs and messages (a partition between them) until {@link #heal}. */
+    void partition(int a, int b) {
+        transports.get(a).faults().drop(b);
+        transports.get(b).faults().drop(a);
+    }
+
+    /** Ends {@link #partition}{@code (a, b)}. */
+    void heal(int a, int b) {
+        transports.get(a).faults().heal(b);
+        transports.get(b).faults().heal(a);
+    }
+
     /** The node is removed from the directory only: its memory stays reachable (a process that died; memory that did not). */
     void forget(int id) {
         directory.removeMember(id, "test: node declared dead");
