@@ -1,5 +1,6 @@
 package io.membus.bench.alloc;
 
+import io.membus.bench.BenchFiles;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.core.RemoteMemory;
@@ -9,15 +10,10 @@ import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * Two nodes in this JVM over {@code local} or {@code shm}, each with a heap segment
@@ -57,12 +53,6 @@ final class BenchCluster implements AutoCloseable {
     public void close() {
         allocators.forEach(GlobalAllocator::close);
         transports.forEach(Transport::close);
-        if (Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot remove " + shmDir, e);
-            }
-        }
+        BenchFiles.deleteTree(shmDir);
     }
 }

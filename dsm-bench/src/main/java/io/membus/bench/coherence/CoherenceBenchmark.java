@@ -1,5 +1,6 @@
 package io.membus.bench.coherence;
 
+import io.membus.bench.BenchFiles;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.Placement;
@@ -26,17 +27,12 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * The coherence layer beside its floors, one thread, average time per operation; four
@@ -120,13 +116,7 @@ public class CoherenceBenchmark {
         heaps.forEach(CoherentHeap::close);
         allocators.forEach(GlobalAllocator::close);
         transports.forEach(Transport::close);
-        if (Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot remove " + shmDir, e);
-            }
-        }
+        BenchFiles.deleteTree(shmDir);
     }
 
     @Benchmark

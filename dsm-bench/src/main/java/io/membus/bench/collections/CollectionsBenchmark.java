@@ -1,5 +1,6 @@
 package io.membus.bench.collections;
 
+import io.membus.bench.BenchFiles;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.codec.Codecs;
@@ -24,13 +25,9 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -38,7 +35,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.IntFunction;
 import java.util.function.ToIntFunction;
-import java.util.stream.Stream;
 
 /**
  * The collections beside their {@code java.util.concurrent} counterparts, one thread,
@@ -118,13 +114,7 @@ public class CollectionsBenchmark {
     public void tearDown() {
         allocators.forEach(GlobalAllocator::close);
         transports.forEach(Transport::close);
-        if (Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot remove " + shmDir, e);
-            }
-        }
+        BenchFiles.deleteTree(shmDir);
     }
 
     @Benchmark
