@@ -1,5 +1,6 @@
 package io.membus;
 
+import io.membus.core.test.TestFiles;
 import com.typesafe.config.ConfigFactory;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.core.error.DsmException;
@@ -16,14 +17,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -56,11 +55,7 @@ class AtomicLongRestartTest {
         try {
             run(transport, dir);
         } finally {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
+            TestFiles.deleteTree(dir);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.membus;
 
+import io.membus.core.test.TestFiles;
 import com.typesafe.config.ConfigFactory;
 import io.membus.codec.Codecs;
 import io.membus.collections.DsmLock;
@@ -15,14 +16,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -57,11 +56,7 @@ class ClientProcessTest {
         try {
             run(transport, dir);
         } finally {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
+            TestFiles.deleteTree(dir);
         }
     }
 

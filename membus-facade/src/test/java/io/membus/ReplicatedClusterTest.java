@@ -1,5 +1,6 @@
 package io.membus;
 
+import io.membus.core.test.TestFiles;
 import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.ClusterMessage;
 import io.membus.cluster.ClusterStatus;
@@ -18,7 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -27,7 +27,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -72,11 +71,7 @@ class ReplicatedClusterTest {
         try {
             run(dir);
         } finally {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
+            TestFiles.deleteTree(dir);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.membus;
 
+import io.membus.core.test.TestFiles;
 import com.typesafe.config.ConfigFactory;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmMap;
@@ -16,11 +17,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -58,11 +57,7 @@ class ShmAdoptionClusterTest {
         try {
             run(fault, dir);
         } finally {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
+            TestFiles.deleteTree(dir);
         }
         assertFalse(Files.exists(dir), "the shm directory is removed");
     }
