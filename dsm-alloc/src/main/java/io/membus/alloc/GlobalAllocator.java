@@ -10,8 +10,7 @@ import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
-import io.membus.core.transport.PeerInfo;
-import io.membus.core.transport.Transport;
+import io.membus.core.directory.PeerInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,7 +50,7 @@ import static io.membus.alloc.HeapLayout.kindOf;
  *       when another node wins one of them.</li>
  * </ul>
  *
- * <p>One allocator per node (per {@link Transport}); it learns about members and
+ * <p>One allocator per node (per transport instance); it learns about members and
  * segments only through the {@link SegmentDirectory} SPI, so a replicated directory
  * drops in. Every remote operation is one synchronous verb with the deadline of
  * {@link RemoteMemory}; each waits for the one before it, so no step depends on the
@@ -65,7 +64,8 @@ import static io.membus.alloc.HeapLayout.kindOf;
  */
 public final class GlobalAllocator implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GlobalAllocator.class);
-    private static final Set<Transport> IN_USE = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** The nodes with an open allocator: their transports ({@link RemoteMemory#transport()}), by identity. */
+    private static final Set<Object> IN_USE = Collections.newSetFromMap(new IdentityHashMap<>());
 
     private final RemoteMemory memory;
     private final Remote remote;
@@ -173,7 +173,7 @@ public final class GlobalAllocator implements AutoCloseable {
         int formatted = 0;
         int present = 0;
         for (int index : config.heapSegments()) {
-            Segment s = memory.transport().table().get(index);
+            Segment s = memory.localSegment(index);
             if (s == null) {
                 continue;
             }
@@ -188,7 +188,7 @@ public final class GlobalAllocator implements AutoCloseable {
         if (present == 0) {
             throw new DsmConfigException("alloc.heap-segments", Arrays.toString(config.heapSegments()),
                     "indexes of segments this node exports (node " + self + " exports "
-                            + memory.transport().table().all().stream().map(Segment::index).toList()
+                            + memory.localSegments().stream().map(Segment::index).toList()
                             + "); export the heap segments before formatting them");
         }
         heaps.changed();

@@ -83,7 +83,7 @@ final class HeapFinder {
 
     SegmentDescriptor descriptor(int node, int segment) {
         if (node == self) {
-            Segment s = memory.transport().table().get(segment);
+            Segment s = memory.localSegment(segment);
             return s == null ? null : s.descriptor();
         }
         return directory.segment(node, segment).orElse(null);
@@ -132,7 +132,7 @@ final class HeapFinder {
         if (nodes == null) {
             TreeSet<Integer> set = new TreeSet<>();
             for (int seg : config.heapSegments()) {
-                if (memory.transport().table().get(seg) != null) {
+                if (memory.localSegment(seg) != null) {
                     set.add(self);
                 }
             }
@@ -223,7 +223,7 @@ final class HeapFinder {
      * never holds a block.
      */
     private String withoutHeap(int node) {
-        boolean exports = node == self ? !memory.transport().table().all().isEmpty()
+        boolean exports = node == self ? !memory.localSegments().isEmpty()
                 : directory.segments().stream().anyMatch(d -> d.nodeId() == node);
         if (exports && Arrays.stream(config.heapSegments()).anyMatch(seg -> descriptor(node, seg) != null)) {
             return " (its heap segments are not formatted yet)";

@@ -9,7 +9,7 @@ import io.membus.core.replication.Ballot;
 import io.membus.core.replication.GroupClaim;
 import io.membus.core.replication.GroupId;
 import io.membus.core.directory.SegmentDirectory;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -97,24 +97,24 @@ public final class ClusterDirectory implements SegmentDirectory {
     /** The group views of {@code entries}' claims ({@link GroupViews}), given the views before. */
     static Map<Integer, ReplicaGroupView> groupsOf(Map<Integer, NodeEntry> entries,
                                                    Map<Integer, ReplicaGroupView> previous) {
-        return groupsOf(entries, previous, io.membus.core.replication.ReplicationSupport.FORWARDING);
+        return groupsOf(entries, previous, io.membus.core.capability.ReplicationSupport.FORWARDING);
     }
 
     /**
      * How this cluster's transport keeps groups (set by the node once its transport is made):
      * on {@code shm} ({@code ADOPTION}) a group whose holders are gone awaits its adopter
-     * instead of being lost ({@link GroupViews#compute(Map, Map, Map, io.membus.core.replication.ReplicationSupport)}).
+     * instead of being lost ({@link GroupViews#compute(Map, Map, Map, io.membus.core.capability.ReplicationSupport)}).
      */
-    void replicationMode(io.membus.core.replication.ReplicationSupport mode) {
+    void replicationMode(io.membus.core.capability.ReplicationSupport mode) {
         this.mode = java.util.Objects.requireNonNull(mode, "mode");
     }
 
-    private volatile io.membus.core.replication.ReplicationSupport mode =
-            io.membus.core.replication.ReplicationSupport.FORWARDING;
+    private volatile io.membus.core.capability.ReplicationSupport mode =
+            io.membus.core.capability.ReplicationSupport.FORWARDING;
 
     static Map<Integer, ReplicaGroupView> groupsOf(Map<Integer, NodeEntry> entries,
                                                    Map<Integer, ReplicaGroupView> previous,
-                                                   io.membus.core.replication.ReplicationSupport mode) {
+                                                   io.membus.core.capability.ReplicationSupport mode) {
         Map<Integer, PeerInfo> members = new HashMap<>();
         Map<Integer, List<GroupClaim>> claims = new HashMap<>();
         for (NodeEntry e : entries.values()) {

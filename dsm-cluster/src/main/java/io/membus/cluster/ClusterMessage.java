@@ -3,8 +3,10 @@ package io.membus.cluster;
 import io.membus.alloc.HeapUsage;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.ReplicaGroupView;
+import io.membus.core.replication.Ballot;
 import io.membus.core.replication.GroupClaim;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
+import io.membus.core.replication.GroupId;
 
 import java.util.List;
 
@@ -205,6 +207,16 @@ public sealed interface ClusterMessage {
             }
             return new GroupRow(v.group(), v.state(), v.primary(), v.epoch(),
                     java.util.Arrays.stream(v.inSync()).boxed().toList(), joining, backups, "");
+        }
+
+        /** The group as {@code membus status} names it: {@code node/index} of the segment it began as. */
+        public String groupText() {
+            return GroupId.toString(group);
+        }
+
+        /** The epoch as {@code membus status} shows it: {@code round.coordinator}, or {@code -} when none. */
+        public String epochText() {
+            return Ballot.toString(epoch);
         }
 
         /** Whether {@code membus status} shows it without {@code --groups}: not served, short of copies, or not all in sync. */

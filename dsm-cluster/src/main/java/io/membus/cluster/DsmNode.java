@@ -9,6 +9,7 @@ import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.NameRegistry;
+import io.membus.core.fault.FaultInjector;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
@@ -462,6 +463,11 @@ public final class DsmNode implements AutoCloseable {
 
     public Transport transport() {
         return transportRef.get();
+    }
+
+    /** The faults a test injects into this node's transport (delay, drop, partition per peer; replication streams). */
+    public FaultInjector faults() {
+        return transport().faults();
     }
 
     /** The replicated segment directory (live members only). */

@@ -4,7 +4,7 @@ import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.replication.AdoptionReplicator;
 import io.membus.core.replication.ClaimPublisher;
-import io.membus.core.replication.ReplicationSupport;
+import io.membus.core.capability.ReplicationSupport;
 import io.membus.core.replication.Replicator;
 import io.membus.core.transport.Transport;
 import org.slf4j.Logger;

@@ -5,7 +5,7 @@ import io.membus.core.replication.AdoptionReplicator;
 import io.membus.core.replication.GroupClaim;
 import io.membus.core.replication.GroupId;
 import io.membus.core.replication.ReplicaGroupStatus;
-import io.membus.core.replication.ReplicationSupport;
+import io.membus.core.capability.ReplicationSupport;
 import io.membus.core.transport.Transport;
 
 import java.util.ArrayList;

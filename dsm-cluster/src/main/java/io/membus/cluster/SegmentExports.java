@@ -4,7 +4,7 @@ import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
-import io.membus.core.transport.TransportCapabilities;
+import io.membus.core.capability.TransportCapabilities;
 
 import java.nio.file.Path;
 import java.util.ArrayList;

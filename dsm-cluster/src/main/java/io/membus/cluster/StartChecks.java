@@ -5,7 +5,7 @@ import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.Transport;
-import io.membus.core.replication.ReplicationSupport;
+import io.membus.core.capability.ReplicationSupport;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.cluster.Cluster;
 import org.apache.pekko.cluster.Member;
@@ -176,13 +176,13 @@ final class StartChecks {
 
     /**
      * Refuses {@code membus.replication.backups > 0} on a memory node whose transport
-     * cannot keep copies ({@link io.membus.core.replication.ReplicationSupport#NONE}:
+     * cannot keep copies ({@link io.membus.core.capability.ReplicationSupport#NONE}:
      * rdma, whose NIC executes changes with no CPU that could forward them).
      */
     static void refuseUnreplicatable(NodeConfig config, Transport transport) {
         int backups = config.replication().backups(); // 0 on a client: it holds no copies
         if (backups > 0 && transport.capabilities().replication()
-                == io.membus.core.replication.ReplicationSupport.NONE) {
+                == io.membus.core.capability.ReplicationSupport.NONE) {
             throw new DsmConfigException("membus.replication.backups", backups, "0 on transport " + transport.name()
                     + " (replication over " + transport.name() + " is not built: a NIC cannot forward changes;"
                     + " see docs/replication.md)");

@@ -92,7 +92,10 @@ class CleanLogTest {
     }
 
     private static void assertNoWarning(String output, String when) {
-        List<String> warnings = output.lines().filter(l -> l.contains("WARN") || l.contains("ERROR")).toList();
+        // Pekko's heartbeat-starvation warning says the machine was overloaded (its scheduler ran late), not that the
+        // stop went wrong: a loaded CI machine prints it; every other warning fails the check
+        List<String> warnings = output.lines().filter(l -> l.contains("WARN") || l.contains("ERROR"))
+                .filter(l -> !l.contains("pekkoHeartbeatStarvation")).toList();
         assertEquals(List.of(), warnings, "warnings of " + when + ":\n" + output);
     }
 

@@ -9,7 +9,7 @@ import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.DirectoryListener;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.remote.artery.ArteryTransport;

@@ -5,7 +5,7 @@ import io.membus.core.RemoteMemory;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.test.TestJvm;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,6 @@
 package io.membus.cluster;
 
-import io.membus.core.replication.ReplicationSupport;
+import io.membus.core.capability.ReplicationSupport;
 import io.membus.core.transport.DeclaringTransport;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;

@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Where a node puts its file-backed segments follows the transport's declared
- * {@link io.membus.core.transport.TransportCapabilities#segmentFiles()}, not its name: a
+ * {@link io.membus.core.capability.TransportCapabilities#segmentFiles()}, not its name: a
  * transport not named {@code shm} that needs its files in its directory
  * ({@link MappedTestTransportProvider}) gets them there, and a failure to create one names
  * the key that sets that directory.

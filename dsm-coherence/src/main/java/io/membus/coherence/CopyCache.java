@@ -1,7 +1,7 @@
 package io.membus.coherence;
 
 import io.membus.coherence.CoherentHeap.CachedCopy;
-import io.membus.core.transport.pipeline.TimerWheel;
+import io.membus.core.time.TimerWheel;
 
 import java.util.Iterator;
 import java.util.Map;

@@ -3,7 +3,7 @@ package io.membus.coherence;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
 import io.membus.core.error.DsmException;
-import io.membus.core.transport.pipeline.TimerWheel;
+import io.membus.core.time.TimerWheel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -3,7 +3,7 @@ package io.membus.coherence;
 import io.membus.alloc.Placement;
 import io.membus.codec.Codecs;
 import io.membus.core.error.DsmException;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import io.membus.test.check.CheckResult;
 import io.membus.test.check.LinearizabilityChecker;
 import io.membus.test.check.Models;

@@ -284,7 +284,7 @@ public final class DsmLock implements Lock, Rooted {
             return false;
         }
         SegmentDirectory directory = memory.directory();
-        return directory.member(node).isPresent() && !memory.transport().isFenced(node);
+        return directory.member(node).isPresent() && !memory.isFenced(node);
     }
 
     /**

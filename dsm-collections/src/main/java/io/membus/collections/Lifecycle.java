@@ -3,7 +3,7 @@ package io.membus.collections;
 import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.core.Words;
-import io.membus.core.transport.pipeline.TimerWheel;
+import io.membus.core.time.TimerWheel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -81,7 +81,7 @@ final class QueueRecovery {
         if (node == ring.self) {
             return !inFlight.containsKey(SlotState.ticket(state));
         }
-        return memory.directory().member(node).isEmpty() || memory.transport().isFenced(node);
+        return memory.directory().member(node).isEmpty() || memory.isFenced(node);
     }
 
     /** Wakes the nodes waiting to take and to put: a slot moved on. */
@@ -199,7 +199,7 @@ final class QueueRecovery {
      */
     private void retryGiveBack(long t, long mine, long next, BlockRef block, long delayNanos) {
         givingBack.put(t, mine);
-        io.membus.core.transport.Deadlines.schedule(() -> {
+        io.membus.core.time.Deadlines.schedule(() -> {
             CompletableFuture<Long> cas;
             try {
                 handle.checkDead();

@@ -38,7 +38,7 @@ final class StripedWords {
     static final int STRIPES_OFFSET = 24;
     static final int STRIPE_ENTRY_LENGTH = 16;
     /** Stripes an array may have: its stripe table is read with one verb. */
-    static final int MAX_STRIPES = (io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH - STRIPES_OFFSET)
+    static final int MAX_STRIPES = (RemoteMemory.MAX_VERB_LENGTH - STRIPES_OFFSET)
             / STRIPE_ENTRY_LENGTH;
     /** Elements per stripe unless asked otherwise: 4 KiB blocks. */
     static final int DEFAULT_STRIPE_LENGTH = 512;

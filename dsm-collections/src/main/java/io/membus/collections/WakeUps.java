@@ -2,14 +2,11 @@ package io.membus.collections;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
-import io.membus.core.message.MessageEndpoint;
+import io.membus.core.message.MessageHandler;
 import io.membus.core.message.Messaging;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.lang.ref.WeakReference;
-import java.util.Map;
-import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -46,40 +43,43 @@ final class WakeUps {
     /** The longest sleep of a waiter between looks when wake-ups are armed. */
     static final long FALLBACK_NANOS = 50_000_000L;
     private static final Logger LOG = LoggerFactory.getLogger(WakeUps.class);
-    /**
-     * One per endpoint. Weak both ways: a WakeUps reaches its endpoint (through its
-     * memory's transport), so a strong value would keep every closed node alive; the
-     * handler registered on the endpoint keeps the WakeUps while the endpoint lives.
-     */
-    private static final Map<MessageEndpoint, WeakReference<WakeUps>> BY_ENDPOINT = new WeakHashMap<>();
+    /** Held while a node's wake-ups are looked up and, the first time, registered. */
+    private static final Object REGISTERING = new Object();
 
     private final RemoteMemory memory;
     private final Messaging messaging;
     private final int self;
     private final ConcurrentHashMap<Long, Signal> signals = new ConcurrentHashMap<>();
 
-    private WakeUps(RemoteMemory memory) {
+    private WakeUps(RemoteMemory memory, Messaging messaging) {
         this.memory = memory;
-        this.messaging = new Messaging(memory);
+        this.messaging = messaging;
         this.self = memory.localNodeId();
     }
 
-    /** The wake-ups of {@code memory}'s node, registering the channel handler the first time. */
+    /**
+     * The wake-ups of {@code memory}'s node, registering the channel handler the first time:
+     * the node's handler of {@link #CHANNEL} holds them, so they live as long as the node's
+     * message endpoint and are found again through it.
+     */
     static WakeUps of(RemoteMemory memory) {
-        MessageEndpoint endpoint = memory.transport().messages();
-        synchronized (BY_ENDPOINT) {
-            WeakReference<WakeUps> ref = BY_ENDPOINT.get(endpoint);
-            WakeUps w = ref == null ? null : ref.get();
-            if (w == null) {
-                w = new WakeUps(memory);
-                WakeUps registered = w;
-                w.messaging.register(CHANNEL, "collections.wakeup", (from, payload) -> {
-                    registered.wake(Words.getLong(payload, 0));
-                    return null;
-                });
-                BY_ENDPOINT.put(endpoint, new WeakReference<>(w));
+        Messaging messaging = new Messaging(memory);
+        synchronized (REGISTERING) {
+            if (messaging.handler(CHANNEL) instanceof Handler h) {
+                return h.wakeUps();
             }
+            WakeUps w = new WakeUps(memory, messaging);
+            messaging.register(CHANNEL, "collections.wakeup", new Handler(w));
             return w;
+        }
+    }
+
+    /** The node's handler of {@link #CHANNEL}: a message names the waiters word whose waiters wake. */
+    private record Handler(WakeUps wakeUps) implements MessageHandler {
+        @Override
+        public byte[] onMessage(int from, byte[] payload) {
+            wakeUps.wake(Words.getLong(payload, 0));
+            return null;
         }
     }
 

@@ -6,7 +6,7 @@ import io.membus.core.RemoteMemory;
  * Word operations shared by the counters, arrays, queue and lock: how to store a
  * word that other nodes change with atomics. Where the transport promises that a
  * plain write lands whole against atomics on the same word
- * ({@link io.membus.core.transport.TransportCapabilities#plainWritesAtomicWithAtomics()}:
+ * ({@link io.membus.core.capability.TransportCapabilities#plainWritesAtomicWithAtomics()}:
  * {@code local}, {@code shm}, {@code tcp}) a store is one write; where it does not
  * ({@code rdma}: InfiniBand atomics are atomic only among atomics) a store is a CAS loop.
  *
@@ -19,7 +19,7 @@ final class WordVerbs {
 
     WordVerbs(RemoteMemory memory) {
         this.memory = memory;
-        this.plainWriteAtomic = memory.transport().capabilities().plainWritesAtomicWithAtomics();
+        this.plainWriteAtomic = memory.capabilities().plainWritesAtomicWithAtomics();
     }
 
     /** Whether a plain write of a word lands whole against atomics on it (see the class comment). */

@@ -6,7 +6,7 @@ import io.membus.codec.Codecs;
 import io.membus.core.RemoteMemory;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.directory.StaticDirectory;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;

@@ -3,7 +3,7 @@ package io.membus.collections;
 import io.membus.codec.Codecs;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.test.TestJvm;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -9,7 +9,7 @@ import io.membus.core.time.Clock;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.test.Seeds;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import io.membus.test.check.CheckResult;
 import io.membus.test.check.LinearizabilityChecker;
 import io.membus.test.check.Models;

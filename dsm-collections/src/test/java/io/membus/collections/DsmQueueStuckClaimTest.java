@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Issue 27 (docs/replication.md 17.8): an offer whose claim ran on the queue's node and
  * whose publication and give-back then failed (the node unreachable: here a partition
- * injected with the {@link io.membus.core.transport.FaultInjector} right after the
+ * injected with the {@link io.membus.core.fault.FaultInjector} right after the
  * claim) left its slot {@code WRITING(t, producer)}. The producer lives and has no
  * operation on the slot, so nobody recovered it: another node's {@code poll()} waited for
  * it without end, uninterruptibly. Now the producer gives the slot back by itself once the

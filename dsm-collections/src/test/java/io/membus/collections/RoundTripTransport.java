@@ -1,11 +1,11 @@
 package io.membus.collections;
 
 import io.membus.core.Segment;
-import io.membus.core.message.MessageEndpoint;
+import io.membus.core.transport.message.MessageEndpoint;
 import io.membus.core.transport.Batch;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.FaultInjector;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.fault.FaultInjector;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.Transport;
@@ -239,7 +239,7 @@ final class RoundTripTransport implements Transport {
     }
 
     @Override
-    public io.membus.core.transport.TransportCapabilities capabilities() {
+    public io.membus.core.capability.TransportCapabilities capabilities() {
         return delegate.capabilities();
     }
 

@@ -2,6 +2,7 @@ package io.membus.collections;
 
 import io.membus.core.message.ChannelStats;
 import io.membus.core.message.Messaging;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -11,6 +12,8 @@ import java.util.concurrent.TimeUnit;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 /** Blocked take and lock on one node are woken by a message from the node that changed the state. */
 class WakeUpsTest {
@@ -18,6 +21,16 @@ class WakeUpsTest {
     private static long wakeUpsReceived(CollCluster c, int node) {
         return new Messaging(c.node(node).memory()).stats().stream()
                 .filter(s -> s.channel() == WakeUps.CHANNEL).mapToLong(ChannelStats::messagesIn).sum();
+    }
+
+    /** A node has one WakeUps, found again through the channel handler it registered; each node its own. */
+    @Test
+    void aNodeHasOneWakeUpsFoundAgainThroughItsHandler() throws Exception {
+        try (CollCluster c = new CollCluster("local", 2)) {
+            WakeUps one = WakeUps.of(c.node(1).memory());
+            assertSame(one, WakeUps.of(c.node(1).memory()), "node 1's again (no second registration of the channel)");
+            assertNotSame(one, WakeUps.of(c.node(2).memory()), "node 2 has its own");
+        }
     }
 
     @ParameterizedTest

@@ -5,8 +5,10 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * How a retry loop waits between its attempts: the one backoff of Membus. The first
  * {@code spins} pauses are {@link Thread#onSpinWait()}, the next {@code yields} are
- * {@link Thread#yield()}, then the thread parks for a pause that doubles from
- * {@code minParkNanos} up to the cap {@code maxParkNanos}; no pause ever runs past the
+ * {@link Thread#yield()}, then the thread parks: {@code steadyParks} parks of
+ * {@code minParkNanos} (at least one), then parks that double from there up to the cap
+ * {@code maxParkNanos} (a polling thread's idle strategy that stays at a short park for a
+ * while before it slows down: rdma's completion poller); no pause ever runs past the
  * deadline, and a pause asked for after it returns {@code false} at once, so the caller
  * throws its own typed error (naming what it waited for) without waiting more.
  *
@@ -52,25 +54,31 @@ public final class Backoff {
     public static final Policy POLL = new Policy(0, 0, 20_000, 2_000_000);
 
     /**
-     * A backoff's schedule: {@code spins} spin-waits, then {@code yields} yields, then parks
-     * from {@code minParkNanos} doubling up to {@code maxParkNanos}.
+     * A backoff's schedule: {@code spins} spin-waits, then {@code yields} yields, then
+     * {@code steadyParks} parks of {@code minParkNanos} (at least one), then parks doubling
+     * from there up to {@code maxParkNanos}.
      *
      * <p><b>Note:</b> immutable, thread-safe.
      */
-    public record Policy(int spins, int yields, long minParkNanos, long maxParkNanos) {
+    public record Policy(int spins, int yields, long minParkNanos, long maxParkNanos, int steadyParks) {
         /**
          * @throws io.membus.core.error.DsmConfigException when a count is negative, the
          *         first park is not positive or the cap is below it
          */
         public Policy {
-            if (spins < 0 || yields < 0) {
-                throw new io.membus.core.error.DsmConfigException("backoff", spins + " spins, " + yields + " yields",
-                        "counts of 0 or more");
+            if (spins < 0 || yields < 0 || steadyParks < 0) {
+                throw new io.membus.core.error.DsmConfigException("backoff", spins + " spins, " + yields + " yields, "
+                        + steadyParks + " steady parks", "counts of 0 or more");
             }
             if (minParkNanos <= 0 || maxParkNanos < minParkNanos) {
                 throw new io.membus.core.error.DsmConfigException("backoff", minParkNanos + ".." + maxParkNanos
                         + " ns", "a first park above 0 ns and a cap at least as long");
             }
+        }
+
+        /** Parks that double from the first: {@code minParkNanos} once, then twice as long each time, up to the cap. */
+        public Policy(int spins, int yields, long minParkNanos, long maxParkNanos) {
+            this(spins, yields, minParkNanos, maxParkNanos, 0);
         }
 
         /** A fixed pause of {@code nanos} every time (a poll at a steady rate). */
@@ -111,7 +119,7 @@ public final class Backoff {
         return deadline != NO_DEADLINE && System.nanoTime() - deadline > 0;
     }
 
-    /** The pauses taken so far (since the last {@link #reset()}). */
+    /** The pauses taken so far (since the last {@link #reset()}; it stops counting at {@link Integer#MAX_VALUE}). */
     public int pauses() {
         return pauses;
     }
@@ -134,16 +142,27 @@ public final class Backoff {
         if (expired()) {
             return false;
         }
-        int n = pauses++;
+        int n = pauses;
+        if (n != Integer.MAX_VALUE) { // an idle poller with no deadline pauses for ever: never wrap to spinning
+            pauses = n + 1;
+        }
+        long parks = (long) n - policy.spins() - policy.yields(); // this pause's index among the parks
         if (n < policy.spins()) {
             Thread.onSpinWait();
-        } else if (n < policy.spins() + policy.yields()) {
+        } else if (parks < 0) {
             Thread.yield();
         } else {
             LockSupport.parkNanos(Math.min(park, Math.max(1, remaining(deadline))));
-            park = Math.min(policy.maxParkNanos(), park * 2);
+            if (parks + 1 >= policy.steadyParks()) {
+                park = Math.min(policy.maxParkNanos(), park * 2);
+            }
         }
         return true;
+    }
+
+    /** How long the next park of this call is (whether or not the next pause parks). */
+    public long nextParkNanos() {
+        return park;
     }
 
     /**

@@ -10,7 +10,7 @@ import io.membus.core.error.WrongRemoteKeyException;
 import io.membus.core.replication.AckGate;
 import io.membus.core.transport.BlockingVerbs;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportThreads;

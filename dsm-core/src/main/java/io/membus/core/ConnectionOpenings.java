@@ -4,7 +4,7 @@ import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.Verbs;
 

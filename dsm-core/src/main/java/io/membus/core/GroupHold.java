@@ -4,7 +4,7 @@ import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.replication.GroupId;
 import io.membus.core.transport.Verbs;
-import io.membus.core.transport.pipeline.TimerWheel;
+import io.membus.core.time.TimerWheel;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;

@@ -9,7 +9,7 @@ import io.membus.core.error.NotPrimaryException;
 import io.membus.core.error.SegmentLostException;
 import io.membus.core.replication.Ballot;
 import io.membus.core.replication.GroupId;
-import io.membus.core.transport.Deadlines;
+import io.membus.core.time.Deadlines;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.Verbs;
 

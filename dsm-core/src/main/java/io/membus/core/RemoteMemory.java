@@ -1,5 +1,6 @@
 package io.membus.core;
 
+import io.membus.core.capability.TransportCapabilities;
 import io.membus.core.directory.DirectoryListener;
 import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.directory.SegmentDirectory;
@@ -81,6 +82,9 @@ import java.util.function.LongFunction;
  * monitor is held while a verb is issued or a future completed.
  */
 public final class RemoteMemory {
+    /** Largest byte count one read or write may carry (16 MiB): the application's name for the transports' limit. */
+    public static final int MAX_VERB_LENGTH = SegmentTable.MAX_VERB_LENGTH;
+
     private final Transport transport;
     private final SegmentDirectory directory;
     private final Duration operationTimeout;
@@ -107,6 +111,12 @@ public final class RemoteMemory {
         this.blocking = new BlockingPath(this, router, openings);
     }
 
+    /**
+     * The node's transport, whose type is the transport SPI ({@code io.membus.core.transport}):
+     * for a node's assembly, the transports and this layer's own helpers. Application code
+     * uses this class's verbs and the application API beside it (docs/design.md, "Application
+     * API and transport SPI").
+     */
     public Transport transport() {
         return transport;
     }
@@ -122,6 +132,26 @@ public final class RemoteMemory {
 
     public int localNodeId() {
         return transport.nodeId();
+    }
+
+    /** This node's exported segment {@code index}, or {@code null} when it exports none by that index. */
+    public Segment localSegment(int index) {
+        return transport.table().get(index);
+    }
+
+    /** The segments this node exports. */
+    public List<Segment> localSegments() {
+        return transport.table().all();
+    }
+
+    /** Whether this node fenced {@code node} (the membership downed it): its verbs are refused here. */
+    public boolean isFenced(int node) {
+        return transport.isFenced(node);
+    }
+
+    /** What this node's transport promises beyond the verbs' contract: decide on these, never on its name. */
+    public TransportCapabilities capabilities() {
+        return transport.capabilities();
     }
 
     /**

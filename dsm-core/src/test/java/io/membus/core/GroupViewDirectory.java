@@ -5,7 +5,7 @@ import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.directory.StaticDirectory;
 import io.membus.core.replication.GroupId;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 
 import java.util.Collection;
 import java.util.List;

@@ -4,7 +4,7 @@ import io.membus.core.error.NotPrimaryException;
 import io.membus.core.replication.GroupId;
 import io.membus.core.transport.Batch;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.Transport;
 
 import java.lang.reflect.InvocationTargetException;

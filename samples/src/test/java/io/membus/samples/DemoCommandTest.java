@@ -158,6 +158,8 @@ class DemoCommandTest {
         assertEquals(2, runCapturing(sink, "demo", "--no-such-option"));
         assertEquals(1, runCapturing(sink, "demo", "nosuch"));
         assertEquals(1, runCapturing(sink, "demo", "jobs", "--kill", "--transport", "local"));
+        // shm's kind keeps copies by adopting files, not by forwarding changes (TransportCapabilities.of("shm"))
+        assertEquals(1, runCapturing(sink, "demo", "jobs", "--kill", "--transport", "shm"));
         String text = sink.toString(StandardCharsets.UTF_8);
         assertTrue(text.contains("membus: --nodes 1 is out of range; allowed: 2..16"), text);
         assertTrue(text.contains("membus: --transport carrier-pigeon is unknown; allowed: shm, tcp, local"), text);
@@ -167,6 +169,7 @@ class DemoCommandTest {
         assertTrue(text.contains("--kill kills a memory node, whose structures live on in their copies: it needs node"
                 + " processes whose transport forwards changes to copies; allowed with --transport tcp (the default"
                 + " with --kill), not local"), text);
+        assertTrue(text.contains("allowed with --transport tcp (the default with --kill), not shm"), text);
     }
 
     @Test

@@ -1,6 +1,6 @@
 package io.membus.bench.tcp;
 
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 
 import java.io.BufferedReader;
 import java.io.IOException;

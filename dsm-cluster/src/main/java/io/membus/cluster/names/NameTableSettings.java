@@ -4,8 +4,8 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigFactory;
 import io.membus.core.error.DsmConfigException;
-import io.membus.core.replication.ReplicationSupport;
-import io.membus.core.transport.TransportCapabilities;
+import io.membus.core.capability.ReplicationSupport;
+import io.membus.core.capability.TransportCapabilities;
 
 import java.util.Locale;
 

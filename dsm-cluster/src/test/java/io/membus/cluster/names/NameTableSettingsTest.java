@@ -2,8 +2,8 @@ package io.membus.cluster.names;
 
 import com.typesafe.config.ConfigFactory;
 import io.membus.core.error.DsmConfigException;
-import io.membus.core.replication.ReplicationSupport;
-import io.membus.core.transport.TransportCapabilities;
+import io.membus.core.capability.ReplicationSupport;
+import io.membus.core.capability.TransportCapabilities;
 import org.junit.jupiter.api.Test;
 
 import java.util.Optional;

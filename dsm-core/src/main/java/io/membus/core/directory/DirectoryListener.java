@@ -1,7 +1,7 @@
 package io.membus.core.directory;
 
 import io.membus.core.SegmentDescriptor;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 
 /**
  * Changes to a {@link SegmentDirectory}. Callbacks must not block.

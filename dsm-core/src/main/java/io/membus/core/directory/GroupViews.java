@@ -3,8 +3,8 @@ package io.membus.core.directory;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.replication.GroupClaim;
 import io.membus.core.replication.GroupId;
-import io.membus.core.replication.ReplicationSupport;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.capability.ReplicationSupport;
+import io.membus.core.directory.PeerInfo;
 
 import java.util.ArrayList;
 import java.util.Collection;
@@ -28,7 +28,7 @@ import java.util.Map;
  *   <li>a group in {@code previous} with no live primary and no live in-sync copy:
  *       {@link ReplicaGroupView.State#LOST} (kept: a lost group stays lost in this view) —
  *       except on a transport that keeps groups by {@linkplain
- *       io.membus.core.replication.ReplicationSupport#ADOPTION adoption} ({@code shm}), where
+ *       io.membus.core.capability.ReplicationSupport#ADOPTION adoption} ({@code shm}), where
  *       the dead primary's files outlive it and a survivor is about to adopt them: there the
  *       group is {@link ReplicaGroupView.State#PROMOTING} (verbs wait for the adopter, within
  *       their deadlines) and never lost;</li>

@@ -1,7 +1,7 @@
 package io.membus.core.directory;
 
 import io.membus.core.SegmentDescriptor;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 
 import java.util.Collection;
 import java.util.Optional;

@@ -4,7 +4,7 @@ import io.membus.core.SegmentDescriptor;
 import io.membus.core.replication.ClaimPublisher;
 import io.membus.core.replication.GroupClaim;
 import io.membus.core.replication.GroupId;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 
 import java.util.ArrayList;
 import java.util.Collection;

@@ -4,7 +4,8 @@ package io.membus.core.message;
  * A {@link MessageHandler} that may handle some of its messages on the transport's
  * receiving thread (an I/O thread) instead of the node's message executor, saving the
  * two thread hand-offs of that executor (to it, and back for the reply). The transport
- * must allow it ({@link MessageEndpoint#open(int, Responder, boolean)}); {@code tcp}
+ * must allow it (the transport SPI's
+ * {@code io.membus.core.transport.message.MessageEndpoint#open(int, Responder, boolean)}); {@code tcp}
  * does, {@code local}, {@code shm} and {@code rdma} do not (their receiving thread is the
  * sender's, or a poller whose delay would hold every sender).
  *

@@ -3,6 +3,7 @@ package io.membus.core.message;
 import io.membus.core.RemoteMemory;
 import io.membus.core.error.DsmException;
 import io.membus.core.transport.Connection;
+import io.membus.core.transport.message.MessageEndpoint;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -75,6 +76,14 @@ public final class Messaging {
     /** Removes this node's handler of {@code channel}. */
     public boolean unregister(short channel) {
         return endpoint.unregister(channel);
+    }
+
+    /**
+     * The handler this node registered for {@code channel}, or {@code null} when it has none
+     * (a layer that registers one handler per node finds its own again through it).
+     */
+    public MessageHandler handler(short channel) {
+        return endpoint.handler(channel);
     }
 
     /** The largest payload this node takes; peers should use the same {@code membus.transports.messages.max-size}. */

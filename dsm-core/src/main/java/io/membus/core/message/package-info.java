@@ -1,11 +1,10 @@
 /**
- * Two-sided messages beside the one-sided verbs: a node registers a
+ * Two-sided messages beside the one-sided verbs, the application's side: a node registers a
  * {@link io.membus.core.message.MessageHandler} per channel; peers
- * {@code send} (one-way) and {@code request} (a reply) on a
- * {@link io.membus.core.transport.Connection}, or by node id through
+ * {@code send} (one-way) and {@code request} (a reply) by node id through
  * {@link io.membus.core.message.Messaging}. The contract is stated once in
- * {@link io.membus.core.message.Messaging}; the receiver side every transport
- * shares is {@link io.membus.core.message.MessageEndpoint}, the sender side
- * {@link io.membus.core.message.Outbox}.
+ * {@link io.membus.core.message.Messaging}. What the transports share to carry
+ * messages (endpoint, inboxes, outbox, the record) is the transport SPI's
+ * {@code io.membus.core.transport.message}.
  */
 package io.membus.core.message;

@@ -2,6 +2,7 @@ package io.membus.core.replication;
 
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
+import io.membus.core.capability.ReplicationSupport;
 import io.membus.core.directory.DirectoryListener;
 import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.directory.SegmentDirectory;
@@ -10,8 +11,8 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.NotPrimaryException;
 import io.membus.core.transport.AbstractTransport;
-import io.membus.core.transport.Deadlines;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.time.Deadlines;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.Transport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

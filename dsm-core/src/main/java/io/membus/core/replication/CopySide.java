@@ -2,7 +2,7 @@ package io.membus.core.replication;
 
 import io.membus.core.Segment;
 import io.membus.core.error.DsmException;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

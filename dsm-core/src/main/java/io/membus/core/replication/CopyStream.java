@@ -2,8 +2,8 @@ package io.membus.core.replication;
 
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
-import io.membus.core.transport.Deadlines;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.time.Deadlines;
+import io.membus.core.fault.FaultInjector;
 import io.membus.core.transport.TransportThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -1,6 +1,7 @@
 package io.membus.core.replication;
 
 import io.membus.core.Segment;
+import io.membus.core.capability.ReplicationSupport;
 
 /**
  * One replica group held by this node, as its {@link io.membus.core.transport.SegmentTable}

@@ -3,7 +3,7 @@ package io.membus.core.replication;
 import io.membus.core.RemoteMemory;
 import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.DsmException;
-import io.membus.core.transport.Deadlines;
+import io.membus.core.time.Deadlines;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -3,12 +3,13 @@ package io.membus.core.replication;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
+import io.membus.core.capability.ReplicationSupport;
 import io.membus.core.directory.DirectoryListener;
 import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.directory.SegmentDirectory;
 import io.membus.core.error.NotPrimaryException;
 import io.membus.core.error.SegmentLostException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.Transport;
 import io.membus.core.SegmentDescriptor;
 

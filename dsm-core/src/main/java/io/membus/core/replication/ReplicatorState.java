@@ -3,8 +3,8 @@ package io.membus.core.replication;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.directory.SegmentDirectory;
-import io.membus.core.transport.FaultInjector;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.fault.FaultInjector;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.Transport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -146,7 +146,7 @@ final class ReplicatorState {
             if (service.closed() || transport.isClosed()) {
                 return null;
             }
-            io.membus.core.transport.PeerInfo peer = directory.member(node).orElse(null);
+            io.membus.core.directory.PeerInfo peer = directory.member(node).orElse(null);
             if (peer == null) {
                 return null;
             }

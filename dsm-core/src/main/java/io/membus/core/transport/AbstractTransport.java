@@ -1,11 +1,13 @@
 package io.membus.core.transport;
 
 import io.membus.core.Segment;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.error.DsmClosedException;
 import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.message.MessageEndpoint;
+import io.membus.core.fault.FaultInjector;
+import io.membus.core.transport.message.MessageEndpoint;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -101,7 +103,7 @@ public abstract class AbstractTransport implements Transport {
     }
 
     /**
-     * For a transport whose replication is {@link io.membus.core.replication.ReplicationSupport#ADOPTION}
+     * For a transport whose replication is {@link io.membus.core.capability.ReplicationSupport#ADOPTION}
      * ({@code shm}): takes over the memory of {@code dead}, a node membership removed, and serves
      * it from now on (docs/replication.md §8); returns the logical segments adopted (their
      * descriptors name {@code dead}'s node, or the nodes it had adopted in turn). Exactly one

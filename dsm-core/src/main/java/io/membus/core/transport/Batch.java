@@ -1,5 +1,7 @@
 package io.membus.core.transport;
 
+import io.membus.core.time.Deadlines;
+
 /**
  * Verbs posted together: nothing leaves until {@link #submit()}, then all of them
  * go in one flush (one doorbell, one syscall), in the order they were added. The

@@ -1,5 +1,6 @@
 package io.membus.core.transport;
 
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.TransportUnavailableException;
 

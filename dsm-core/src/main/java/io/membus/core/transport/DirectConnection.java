@@ -1,8 +1,11 @@
 package io.membus.core.transport;
 
 import io.membus.core.OpenResources;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.error.NodeUnavailableException;
 
+import io.membus.core.fault.FaultInjector;
+import io.membus.core.time.Deadlines;
 import io.membus.core.transport.pipeline.Verb;
 import io.membus.core.transport.pipeline.VerbPipeline;
 import io.membus.core.transport.pipeline.Wire;

@@ -1,8 +1,11 @@
 package io.membus.core.transport;
 
 import io.membus.core.Segment;
+import io.membus.core.capability.TransportCapabilities;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.fault.FaultInjector;
 
 import java.util.Collection;
 import java.util.concurrent.CompletableFuture;
@@ -122,7 +125,7 @@ public interface Transport extends AutoCloseable {
      * senders, limits and counters (see {@link io.membus.core.message.Messaging}).
      * Closed with the transport.
      */
-    io.membus.core.message.MessageEndpoint messages();
+    io.membus.core.transport.message.MessageEndpoint messages();
 
     /** Fault injection for tests; inert (and free) until a rule is set. */
     FaultInjector faults();

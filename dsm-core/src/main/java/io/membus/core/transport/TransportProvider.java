@@ -1,5 +1,6 @@
 package io.membus.core.transport;
 
+import io.membus.core.capability.TransportCapabilities;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.TransportUnavailableException;
 
@@ -23,4 +24,14 @@ public interface TransportProvider {
      *                                       (says what to install, and what to use instead)
      */
     Transport create(TransportConfig config);
+
+    /**
+     * What every transport this provider creates promises, whatever its configuration
+     * (what {@link TransportCapabilities#of(String)} answers before one exists); each
+     * transport's own {@link Transport#capabilities()} promises at least this. By default
+     * {@link TransportCapabilities#NONE}: no promise, the safe answer.
+     */
+    default TransportCapabilities capabilities() {
+        return TransportCapabilities.NONE;
+    }
 }

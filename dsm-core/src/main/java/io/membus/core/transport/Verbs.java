@@ -1,5 +1,7 @@
 package io.membus.core.transport;
 
+import io.membus.core.time.Deadlines;
+
 import java.util.concurrent.CompletableFuture;
 
 /**

@@ -4,8 +4,8 @@ import io.membus.core.Access;
 import io.membus.core.replication.Ballot;
 import io.membus.core.replication.GroupClaim;
 import io.membus.core.replication.GroupId;
-import io.membus.core.replication.ReplicationSupport;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.capability.ReplicationSupport;
+import io.membus.core.directory.PeerInfo;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

@@ -1,6 +1,6 @@
 package io.membus.core.error;
 
-import io.membus.core.message.MessageFailures;
+import io.membus.core.transport.message.MessageFailures;
 import org.junit.jupiter.api.Test;
 
 import java.util.EnumMap;

@@ -2,7 +2,7 @@ package io.membus.core.replication;
 
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -1,7 +1,7 @@
 package io.membus.core.replication;
 
 import io.membus.core.Segment;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

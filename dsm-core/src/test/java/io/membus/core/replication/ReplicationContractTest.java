@@ -3,6 +3,7 @@ package io.membus.core.replication;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.Words;
+import io.membus.core.capability.ReplicationSupport;
 import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.directory.StaticDirectory;
 import io.membus.core.error.DsmException;

@@ -5,7 +5,7 @@ import io.membus.core.directory.StaticDirectory;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.transport.DeclaringTransport;
 import io.membus.core.transport.Transport;
-import io.membus.core.transport.TransportCapabilities;
+import io.membus.core.capability.TransportCapabilities;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 import org.junit.jupiter.api.Test;

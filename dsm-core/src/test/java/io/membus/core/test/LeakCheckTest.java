@@ -2,7 +2,7 @@ package io.membus.core.test;
 
 import io.membus.core.Access;
 import io.membus.core.Segment;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;

@@ -1,6 +1,7 @@
 package io.membus.core.transport;
 
 import io.membus.core.RemoteMemory;
+import io.membus.core.directory.PeerInfo;
 
 import java.time.Duration;
 import java.util.HashMap;

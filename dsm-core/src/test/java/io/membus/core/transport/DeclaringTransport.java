@@ -1,7 +1,10 @@
 package io.membus.core.transport;
 
 import io.membus.core.Segment;
-import io.membus.core.message.MessageEndpoint;
+import io.membus.core.capability.TransportCapabilities;
+import io.membus.core.directory.PeerInfo;
+import io.membus.core.fault.FaultInjector;
+import io.membus.core.transport.message.MessageEndpoint;
 
 import java.util.Collection;
 import java.util.concurrent.CompletableFuture;

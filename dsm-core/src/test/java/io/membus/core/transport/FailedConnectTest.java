@@ -1,5 +1,8 @@
 package io.membus.core.transport;
 
+import io.membus.core.capability.TransportCapabilities;
+import io.membus.core.directory.PeerInfo;
+
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

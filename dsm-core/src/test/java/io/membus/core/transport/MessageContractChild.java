@@ -2,6 +2,7 @@ package io.membus.core.transport;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
+import io.membus.core.directory.PeerInfo;
 
 import java.time.Duration;
 import java.util.ArrayList;

@@ -5,6 +5,8 @@ import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.Segment;
 import io.membus.core.Words;
+import io.membus.core.capability.TransportCapabilities;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.error.AccessDeniedException;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmTimeoutException;
@@ -813,6 +815,22 @@ public abstract class TransportContractTest {
             }
             return null;
         };
+    }
+
+    /**
+     * A transport promises at least what its kind promises in any configuration
+     * ({@link TransportCapabilities#of(String)}, its provider's answer, which launchers decide
+     * on before any transport exists), and keeps copies the way its kind says.
+     */
+    @Test
+    void aTransportPromisesAtLeastWhatItsKindPromises() {
+        TransportCapabilities kind = TransportCapabilities.of(transportName());
+        TransportCapabilities own = node(1).capabilities();
+        assertTrue(!kind.wholeWords() || own.wholeWords(), "whole words: kind " + kind + ", transport " + own);
+        assertTrue(!kind.plainWritesAtomicWithAtomics() || own.plainWritesAtomicWithAtomics(),
+                "plain writes atomic with atomics: kind " + kind + ", transport " + own);
+        assertTrue(!kind.fencesInitiators() || own.fencesInitiators(), "fencing: kind " + kind + ", transport " + own);
+        assertEquals(kind.replication(), own.replication(), "replication: kind " + kind + ", transport " + own);
     }
 
     /**

@@ -1,6 +1,6 @@
 package io.membus.test.nemesis;
 
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 
 import java.time.Duration;
 import java.util.ArrayList;

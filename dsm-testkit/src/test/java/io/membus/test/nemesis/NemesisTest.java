@@ -1,6 +1,6 @@
 package io.membus.test.nemesis;
 
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import io.membus.core.time.SkewableClock;
 import io.membus.test.history.FaultWindow;
 import io.membus.test.history.HistoryRecorder;

@@ -1,5 +1,6 @@
 package io.membus.transport.rdma;
 
+import io.membus.core.Backoff;
 import io.membus.core.transport.Connection;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -8,16 +9,16 @@ import java.io.IOException;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The completion side of an {@link RdmaTransport}: the queue pairs of its open
  * connections and the loop of its one completion thread ("membus-rdma-cq"), which polls
  * the message rings and every connection's completion queue, completing the verbs'
- * futures. Idle: 1,000 spins, then parks of 20 µs, then of 1 ms after 100,000 idle polls;
- * found work starts the count again. A completion queue that fails to poll closes its
- * connection (once: its verbs fail now instead of at their deadline). One job: polling;
- * the connections are made and closed by the transport.
+ * futures. Idle: dsm-core's {@link Backoff} with {@link #IDLE}: 1,000 spins, then 99,000
+ * parks of 20 µs (about two seconds of idling), then parks doubling to 1 ms; found work
+ * {@linkplain Backoff#reset() starts the schedule again}. A completion queue that fails
+ * to poll closes its connection (once: its verbs fail now instead of at their deadline).
+ * One job: polling; the connections are made and closed by the transport.
  *
  * <p><b>Note:</b> thread-safe: {@link #track} and {@link #untrack} (any thread) are
  * serialised and replace a copy-on-write array published through a volatile field, so the
@@ -27,6 +28,10 @@ import java.util.concurrent.locks.LockSupport;
 final class CompletionPoller implements Runnable {
     /** The transport's logger: a failed poll is logged where it always was. */
     private static final Logger LOG = LoggerFactory.getLogger(RdmaTransport.class);
+
+    /** The idle schedule: 1,000 spins, 99,000 parks of 20 µs, then parks doubling to 1 ms. */
+    static final Backoff.Policy IDLE = new Backoff.Policy(1_000, 0, TimeUnit.MICROSECONDS.toNanos(20),
+            TimeUnit.MILLISECONDS.toNanos(1), 99_000);
 
     /** An open connection and its queue pair, as the completion thread polls them. */
     record Polled(RdmaConnection connection, Fabric.QueuePair pair) {
@@ -74,7 +79,7 @@ final class CompletionPoller implements Runnable {
 
     @Override
     public void run() {
-        int idle = 0;
+        Backoff idle = new Backoff(IDLE, Backoff.NO_DEADLINE); // stop() ends the loop within one park
         while (running) {
             int found = messaging.poll();
             for (Polled p : polled) { // an array: no iterator allocated per spin
@@ -89,11 +94,9 @@ final class CompletionPoller implements Runnable {
                 }
             }
             if (found > 0) {
-                idle = 0;
-            } else if (++idle > 1_000) {
-                LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(idle > 100_000 ? 1_000 : 20));
+                idle.reset();
             } else {
-                Thread.onSpinWait();
+                idle.pause();
             }
         }
     }

@@ -3,11 +3,13 @@ package io.membus.transport.rdma;
 import io.membus.core.auth.PeerAuth;
 import io.membus.core.config.HostPort;
 import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.message.HandshakeRecord;
+import io.membus.core.directory.PeerInfo;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -19,8 +21,8 @@ import java.util.List;
 
 /**
  * The initiator's side of one rdma control channel: the TCP handshake with the target
- * (HELLO, status, both proofs), the first catalog, the RC queue pair set up through the
- * RDMA CM (catalog pushes may come before the target's READY), and then, for the
+ * (HELLO, CHALLENGE or REFUSAL, AUTH: dsm-core {@link HandshakeRecord}s, both proofs), the
+ * first catalog, the RC queue pair set up through the RDMA CM (catalog pushes may come before the target's READY), and then, for the
  * connection's life, the target's catalog pushes ({@link #catalogLoop}). Every step of the
  * handshake ends by the connect deadline. One job: the control channel's wire; the
  * connection made over the queue pair is assembled by {@link RdmaTransport}.
@@ -82,34 +84,25 @@ final class ControlDial {
         RANDOM.nextBytes(nonceI);
         out.writeInt(ControlFrames.MAGIC);
         out.writeByte(ControlFrames.VERSION);
-        out.writeShort(nodeId);
-        out.writeLong(incarnation);
-        out.writeShort(peer.nodeId());
-        out.writeLong(peer.incarnation());
-        out.write(nonceI);
+        ControlFrames.writeRecord(out, new HandshakeRecord.Hello(nodeId, incarnation, peer.nodeId(),
+                peer.incarnation(), nonceI));
         out.flush();
-        int status = in.readUnsignedByte();
-        if (status != ControlFrames.STATUS_OK) {
-            String text = in.readUTF();
-            if (status == ControlFrames.STATUS_STALE) {
-                throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), in.readLong());
-            }
-            if (status == ControlFrames.STATUS_FENCED) {
-                throw NodeFencedException.notSent(peer.nodeId(), "refused by the peer: " + text);
-            }
-            throw NodeUnavailableException.notSent(peer.nodeId(), "refused by the peer: " + text);
+        HandshakeRecord.Record answer = ControlFrames.readRecord(in, who, HandshakeRecord.KIND_CHALLENGE, true);
+        if (answer instanceof HandshakeRecord.Refusal refusal) {
+            throw refused(refusal);
         }
-        int node = in.readUnsignedShort();
-        long inc = in.readLong();
-        byte[] nonceT = ControlFrames.readBytes(in, ControlFrames.NONCE_BYTES);
-        byte[] macT = ControlFrames.readBytes(in, ControlFrames.MAC_BYTES);
+        HandshakeRecord.Challenge challenge = (HandshakeRecord.Challenge) answer;
+        int node = challenge.node();
+        long inc = challenge.incarnation();
+        byte[] nonceT = challenge.nonce();
+        byte[] macT = challenge.proof();
         ControlFrames.checkMac(ControlFrames.proof(settings.secret(), PeerAuth.Role.TARGET, nodeId, incarnation,
                 node, inc, nonceI, nonceT), macT, who, "target proof");
         if (node != peer.nodeId() || inc != peer.incarnation()) {
             throw new StaleIncarnationException(peer.nodeId(), peer.incarnation(), inc);
         }
-        out.write(ControlFrames.proof(settings.secret(), PeerAuth.Role.INITIATOR, nodeId, incarnation, node, inc,
-                nonceI, nonceT));
+        ControlFrames.writeRecord(out, new HandshakeRecord.Auth(ControlFrames.proof(settings.secret(),
+                PeerAuth.Role.INITIATOR, nodeId, incarnation, node, inc, nonceI, nonceT)));
         out.flush();
         byte[] session = new byte[ControlFrames.SESSION_BYTES];
         catalog = new RemoteCatalog(peer.nodeId());
@@ -138,6 +131,17 @@ final class ControlDial {
                 }
             }
         }, deadline);
+    }
+
+    /** The typed failure of the target's refusal (nothing was sent: connecting again may help, unless fenced). */
+    private DsmException refused(HandshakeRecord.Refusal refusal) {
+        if (refusal.code() == ErrorCode.STALE_INCARNATION) {
+            return new StaleIncarnationException(peer.nodeId(), peer.incarnation(), refusal.detail());
+        }
+        if (refusal.fenced()) {
+            return NodeFencedException.notSent(peer.nodeId(), "refused by the peer: " + refusal.text());
+        }
+        return NodeUnavailableException.notSent(peer.nodeId(), "refused by the peer: " + refusal.text());
     }
 
     /** Applies the target's catalog pushes for the connection's life; the connection closes with the channel. */

@@ -3,6 +3,7 @@ package io.membus.transport.rdma;
 import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.ProtocolException;
+import io.membus.core.transport.message.HandshakeRecord;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -21,10 +22,13 @@ import java.util.List;
  * passive side, so a token there would never be seen).
  *
  * <pre>
- * initiator -> target  HELLO      magic "MBRD" | version 2 | node u16 | incarnation | target node u16 | target incarnation | nonceI[32]
- * target -> initiator  CHALLENGE  status u8 (0 ok; 1 refused + UTF reason; 2 stale + UTF reason + incarnation)
- *                                 | node u16 | incarnation | nonceT[32] | macT[32]
- * initiator -> target  PROOF      macI[32]
+ * initiator -> target  magic "MBRD" | version 3 | HELLO record        (the channel's opening: this framing's own)
+ * target -> initiator  CHALLENGE record (node, incarnation, nonceT[32], macT[32]) or REFUSAL record
+ *                                 (NODE_UNAVAILABLE: closed, or fenced with the FENCED bit; STALE_INCARNATION with
+ *                                 this node's incarnation as detail: another node or incarnation was asked for)
+ * initiator -> target  AUTH record (macI[32])
+ *   each record: length u16 | one dsm-core HandshakeRecord (little-endian inside, the bytes tcp's handshake
+ *   frames carry; HELLO = node, target node, incarnations, nonceI[32])
  * target -> initiator  CATALOG    kind 1 | session[16] | count u16 | count x (index u8 | address | size | remoteKey | flags u8) | mac[32]
  * initiator -> target  ACK        kind 1                       (after every CATALOG; export waits for it)
  * initiator -> target  CM_SOURCE  kind 2 | IPv4[4] | port u16 | mac[32]
@@ -35,23 +39,20 @@ import java.util.List;
  * handshake tcp uses too (both node ids and incarnations, both nonces, the role); every
  * later frame is MACed ({@link PeerAuth#mac}) with the session id and a sequence number or its
  * content, so frames cannot be forged or replayed into another session. Frame integers are
- * big-endian ({@link DataOutputStream}); the MACed transcripts are little-endian, as in PeerAuth.
+ * big-endian ({@link DataOutputStream}); the MACed transcripts and the handshake records
+ * ({@link HandshakeRecord}, whose version and fields its decoder checks) are little-endian.
  *
  * <p><b>Note:</b> stateless helpers; thread-safe.
  */
 final class ControlFrames {
     static final int MAGIC = 0x4d425244; // "MBRD"
-    static final int VERSION = 2;
+    /** Version of this framing: 3 carries the handshake as dsm-core {@link HandshakeRecord}s (2 had its own). */
+    static final int VERSION = 3;
     /** Handshake nonces: {@link PeerAuth#NONCE_LENGTH}. */
     static final int NONCE_BYTES = PeerAuth.NONCE_LENGTH;
     /** Session ids and catalog tokens. */
     static final int SESSION_BYTES = 16;
     static final int MAC_BYTES = PeerAuth.PROOF_LENGTH;
-    static final int STATUS_OK = 0;
-    static final int STATUS_REFUSED = 1;
-    static final int STATUS_STALE = 2;
-    /** The target refused because it fenced the initiator: reconnecting cannot help. */
-    static final int STATUS_FENCED = 3;
     /** Target to initiator: a catalog follows. */
     static final int CATALOG = 1;
     /** Target to initiator: the announced CM address is expected. */
@@ -81,6 +82,30 @@ final class ControlFrames {
         if (!PeerAuth.matches(expected, actual)) {
             throw new AuthenticationException(peer, "bad " + what + " (HMAC-SHA256 with membus.transports.rdma.secret does not match)");
         }
+    }
+
+    /** Writes one handshake record behind its length (not flushed). */
+    static void writeRecord(DataOutputStream out, HandshakeRecord.Record record) throws IOException {
+        byte[] b = record.encode();
+        out.writeShort(b.length);
+        out.write(b);
+    }
+
+    /**
+     * Reads one handshake record of {@code expectedKind} (or a REFUSAL, when
+     * {@code refusalAllowed}) from {@code peer}.
+     *
+     * @throws ProtocolException when it is longer than any record, malformed, of another
+     *         version or of another kind
+     */
+    static HandshakeRecord.Record readRecord(DataInputStream in, String peer, int expectedKind,
+                                             boolean refusalAllowed) throws IOException {
+        int n = in.readUnsignedShort();
+        if (n > HandshakeRecord.MAX_LENGTH) {
+            throw new ProtocolException(peer, "handshake record of " + n + " bytes, at most "
+                    + HandshakeRecord.MAX_LENGTH);
+        }
+        return HandshakeRecord.expect(readBytes(in, n), peer, expectedKind, refusalAllowed);
     }
 
     static byte[] readBytes(DataInputStream in, int n) throws IOException {

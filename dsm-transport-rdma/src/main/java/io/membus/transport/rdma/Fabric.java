@@ -20,7 +20,7 @@ interface Fabric extends AutoCloseable {
 
     /**
      * Whether this fabric's reads and writes move every 8-byte aligned word whole
-     * ({@link io.membus.core.transport.TransportCapabilities#wholeWords()}). A NIC's DMA does
+     * ({@link io.membus.core.capability.TransportCapabilities#wholeWords()}). A NIC's DMA does
      * in practice, but the InfiniBand specification does not promise it, so a device says no.
      */
     default boolean movesWordsWhole() {

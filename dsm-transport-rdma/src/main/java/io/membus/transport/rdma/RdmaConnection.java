@@ -9,7 +9,7 @@ import io.membus.core.transport.Batch;
 import io.membus.core.transport.DeferredBatch;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.LongCompletion;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.Verbs;
 
 import java.util.concurrent.CompletableFuture;

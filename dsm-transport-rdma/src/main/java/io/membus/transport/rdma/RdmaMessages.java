@@ -6,12 +6,12 @@ import io.membus.core.error.ErrorCode;
 import io.membus.core.error.MessageTooLargeException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
-import io.membus.core.message.Inbox;
-import io.membus.core.message.MessageEndpoint;
-import io.membus.core.message.MessageFailures;
-import io.membus.core.message.MessageRecord;
-import io.membus.core.message.Outbox;
-import io.membus.core.message.Responder;
+import io.membus.core.transport.message.Inbox;
+import io.membus.core.transport.message.MessageEndpoint;
+import io.membus.core.transport.message.MessageFailures;
+import io.membus.core.transport.message.MessageRecord;
+import io.membus.core.transport.message.Outbox;
+import io.membus.core.transport.message.Responder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

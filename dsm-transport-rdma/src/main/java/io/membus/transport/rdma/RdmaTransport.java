@@ -6,15 +6,17 @@ import io.membus.core.config.HostPort;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
+import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.TransportUnavailableException;
 import io.membus.core.auth.PeerAuth;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.membus.core.transport.TransportThreads;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.Deadlines;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.time.Deadlines;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.TransportConfig;
 import org.slf4j.Logger;
@@ -131,9 +133,8 @@ public final class RdmaTransport extends AbstractTransport {
      * target refuses a fenced initiator (it destroys the node's target-side queue pairs).
      */
     @Override
-    public io.membus.core.transport.TransportCapabilities capabilities() {
-        return io.membus.core.transport.TransportCapabilities.NONE.withWholeWords(fabric.movesWordsWhole())
-                .withFencesInitiators(true);
+    public io.membus.core.capability.TransportCapabilities capabilities() {
+        return RdmaTransportProvider.CAPABILITIES.withWholeWords(fabric.movesWordsWhole());
     }
 
     @Override
@@ -344,36 +345,36 @@ public final class RdmaTransport extends AbstractTransport {
             if (in.readInt() != ControlFrames.MAGIC || in.readUnsignedByte() != ControlFrames.VERSION) {
                 throw new ProtocolException(who, "not a membus rdma control channel (magic or version)");
             }
-            int peerNode = in.readUnsignedShort();
-            long peerInc = in.readLong();
-            int wantNode = in.readUnsignedShort();
-            long wantInc = in.readLong();
-            byte[] nonceI = ControlFrames.readBytes(in, ControlFrames.NONCE_BYTES);
-            if (isFenced(peerNode) || !running) {
-                out.writeByte(isFenced(peerNode) ? ControlFrames.STATUS_FENCED : ControlFrames.STATUS_REFUSED);
-                out.writeUTF(isFenced(peerNode) ? "fenced: " + fenceReason(peerNode) : "transport closed");
+            HandshakeRecord.Hello hello = (HandshakeRecord.Hello) ControlFrames.readRecord(in, who,
+                    HandshakeRecord.KIND_HELLO, false);
+            int peerNode = hello.node();
+            long peerInc = hello.incarnation();
+            byte[] nonceI = hello.nonce();
+            boolean fenced = isFenced(peerNode);
+            if (fenced || !running) {
+                ControlFrames.writeRecord(out, fenced
+                        ? new HandshakeRecord.Refusal(ErrorCode.NODE_UNAVAILABLE, HandshakeRecord.REASON_FENCED, 0,
+                                "fenced: " + fenceReason(peerNode))
+                        : new HandshakeRecord.Refusal(ErrorCode.NODE_UNAVAILABLE, 0, 0, "transport closed"));
                 out.flush();
                 return;
             }
-            if (wantNode != nodeId() || wantInc != incarnation()) {
-                out.writeByte(ControlFrames.STATUS_STALE);
-                out.writeUTF("this is node " + nodeId() + " incarnation " + incarnation());
-                out.writeLong(incarnation());
+            if (hello.targetNode() != nodeId() || hello.targetIncarnation() != incarnation()) {
+                ControlFrames.writeRecord(out, new HandshakeRecord.Refusal(ErrorCode.STALE_INCARNATION, 0,
+                        incarnation(), "this is node " + nodeId() + " incarnation " + incarnation()));
                 out.flush();
                 return;
             }
             byte[] nonceT = new byte[ControlFrames.NONCE_BYTES];
             RANDOM.nextBytes(nonceT);
-            out.writeByte(ControlFrames.STATUS_OK);
-            out.writeShort(nodeId());
-            out.writeLong(incarnation());
-            out.write(nonceT);
-            out.write(ControlFrames.proof(settings.secret(), PeerAuth.Role.TARGET, peerNode, peerInc, nodeId(),
-                    incarnation(), nonceI, nonceT));
+            ControlFrames.writeRecord(out, new HandshakeRecord.Challenge(nodeId(), incarnation(), nonceT,
+                    ControlFrames.proof(settings.secret(), PeerAuth.Role.TARGET, peerNode, peerInc, nodeId(),
+                            incarnation(), nonceI, nonceT)));
             out.flush();
+            byte[] macI = ((HandshakeRecord.Auth) ControlFrames.readRecord(in, who, HandshakeRecord.KIND_AUTH,
+                    false)).proof();
             ControlFrames.checkMac(ControlFrames.proof(settings.secret(), PeerAuth.Role.INITIATOR, peerNode, peerInc,
-                    nodeId(), incarnation(), nonceI, nonceT), ControlFrames.readBytes(in, ControlFrames.MAC_BYTES), who,
-                    "initiator proof");
+                    nodeId(), incarnation(), nonceI, nonceT), macI, who, "initiator proof");
             byte[] id = new byte[ControlFrames.SESSION_BYTES];
             RANDOM.nextBytes(id);
             session = new ControlSession(peerNode, socket, out, nonceI, id, settings.secret(), this::catalog,

@@ -1,5 +1,6 @@
 package io.membus.transport.rdma;
 
+import io.membus.core.capability.TransportCapabilities;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.TransportProvider;
@@ -24,5 +25,17 @@ public final class RdmaTransportProvider implements TransportProvider {
     public Transport create(TransportConfig config) {
         RdmaDetection.requireAvailable();
         return new RdmaTransport(config, RdmaSettings.from(config), DisniFabric::new);
+    }
+
+    /**
+     * What every rdma transport promises: fencing of initiators (the target's queue pairs);
+     * whole words only where its device says so, plain writes not atomic with the NIC's
+     * atomics, no replication.
+     */
+    static final TransportCapabilities CAPABILITIES = TransportCapabilities.NONE.withFencesInitiators(true);
+
+    @Override
+    public TransportCapabilities capabilities() {
+        return CAPABILITIES;
     }
 }

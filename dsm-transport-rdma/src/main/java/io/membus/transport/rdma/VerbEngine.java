@@ -2,8 +2,8 @@ package io.membus.transport.rdma;
 
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.transport.Deadlines;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.time.Deadlines;
+import io.membus.core.fault.FaultInjector;
 import io.membus.core.transport.LongCompletion;
 import io.membus.core.transport.VerbObserver;
 import io.membus.core.transport.pipeline.Verb;

@@ -6,8 +6,11 @@ import io.membus.core.Segment;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.error.UnknownSegmentException;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.membus.core.transport.Connection;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
@@ -115,6 +118,42 @@ class RdmaTransportSoftTest {
             assertEquals(5L + i, await(last.fetchAndAdd(s.pointer(0), s.remoteKey(), 1)));
         }
         assertTrue(last.isOpen());
+    }
+
+    @Test
+    void refusedHandshakesComeBackTypedFromTheirRefusalRecords() {
+        Transport a = node(31, "a-secret-of-16-bytes");
+        Transport b = node(32, "a-secret-of-16-bytes");
+        StaleIncarnationException stale = assertThrows(StaleIncarnationException.class,
+                () -> await(b.connect(new PeerInfo(31, a.incarnation() - 1, a.self().address()))));
+        assertEquals(a.incarnation(), stale.actual(), "the refusal's detail: the target's incarnation");
+        a.fence(32, "downed by the test");
+        NodeUnavailableException fenced = assertThrows(NodeUnavailableException.class,
+                () -> await(b.connect(a.self())));
+        assertTrue(fenced.fenced(), "the refusal's FENCED bit: " + fenced.getMessage());
+        assertTrue(fenced.getMessage().contains("refused by the peer: fenced: downed by the test"), fenced.getMessage());
+    }
+
+    @Test
+    void aHelloRecordOfAnotherVersionIsRefusedBeforeAnythingIsAnswered() throws Exception {
+        Transport a = node(33, "a-secret-of-16-bytes");
+        java.net.InetSocketAddress control = io.membus.core.config.HostPort.parse("peer address", a.self().address(),
+                2, 1).get(0).socketAddress();
+        byte[] hello = new HandshakeRecord.Hello(34, 1, 33, a.incarnation(), new byte[32]).encode();
+        hello[HandshakeRecord.VERSION_OFFSET] = 9;
+        try (java.net.Socket s = new java.net.Socket()) {
+            s.connect(control, 10_000);
+            s.setSoTimeout(20_000);
+            java.io.DataOutputStream out = new java.io.DataOutputStream(s.getOutputStream());
+            out.writeInt(ControlFrames.MAGIC);
+            out.writeByte(ControlFrames.VERSION);
+            out.writeShort(hello.length);
+            out.write(hello);
+            out.flush();
+            assertEquals(-1, s.getInputStream().read(), "closed without a CHALLENGE");
+        }
+        Transport b = node(34, "a-secret-of-16-bytes");
+        assertTrue(await(b.connect(a.self())).isOpen(), "the node serves well-formed handshakes still");
     }
 
     @Test

@@ -9,7 +9,7 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.OutOfBoundsException;
 import io.membus.core.error.WrongRemoteKeyException;
 import io.membus.core.test.Seeds;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

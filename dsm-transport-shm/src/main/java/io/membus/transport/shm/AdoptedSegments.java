@@ -9,7 +9,7 @@ import io.membus.core.error.NotPrimaryException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.replication.Ballot;
 import io.membus.core.replication.GroupId;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentTable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -5,13 +5,13 @@ import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.message.Outbox;
+import io.membus.core.transport.message.Outbox;
 import io.membus.core.replication.GroupId;
 import io.membus.core.transport.BlockingVerbs;
-import io.membus.core.transport.Deadlines;
+import io.membus.core.time.Deadlines;
 import io.membus.core.transport.DirectConnection;
 import io.membus.core.transport.LongCompletion;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentTable;
 
 import java.nio.file.Path;

@@ -10,7 +10,7 @@ import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.replication.GroupId;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.TransportConfig;
@@ -69,7 +69,7 @@ public final class ShmTransport extends AbstractTransport {
     private static final Logger LOG = LoggerFactory.getLogger(ShmTransport.class);
 
     private final Path dir;
-    private final io.membus.core.transport.TransportCapabilities capabilities;
+    private final io.membus.core.capability.TransportCapabilities capabilities;
     private final long refreshNanos;
     private final ShmMessaging messaging;
     /** Permissions of every file and directory this node creates in {@link #dir}. */
@@ -81,9 +81,7 @@ public final class ShmTransport extends AbstractTransport {
         super(config);
         String d = config.require("shm.dir", "a writable directory (on Linux, one under /dev/shm)");
         this.dir = Path.of(d).toAbsolutePath();
-        this.capabilities = io.membus.core.transport.TransportCapabilities.SOFTWARE.withFencesInitiators(false)
-                .withSegmentFiles(dir, TransportConfig.key("shm.dir"))
-                .withReplication(io.membus.core.replication.ReplicationSupport.ADOPTION);
+        this.capabilities = ShmTransportProvider.CAPABILITIES.withSegmentFiles(dir, TransportConfig.key("shm.dir"));
         this.refreshNanos = config.getDuration("shm.refresh-interval").toNanos();
         String group = config.getString("shm.group", GROUP_ALLOWED);
         try {
@@ -129,7 +127,7 @@ public final class ShmTransport extends AbstractTransport {
      * where peers map them from.
      */
     @Override
-    public io.membus.core.transport.TransportCapabilities capabilities() {
+    public io.membus.core.capability.TransportCapabilities capabilities() {
         return capabilities;
     }
 

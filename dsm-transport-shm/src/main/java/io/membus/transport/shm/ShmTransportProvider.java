@@ -1,5 +1,7 @@
 package io.membus.transport.shm;
 
+import io.membus.core.capability.ReplicationSupport;
+import io.membus.core.capability.TransportCapabilities;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.TransportProvider;
@@ -20,5 +22,18 @@ public final class ShmTransportProvider implements TransportProvider {
     @Override
     public Transport create(TransportConfig config) {
         return new ShmTransport(config);
+    }
+
+    /**
+     * What every shm transport promises: verbs on the CPU with whole words, plain writes atomic
+     * with atomics; no fencing of initiators (a fenced process can still write its mapping);
+     * replication by adopting files. Its segment files' directory comes with its configuration.
+     */
+    static final TransportCapabilities CAPABILITIES = TransportCapabilities.SOFTWARE.withFencesInitiators(false)
+            .withReplication(ReplicationSupport.ADOPTION);
+
+    @Override
+    public TransportCapabilities capabilities() {
+        return CAPABILITIES;
     }
 }

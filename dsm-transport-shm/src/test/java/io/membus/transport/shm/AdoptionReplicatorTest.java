@@ -12,7 +12,7 @@ import io.membus.core.replication.Ballot;
 import io.membus.core.replication.GroupClaim;
 import io.membus.core.replication.GroupId;
 import io.membus.core.replication.ReplicationConfig;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;

@@ -7,7 +7,7 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.test.Seeds;
 import io.membus.core.test.TestJvm;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 import org.junit.jupiter.api.AfterEach;

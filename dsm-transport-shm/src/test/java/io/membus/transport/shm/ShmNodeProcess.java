@@ -3,7 +3,7 @@ package io.membus.transport.shm;
 import io.membus.core.Segment;
 import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.NotPrimaryException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;

@@ -1,8 +1,8 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.error.DsmException;
-import io.membus.core.message.MessageFailures;
-import io.membus.core.message.Responder;
+import io.membus.core.transport.message.MessageFailures;
+import io.membus.core.transport.message.Responder;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 
@@ -54,7 +54,7 @@ final class ChannelResponder implements Responder {
                     MessageFailures.text(failure));
             return;
         }
-        ByteBuf b = channel.alloc().ioBuffer(Frame.MSG_ERROR_TEXT_FIELD_OFFSET + io.membus.core.message.MessageRecord.MAX_ERROR_TEXT);
+        ByteBuf b = channel.alloc().ioBuffer(Frame.MSG_ERROR_TEXT_FIELD_OFFSET + io.membus.core.transport.message.MessageRecord.MAX_ERROR_TEXT);
         Frame.writeMessageError(b, correlation, failure.code().wire(), MessageFailures.detail(failure),
                 MessageFailures.text(failure));
         channel.writeAndFlush(b, channel.voidPromise());

@@ -7,7 +7,8 @@ import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.message.HandshakeRecord;
+import io.membus.core.directory.PeerInfo;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -106,7 +107,7 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
 
     private void handshake(ChannelHandlerContext ctx) {
         byte op = frame.opcode();
-        if (op == Frame.OP_ERROR) {
+        if (op == Frame.OP_ERROR || op == Frame.OP_REFUSED) { // a bad frame of ours, or the target's refusal
             fail(ctx, connection.error(frame));
         } else if (op == Frame.OP_CHALLENGE && !challenged) {
             challenged = true;
@@ -125,7 +126,7 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
                 ctx.close();
                 return;
             }
-            connection.lanePort(frame.intAt(Frame.WELCOME_LANE_PORT_FIELD_OFFSET));
+            connection.lanePort(((HandshakeRecord.Welcome) frame.handshakeRecord(peer.toString())).port());
             if (!connection.opened(ctx.channel())) { // closed by its owner during this handshake
                 ctx.close();
                 return;
@@ -142,18 +143,19 @@ final class ClientHandler extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * Checks a CHALLENGE frame: the target's proof under the cluster secret, its node
-     * and its incarnation. Shared by every initiator end (the pipelined channel and the
+     * Checks a CHALLENGE frame's record: the target's proof under the cluster secret, its
+     * node and its incarnation. Shared by every initiator end (the pipelined channel and the
      * blocking lanes).
      *
      * @return this node's proof, to send in AUTH
      * @throws DsmException naming what did not match (the connection must be closed)
      */
     static byte[] answerChallenge(TcpTransport transport, PeerInfo peer, byte[] nonce, Frame frame) {
-        int node = frame.intAt(Frame.CHALLENGE_NODE_FIELD_OFFSET);
-        long incarnation = frame.longAt(Frame.CHALLENGE_INCARNATION_FIELD_OFFSET);
-        byte[] serverNonce = frame.bytesAt(Frame.CHALLENGE_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
-        byte[] proof = frame.bytesAt(Frame.CHALLENGE_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
+        HandshakeRecord.Challenge challenge = (HandshakeRecord.Challenge) frame.handshakeRecord(peer.toString());
+        int node = challenge.node();
+        long incarnation = challenge.incarnation();
+        byte[] serverNonce = challenge.nonce();
+        byte[] proof = challenge.proof();
         byte[] expected = transport.handshake.proof(PeerAuth.Role.TARGET, transport.nodeId(),
                 transport.incarnation(), node, incarnation, nonce, serverNonce);
         if (!PeerAuth.matches(expected, proof)) {

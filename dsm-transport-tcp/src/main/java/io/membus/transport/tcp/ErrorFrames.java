@@ -8,13 +8,16 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.error.VerbException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.message.HandshakeRecord;
+import io.membus.core.directory.PeerInfo;
 
 /**
  * Rebuilds the typed failure an ERROR frame from a target carries, on the initiator: a
  * verb failure through {@link VerbException#decode} (same message and fields as a local
  * one), a refusal by the frame's code and its reason bits (the {@code FENCED} bit makes a
- * {@link NodeFencedException}; the text is never parsed). Used by the pipelined
+ * {@link NodeFencedException}; the text is never parsed). A REFUSED frame (a handshake's
+ * {@link HandshakeRecord.Refusal}) is rebuilt the same way from the record's code, reason
+ * bits, detail and text. Used by the pipelined
  * connection ({@link TcpConnection}, {@link ClientHandler}) and the blocking lanes
  * ({@link TcpLane}).
  *
@@ -25,8 +28,17 @@ final class ErrorFrames {
     private ErrorFrames() {
     }
 
-    /** The typed failure an ERROR frame from {@code peer} carries. */
+    /** The typed failure an ERROR or REFUSED frame from {@code peer} carries. */
     static DsmException decode(Frame f, PeerInfo peer) {
+        if (f.opcode() == Frame.OP_REFUSED) {
+            HandshakeRecord.Refusal r;
+            try {
+                r = (HandshakeRecord.Refusal) f.handshakeRecord(peer.toString());
+            } catch (ProtocolException e) {
+                return e;
+            }
+            return refusal(r.code(), r.fenced(), r.detail(), r.text(), peer);
+        }
         ErrorCode code = ErrorCode.fromWire(f.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff);
         long ptr = f.longAt(Frame.ERROR_PTR_FIELD_OFFSET);
         int length = f.intAt(Frame.ERROR_LENGTH_FIELD_OFFSET);
@@ -35,9 +47,13 @@ final class ErrorFrames {
         if (v != null) {
             return v;
         }
-        String message = f.errorMessage();
+        return refusal(code, (f.errorReasons() & Frame.ERROR_REASON_FENCED) != 0, detail, f.errorMessage(), peer);
+    }
+
+    /** A refusal (not a verb's failure) by its code, fenced bit, detail and text. */
+    private static DsmException refusal(ErrorCode code, boolean fenced, long detail, String message, PeerInfo peer) {
         return switch (code) {
-            case NODE_UNAVAILABLE -> (f.errorReasons() & Frame.ERROR_REASON_FENCED) != 0
+            case NODE_UNAVAILABLE -> fenced
                     ? NodeFencedException.unknownOutcome(peer.nodeId(), message)
                     : new NodeUnavailableException(peer.nodeId(), message);
             case STALE_INCARNATION -> new StaleIncarnationException(peer.nodeId(), peer.incarnation(), detail);

@@ -1,10 +1,11 @@
 package io.membus.transport.tcp;
 
-import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.message.MessageRecord;
+import io.membus.core.error.ProtocolException;
+import io.membus.core.transport.message.HandshakeRecord;
+import io.membus.core.transport.message.MessageRecord;
 import io.netty.buffer.ByteBuf;
 
 import java.nio.charset.StandardCharsets;
@@ -48,14 +49,20 @@ import java.nio.charset.StandardCharsets;
  *   MSG_CREDIT record CREDIT (6): header | credits int32 | maxMessageSize int32 (correlation id 0; the target
  *              grants its inbox right after WELCOME: the initiator may have that many messages unanswered)  (24)
  *
- * Handshake (correlation id 0), before any verb:
- *   HELLO     nodeId int32 | incarnation int64 | targetNode int32 | targetIncarnation int64 | nonce[32]  (56)
- *   CHALLENGE nodeId int32 | incarnation int64 | nonce[32] | serverProof[32]                            (76)
- *   AUTH      clientProof[32]                                                                            (32)
- *   WELCOME   lanePort int32: the port of this node's lane server, where blocking lanes connect
- *             (0: none; lanes then connect to this port)                                             (4)
- *   a refused handshake gets an ERROR frame (code AUTHENTICATION, STALE_INCARNATION, NODE_UNAVAILABLE
- *   or PROTOCOL) and the connection is closed.
+ * Handshake (correlation id 0), before any verb. The body of every handshake frame is one dsm-core
+ * {@link HandshakeRecord} (8-byte header: kind uint8 | version uint8 | reserved int16 | magic "MBHS"; then its
+ * body), whose kind is the opcode's; the record's offsets are in that class:
+ *   HELLO     record HELLO (1): node | targetNode | incarnation | targetIncarnation | nonce[32]           (64)
+ *   CHALLENGE record CHALLENGE (2): node | incarnation | nonce[32] | the target's proof[32]                (88)
+ *   AUTH      record AUTH (3): the initiator's proof[32]                                                 (40)
+ *   WELCOME   record WELCOME (4): port = the port of this node's lane server, where blocking lanes connect
+ *             (0: none; lanes then connect to this port)                                                (16)
+ *   REFUSED   record REFUSAL (5): code | reasons (FENCED) | detail | text: the target's decision not to admit
+ *             the initiator (AUTHENTICATION, STALE_INCARNATION with the target's incarnation as detail,
+ *             NODE_UNAVAILABLE: wrong node, fenced, shutting down, too many lanes); the connection is closed
+ *                                                                                             (24 + text)
+ *   a handshake frame that is not valid (wrong version, length, opcode, malformed record) gets an ERROR
+ *   frame with code PROTOCOL and the connection is closed.
  * </pre>
  *
  * <p><b>Note:</b> a {@code Frame} flyweight is not thread-safe: one I/O thread
@@ -67,8 +74,11 @@ public final class Frame {
      * Version 2 gave the first reserved byte its meaning as flags (LINKED), which a
      * version 1 target would have ignored: the two refuse each other's handshake.
      * Version 3 made every message frame's body a dsm-core {@link MessageRecord}.
+     * Version 4 made every handshake frame's body a dsm-core {@link HandshakeRecord} (and a
+     * refused handshake a REFUSED frame). Nodes of different versions refuse each other:
+     * mixed-version clusters are not supported.
      */
-    public static final byte VERSION = 3;
+    public static final byte VERSION = 4;
 
     public static final int LENGTH_FIELD_OFFSET = 0;
     public static final int VERSION_FIELD_OFFSET = 4;
@@ -109,22 +119,24 @@ public final class Frame {
     /** Longest error message carried; longer ones are cut. */
     public static final int MAX_ERROR_MESSAGE = 1024;
 
-    // handshake bodies
-    public static final int NONCE_LENGTH = io.membus.core.auth.PeerAuth.NONCE_LENGTH;
-    public static final int PROOF_LENGTH = 32;
-    public static final int HELLO_NODE_FIELD_OFFSET = HEADER_LENGTH;
-    public static final int HELLO_INCARNATION_FIELD_OFFSET = HEADER_LENGTH + 4;
-    public static final int HELLO_TARGET_NODE_FIELD_OFFSET = HEADER_LENGTH + 12;
-    public static final int HELLO_TARGET_INCARNATION_FIELD_OFFSET = HEADER_LENGTH + 16;
-    public static final int HELLO_NONCE_FIELD_OFFSET = HEADER_LENGTH + 24;
-    public static final int HELLO_BODY_LENGTH = 24 + NONCE_LENGTH;
-    public static final int CHALLENGE_NODE_FIELD_OFFSET = HEADER_LENGTH;
-    public static final int CHALLENGE_INCARNATION_FIELD_OFFSET = HEADER_LENGTH + 4;
-    public static final int CHALLENGE_NONCE_FIELD_OFFSET = HEADER_LENGTH + 12;
-    public static final int CHALLENGE_PROOF_FIELD_OFFSET = CHALLENGE_NONCE_FIELD_OFFSET + NONCE_LENGTH;
-    public static final int CHALLENGE_BODY_LENGTH = 12 + NONCE_LENGTH + PROOF_LENGTH;
-    public static final int AUTH_PROOF_FIELD_OFFSET = HEADER_LENGTH;
-    public static final int AUTH_BODY_LENGTH = PROOF_LENGTH;
+    // handshake bodies: one HandshakeRecord from HEADER_LENGTH
+    public static final int NONCE_LENGTH = HandshakeRecord.NONCE_LENGTH;
+    public static final int PROOF_LENGTH = HandshakeRecord.PROOF_LENGTH;
+    public static final int HELLO_NODE_FIELD_OFFSET = HEADER_LENGTH + HandshakeRecord.HELLO_NODE_OFFSET;
+    public static final int HELLO_INCARNATION_FIELD_OFFSET = HEADER_LENGTH + HandshakeRecord.HELLO_INCARNATION_OFFSET;
+    public static final int HELLO_TARGET_NODE_FIELD_OFFSET = HEADER_LENGTH + HandshakeRecord.HELLO_TARGET_NODE_OFFSET;
+    public static final int HELLO_TARGET_INCARNATION_FIELD_OFFSET = HEADER_LENGTH
+            + HandshakeRecord.HELLO_TARGET_INCARNATION_OFFSET;
+    public static final int HELLO_NONCE_FIELD_OFFSET = HEADER_LENGTH + HandshakeRecord.HELLO_NONCE_OFFSET;
+    public static final int HELLO_BODY_LENGTH = HandshakeRecord.HELLO_LENGTH;
+    public static final int CHALLENGE_NODE_FIELD_OFFSET = HEADER_LENGTH + HandshakeRecord.CHALLENGE_NODE_OFFSET;
+    public static final int CHALLENGE_INCARNATION_FIELD_OFFSET = HEADER_LENGTH
+            + HandshakeRecord.CHALLENGE_INCARNATION_OFFSET;
+    public static final int CHALLENGE_NONCE_FIELD_OFFSET = HEADER_LENGTH + HandshakeRecord.CHALLENGE_NONCE_OFFSET;
+    public static final int CHALLENGE_PROOF_FIELD_OFFSET = HEADER_LENGTH + HandshakeRecord.CHALLENGE_PROOF_OFFSET;
+    public static final int CHALLENGE_BODY_LENGTH = HandshakeRecord.CHALLENGE_LENGTH;
+    public static final int AUTH_PROOF_FIELD_OFFSET = HEADER_LENGTH + HandshakeRecord.AUTH_PROOF_OFFSET;
+    public static final int AUTH_BODY_LENGTH = HandshakeRecord.AUTH_LENGTH;
 
     // message bodies: one MessageRecord from HEADER_LENGTH
     public static final int MSG_RECORD_FIELD_OFFSET = HEADER_LENGTH;
@@ -143,8 +155,8 @@ public final class Frame {
     public static final int CREDIT_MAX_SIZE_FIELD_OFFSET = HEADER_LENGTH + MessageRecord.BODY_OFFSET
             + MessageRecord.CREDIT_MAX_SIZE_BODY_OFFSET;
     public static final int CREDIT_BODY_LENGTH = MessageRecord.CREDIT_LENGTH;
-    public static final int WELCOME_LANE_PORT_FIELD_OFFSET = HEADER_LENGTH;
-    public static final int WELCOME_BODY_LENGTH = 4;
+    public static final int WELCOME_LANE_PORT_FIELD_OFFSET = HEADER_LENGTH + HandshakeRecord.WELCOME_PORT_OFFSET;
+    public static final int WELCOME_BODY_LENGTH = HandshakeRecord.WELCOME_LENGTH;
 
     // opcodes
     public static final byte OP_READ = 1;
@@ -159,6 +171,8 @@ public final class Frame {
     public static final byte OP_CHALLENGE = 0x11;
     public static final byte OP_AUTH = 0x12;
     public static final byte OP_WELCOME = 0x13;
+    /** The target's refusal of a handshake: a {@link HandshakeRecord.Refusal}; the connection closes. */
+    public static final byte OP_REFUSED = 0x14;
     public static final byte OP_OK = (byte) 0x81;
     public static final byte OP_ERROR = (byte) 0x82;
 
@@ -292,6 +306,8 @@ public final class Frame {
             case OP_CHALLENGE -> CHALLENGE_BODY_LENGTH;
             case OP_AUTH -> AUTH_BODY_LENGTH;
             case OP_WELCOME -> WELCOME_BODY_LENGTH;
+            case OP_REFUSED -> Math.min(Math.max(body, HandshakeRecord.REFUSAL_TEXT_OFFSET),
+                    HandshakeRecord.MAX_LENGTH);
             case OP_OK -> body;
             case OP_ERROR -> body < ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH
                     ? ERROR_MESSAGE_FIELD_OFFSET - HEADER_LENGTH : body;
@@ -306,7 +322,38 @@ public final class Frame {
         if (body != expected) {
             return "opcode=" + opName(op) + ", bodyLength=" + body + ", expected=" + expected;
         }
-        return isMessage(op) ? validateRecord(op) : null;
+        if (isMessage(op)) {
+            return validateRecord(op);
+        }
+        int handshakeKind = handshakeKind(op);
+        if (handshakeKind != 0 && byteAt(HEADER_LENGTH + HandshakeRecord.KIND_OFFSET) != handshakeKind) {
+            return "opcode=" + opName(op) + ", handshake record kind="
+                    + (byteAt(HEADER_LENGTH + HandshakeRecord.KIND_OFFSET) & 0xff) + " (not this opcode's)";
+        }
+        return null;
+    }
+
+    /** The handshake record kind a handshake opcode carries; 0 for any other opcode. */
+    private static int handshakeKind(byte op) {
+        return switch (op) {
+            case OP_HELLO -> HandshakeRecord.KIND_HELLO;
+            case OP_CHALLENGE -> HandshakeRecord.KIND_CHALLENGE;
+            case OP_AUTH -> HandshakeRecord.KIND_AUTH;
+            case OP_WELCOME -> HandshakeRecord.KIND_WELCOME;
+            case OP_REFUSED -> HandshakeRecord.KIND_REFUSAL;
+            default -> 0;
+        };
+    }
+
+    /**
+     * The handshake record in the body of a handshake frame (validated): decoded, its
+     * version, magic and fields checked ({@link HandshakeRecord#decode}).
+     *
+     * @param peer who sent it, for the error
+     * @throws ProtocolException when the record is malformed or of another version
+     */
+    public HandshakeRecord.Record handshakeRecord(String peer) {
+        return HandshakeRecord.decode(bytesAt(HEADER_LENGTH, bodyLength()), peer);
     }
 
     private static boolean isMessage(byte op) {
@@ -343,6 +390,7 @@ public final class Frame {
             case OP_CHALLENGE -> "CHALLENGE";
             case OP_AUTH -> "AUTH";
             case OP_WELCOME -> "WELCOME";
+            case OP_REFUSED -> "REFUSED";
             case OP_OK -> "OK";
             case OP_MSG -> "MSG";
             case OP_MSG_REPLY -> "MSG_REPLY";
@@ -483,30 +531,32 @@ public final class Frame {
 
     public static void writeHello(ByteBuf out, int nodeId, long incarnation, int targetNode, long targetIncarnation,
                                   byte[] nonce) {
-        writeHeader(out, OP_HELLO, 0, HELLO_BODY_LENGTH);
-        out.writeIntLE(nodeId);
-        out.writeLongLE(incarnation);
-        out.writeIntLE(targetNode);
-        out.writeLongLE(targetIncarnation);
-        out.writeBytes(nonce);
+        writeHandshake(out, OP_HELLO, new HandshakeRecord.Hello(nodeId, incarnation, targetNode, targetIncarnation,
+                nonce));
     }
 
     public static void writeChallenge(ByteBuf out, int nodeId, long incarnation, byte[] nonce, byte[] proof) {
-        writeHeader(out, OP_CHALLENGE, 0, CHALLENGE_BODY_LENGTH);
-        out.writeIntLE(nodeId);
-        out.writeLongLE(incarnation);
-        out.writeBytes(nonce);
-        out.writeBytes(proof);
+        writeHandshake(out, OP_CHALLENGE, new HandshakeRecord.Challenge(nodeId, incarnation, nonce, proof));
     }
 
     public static void writeAuth(ByteBuf out, byte[] proof) {
-        writeHeader(out, OP_AUTH, 0, AUTH_BODY_LENGTH);
-        out.writeBytes(proof);
+        writeHandshake(out, OP_AUTH, new HandshakeRecord.Auth(proof));
     }
 
     /** @param lanePort the port of the node's lane server, 0 for none */
     public static void writeWelcome(ByteBuf out, int lanePort) {
-        writeHeader(out, OP_WELCOME, 0, WELCOME_BODY_LENGTH);
-        out.writeIntLE(lanePort);
+        writeHandshake(out, OP_WELCOME, new HandshakeRecord.Welcome(lanePort));
+    }
+
+    /** A REFUSED frame: the target does not admit the initiator, and says why. */
+    public static void writeRefused(ByteBuf out, HandshakeRecord.Refusal refusal) {
+        writeHandshake(out, OP_REFUSED, refusal);
+    }
+
+    /** A handshake frame: the frame header, then the record as its body. */
+    private static void writeHandshake(ByteBuf out, byte opcode, HandshakeRecord.Record record) {
+        byte[] body = record.encode();
+        writeHeader(out, opcode, 0, body.length);
+        out.writeBytes(body);
     }
 }

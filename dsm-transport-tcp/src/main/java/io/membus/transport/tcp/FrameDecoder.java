@@ -19,7 +19,8 @@ import java.util.List;
  */
 final class FrameDecoder extends ByteToMessageDecoder {
     /** Largest frame before the handshake completes: room for any handshake frame or a refusal. */
-    static final int HANDSHAKE_MAX_FRAME = Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE;
+    static final int HANDSHAKE_MAX_FRAME = Math.max(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE,
+            Frame.HEADER_LENGTH + io.membus.core.transport.message.HandshakeRecord.MAX_LENGTH);
 
     private final int authenticatedMaxFrame;
     private final String peer;

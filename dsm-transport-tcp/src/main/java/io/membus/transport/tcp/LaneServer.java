@@ -3,10 +3,12 @@ package io.membus.transport.tcp;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
+import io.membus.core.error.ProtocolException;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.membus.core.replication.AckGate;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import io.membus.core.transport.TransportThreads;
-import io.membus.core.transport.pipeline.TimerWheel;
+import io.membus.core.time.TimerWheel;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.slf4j.Logger;
@@ -302,16 +304,25 @@ final class LaneServer implements AutoCloseable {
                         + " before the handshake (expected HELLO)", output);
             }
             out.clear();
-            hs.hello(frame, out);
+            try {
+                hs.hello(frame, out);
+            } catch (ProtocolException e) { // a malformed HELLO record
+                return refuseProtocol(e.getMessage(), output);
+            }
             write(output);
             bad = read(input);
             if (bad != null || frame.opcode() != Frame.OP_AUTH) {
                 return refuseProtocol(bad != null ? bad : "opcode=" + Frame.opName(frame.opcode())
                         + " before the handshake completed (expected AUTH)", output);
             }
-            TargetHandshake.Refusal refusal = hs.auth(frame, this);
+            HandshakeRecord.Refusal refusal;
+            try {
+                refusal = hs.auth(frame, this);
+            } catch (ProtocolException e) { // a malformed AUTH record
+                return refuseProtocol(e.getMessage(), output);
+            }
             if (refusal != null) {
-                refuse(refusal.code(), refusal.reasons(), refusal.detail(), refusal.message(), output);
+                refuseHandshake(refusal, output);
                 return false;
             }
             int node = hs.initiatorNode();
@@ -319,8 +330,9 @@ final class LaneServer implements AutoCloseable {
             if (others >= MAX_LANES_PER_INITIATOR) { // a peer leaking lanes must not leak this node's threads
                 transport.refusals.warn("peer " + peer + " (node " + node + ") refused: it holds " + others
                         + " lanes to node " + transport.nodeId() + " already; disconnected");
-                refuse(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " serves at most "
-                        + MAX_LANES_PER_INITIATOR + " blocking lanes per initiator; close idle ones", output);
+                refuseHandshake(TargetHandshake.refusal(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId()
+                        + " serves at most " + MAX_LANES_PER_INITIATOR + " blocking lanes per initiator; close idle ones"),
+                        output);
                 return false;
             }
             initiatorNode = node;
@@ -403,7 +415,7 @@ final class LaneServer implements AutoCloseable {
         /**
          * A message request on the lane ({@link io.membus.core.transport.Connection#requestDirect}):
          * handled here, on the lane's thread, by the channel's inline handler
-         * ({@link io.membus.core.message.MessageEndpoint#handleDirect}: the same checks as a
+         * ({@link io.membus.core.transport.message.MessageEndpoint#handleDirect}: the same checks as a
          * message of the Netty side, fencing included), answered at once with its reply or
          * its typed failure. A one-way message is a protocol error.
          *
@@ -432,8 +444,8 @@ final class LaneServer implements AutoCloseable {
                 Frame.writeMessageReply(out, corr, reply);
             } else {
                 Frame.writeMessageError(out, corr, failure.code().wire(),
-                        io.membus.core.message.MessageFailures.detail(failure),
-                        io.membus.core.message.MessageFailures.text(failure));
+                        io.membus.core.transport.message.MessageFailures.detail(failure),
+                        io.membus.core.transport.message.MessageFailures.text(failure));
             }
             flush(output);
             return true;
@@ -524,13 +536,19 @@ final class LaneServer implements AutoCloseable {
 
         /** One ERROR frame (correlation id 0) if the socket takes it, then the caller closes. */
         private void refuse(ErrorCode code, long detail, String message, OutputStream output) {
-            refuse(code, 0, detail, message, output);
+            out.clear();
+            Frame.writeError(out, 0, code.wire(), 0, 0, detail, message);
+            writeRefusal(output);
         }
 
-        /** As {@link #refuse(ErrorCode, long, String, OutputStream)}, with the frame's reason bits. */
-        private void refuse(ErrorCode code, int reasons, long detail, String message, OutputStream output) {
+        /** A REFUSED frame (the handshake's decision not to admit the initiator) if the socket takes it. */
+        private void refuseHandshake(HandshakeRecord.Refusal refusal, OutputStream output) {
             out.clear();
-            Frame.writeError(out, 0, code.wire(), reasons, 0, 0, detail, message);
+            Frame.writeRefused(out, refusal);
+            writeRefusal(output);
+        }
+
+        private void writeRefusal(OutputStream output) {
             try {
                 write(output);
             } catch (IOException ignored) {

@@ -1,6 +1,6 @@
 package io.membus.transport.tcp;
 
-import io.membus.core.transport.pipeline.TimerWheel;
+import io.membus.core.time.TimerWheel;
 import io.netty.util.concurrent.EventExecutor;
 
 import java.util.concurrent.RejectedExecutionException;

@@ -3,8 +3,9 @@ package io.membus.transport.tcp;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.ProtocolException;
-import io.membus.core.transport.FaultInjector;
-import io.membus.core.message.Inbox;
+import io.membus.core.fault.FaultInjector;
+import io.membus.core.transport.message.HandshakeRecord;
+import io.membus.core.transport.message.Inbox;
 import io.membus.core.replication.AckGate;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -278,7 +279,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         initiatorIncarnation = 0; // not trusted until AUTH verifies
         ByteBuf b = ctx.alloc().ioBuffer(Frame.HEADER_LENGTH + Frame.CHALLENGE_BODY_LENGTH);
-        handshake.hello(frame, b);
+        try {
+            handshake.hello(frame, b);
+        } catch (ProtocolException e) { // a malformed HELLO record: refused by exceptionCaught, as a bad frame is
+            b.release();
+            throw e;
+        }
         initiatorNode = handshake.initiatorNode();
         ctx.writeAndFlush(b, ctx.voidPromise());
         state = AWAIT_AUTH;
@@ -289,9 +295,9 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             protocolError("opcode=" + Frame.opName(frame.opcode()) + " before the handshake completed (expected AUTH)");
             return;
         }
-        TargetHandshake.Refusal refusal = handshake.auth(frame, ctx.channel());
+        HandshakeRecord.Refusal refusal = handshake.auth(frame, ctx.channel());
         if (refusal != null) {
-            refuseWithDetail(refusal.code(), refusal.reasons(), refusal.detail(), refusal.message());
+            refuseWith(b -> Frame.writeRefused(b, refusal));
             return;
         }
         long claimedIncarnation = handshake.claimedIncarnation();
@@ -308,7 +314,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         try {
             inbox = transport.messages().open(initiatorNode, new ChannelResponder(this, ctx.channel()), true);
         } catch (DsmException e) {
-            refuse(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " is shutting down");
+            refuseWith(b -> Frame.writeRefused(b, TargetHandshake.refusal(ErrorCode.NODE_UNAVAILABLE, 0,
+                    "node " + transport.nodeId() + " is shutting down")));
             return;
         }
         ByteBuf b = ctx.alloc().ioBuffer(2 * Frame.HEADER_LENGTH + Frame.WELCOME_BODY_LENGTH + Frame.CREDIT_BODY_LENGTH);
@@ -486,11 +493,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
      * {@code membus.transports.tcp.handshake-timeout}: a stopped or hostile peer cannot keep a refused channel open.
      */
     private void refuseWithDetail(ErrorCode code, long detail, String message) {
-        refuseWithDetail(code, 0, detail, message);
+        refuseWith(b -> Frame.writeError(b, 0, code.wire(), 0, 0, detail, message));
     }
 
-    /** As {@link #refuseWithDetail(ErrorCode, long, String)}, with the frame's reason bits. */
-    private void refuseWithDetail(ErrorCode code, int reasons, long detail, String message) {
+    /** As {@link #refuseWithDetail}, with the frame {@code frame} writes (an ERROR frame, or a handshake's REFUSED). */
+    private void refuseWith(java.util.function.Consumer<ByteBuf> frame) {
         if (state == CLOSED) {
             return;
         }
@@ -498,7 +505,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         state = CLOSED;
         ctx.channel().config().setAutoRead(false);
         ByteBuf b = ctx.alloc().ioBuffer(Frame.ERROR_MESSAGE_FIELD_OFFSET + Frame.MAX_ERROR_MESSAGE);
-        Frame.writeError(b, 0, code.wire(), reasons, 0, 0, detail, message);
+        frame.accept(b);
         ctx.writeAndFlush(b).addListener(ChannelFutureListener.CLOSE);
         if (ctx.channel().isActive()) {
             LoopTimer.schedule(ctx.executor(), ctx::close, transport.settings.handshakeTimeout.toNanos());

@@ -4,6 +4,7 @@ import io.membus.core.auth.PeerAuth;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.StaleIncarnationException;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.netty.buffer.ByteBuf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -14,19 +15,14 @@ import org.slf4j.LoggerFactory;
  * admitted (the initiator's proof under the cluster secret, the node and incarnation
  * it asked for, fencing, a newer incarnation of the initiator). Both ways a target
  * serves a connection use it: the Netty channel ({@link ServerHandler}) and the
- * blocking lane server ({@link LaneServer}); each writes the frames its own way.
+ * blocking lane server ({@link LaneServer}); each writes the frames its own way. The
+ * frames' bodies are dsm-core {@link HandshakeRecord}s: a refusal is a
+ * {@link HandshakeRecord.Refusal}, sent in a REFUSED frame.
  *
  * <p><b>Note:</b> not thread-safe: one per connection, used by the thread that serves it.
  */
 final class TargetHandshake {
     private static final Logger LOG = LoggerFactory.getLogger(TargetHandshake.class);
-
-    /** Why an AUTH is refused: the ERROR frame's code, detail, message (already logged) and reason bits. */
-    record Refusal(ErrorCode code, long detail, String message, int reasons) {
-        Refusal(ErrorCode code, long detail, String message) {
-            this(code, detail, message, 0);
-        }
-    }
 
     private final TcpTransport transport;
     private final String peer;
@@ -52,13 +48,19 @@ final class TargetHandshake {
         return claimedIncarnation;
     }
 
-    /** Takes a HELLO ({@code frame}, validated, opcode HELLO) and writes the CHALLENGE into {@code out}. */
+    /**
+     * Takes a HELLO ({@code frame}, validated, opcode HELLO) and writes the CHALLENGE into
+     * {@code out} (nothing when it throws).
+     *
+     * @throws io.membus.core.error.ProtocolException when its record is malformed or of another version
+     */
     void hello(Frame frame, ByteBuf out) {
-        initiatorNode = frame.intAt(Frame.HELLO_NODE_FIELD_OFFSET);
-        claimedIncarnation = frame.longAt(Frame.HELLO_INCARNATION_FIELD_OFFSET);
-        targetNodeClaimed = frame.intAt(Frame.HELLO_TARGET_NODE_FIELD_OFFSET);
-        targetIncarnationClaimed = frame.longAt(Frame.HELLO_TARGET_INCARNATION_FIELD_OFFSET);
-        clientNonce = frame.bytesAt(Frame.HELLO_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH);
+        HandshakeRecord.Hello hello = (HandshakeRecord.Hello) frame.handshakeRecord(peer);
+        initiatorNode = hello.node();
+        claimedIncarnation = hello.incarnation();
+        targetNodeClaimed = hello.targetNode();
+        targetIncarnationClaimed = hello.targetIncarnation();
+        clientNonce = hello.nonce();
         serverNonce = PeerAuth.nonce();
         byte[] proof = transport.handshake.proof(PeerAuth.Role.TARGET, initiatorNode, claimedIncarnation,
                 transport.nodeId(), transport.incarnation(), clientNonce, serverNonce);
@@ -69,20 +71,22 @@ final class TargetHandshake {
      * Checks an AUTH ({@code frame}, validated, opcode AUTH) after {@link #hello}: null when
      * the initiator is admitted (and recorded with {@link TcpTransport#admitInitiator}, which
      * closes the connections of its earlier incarnations other than {@code owner}), else
-     * why it is refused.
+     * why it is refused (the text already logged where it always was).
+     *
+     * @throws io.membus.core.error.ProtocolException when its record is malformed or of another version
      */
-    Refusal auth(Frame frame, Object owner) {
+    HandshakeRecord.Refusal auth(Frame frame, Object owner) {
+        byte[] received = ((HandshakeRecord.Auth) frame.handshakeRecord(peer)).proof();
         byte[] expected = transport.handshake.proof(PeerAuth.Role.INITIATOR, initiatorNode, claimedIncarnation,
                 transport.nodeId(), transport.incarnation(), clientNonce, serverNonce);
-        byte[] received = frame.bytesAt(Frame.AUTH_PROOF_FIELD_OFFSET, Frame.PROOF_LENGTH);
         if (!PeerAuth.matches(expected, received)) {
             AuthenticationException e = new AuthenticationException(peer + " (claims node " + initiatorNode + ")",
                     "reason=the client proof does not verify under this node's cluster secret");
             transport.refusals.warn(e.getMessage() + "; disconnected");
-            return new Refusal(ErrorCode.AUTHENTICATION, 0, e.getMessage());
+            return refusal(ErrorCode.AUTHENTICATION, 0, e.getMessage());
         }
         if (targetNodeClaimed != transport.nodeId()) {
-            return new Refusal(ErrorCode.NODE_UNAVAILABLE, 0, "this address serves node " + transport.nodeId()
+            return refusal(ErrorCode.NODE_UNAVAILABLE, 0, "this address serves node " + transport.nodeId()
                     + ", not node " + targetNodeClaimed + "; the directory entry of node " + targetNodeClaimed
                     + " is out of date");
         }
@@ -90,23 +94,28 @@ final class TargetHandshake {
             StaleIncarnationException e = new StaleIncarnationException(transport.nodeId(), targetIncarnationClaimed,
                     transport.incarnation());
             LOG.info("peer node {} at {} asked for an earlier incarnation: {}", initiatorNode, peer, e.getMessage());
-            return new Refusal(ErrorCode.STALE_INCARNATION, transport.incarnation(), e.getMessage());
+            return refusal(ErrorCode.STALE_INCARNATION, transport.incarnation(), e.getMessage());
         }
         String fence = transport.fenceReason(initiatorNode);
         if (fence != null) {
-            return new Refusal(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " fenced node "
-                    + initiatorNode + ": " + fence, Frame.ERROR_REASON_FENCED);
+            return new HandshakeRecord.Refusal(ErrorCode.NODE_UNAVAILABLE, HandshakeRecord.REASON_FENCED, 0,
+                    "node " + transport.nodeId() + " fenced node " + initiatorNode + ": " + fence);
         }
         if (!transport.serving()) {
-            return new Refusal(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " is shutting down");
+            return refusal(ErrorCode.NODE_UNAVAILABLE, 0, "node " + transport.nodeId() + " is shutting down");
         }
         long newer = transport.admitInitiator(initiatorNode, claimedIncarnation, owner);
         if (newer != 0) {
             StaleIncarnationException e = new StaleIncarnationException(initiatorNode, claimedIncarnation, newer);
             transport.refusals.warn("peer " + peer + " authenticated as an earlier incarnation of node "
                     + initiatorNode + ": " + e.getMessage());
-            return new Refusal(ErrorCode.STALE_INCARNATION, newer, e.getMessage());
+            return refusal(ErrorCode.STALE_INCARNATION, newer, e.getMessage());
         }
         return null;
+    }
+
+    /** A refusal without reason bits. */
+    static HandshakeRecord.Refusal refusal(ErrorCode code, long detail, String text) {
+        return new HandshakeRecord.Refusal(code, 0, detail, text);
     }
 }

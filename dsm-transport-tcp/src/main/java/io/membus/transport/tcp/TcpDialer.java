@@ -3,7 +3,7 @@ package io.membus.transport.tcp;
 import io.membus.core.error.AuthenticationException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;

@@ -6,7 +6,7 @@ import io.membus.core.OperationDeadline;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.ProtocolException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.VerbObserver;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -148,7 +148,7 @@ final class TcpLane implements AutoCloseable {
     private void handshakeStep(byte expected) throws IOException {
         send();
         receive();
-        if (frame.opcode() == Frame.OP_ERROR) {
+        if (frame.opcode() == Frame.OP_ERROR || frame.opcode() == Frame.OP_REFUSED) {
             throw handshakeRefused();
         }
         if (frame.opcode() != expected) {
@@ -251,7 +251,7 @@ final class TcpLane implements AutoCloseable {
         }
         return switch (frame.opcode()) {
             case Frame.OP_MSG_REPLY -> frame.messagePayload();
-            case Frame.OP_MSG_ERROR -> throw io.membus.core.message.MessageFailures.decode(peer.nodeId(),
+            case Frame.OP_MSG_ERROR -> throw io.membus.core.transport.message.MessageFailures.decode(peer.nodeId(),
                     channel & 0xffff, frame.messageErrorCode(), frame.messageErrorDetail(), frame.messageErrorText());
             default -> {
                 breakLane();

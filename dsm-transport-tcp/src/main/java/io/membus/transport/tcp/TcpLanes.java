@@ -6,7 +6,7 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.transport.BlockingVerbs;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.VerbWait;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

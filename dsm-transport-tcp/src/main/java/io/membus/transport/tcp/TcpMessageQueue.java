@@ -1,8 +1,8 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.message.Outbox;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.transport.message.Outbox;
+import io.membus.core.directory.PeerInfo;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 

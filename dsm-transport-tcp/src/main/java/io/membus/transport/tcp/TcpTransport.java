@@ -5,7 +5,7 @@ import io.membus.core.config.HostPort;
 import io.membus.core.error.TransportUnavailableException;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.TransportConfig;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -189,8 +189,8 @@ public final class TcpTransport extends AbstractTransport {
      * (whole words, CPU atomics) and refuse a fenced initiator's verbs.
      */
     @Override
-    public io.membus.core.transport.TransportCapabilities capabilities() {
-        return io.membus.core.transport.TransportCapabilities.SOFTWARE;
+    public io.membus.core.capability.TransportCapabilities capabilities() {
+        return io.membus.core.capability.TransportCapabilities.SOFTWARE;
     }
 
     @Override

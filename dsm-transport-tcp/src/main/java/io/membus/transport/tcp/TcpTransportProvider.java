@@ -1,5 +1,6 @@
 package io.membus.transport.tcp;
 
+import io.membus.core.capability.TransportCapabilities;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.TransportProvider;
@@ -21,5 +22,11 @@ public final class TcpTransportProvider implements TransportProvider {
     @Override
     public Transport create(TransportConfig config) {
         return new TcpTransport(config);
+    }
+
+    /** The soft NIC: {@link TransportCapabilities#SOFTWARE} (replication by forwarding changes). */
+    @Override
+    public TransportCapabilities capabilities() {
+        return TransportCapabilities.SOFTWARE;
     }
 }

@@ -1,7 +1,7 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.error.ProtocolException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.VerbObserver;
 import io.membus.core.transport.pipeline.Verb;
 import io.membus.core.transport.pipeline.VerbPipeline;

@@ -1,6 +1,9 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.auth.PeerAuth;
+import io.membus.core.error.ErrorCode;
+import io.membus.core.error.ProtocolException;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
@@ -10,6 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The wire layout: every field at its documented offset, and the exact validation messages. */
@@ -60,7 +64,7 @@ class FrameTest {
         frame.wrap(buf, 0);
         assertNull(frame.validate());
         assertEquals(16 + 16 + 3, buf.readableBytes());
-        assertEquals(3, buf.getByte(4), "version 3");
+        assertEquals(4, buf.getByte(4), "version 4");
         assertEquals(0x20, buf.getByte(5));
         assertEquals(0x0102030405060708L, buf.getLongLE(8));
         assertEquals(2, buf.getByte(16), "record kind REQUEST at 16");
@@ -183,6 +187,36 @@ class FrameTest {
         assertEquals(88, frame.longAt(Frame.HELLO_TARGET_INCARNATION_FIELD_OFFSET));
         assertArrayEquals(nonce, frame.bytesAt(Frame.HELLO_NONCE_FIELD_OFFSET, Frame.NONCE_LENGTH));
         assertEquals(Frame.HEADER_LENGTH + Frame.HELLO_BODY_LENGTH, frame.frameLength());
+    }
+
+    @Test
+    void handshakeBodiesAreDsmCoreHandshakeRecordsOfTheOpcodesKind() {
+        Frame.writeWelcome(buf, 4242);
+        frame.wrap(buf, 0);
+        assertNull(frame.validate());
+        assertEquals(Frame.HEADER_LENGTH + 16, frame.frameLength(), "a WELCOME record of 16 bytes");
+        assertEquals(new HandshakeRecord.Welcome(4242), frame.handshakeRecord("peer"));
+        assertEquals(HandshakeRecord.KIND_WELCOME, buf.getByte(Frame.HEADER_LENGTH), "the record from 16");
+        buf.setByte(Frame.HEADER_LENGTH, HandshakeRecord.KIND_AUTH);
+        assertEquals("opcode=WELCOME, handshake record kind=3 (not this opcode's)", frame.wrap(buf, 0).validate());
+        buf.setByte(Frame.HEADER_LENGTH, HandshakeRecord.KIND_WELCOME);
+        buf.setByte(Frame.HEADER_LENGTH + HandshakeRecord.VERSION_OFFSET, 2);
+        ProtocolException e = assertThrows(ProtocolException.class, () -> frame.wrap(buf, 0).handshakeRecord("peer"));
+        assertTrue(e.getMessage().contains("version=2, supported=1: mixed-version clusters are not supported"),
+                e.getMessage());
+
+        buf.clear();
+        Frame.writeRefused(buf, new HandshakeRecord.Refusal(ErrorCode.STALE_INCARNATION, 0, 9, "old"));
+        frame.wrap(buf, 0);
+        assertNull(frame.validate());
+        assertEquals(Frame.OP_REFUSED, frame.opcode());
+        assertEquals("REFUSED", Frame.opName(frame.opcode()));
+        assertEquals(new HandshakeRecord.Refusal(ErrorCode.STALE_INCARNATION, 0, 9, "old"), frame.handshakeRecord("p"));
+
+        buf.clear();
+        Frame.writeHeader(buf, Frame.OP_REFUSED, 0, 10);
+        buf.writeZero(10);
+        assertEquals("opcode=REFUSED, bodyLength=10, expected=24", frame.wrap(buf, 0).validate());
     }
 
     @Test

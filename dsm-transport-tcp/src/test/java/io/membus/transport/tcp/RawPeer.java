@@ -114,13 +114,32 @@ final class RawPeer implements AutoCloseable {
         return new Frame().wrap(Unpooled.wrappedBuffer(frame), 0);
     }
 
+    /** The text of an ERROR frame, or of a REFUSED frame's record. */
     static String errorMessage(byte[] frame) {
         Frame f = wrap(frame);
-        return f.errorMessage();
+        return f.opcode() == Frame.OP_REFUSED ? refusal(frame).text() : f.errorMessage();
     }
 
+    /** The code of an ERROR frame, or of a REFUSED frame's record. */
     static int errorCode(byte[] frame) {
-        return wrap(frame).intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff;
+        Frame f = wrap(frame);
+        return f.opcode() == Frame.OP_REFUSED ? refusal(frame).code().wire() & 0xff
+                : f.intAt(Frame.ERROR_CODE_FIELD_OFFSET) & 0xff;
+    }
+
+    /** The detail of an ERROR frame, or of a REFUSED frame's record. */
+    static long errorDetail(byte[] frame) {
+        Frame f = wrap(frame);
+        return f.opcode() == Frame.OP_REFUSED ? refusal(frame).detail() : f.longAt(Frame.ERROR_DETAIL_FIELD_OFFSET);
+    }
+
+    /** The refusal record of a REFUSED frame (a ProtocolException for anything else). */
+    static io.membus.core.transport.message.HandshakeRecord.Refusal refusal(byte[] frame) {
+        Frame f = wrap(frame);
+        if (f.opcode() != Frame.OP_REFUSED) {
+            throw new AssertionError("expected REFUSED, got " + Frame.opName(f.opcode()));
+        }
+        return (io.membus.core.transport.message.HandshakeRecord.Refusal) f.handshakeRecord("the target");
     }
 
     /** Sends HELLO, reads CHALLENGE; returns it. */
@@ -133,7 +152,7 @@ final class RawPeer implements AutoCloseable {
     /**
      * A full handshake with {@code secret}.
      *
-     * @return the frame that answered AUTH (WELCOME or ERROR); after WELCOME the node's message credit grant
+     * @return the frame that answered AUTH (WELCOME, REFUSED, or ERROR for a bad frame); after WELCOME the node's message credit grant
      * (CREDIT) is read too, so the next frame is an answer to this peer's first request
      */
     byte[] handshake(byte[] secret, int nodeId, long incarnation, int targetNode, long targetIncarnation)

@@ -8,7 +8,7 @@ import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import org.junit.jupiter.api.AfterEach;

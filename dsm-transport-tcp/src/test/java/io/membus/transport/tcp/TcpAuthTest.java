@@ -8,7 +8,7 @@ import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
@@ -64,7 +64,7 @@ class TcpAuthTest {
         Segment seg = a.export(SegmentSpec.of(0, 4096));
         try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
             byte[] answer = p.handshake(RawPeer.secret("not-the-cluster-secret!!"), 2, 5, 1, a.incarnation());
-            assertEquals(Frame.OP_ERROR, RawPeer.wrap(answer).opcode());
+            assertEquals(Frame.OP_REFUSED, RawPeer.wrap(answer).opcode(), "a handshake's refusal record");
             assertEquals(ErrorCode.AUTHENTICATION.wire(), RawPeer.errorCode(answer));
             assertTrue(RawPeer.errorMessage(answer).contains("the client proof does not verify"),
                     RawPeer.errorMessage(answer));
@@ -73,6 +73,24 @@ class TcpAuthTest {
             p.awaitClosed();
         }
         assertEquals(0, seg.readLong(0));
+    }
+
+    @Test
+    void aHelloRecordOfAnotherVersionIsAProtocolErrorNamingBothVersions() throws Exception {
+        Transport a = nodes.start(1);
+        try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
+            p.send(b -> {
+                int start = b.writerIndex();
+                Frame.writeHello(b, 2, 5, 1, a.incarnation(), io.membus.core.auth.PeerAuth.nonce());
+                b.setByte(start + Frame.HEADER_LENGTH + io.membus.core.transport.message.HandshakeRecord.VERSION_OFFSET, 9);
+            });
+            byte[] answer = p.readFrame();
+            assertEquals(Frame.OP_ERROR, RawPeer.wrap(answer).opcode(), "a bad frame: tcp's own ERROR frame");
+            assertEquals(ErrorCode.PROTOCOL.wire(), RawPeer.errorCode(answer));
+            assertTrue(RawPeer.errorMessage(answer).contains("handshake record version=9, supported=1: mixed-version"
+                    + " clusters are not supported"), RawPeer.errorMessage(answer));
+            p.awaitClosed();
+        }
     }
 
     @Test
@@ -161,7 +179,7 @@ class TcpAuthTest {
         try (RawPeer p = new RawPeer(a.localAddress(), 10_000)) {
             byte[] answer = p.handshake(secret, 2, b.incarnation(), 1, a.incarnation() - 5);
             assertEquals(ErrorCode.STALE_INCARNATION.wire(), RawPeer.errorCode(answer));
-            assertEquals(a.incarnation(), RawPeer.wrap(answer).longAt(Frame.ERROR_DETAIL_FIELD_OFFSET));
+            assertEquals(a.incarnation(), RawPeer.errorDetail(answer));
             p.awaitClosed();
         }
         // an initiator that authenticates as an earlier incarnation of a node the target has seen

@@ -8,7 +8,7 @@ import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.test.TestJvm;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import org.junit.jupiter.api.AfterEach;

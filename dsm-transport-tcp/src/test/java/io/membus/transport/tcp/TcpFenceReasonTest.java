@@ -5,8 +5,9 @@ import io.membus.core.Segment;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.transport.message.HandshakeRecord;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import io.netty.buffer.ByteBuf;
@@ -30,7 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A fence is recognised by its typed reason (the FENCED bit of an ERROR frame, the
+ * A fence is recognised by its typed reason (the FENCED bit of an ERROR frame or of a
+ * REFUSED frame's handshake record, the
  * {@link NodeFencedException} type), never by the words of a message: a refusal
  * whose text does not say "fenced" still ends the reconnects, and one whose text
  * says "fenced" without the bit is an ordinary refusal.
@@ -61,11 +63,24 @@ class TcpFenceReasonTest {
                 ErrorFrames.decode(errorFrame(0, "node 7 fenced node 2: words only"), peer));
         assertFalse(text.fenced(), "a message's words are not a reason");
         assertFalse(text instanceof NodeFencedException);
+
+        // a handshake's REFUSED frame: the record's FENCED bit, the same way
+        assertInstanceOf(NodeFencedException.class, ErrorFrames.decode(refusedFrame(
+                HandshakeRecord.REASON_FENCED, "go away"), peer));
+        NodeUnavailableException refusedText = assertInstanceOf(NodeUnavailableException.class,
+                ErrorFrames.decode(refusedFrame(0, "node 7 fenced node 2: words only"), peer));
+        assertFalse(refusedText.fenced(), "a refusal's words are not a reason");
+    }
+
+    private static Frame refusedFrame(int reasons, String text) {
+        ByteBuf b = Unpooled.buffer();
+        Frame.writeRefused(b, new HandshakeRecord.Refusal(ErrorCode.NODE_UNAVAILABLE, reasons, 0, text));
+        return new Frame().wrap(b, 0);
     }
 
     /**
      * The connection is established with a real target, which then goes away; a stand-in
-     * at the same address refuses every handshake with a FENCED error whose text never
+     * at the same address refuses every handshake with a FENCED refusal whose text never
      * says "fenced". The connection must stop reconnecting after the first refusal.
      */
     @Test
@@ -95,8 +110,8 @@ class TcpFenceReasonTest {
                         in.readFully(new byte[n]); // the HELLO
                         hellos.incrementAndGet();
                         ByteBuf b = Unpooled.buffer();
-                        Frame.writeError(b, 0, ErrorCode.NODE_UNAVAILABLE.wire(), Frame.ERROR_REASON_FENCED, 0, 0, 0,
-                                "go away, node 2");
+                        Frame.writeRefused(b, new HandshakeRecord.Refusal(ErrorCode.NODE_UNAVAILABLE,
+                                HandshakeRecord.REASON_FENCED, 0, "go away, node 2")); // as a target refuses
                         byte[] bytes = new byte[b.readableBytes()];
                         b.readBytes(bytes);
                         OutputStream out = s.getOutputStream();

@@ -4,7 +4,7 @@ import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
 import io.membus.core.transport.BlockingVerbs;
 import io.membus.core.transport.Connection;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;

@@ -6,8 +6,6 @@ import io.membus.cluster.ClusterMessage.MemberRow;
 import io.membus.cluster.ClusterMessage.StatusReply;
 import io.membus.cluster.NodeStatus;
 import io.membus.core.SegmentDescriptor;
-import io.membus.core.replication.Ballot;
-import io.membus.core.replication.GroupId;
 
 import java.util.List;
 import java.util.Locale;
@@ -100,9 +98,9 @@ public final class StatusText {
                 b.append(String.format(Locale.ROOT, "%-12s %-8s %-7s %-16s %-14s %s%n", "group", "primary", "epoch",
                         "in-sync copies", "joining", "state"));
             }
-            String segment = "segment " + GroupId.toString(g.group());
+            String segment = "segment " + g.groupText();
             b.append(String.format(Locale.ROOT, "%-12s %-8s %-7s %-16s %-14s %s", segment,
-                    g.primary() == 0 ? "-" : "node " + g.primary(), Ballot.toString(g.epoch()), nodes(g.inSync()),
+                    g.primary() == 0 ? "-" : "node " + g.primary(), g.epochText(), nodes(g.inSync()),
                     joining(g.joining()), state(g, segment)).stripTrailing()).append('\n');
         }
         return b.toString();

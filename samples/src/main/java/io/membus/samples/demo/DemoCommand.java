@@ -1,5 +1,8 @@
 package io.membus.samples.demo;
 
+import io.membus.core.capability.ReplicationSupport;
+import io.membus.core.capability.TransportCapabilities;
+
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -159,7 +162,7 @@ public final class DemoCommand implements Callable<Integer> {
 
             int seedPort = freePort();
             for (int id = 1; id <= nodes; id++) {
-                DemoNodeHandle h = transport.equals("local")
+                DemoNodeHandle h = inProcess()
                         ? new DemoNodeHandle.InProcess(id, nodes, seedPort, segmentSize, props, id > memoryNodes)
                         : new DemoNodeHandle.Child(id, nodes, transport, timeoutSeconds, seedPort, segmentSize, props,
                                 QUIET_NODE, () -> aborting, id > memoryNodes);
@@ -286,7 +289,7 @@ public final class DemoCommand implements Callable<Integer> {
 
         @Override
         public boolean canKill() {
-            return !transport.equals("local");
+            return !inProcess();
         }
     }
 
@@ -390,7 +393,10 @@ public final class DemoCommand implements Callable<Integer> {
         if (!List.of("shm", "tcp", "local").contains(transport)) {
             throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp, local");
         }
-        if (kill && !transport.equals("tcp")) {
+        // a capability, not a name: --kill needs node processes (local runs the nodes as threads of this JVM, the
+        // demo's launch mode) over a transport whose kind forwards every change to the copies
+        if (kill && (inProcess()
+                || TransportCapabilities.of(transport).replication() != ReplicationSupport.FORWARDING)) {
             throw new IllegalArgumentException("--kill kills a memory node, whose structures live on in their copies:"
                     + " it needs node processes whose transport forwards changes to copies; allowed with --transport"
                     + " tcp (the default with --kill), not " + transport);
@@ -400,6 +406,11 @@ public final class DemoCommand implements Callable<Integer> {
                     + clients + " has " + (nodes - clients) + "): the killed node's copies live on another one, and"
                     + " the memory nodes left must be a majority, or the split-brain resolver downs them too");
         }
+    }
+
+    /** Whether the nodes run as threads of this JVM ({@code --transport local}): the demo's launch mode, not a capability. */
+    private boolean inProcess() {
+        return transport.equals("local");
     }
 
     private static int freePort() throws IOException {

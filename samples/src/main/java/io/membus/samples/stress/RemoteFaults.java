@@ -1,7 +1,7 @@
 package io.membus.samples.stress;
 
 import io.membus.core.time.SkewableClock;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import io.membus.test.nemesis.ClockNemesis;
 import io.membus.test.nemesis.Fault;
 import io.membus.test.nemesis.Nemesis;

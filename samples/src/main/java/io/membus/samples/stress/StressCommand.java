@@ -1,5 +1,7 @@
 package io.membus.samples.stress;
 
+import io.membus.core.capability.ReplicationSupport;
+import io.membus.core.capability.TransportCapabilities;
 import io.membus.samples.proc.NodeProcess;
 import io.membus.test.check.CheckResult;
 import io.membus.test.check.KeyResult;
@@ -332,16 +334,18 @@ public final class StressCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--nemesis " + nemesis + " is unknown; allowed: "
                     + String.join(", ", NEMESES));
         }
-        if (killPermanent() && (clientNodes < 1 || backups < 1 || !transport.equals("tcp"))) {
+        if (!List.of("shm", "tcp").contains(transport)) {
+            throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp");
+        }
+        // a capability, not a name: the killed node's structures live on in copies its transport forwarded to
+        if (killPermanent() && (clientNodes < 1 || backups < 1
+                || TransportCapabilities.of(transport).replication() != ReplicationSupport.FORWARDING)) {
             throw new IllegalArgumentException("--nemesis kill-permanent needs --client-nodes 1 or more (its clients"
                     + " must outlive the memory nodes it kills; got " + clientNodes + "), --backups 1 or more (got "
                     + backups + ") and --transport tcp (replication forwards changes over tcp; got " + transport + ")");
         }
         if (backups != null && (backups < 0 || backups > 3)) {
             throw new IllegalArgumentException("--backups " + backups + ": allowed 0..3");
-        }
-        if (!List.of("shm", "tcp").contains(transport)) {
-            throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp");
         }
         if (nodes < 2 || nodes > 9 || clients < 1 || clients > 16 || keys < 1 || keys > 1000 || clientNodes < 0
                 || clientNodes > 4) {

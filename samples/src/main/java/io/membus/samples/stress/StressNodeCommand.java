@@ -15,7 +15,7 @@ import io.membus.core.SegmentDescriptor;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.time.SkewableClock;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -126,7 +126,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
                     case "RUN" -> run(node, f);
                     case "SETUP" -> answer("SETUP " + setupRefs(node, Integer.parseInt(f[1])));
                     case "RULES" -> {
-                        FaultInjector faults = node.transport().faults();
+                        FaultInjector faults = node.faults();
                         faults.clear();
                         if (!f[1].equals("-")) {
                             for (String rule : f[1].split(",")) {
@@ -148,7 +148,7 @@ public final class StressNodeCommand implements java.util.concurrent.Callable<In
                                 : String.join(",", st.members().stream().map(String::valueOf).toList())));
                     }
                     case "STREAM" -> {
-                        FaultInjector.StreamRule rule = node.transport().faults().stream(Integer.parseInt(f[1]));
+                        FaultInjector.StreamRule rule = node.faults().stream(Integer.parseInt(f[1]));
                         if (f[2].equals("skip")) {
                             rule.skip(Long.parseLong(f[3]));
                         } else {

@@ -205,6 +205,10 @@ class StressCommandTest {
                 b.out());
         assertEquals(1, c.code());
         assertTrue(c.out().contains("--duration 0") && c.out().contains("allowed --duration 1 s or more"), c.out());
+        // shm's kind keeps copies by adopting files, not by forwarding changes (TransportCapabilities.of("shm"))
+        Run e = stress(dir, "--nemesis", "kill-permanent", "--transport", "shm", "--client-nodes", "1");
+        assertEquals(1, e.code());
+        assertTrue(e.out().contains("--transport tcp (replication forwards changes over tcp; got shm)"), e.out());
         assertFalse(Files.exists(dir.resolve("index.html")), "no report for a refused run");
         Files.writeString(Files.createDirectories(dir.resolve("history")).resolve("node-1-life-0.log"), "");
         Run d = stress(dir, "--duration", "1");

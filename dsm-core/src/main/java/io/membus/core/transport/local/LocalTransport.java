@@ -3,15 +3,15 @@ package io.membus.core.transport.local;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.message.Inbox;
-import io.membus.core.message.Outbox;
-import io.membus.core.message.Responder;
+import io.membus.core.transport.message.Inbox;
+import io.membus.core.transport.message.Outbox;
+import io.membus.core.transport.message.Responder;
 import io.membus.core.error.StaleIncarnationException;
 import io.membus.core.transport.AbstractTransport;
 import io.membus.core.transport.Connection;
 import io.membus.core.transport.DirectConnection;
-import io.membus.core.transport.FaultInjector;
-import io.membus.core.transport.PeerInfo;
+import io.membus.core.fault.FaultInjector;
+import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.TransportConfig;
 
@@ -44,8 +44,8 @@ public final class LocalTransport extends AbstractTransport {
 
     /** Verbs run on the target's {@link SegmentTable} (whole words, CPU atomics), which refuses fenced initiators. */
     @Override
-    public io.membus.core.transport.TransportCapabilities capabilities() {
-        return io.membus.core.transport.TransportCapabilities.SOFTWARE;
+    public io.membus.core.capability.TransportCapabilities capabilities() {
+        return io.membus.core.capability.TransportCapabilities.SOFTWARE;
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.membus.core.transport.local;
 
+import io.membus.core.capability.TransportCapabilities;
 import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.TransportProvider;
@@ -20,5 +21,11 @@ public final class LocalTransportProvider implements TransportProvider {
     @Override
     public Transport create(TransportConfig config) {
         return new LocalTransport(config);
+    }
+
+    /** A software target in this JVM: {@link TransportCapabilities#SOFTWARE}. */
+    @Override
+    public TransportCapabilities capabilities() {
+        return TransportCapabilities.SOFTWARE;
     }
 }

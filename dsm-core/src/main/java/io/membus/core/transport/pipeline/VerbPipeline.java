@@ -2,7 +2,8 @@ package io.membus.core.transport.pipeline;
 
 import io.membus.core.OperationDeadline;
 import io.membus.core.error.DsmTimeoutException;
-import io.membus.core.transport.FaultInjector;
+import io.membus.core.fault.FaultInjector;
+import io.membus.core.time.TimerWheel;
 import io.membus.core.transport.VerbObserver;
 
 import java.time.Duration;

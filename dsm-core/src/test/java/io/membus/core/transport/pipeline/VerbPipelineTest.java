@@ -2,6 +2,7 @@ package io.membus.core.transport.pipeline;
 
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.time.TimerWheel;
 import io.membus.core.transport.CountingObserver;
 import io.membus.core.transport.VerbObserver;
 import org.junit.jupiter.api.Test;

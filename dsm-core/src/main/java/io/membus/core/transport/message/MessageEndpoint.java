@@ -1,4 +1,4 @@
-package io.membus.core.message;
+package io.membus.core.transport.message;
 
 import io.membus.core.error.DsmException;
 import io.membus.core.error.HandlerFailedException;
@@ -6,6 +6,9 @@ import io.membus.core.error.MessageTooLargeException;
 import io.membus.core.error.NodeFencedException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.error.UnknownChannelException;
+import io.membus.core.message.ChannelStats;
+import io.membus.core.message.InlineMessageHandler;
+import io.membus.core.message.MessageHandler;
 import io.membus.core.transport.TransportConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -116,6 +119,12 @@ public final class MessageEndpoint implements AutoCloseable {
     /** Removes the handler of {@code channel}; later messages on it are answered with {@link UnknownChannelException}. */
     public boolean unregister(short channel) {
         return handlers.remove(key(channel)) != null;
+    }
+
+    /** The handler registered for {@code channel}, or {@code null} when it has none. */
+    public MessageHandler handler(short channel) {
+        Registration r = handlers.get(key(channel));
+        return r != null ? r.handler : null;
     }
 
     /** The name registered for {@code channel}, or {@code channel-<id>}. */

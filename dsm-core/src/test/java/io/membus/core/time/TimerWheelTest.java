@@ -1,4 +1,4 @@
-package io.membus.core.transport.pipeline;
+package io.membus.core.time;
 
 import org.junit.jupiter.api.Test;
 

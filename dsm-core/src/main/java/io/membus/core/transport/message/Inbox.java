@@ -1,7 +1,8 @@
-package io.membus.core.message;
+package io.membus.core.transport.message;
 
 import io.membus.core.error.DsmException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.message.InlineMessageHandler;
 
 import java.util.ArrayDeque;
 

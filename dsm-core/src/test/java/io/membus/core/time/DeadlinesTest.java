@@ -1,4 +1,4 @@
-package io.membus.core.transport;
+package io.membus.core.time;
 
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmTimeoutException;

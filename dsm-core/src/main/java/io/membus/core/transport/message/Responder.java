@@ -1,4 +1,4 @@
-package io.membus.core.message;
+package io.membus.core.transport.message;
 
 import io.membus.core.error.DsmException;
 

@@ -1,4 +1,4 @@
-package io.membus.core.transport;
+package io.membus.core.fault;
 
 import java.time.Duration;
 import java.util.Map;

@@ -1,7 +1,8 @@
-package io.membus.core.transport;
+package io.membus.core.time;
 
 import io.membus.core.error.DsmTimeoutException;
-import io.membus.core.transport.pipeline.TimerWheel;
+import io.membus.core.time.TimerWheel;
+import io.membus.core.transport.TransportThreads;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -12,7 +13,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Deadlines and delayed or periodic tasks of the transports (message deadlines, connect
+ * Deadlines and delayed or periodic tasks of the transports and the collections (message deadlines, connect
  * deadlines, housekeeping such as shm's registry refresh and the outbox's retry), timed by
  * the JVM's one timer, the shared {@link TimerWheel} (1 ms ticks: a deadline fires at the
  * first tick at or after it). Verbs do not use this class: their deadlines and injected

@@ -1,4 +1,4 @@
-package io.membus.core.transport;
+package io.membus.core.directory;
 
 /**
  * Where a peer node's transport can be reached: its node id, its incarnation, and

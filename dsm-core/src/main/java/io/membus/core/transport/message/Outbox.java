@@ -1,9 +1,9 @@
-package io.membus.core.message;
+package io.membus.core.transport.message;
 
 import io.membus.core.error.DsmException;
 import io.membus.core.error.MessageTooLargeException;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.transport.Deadlines;
+import io.membus.core.time.Deadlines;
 
 import java.time.Duration;
 import java.util.ArrayDeque;

@@ -1,6 +1,7 @@
-package io.membus.core.message;
+package io.membus.core.transport.message;
 
 import io.membus.core.error.DsmException;
+import io.membus.core.message.InlineMessageHandler;
 import io.membus.core.transport.TransportConfig;
 import org.junit.jupiter.api.Test;
 

@@ -1,4 +1,4 @@
-package io.membus.core.transport.pipeline;
+package io.membus.core.time;
 
 import io.membus.core.transport.TransportThreads;
 import org.slf4j.Logger;
@@ -10,7 +10,10 @@ import java.util.function.LongSupplier;
 
 /**
  * A hashed timer wheel with one daemon thread ("membus-wheel"), shared by every
- * {@link VerbPipeline} of the JVM for verb deadlines and injected delays.
+ * {@link io.membus.core.transport.pipeline.VerbPipeline} of the JVM for verb deadlines and injected delays,
+ * and the JVM's one timer for everything else timed ({@link Deadlines}, the collections'
+ * and the coherence layer's reapers and periodic checks): it sits beside {@link Clock} on
+ * the application side, so both those and the transports may use it.
  *
  * <p>Entries are {@link Timeout} objects the caller owns and re-arms (intrusive: arming
  * allocates nothing). A pipeline arms its one entry at its oldest verb's deadline (all
@@ -56,7 +59,11 @@ public final class TimerWheel {
     private int armed;                                   // guarded by lock
     private final Thread thread;
 
-    TimerWheel(String name) {
+    /**
+     * A wheel of its own with a thread named {@code name} (a pipeline's test gives its verbs
+     * one so that nothing else is armed on it); everything else uses {@link #SHARED}.
+     */
+    public TimerWheel(String name) {
         this(name, System::nanoTime);
     }
 

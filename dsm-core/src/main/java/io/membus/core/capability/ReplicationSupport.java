@@ -1,8 +1,8 @@
-package io.membus.core.replication;
+package io.membus.core.capability;
 
 /**
  * How a transport can keep copies of a memory node's segments, as its
- * {@link io.membus.core.transport.TransportCapabilities#replication()} says.
+ * {@link io.membus.core.capability.TransportCapabilities#replication()} says.
  *
  * <ul>
  *   <li>{@link #FORWARDING}: the target's CPU executes every verb (the soft NIC of
