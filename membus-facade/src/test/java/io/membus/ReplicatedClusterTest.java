@@ -50,14 +50,7 @@ class ReplicatedClusterTest {
     private static final int CLIENT = 11;
 
     private static String config(int id, int port, int seed) {
-        return MembusTest.FAST + "membus.node-id = " + id + "\n"
-                + "membus.cluster-name = replicated-cluster-test\n"
-                + "membus.host = \"127.0.0.1\"\n"
-                + "membus.port = " + port + "\n"
-                + "membus.seed-nodes = [\"127.0.0.1:" + seed + "\"]\n"
-                + "membus.transport = tcp\n"
-                + "membus.secret = \"replicated-test-secret-0123456789\"\n"
-                + "membus.transports.tcp { port = 0, handshake-timeout = 30s }\n"
+        return MembusTest.processConfig("replicated-cluster-test", id, port, seed, "tcp", null)
                 + "membus.replication.backups = 1\n"
                 + (id == CLIENT ? "membus.role = client\nmembus.segments.count = 0\n"
                 : "membus.segments.count = 2\nmembus.segments.size = 4MiB\nmembus.heap.segments = [1]\n");

@@ -51,9 +51,7 @@ class ShmAdoptionClusterTest {
     @EnumSource(Fault.class)
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void theStructuresOfADeadShmNodeAnswerThroughItsAdopter(Fault fault) throws Exception {
-        Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir"));
-        Path dir = Files.createTempDirectory(root, "membus-adopt-test-");
+        Path dir = MembusTest.processDir("shm", "membus-adopt-test-");
         try {
             run(fault, dir);
         } finally {
@@ -63,13 +61,7 @@ class ShmAdoptionClusterTest {
     }
 
     private static String config(int id, int port, int seed, Path dir) {
-        return MembusTest.FAST + "membus.node-id = " + id + "\n"
-                + "membus.cluster-name = adopt-test\n"
-                + "membus.host = \"127.0.0.1\"\n"
-                + "membus.port = " + port + "\n"
-                + "membus.seed-nodes = [\"127.0.0.1:" + seed + "\"]\n"
-                + "membus.transport = shm\n"
-                + "membus.transports.shm.dir = \"" + dir + "\"\n"
+        return MembusTest.processConfig("adopt-test", id, port, seed, "shm", dir)
                 + "membus.replication.backups = 1\n"
                 + "membus.segments.count = 2\n"
                 + "membus.segments.size = 4MiB\n"
