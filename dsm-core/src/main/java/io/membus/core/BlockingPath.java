@@ -132,6 +132,43 @@ final class BlockingPath {
         System.arraycopy(awaitUntil(b, until), 0, dstB, 0, dstB.length);
     }
 
+    void writeThenReadInOrder(long ptrW, byte[] src, long ptrA, byte[] dstA, long ptrB, byte[] dstB) {
+        int routeW = router.route(ptrW);
+        int routeA = router.route(ptrA);
+        if (routeW == routeA && routeA == router.route(ptrB) && routeA != GroupRouter.HELD) {
+            BlockingVerbs direct = direct(ptrW);
+            if (direct != null) {
+                try {
+                    direct.writeThenReadInOrder(ptrW, directKey(ptrW), src, 0, src.length, ptrA, directKey(ptrA), dstA,
+                            dstA.length, ptrB, directKey(ptrB), dstB, dstB.length);
+                    awaitGate(direct, ptrW);
+                    awaitGate(direct, ptrA);
+                    awaitGate(direct, ptrB);
+                    return;
+                } catch (WrongRemoteKeyException | UnknownSegmentException | NotPrimaryException e) {
+                    // a stale key or a former primary refuses before any effect; a write that ran before a read was
+                    // refused is written again below with the same bytes (harmless): all three with the directory's keys
+                    forgetKey(ptrW);
+                    forgetKey(ptrA);
+                    forgetKey(ptrB);
+                }
+            }
+        }
+        long until = OperationDeadline.until(System.nanoTime(), timeoutNanos); // one deadline for the three
+        // the write travels beside the reads; the reads keep their order as readInOrder keeps it
+        CompletableFuture<Void> w = memory.writeAsync(ptrW, src, 0, src.length);
+        RuntimeException readFailure = null;
+        try {
+            readInOrder(ptrA, dstA, ptrB, dstB);
+        } catch (RuntimeException e) {
+            readFailure = e;
+        }
+        awaitUntil(w, until); // the write's failure first
+        if (readFailure != null) {
+            throw readFailure;
+        }
+    }
+
     long writeThenCompareAndSwap(long ptrW, byte[] src, long ptrC, long expected, long update) {
         if (RemotePtr.nodeId(ptrW) == RemotePtr.nodeId(ptrC)
                 && RemotePtr.segmentIndex(ptrW) == RemotePtr.segmentIndex(ptrC)) {

@@ -319,6 +319,25 @@ public final class RemoteMemory {
     }
 
     /**
+     * Writes {@code src} at {@code ptrW}, then reads {@code dstA.length} bytes at
+     * {@code ptrA} into {@code dstA} and, after that read, {@code dstB.length} bytes at
+     * {@code ptrB} into {@code dstB} (ordered as {@link #readInOrder}). When the three
+     * pointers route to one node the three cost one round trip on a network path (one tcp
+     * lane call; or three verbs posted in issue order on one connection without
+     * replication); otherwise the write is posted and the reads run as
+     * {@link #readInOrder}, beside it. It returns once all three completed. For a writer
+     * that stores a block (a new map entry) while it looks up where to publish it: the
+     * write completes before the call returns, so a CAS issued afterwards publishes
+     * written bytes.
+     *
+     * @throws io.membus.core.error.DsmException the write's failure (it may have run), else the first
+     *         read's, else the second's
+     */
+    public void writeThenReadInOrder(long ptrW, byte[] src, long ptrA, byte[] dstA, long ptrB, byte[] dstB) {
+        blocking.writeThenReadInOrder(ptrW, src, ptrA, dstA, ptrB, dstB);
+    }
+
+    /**
      * Writes {@code src} at {@code ptrW} and then, only if the write succeeded,
      * compare-and-swaps the word at {@code ptrC} from {@code expected} to {@code update}:
      * the swap is ordered after the write and never runs without it (fill, then publish).

@@ -62,6 +62,24 @@ public interface BlockingVerbs {
     }
 
     /**
+     * Writes {@code src[offset..offset+length)} at {@code ptrW}, then reads {@code lengthA}
+     * bytes at {@code ptrA} into {@code dstA[0..]} and after it {@code lengthB} bytes at
+     * {@code ptrB} into {@code dstB[0..]}, all three on this path's node and run in that
+     * order (the reads as {@link #readInOrder}): a path with round trips runs the three in
+     * one — what a writer needs that stores a block and looks up where to publish it. The
+     * reads run whether or not the write did; the write's failure is thrown first (it may
+     * have run: {@link io.membus.core.error.DsmException#mayHaveRun()}), then the first
+     * read's, then the second's; the buffers are then unspecified.
+     *
+     * <p>This default runs them one after the other, which is what a memory path does.
+     */
+    default void writeThenReadInOrder(long ptrW, long keyW, byte[] src, int offset, int length, long ptrA, long keyA,
+                                      byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB, int lengthB) {
+        write(ptrW, keyW, src, offset, length);
+        readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
+    }
+
+    /**
      * Writes {@code src[offset..offset+length)} at {@code ptrW} and then, only if the write
      * succeeded, compare-and-swaps the word at {@code ptrC} (both on this path's node):
      * the swap is ordered after the write and never runs without it — what a writer

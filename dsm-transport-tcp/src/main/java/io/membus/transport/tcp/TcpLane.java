@@ -313,6 +313,73 @@ final class TcpLane implements AutoCloseable {
     }
 
     /**
+     * Whether a write of {@code length} bytes and reads of {@code lengthA} and {@code lengthB}
+     * fit one lane call ({@link #writeThenReadInOrder}): the three requests in one buffer,
+     * each answer in one frame.
+     */
+    static boolean fitsWriteThenReads(int length, int lengthA, int lengthB) {
+        return length >= 0 && length <= MAX_VERB_LENGTH - 2 * (Frame.HEADER_LENGTH + Frame.READ_BODY_LENGTH)
+                && lengthA <= MAX_VERB_LENGTH && lengthB <= MAX_VERB_LENGTH;
+    }
+
+    /**
+     * Writes {@code src[offset..offset+length)} at {@code ptrW}, then reads {@code lengthA}
+     * bytes at {@code ptrA} into {@code dstA} and {@code lengthB} bytes at {@code ptrB} into
+     * {@code dstB}: the three requests leave in one {@code write} and the target runs them
+     * in that order, so they cost one round trip. The reads are not linked to the write
+     * (they run either way); every answer is read, so the lane stays in step after a
+     * refusal, and the first failure in issue order is thrown.
+     */
+    void writeThenReadInOrder(long ptrW, long keyW, byte[] src, int offset, int length, long ptrA, long keyA,
+                              byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB, int lengthB) {
+        frameBuf.clear();
+        long w = ++nextCorrelation;
+        Frame.writeWrite(frameBuf, w, ptrW, keyW, src, offset, length);
+        long a = ++nextCorrelation;
+        Frame.writeRead(frameBuf, a, ptrA, keyA, lengthA);
+        long b = ++nextCorrelation;
+        Frame.writeRead(frameBuf, b, ptrB, keyB, lengthB);
+        long start = System.nanoTime();
+        long until = OperationDeadline.until(start, timeoutNanos);
+        VerbObserver observer = transport.observer();
+        DsmException[] failures = new DsmException[3];
+        int answered = 0;
+        try {
+            transmit(Frame.OP_WRITE, until);
+            for (; answered < 3; answered++) {
+                byte op = answered == 0 ? Frame.OP_WRITE : Frame.OP_READ;
+                try {
+                    answer(op, answered == 0 ? w : answered == 1 ? a : b, until);
+                    expectBody(op, answered == 0 ? 0 : answered == 1 ? lengthA : lengthB);
+                    if (answered == 1) {
+                        frame.bytesAt(Frame.HEADER_LENGTH, dstA, 0, lengthA);
+                    } else if (answered == 2) {
+                        frame.bytesAt(Frame.HEADER_LENGTH, dstB, 0, lengthB);
+                    }
+                } catch (DsmException e) {
+                    if (broken) {
+                        throw e;
+                    }
+                    failures[answered] = e; // refused and answered in order: the next answers still follow
+                }
+            }
+        } catch (DsmException e) {
+            for (int i = answered; i < 3; i++) {
+                failures[i] = e; // not answered: the lane is broken
+            }
+        }
+        long took = System.nanoTime() - start;
+        report(observer, VerbObserver.WRITE, failures[0], length, took);
+        report(observer, VerbObserver.READ, failures[1], lengthA, took);
+        report(observer, VerbObserver.READ, failures[2], lengthB, took);
+        for (DsmException f : failures) {
+            if (f != null) {
+                throw f;
+            }
+        }
+    }
+
+    /**
      * Writes {@code src[offset..offset+length)} at {@code ptrW}, then compare-and-swaps the
      * word at {@code ptrC}: both requests leave in one {@code write}, and the CAS is LINKED
      * (the target runs it only if the write ran without error), so the pair costs one

@@ -116,6 +116,29 @@ final class TcpLanes implements BlockingVerbs {
         }
     }
 
+    /** The three on one lane in one round trip; one after the other when no lane is free or they do not fit one. */
+    @Override
+    public void writeThenReadInOrder(long ptrW, long keyW, byte[] src, int offset, int length, long ptrA, long keyA,
+                                     byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB, int lengthB) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verbs and fallback: one deadline
+        try {
+            TcpLane lane = TcpLane.fitsWriteThenReads(length, lengthA, lengthB) ? take() : null;
+            if (lane == null) {
+                BlockingVerbs.super.writeThenReadInOrder(ptrW, keyW, src, offset, length, ptrA, keyA, dstA, lengthA,
+                        ptrB, keyB, dstB, lengthB);
+                return;
+            }
+            try {
+                lane.writeThenReadInOrder(ptrW, keyW, src, offset, length, ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB,
+                        lengthB);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
     /** Both on one lane in one round trip, the CAS linked to the write; one after the other when no lane is free. */
     @Override
     public long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,
