@@ -457,7 +457,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
     @Override
     public V put(K key, V value) {
         byte[] v = encodeValue(value);
-        return decodeValue(mutate(PUT, key, cur -> v).previous());
+        return decodeValue(mutate(PUT, key, new MapStore.Put(v)).previous());
     }
 
     @Override

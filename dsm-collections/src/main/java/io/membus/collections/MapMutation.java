@@ -3,7 +3,9 @@ package io.membus.collections;
 import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.HeapLayout;
+import io.membus.alloc.OutOfRemoteMemoryException;
 import io.membus.alloc.Placement;
+import io.membus.alloc.PlacementException;
 import io.membus.core.OperationDeadline;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
@@ -52,6 +54,15 @@ final class MapMutation {
     private volatile long maxEntryBytes = DsmCollections.DEFAULT_MAX_VALUE_SIZE;
     private volatile String limitedAs = "map";
     private volatile String limitSetting = DsmCollections.MAX_VALUE_SIZE_SETTING;
+    /** How long a client's puts place no entry on a table's node whose heap was full or gone. */
+    private static final long NODE_FULL_PAUSE_NANOS = 1_000_000_000L;
+    /**
+     * The last table node a client's entry could not be placed on, and when ({@code System.nanoTime()}):
+     * a hint written racily (a lost or torn pair only costs one more failed allocation or one
+     * entry placed elsewhere).
+     */
+    private volatile int fullNode;
+    private volatile long fullSince;
     /** Changes installed on the slot word of the read cache, with no lookup. */
     private final LongAdder speculated = new LongAdder();
 
@@ -130,7 +141,23 @@ final class MapMutation {
                     word = hint.word();
                     current = hint.value();
                 } else {
-                    SlotScan.Scan s = slots.scan(t, key, hash, start);
+                    // a plain put from a node without a heap writes its new entry on the window's node with the
+                    // window's first read: one round trip for both, the install the second (docs/collections.md)
+                    SlotScan.Carry carry = null;
+                    if (fresh == null && m instanceof MapStore.Put p && entriesOnWriter && !hasLocalHeap()) {
+                        fresh = allocateEntry(key, hash, p.value(), nearTable(t));
+                        freshValue = p.value();
+                        carry = new SlotScan.Carry(fresh.payload(), entryBytes(fresh, key, hash, p.value()));
+                    }
+                    SlotScan.Scan s;
+                    try {
+                        s = slots.scan(t, key, hash, start, carry);
+                    } catch (RuntimeException e) {
+                        if (carry != null && !carry.written && !(e instanceof DsmException d && !d.mayHaveRun())) {
+                            fresh = null; // the write may still land: never freed (leaked), as writeEntry's
+                        }
+                        throw e;
+                    }
                     SlotScan.Kind kind = s.kind();
                     if (kind == SlotScan.Kind.MOVED_EMPTY || kind == SlotScan.Kind.FULL
                             || (kind == SlotScan.Kind.FOUND && isMoved(s.word()))) {
@@ -248,6 +275,31 @@ final class MapMutation {
     }
 
     /**
+     * Whether this node exports a heap segment of the allocator (a memory node); a node
+     * without one (a client) writes every entry on another node. Reads this node's segment
+     * table: a few array reads.
+     */
+    private boolean hasLocalHeap() {
+        for (int seg : heap.config().heapSegments()) {
+            if (mem.transport().table().get(seg) != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Where a client's put places its entry block: on the node of table {@code t}, whose
+     * window the put reads in the same round trip ({@link #allocateEntry} falls back to
+     * {@link Placement#localFirst} when that node's heap is full or it is not a live member,
+     * and then skips it for {@link #NODE_FULL_PAUSE_NANOS}).
+     */
+    private Placement nearTable(MapTable t) {
+        int node = RemotePtr.nodeId(t.ptr);
+        return node == fullNode && System.nanoTime() - fullSince < NODE_FULL_PAUSE_NANOS ? null : Placement.node(node);
+    }
+
+    /**
      * Allocates and writes a new entry block. An entry larger than the handle's limit is
      * refused before anything is allocated ({@link ValueTooLargeException}).
      * A write refused before it was sent ({@code mayHaveRun() == false}) frees the block;
@@ -255,26 +307,9 @@ final class MapMutation {
      * late write to a block that was reused would change another entry.
      */
     private BlockRef writeEntry(byte[] key, long hash, byte[] value) {
-        long size = (long) key.length + value.length;
-        if (size > maxEntryBytes) { // before anything is claimed
-            throw new ValueTooLargeException(limitedAs + " entry (key " + key.length
-                    + " B + value " + value.length + " B)", size, maxEntryBytes, limitSetting);
-        }
-        int payload = ENTRY_DATA + key.length + value.length;
-        BlockRef ref = heap.allocate(payload, entriesOnWriter ? Placement.localFirst(hash) : Placement.byKey(hash));
-        if (!fitsSlot(ref.ptr()) || (!ref.isLarge() && HeapLayout.blockClassOf(ref.header()) >= LARGE_CLASS)) {
-            heap.free(ref);
-            throw DsmMapException.placement(RemotePtr.toString(ref.ptr()), "node=" + ref.nodeId() + ", segment="
-                    + ref.segmentIndex() + ", offset=" + RemotePtr.offset(ref.ptr()));
-        }
-        byte[] b = new byte[payload];
-        putLong(b, ENTRY_HEADER_COPY, ref.header());
-        putLong(b, ENTRY_HASH, hash);
-        putInt(b, ENTRY_KEY_LENGTH, key.length);
-        putInt(b, ENTRY_VALUE_LENGTH, value.length);
-        System.arraycopy(key, 0, b, ENTRY_DATA, key.length);
-        System.arraycopy(value, 0, b, ENTRY_DATA + key.length, value.length);
-        putLong(b, ENTRY_CHECK, check(ref.header(), hash, b, ENTRY_DATA, key.length + value.length));
+        BlockRef ref = allocateEntry(key, hash, value,
+                entriesOnWriter ? Placement.localFirst(hash) : Placement.byKey(hash));
+        byte[] b = entryBytes(ref, key, hash, value);
         try {
             mem.write(ref.payload(), b);
         } catch (DsmException e) {
@@ -288,5 +323,55 @@ final class MapMutation {
             throw e;
         }
         return ref;
+    }
+
+    /**
+     * Allocates an entry block for {@code key} and {@code value} where {@code placement}
+     * says (null, or a {@link Placement.Kind#NODE} placement whose node is full or gone: where
+     * {@link Placement#localFirst} says); refuses an entry over the handle's limit before anything
+     * is allocated ({@link ValueTooLargeException}) and a block a slot word cannot name
+     * ({@link DsmMapException}, reason {@code placement}).
+     */
+    private BlockRef allocateEntry(byte[] key, long hash, byte[] value, Placement placement) {
+        long size = (long) key.length + value.length;
+        if (size > maxEntryBytes) { // before anything is claimed
+            throw new ValueTooLargeException(limitedAs + " entry (key " + key.length
+                    + " B + value " + value.length + " B)", size, maxEntryBytes, limitSetting);
+        }
+        int payload = ENTRY_DATA + key.length + value.length;
+        BlockRef ref;
+        if (placement == null) {
+            ref = heap.allocate(payload, Placement.localFirst(hash));
+        } else if (placement.kind() == Placement.Kind.NODE) {
+            try {
+                ref = heap.allocate(payload, placement);
+            } catch (OutOfRemoteMemoryException | PlacementException e) {
+                fullSince = System.nanoTime(); // before the node: a reader that sees the node sees a recent time
+                fullNode = placement.nodeId();
+                ref = heap.allocate(payload, Placement.localFirst(hash));
+            }
+        } else {
+            ref = heap.allocate(payload, placement);
+        }
+        if (!fitsSlot(ref.ptr()) || (!ref.isLarge() && HeapLayout.blockClassOf(ref.header()) >= LARGE_CLASS)) {
+            heap.free(ref);
+            throw DsmMapException.placement(RemotePtr.toString(ref.ptr()), "node=" + ref.nodeId() + ", segment="
+                    + ref.segmentIndex() + ", offset=" + RemotePtr.offset(ref.ptr()));
+        }
+        return ref;
+    }
+
+    /** The bytes of the entry block {@code ref} for {@code key} and {@code value}, from its payload's start. */
+    private static byte[] entryBytes(BlockRef ref, byte[] key, long hash, byte[] value) {
+        int payload = ENTRY_DATA + key.length + value.length;
+        byte[] b = new byte[payload];
+        putLong(b, ENTRY_HEADER_COPY, ref.header());
+        putLong(b, ENTRY_HASH, hash);
+        putInt(b, ENTRY_KEY_LENGTH, key.length);
+        putInt(b, ENTRY_VALUE_LENGTH, value.length);
+        System.arraycopy(key, 0, b, ENTRY_DATA, key.length);
+        System.arraycopy(value, 0, b, ENTRY_DATA + key.length, value.length);
+        putLong(b, ENTRY_CHECK, check(ref.header(), hash, b, ENTRY_DATA, key.length + value.length));
+        return b;
     }
 }

@@ -48,6 +48,17 @@ final class MapStore {
         byte[] apply(byte[] current);
     }
 
+    /**
+     * The mutation of a plain put: {@code value} whatever the current value, known before
+     * the key is looked up, so a put may write its new entry while it looks ({@link MapMutation}).
+     */
+    record Put(byte[] value) implements Mutation {
+        @Override
+        public byte[] apply(byte[] current) {
+            return value;
+        }
+    }
+
     /** What a mutation found and did. */
     record Outcome(byte[] previous, boolean changed) {
     }

@@ -128,11 +128,43 @@ final class SlotScan {
         return new Entry(ptr, hash, b, p + ENTRY_DATA, kl, vl);
     }
 
+    /**
+     * A write a scan carries to the node of the window it reads (a new entry block of a put
+     * from a node without a heap, placed there): sent with the window's first read, one
+     * round trip for both ({@link RemoteMemory#writeThenReadInOrder}). {@link #written} is
+     * set once the write completed: a failure before that may leave it unknown whether the
+     * block was written.
+     *
+     * <p><b>Note:</b> not thread-safe: one operation's, on its thread.
+     */
+    static final class Carry {
+        final long ptr;
+        final byte[] bytes;
+        boolean written;
+
+        Carry(long ptr, byte[] bytes) {
+            this.ptr = ptr;
+            this.bytes = bytes;
+        }
+    }
+
     /** Looks for {@code key} in the window of its home slot in {@code t}. */
     Scan scan(MapTable t, byte[] key, long hash, long start) {
+        return scan(t, key, hash, start, null);
+    }
+
+    /**
+     * {@link #scan(MapTable, byte[], long, long)} that first writes {@code carry} (null: none):
+     * with the window's first read on a network path, else before the window is read.
+     */
+    Scan scan(MapTable t, byte[] key, long hash, long start, Carry carry) {
         int home = home(hash, t.seed, t.log2);
         if (t.inline > 0) {
-            return scanInline(t, key, hash, start, home);
+            return scanInline(t, key, hash, start, home, carry);
+        }
+        if (carry != null) {
+            mem.write(carry.ptr, carry.bytes);
+            carry.written = true;
         }
         long[] w = tables.readWords(t.slot(home), window);
         int fp = fingerprint(hash);
@@ -186,7 +218,7 @@ final class SlotScan {
      * reused under the same identity) a copy of the reused block, which cannot happen
      * within the half grace the read is bounded by ({@link #checkTime} below).
      */
-    private Scan scanInline(MapTable t, byte[] key, long hash, long start, int home) {
+    private Scan scanInline(MapTable t, byte[] key, long hash, long start, int home, Carry carry) {
         // on a network path the window is read in two parts: its first FIRST_READ_SLOTS slots, where a key almost
         // always is (or an empty slot that says it is absent), and the rest only when neither was there
         // on a memory path (this node's memory, shm) there is no round trip to save: read the words, then
@@ -197,11 +229,15 @@ final class SlotScan {
         int first = 0; // the window's slot that words[0] (and areas[0]) holds
         int loaded; // slots read so far
         if (direct) {
+            if (carry != null) {
+                mem.write(carry.ptr, carry.bytes);
+                carry.written = true;
+            }
             words = mem.read(t.slot(home), 8 * window);
             loaded = window;
         } else {
             loaded = Math.min(window, FIRST_READ_SLOTS);
-            byte[][] read = readWindow(t, home, loaded);
+            byte[][] read = readWindow(t, home, loaded, carry);
             words = read[0];
             areas = read[1];
         }
@@ -211,7 +247,7 @@ final class SlotScan {
             if (i == loaded) { // neither the key nor an empty slot in the part read: read the rest of the window
                 first = loaded;
                 loaded = window;
-                byte[][] read = readWindow(t, home + first, window - first);
+                byte[][] read = readWindow(t, home + first, window - first, null);
                 words = read[0];
                 areas = read[1];
                 checkTime(start);
@@ -252,12 +288,18 @@ final class SlotScan {
      * The areas are read after the words ({@link RemoteMemory#readInOrder}: one round trip
      * on a network path, a tcp lane call or two reads posted in issue order on one
      * connection; one read after the other on a memory path), which {@link #scanInline}'s
-     * argument needs: one read of both would copy its bytes in no promised order.
+     * argument needs: one read of both would copy its bytes in no promised order. A
+     * {@code carry} (null: none) is written before them, in the same round trip.
      */
-    private byte[][] readWindow(MapTable t, int from, int slots) {
+    private byte[][] readWindow(MapTable t, int from, int slots, Carry carry) {
         byte[] words = new byte[8 * slots];
         byte[] areas = new byte[t.inline * slots];
-        mem.readInOrder(t.slot(from), words, t.inlineArea(from), areas);
+        if (carry != null) {
+            mem.writeThenReadInOrder(carry.ptr, carry.bytes, t.slot(from), words, t.inlineArea(from), areas);
+            carry.written = true;
+        } else {
+            mem.readInOrder(t.slot(from), words, t.inlineArea(from), areas);
+        }
         return new byte[][] {words, areas};
     }
 

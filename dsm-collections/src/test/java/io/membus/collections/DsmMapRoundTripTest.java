@@ -90,6 +90,77 @@ class DsmMapRoundTripTest {
         assertTrue(two.store().inlineHits() >= 2 * keys - 1, "inline hits " + two.store().inlineHits());
     }
 
+    /**
+     * Issue 28: a put from a node without a heap (a client) writes its new entry on the node
+     * of the key's window, in the round trip that reads the window, and installs it in a
+     * second: two round trips where it took three (window, entry, install). Counted on node
+     * 3, a client; the table is on node 1. On this counting transport every verb is posted
+     * and the install's inline write and its CAS are two waves (over tcp one lane call
+     * carries both, the CAS linked to the write), so a put of a key in the first part of its
+     * window counts three waves here (it counted four before: the entry's write was a wave of
+     * its own), and its every verb goes to the table's node.
+     */
+    @ParameterizedTest(name = "{0}, {1}-byte values")
+    @CsvSource({"local, 64", "local, 248", "tcp, 64"})
+    void aClientsPutWritesItsEntryWithTheWindowsRead(String transport, int valueBytes) {
+        cluster = new MapCluster(transport, 3, 32 << 20, Duration.ofSeconds(10),
+                (id, t) -> id == 3 ? new RoundTripTransport(t) : t, id -> id == 3);
+        DsmMapOptions defaults = DsmMapOptions.defaults().grace(Duration.ofSeconds(60));
+        DsmMap<Long, byte[]> one = null;
+        for (int attempt = 0; one == null; attempt++) {
+            DsmMap<Long, byte[]> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.bytes(), defaults);
+            if (m.tableNode() == 1) {
+                one = m;
+            } else {
+                assertTrue(attempt < 50, "no map of 50 had its table on node 1");
+            }
+        }
+        DsmMap<Long, byte[]> client = DsmMap.open(cluster.node(3), one.rootPtr(), Codecs.longs(), Codecs.bytes(),
+                defaults);
+        int keys = 50;
+        for (long k = 0; k < keys; k++) {
+            one.put(k, value(k, valueBytes));
+        }
+        assertArrayEquals(value(0, valueBytes), client.get(0L)); // reads the root's table pointer: not counted below
+        for (long k = -3; k < 0; k++) { // the client's allocator claims its chunk on node 1: not counted below
+            client.put(k, value(k, valueBytes));
+        }
+        RoundTripTransport.Counts c = RoundTripTransport.counts();
+        int counted = 0;
+        int refills = 0; // puts whose allocator refilled its cache of node 1's blocks (a CAS or FAA or two): waves more
+        for (long k = 1; k < 2 * keys; k++) {
+            boolean replace = k < keys; // the first half replaces node 1's entries, the second adds keys
+            c.reset();
+            byte[] previous = client.put(k, value(-k, valueBytes));
+            long roundTrips = c.roundTrips;
+            long readRoundTrips = c.readRoundTrips;
+            String counts = c.toString();
+            if (replace) {
+                assertArrayEquals(value(k, valueBytes), previous, "key " + k);
+            } else {
+                assertEquals(null, previous, "key " + k);
+            }
+            if (client.windowOffset(k) >= SlotScan.FIRST_READ_SLOTS) {
+                continue; // past the first part of its window: a read more (few; the other test bounds them)
+            }
+            counted++;
+            // a new key also adds 1 to the client's size counter (one FAA, after the install)
+            int expected = replace ? 3 : 4;
+            String what = "a client's put of key " + k + " (" + (replace ? "replacing" : "adding") + " "
+                    + (8 + valueBytes) + " bytes): " + counts;
+            assertTrue(roundTrips >= expected && roundTrips <= expected + 3, what);
+            refills += roundTrips == expected ? 0 : 1;
+            assertEquals(1, readRoundTrips, what);
+            assertEquals(1, client.entryNode(k), "the entry of key " + k + " is on the table's node");
+        }
+        assertTrue(counted >= keys, "only " + counted + " keys were in the first part of their window");
+        assertTrue(refills <= counted / 10, refills + " of " + counted + " puts took more waves than the window"
+                + " with the entry's write, and the install (their allocator refilled: it may not, this often)");
+        for (long k = 1; k < 2 * keys; k++) {
+            assertArrayEquals(value(-k, valueBytes), one.get(k), "key " + k);
+        }
+    }
+
     /** A value of {@code length} bytes that says which key it belongs to. */
     static byte[] value(long key, int length) {
         byte[] b = new byte[length];

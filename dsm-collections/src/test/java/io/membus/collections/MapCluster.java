@@ -55,6 +55,15 @@ final class MapCluster implements AutoCloseable {
     /** Nodes whose transports are wrapped by {@code wrap} (node id, transport): tests that count verbs. */
     MapCluster(String transport, int nodes, long heapSize, Duration operationTimeout,
                java.util.function.BiFunction<Integer, Transport, Transport> wrap) {
+        this(transport, nodes, heapSize, operationTimeout, wrap, id -> false);
+    }
+
+    /**
+     * Nodes whose transports are wrapped by {@code wrap}; the nodes {@code client} picks export
+     * no heap segment (clients: their map entries go to the other nodes).
+     */
+    MapCluster(String transport, int nodes, long heapSize, Duration operationTimeout,
+               java.util.function.BiFunction<Integer, Transport, Transport> wrap, java.util.function.IntPredicate client) {
         this.transport = transport;
         if (transport.equals("shm")) {
             Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
@@ -82,13 +91,15 @@ final class MapCluster implements AutoCloseable {
             closeables.add(t);
             transports.put(id, t);
             directory.addMember(t.self());
-            Segment heap = t.export(SegmentSpec.of(HEAP, heapSize));
+            Segment heap = client.test(id) ? null : t.export(SegmentSpec.of(HEAP, heapSize));
             RemoteMemory memory = new RemoteMemory(t, directory, operationTimeout);
             GlobalAllocator a = new GlobalAllocator(memory, config);
             closeables.add(0, a);
-            a.formatLocalSegments();
-            directory.addSegment(heap.descriptor());
-            heaps.put(id, heap.descriptor());
+            if (heap != null) {
+                a.formatLocalSegments();
+                directory.addSegment(heap.descriptor());
+                heaps.put(id, heap.descriptor());
+            }
             allocators.put(id, a);
         }
     }
