@@ -69,6 +69,22 @@ class DsmMapStressTest {
     }
 
     /**
+     * Node 3 a client (no heap): its puts write their entries on the table's node with the
+     * window's read (issue 28), over tcp's lanes (the write and the two reads in one lane
+     * call) while the table grows and the other nodes change the same keys.
+     */
+    @Test
+    void perKeyChainsAreExactWithAClientOverTcp(TestInfo info) throws Exception {
+        run("tcp", info, Duration.ofMillis(100), true);
+    }
+
+    /** {@link #perKeyChainsAreExactWithAClientOverTcp} over {@code local}, with a 10 ms grace (reads race frees). */
+    @Test
+    void perKeyChainsAreExactWithAClientWhenReadersRaceFrees(TestInfo info) throws Exception {
+        run("local", info, Duration.ofMillis(10), true);
+    }
+
+    /**
      * A grace of 10 ms: replaced entries are freed and their blocks reused while slow
      * readers may still hold their slot words, so reads race frees (and restart).
      */
@@ -82,8 +98,14 @@ class DsmMapStressTest {
     }
 
     private void run(String transport, TestInfo info, Duration grace) throws Exception {
+        run(transport, info, grace, false);
+    }
+
+    /** {@code client}: node 3 exports no heap. */
+    private void run(String transport, TestInfo info, Duration grace, boolean client) throws Exception {
         long seed = Seeds.seed("membus.map.seed", info.getDisplayName());
-        cluster = new MapCluster(transport, 3, 32 << 20);
+        cluster = new MapCluster(transport, 3, 32 << 20, Duration.ofSeconds(10), (id, t) -> t,
+                id -> client && id == 3);
         DsmMap<Integer, String> created = DsmMap.create(cluster.node(1), Codecs.ints(), Codecs.strings(),
                 DsmMapOptions.defaults().initialSlots(16).grace(grace));
         List<DsmMap<Integer, String>> maps = new ArrayList<>();
