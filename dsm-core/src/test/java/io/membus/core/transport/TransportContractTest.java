@@ -1318,6 +1318,23 @@ public abstract class TransportContractTest {
                 fill, 0, 64, flag, key, 5, 9));
         assertEquals(5, v.readLong(flag, key), "the CAS after a refused write did not run");
 
+        // a write and then two reads in order (a block stored while its publishing window is read): the reads
+        // see the write; a refused write is thrown (the reads ran), then a refused read; the path stays usable
+        byte[] block = java.util.Arrays.copyOfRange(data, 64, 128);
+        byte[] seenWord = new byte[8];
+        byte[] seenBlock = new byte[64];
+        v.writeThenReadInOrder(seg.pointer(4000), key, block, 0, 64, flag, key, seenWord, 8, seg.pointer(4000), key,
+                seenBlock, 64);
+        assertEquals(5, Words.getLong(seenWord, 0));
+        assertArrayEquals(block, seenBlock, "the second read saw the write before it");
+        assertThrows(WrongRemoteKeyException.class, () -> v.writeThenReadInOrder(seg.pointer(4000), key + 1, fill, 0,
+                64, flag, key, seenWord, 8, seg.pointer(SEGMENT_SIZE - 4), key, seenBlock, 8),
+                "the write's refusal first");
+        assertArrayEquals(block, await(ab.read(seg.pointer(4000), key, 64)), "the refused write changed nothing");
+        assertThrows(OutOfBoundsException.class, () -> v.writeThenReadInOrder(seg.pointer(4000), key, fill, 0, 64,
+                flag, key, seenWord, 8, seg.pointer(SEGMENT_SIZE - 4), key, seenBlock, 8));
+        assertArrayEquals(fill, await(ab.read(seg.pointer(4000), key, 64)), "the write ran before the refused read");
+
         // the errors are the posted verbs' errors, typed, and the blocking verbs go on working after them
         assertThrows(WrongRemoteKeyException.class, () -> v.readLong(word, key + 1));
         assertThrows(OutOfBoundsException.class, () -> v.readInto(seg.pointer(SEGMENT_SIZE - 4), key, back, 0, 8));
