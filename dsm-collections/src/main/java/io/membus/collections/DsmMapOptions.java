@@ -63,6 +63,13 @@ public final class DsmMapOptions {
          * local CAS, so a put costs two round trips to the table's node (the window's read and
          * the install). Readers do not care where a small entry lives (they read its inline
          * copy beside the slot). The default.
+         *
+         * <p>A node without a heap (a client) has no heap of its own: a plain {@code put}
+         * places its entry on the node of the key's table (the other members in the key's
+         * order when that heap is full or gone), and the entry's write travels in the round
+         * trip that reads the key's window, so a client's put is two round trips too (issue
+         * 28); its other changes ({@code putIfAbsent}, {@code compute}, ..., whose value
+         * depends on what the lookup finds) place it as above and write it after the lookup.
          */
         WRITER,
         /**

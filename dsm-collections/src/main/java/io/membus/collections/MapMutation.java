@@ -28,6 +28,12 @@ import static io.membus.collections.MapLayout.*;
  * table. The replaced entry is retired ({@link Reclaimer}); the node's size counter is
  * moved once the change is made.
  *
+ * <p>A plain put ({@link MapStore.Put}: its value does not depend on the lookup) from a node
+ * without a heap places its entry on the node of the key's table and writes it in the round
+ * trip that reads the key's window ({@link SlotScan.Carry}): the window and the entry, then
+ * the install — two round trips where it took three (docs/collections.md, "The put's tail
+ * at 8 threads").
+ *
  * <p><b>Note:</b> thread-safe: any number of threads on any number of nodes change keys
  * at once; a change is linearized at its successful slot CAS. The entry block is written
  * before the CAS that publishes it is issued (the verbs' issue order on one caller).
