@@ -71,6 +71,8 @@ final class MapMutation {
     private volatile long fullSince;
     /** Changes installed on the slot word of the read cache, with no lookup. */
     private final LongAdder speculated = new LongAdder();
+    /** Entries written in the round trip of their window's read (a client's puts). */
+    private final LongAdder carried = new LongAdder();
 
     MapMutation(GlobalAllocator heap, MapTables tables, SlotScan slots, MapReadCache cache, MapMigration migration,
                 Reclaimer reclaimer, long rootBlock, long counter, long graceNanos,
@@ -101,6 +103,11 @@ final class MapMutation {
     /** Changes this handle installed on the slot word its read cache held for the key (one round trip, no lookup). */
     long speculated() {
         return speculated.sum();
+    }
+
+    /** Entries this handle wrote in the round trip that read their key's window (a client's plain puts). */
+    long carried() {
+        return carried.sum();
     }
 
     /**
@@ -158,6 +165,9 @@ final class MapMutation {
                     SlotScan.Scan s;
                     try {
                         s = slots.scan(t, key, hash, start, carry);
+                        if (carry != null) {
+                            carried.increment();
+                        }
                     } catch (RuntimeException e) {
                         if (carry != null && !carry.written && !(e instanceof DsmException d && !d.mayHaveRun())) {
                             fresh = null; // the write may still land: never freed (leaked), as writeEntry's

@@ -357,4 +357,8 @@ final class MapStore {
     long speculated() {
         return mutation.speculated();
     }
+
+    long carried() {
+        return mutation.carried();
+    }
 }
