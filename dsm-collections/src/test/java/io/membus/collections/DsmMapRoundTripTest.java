@@ -48,15 +48,7 @@ class DsmMapRoundTripTest {
                 (id, t) -> id == 2 ? new RoundTripTransport(t) : t);
         DsmMapOptions defaults = DsmMapOptions.defaults().grace(Duration.ofSeconds(60));
         // a map whose table is on node 1, as the entries node 1 writes (entries go to the writer's node)
-        DsmMap<Long, byte[]> one = null;
-        for (int attempt = 0; one == null; attempt++) {
-            DsmMap<Long, byte[]> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.bytes(), defaults);
-            if (m.tableNode() == 1) {
-                one = m;
-            } else {
-                assertTrue(attempt < 50, "no map of 50 had its table on node 1");
-            }
-        }
+        DsmMap<Long, byte[]> one = tableOnNodeOne(defaults);
         DsmMap<Long, byte[]> two = DsmMap.open(cluster.node(2), one.rootPtr(), Codecs.longs(), Codecs.bytes(), defaults);
         int keys = 50; // 100 keys in the default 256 home slots
         for (long k = 0; k < 2 * keys; k++) {
@@ -106,15 +98,7 @@ class DsmMapRoundTripTest {
         cluster = new MapCluster(transport, 3, 32 << 20, Duration.ofSeconds(10),
                 (id, t) -> id == 3 ? new RoundTripTransport(t) : t, id -> id == 3);
         DsmMapOptions defaults = DsmMapOptions.defaults().grace(Duration.ofSeconds(60));
-        DsmMap<Long, byte[]> one = null;
-        for (int attempt = 0; one == null; attempt++) {
-            DsmMap<Long, byte[]> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.bytes(), defaults);
-            if (m.tableNode() == 1) {
-                one = m;
-            } else {
-                assertTrue(attempt < 50, "no map of 50 had its table on node 1");
-            }
-        }
+        DsmMap<Long, byte[]> one = tableOnNodeOne(defaults);
         DsmMap<Long, byte[]> client = DsmMap.open(cluster.node(3), one.rootPtr(), Codecs.longs(), Codecs.bytes(),
                 defaults);
         int keys = 50;
@@ -159,6 +143,17 @@ class DsmMapRoundTripTest {
             assertArrayEquals(value(-k, valueBytes), one.get(k), "key " + k);
             assertEquals(1, client.entryNode(k), "the entry of key " + k + " is on the table's node");
         }
+    }
+
+    /** A map created on node 1 whose table is on node 1 (made again until it is, at most 50 times). */
+    private DsmMap<Long, byte[]> tableOnNodeOne(DsmMapOptions options) {
+        for (int attempt = 0; attempt < 50; attempt++) {
+            DsmMap<Long, byte[]> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.bytes(), options);
+            if (m.tableNode() == 1) {
+                return m;
+            }
+        }
+        throw new AssertionError("no map of 50 had its table on node 1");
     }
 
     /** A value of {@code length} bytes that says which key it belongs to. */

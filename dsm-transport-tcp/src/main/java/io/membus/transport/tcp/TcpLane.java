@@ -272,10 +272,8 @@ final class TcpLane implements AutoCloseable {
     void readInOrder(long ptrA, long keyA, byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB,
                      int lengthB) {
         frameBuf.clear();
-        long first = ++nextCorrelation;
-        Frame.writeRead(frameBuf, first, ptrA, keyA, lengthA);
-        long second = ++nextCorrelation;
-        Frame.writeRead(frameBuf, second, ptrB, keyB, lengthB);
+        long first = appendReads(ptrA, keyA, lengthA, ptrB, keyB, lengthB);
+        long second = first + 1;
         long start = System.nanoTime();
         long until = OperationDeadline.until(start, timeoutNanos);
         VerbObserver observer = transport.observer();
@@ -312,6 +310,14 @@ final class TcpLane implements AutoCloseable {
         }
     }
 
+    /** Appends READ requests of A and then B to {@link #frameBuf}; returns A's correlation id (B's is the next). */
+    private long appendReads(long ptrA, long keyA, int lengthA, long ptrB, long keyB, int lengthB) {
+        long first = ++nextCorrelation;
+        Frame.writeRead(frameBuf, first, ptrA, keyA, lengthA);
+        Frame.writeRead(frameBuf, ++nextCorrelation, ptrB, keyB, lengthB);
+        return first;
+    }
+
     /**
      * Whether a write of {@code length} bytes and reads of {@code lengthA} and {@code lengthB}
      * fit one lane call ({@link #writeThenReadInOrder}): the three requests in one buffer,
@@ -335,10 +341,8 @@ final class TcpLane implements AutoCloseable {
         frameBuf.clear();
         long w = ++nextCorrelation;
         Frame.writeWrite(frameBuf, w, ptrW, keyW, src, offset, length);
-        long a = ++nextCorrelation;
-        Frame.writeRead(frameBuf, a, ptrA, keyA, lengthA);
-        long b = ++nextCorrelation;
-        Frame.writeRead(frameBuf, b, ptrB, keyB, lengthB);
+        long a = appendReads(ptrA, keyA, lengthA, ptrB, keyB, lengthB);
+        long b = a + 1;
         long start = System.nanoTime();
         long until = OperationDeadline.until(start, timeoutNanos);
         VerbObserver observer = transport.observer();
