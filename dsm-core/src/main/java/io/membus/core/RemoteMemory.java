@@ -319,6 +319,23 @@ public final class RemoteMemory {
     }
 
     /**
+     * Writes {@code src} at {@code ptrW} and then, only if the write succeeded,
+     * compare-and-swaps the word at {@code ptrC} from {@code expected} to {@code update}:
+     * the swap is ordered after the write and never runs without it (fill, then publish).
+     * When both pointers are in one segment and a tcp lane is free, the pair costs one
+     * round trip (the CAS travels LINKED to its write); otherwise the write completes
+     * before the CAS is issued. With replication both pointers of one segment are in one
+     * replica group, so they route to one primary; pointers of two segments (two groups,
+     * maybe two primaries) always take the second form: the write, then the CAS.
+     *
+     * @return the word the CAS found (equal to {@code expected} when it swapped)
+     * @throws io.membus.core.error.DsmException the write's failure (its CAS was not run), or the CAS's
+     */
+    public long writeThenCompareAndSwap(long ptrW, byte[] src, long ptrC, long expected, long update) {
+        return blocking.writeThenCompareAndSwap(ptrW, src, ptrC, expected, update);
+    }
+
+    /**
      * Writes {@code src} at {@code ptrW}, then reads {@code dstA.length} bytes at
      * {@code ptrA} into {@code dstA} and, after that read, {@code dstB.length} bytes at
      * {@code ptrB} into {@code dstB} (ordered as {@link #readInOrder}). When the three
@@ -335,23 +352,6 @@ public final class RemoteMemory {
      */
     public void writeThenReadInOrder(long ptrW, byte[] src, long ptrA, byte[] dstA, long ptrB, byte[] dstB) {
         blocking.writeThenReadInOrder(ptrW, src, ptrA, dstA, ptrB, dstB);
-    }
-
-    /**
-     * Writes {@code src} at {@code ptrW} and then, only if the write succeeded,
-     * compare-and-swaps the word at {@code ptrC} from {@code expected} to {@code update}:
-     * the swap is ordered after the write and never runs without it (fill, then publish).
-     * When both pointers are in one segment and a tcp lane is free, the pair costs one
-     * round trip (the CAS travels LINKED to its write); otherwise the write completes
-     * before the CAS is issued. With replication both pointers of one segment are in one
-     * replica group, so they route to one primary; pointers of two segments (two groups,
-     * maybe two primaries) always take the second form: the write, then the CAS.
-     *
-     * @return the word the CAS found (equal to {@code expected} when it swapped)
-     * @throws io.membus.core.error.DsmException the write's failure (its CAS was not run), or the CAS's
-     */
-    public long writeThenCompareAndSwap(long ptrW, byte[] src, long ptrC, long expected, long update) {
-        return blocking.writeThenCompareAndSwap(ptrW, src, ptrC, expected, update);
     }
 
     /**

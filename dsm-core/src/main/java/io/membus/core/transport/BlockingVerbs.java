@@ -62,6 +62,22 @@ public interface BlockingVerbs {
     }
 
     /**
+     * Writes {@code src[offset..offset+length)} at {@code ptrW} and then, only if the write
+     * succeeded, compare-and-swaps the word at {@code ptrC} (both on this path's node):
+     * the swap is ordered after the write and never runs without it — what a writer
+     * needs that fills data and then publishes it with a CAS. A path with round trips
+     * runs the pair in one. Returns the word the CAS found; a failed write is thrown and
+     * its CAS did not run.
+     *
+     * <p>This default runs them one after the other, which is what a memory path does.
+     */
+    default long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,
+                                         long keyC, long expected, long update) {
+        write(ptrW, keyW, src, offset, length);
+        return compareAndSwap(ptrC, keyC, expected, update);
+    }
+
+    /**
      * Writes {@code src[offset..offset+length)} at {@code ptrW}, then reads {@code lengthA}
      * bytes at {@code ptrA} into {@code dstA[0..]} and after it {@code lengthB} bytes at
      * {@code ptrB} into {@code dstB[0..]}, all three on this path's node and run in that
@@ -77,21 +93,5 @@ public interface BlockingVerbs {
                                       byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB, int lengthB) {
         write(ptrW, keyW, src, offset, length);
         readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
-    }
-
-    /**
-     * Writes {@code src[offset..offset+length)} at {@code ptrW} and then, only if the write
-     * succeeded, compare-and-swaps the word at {@code ptrC} (both on this path's node):
-     * the swap is ordered after the write and never runs without it — what a writer
-     * needs that fills data and then publishes it with a CAS. A path with round trips
-     * runs the pair in one. Returns the word the CAS found; a failed write is thrown and
-     * its CAS did not run.
-     *
-     * <p>This default runs them one after the other, which is what a memory path does.
-     */
-    default long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,
-                                         long keyC, long expected, long update) {
-        write(ptrW, keyW, src, offset, length);
-        return compareAndSwap(ptrC, keyC, expected, update);
     }
 }

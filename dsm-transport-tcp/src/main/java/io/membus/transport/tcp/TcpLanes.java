@@ -116,6 +116,27 @@ final class TcpLanes implements BlockingVerbs {
         }
     }
 
+    /** Both on one lane in one round trip, the CAS linked to the write; one after the other when no lane is free. */
+    @Override
+    public long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,
+                                       long keyC, long expected, long update) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                return BlockingVerbs.super.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected,
+                        update);
+            }
+            try {
+                return lane.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected, update);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
     /** The three on one lane in one round trip; one after the other when no lane is free or they do not fit one. */
     @Override
     public void writeThenReadInOrder(long ptrW, long keyW, byte[] src, int offset, int length, long ptrA, long keyA,
@@ -131,27 +152,6 @@ final class TcpLanes implements BlockingVerbs {
             try {
                 lane.writeThenReadInOrder(ptrW, keyW, src, offset, length, ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB,
                         lengthB);
-            } finally {
-                give(lane);
-            }
-        } finally {
-            OperationDeadline.exit(scope);
-        }
-    }
-
-    /** Both on one lane in one round trip, the CAS linked to the write; one after the other when no lane is free. */
-    @Override
-    public long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,
-                                       long keyC, long expected, long update) {
-        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
-        try {
-            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
-            if (lane == null) {
-                return BlockingVerbs.super.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected,
-                        update);
-            }
-            try {
-                return lane.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected, update);
             } finally {
                 give(lane);
             }
