@@ -292,12 +292,12 @@ final class MapMutation {
 
     /**
      * Whether this node exports a heap segment of the allocator (a memory node); a node
-     * without one (a client) writes every entry on another node. Reads this node's segment
-     * table: a few array reads.
+     * without one (a client) writes every entry on another node. Looks the segments up in
+     * this node's segment table: a few array reads.
      */
     private boolean hasLocalHeap() {
         for (int seg : heap.config().heapSegments()) {
-            if (mem.transport().table().get(seg) != null) {
+            if (mem.localSegment(seg) != null) {
                 return true;
             }
         }
