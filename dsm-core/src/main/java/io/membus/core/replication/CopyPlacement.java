@@ -179,11 +179,16 @@ final class CopyPlacement extends ReplicatorJob {
             rereplicating.remove(g.group());
             return;
         }
-        service.submit(() -> copyChunks(g, target));
+        CopyPacer pacer = new CopyPacer(config.rereplicationRate(), config.chunkBytes(), System::nanoTime);
+        service.submit(() -> copyChunks(g, target, pacer));
     }
 
-    /** Copies a few chunks, then yields the thread; paced by the copy's stream window. */
-    private void copyChunks(ReplicaGroup g, int target) {
+    /**
+     * Copies a few chunks, then yields the thread; paced by the copy's stream window and by
+     * {@code membus.replication.rereplication-rate} ({@code pacer}: a chunk the rate does not
+     * allow yet waits on the shared timer, never on a thread).
+     */
+    private void copyChunks(ReplicaGroup g, int target, CopyPacer pacer) {
         try {
             if (service.closed() || !g.serving() || primaries.get(g.group()) != g) {
                 rereplicating.remove(g.group());
@@ -191,7 +196,12 @@ final class CopyPlacement extends ReplicatorJob {
             }
             for (int i = 0; i < CHUNKS_PER_STEP; i++) {
                 if (g.windowFull(target)) {
-                    service.later(() -> copyChunks(g, target), PACE_NANOS);
+                    service.later(() -> copyChunks(g, target, pacer), PACE_NANOS);
+                    return;
+                }
+                long wait = pacer.reserve();
+                if (wait > 0) {
+                    service.later(() -> copyChunks(g, target, pacer), wait);
                     return;
                 }
                 if (!g.copyChunk(target)) {
@@ -200,7 +210,7 @@ final class CopyPlacement extends ReplicatorJob {
                     return;
                 }
             }
-            service.submit(() -> copyChunks(g, target));
+            service.submit(() -> copyChunks(g, target, pacer));
         } catch (DsmException e) {
             rereplicating.remove(g.group());
         }

@@ -662,7 +662,7 @@ public abstract class ReplicationContractTest {
     @Test
     void reReplicationUnderTrafficEndsWithAnEqualCopyThatCanBePromoted() throws Exception {
         // small chunks: the copy is built in 64 steps while the writers change every part of the segment
-        List<Node> ns = start(4, new ReplicationConfig(1, 4096, 64L << 20, Duration.ofMillis(500), 4096, 0));
+        List<Node> ns = start(4, new ReplicationConfig(1, 4096, 64L << 20, 4096, 0));
         Node p = ns.get(0);
         awaitSettled(p.group(), 1);
         int firstCopy = view(p.group()).inSync()[0];
