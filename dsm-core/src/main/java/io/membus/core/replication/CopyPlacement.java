@@ -32,12 +32,19 @@ final class CopyPlacement extends ReplicatorJob {
     private final Promotion promotion;
     private final Set<Integer> rereplicating = ConcurrentHashMap.newKeySet();
     private final Set<Integer> warnedShort = ConcurrentHashMap.newKeySet();
+    /** Times a chunk waited for {@code rereplication-rate} (written by the service thread, read by tests). */
+    private final java.util.concurrent.atomic.LongAdder pacedWaits = new java.util.concurrent.atomic.LongAdder();
     /** Whether this node said it is short of copies (one line per node, not per group; reset once none is short). */
     private volatile boolean shortSaid;
 
     CopyPlacement(ReplicatorState state, Promotion promotion) {
         super(state);
         this.promotion = promotion;
+    }
+
+    /** Times a chunk of a re-replication waited for {@code rereplication-rate} on this node (for tests). */
+    long pacedWaits() {
+        return pacedWaits.sum();
     }
 
     /** Membership removed {@code node}: it leaves every group served here, its stream stops. */
@@ -201,6 +208,7 @@ final class CopyPlacement extends ReplicatorJob {
                 }
                 long wait = pacer.reserve();
                 if (wait > 0) {
+                    pacedWaits.increment();
                     service.later(() -> copyChunks(g, target, pacer), wait);
                     return;
                 }
