@@ -1,5 +1,6 @@
 package io.membus;
 
+import io.membus.core.test.TestFiles;
 import com.typesafe.config.ConfigFactory;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.core.error.DsmException;
@@ -16,14 +17,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -50,32 +49,16 @@ class AtomicLongRestartTest {
     @ValueSource(strings = {"tcp", "shm"})
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void countersOnAFileBackedNodeAreExactAcrossItsCrashAndRestart(String transport) throws Exception {
-        Path root = transport.equals("shm") && Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir"));
-        Path dir = Files.createTempDirectory(root, "membus-restart-test-");
+        Path dir = MembusTest.processDir(transport, "membus-restart-test-");
         try {
             run(transport, dir);
         } finally {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
+            TestFiles.deleteTree(dir);
         }
     }
 
     private static String config(int id, int port, int seed, String transport, Path dir) {
-        String transportLines = transport.equals("shm")
-                ? "membus.transports.shm.dir = \"" + dir + "\"\n"
-                : "membus.secret = \"restart-test-secret-0123456789\"\n"
-                        + "membus.transports.tcp { port = 0, handshake-timeout = 30s }\n";
-        return MembusTest.FAST + "membus.node-id = " + id + "\n"
-                + "membus.cluster-name = restart-test\n"
-                + "membus.host = \"127.0.0.1\"\n"
-                + "membus.port = " + port + "\n"
-                + "membus.seed-nodes = [\"127.0.0.1:" + seed + "\"]\n"
-                + "membus.transport = " + transport + "\n"
-                + transportLines
+        return MembusTest.processConfig("restart-test", id, port, seed, transport, dir)
                 + "membus.segments.count = 2\n"
                 + "membus.segments.size = 4MiB\n"
                 + "membus.segments.dir = \"" + dir.resolve("segments") + "\"\n"

@@ -1,5 +1,6 @@
 package io.membus;
 
+import io.membus.core.test.TestFiles;
 import com.typesafe.config.ConfigFactory;
 import io.membus.codec.Codecs;
 import io.membus.collections.DsmLock;
@@ -15,14 +16,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -51,32 +50,16 @@ class ClientProcessTest {
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void clientsInAnotherJvmUseEveryStructureHoldNoneAndNeverCountInTheSplitBrainDecision(String transport)
             throws Exception {
-        Path root = transport.equals("shm") && Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir"));
-        Path dir = Files.createTempDirectory(root, "membus-client-process-test-");
+        Path dir = MembusTest.processDir(transport, "membus-client-process-test-");
         try {
             run(transport, dir);
         } finally {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
+            TestFiles.deleteTree(dir);
         }
     }
 
     private static String config(int id, int port, int seed, String transport, Path dir) {
-        String transportLines = transport.equals("shm")
-                ? "membus.transports.shm.dir = \"" + dir + "\"\n"
-                : "membus.secret = \"client-test-secret-0123456789\"\n"
-                        + "membus.transports.tcp { port = 0, handshake-timeout = 30s }\n";
-        return MembusTest.FAST + "membus.node-id = " + id + "\n"
-                + "membus.cluster-name = client-process-test\n"
-                + "membus.host = \"127.0.0.1\"\n"
-                + "membus.port = " + port + "\n"
-                + "membus.seed-nodes = [\"127.0.0.1:" + seed + "\"]\n"
-                + "membus.transport = " + transport + "\n"
-                + transportLines
+        return MembusTest.processConfig("client-process-test", id, port, seed, transport, dir)
                 + (CLIENTS.contains(id) ? "membus.role = client\nmembus.segments.count = 0\n"
                 : "membus.segments.count = 2\nmembus.segments.size = 4MiB\nmembus.heap.segments = [1]\n");
     }

@@ -10,6 +10,8 @@ import org.junit.jupiter.api.Test;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
@@ -46,6 +48,37 @@ class MembusTest {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * Where a multi-process test keeps its files (segment files, shm rings, node configs):
+     * a fresh directory under /dev/shm for {@code shm} where there is one, else under the
+     * temp directory. The test removes it ({@link io.membus.core.test.TestFiles#deleteTree}).
+     */
+    static Path processDir(String transport, String prefix) throws IOException {
+        Path root = transport.equals("shm") && Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
+                : Path.of(System.getProperty("java.io.tmpdir"));
+        return Files.createTempDirectory(root, prefix);
+    }
+
+    /**
+     * The lines every node of a multi-process test starts with: node {@code id} of cluster
+     * {@code cluster} on loopback {@code port}, seeded at {@code seed}, over {@code tcp} (with
+     * the cluster's secret) or {@code shm} (its files under {@code dir}); the test adds its
+     * segments' and role's lines.
+     */
+    static String processConfig(String cluster, int id, int port, int seed, String transport, Path dir) {
+        String transportLines = transport.equals("shm")
+                ? "membus.transports.shm.dir = \"" + dir + "\"\n"
+                : "membus.secret = \"" + cluster + "-secret-0123456789\"\n"
+                        + "membus.transports.tcp { port = 0, handshake-timeout = 30s }\n";
+        return FAST + "membus.node-id = " + id + "\n"
+                + "membus.cluster-name = " + cluster + "\n"
+                + "membus.host = \"127.0.0.1\"\n"
+                + "membus.port = " + port + "\n"
+                + "membus.seed-nodes = [\"127.0.0.1:" + seed + "\"]\n"
+                + "membus.transport = " + transport + "\n"
+                + transportLines;
     }
 
     static String config(int id, int port, int seedPort, String fabric) {

@@ -1,5 +1,6 @@
 package io.membus;
 
+import io.membus.core.test.TestFiles;
 import com.typesafe.config.ConfigFactory;
 import io.membus.cluster.ClusterMessage;
 import io.membus.cluster.ClusterStatus;
@@ -18,7 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -27,7 +27,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -51,14 +50,7 @@ class ReplicatedClusterTest {
     private static final int CLIENT = 11;
 
     private static String config(int id, int port, int seed) {
-        return MembusTest.FAST + "membus.node-id = " + id + "\n"
-                + "membus.cluster-name = replicated-cluster-test\n"
-                + "membus.host = \"127.0.0.1\"\n"
-                + "membus.port = " + port + "\n"
-                + "membus.seed-nodes = [\"127.0.0.1:" + seed + "\"]\n"
-                + "membus.transport = tcp\n"
-                + "membus.secret = \"replicated-test-secret-0123456789\"\n"
-                + "membus.transports.tcp { port = 0, handshake-timeout = 30s }\n"
+        return MembusTest.processConfig("replicated-cluster-test", id, port, seed, "tcp", null)
                 + "membus.replication.backups = 1\n"
                 + (id == CLIENT ? "membus.role = client\nmembus.segments.count = 0\n"
                 : "membus.segments.count = 2\nmembus.segments.size = 4MiB\nmembus.heap.segments = [1]\n");
@@ -72,11 +64,7 @@ class ReplicatedClusterTest {
         try {
             run(dir);
         } finally {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
+            TestFiles.deleteTree(dir);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.membus;
 
+import io.membus.core.test.TestFiles;
 import com.typesafe.config.ConfigFactory;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmMap;
@@ -16,11 +17,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -52,29 +51,17 @@ class ShmAdoptionClusterTest {
     @EnumSource(Fault.class)
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void theStructuresOfADeadShmNodeAnswerThroughItsAdopter(Fault fault) throws Exception {
-        Path root = Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir"));
-        Path dir = Files.createTempDirectory(root, "membus-adopt-test-");
+        Path dir = MembusTest.processDir("shm", "membus-adopt-test-");
         try {
             run(fault, dir);
         } finally {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
+            TestFiles.deleteTree(dir);
         }
         assertFalse(Files.exists(dir), "the shm directory is removed");
     }
 
     private static String config(int id, int port, int seed, Path dir) {
-        return MembusTest.FAST + "membus.node-id = " + id + "\n"
-                + "membus.cluster-name = adopt-test\n"
-                + "membus.host = \"127.0.0.1\"\n"
-                + "membus.port = " + port + "\n"
-                + "membus.seed-nodes = [\"127.0.0.1:" + seed + "\"]\n"
-                + "membus.transport = shm\n"
-                + "membus.transports.shm.dir = \"" + dir + "\"\n"
+        return MembusTest.processConfig("adopt-test", id, port, seed, "shm", dir)
                 + "membus.replication.backups = 1\n"
                 + "membus.segments.count = 2\n"
                 + "membus.segments.size = 4MiB\n"

@@ -19,7 +19,6 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -78,6 +77,8 @@ public final class GlobalAllocator implements AutoCloseable {
     private final HeapFormat format;
     /** Checked reads and writes of a block's payload. */
     private final BlockAccess blocks;
+    /** The usage rows of the heaps, read from their chunk tables. */
+    private final UsageReader usage;
     private final Set<Integer> orphaned = ConcurrentHashMap.newKeySet();
     private final DirectoryListener listener;
     private volatile boolean closed;
@@ -104,6 +105,7 @@ public final class GlobalAllocator implements AutoCloseable {
         this.format = new HeapFormat(remote, self, config);
         this.heaps = new HeapFinder(memory, remote, config, format);
         this.blocks = new BlockAccess(remote);
+        this.usage = new UsageReader(heaps, config);
         this.async = new AsyncCalls(self);
         synchronized (IN_USE) {
             if (!IN_USE.add(memory.transport())) {
@@ -193,31 +195,6 @@ public final class GlobalAllocator implements AutoCloseable {
         return formatted;
     }
 
-    // ------------------------------------------------------------------ finding heaps
-
-    private SegmentDescriptor descriptor(int node, int segment) {
-        return heaps.descriptor(node, segment);
-    }
-
-    /** The formatted heap in that segment, or {@code null} when it is not exported or not formatted. */
-    private HeapSegment heap(int node, int segment) {
-        return heaps.heap(node, segment);
-    }
-
-    private HeapSegment heapOfPointer(long ptr) {
-        return heaps.heapOfPointer(ptr);
-    }
-
-    /** Nodes with at least one heap segment, ascending. */
-    private int[] heapNodes() {
-        return heaps.heapNodes();
-    }
-
-    /** The heaps a placement may use, in the order to try them. */
-    private List<HeapSegment> targets(Placement placement) {
-        return heaps.targets(placement);
-    }
-
     // ------------------------------------------------------------------ allocation
 
     /**
@@ -228,7 +205,7 @@ public final class GlobalAllocator implements AutoCloseable {
      */
     public long largestObject() {
         List<HeapSegment> all = new ArrayList<>();
-        for (int node : heapNodes()) {
+        for (int node : heaps.heapNodes()) {
             heaps.addReachableHeapsOf(node, all);
         }
         return all.stream().mapToLong(HeapSegment::maxObject).max().orElse(0);
@@ -257,7 +234,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 || placement.kind() == Placement.Kind.LOCAL_FIRST;
         List<HeapSegment> targets = null;
         for (int round = 0; round < 2; round++) {
-            targets = targets(placement);
+            targets = heaps.targets(placement);
             long largest = 0;
             DsmException unreachable = null;
             int tried = 0;
@@ -294,7 +271,7 @@ public final class GlobalAllocator implements AutoCloseable {
                 break; // nothing released here: a retry cannot succeed
             }
         }
-        throw new OutOfRemoteMemoryException(size, placement.toString(), usageOf(targets));
+        throw new OutOfRemoteMemoryException(size, placement.toString(), usage.of(targets));
     }
 
     /** {@link #trim()} of every heap that can be reached (before an out-of-memory is reported). */
@@ -328,7 +305,7 @@ public final class GlobalAllocator implements AutoCloseable {
         long ptr = ref.ptr();
         long expected = ref.header();
         int kind = kindOf(expected);
-        HeapSegment h = heapOfPointer(ptr);
+        HeapSegment h = heaps.heapOfPointer(ptr);
         int chunk = h.chunkOf(ptr);
         long inChunk = RemotePtr.offset(ptr) - h.dataStart - ((long) chunk << h.chunkShift);
         if (chunk < 0) {
@@ -458,7 +435,7 @@ public final class GlobalAllocator implements AutoCloseable {
      */
     public BlockRef ref(long ptr) {
         checkOpen();
-        HeapSegment h = heapOfPointer(ptr);
+        HeapSegment h = heaps.heapOfPointer(ptr);
         return h.refAt(ptr);
     }
 
@@ -490,9 +467,9 @@ public final class GlobalAllocator implements AutoCloseable {
                     + " chunks of a node that left the cluster can be adopted");
         }
         int adopted = 0;
-        for (int node : heapNodes()) {
+        for (int node : heaps.heapNodes()) {
             for (int seg : config.heapSegments()) {
-                HeapSegment h = heap(node, seg);
+                HeapSegment h = heaps.heap(node, seg);
                 if (h == null) {
                     continue;
                 }
@@ -530,15 +507,7 @@ public final class GlobalAllocator implements AutoCloseable {
 
     /** Usage of every heap segment of every live member (one table read per segment). */
     public HeapUsage usage() {
-        List<HeapUsage.SegmentUsage> rows = new ArrayList<>();
-        for (int node : heapNodes()) {
-            for (int seg : config.heapSegments()) {
-                if (descriptor(node, seg) != null) {
-                    rows.add(usageOf(node, seg));
-                }
-            }
-        }
-        return new HeapUsage(rows);
+        return usage.all();
     }
 
     /**
@@ -546,28 +515,7 @@ public final class GlobalAllocator implements AutoCloseable {
      * memory): what the node's meters report ({@code membus.heap.*}).
      */
     public HeapUsage.SegmentUsage localUsage(int segment) {
-        return usageOf(self, segment);
-    }
-
-    private HeapUsage usageOf(List<HeapSegment> targets) {
-        List<HeapUsage.SegmentUsage> rows = new ArrayList<>();
-        for (HeapSegment h : targets) {
-            rows.add(usageOf(h.node, h.segment));
-        }
-        return new HeapUsage(rows);
-    }
-
-    private HeapUsage.SegmentUsage usageOf(int node, int seg) {
-        try {
-            HeapSegment h = heap(node, seg);
-            if (h == null) {
-                return new HeapUsage.SegmentUsage(node, seg, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(), "not formatted");
-            }
-            return h.usage();
-        } catch (DsmException e) {
-            return new HeapUsage.SegmentUsage(node, seg, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(),
-                    "unreadable: " + e.code() + " " + e.getMessage());
-        }
+        return usage.of(self, segment);
     }
 
     private void checkOpen() {

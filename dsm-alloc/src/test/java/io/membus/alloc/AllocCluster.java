@@ -1,5 +1,6 @@
 package io.membus.alloc;
 
+import io.membus.core.test.TestFiles;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
 import io.membus.core.directory.StaticDirectory;
@@ -8,12 +9,9 @@ import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
-import java.util.stream.Stream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -155,13 +153,7 @@ final class AllocCluster implements AutoCloseable {
                 }
             }
         }
-        if (shmDir != null) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                System.err.println("could not remove " + shmDir + ": " + e);
-            }
-        }
+        TestFiles.deleteTree(shmDir);
         if (first != null) {
             throw first;
         }

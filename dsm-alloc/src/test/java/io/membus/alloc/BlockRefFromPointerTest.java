@@ -2,7 +2,6 @@ package io.membus.alloc;
 
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmException;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -14,19 +13,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@link GlobalAllocator#ref(long)}: a stored pointer becomes a checked {@link BlockRef} again. */
-class BlockRefFromPointerTest {
-    private AllocCluster cluster;
-
-    @AfterEach
-    void close() {
-        if (cluster != null) {
-            cluster.close();
-        }
-    }
-
+class BlockRefFromPointerTest extends WithAllocCluster {
     @Test
     void aStoredPointerBecomesTheSameReferenceOnAnyNode() {
-        cluster = new AllocCluster(3, 1 << 20, 16 << 10);
+        start(3);
         GlobalAllocator one = cluster.node(1);
         GlobalAllocator two = cluster.node(2);
         BlockRef small = one.allocate(100, Placement.node(3));
@@ -49,7 +39,7 @@ class BlockRefFromPointerTest {
 
     @Test
     void aPointerToAFreedLargeObjectIsRefusedAsFreed() {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         GlobalAllocator a = cluster.node(1);
         BlockRef big = a.allocate(50_000);
         a.free(big);
@@ -61,7 +51,7 @@ class BlockRefFromPointerTest {
 
     @Test
     void aPointerIntoAChunkGivenBackIsRefusedAsFreed() {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         GlobalAllocator a = cluster.node(1);
         BlockRef r = a.allocate(40);
         a.free(r);
@@ -81,7 +71,7 @@ class BlockRefFromPointerTest {
 
     @Test
     void pointersThatNameNoBlockGetTypedErrors() {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         GlobalAllocator a = cluster.node(1);
         BlockRef r = a.allocate(40);
         BlockRef big = a.allocate(40_000);

@@ -2,7 +2,6 @@ package io.membus.alloc;
 
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.test.Seeds;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -21,16 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * table or free list is ever reported corrupt, and double frees are refused. Prints
  * its seed; {@code -Dmembus.alloc.seed=N} replays it.
  */
-class ChaosSequenceTest {
-    private AllocCluster cluster;
-
-    @AfterEach
-    void close() {
-        if (cluster != null) {
-            cluster.close();
-        }
-    }
-
+class ChaosSequenceTest extends WithAllocCluster {
     private record Live(BlockRef ref, long stamp) {
     }
 

@@ -32,20 +32,16 @@ import static org.junit.jupiter.api.Assertions.fail;
  * block still holds its owner's stamp when it is freed, and that freed blocks are
  * handed out again.
  */
-class ConcurrentAllocationTest {
+class ConcurrentAllocationTest extends WithAllocCluster {
     private static final int NODES = 3;
     private static final int THREADS_PER_NODE = 2;
     private final List<ExecutorService> pools = new ArrayList<>();
-    private AllocCluster cluster;
 
     @AfterEach
     void close() throws InterruptedException {
         for (ExecutorService p : pools) {
             p.shutdownNow();
             assertTrue(p.awaitTermination(10, TimeUnit.SECONDS), "worker threads stopped");
-        }
-        if (cluster != null) {
-            cluster.close();
         }
     }
 

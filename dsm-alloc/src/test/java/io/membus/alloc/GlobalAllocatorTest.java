@@ -6,7 +6,6 @@ import io.membus.core.error.DsmConfigException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.transport.SegmentSpec;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -24,19 +23,10 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-class GlobalAllocatorTest {
-    private AllocCluster cluster;
-
-    @AfterEach
-    void close() {
-        if (cluster != null) {
-            cluster.close();
-        }
-    }
-
+class GlobalAllocatorTest extends WithAllocCluster {
     @Test
     void blocksAreWrittenAndReadFromAnyNode() {
-        cluster = new AllocCluster(3, 1 << 20, 16 << 10);
+        start(3);
         GlobalAllocator one = cluster.node(1);
         GlobalAllocator two = cluster.node(2);
         BlockRef local = one.allocate(100);
@@ -58,7 +48,7 @@ class GlobalAllocatorTest {
 
     @Test
     void distinctLiveBlocksNeverOverlap() {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         GlobalAllocator a = cluster.node(1);
         List<long[]> ranges = new ArrayList<>();
         int[] sizes = {1, 8, 9, 56, 57, 100, 500, 1000, 3000, 4000, 5000, 20000, 40000};
@@ -77,7 +67,7 @@ class GlobalAllocatorTest {
 
     @Test
     void useAfterFreeReadsNothingOfTheNewOwner() {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         GlobalAllocator one = cluster.node(1);
         GlobalAllocator two = cluster.node(2);
         BlockRef old = one.allocate(32);
@@ -108,7 +98,7 @@ class GlobalAllocatorTest {
 
     @Test
     void staleReferenceIntoAChunkReusedForAnotherSizeNeverMatchesStoredReferences() {
-        cluster = new AllocCluster(1, 1 << 20, 16 << 10);
+        start(1);
         GlobalAllocator one = cluster.node(1);
         BlockRef first = one.allocate(100);
         BlockRef stale = one.allocate(100); // the second block of the chunk: inside a larger block later
@@ -143,7 +133,7 @@ class GlobalAllocatorTest {
 
     @Test
     void spreadingPlacementsSkipAnUnreachableNode() {
-        cluster = new AllocCluster(3, 1 << 20, 16 << 10);
+        start(3);
         GlobalAllocator one = cluster.node(1);
         cluster.transports.get(2).close(); // still a member in the directory, but its memory is gone
         Set<Integer> nodes = new HashSet<>();
@@ -158,7 +148,7 @@ class GlobalAllocatorTest {
 
     @Test
     void doubleFreeIsRefusedOnEveryNode() {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         BlockRef r = cluster.node(1).allocate(64, Placement.node(2));
         cluster.node(1).free(r);
         DoubleFreeException e = assertThrows(DoubleFreeException.class, () -> cluster.node(2).free(r));
@@ -171,7 +161,7 @@ class GlobalAllocatorTest {
 
     @Test
     void badReferencesAndRangesGetTypedErrors() {
-        cluster = new AllocCluster(1, 1 << 20, 16 << 10);
+        start(1);
         GlobalAllocator a = cluster.node(1);
         BlockRef r = a.allocate(40);
         BlockBoundsException b = assertThrows(BlockBoundsException.class, () -> a.read(r, r.capacity() - 4, 8));
@@ -199,7 +189,7 @@ class GlobalAllocatorTest {
 
     @Test
     void largeObjectsSpanChunksAndGiveThemBack() {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         GlobalAllocator a = cluster.node(1);
         int before = a.usage().segments().get(0).freeChunks();
         BlockRef big = a.allocate(100_000);
@@ -225,7 +215,7 @@ class GlobalAllocatorTest {
 
     @Test
     void placementsSpreadAsTheySay() {
-        cluster = new AllocCluster(3, 1 << 20, 16 << 10);
+        start(3);
         GlobalAllocator a = cluster.node(2);
         for (int i = 0; i < 10; i++) {
             assertEquals(2, a.allocate(16, Placement.local()).nodeId());
@@ -377,7 +367,7 @@ class GlobalAllocatorTest {
 
     @Test
     void formattingIsIdempotentAndCorruptionIsRefused() {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         GlobalAllocator a = cluster.node(1);
         BlockRef r = a.allocate(64);
         a.write(r, 0, new byte[]{42});
@@ -412,7 +402,7 @@ class GlobalAllocatorTest {
 
     @Test
     void oneAllocatorPerNodeAndClosedAllocatorsRefuseWork() {
-        cluster = new AllocCluster(1, 1 << 20, 16 << 10);
+        start(1);
         GlobalAllocator a = cluster.node(1);
         assertThrows(DsmConfigException.class, () -> new GlobalAllocator(a.memory(), a.config()));
         a.close();
@@ -426,7 +416,7 @@ class GlobalAllocatorTest {
 
     @Test
     void usageHasARowPerHeapSegment() { // the table of these rows: samples' StatusTextTest
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         cluster.node(1).allocate(100);
         cluster.node(1).allocate(100_000, Placement.node(2));
         HeapUsage u = cluster.node(2).usage();
@@ -443,7 +433,7 @@ class GlobalAllocatorTest {
 
     @Test
     void asyncFormsCompleteOffTheCallerAndFailAsTheBlockingFormsThrow() throws Exception {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         GlobalAllocator one = cluster.node(1);
         java.util.List<java.util.concurrent.CompletableFuture<BlockRef>> pending = new ArrayList<>();
         for (int i = 0; i < 50; i++) {

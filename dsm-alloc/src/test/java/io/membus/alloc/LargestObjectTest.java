@@ -1,6 +1,5 @@
 package io.membus.alloc;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -12,19 +11,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * allocate it (a map's table, a queue's ring), so it must be exactly the bound
  * {@link GlobalAllocator#allocate} enforces, seen alike from every node.
  */
-class LargestObjectTest {
-    private AllocCluster cluster;
-
-    @AfterEach
-    void close() {
-        if (cluster != null) {
-            cluster.close();
-        }
-    }
-
+class LargestObjectTest extends WithAllocCluster {
     @Test
     void theLargestObjectIsExactlyWhatOneAllocationMayAskFor() {
-        cluster = new AllocCluster(2, 1 << 20, 16 << 10);
+        start(2);
         GlobalAllocator one = cluster.node(1);
         GlobalAllocator two = cluster.node(2);
         long largest = one.largestObject();

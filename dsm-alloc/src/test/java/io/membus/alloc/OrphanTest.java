@@ -1,7 +1,6 @@
 package io.membus.alloc;
 
 import io.membus.core.error.NodeUnavailableException;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -14,19 +13,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-class OrphanTest {
-    private AllocCluster cluster;
-
-    @AfterEach
-    void close() {
-        if (cluster != null) {
-            cluster.close();
-        }
-    }
-
+class OrphanTest extends WithAllocCluster {
     @Test
     void chunksOfALeftNodeAreAdoptedAndItsBlocksStayValid() {
-        cluster = new AllocCluster(3, 1 << 20, 16 << 10);
+        start(3);
         GlobalAllocator three = cluster.node(3);
         List<BlockRef> blocks = new ArrayList<>();
         for (int i = 0; i < 50; i++) {

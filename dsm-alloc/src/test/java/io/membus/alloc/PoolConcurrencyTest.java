@@ -32,18 +32,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * allocation from the cache go on while another thread's refill waits for a verb, and
  * trim() stays correct while threads allocate and free around it.
  */
-class PoolConcurrencyTest {
+class PoolConcurrencyTest extends WithAllocCluster {
     private final List<ExecutorService> executors = new ArrayList<>();
-    private AllocCluster cluster;
 
     @AfterEach
     void close() throws InterruptedException {
         for (ExecutorService e : executors) {
             e.shutdownNow();
             assertTrue(e.awaitTermination(10, TimeUnit.SECONDS), "test threads stopped");
-        }
-        if (cluster != null) {
-            cluster.close();
         }
     }
 
@@ -77,7 +73,7 @@ class PoolConcurrencyTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aFreeAndACachedAllocationProceedWhileARefillWaitsForItsVerb() throws Exception {
-        cluster = new AllocCluster(1, 1 << 20, 16 << 10);
+        start(1);
         AllocatorConfig config = AllocatorConfig.builder().heapSegments(AllocCluster.HEAP).chunkSize(16 << 10).build();
         AtomicReference<GatedRemote> remote = new AtomicReference<>();
         GlobalAllocator a = cluster.addNode(2, 1 << 20, config, m -> {

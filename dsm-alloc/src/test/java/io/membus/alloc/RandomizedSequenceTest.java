@@ -2,7 +2,6 @@ package io.membus.alloc;
 
 import io.membus.core.Words;
 import io.membus.core.test.Seeds;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -20,16 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * frees from random nodes, stale uses, double frees and trims, checked against a
  * model after every step. Prints its seed; {@code -Dmembus.alloc.seed=N} replays it.
  */
-class RandomizedSequenceTest {
-    private AllocCluster cluster;
-
-    @AfterEach
-    void close() {
-        if (cluster != null) {
-            cluster.close();
-        }
-    }
-
+class RandomizedSequenceTest extends WithAllocCluster {
     private record Live(BlockRef ref, long stamp) {
     }
 

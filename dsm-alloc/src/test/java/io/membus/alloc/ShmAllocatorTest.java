@@ -25,8 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The allocator over the {@code shm} transport: heaps in files under /dev/shm mapped by every node. */
-class ShmAllocatorTest {
-    private AllocCluster cluster;
+class ShmAllocatorTest extends WithAllocCluster {
     private ExecutorService exec;
 
     @AfterEach
@@ -34,9 +33,6 @@ class ShmAllocatorTest {
         if (exec != null) {
             exec.shutdownNow();
             assertTrue(exec.awaitTermination(10, TimeUnit.SECONDS));
-        }
-        if (cluster != null) {
-            cluster.close();
         }
     }
 

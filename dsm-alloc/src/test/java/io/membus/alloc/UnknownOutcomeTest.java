@@ -3,7 +3,6 @@ package io.membus.alloc;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmTimeoutException;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -29,18 +28,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * owned with the previous claim's free list), and a restarted node and an adopter
  * of its earlier chunks must never both own one.
  */
-class UnknownOutcomeTest {
+class UnknownOutcomeTest extends WithAllocCluster {
     private static final int CHUNK = 16 << 10;
     private static final AllocatorConfig CONFIG = AllocatorConfig.builder().heapSegments(AllocCluster.HEAP)
             .chunkSize(CHUNK).build();
-    private AllocCluster cluster;
-
-    @AfterEach
-    void close() {
-        if (cluster != null) {
-            cluster.close();
-        }
-    }
 
     /** Verbs that fail on demand, once: a CAS that executes and then reports a timeout, a write or read that fails. */
     static final class FaultyRemote extends Remote {

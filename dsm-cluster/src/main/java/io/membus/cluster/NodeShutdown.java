@@ -12,6 +12,7 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
@@ -176,7 +177,10 @@ final class NodeShutdown {
         }
         try {
             CoordinatedShutdown.get(system).run(CoordinatedShutdown.clusterLeavingReason());
-            system.getWhenTerminated().toCompletableFuture().get(wait.toMillis(), TimeUnit.MILLISECONDS);
+            // bounded, and Artery's streams are stopped if they stall on a peer's TLS close (ArteryStop)
+            if (!ArteryStop.await(system, wait, config.nodeId())) {
+                throw new TimeoutException();
+            }
         } catch (Exception e) {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();

@@ -15,6 +15,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code [outbound connection to [...], control stream] Upstream failed, cause:
  * StreamTcpException: The connection has been aborted}: the members close their
  * connections to a member that has left, which is the leave working, not a fault.
+ * Nor are the warnings of Artery's {@code Association} then ({@code Outbound control stream
+ * to [...] failed after shutdown}): its streams end as the system stops, and when
+ * {@link ArteryStop} stops streams a peer never closed, they end abruptly.
  * Everything else, and those warnings at any other time (a peer that dies), is logged
  * as before.
  *
@@ -25,6 +28,8 @@ public final class ShutdownLogFilter extends Slf4jLoggingFilter {
     /** The settings objects (one per actor system, compared by identity) of the systems leaving cleanly. */
     private static final Set<ActorSystem.Settings> LEAVING = ConcurrentHashMap.newKeySet();
 
+    /** Artery's per-peer state (internal to Pekko: named, not linked). */
+    private static final String ASSOCIATION = "org.apache.pekko.remote.artery.Association";
     private final ActorSystem.Settings settings;
 
     public ShutdownLogFilter(ActorSystem.Settings settings, EventStream eventStream) {
@@ -52,7 +57,7 @@ public final class ShutdownLogFilter extends Slf4jLoggingFilter {
     }
 
     private boolean expectedOnLeave(Class<?> logClass) {
-        return logClass != null && org.apache.pekko.stream.Materializer.class.isAssignableFrom(logClass)
-                && LEAVING.contains(settings);
+        return logClass != null && (org.apache.pekko.stream.Materializer.class.isAssignableFrom(logClass)
+                || ASSOCIATION.equals(logClass.getName())) && LEAVING.contains(settings);
     }
 }

@@ -1,20 +1,18 @@
 package io.membus.cluster;
 
+import io.membus.core.test.TestFiles;
 import io.membus.core.test.TestJvm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 import static io.membus.cluster.TestClusters.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -34,17 +32,11 @@ class ClientRoleTest {
     private Path shmDir;
 
     @AfterEach
-    void cleanUp() throws IOException {
+    void cleanUp() {
         for (DsmNode n : nodes) {
             n.close();
         }
-        if (shmDir != null && Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(p);
-                }
-            }
-        }
+        TestFiles.deleteTree(shmDir);
     }
 
     @Test

@@ -102,13 +102,9 @@ class GracefulLeaveTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void aPrimarysAcknowledgedIncrementsSurviveItsGracefulLeaveUnderTraffic() throws Exception {
-        int p1 = TestClusters.freePort();
-        DsmNode one = start(1, p1, p1, "");
-        DsmNode two = start(2, 0, p1, "");
-        DsmNode three = start(3, 0, p1, "");
-        for (DsmNode n : List.of(one, two, three)) {
-            n.awaitMembers(3, Duration.ofSeconds(30));
-        }
+        List<DsmNode> all = nodes.startConverged(new int[] {1, 2, 3});
+        DsmNode one = all.get(0);
+        DsmNode three = all.get(2);
         List<String> views = watch(one, 3);
         for (int index : new int[] {0, 1}) {
             await("segment 3/" + index + " has its copy", Duration.ofSeconds(30), () -> one.directory()
@@ -170,13 +166,10 @@ class GracefulLeaveTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void aWholeClusterStopLogsNoWarning() throws Exception {
-        int p1 = TestClusters.freePort();
-        DsmNode one = start(1, p1, p1, "");
-        DsmNode two = start(2, 0, p1, "");
-        DsmNode client = start(11, 0, p1, "membus.segments.count = 0\n");
-        for (DsmNode n : List.of(one, two, client)) {
-            n.awaitMembers(3, Duration.ofSeconds(30));
-        }
+        List<DsmNode> all = nodes.startConverged(new int[] {1, 2, 11}, "", "", "membus.segments.count = 0\n");
+        DsmNode one = all.get(0);
+        DsmNode two = all.get(1);
+        DsmNode client = all.get(2);
         for (int node : new int[] {1, 2}) {
             for (int index : new int[] {0, 1}) {
                 await("segment " + node + "/" + index + " has its copy", Duration.ofSeconds(30), () -> client

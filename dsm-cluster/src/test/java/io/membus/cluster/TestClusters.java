@@ -88,6 +88,23 @@ final class TestClusters {
             return n;
         }
 
+        /**
+         * Starts node {@code ids[0]} as the seed on a free port, then the others joining it,
+         * node {@code ids[i]} with {@code extras[i]} (none past the end of {@code extras}); returns
+         * them in that order once every one of them sees all of them as members (30 s at most).
+         */
+        List<DsmNode> startConverged(int[] ids, String... extras) {
+            int seedPort = freePort();
+            List<DsmNode> started = new ArrayList<>();
+            for (int i = 0; i < ids.length; i++) {
+                started.add(start(ids[i], i == 0 ? seedPort : 0, seedPort, i < extras.length ? extras[i] : ""));
+            }
+            for (DsmNode n : started) {
+                n.awaitMembers(ids.length, Duration.ofSeconds(30));
+            }
+            return started;
+        }
+
         @Override
         public void close() {
             for (DsmNode n : nodes) {

@@ -1,5 +1,6 @@
 package io.membus.coherence;
 
+import io.membus.core.test.TestFiles;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.core.RemoteMemory;
@@ -12,17 +13,14 @@ import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.IntFunction;
-import java.util.stream.Stream;
 
 /**
  * Nodes of one JVM over {@code local}, {@code shm} or {@code tcp} (loopback), sharing a {@link StaticDirectory},
@@ -88,12 +86,6 @@ final class CoherenceCluster implements AutoCloseable {
                 System.err.println("closing " + c + ": " + e);
             }
         }
-        if (shmDir != null) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                System.err.println("could not remove " + shmDir + ": " + e);
-            }
-        }
+        TestFiles.deleteTree(shmDir);
     }
 }

@@ -335,8 +335,8 @@ public final class DsmCollections {
      */
     @SuppressWarnings("unchecked")
     public <K, V> DsmMap<K, V> map(String name, Codec<K> keyCodec, Codec<V> valueCodec, DsmMapOptions options) {
-        return cached(name, DsmMap.class, CollectionKind.MAP + " " + DsmMap.descriptor(keyCodec, valueCodec),
-                () -> limited(DsmMap.getOrCreate(roots, name, keyCodec, valueCodec,
+        return cached(name, DsmMap.class, CollectionKind.MAP + " " + MapOpener.descriptor(keyCodec, valueCodec),
+                () -> limited(MapOpener.getOrCreate(roots, name, keyCodec, valueCodec,
                         options.coherentHeap() == null && heap != null ? options.coherentHeap(heap) : options)));
     }
 

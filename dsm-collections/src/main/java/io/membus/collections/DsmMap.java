@@ -3,7 +3,6 @@ package io.membus.collections;
 import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.HeapLayout;
-import io.membus.alloc.Placement;
 import io.membus.codec.Codec;
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmConfigException;
@@ -52,7 +51,9 @@ import static io.membus.collections.MapLayout.*;
  * operation timeout), shared by its verbs, allocations and restarts, plus
  * {@link io.membus.core.OperationDeadline#MARGIN}.
  *
- * <p>This class holds the public methods, the encoding and the operation counts; the
+ * <p>This class holds the public methods, the encoding and the operation counts; creating
+ * and opening (by pointer or by name) is {@link MapOpener}'s, the changes a caller's function
+ * computes ({@code compute*}, {@code merge}, {@code replaceAll}) are {@link MapCompute}'s; the
  * root is read and written by {@link MapRoot}, the views are {@link MapViews}, the table by
  * {@link MapStore} and the classes it names (docs/collections.md, "Where the map's code lives").
  *
@@ -137,18 +138,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      * to share it).
      */
     public static <K, V> DsmMap<K, V> create(GlobalAllocator heap, Codec<K> keys, Codec<V> values, DsmMapOptions options) {
-        Objects.requireNonNull(heap, "heap");
-        Objects.requireNonNull(keys, "keys");
-        Objects.requireNonNull(values, "values");
-        Objects.requireNonNull(options, "options");
-        BlockRef root = heap.allocate(ROOT_LENGTH, Placement.roundRobin()); // this node may have no heap
-        try {
-            MapRoot.format(heap, root.payload(), keys, values, options);
-        } catch (RuntimeException e) {
-            heap.free(root);
-            throw e;
-        }
-        return openAt(heap, root.ptr(), root.payload(), keys, values, options, null);
+        return MapOpener.create(heap, keys, values, options);
     }
 
     /**
@@ -168,11 +158,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
      */
     public static <K, V> DsmMap<K, V> open(GlobalAllocator heap, long rootPtr, Codec<K> keys, Codec<V> values,
                                            DsmMapOptions options) {
-        Objects.requireNonNull(heap, "heap");
-        Objects.requireNonNull(keys, "keys");
-        Objects.requireNonNull(values, "values");
-        Objects.requireNonNull(options, "options");
-        return openAt(heap, rootPtr, rootPtr + HeapLayout.BLOCK_HEADER_LENGTH, keys, values, options, null);
+        return MapOpener.open(heap, rootPtr, keys, values, options);
     }
 
     /**
@@ -183,45 +169,6 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
                                       DsmMapOptions options, Root named) {
         // the root read and checked, the handle's store made (MapRoot); the map's final store publishes its handle
         return new DsmMap<>(MapRoot.open(heap, rootPtr, body, keys, values, options, named), keys, values);
-    }
-
-    /**
-     * Frees every entry, table and lease table of a destroyed named map (its root block
-     * is freed by the caller). No handle uses it any more (see {@link Lifecycle}), so the
-     * codecs are not needed.
-     */
-    static void releaseNamed(GlobalAllocator heap, Root root) {
-        MapRoot.releaseNamed(heap, root);
-    }
-
-    /** The type descriptor a named map's root records: its key and value codecs. */
-    static String descriptor(Codec<?> keys, Codec<?> values) {
-        return KIND_NAME + "(key=" + keys.id() + ",value=" + values.id() + ")";
-    }
-
-    /**
-     * The map named {@code name}, created empty when the name is free (one map
-     * cluster-wide, whoever creates it first); its root layout is the named root's body.
-     */
-    static <K, V> DsmMap<K, V> getOrCreate(NamedRoots roots, String name, Codec<K> keys, Codec<V> values,
-                                           DsmMapOptions options) {
-        Objects.requireNonNull(keys, "keys");
-        Objects.requireNonNull(values, "values");
-        Objects.requireNonNull(options, "options");
-        GlobalAllocator heap = roots.allocator();
-        Root root = roots.getOrCreate(name, CollectionKind.MAP, descriptor(keys, values), ROOT_LENGTH,
-                new NamedRoots.Initializer() {
-                    @Override
-                    public void format(Root r) {
-                        MapRoot.format(heap, r.bodyPtr(), keys, values, options);
-                    }
-
-                    @Override
-                    public void discard(Root r) {
-                        MapRoot.discard(heap, r.bodyPtr());
-                    }
-                });
-        return openAt(heap, root.block().ptr(), root.bodyPtr(), keys, values, options, root);
     }
 
     /**
@@ -348,11 +295,11 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
         return keys.encode(Objects.requireNonNull(key, "key"));
     }
 
-    private byte[] encodeValue(V value) {
+    byte[] encodeValue(V value) {
         return values.encode(Objects.requireNonNull(value, "value"));
     }
 
-    private V decodeValue(byte[] bytes) {
+    V decodeValue(byte[] bytes) {
         return bytes == null ? null : values.decode(bytes);
     }
 
@@ -476,7 +423,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     // ================================================================ changes
 
-    private MapStore.Outcome mutate(K key, MapStore.Mutation m) {
+    MapStore.Outcome mutate(K key, MapStore.Mutation m) {
         return mutate(CHANGE, key, m);
     }
 
@@ -557,64 +504,22 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     @Override
     public V computeIfAbsent(K key, Function<? super K, ? extends V> fn) {
-        Objects.requireNonNull(fn, "mappingFunction");
-        Object[] result = new Object[1];
-        mutate(key, cur -> {
-            if (cur != null) {
-                result[0] = decodeValue(cur);
-                return MapStore.KEEP;
-            }
-            V nv = fn.apply(key);
-            result[0] = nv;
-            return nv == null ? MapStore.KEEP : encodeValue(nv);
-        });
-        return cast(result[0]);
+        return MapCompute.computeIfAbsent(this, key, fn);
     }
 
     @Override
     public V computeIfPresent(K key, BiFunction<? super K, ? super V, ? extends V> fn) {
-        Objects.requireNonNull(fn, "remappingFunction");
-        Object[] result = new Object[1];
-        mutate(key, cur -> {
-            if (cur == null) {
-                result[0] = null;
-                return MapStore.KEEP;
-            }
-            V nv = fn.apply(key, decodeValue(cur));
-            result[0] = nv;
-            return nv == null ? null : encodeValue(nv);
-        });
-        return cast(result[0]);
+        return MapCompute.computeIfPresent(this, key, fn);
     }
 
     @Override
     public V compute(K key, BiFunction<? super K, ? super V, ? extends V> fn) {
-        Objects.requireNonNull(fn, "remappingFunction");
-        Object[] result = new Object[1];
-        mutate(key, cur -> {
-            V nv = fn.apply(key, decodeValue(cur));
-            result[0] = nv;
-            return nv == null ? null : encodeValue(nv);
-        });
-        return cast(result[0]);
+        return MapCompute.compute(this, key, fn);
     }
 
     @Override
     public V merge(K key, V value, BiFunction<? super V, ? super V, ? extends V> fn) {
-        Objects.requireNonNull(value, "value");
-        Objects.requireNonNull(fn, "remappingFunction");
-        byte[] given = encodeValue(value);
-        Object[] result = new Object[1];
-        mutate(key, cur -> {
-            if (cur == null) {
-                result[0] = value;
-                return given;
-            }
-            V nv = fn.apply(decodeValue(cur), value);
-            result[0] = nv;
-            return nv == null ? null : encodeValue(nv);
-        });
-        return cast(result[0]);
+        return MapCompute.merge(this, key, value, fn);
     }
 
     @Override
@@ -629,18 +534,7 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
 
     @Override
     public void replaceAll(BiFunction<? super K, ? super V, ? extends V> fn) {
-        Objects.requireNonNull(fn, "function");
-        Iterator<MapStore.RawEntry> it = store.scan();
-        while (it.hasNext()) {
-            K k = keys.decode(it.next().key());
-            // per key, as ConcurrentMap's default: re-applied to the value that won a race; a removed key is skipped
-            mutate(k, cur -> {
-                if (cur == null) {
-                    return MapStore.KEEP;
-                }
-                return encodeValue(Objects.requireNonNull(fn.apply(k, decodeValue(cur)), "replaceAll function returned null"));
-            });
-        }
+        MapCompute.replaceAll(this, fn);
     }
 
     @Override
@@ -650,11 +544,6 @@ public final class DsmMap<K, V> extends AbstractMap<K, V> implements ConcurrentM
             byte[] k = it.next().key();
             store.mutate(k, MapLayout.hash(k), cur -> null);
         }
-    }
-
-    @SuppressWarnings("unchecked")
-    private static <T> T cast(Object o) {
-        return (T) o;
     }
 
     // ================================================================ views

@@ -136,7 +136,7 @@ final class Lifecycle {
         try {
             switch (root.kind()) {
                 case LONG_ARRAY, DOUBLE_ARRAY -> StripedWords.release(allocator, root);
-                case MAP -> DsmMap.releaseNamed(allocator, root);
+                case MAP -> MapRoot.releaseNamed(allocator, root); // every entry, table and lease table
                 case QUEUE -> DsmQueue.releaseNamed(allocator, root);
                 case ATOMIC_LONG, LOCK, REF -> {
                     // the root holds every word (a REF's object was freed at the destroy)

@@ -138,11 +138,9 @@ final class SlotScan {
         int fp = fingerprint(hash);
         for (int i = 0; i < window; i++) {
             long word = w[i];
-            if (word == 0) {
-                return new Scan(Kind.EMPTY, home + i, 0, null);
-            }
-            if (isMovedEmpty(word)) {
-                return new Scan(Kind.MOVED_EMPTY, home + i, word, null);
+            Scan end = endsAt(word, home + i);
+            if (end != null) {
+                return end;
             }
             if (fingerprintOf(word) != fp) {
                 continue;
@@ -153,6 +151,21 @@ final class SlotScan {
             }
         }
         return new Scan(Kind.FULL, -1, 0, null);
+    }
+
+    /**
+     * Where a scan ends at slot {@code slot} holding {@code word} before any entry is read: at
+     * an empty slot (the key is absent; it could go there) or a frozen empty one (the table is
+     * migrating); null when the slot holds an entry, which the caller then compares.
+     */
+    private static Scan endsAt(long word, int slot) {
+        if (word == 0) {
+            return new Scan(Kind.EMPTY, slot, 0, null);
+        }
+        if (isMovedEmpty(word)) {
+            return new Scan(Kind.MOVED_EMPTY, slot, word, null);
+        }
+        return null;
     }
 
     /**
@@ -204,11 +217,9 @@ final class SlotScan {
                 checkTime(start);
             }
             long word = getLong(words, 8 * (i - first));
-            if (word == 0) {
-                return new Scan(Kind.EMPTY, home + i, 0, null);
-            }
-            if (isMovedEmpty(word)) {
-                return new Scan(Kind.MOVED_EMPTY, home + i, word, null);
+            Scan end = endsAt(word, home + i);
+            if (end != null) {
+                return end;
             }
             if (fingerprintOf(word) != fp) {
                 continue;

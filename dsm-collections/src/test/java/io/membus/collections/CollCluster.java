@@ -1,5 +1,6 @@
 package io.membus.collections;
 
+import io.membus.core.test.TestFiles;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.core.RemoteMemory;
@@ -10,16 +11,13 @@ import io.membus.core.transport.Transport;
 import io.membus.core.transport.TransportConfig;
 import io.membus.core.transport.Transports;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.stream.Stream;
 
 /**
  * Nodes of one JVM over {@code local}, {@code shm} or {@code tcp} (127.0.0.1, ephemeral ports) sharing one
@@ -121,6 +119,18 @@ final class CollCluster implements AutoCloseable {
         t.close();
     }
 
+    /** Nodes {@code a} and {@code b} drop each other's verbs and messages (a partition between them) until {@link #heal}. */
+    void partition(int a, int b) {
+        transports.get(a).faults().drop(b);
+        transports.get(b).faults().drop(a);
+    }
+
+    /** Ends {@link #partition}{@code (a, b)}. */
+    void heal(int a, int b) {
+        transports.get(a).faults().heal(b);
+        transports.get(b).faults().heal(a);
+    }
+
     /** The node is removed from the directory only: its memory stays reachable (a process that died; memory that did not). */
     void forget(int id) {
         directory.removeMember(id, "test: node declared dead");
@@ -139,13 +149,7 @@ final class CollCluster implements AutoCloseable {
             }
         }
         closeables.clear();
-        if (shmDir != null && Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                System.err.println("could not remove " + shmDir + ": " + e);
-            }
-        }
+        TestFiles.deleteTree(shmDir);
         if (first != null) {
             throw first;
         }

@@ -24,16 +24,6 @@ class CollectionDeadlineTest {
     private static final long MARGIN_MS = 1000;
     private static final Duration TIMEOUT = Duration.ofMillis(1000);
 
-    private static void partition(CollCluster c, int a, int b) {
-        c.transports.get(a).faults().drop(b);
-        c.transports.get(b).faults().drop(a);
-    }
-
-    private static void heal(CollCluster c, int a, int b) {
-        c.transports.get(a).faults().heal(b);
-        c.transports.get(b).faults().heal(a);
-    }
-
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aMapPutUnderAPartitionEndsByItsDeadlineAndSaysWhetherItRan() {
@@ -43,7 +33,7 @@ class CollectionDeadlineTest {
             for (int i = 0; i < 16; i++) {
                 created.put("k" + i, 0L);
             }
-            partition(c, 1, 2);
+            c.partition(1, 2);
             List<String> notRun = new ArrayList<>();
             int failed = 0;
             long worst = 0;
@@ -65,7 +55,7 @@ class CollectionDeadlineTest {
             System.out.printf("MEASURE DsmMap.put under a partition: %d of 16 failed (%d not run), longest %d ms"
                     + " (deadline %d ms)%n", failed, notRun.size(), worst, TIMEOUT.toMillis());
             assertTrue(failed > 0, "the partition cut the puts off from node 2's words");
-            heal(c, 1, 2);
+            c.heal(1, 2);
             for (String k : notRun) {
                 assertEquals(0L, created.get(k), k + " failed as not run, but it ran");
             }
@@ -79,7 +69,7 @@ class CollectionDeadlineTest {
             DsmLock held = c.node(2).lock("l"); // created by node 2: its word is on node 2
             DsmLock waiter = c.node(1).lock("l");
             held.lock();
-            partition(c, 1, 2);
+            c.partition(1, 2);
             long start = System.nanoTime();
             boolean got;
             try {
@@ -92,7 +82,7 @@ class CollectionDeadlineTest {
             System.out.printf("MEASURE DsmLock.tryLock(300 ms) under a partition: %s after %d ms%n", got, took);
             assertFalse(got);
             assertTrue(took <= 300 + MARGIN_MS, "tryLock(300 ms) took " + took + " ms (operation timeout 5 s)");
-            heal(c, 1, 2);
+            c.heal(1, 2);
             held.unlock();
             assertTrue(waiter.tryLock(5, TimeUnit.SECONDS));
             waiter.unlock();

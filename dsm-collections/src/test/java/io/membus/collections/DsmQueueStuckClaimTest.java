@@ -3,6 +3,8 @@ package io.membus.collections;
 import io.membus.codec.Codecs;
 import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -30,14 +32,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class DsmQueueStuckClaimTest {
     private static final Duration TIMEOUT = Duration.ofMillis(1000);
 
-    private static void partition(CollCluster c, int a, int b) {
-        c.transports.get(a).faults().drop(b);
-        c.transports.get(b).faults().drop(a);
+    /** Two nodes; every test starts from this fixture. */
+    private CollCluster c;
+    /** Node 2's handle on a queue of 4 slots whose root is on node 2. */
+    private DsmQueue<String> q2;
+    /** Node 1's handle on the same queue: the node that gets cut off. */
+    private DsmQueue<String> q1;
+
+    @BeforeEach
+    void start() {
+        c = new CollCluster("local", 2, TIMEOUT);
+        String name = queueOnNode2(c);
+        q2 = c.node(2).queue(name, Codecs.strings(), 4);
+        q1 = c.node(1).queue(name, Codecs.strings(), 4);
     }
 
-    private static void heal(CollCluster c, int a, int b) {
-        c.transports.get(a).faults().heal(b);
-        c.transports.get(b).faults().heal(a);
+    @AfterEach
+    void close() {
+        c.close();
     }
 
     /** A queue whose root is on node 2 (the root is placed by the name's hash). */
@@ -53,10 +65,10 @@ class DsmQueueStuckClaimTest {
     }
 
     /** Node 1 offers into the queue on node 2 and is cut off from it right after its claim. */
-    private static void strandAClaim(CollCluster c, DsmQueue<String> q1) {
+    private void strandAClaim() {
         q1.afterClaim = () -> {
             q1.afterClaim = null;
-            partition(c, 1, 2);
+            c.partition(1, 2);
         };
         // the publication fails (over local a dropped verb is reported not sent: nothing was enqueued), and so
         // does the give-back: the slot stays WRITING(t, 1) on node 2
@@ -68,100 +80,90 @@ class DsmQueueStuckClaimTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aClaimWhosePublicationAndGiveBackFailedIsGivenBackOnceTheNodeAnswers() throws Exception {
-        try (CollCluster c = new CollCluster("local", 2, TIMEOUT)) {
-            String name = queueOnNode2(c);
-            DsmQueue<String> q2 = c.node(2).queue(name, Codecs.strings(), 4);
-            DsmQueue<String> q1 = c.node(1).queue(name, Codecs.strings(), 4);
-            strandAClaim(c, q1);
-            heal(c, 1, 2);
-            assertTrue(q1.offer("after"));
-            // before: node 1 lives and nothing of it was on ticket 0, so this waited 30 s and returned null
-            assertEquals("after", q2.poll(30, TimeUnit.SECONDS));
-            assertEquals(null, q2.poll());
-            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (!q1.givingBack().isEmpty() && System.nanoTime() - until < 0) {
-                Thread.sleep(10);
-            }
-            assertTrue(q1.givingBack().isEmpty(), "still giving back " + q1.givingBack());
-            // the ring goes on past the recovered slot, a lap and more
-            for (int i = 0; i < 10; i++) {
-                assertTrue(q1.offer("x" + i));
-                assertEquals("x" + i, q2.poll());
-            }
+        strandAClaim();
+        c.heal(1, 2);
+        assertTrue(q1.offer("after"));
+        // before: node 1 lives and nothing of it was on ticket 0, so this waited 30 s and returned null
+        assertEquals("after", q2.poll(30, TimeUnit.SECONDS));
+        assertEquals(null, q2.poll());
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!q1.givingBack().isEmpty() && System.nanoTime() - until < 0) {
+            Thread.sleep(10);
+        }
+        assertTrue(q1.givingBack().isEmpty(), "still giving back " + q1.givingBack());
+        // the ring goes on past the recovered slot, a lap and more
+        for (int i = 0; i < 10; i++) {
+            assertTrue(q1.offer("x" + i));
+            assertEquals("x" + i, q2.poll());
         }
     }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aPollWaitingForASlotALiveNodeHoldsEndsByItsBoundOrAnInterrupt() throws Exception {
-        try (CollCluster c = new CollCluster("local", 2, TIMEOUT)) {
-            String name = queueOnNode2(c);
-            DsmQueue<String> q2 = c.node(2).queue(name, Codecs.strings(), 4);
-            DsmQueue<String> q1 = c.node(1).queue(name, Codecs.strings(), 4);
-            strandAClaim(c, q1);
-            // node 1 stays cut off: its give-back cannot reach the slot; node 2 sees it live
-            CompletableFuture<Object> bounded = new CompletableFuture<>();
-            Thread poller = new Thread(() -> {
-                try {
-                    bounded.complete(q2.poll());
-                } catch (Throwable t) {
-                    bounded.complete(t);
-                }
-            }, "test-poller");
-            poller.setDaemon(true); // before: it never ended, and no interrupt stopped it
-            poller.start();
-            Object r = bounded.get(60, TimeUnit.SECONDS);
-            QueueSlotBusyException busy = assertInstanceOf(QueueSlotBusyException.class, r);
-            assertEquals(1, busy.holder(), busy.getMessage());
-            assertEquals(false, busy.interrupted());
-            assertEquals(false, busy.mayHaveRun());
-            assertTrue(busy.getMessage().contains("WRITING"), busy.getMessage());
+        strandAClaim();
+        // node 1 stays cut off: its give-back cannot reach the slot; node 2 sees it live
+        CompletableFuture<Object> bounded = new CompletableFuture<>();
+        Thread poller = new Thread(() -> {
+            try {
+                bounded.complete(q2.poll());
+            } catch (Throwable t) {
+                bounded.complete(t);
+            }
+        }, "test-poller");
+        poller.setDaemon(true); // before: it never ended, and no interrupt stopped it
+        poller.start();
+        Object r = bounded.get(60, TimeUnit.SECONDS);
+        QueueSlotBusyException busy = assertInstanceOf(QueueSlotBusyException.class, r);
+        assertEquals(1, busy.holder(), busy.getMessage());
+        assertEquals(false, busy.interrupted());
+        assertEquals(false, busy.mayHaveRun());
+        assertTrue(busy.getMessage().contains("WRITING"), busy.getMessage());
 
-            // an interrupt ends the wait at once, and its status is kept
-            CountDownLatch started = new CountDownLatch(1);
-            AtomicReference<Object> ended = new AtomicReference<>();
-            AtomicReference<Boolean> status = new AtomicReference<>();
-            Thread interrupted = new Thread(() -> {
-                started.countDown();
-                try {
-                    ended.set(q2.poll());
-                } catch (Throwable t) {
-                    ended.set(t);
-                }
-                status.set(Thread.currentThread().isInterrupted());
-            }, "test-interrupted-poller");
-            interrupted.setDaemon(true);
-            interrupted.start();
-            started.await();
-            interrupted.interrupt();
-            interrupted.join(60_000);
-            assertTrue(!interrupted.isAlive(), "the interrupted poll() is still waiting");
-            QueueSlotBusyException byInterrupt = assertInstanceOf(QueueSlotBusyException.class, ended.get());
-            assertTrue(byInterrupt.interrupted(), byInterrupt.getMessage());
-            assertEquals(Boolean.TRUE, status.get(), "poll() must keep the interrupt status");
+        // an interrupt ends the wait at once, and its status is kept
+        CountDownLatch started = new CountDownLatch(1);
+        AtomicReference<Object> ended = new AtomicReference<>();
+        AtomicReference<Boolean> status = new AtomicReference<>();
+        Thread interrupted = new Thread(() -> {
+            started.countDown();
+            try {
+                ended.set(q2.poll());
+            } catch (Throwable t) {
+                ended.set(t);
+            }
+            status.set(Thread.currentThread().isInterrupted());
+        }, "test-interrupted-poller");
+        interrupted.setDaemon(true);
+        interrupted.start();
+        started.await();
+        interrupted.interrupt();
+        interrupted.join(60_000);
+        assertTrue(!interrupted.isAlive(), "the interrupted poll() is still waiting");
+        QueueSlotBusyException byInterrupt = assertInstanceOf(QueueSlotBusyException.class, ended.get());
+        assertTrue(byInterrupt.interrupted(), byInterrupt.getMessage());
+        assertEquals(Boolean.TRUE, status.get(), "poll() must keep the interrupt status");
 
-            // take() waits, interruptibly
-            AtomicReference<Throwable> takeEnded = new AtomicReference<>();
-            Thread taker = new Thread(() -> {
-                try {
-                    takeEnded.set(new AssertionError("took " + q2.take()));
-                } catch (Throwable t) {
-                    takeEnded.set(t);
-                }
-            }, "test-taker");
-            taker.setDaemon(true);
-            taker.start();
-            Thread.sleep(100);
-            taker.interrupt();
-            taker.join(60_000);
-            assertNotNull(takeEnded.get(), "take() is still waiting");
-            assertInstanceOf(InterruptedException.class, takeEnded.get());
+        // take() waits, interruptibly
+        AtomicReference<Throwable> takeEnded = new AtomicReference<>();
+        Thread taker = new Thread(() -> {
+            try {
+                takeEnded.set(new AssertionError("took " + q2.take()));
+            } catch (Throwable t) {
+                takeEnded.set(t);
+            }
+        }, "test-taker");
+        taker.setDaemon(true);
+        taker.start();
+        Thread.sleep(100);
+        taker.interrupt();
+        taker.join(60_000);
+        assertNotNull(takeEnded.get(), "take() is still waiting");
+        assertInstanceOf(InterruptedException.class, takeEnded.get());
 
-            // once node 1 reaches its queue again, the slot is given back and the ring goes on
-            heal(c, 1, 2);
-            assertTrue(q1.offer("after"));
-            assertEquals("after", q2.poll(30, TimeUnit.SECONDS));
-        }
+        // once node 1 reaches its queue again, the slot is given back and the ring goes on
+        c.heal(1, 2);
+        assertTrue(q1.offer("after"));
+        assertEquals("after", q2.poll(30, TimeUnit.SECONDS));
     }
 
     /**
@@ -173,44 +175,39 @@ class DsmQueueStuckClaimTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aConsumersStrandedClaimIsGivenBackAndItsElementDeliveredAgain() throws Exception {
-        try (CollCluster c = new CollCluster("local", 2, TIMEOUT)) {
-            String name = queueOnNode2(c);
-            DsmQueue<String> q2 = c.node(2).queue(name, Codecs.strings(), 4);
-            DsmQueue<String> q1 = c.node(1).queue(name, Codecs.strings(), 4);
-            assertTrue(q2.offer("a"));
-            q1.afterClaim = () -> {
-                q1.afterClaim = null;
-                partition(c, 1, 2);
-            };
-            DsmException e = assertThrows(DsmException.class, q1::poll);
-            assertTrue(e.mayHaveRun(), "the claim ran: " + e);
-            assertEquals(1, q1.givingBack().size(), "the claim whose give-back failed is retried: "
-                    + q1.givingBack());
-            heal(c, 1, 2);
-            assertTrue(q2.offer("b"));
-            assertTrue(q2.offer("c"));
-            assertTrue(q2.offer("d"));
-            // ticket 4 is slot 0, held READING by node 1: before, this offer waited for it without end
-            CompletableFuture<Object> fifth = new CompletableFuture<>();
-            Thread producer = new Thread(() -> {
-                try {
-                    fifth.complete(q2.offer("e"));
-                } catch (Throwable t) {
-                    fifth.complete(t);
-                }
-            }, "test-producer");
-            producer.setDaemon(true);
-            producer.start();
-            assertEquals(Boolean.FALSE, fifth.get(60, TimeUnit.SECONDS), "the ring is full once 'a' is back");
-            java.util.List<String> drained = new java.util.ArrayList<>();
-            q2.drainTo(drained);
-            assertEquals(java.util.List.of("b", "c", "d", "a"), drained);
-            // the give-back's CAS has landed ('a' is back); its task forgets the claim once the CAS answered
-            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (!q1.givingBack().isEmpty() && System.nanoTime() - until < 0) {
-                Thread.sleep(10);
+        assertTrue(q2.offer("a"));
+        q1.afterClaim = () -> {
+            q1.afterClaim = null;
+            c.partition(1, 2);
+        };
+        DsmException e = assertThrows(DsmException.class, q1::poll);
+        assertTrue(e.mayHaveRun(), "the claim ran: " + e);
+        assertEquals(1, q1.givingBack().size(), "the claim whose give-back failed is retried: "
+                + q1.givingBack());
+        c.heal(1, 2);
+        assertTrue(q2.offer("b"));
+        assertTrue(q2.offer("c"));
+        assertTrue(q2.offer("d"));
+        // ticket 4 is slot 0, held READING by node 1: before, this offer waited for it without end
+        CompletableFuture<Object> fifth = new CompletableFuture<>();
+        Thread producer = new Thread(() -> {
+            try {
+                fifth.complete(q2.offer("e"));
+            } catch (Throwable t) {
+                fifth.complete(t);
             }
-            assertTrue(q1.givingBack().isEmpty(), "still giving back " + q1.givingBack());
+        }, "test-producer");
+        producer.setDaemon(true);
+        producer.start();
+        assertEquals(Boolean.FALSE, fifth.get(60, TimeUnit.SECONDS), "the ring is full once 'a' is back");
+        java.util.List<String> drained = new java.util.ArrayList<>();
+        q2.drainTo(drained);
+        assertEquals(java.util.List.of("b", "c", "d", "a"), drained);
+        // the give-back's CAS has landed ('a' is back); its task forgets the claim once the CAS answered
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!q1.givingBack().isEmpty() && System.nanoTime() - until < 0) {
+            Thread.sleep(10);
         }
+        assertTrue(q1.givingBack().isEmpty(), "still giving back " + q1.givingBack());
     }
 }

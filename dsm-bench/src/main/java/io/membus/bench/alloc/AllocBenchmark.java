@@ -1,5 +1,6 @@
 package io.membus.bench.alloc;
 
+import io.membus.bench.BenchCluster;
 import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.Placement;
@@ -72,7 +73,7 @@ public class AllocBenchmark {
         if (setup.equals("floor")) {
             floor = new BumpAllocator(256L << 20);
         } else {
-            cluster = new BenchCluster(setup.equals("remote-shm") ? "shm" : "local", 2, 256L << 20);
+            cluster = new BenchCluster(setup.equals("remote-shm") ? "shm" : "local", 2, 256L << 20, "alloc-bench");
             allocator = cluster.node(1);
             placement = setup.equals("local") ? Placement.local() : Placement.node(2);
         }

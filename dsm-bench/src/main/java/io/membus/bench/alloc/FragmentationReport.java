@@ -1,5 +1,6 @@
 package io.membus.bench.alloc;
 
+import io.membus.bench.BenchCluster;
 import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.HeapUsage;
@@ -32,7 +33,7 @@ public final class FragmentationReport {
         long seed = args.length > 0 ? Long.parseLong(args[0]) : 42;
         int ops = args.length > 1 ? Integer.parseInt(args[1]) : 200_000;
         SplittableRandom rnd = new SplittableRandom(seed);
-        try (BenchCluster cluster = new BenchCluster("local", 3, 32L << 20)) {
+        try (BenchCluster cluster = new BenchCluster("local", 3, 32L << 20, "alloc-bench")) {
             List<BlockRef> live = new ArrayList<>();
             List<Long> asked = new ArrayList<>();
             int ooms = 0;

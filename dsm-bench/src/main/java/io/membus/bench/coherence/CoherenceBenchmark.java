@@ -1,6 +1,6 @@
 package io.membus.bench.coherence;
 
-import io.membus.alloc.AllocatorConfig;
+import io.membus.bench.BenchCluster;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.Placement;
 import io.membus.codec.Codecs;
@@ -8,13 +8,8 @@ import io.membus.coherence.CoherenceConfig;
 import io.membus.coherence.CoherentHeap;
 import io.membus.coherence.RemoteRef;
 import io.membus.core.RemoteMemory;
-import io.membus.core.directory.StaticDirectory;
 import io.membus.core.message.Messaging;
 import io.membus.core.time.Clock;
-import io.membus.core.transport.SegmentSpec;
-import io.membus.core.transport.Transport;
-import io.membus.core.transport.TransportConfig;
-import io.membus.core.transport.Transports;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
@@ -26,17 +21,11 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * The coherence layer beside its floors, one thread, average time per operation; four
@@ -59,10 +48,8 @@ public class CoherenceBenchmark {
     @Param({"local", "shm", "tcp"})
     public String transport;
 
-    private final List<Transport> transports = new ArrayList<>();
-    private final List<GlobalAllocator> allocators = new ArrayList<>();
+    private BenchCluster cluster;
     private final List<CoherentHeap> heaps = new ArrayList<>();
-    private Path shmDir;
     private RemoteRef<Long> cached;
     private RemoteRef<Long> uncached;
     private RemoteMemory memory2;
@@ -75,27 +62,13 @@ public class CoherenceBenchmark {
 
     @Setup(Level.Trial)
     public void setUp() {
-        StaticDirectory directory = new StaticDirectory();
-        String fabric = "coh-bench-" + System.nanoTime();
-        shmDir = Path.of("/dev/shm", "membus-coh-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
-        for (int id = 1; id <= 4; id++) {
-            Transport t = Transports.create(transport, TransportConfig.builder(id).property("local.fabric", fabric)
-                    .property("shm.dir", shmDir.toString()).property("tcp.secret", "coh-bench-secret-0123456789abcdef")
-                    .property("tcp.host", "127.0.0.1").property("tcp.port", "0").build());
-            transports.add(t);
-            directory.addMember(t.self());
-            directory.addSegment(t.export(SegmentSpec.of(1, 16L << 20)).descriptor());
-        }
+        cluster = new BenchCluster(transport, 4, 16L << 20, "coh-bench");
         CoherenceConfig config = CoherenceConfig.defaults().withLeases(Duration.ofSeconds(1), Duration.ofSeconds(5))
                 .withSkewCheck(false, Duration.ofSeconds(5));
-        for (Transport t : transports) {
-            RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(5));
-            GlobalAllocator a = new GlobalAllocator(memory, AllocatorConfig.builder().heapSegments(1).build());
-            a.formatLocalSegments();
-            allocators.add(a);
-            heaps.add(new CoherentHeap(a, new Messaging(memory), Clock.system(), config));
+        for (GlobalAllocator a : cluster.allocators) {
+            heaps.add(new CoherentHeap(a, new Messaging(a.memory()), Clock.system(), config));
         }
-        memory2 = new RemoteMemory(transports.get(1), directory, Duration.ofSeconds(5));
+        memory2 = new RemoteMemory(cluster.transports.get(1), cluster.directory, Duration.ofSeconds(5));
         RemoteRef<Long> obj = heaps.get(0).create(Codecs.longs(), 1L, Placement.node(1));
         cached = heaps.get(1).open(obj.ptr(), obj.generationHeader(), Codecs.longs());
         uncached = cached.cached(false);
@@ -118,15 +91,7 @@ public class CoherenceBenchmark {
     @TearDown(Level.Trial)
     public void tearDown() {
         heaps.forEach(CoherentHeap::close);
-        allocators.forEach(GlobalAllocator::close);
-        transports.forEach(Transport::close);
-        if (Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot remove " + shmDir, e);
-            }
-        }
+        cluster.close();
     }
 
     @Benchmark

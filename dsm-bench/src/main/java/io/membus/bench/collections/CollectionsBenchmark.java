@@ -1,18 +1,12 @@
 package io.membus.bench.collections;
 
-import io.membus.alloc.AllocatorConfig;
+import io.membus.bench.BenchCluster;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.codec.Codecs;
 import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmCollections;
 import io.membus.collections.DsmLock;
 import io.membus.collections.DsmQueue;
-import io.membus.core.RemoteMemory;
-import io.membus.core.directory.StaticDirectory;
-import io.membus.core.transport.SegmentSpec;
-import io.membus.core.transport.Transport;
-import io.membus.core.transport.TransportConfig;
-import io.membus.core.transport.Transports;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
@@ -24,21 +18,12 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.IntFunction;
 import java.util.function.ToIntFunction;
-import java.util.stream.Stream;
 
 /**
  * The collections beside their {@code java.util.concurrent} counterparts, one thread,
@@ -65,9 +50,7 @@ public class CollectionsBenchmark {
     @Param({"local", "shm", "tcp"})
     public String transport;
 
-    private final List<Transport> transports = new ArrayList<>();
-    private final List<GlobalAllocator> allocators = new ArrayList<>();
-    private Path shmDir;
+    private BenchCluster cluster;
     private DsmAtomicLong counter;
     private DsmQueue<Long> queue;
     private DsmLock lock;
@@ -78,25 +61,9 @@ public class CollectionsBenchmark {
 
     @Setup(Level.Trial)
     public void setUp() {
-        StaticDirectory directory = new StaticDirectory();
-        String fabric = "coll-bench-" + System.nanoTime();
-        shmDir = Path.of("/dev/shm", "membus-coll-bench-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
-        for (int id = 1; id <= 2; id++) {
-            Transport t = Transports.create(transport, TransportConfig.builder(id).property("local.fabric", fabric)
-                    .property("shm.dir", shmDir.toString()).property("tcp.secret", "coll-bench-secret-0123456789")
-                    .property("tcp.host", "127.0.0.1").property("tcp.port", "0").build());
-            transports.add(t);
-            directory.addMember(t.self());
-            directory.addSegment(t.export(SegmentSpec.of(1, 16L << 20)).descriptor());
-        }
-        DsmCollections node2 = null;
-        for (Transport t : transports) {
-            RemoteMemory memory = new RemoteMemory(t, directory, Duration.ofSeconds(5));
-            GlobalAllocator a = new GlobalAllocator(memory, AllocatorConfig.builder().heapSegments(1).build());
-            a.formatLocalSegments();
-            allocators.add(a);
-            node2 = new DsmCollections(memory, a, directory);
-        }
+        cluster = new BenchCluster(transport, 2, 16L << 20, "coll-bench");
+        GlobalAllocator two = cluster.node(2);
+        DsmCollections node2 = new DsmCollections(two.memory(), two, cluster.directory);
         // names whose roots rendezvous hashing places on node 1: every operation from node 2 crosses the transport
         DsmCollections from = node2;
         counter = onNode1(i -> from.atomicLong("bench-counter-" + i), c -> c.root().block().nodeId());
@@ -116,15 +83,7 @@ public class CollectionsBenchmark {
 
     @TearDown(Level.Trial)
     public void tearDown() {
-        allocators.forEach(GlobalAllocator::close);
-        transports.forEach(Transport::close);
-        if (Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot remove " + shmDir, e);
-            }
-        }
+        cluster.close();
     }
 
     @Benchmark

@@ -1,5 +1,6 @@
 package io.membus.bench.map;
 
+import io.membus.bench.BenchFiles;
 import io.membus.alloc.AllocatorConfig;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.codec.Codecs;
@@ -30,18 +31,13 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * {@link DsmMap} operations per second beside {@code ConcurrentHashMap.get}: two nodes
@@ -262,13 +258,7 @@ public class MapBenchmark {
         heaps.forEach(CoherentHeap::close);
         allocators.forEach(GlobalAllocator::close);
         transports.forEach(Transport::close);
-        if (Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot remove " + shmDir, e);
-            }
-        }
+        BenchFiles.deleteTree(shmDir);
     }
 
     @Benchmark

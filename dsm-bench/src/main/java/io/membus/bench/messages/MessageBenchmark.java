@@ -1,5 +1,6 @@
 package io.membus.bench.messages;
 
+import io.membus.bench.BenchFiles;
 import io.membus.core.Access;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
@@ -24,15 +25,12 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * Two-sided messages beside the one-sided verb of the same transport, two nodes
@@ -104,11 +102,7 @@ public class MessageBenchmark {
     public void tearDown() throws IOException {
         initiator.close();
         target.close();
-        if (Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-        }
+        BenchFiles.deleteTree(shmDir);
     }
 
     @Benchmark

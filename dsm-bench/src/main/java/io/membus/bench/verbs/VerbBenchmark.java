@@ -1,5 +1,6 @@
 package io.membus.bench.verbs;
 
+import io.membus.bench.BenchFiles;
 import io.membus.core.Access;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Segment;
@@ -25,12 +26,9 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * One verb, one thread, synchronous: the latency of read 8 B and 4 KiB, write 8 B
@@ -109,11 +107,7 @@ public class VerbBenchmark {
         }
         initiator.close();
         target.close();
-        if (Files.exists(shmDir)) {
-            try (Stream<Path> walk = Files.walk(shmDir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-        }
+        BenchFiles.deleteTree(shmDir);
     }
 
     @Benchmark

@@ -49,16 +49,16 @@ final class CopyPlacement extends ReplicatorJob {
 
     /** Membership removed {@code node}: it leaves every group served here, its stream stops. */
     void removed(int node, String reason) {
-        if (node == self) {
+        if (node == state.self) {
             return; // this node's own removal: it is shut down by its owner; until then it serves what copies allow
         }
-        boolean graceful = departing.remove(node);
+        boolean graceful = state.departing.remove(node);
         List<String> left = new ArrayList<>();
-        for (ReplicaGroup g : primaries.values()) {
+        for (ReplicaGroup g : state.primaries.values()) {
             if (g.removeCopy(node)) {
                 left.add(GroupId.toString(g.group()));
                 if (!graceful) {
-                    lostCopy.add(g.group());
+                    state.lostCopy.add(g.group());
                 }
             }
         }
@@ -69,7 +69,7 @@ final class CopyPlacement extends ReplicatorJob {
             LOG.warn("replication: node {} left segment {} (removed from membership: {})", node, String.join(", ", left),
                     reason);
         }
-        CopyStream s = streams.remove(node);
+        CopyStream s = state.streams.remove(node);
         if (s != null) {
             s.close();
         }
@@ -78,49 +78,49 @@ final class CopyPlacement extends ReplicatorJob {
 
     /** Brings every group toward its goal: promotions to run, copies to place, stale copies to drop. */
     void reconcile() {
-        if (service.closed()) {
+        if (state.service.closed()) {
             return;
         }
-        for (ReplicaGroupView v : directory.groups()) {
+        for (ReplicaGroupView v : state.directory.groups()) {
             if (v.state() == ReplicaGroupView.State.PROMOTING) {
                 promotion.promoteIfCoordinator(v);
             }
         }
-        for (CopyReplica c : copies.values()) {
-            ReplicaGroupView v = directory.group(GroupId.node(c.group()), GroupId.index(c.group())).orElse(null);
-            if (v != null && v.state() == ReplicaGroupView.State.SERVING && v.primary() != self
-                    && v.epoch() > c.epoch() && !ReplicatorState.contains(v.inSync(), self)) {
+        for (CopyReplica c : state.copies.values()) {
+            ReplicaGroupView v = state.directory.group(GroupId.node(c.group()), GroupId.index(c.group())).orElse(null);
+            if (v != null && v.state() == ReplicaGroupView.State.SERVING && v.primary() != state.self
+                    && v.epoch() > c.epoch() && !ReplicatorState.contains(v.inSync(), state.self)) {
                 LOG.info("replication: dropping the copy of segment {} at epoch {}: the group moved to epoch {} without"
                         + " it", GroupId.toString(c.group()), Ballot.toString(c.epoch()), Ballot.toString(v.epoch()));
                 state.dropCopy(c);
             }
         }
-        if (!config.enabled()) {
+        if (!state.config.enabled()) {
             return;
         }
-        Set<Integer> memoryNodes = directory.memoryNodes();
+        Set<Integer> memoryNodes = state.directory.memoryNodes();
         List<ReplicaGroup> newlyShort = new ArrayList<>();
         int liveMemoryNodes = 1;
-        for (ReplicaGroup g : primaries.values()) {
+        for (ReplicaGroup g : state.primaries.values()) {
             if (!g.serving()) {
                 warnedShort.remove(g.group());
                 continue;
             }
             int[] holders = g.holders();
-            if (holders.length >= config.backups()) {
+            if (holders.length >= state.config.backups()) {
                 warnedShort.remove(g.group());
-                lostCopy.remove(g.group());
+                state.lostCopy.remove(g.group());
                 continue;
             }
             int[] exclude = Arrays.copyOf(holders, holders.length + 1);
-            exclude[holders.length] = self;
+            exclude[holders.length] = state.self;
             List<Integer> live = new ArrayList<>();
             for (int n : memoryNodes) {
-                if (directory.member(n).isPresent() && !transport.isFenced(n) && !departing.contains(n)) {
+                if (state.directory.member(n).isPresent() && !state.transport.isFenced(n) && !state.departing.contains(n)) {
                     live.add(n);
                 }
             }
-            liveMemoryNodes = Math.max(1, live.size() + (live.contains(self) ? 0 : 1));
+            liveMemoryNodes = Math.max(1, live.size() + (live.contains(state.self) ? 0 : 1));
             int target = GroupPlacement.target(g.group(), live, exclude);
             if (target == 0) {
                 if (warnedShort.add(g.group())) {
@@ -151,20 +151,20 @@ final class CopyPlacement extends ReplicatorJob {
         int have = Integer.MAX_VALUE;
         List<String> names = new ArrayList<>();
         for (ReplicaGroup g : newlyShort) {
-            loss |= lostCopy.contains(g.group());
+            loss |= state.lostCopy.contains(g.group());
             have = Math.min(have, g.inSync().length);
             names.add(GroupId.toString(g.group()));
         }
         if (shortSaid && !loss) {
             LOG.debug("replication: segment {} has {} of {} backups too", String.join(", ", names), have,
-                    config.backups());
+                    state.config.backups());
             return;
         }
         shortSaid = true;
         String text = "replication: node {} runs segment {} with {} of {} backups (memory nodes: {};"
                 + " membus.replication.backups = {}); {} get copies when memory nodes join";
-        Object[] args = {self, String.join(", ", names), have, config.backups(), liveMemoryNodes, config.backups(),
-                names.size() == 1 ? "it will" : "they will"};
+        Object[] args = {state.self, String.join(", ", names), have, state.config.backups(), liveMemoryNodes,
+                state.config.backups(), names.size() == 1 ? "it will" : "they will"};
         if (loss) {
             LOG.warn(text, args);
         } else {
@@ -186,8 +186,8 @@ final class CopyPlacement extends ReplicatorJob {
             rereplicating.remove(g.group());
             return;
         }
-        CopyPacer pacer = new CopyPacer(config.rereplicationRate(), config.chunkBytes(), System::nanoTime);
-        service.submit(() -> copyChunks(g, target, pacer));
+        CopyPacer pacer = new CopyPacer(state.config.rereplicationRate(), state.config.chunkBytes(), System::nanoTime);
+        state.service.submit(() -> copyChunks(g, target, pacer));
     }
 
     /**
@@ -197,28 +197,28 @@ final class CopyPlacement extends ReplicatorJob {
      */
     private void copyChunks(ReplicaGroup g, int target, CopyPacer pacer) {
         try {
-            if (service.closed() || !g.serving() || primaries.get(g.group()) != g) {
+            if (state.service.closed() || !g.serving() || state.primaries.get(g.group()) != g) {
                 rereplicating.remove(g.group());
                 return;
             }
             for (int i = 0; i < CHUNKS_PER_STEP; i++) {
                 if (g.windowFull(target)) {
-                    service.later(() -> copyChunks(g, target, pacer), PACE_NANOS);
+                    state.service.later(() -> copyChunks(g, target, pacer), PACE_NANOS);
                     return;
                 }
                 long wait = pacer.reserve();
                 if (wait > 0) {
                     pacedWaits.increment();
-                    service.later(() -> copyChunks(g, target, pacer), wait);
+                    state.service.later(() -> copyChunks(g, target, pacer), wait);
                     return;
                 }
                 if (!g.copyChunk(target)) {
                     rereplicating.remove(g.group()); // DONE sent (or the copy is gone): in sync on its ack
-                    service.submit(this::reconcile);
+                    state.service.submit(this::reconcile);
                     return;
                 }
             }
-            service.submit(() -> copyChunks(g, target, pacer));
+            state.service.submit(() -> copyChunks(g, target, pacer));
         } catch (DsmException e) {
             rereplicating.remove(g.group());
         }

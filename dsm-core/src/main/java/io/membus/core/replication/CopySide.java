@@ -41,15 +41,15 @@ final class CopySide extends ReplicatorJob {
         ReplicationCodec.Reader r = new ReplicationCodec.Reader(payload, 1, "node " + from);
         int group = r.i32();
         long ballot = r.i64();
-        CopyReplica c = copies.get(group);
+        CopyReplica c = state.copies.get(group);
         if (c == null) {
-            ReplicaGroup g = primaries.get(group);
+            ReplicaGroup g = state.primaries.get(group);
             return ReplicationCodec.state(g != null && g.epoch() > ballot ? ReplicationCodec.STALE
                     : ReplicationCodec.NOT_HELD, g != null ? g.epoch() : 0, g != null ? g.lastSeq() : 0);
         }
         byte status = c.fence(ballot, from);
         if (status == ReplicationCodec.OK) {
-            claims.put(group, state.copyClaim(c));
+            state.claims.put(group, state.copyClaim(c));
             state.schedulePublish();
         }
         return ReplicationCodec.state(status, c.epoch(), c.applied());
@@ -70,7 +70,7 @@ final class CopySide extends ReplicatorJob {
                 return ack(streamId, in.applied, true, Map.of());
             }
             Map<Integer, long[]> results = new LinkedHashMap<>();
-            FaultInjector.StreamRule rule = transport.faults().streamRule(from);
+            FaultInjector.StreamRule rule = state.transport.faults().streamRule(from);
             for (int i = 0; i < count; i++) {
                 long no = first + i;
                 int kind = r.u8();
@@ -122,11 +122,11 @@ final class CopySide extends ReplicatorJob {
 
     /** (status, epoch, applied, inSync) of {@code group} here after a record. */
     private long[] result(int group, byte status) {
-        CopyReplica c = copies.get(group);
+        CopyReplica c = state.copies.get(group);
         if (c != null) {
             return new long[]{status, c.epoch(), c.applied(), c.inSync() ? 1 : 0};
         }
-        ReplicaGroup g = primaries.get(group);
+        ReplicaGroup g = state.primaries.get(group);
         return new long[]{status, g != null ? g.epoch() : 0, g != null ? g.lastSeq() : 0, 0};
     }
 
@@ -139,25 +139,25 @@ final class CopySide extends ReplicatorJob {
 
     /** The status of a record for a group this node does not hold as a copy. */
     private byte notACopy(int group, long epoch) {
-        ReplicaGroup g = primaries.get(group);
+        ReplicaGroup g = state.primaries.get(group);
         return g != null && g.epoch() > epoch ? ReplicationCodec.STALE : ReplicationCodec.NOT_HELD;
     }
 
     private byte effect(int group, long epoch, long seq, long offset, byte[] b, int at, int length, boolean last,
                         boolean skip) {
-        CopyReplica c = copies.get(group);
+        CopyReplica c = state.copies.get(group);
         if (c == null) {
             return notACopy(group, epoch);
         }
         if (skip && last) {
             LOG.warn("replication: planted fault: node {} acknowledges sequence {} of segment {} without applying it",
-                    self, seq, GroupId.toString(group));
+                    state.self, seq, GroupId.toString(group));
         }
         return c.effect(epoch, seq, offset, b, at, length, last, skip);
     }
 
     private byte chunk(int group, long epoch, long seq, long offset, byte[] b, int at, int length) {
-        CopyReplica c = copies.get(group);
+        CopyReplica c = state.copies.get(group);
         return c == null ? notACopy(group, epoch) : c.chunk(epoch, seq, offset, b, at, length);
     }
 
@@ -165,14 +165,14 @@ final class CopySide extends ReplicatorJob {
         // a leaving node still accepts a JOIN that was on its way before its LEAVING reached the primary: refused, it
         // made the primary log every chunk of the join as an ERROR (CleanLogTest); the copy is dropped when the
         // primary takes it out of its group, or at close()
-        if (service.closed()) {
+        if (state.service.closed()) {
             return ReplicationCodec.NOT_HELD;
         }
-        ReplicaGroup g = primaries.get(group);
+        ReplicaGroup g = state.primaries.get(group);
         if (g != null && g.serving()) {
             return g.epoch() > epoch ? ReplicationCodec.STALE : ReplicationCodec.NOT_HELD;
         }
-        CopyReplica old = copies.get(group);
+        CopyReplica old = state.copies.get(group);
         if (old != null && old.epoch() > epoch) {
             return ReplicationCodec.STALE;
         }
@@ -183,33 +183,33 @@ final class CopySide extends ReplicatorJob {
         CopyReplica c = new CopyReplica(group, m, epoch, startSeq, from);
         Hosted h = new Hosted(group, m);
         h.copy(c);
-        copies.put(group, c);
-        if (service.closed()) { // close() ran meanwhile and may not have seen this copy: free it here
+        state.copies.put(group, c);
+        if (state.service.closed()) { // close() ran meanwhile and may not have seen this copy: free it here
             state.dropCopy(c);
             return ReplicationCodec.NOT_HELD;
         }
-        transport.table().host(h);
-        claims.put(group, state.copyClaim(c));
+        state.transport.table().host(h);
+        state.claims.put(group, state.copyClaim(c));
         state.schedulePublish();
-        LOG.info("replication: node {} receives a copy of segment {} from node {} ({} bytes, epoch {})", self,
+        LOG.info("replication: node {} receives a copy of segment {} from node {} ({} bytes, epoch {})", state.self,
                 GroupId.toString(group), from, size, Ballot.toString(epoch));
         return ReplicationCodec.OK;
     }
 
     private byte done(int group, long epoch, long lastSeq) {
-        CopyReplica c = copies.get(group);
+        CopyReplica c = state.copies.get(group);
         if (c == null) {
             return notACopy(group, epoch);
         }
         byte status = c.done(epoch, lastSeq);
         if (status == ReplicationCodec.OK) {
-            claims.put(group, state.copyClaim(c));
+            state.claims.put(group, state.copyClaim(c));
             // published before the DONE is acknowledged: once the primary lists this node in sync, the directory
             // knows it as a COPY holder, so a promotion can count on it (a JOINING holder is never promoted)
             try {
                 state.publishNow();
             } catch (DsmException e) {
-                LOG.warn("replication: node {} could not publish its copy of segment {}: {}", self,
+                LOG.warn("replication: node {} could not publish its copy of segment {}: {}", state.self,
                         GroupId.toString(group), e.getMessage());
                 state.schedulePublish();
             }
@@ -218,7 +218,7 @@ final class CopySide extends ReplicatorJob {
     }
 
     private byte drop(int group, long epoch) {
-        CopyReplica c = copies.get(group);
+        CopyReplica c = state.copies.get(group);
         if (c == null) {
             return ReplicationCodec.OK;
         }

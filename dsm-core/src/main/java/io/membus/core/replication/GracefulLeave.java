@@ -60,27 +60,27 @@ final class GracefulLeave extends ReplicatorJob {
      * Idempotent; does nothing with {@code backups = 0} or once closed.
      */
     void leave(Duration budget) {
-        if (service.closed() || !state.started() || !config.enabled() || state.leaving()) {
+        if (state.service.closed() || !state.started() || !state.config.enabled() || state.leaving()) {
             return;
         }
         state.startLeaving();
         long deadline = System.nanoTime() + budget.toNanos();
         Set<Integer> told = new java.util.HashSet<>();
-        for (int node : directory.memoryNodes()) {
-            if (node == self || !state.reachable(node)) {
+        for (int node : state.directory.memoryNodes()) {
+            if (node == state.self || !state.reachable(node)) {
                 continue;
             }
             try {
-                RemoteMemory.await(memory.onNode(node, conn -> conn.request(Replicator.CHANNEL,
-                        ReplicationCodec.leaving())), left(deadline, timeout));
+                RemoteMemory.await(state.memory.onNode(node, conn -> conn.request(Replicator.CHANNEL,
+                        ReplicationCodec.leaving())), left(deadline, state.timeout));
                 told.add(node);
             } catch (DsmException e) {
                 LOG.info("replication: node {} could not tell node {} it leaves ({}); that node sees its removal",
-                        self, node, e.getMessage());
+                        state.self, node, e.getMessage());
             }
         }
         List<String> handedBack = new ArrayList<>();
-        for (CopyReplica c : copies.values()) {
+        for (CopyReplica c : state.copies.values()) {
             if (told.contains(c.primary())) {
                 handedBack.add(GroupId.toString(c.group()));
                 state.dropCopy(c);
@@ -88,7 +88,7 @@ final class GracefulLeave extends ReplicatorJob {
         }
         List<String> handed = new ArrayList<>();
         List<String> kept = new ArrayList<>();
-        for (ReplicaGroup g : primaries.values()) {
+        for (ReplicaGroup g : state.primaries.values()) {
             if (!g.serving()) {
                 continue;
             }
@@ -110,30 +110,30 @@ final class GracefulLeave extends ReplicatorJob {
         try {
             state.publishNow();
         } catch (DsmException e) {
-            LOG.debug("replication: node {} could not publish its claims on leaving: {}", self, e.getMessage());
+            LOG.debug("replication: node {} could not publish its claims on leaving: {}", state.self, e.getMessage());
         }
         boolean others = copyCanCome();
-        LOG.info("replication: node {} leaves: {} its copies{}{}{}", self, handedBack.isEmpty() ? "held none of"
+        LOG.info("replication: node {} leaves: {} its copies{}{}{}", state.self, handedBack.isEmpty() ? "held none of"
                         : "handed back", handedBack.isEmpty() ? "" : " of segment " + String.join(", ", handedBack),
                 handed.isEmpty() ? "" : "; handed over segment " + String.join(", ", handed),
                 kept.isEmpty() ? "" : "; segment " + String.join(", ", kept) + (others ? " had no copy to hand over to"
                         : " go with it (no other memory node stays)"));
         if (!kept.isEmpty() && others) {
             LOG.warn("replication: node {} leaves segment {} without a copy although memory nodes stay: its data"
-                    + " goes with it (the hand-over did not finish within {} ms)", self, String.join(", ", kept),
+                    + " goes with it (the hand-over did not finish within {} ms)", state.self, String.join(", ", kept),
                     budget.toMillis());
         }
     }
 
     /** The in-sync copies of {@code g} on live nodes that are not leaving themselves. */
     private int[] stayingInSync(ReplicaGroup g) {
-        return Arrays.stream(g.inSync()).filter(n -> state.reachable(n) && !departing.contains(n)).toArray();
+        return Arrays.stream(g.inSync()).filter(n -> state.reachable(n) && !state.departing.contains(n)).toArray();
     }
 
     /** Whether another live memory node stays, i.e. a copy of this node's groups can be placed or finish. */
     private boolean copyCanCome() {
-        for (int n : directory.memoryNodes()) {
-            if (n != self && state.reachable(n) && !departing.contains(n)) {
+        for (int n : state.directory.memoryNodes()) {
+            if (n != state.self && state.reachable(n) && !state.departing.contains(n)) {
                 return true;
             }
         }
@@ -150,30 +150,30 @@ final class GracefulLeave extends ReplicatorJob {
         if (!g.quiet()) {
             LOG.warn("replication: node {} could not hand segment {} over: its copies did not acknowledge sequence {}"
                     + " in time (acknowledged {}); it stops serving it and its copies take over when it has left",
-                    self, GroupId.toString(g.group()), g.lastSeq(), g.watermark());
-            g.stop(Ballot.NONE, "node " + self + " leaves the cluster");
+                    state.self, GroupId.toString(g.group()), g.lastSeq(), g.watermark());
+            g.stop(Ballot.NONE, "node " + state.self + " leaves the cluster");
             return false;
         }
         try {
-            byte[] answer = RemoteMemory.await(memory.onNode(target, conn -> conn.request(Replicator.CHANNEL,
-                    ReplicationCodec.handOver(g.group(), g.epoch(), g.lastSeq(), inSync))), left(deadline, timeout));
+            byte[] answer = RemoteMemory.await(state.memory.onNode(target, conn -> conn.request(Replicator.CHANNEL,
+                    ReplicationCodec.handOver(g.group(), g.epoch(), g.lastSeq(), inSync))), left(deadline, state.timeout));
             ReplicationCodec.Reader r = new ReplicationCodec.Reader(answer, 1, "node " + target);
             if ((byte) r.u8() != ReplicationCodec.OK) {
-                throw new NotPrimaryException(target, g.group(), self, g.epoch());
+                throw new NotPrimaryException(target, g.group(), state.self, g.epoch());
             }
         } catch (DsmException e) {
             LOG.warn("replication: node {} could not hand segment {} over to node {} ({}); it stops serving it and"
-                    + " its copies take over when it has left", self, GroupId.toString(g.group()), target,
+                    + " its copies take over when it has left", state.self, GroupId.toString(g.group()), target,
                     e.getMessage());
-            g.stop(Ballot.NONE, "node " + self + " leaves the cluster");
+            g.stop(Ballot.NONE, "node " + state.self + " leaves the cluster");
             return false;
         }
         // the copy promotes itself on its service thread and publishes; wait until the directory shows it (bounded),
         // so that no view in between shows the group without a primary
         long seen = Ballot.NONE;
-        long until = Math.min(deadline, System.nanoTime() + timeout.toNanos());
+        long until = Math.min(deadline, System.nanoTime() + state.timeout.toNanos());
         while (System.nanoTime() - until < 0) {
-            ReplicaGroupView v = directory.group(GroupId.node(g.group()), GroupId.index(g.group())).orElse(null);
+            ReplicaGroupView v = state.directory.group(GroupId.node(g.group()), GroupId.index(g.group())).orElse(null);
             if (v != null && v.state() == ReplicaGroupView.State.SERVING && v.primary() == target
                     && v.epoch() > g.epoch()) {
                 seen = v.epoch();
@@ -182,9 +182,9 @@ final class GracefulLeave extends ReplicatorJob {
             pauseMillis(5);
         }
         // the hint names the new primary either way: the ballot the copy takes is next(epoch, target), §17.9
-        g.stop(seen != Ballot.NONE ? seen : Ballot.next(g.epoch(), target), "node " + self + " handed it over to node "
-                + target);
-        claims.remove(g.group());
+        g.stop(seen != Ballot.NONE ? seen : Ballot.next(g.epoch(), target),
+                "node " + state.self + " handed it over to node " + target);
+        state.claims.remove(g.group());
         return true;
     }
 
@@ -203,20 +203,20 @@ final class GracefulLeave extends ReplicatorJob {
 
     /** A memory node leaves gracefully (LEAVING): its copies leave this node's groups now, none is placed on it. */
     byte[] departs(int from) {
-        departing.add(from);
+        state.departing.add(from);
         List<String> groups = new ArrayList<>();
-        for (ReplicaGroup g : primaries.values()) {
+        for (ReplicaGroup g : state.primaries.values()) {
             if (g.removeCopy(from)) {
                 groups.add(GroupId.toString(g.group()));
             }
         }
-        CopyStream s = streams.remove(from);
+        CopyStream s = state.streams.remove(from);
         if (s != null) {
             s.close();
         }
         LOG.info("replication: node {} leaves gracefully{}", from, groups.isEmpty() ? ""
                 : "; its copies of segment " + String.join(", ", groups) + " are handed back");
-        service.submit(reconcile);
+        state.service.submit(reconcile);
         return ReplicationCodec.state(ReplicationCodec.OK, 0, 0);
     }
 }

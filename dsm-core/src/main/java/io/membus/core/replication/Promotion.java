@@ -45,17 +45,17 @@ final class Promotion extends ReplicatorJob {
         for (int i = 0; i < inSync.length; i++) {
             inSync[i] = r.i32();
         }
-        CopyReplica c = copies.get(group);
-        if (service.closed() || state.leaving() || c == null || !c.inSync() || c.epoch() != epoch || c.primary() != from
-                || c.applied() != lastSeq) {
-            LOG.info("replication: node {} does not take segment {} over from node {}: {}", self,
-                    GroupId.toString(group), from, service.closed() || state.leaving() ? "it is closing itself"
+        CopyReplica c = state.copies.get(group);
+        if (state.service.closed() || state.leaving() || c == null || !c.inSync() || c.epoch() != epoch
+                || c.primary() != from || c.applied() != lastSeq) {
+            LOG.info("replication: node {} does not take segment {} over from node {}: {}", state.self,
+                    GroupId.toString(group), from, state.service.closed() || state.leaving() ? "it is closing itself"
                             : "its copy is " + c + ", asked for epoch " + Ballot.toString(epoch) + " at sequence " + lastSeq);
             return ReplicationCodec.state(ReplicationCodec.NOT_HELD, c != null ? c.epoch() : 0,
                     c != null ? c.applied() : 0);
         }
-        service.submit(() -> {
-            if (!service.closed() && copies.get(group) == c) {
+        state.service.submit(() -> {
+            if (!state.service.closed() && state.copies.get(group) == c) {
                 promote(group, epoch, inSync, c, true);
             }
         });
@@ -65,12 +65,12 @@ final class Promotion extends ReplicatorJob {
 
     void promoteIfCoordinator(ReplicaGroupView v) {
         int[] inSync = v.inSync();
-        if (state.leaving() || inSync.length == 0 || inSync[0] != self) {
+        if (state.leaving() || inSync.length == 0 || inSync[0] != state.self) {
             return; // a leaving node takes nothing over: it hands its groups to the others
         }
-        CopyReplica c = copies.get(v.group());
+        CopyReplica c = state.copies.get(v.group());
         if (c == null || !c.inSync()) {
-            LOG.debug("replication: node {} coordinates segment {} but holds no in-sync copy of it: {}", self,
+            LOG.debug("replication: node {} coordinates segment {} but holds no in-sync copy of it: {}", state.self,
                     GroupId.toString(v.group()), c);
             return;
         }
@@ -79,10 +79,10 @@ final class Promotion extends ReplicatorJob {
             // it was not removed; a promotion starts only from a removal
             return;
         }
-        if (!seenMembers.contains(c.primary())) {
+        if (!state.seenMembers.contains(c.primary())) {
             // never seen as a member: a starting primary whose entry is not published yet, not a departed one
             LOG.debug("replication: node {} does not promote segment {}: its primary node {} was never seen as a member",
-                    self, GroupId.toString(v.group()), c.primary());
+                    state.self, GroupId.toString(v.group()), c.primary());
             return;
         }
         promote(v.group(), v.epoch(), inSync, c, false);
@@ -96,12 +96,12 @@ final class Promotion extends ReplicatorJob {
      * primary was removed from membership.
      */
     private void promote(int group, long viewEpoch, int[] inSync, CopyReplica c, boolean handOver) {
-        long ballot = Ballot.next(Math.max(viewEpoch, c.epoch()), self);
+        long ballot = Ballot.next(Math.max(viewEpoch, c.epoch()), state.self);
         long was = c.epoch();
         int former = c.primary();
-        byte own = c.fence(ballot, self);
+        byte own = c.fence(ballot, state.self);
         if (own != ReplicationCodec.OK) {
-            LOG.warn("replication: node {} cannot promote segment {}: its own copy refused ballot {} ({})", self,
+            LOG.warn("replication: node {} cannot promote segment {}: its own copy refused ballot {} ({})", state.self,
                     GroupId.toString(group), Ballot.toString(ballot), c);
             return;
         }
@@ -109,14 +109,14 @@ final class Promotion extends ReplicatorJob {
         List<Integer> keep = new ArrayList<>();
         List<Integer> drop = new ArrayList<>();
         for (int node : inSync) {
-            if (node == self) {
+            if (node == state.self) {
                 continue;
             }
-            byte[] state = fence(node, group, ballot);
-            if (state == null) {
+            byte[] answer = fence(node, group, ballot);
+            if (answer == null) {
                 continue; // removed from membership meanwhile: left out
             }
-            ReplicationCodec.Reader r = new ReplicationCodec.Reader(state, 1, "node " + node);
+            ReplicationCodec.Reader r = new ReplicationCodec.Reader(answer, 1, "node " + node);
             byte status = (byte) r.u8();
             long epoch = r.i64();
             long theirs = r.i64();
@@ -131,23 +131,23 @@ final class Promotion extends ReplicatorJob {
                 drop.add(node);
             }
         }
-        Hosted h = transport.table().hosted(group);
+        Hosted h = state.transport.table().hosted(group);
         if (h == null || h.copy() != c) {
             LOG.warn("replication: node {} stops the promotion of segment {}: its copy was replaced meanwhile ({})",
-                    self, GroupId.toString(group), h);
+                    state.self, GroupId.toString(group), h);
             return;
         }
-        ReplicaGroup g = new ReplicaGroup(group, self, c.memory(), ballot, applied, partBytes, config.chunkBytes(),
-                timeout, state::inSyncChanged);
+        ReplicaGroup g = new ReplicaGroup(group, state.self, c.memory(), ballot, applied, state.partBytes,
+                state.config.chunkBytes(), state.timeout, state::inSyncChanged);
         for (int node : keep) {
             g.addInSync(node, state.stream(node));
         }
-        copies.remove(group, c);
-        primaries.put(group, g);
+        state.copies.remove(group, c);
+        state.primaries.put(group, g);
         Hosted promoted = new Hosted(group, c.memory());
         promoted.primary(g);
-        transport.table().host(promoted);
-        claims.put(group, state.primaryClaim(g));
+        state.transport.table().host(promoted);
+        state.claims.put(group, state.primaryClaim(g));
         for (int node : drop) {
             CopyStream s = state.stream(node);
             s.append(ReplicationCodec.drop(group, ballot));
@@ -157,7 +157,7 @@ final class Promotion extends ReplicatorJob {
             state.publishNow();
         } catch (DsmClosedException e) {
             LOG.debug("replication: promotion of segment {} not published: node {} is closing", GroupId.toString(
-                    group), self);
+                    group), state.self);
         } catch (DsmException e) {
             // Serving before the claim is visible is safe (the copies are fenced at this ballot, docs/replication.md
             // §5.2 step 5); stopping here while the claim stays in `claims` would let a later publication name this
@@ -169,32 +169,32 @@ final class Promotion extends ReplicatorJob {
         }
         if (handOver) {
             LOG.info("replication: node {} took segment {} over from node {}, which leaves (epoch {} -> {}); applied"
-                            + " sequence {}; in-sync copies: {}{}", self, GroupId.toString(group), former,
+                            + " sequence {}; in-sync copies: {}{}", state.self, GroupId.toString(group), former,
                     Ballot.toString(was), Ballot.toString(ballot), applied, keep,
                     drop.isEmpty() ? "" : "; dropped (to rebuild): " + drop);
         } else {
-            lostCopy.add(group); // its primary's memory went with a crash: a shortage now is a real one
+            state.lostCopy.add(group); // its primary's memory went with a crash: a shortage now is a real one
             LOG.warn("replication: promoted segment {} (epoch {} -> {}): node {} left; applied sequence {}; in-sync"
                             + " copies: {}{}", GroupId.toString(group), Ballot.toString(was), Ballot.toString(ballot),
                     former, applied, keep, drop.isEmpty() ? "" : "; dropped (to rebuild): " + drop);
         }
-        service.submit(reconcile);
+        state.service.submit(reconcile);
     }
 
     /** FENCE to {@code node} until it answers or leaves membership (then null); bounded by the operation timeout per try. */
     private byte[] fence(int node, int group, long ballot) {
-        long deadline = System.nanoTime() + timeout.toNanos() * 4;
-        while (!service.closed()) {
+        long deadline = System.nanoTime() + state.timeout.toNanos() * 4;
+        while (!state.service.closed()) {
             if (!state.reachable(node)) {
                 return null;
             }
             try {
-                return RemoteMemory.await(memory.onNode(node, conn -> conn.request(Replicator.CHANNEL,
-                        ReplicationCodec.fence(group, ballot))), timeout.plusSeconds(1));
+                return RemoteMemory.await(state.memory.onNode(node, conn -> conn.request(Replicator.CHANNEL,
+                        ReplicationCodec.fence(group, ballot))), state.timeout.plusSeconds(1));
             } catch (DsmException e) {
                 if (System.nanoTime() - deadline > 0) {
                     throw new DsmTimeoutException("fence of segment " + GroupId.toString(group) + " on node " + node,
-                            node, timeout, "the copy does not answer and is still a member; the promotion retries"
+                            node, state.timeout, "the copy does not answer and is still a member; the promotion retries"
                             + " on the next membership change");
                 }
                 LOG.warn("replication: fence of segment {} on node {} failed ({}); asking again",

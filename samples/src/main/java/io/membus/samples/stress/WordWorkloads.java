@@ -6,6 +6,9 @@ import io.membus.core.RemoteMemory;
 
 import java.util.SplittableRandom;
 import java.util.function.IntFunction;
+import java.util.function.LongConsumer;
+import java.util.function.LongSupplier;
+import java.util.function.LongUnaryOperator;
 
 /**
  * The register and counter workloads, written once over a {@link Word}: a raw 8-byte
@@ -40,81 +43,56 @@ final class WordWorkloads {
 
         /** Adds {@code delta}; returns the value before. */
         long getAndAdd(long delta);
+
+        /** A word whose operations are these functions (each holder below is one line of them). */
+        static Word of(LongSupplier get, LongConsumer set, Cas cas, LongUnaryOperator getAndAdd) {
+            return new Word() {
+                @Override
+                public long get() {
+                    return get.getAsLong();
+                }
+
+                @Override
+                public void set(long value) {
+                    set.accept(value);
+                }
+
+                @Override
+                public boolean compareAndSet(long expected, long update) {
+                    return cas.compareAndSet(expected, update);
+                }
+
+                @Override
+                public long getAndAdd(long delta) {
+                    return getAndAdd.applyAsLong(delta);
+                }
+            };
+        }
+    }
+
+    /** {@link Word#compareAndSet} as a function. */
+    @FunctionalInterface
+    interface Cas {
+        boolean compareAndSet(long expected, long update);
     }
 
     /** The word at {@code ptr}: each operation is one verb. */
     static Word raw(RemoteMemory memory, long ptr) {
-        return new Word() {
-            @Override
-            public long get() {
-                return memory.readLong(ptr);
-            }
-
-            @Override
-            public void set(long value) {
-                memory.writeLong(ptr, value);
-            }
-
-            @Override
-            public boolean compareAndSet(long expected, long update) {
-                return memory.compareAndSwap(ptr, expected, update) == expected;
-            }
-
-            @Override
-            public long getAndAdd(long delta) {
-                return memory.fetchAndAdd(ptr, delta);
-            }
-        };
+        return Word.of(() -> memory.readLong(ptr), v -> memory.writeLong(ptr, v),
+                (expected, update) -> memory.compareAndSwap(ptr, expected, update) == expected,
+                delta -> memory.fetchAndAdd(ptr, delta));
     }
 
     /** A {@link DsmAtomicLong}: each operation is one verb. */
     static Word atomic(DsmAtomicLong a) {
-        return new Word() {
-            @Override
-            public long get() {
-                return a.get();
-            }
-
-            @Override
-            public void set(long value) {
-                a.set(value);
-            }
-
-            @Override
-            public boolean compareAndSet(long expected, long update) {
-                return a.compareAndSet(expected, update);
-            }
-
-            @Override
-            public long getAndAdd(long delta) {
-                return a.getAndAdd(delta);
-            }
-        };
+        return Word.of(a::get, a::set, a::compareAndSet, a::getAndAdd);
     }
 
     /** A coherent object holding a {@code Long}: a read may be served from this node's cache. */
     static Word coherent(RemoteRef<Long> ref) {
-        return new Word() {
-            @Override
-            public long get() {
-                return ref.get();
-            }
-
-            @Override
-            public void set(long value) {
-                ref.set(value);
-            }
-
-            @Override
-            public boolean compareAndSet(long expected, long update) {
-                return ref.compareAndSet(expected, update);
-            }
-
-            @Override
-            public long getAndAdd(long delta) {
-                throw new UnsupportedOperationException("the coherent workload is a register, not a counter");
-            }
-        };
+        return Word.of(ref::get, ref::set, ref::compareAndSet, delta -> {
+            throw new UnsupportedOperationException("the coherent workload is a register, not a counter");
+        });
     }
 
     /**
