@@ -1,5 +1,6 @@
 package io.membus.alloc;
 
+import io.membus.core.error.DsmConfigException;
 import java.nio.charset.StandardCharsets;
 import java.util.UUID;
 
@@ -79,7 +80,7 @@ public final class Placement {
      * between JVMs, which would place one key on different nodes. Hash such keys
      * yourself (e.g. their encoded bytes) and use {@link #byKey(long)}.
      *
-     * @throws IllegalArgumentException for a key type without a JVM-independent hash
+     * @throws DsmConfigException for a key type without a JVM-independent hash (names the type and the types allowed)
      */
     public static Placement byKey(Object key) {
         if (key instanceof CharSequence cs) {
@@ -97,9 +98,9 @@ public final class Placement {
         } else if (key instanceof byte[] b) {
             return byKey(b);
         }
-        throw new IllegalArgumentException("key type=" + (key == null ? "null" : key.getClass().getName())
-                + ": its hashCode is not known to be the same in every JVM, so the key could be placed on"
-                + " different nodes; pass a String, a number, a UUID, an enum or byte[], or a stable 64-bit"
+        throw new DsmConfigException("placement key type", key == null ? "null" : key.getClass().getName(),
+                "String, a number, Character, Boolean, UUID, an enum or byte[] (this type's hashCode is not known to"
+                + " be the same in every JVM, so the key could be placed on different nodes); or pass a stable 64-bit"
                 + " hash with Placement.byKey(long)");
     }
 
@@ -109,11 +110,11 @@ public final class Placement {
      * (the order {@link GlobalAllocator} tries them in). The same in every JVM; lets a
      * caller pick names that spread over given nodes.
      *
-     * @throws IllegalArgumentException when {@code nodes} is empty
+     * @throws DsmConfigException when {@code nodes} is empty
      */
     public static int homeOf(String key, int... nodes) {
         if (nodes.length == 0) {
-            throw new IllegalArgumentException("no nodes to place key=" + key + " on");
+            throw new DsmConfigException("nodes to place key=" + key + " on", "[] (none)", "one or more node ids");
         }
         long hash = stableHash(key.getBytes(StandardCharsets.UTF_8));
         int best = nodes[0];

@@ -1,5 +1,6 @@
 package io.membus.alloc;
 
+import io.membus.core.error.DsmConfigException;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -38,7 +39,19 @@ class PlacementTest {
 
     @Test
     void aKeyWithoutAStableHashIsRefusedWithWhatToDo() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Placement.byKey(new Opaque()));
-        assertTrue(e.getMessage().contains(Opaque.class.getName()) && e.getMessage().contains("byKey(long)"), e.getMessage());
+        DsmConfigException e = assertThrows(DsmConfigException.class, () -> Placement.byKey(new Opaque()));
+        assertEquals("placement key type", e.key());
+        assertEquals(Opaque.class.getName(), e.value());
+        assertTrue(e.getMessage().startsWith("bad config: key=placement key type, value=" + Opaque.class.getName()
+                + ", allowed=String, a number") && e.getMessage().contains("byKey(long)"), e.getMessage());
+        DsmConfigException nul = assertThrows(DsmConfigException.class, () -> Placement.byKey((Object) null));
+        assertEquals("null", nul.value());
+    }
+
+    @Test
+    void homeOfNoNodesIsRefusedWithWhatToDo() {
+        DsmConfigException e = assertThrows(DsmConfigException.class, () -> Placement.homeOf("k"));
+        assertEquals("bad config: key=nodes to place key=k on, value=[] (none), allowed=one or more node ids",
+                e.getMessage());
     }
 }

@@ -204,19 +204,13 @@ public final class NodeConfig {
         int windowEffects = intIn(m, "replication.window-effects", Integer.MIN_VALUE, Integer.MAX_VALUE,
                 "an integer >= 1");
         long windowBytes = size(m, "replication.window-bytes", "a size >= 1 byte (HOCON sizes such as 64MiB work)");
-        Duration lease;
-        try {
-            lease = m.getDuration("replication.lease");
-        } catch (ConfigException e) {
-            throw bad("replication.lease", render(m, "replication.lease"), "a positive duration such as 500ms", e);
-        }
         long chunk = size(m, "replication.chunk", "a size 4KiB..16MiB, a multiple of 8");
         if (chunk > Integer.MAX_VALUE) {
             throw bad("replication.chunk", chunk, "a size 4KiB..16MiB, a multiple of 8");
         }
         long rate = size(m, "replication.rereplication-rate", "bytes per second >= 0 (HOCON sizes: 64MiB is 64 MiB/s;"
                 + " 0: no cap)");
-        return new ReplicationConfig(backups, windowEffects, windowBytes, lease, (int) chunk, rate);
+        return new ReplicationConfig(backups, windowEffects, windowBytes, (int) chunk, rate);
     }
 
     /** The subtree under {@code membus} whose keys {@code TransportConfig} checks. */

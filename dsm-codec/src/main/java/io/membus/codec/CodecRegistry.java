@@ -295,22 +295,22 @@ public final class CodecRegistry {
         public Builder register(Class<?> c, int id) {
             Objects.requireNonNull(c, "class");
             if (id < KryoCodec.FIRST_USER_ID) {
-                throw new IllegalArgumentException("id=" + id + ", class=" + c.getName() + ": ids below "
-                        + KryoCodec.FIRST_USER_ID + " are Kryo's and Membus' own; use " + KryoCodec.FIRST_USER_ID + " or more");
+                throw new DsmConfigException("codec id of " + c.getName(), id, KryoCodec.FIRST_USER_ID + " or more (ids"
+                        + " below " + KryoCodec.FIRST_USER_ID + " are Kryo's and Membus' own)");
             }
             if (builtIn(c)) {
                 return this;
             }
             Integer old = registrations.get(c);
             if (old != null && old != id) {
-                throw new IllegalArgumentException("class=" + c.getName() + ", id=" + id + ", registered=" + old
-                        + ": a class is registered once (a record's nested types are registered with it:"
-                        + " register them explicitly before it to choose their ids)");
+                throw new DsmConfigException("codec id of " + c.getName(), id, "its id " + old + " only: a class is"
+                        + " registered once (a record's nested types are registered with it: register them explicitly"
+                        + " before it to choose their ids)");
             }
             registrations.forEach((k, v) -> {
                 if (v == id && k != c) {
-                    throw new IllegalArgumentException("id=" + id + ", class=" + c.getName() + ", taken by="
-                            + k.getName() + ": every class needs its own id");
+                    throw new DsmConfigException("codec id of " + c.getName(), id, "an id no other class has (" + id
+                            + " is taken by " + k.getName() + ": every class needs its own id)");
                 }
             });
             if (old == null) {

@@ -1,5 +1,6 @@
 package io.membus.codec;
 
+import io.membus.core.error.DsmConfigException;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -132,9 +133,20 @@ class CodecsTest {
         assertEquals(KryoCodec.of(Order.class, Item.class).id(), KryoCodec.of(Order.class, Item.class).id());
         assertNotEquals(KryoCodec.of(Order.class, Gadget.class).id(), KryoCodec.of(Order.class).id());
         assertEquals(KryoCodec.of(Order.class, Item.class).id(), KryoCodec.of(Order.class).id()); // Item is nested
-        assertThrows(IllegalArgumentException.class,
-                () -> KryoCodec.builder(Order.class).register(Item.class, 100)); // 100 is Order's
-        assertThrows(IllegalArgumentException.class, () -> KryoCodec.builder(Order.class).register(Item.class, 5));
+        DsmConfigException taken = assertThrows(DsmConfigException.class,
+                () -> KryoCodec.builder(Order.class).register(Item.class, 100)); // 100 is Order's, Item nested got 101
+        assertEquals("codec id of " + Item.class.getName(), taken.key(), taken.getMessage());
+        assertTrue(taken.getMessage().startsWith("bad config: key=codec id of " + Item.class.getName() + ", value=100,"
+                + " allowed=its id "), taken.getMessage());
+        DsmConfigException low = assertThrows(DsmConfigException.class,
+                () -> KryoCodec.builder(Order.class).register(Item.class, 5));
+        assertEquals("bad config: key=codec id of " + Item.class.getName() + ", value=5, allowed="
+                + KryoCodec.FIRST_USER_ID + " or more (ids below " + KryoCodec.FIRST_USER_ID
+                + " are Kryo's and Membus' own)", low.getMessage());
+        DsmConfigException twice = assertThrows(DsmConfigException.class,
+                () -> KryoCodec.builder(Order.class).register(Gadget.class, 100)); // 100 is Order's
+        assertTrue(twice.getMessage().contains("value=100, allowed=an id no other class has (100 is taken by "
+                + Order.class.getName()), twice.getMessage());
     }
 
     @Test

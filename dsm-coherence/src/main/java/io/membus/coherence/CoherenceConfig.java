@@ -35,14 +35,16 @@ public record CoherenceConfig(boolean caching, Duration clockBound, Duration min
     public static final long DEFAULT_CACHE_MAX_BYTES = 64L << 20;
 
     public CoherenceConfig {
-        if (clockBound.isNegative() || minLease.isNegative() || minLease.isZero() || maxLease.compareTo(minLease) < 0
-                || lockTimeout.isNegative() || lockTimeout.isZero() || timeout.isNegative() || timeout.isZero()
-                || skewInterval.isNegative() || skewInterval.isZero()) {
-            throw new IllegalArgumentException("coherence config: clockBound=" + clockBound + ", minLease=" + minLease
-                    + ", maxLease=" + maxLease + ", lockTimeout=" + lockTimeout + ", timeout=" + timeout
-                    + ", skewInterval=" + skewInterval + ": durations must be positive (clockBound may be 0)"
-                    + " and maxLease >= minLease");
+        if (clockBound.isNegative()) {
+            throw new DsmConfigException("coherence clockBound", clockBound, "a duration of 0 or more");
         }
+        positive("coherence minLease", minLease);
+        if (maxLease.compareTo(minLease) < 0) {
+            throw new DsmConfigException("coherence maxLease", maxLease, "at least minLease (" + minLease + ")");
+        }
+        positive("coherence lockTimeout", lockTimeout);
+        positive("coherence timeout", timeout);
+        positive("coherence skewInterval", skewInterval);
         // block of the cache bound (issue 24): typed, naming the key a node's config sets
         if (cacheMaxEntries < 1) {
             throw new DsmConfigException("membus.coherence.cache-max-entries", cacheMaxEntries,
@@ -111,5 +113,11 @@ public record CoherenceConfig(boolean caching, Duration clockBound, Duration min
     public CoherenceConfig withCacheBound(int maxEntries, long maxBytes) {
         return new CoherenceConfig(caching, clockBound, minLease, maxLease, lockTimeout, timeout, checkSkew,
                 skewInterval, maxEntries, maxBytes);
+    }
+
+    private static void positive(String key, Duration d) {
+        if (d.isNegative() || d.isZero()) {
+            throw new DsmConfigException(key, d, "a positive duration");
+        }
     }
 }

@@ -161,15 +161,17 @@ class DemoCommandTest {
         // shm's kind keeps copies by adopting files, not by forwarding changes (TransportCapabilities.of("shm"))
         assertEquals(1, runCapturing(sink, "demo", "jobs", "--kill", "--transport", "shm"));
         String text = sink.toString(StandardCharsets.UTF_8);
-        assertTrue(text.contains("membus: --nodes 1 is out of range; allowed: 2..16"), text);
-        assertTrue(text.contains("membus: --transport carrier-pigeon is unknown; allowed: shm, tcp, local"), text);
-        assertTrue(text.contains("--ops 0"), text);
+        assertTrue(text.contains("membus: bad config: key=--nodes, value=1, allowed=2..16"), text);
+        assertTrue(text.contains("membus: bad config: key=--transport, value=carrier-pigeon, allowed=shm, tcp, local"),
+                text);
+        assertTrue(text.contains("membus: bad config: key=--ops, value=0, allowed=1 or more"), text);
         assertTrue(text.contains("Unknown option: '--no-such-option'"), text);
-        assertTrue(text.contains("membus: demo app nosuch is unknown; allowed: counters, kv, bank, jobs, params"), text);
-        assertTrue(text.contains("--kill kills a memory node, whose structures live on in their copies: it needs node"
-                + " processes whose transport forwards changes to copies; allowed with --transport tcp (the default"
-                + " with --kill), not local"), text);
-        assertTrue(text.contains("allowed with --transport tcp (the default with --kill), not shm"), text);
+        assertTrue(text.contains("membus: bad config: key=demo app, value=nosuch, allowed=counters, kv, bank, jobs,"
+                + " params"), text);
+        assertTrue(text.contains("membus: bad config: key=--transport, value=local with --kill, allowed=tcp (the"
+                + " default with --kill): --kill kills a memory node, whose structures live on in their copies; it"
+                + " needs node processes whose transport forwards changes to copies"), text);
+        assertTrue(text.contains("key=--transport, value=shm with --kill, allowed=tcp (the default with --kill)"), text);
     }
 
     @Test

@@ -32,12 +32,19 @@ final class CopyPlacement extends ReplicatorJob {
     private final Promotion promotion;
     private final Set<Integer> rereplicating = ConcurrentHashMap.newKeySet();
     private final Set<Integer> warnedShort = ConcurrentHashMap.newKeySet();
+    /** Times a chunk waited for {@code rereplication-rate} (written by the service thread, read by tests). */
+    private final java.util.concurrent.atomic.LongAdder pacedWaits = new java.util.concurrent.atomic.LongAdder();
     /** Whether this node said it is short of copies (one line per node, not per group; reset once none is short). */
     private volatile boolean shortSaid;
 
     CopyPlacement(ReplicatorState state, Promotion promotion) {
         super(state);
         this.promotion = promotion;
+    }
+
+    /** Times a chunk of a re-replication waited for {@code rereplication-rate} on this node (for tests). */
+    long pacedWaits() {
+        return pacedWaits.sum();
     }
 
     /** Membership removed {@code node}: it leaves every group served here, its stream stops. */
@@ -179,11 +186,16 @@ final class CopyPlacement extends ReplicatorJob {
             rereplicating.remove(g.group());
             return;
         }
-        state.service.submit(() -> copyChunks(g, target));
+        CopyPacer pacer = new CopyPacer(state.config.rereplicationRate(), state.config.chunkBytes(), System::nanoTime);
+        state.service.submit(() -> copyChunks(g, target, pacer));
     }
 
-    /** Copies a few chunks, then yields the thread; paced by the copy's stream window. */
-    private void copyChunks(ReplicaGroup g, int target) {
+    /**
+     * Copies a few chunks, then yields the thread; paced by the copy's stream window and by
+     * {@code membus.replication.rereplication-rate} ({@code pacer}: a chunk the rate does not
+     * allow yet waits on the shared timer, never on a thread).
+     */
+    private void copyChunks(ReplicaGroup g, int target, CopyPacer pacer) {
         try {
             if (state.service.closed() || !g.serving() || state.primaries.get(g.group()) != g) {
                 rereplicating.remove(g.group());
@@ -191,7 +203,13 @@ final class CopyPlacement extends ReplicatorJob {
             }
             for (int i = 0; i < CHUNKS_PER_STEP; i++) {
                 if (g.windowFull(target)) {
-                    state.service.later(() -> copyChunks(g, target), PACE_NANOS);
+                    state.service.later(() -> copyChunks(g, target, pacer), PACE_NANOS);
+                    return;
+                }
+                long wait = pacer.reserve();
+                if (wait > 0) {
+                    pacedWaits.increment();
+                    state.service.later(() -> copyChunks(g, target, pacer), wait);
                     return;
                 }
                 if (!g.copyChunk(target)) {
@@ -200,7 +218,7 @@ final class CopyPlacement extends ReplicatorJob {
                     return;
                 }
             }
-            state.service.submit(() -> copyChunks(g, target));
+            state.service.submit(() -> copyChunks(g, target, pacer));
         } catch (DsmException e) {
             rereplicating.remove(g.group());
         }

@@ -102,6 +102,11 @@ public final class Replicator implements AutoCloseable {
         this.leave = new GracefulLeave(state, this::reconcile);
     }
 
+    /** Times a chunk of a re-replication from this node waited for {@code rereplication-rate} (for tests). */
+    long rereplicationPacedWaits() {
+        return placement.pacedWaits();
+    }
+
     /** Runs {@link CopyPlacement#reconcile} (on the service thread: the tasks the jobs submit). */
     private void reconcile() {
         placement.reconcile();

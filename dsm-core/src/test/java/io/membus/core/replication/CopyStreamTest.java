@@ -115,7 +115,7 @@ class CopyStreamTest {
     }
 
     private static CopyStream stream(Script s, int windowEffects) {
-        ReplicationConfig c = new ReplicationConfig(1, windowEffects, 1 << 20, Duration.ofMillis(500), 4096, 0);
+        ReplicationConfig c = new ReplicationConfig(1, windowEffects, 1 << 20, 4096, 0);
         return new CopyStream(COPY, s, c, Duration.ofSeconds(5));
     }
 

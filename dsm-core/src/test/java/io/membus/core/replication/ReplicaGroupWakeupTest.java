@@ -75,7 +75,7 @@ class ReplicaGroupWakeupTest {
     }
 
     private static CopyStream stream() {
-        ReplicationConfig c = new ReplicationConfig(1, 1 << 20, 1L << 40, Duration.ofMillis(500), 4096, 0);
+        ReplicationConfig c = new ReplicationConfig(1, 1 << 20, 1L << 40, 4096, 0);
         return new CopyStream(COPY, new Silent(), c, Duration.ofSeconds(5));
     }
 

@@ -661,12 +661,27 @@ public abstract class ReplicationContractTest {
 
     @Test
     void reReplicationUnderTrafficEndsWithAnEqualCopyThatCanBePromoted() throws Exception {
+        reReplicateUnderTraffic(0, "reReplicationUnderTrafficEndsWithAnEqualCopyThatCanBePromoted");
+    }
+
+    /**
+     * The same under {@code rereplication-rate}: 256 KiB/s with 4 KiB chunks lets 64 chunks a
+     * second through, so the 64 chunks wait on the shared timer between steps (counted: the
+     * rate is applied; the pacer's bound itself is checked on a fake clock by
+     * {@code CopyPacerTest}); the copy still ends equal and promotable.
+     */
+    @Test
+    void reReplicationPacedByARateEndsWithAnEqualCopyThatCanBePromoted() throws Exception {
+        reReplicateUnderTraffic(256L << 10, "reReplicationPacedByARateEndsWithAnEqualCopyThatCanBePromoted");
+    }
+
+    private void reReplicateUnderTraffic(long rate, String name) throws Exception {
         // small chunks: the copy is built in 64 steps while the writers change every part of the segment
-        List<Node> ns = start(4, new ReplicationConfig(1, 4096, 64L << 20, Duration.ofMillis(500), 4096, 0));
+        List<Node> ns = start(4, new ReplicationConfig(1, 4096, 64L << 20, 4096, rate));
         Node p = ns.get(0);
         awaitSettled(p.group(), 1);
         int firstCopy = view(p.group()).inSync()[0];
-        long seed = Seeds.seed("membus.test.seed", "reReplicationUnderTrafficEndsWithAnEqualCopyThatCanBePromoted");
+        long seed = Seeds.seed("membus.test.seed", name);
         AtomicBoolean stop = new AtomicBoolean();
         int slots = 3;
         AtomicLongArray acked = new AtomicLongArray(slots);
@@ -695,6 +710,11 @@ public abstract class ReplicationContractTest {
             return v.inSync().length == 1 && v.inSync()[0] != firstCopy;
         });
         waitFor("more changes after the new copy joined", () -> acked.get(0) > 200);
+        if (rate == 0) {
+            assertEquals(0, p.replicator.rereplicationPacedWaits(), "no rate: no chunk waits for one");
+        } else {
+            assertTrue(p.replicator.rereplicationPacedWaits() > 0, "the rate held chunks back");
+        }
         stop.set(true);
         for (Future<?> f : writers) {
             f.get(60, TimeUnit.SECONDS);

@@ -1,5 +1,6 @@
 package io.membus.test.check;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.test.history.History;
 import io.membus.test.history.Operation;
 import io.membus.test.history.Outcome;
@@ -60,9 +61,11 @@ public final class LinearizabilityChecker {
      * @param timeBudget     time allowed for a whole history; keys not finished by then are UNKNOWN
      */
     public LinearizabilityChecker(long maxStepsPerKey, Duration timeBudget) {
-        if (maxStepsPerKey <= 0 || timeBudget.isNegative() || timeBudget.isZero()) {
-            throw new IllegalArgumentException("maxStepsPerKey=" + maxStepsPerKey + ", timeBudget=" + timeBudget
-                    + ": both must be positive");
+        if (maxStepsPerKey <= 0) {
+            throw new DsmConfigException("checker maxStepsPerKey", maxStepsPerKey, "1 or more search steps");
+        }
+        if (timeBudget.isNegative() || timeBudget.isZero()) {
+            throw new DsmConfigException("checker timeBudget", timeBudget, "a positive duration");
         }
         this.maxStepsPerKey = maxStepsPerKey;
         this.timeBudget = timeBudget;

@@ -1,5 +1,6 @@
 package io.membus.test.nemesis;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.core.time.SkewableClock;
 
 import java.time.Duration;
@@ -22,9 +23,11 @@ public final class ClockNemesis implements Nemesis {
     private final Duration magnitude;
 
     public ClockNemesis(Map<Integer, SkewableClock> clocks, Duration magnitude) {
-        if (clocks.isEmpty() || magnitude.isNegative() || magnitude.isZero()) {
-            throw new IllegalArgumentException("skew needs clocks and a positive magnitude: clocks=" + clocks.keySet()
-                    + ", magnitude=" + magnitude);
+        if (clocks.isEmpty()) {
+            throw new DsmConfigException("skew nemesis clocks", "[] (none)", "one or more clocks");
+        }
+        if (magnitude.isNegative() || magnitude.isZero()) {
+            throw new DsmConfigException("skew nemesis magnitude", magnitude, "a positive duration");
         }
         this.clocks = new TreeMap<>(clocks);
         this.magnitude = magnitude;

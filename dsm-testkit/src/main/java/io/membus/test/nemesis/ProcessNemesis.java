@@ -1,5 +1,7 @@
 package io.membus.test.nemesis;
 
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmTimeoutException;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
@@ -30,7 +32,7 @@ public final class ProcessNemesis implements Nemesis {
     private ProcessNemesis(String kind, List<NodeProcess> nodes, int backups, ReplicaHealth health,
                            Duration settleTimeout) {
         if (nodes.isEmpty()) {
-            throw new IllegalArgumentException("a " + kind + " nemesis needs node processes");
+            throw new DsmConfigException(kind + " nemesis nodes", "[] (none)", "one or more node processes");
         }
         this.kind = kind;
         this.nodes = List.copyOf(nodes);
@@ -75,8 +77,8 @@ public final class ProcessNemesis implements Nemesis {
     public static ProcessNemesis killPermanent(List<NodeProcess> memoryNodes, int backups, ReplicaHealth health,
                                                Duration settleTimeout) {
         if (backups < 1) {
-            throw new IllegalArgumentException("a kill-permanent nemesis needs membus.replication.backups >= 1"
-                    + " (with 0 a killed node's memory is gone); got " + backups);
+            throw new DsmConfigException("membus.replication.backups", backups, "1 or more for a kill-permanent"
+                    + " nemesis (with 0 a killed node's memory is gone): set backups 1 or use the kill nemesis");
         }
         return new ProcessNemesis("kill-permanent", memoryNodes, backups, java.util.Objects.requireNonNull(health),
                 settleTimeout);
@@ -128,9 +130,11 @@ public final class ProcessNemesis implements Nemesis {
         long deadline = System.nanoTime() + settleTimeout.toNanos();
         while (!health.inSync(gone)) {
             if (System.nanoTime() - deadline > 0) {
-                throw new IllegalStateException("kill-permanent: the cluster was not whole again " + settleTimeout
-                        .toSeconds() + " s after the kill of node(s) " + gone + " (a killed node still a member, or"
-                        + " a replica group short of copies or not in sync); no further node is killed");
+                int last = gone.isEmpty() ? 0 : java.util.Collections.max(gone);
+                throw new DsmTimeoutException("kill-permanent: wait until the cluster is whole again after the kill of"
+                        + " node(s) " + gone, last, settleTimeout, "the cluster was not whole again in time (a killed"
+                        + " node still a member, or a replica group short of copies or not in sync), so no further"
+                        + " node is killed: check re-replication (membus status) or raise the settle timeout");
             }
             try {
                 Thread.sleep(100);

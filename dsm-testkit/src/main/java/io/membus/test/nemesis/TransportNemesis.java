@@ -1,5 +1,6 @@
 package io.membus.test.nemesis;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.core.fault.FaultInjector;
 
 import java.time.Duration;
@@ -31,7 +32,7 @@ public final class TransportNemesis implements Nemesis {
 
     private TransportNemesis(String kind, Map<Integer, FaultInjector> nodes, Duration delay) {
         if (nodes.size() < 2) {
-            throw new IllegalArgumentException("a " + kind + " needs at least 2 nodes, got " + nodes.keySet());
+            throw new DsmConfigException(kind + " nemesis nodes", nodes.keySet(), "2 or more nodes");
         }
         this.kind = kind;
         this.nodes = new TreeMap<>(nodes);

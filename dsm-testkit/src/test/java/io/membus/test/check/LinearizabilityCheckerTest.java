@@ -243,6 +243,17 @@ class LinearizabilityCheckerTest {
     }
 
     @Test
+    void badLimitsAreRefusedWithWhatIsAllowed() {
+        io.membus.core.error.DsmConfigException steps = assertThrows(io.membus.core.error.DsmConfigException.class,
+                () -> new LinearizabilityChecker(0, java.time.Duration.ofSeconds(1)));
+        assertEquals("bad config: key=checker maxStepsPerKey, value=0, allowed=1 or more search steps",
+                steps.getMessage());
+        io.membus.core.error.DsmConfigException budget = assertThrows(io.membus.core.error.DsmConfigException.class,
+                () -> new LinearizabilityChecker(10, java.time.Duration.ZERO));
+        assertEquals("bad config: key=checker timeBudget, value=PT0S, allowed=a positive duration", budget.getMessage());
+    }
+
+    @Test
     void anUnknownFunctionIsRefusedNamingWhatTheModelKnows() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> register(new Ops("r").ok(1, "frobnicate", null, null, 0, 1)));

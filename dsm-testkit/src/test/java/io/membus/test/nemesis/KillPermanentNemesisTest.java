@@ -1,5 +1,7 @@
 package io.membus.test.nemesis;
 
+import io.membus.core.error.DsmConfigException;
+import io.membus.core.error.DsmTimeoutException;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -103,14 +105,16 @@ class KillPermanentNemesisTest {
         nemesis.start(new Random(1));
         assertEquals(1, kills.size());
         whole.set(false); // re-replication never finishes
-        IllegalStateException e = assertThrows(IllegalStateException.class, () -> nemesis.start(new Random(2)));
-        assertTrue(e.getMessage().contains("not whole again"), e.getMessage());
+        DsmTimeoutException e = assertThrows(DsmTimeoutException.class, () -> nemesis.start(new Random(2)));
+        assertTrue(e.getMessage().startsWith("timeout: operation=kill-permanent: wait until the cluster is whole again"
+                + " after the kill of node(s) [") && e.getMessage().contains("timeout=300ms")
+                && e.getMessage().contains("raise the settle timeout"), e.getMessage());
         assertEquals(1, kills.size(), "no second kill while a group is short of copies");
     }
 
     @Test
     void refusesAClusterWithoutBackups() {
-        assertThrows(IllegalArgumentException.class, () -> ProcessNemesis.killPermanent(nodes(3, new ArrayList<>()), 0,
+        DsmConfigException e = assertThrows(DsmConfigException.class, () -> ProcessNemesis.killPermanent(nodes(3, new ArrayList<>()), 0,
                 new ProcessNemesis.ReplicaHealth() {
                     @Override
                     public boolean inSync(Set<Integer> gone) {
@@ -122,5 +126,16 @@ class KillPermanentNemesisTest {
                         return true;
                     }
                 }, Duration.ofSeconds(1)));
+        assertEquals("membus.replication.backups", e.key());
+        assertEquals("0", e.value());
+        assertTrue(e.getMessage().startsWith("bad config: key=membus.replication.backups, value=0, allowed=1 or more for"
+                + " a kill-permanent nemesis"), e.getMessage());
+    }
+
+    @Test
+    void refusesNoNodes() {
+        DsmConfigException e = assertThrows(DsmConfigException.class, () -> ProcessNemesis.kill(List.of()));
+        assertEquals("bad config: key=kill nemesis nodes, value=[] (none), allowed=one or more node processes",
+                e.getMessage());
     }
 }

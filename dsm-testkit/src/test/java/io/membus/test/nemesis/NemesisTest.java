@@ -1,5 +1,6 @@
 package io.membus.test.nemesis;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.core.fault.FaultInjector;
 import io.membus.core.time.SkewableClock;
 import io.membus.test.history.FaultWindow;
@@ -176,5 +177,20 @@ class NemesisTest {
         }
         nodes.values().forEach(i -> assertFalse(i.active(), "a closed schedule leaves nothing cut"));
         assertNotNull(recorder.history());
+    }
+
+    @Test
+    void badArgumentsAreRefusedWithWhatIsAllowed() {
+        DsmConfigException one = org.junit.jupiter.api.Assertions.assertThrows(DsmConfigException.class,
+                () -> TransportNemesis.partition(injectors(1)));
+        assertEquals("bad config: key=partition nemesis nodes, value=[1], allowed=2 or more nodes", one.getMessage());
+        DsmConfigException noClocks = org.junit.jupiter.api.Assertions.assertThrows(DsmConfigException.class,
+                () -> new ClockNemesis(Map.of(), Duration.ofMillis(5)));
+        assertEquals("bad config: key=skew nemesis clocks, value=[] (none), allowed=one or more clocks",
+                noClocks.getMessage());
+        DsmConfigException zero = org.junit.jupiter.api.Assertions.assertThrows(DsmConfigException.class,
+                () -> new ClockNemesis(Map.of(1, new SkewableClock()), Duration.ZERO));
+        assertEquals("bad config: key=skew nemesis magnitude, value=PT0S, allowed=a positive duration",
+                zero.getMessage());
     }
 }

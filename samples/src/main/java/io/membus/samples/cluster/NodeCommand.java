@@ -1,5 +1,6 @@
 package io.membus.samples.cluster;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.cluster.DsmNode;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -35,7 +36,7 @@ public final class NodeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (statusInterval < 1) {
-            throw new IllegalArgumentException("--status-interval " + statusInterval + " is out of range; allowed: 1 or more");
+            throw new DsmConfigException("--status-interval", statusInterval, "1 or more seconds");
         }
         PrintStream out = System.out;
         DsmNode node = DsmNode.start(config);

@@ -1,5 +1,6 @@
 package io.membus.samples.demo;
 
+import io.membus.core.error.DsmConfigException;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -33,11 +34,10 @@ final class DemoApps {
         DemoApp app = APPS.get(name);
         if (app == null) {
             if (NOT_YET.containsKey(name)) {
-                throw new IllegalArgumentException("demo app " + name + " needs " + NOT_YET.get(name)
-                        + ", which this build does not have yet; apps available: " + String.join(", ", APPS.keySet()));
+                throw new DsmConfigException("demo app", name, String.join(", ", APPS.keySet()) + " (" + name
+                        + " needs " + NOT_YET.get(name) + ", which this build does not have yet)");
             }
-            throw new IllegalArgumentException("demo app " + name + " is unknown; allowed: "
-                    + String.join(", ", APPS.keySet()));
+            throw new DsmConfigException("demo app", name, String.join(", ", APPS.keySet()));
         }
         return app;
     }

@@ -1,5 +1,6 @@
 package io.membus.samples.demo;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.core.capability.ReplicationSupport;
 import io.membus.core.capability.TransportCapabilities;
 
@@ -144,8 +145,7 @@ public final class DemoCommand implements Callable<Integer> {
                     props.put("tcp.port", "0");
                     where = "as separate processes over tcp (127.0.0.1)";
                 }
-                default -> throw new IllegalArgumentException("unknown transport: --transport " + transport
-                        + "; allowed: shm, tcp, local");
+                default -> throw new DsmConfigException("--transport", transport, "shm, tcp, local");
             }
             if (kill) {
                 props.put("membus.replication.backups", "1"); // every memory node: one copy of each segment
@@ -374,36 +374,47 @@ public final class DemoCommand implements Callable<Integer> {
         }
     }
 
-    private void validate() {
+    /**
+     * Refuses a bad option with a {@link DsmConfigException} naming the option, the value given and what is
+     * allowed; the CLI prints it as {@code membus: bad config: key=--nodes, value=1, allowed=2..16}.
+     */
+    void validate() {
         if (nodes < 2 || nodes > 16) {
-            throw new IllegalArgumentException("--nodes " + nodes + " is out of range; allowed: 2..16");
+            throw new DsmConfigException("--nodes", nodes, "2..16");
         }
-        if (ops < 1 || blocks < 1 || blockSize < 8 || blockSize > 1 << 20) {
-            throw new IllegalArgumentException("--ops " + ops + ", --blocks " + blocks + ", --block-size " + blockSize
-                    + ": allowed --ops 1 or more, --blocks 1 or more, --block-size 8..1048576");
+        if (ops < 1) {
+            throw new DsmConfigException("--ops", ops, "1 or more");
+        }
+        if (blocks < 1) {
+            throw new DsmConfigException("--blocks", blocks, "1 or more");
+        }
+        if (blockSize < 8 || blockSize > 1 << 20) {
+            throw new DsmConfigException("--block-size", blockSize, "8..1048576");
         }
         if (clients < 0 || clients >= nodes) {
-            throw new IllegalArgumentException("--clients " + clients + " is out of range; allowed: 0.." + (nodes - 1)
+            throw new DsmConfigException("--clients", clients, "0.." + (nodes - 1)
                     + " (at least one of the --nodes " + nodes + " must hold memory)");
         }
-        if (timeoutSeconds < 1 || holdSeconds < 0) {
-            throw new IllegalArgumentException("--timeout " + timeoutSeconds + ", --hold " + holdSeconds
-                    + ": allowed --timeout 1 or more seconds, --hold 0 or more");
+        if (timeoutSeconds < 1) {
+            throw new DsmConfigException("--timeout", timeoutSeconds, "1 or more seconds");
+        }
+        if (holdSeconds < 0) {
+            throw new DsmConfigException("--hold", holdSeconds, "0 or more seconds");
         }
         if (!List.of("shm", "tcp", "local").contains(transport)) {
-            throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp, local");
+            throw new DsmConfigException("--transport", transport, "shm, tcp, local");
         }
         // a capability, not a name: --kill needs node processes (local runs the nodes as threads of this JVM, the
         // demo's launch mode) over a transport whose kind forwards every change to the copies
         if (kill && (inProcess()
                 || TransportCapabilities.of(transport).replication() != ReplicationSupport.FORWARDING)) {
-            throw new IllegalArgumentException("--kill kills a memory node, whose structures live on in their copies:"
-                    + " it needs node processes whose transport forwards changes to copies; allowed with --transport"
-                    + " tcp (the default with --kill), not " + transport);
+            throw new DsmConfigException("--transport", transport + " with --kill", "tcp (the default with --kill):"
+                    + " --kill kills a memory node, whose structures live on in their copies; it needs node processes"
+                    + " whose transport forwards changes to copies");
         }
         if (kill && nodes - clients < 3) {
-            throw new IllegalArgumentException("--kill needs 3 or more memory nodes (--nodes " + nodes + " --clients "
-                    + clients + " has " + (nodes - clients) + "): the killed node's copies live on another one, and"
+            throw new DsmConfigException("--nodes", nodes + " --clients " + clients + " with --kill (" + (nodes - clients)
+                    + " memory nodes)", "3 or more memory nodes: the killed node's copies live on another one, and"
                     + " the memory nodes left must be a majority, or the split-brain resolver downs them too");
         }
     }

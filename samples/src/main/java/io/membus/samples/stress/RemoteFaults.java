@@ -1,5 +1,6 @@
 package io.membus.samples.stress;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.core.time.SkewableClock;
 import io.membus.core.fault.FaultInjector;
 import io.membus.test.nemesis.ClockNemesis;
@@ -85,7 +86,7 @@ final class RemoteFaults {
             all.add(ProcessNemesis.pause(cluster.kitProcesses()));
         }
         if (all.isEmpty()) {
-            throw new IllegalArgumentException("--nemesis " + which + " is unknown");
+            throw new DsmConfigException("--nemesis", which, String.join(", ", StressCommand.NEMESES));
         }
         return all;
     }

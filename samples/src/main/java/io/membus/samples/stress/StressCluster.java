@@ -1,5 +1,6 @@
 package io.membus.samples.stress;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.samples.proc.NodeProcess;
 
 import java.io.IOException;
@@ -84,7 +85,7 @@ final class StressCluster implements AutoCloseable {
                 properties.put("tcp.host", "127.0.0.1");
                 properties.put("tcp.port", "0");
             }
-            default -> throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp");
+            default -> throw new DsmConfigException("--transport", transport, "shm, tcp");
         }
         this.ports = new int[members + 1];
         for (int id = 1; id <= members; id++) {

@@ -1,5 +1,6 @@
 package io.membus.samples.stress;
 
+import io.membus.core.error.DsmConfigException;
 import io.membus.core.capability.ReplicationSupport;
 import io.membus.core.capability.TransportCapabilities;
 import io.membus.samples.proc.NodeProcess;
@@ -178,8 +179,8 @@ public final class StressCommand implements Callable<Integer> {
         Files.createDirectories(histories);
         try (var old = Files.list(histories)) {
             if (old.findAny().isPresent()) {
-                throw new IllegalArgumentException("--out " + folder + " already holds the histories of a run; choose"
-                        + " another folder (histories of two runs must never mix)");
+                throw new DsmConfigException("--out", folder, "a folder that holds no histories of a run (this one"
+                        + " does; histories of two runs must never mix)");
             }
         }
         String replay = commandLine(runSeed);
@@ -317,47 +318,61 @@ public final class StressCommand implements Callable<Integer> {
                 + " --transport " + transport + (backups == null ? "" : " --backups " + backups) + (rawVerbs ? " --raw-verbs" : "") + (coherent ? " --coherent" : "") + " --seed " + runSeed;
     }
 
-    private void validate() {
+    /**
+     * Refuses a bad option with a {@link DsmConfigException} naming the option, the value given and what is
+     * allowed; the CLI prints it as {@code membus: bad config: key=--workload, value=bag, allowed=register, ...}.
+     */
+    void validate() {
         if (!WORKLOADS.contains(workload)) {
-            throw new IllegalArgumentException("--workload " + workload + " is unknown; allowed: "
-                    + String.join(", ", WORKLOADS));
+            throw new DsmConfigException("--workload", workload, String.join(", ", WORKLOADS));
         }
         if (coherent && (rawVerbs || !workload.equals("register"))) {
-            throw new IllegalArgumentException("--coherent runs the register workload on coherent objects; not with"
-                    + " --workload " + workload + (rawVerbs ? " --raw-verbs" : ""));
+            throw new DsmConfigException("--coherent", "with --workload " + workload + (rawVerbs ? " --raw-verbs" : ""),
+                    "--workload register without --raw-verbs (--coherent runs the register workload on coherent"
+                    + " objects)");
         }
         if (rawVerbs && !List.of("register", "counter").contains(workload)) {
-            throw new IllegalArgumentException("--raw-verbs runs register and counter on raw words; --workload "
-                    + workload + " needs its collection");
+            throw new DsmConfigException("--raw-verbs", "with --workload " + workload, "--workload register or counter"
+                    + " (raw verbs run them on raw words; --workload " + workload + " needs its collection)");
         }
         if (!NEMESES.contains(nemesis)) {
-            throw new IllegalArgumentException("--nemesis " + nemesis + " is unknown; allowed: "
-                    + String.join(", ", NEMESES));
+            throw new DsmConfigException("--nemesis", nemesis, String.join(", ", NEMESES));
         }
         if (!List.of("shm", "tcp").contains(transport)) {
-            throw new IllegalArgumentException("--transport " + transport + " is unknown; allowed: shm, tcp");
+            throw new DsmConfigException("--transport", transport, "shm, tcp");
+        }
+        if (backups != null && (backups < 0 || backups > 3)) {
+            throw new DsmConfigException("--backups", backups, "0..3");
         }
         // a capability, not a name: the killed node's structures live on in copies its transport forwarded to
         if (killPermanent() && (clientNodes < 1 || backups < 1
                 || TransportCapabilities.of(transport).replication() != ReplicationSupport.FORWARDING)) {
-            throw new IllegalArgumentException("--nemesis kill-permanent needs --client-nodes 1 or more (its clients"
-                    + " must outlive the memory nodes it kills; got " + clientNodes + "), --backups 1 or more (got "
-                    + backups + ") and --transport tcp (replication forwards changes over tcp; got " + transport + ")");
+            throw new DsmConfigException("--nemesis", "kill-permanent with --client-nodes " + clientNodes
+                    + " --backups " + backups + " --transport " + transport, "kill-permanent needs --client-nodes 1 or"
+                    + " more (its clients must outlive the memory nodes it kills), --backups 1 or more and --transport"
+                    + " tcp (replication forwards changes over tcp; got " + transport + ")");
         }
-        if (backups != null && (backups < 0 || backups > 3)) {
-            throw new IllegalArgumentException("--backups " + backups + ": allowed 0..3");
+        checkRange("--nodes", nodes, 2, 9);
+        checkRange("--client-nodes", clientNodes, 0, 4);
+        checkRange("--clients", clients, 1, 16);
+        checkRange("--keys", keys, 1, 1000);
+        if (durationSeconds < 1) {
+            throw new DsmConfigException("--duration", durationSeconds, "1 s or more");
         }
-        if (nodes < 2 || nodes > 9 || clients < 1 || clients > 16 || keys < 1 || keys > 1000 || clientNodes < 0
-                || clientNodes > 4) {
-            throw new IllegalArgumentException("--nodes " + nodes + ", --client-nodes " + clientNodes + ", --clients "
-                    + clients + ", --keys " + keys + ": allowed --nodes 2..9, --client-nodes 0..4, --clients 1..16,"
-                    + " --keys 1..1000");
+        if (rate < 1) {
+            throw new DsmConfigException("--rate", rate, "1 or more");
         }
-        if (durationSeconds < 1 || rate < 1 || operationTimeoutMillis < 10 || timeoutSeconds < durationSeconds) {
-            throw new IllegalArgumentException("--duration " + durationSeconds + ", --rate " + rate
-                    + ", --operation-timeout " + operationTimeoutMillis + ", --timeout " + timeoutSeconds
-                    + ": allowed --duration 1 s or more, --rate 1 or more, --operation-timeout 10 ms or more, "
-                    + "--timeout at least --duration");
+        if (operationTimeoutMillis < 10) {
+            throw new DsmConfigException("--operation-timeout", operationTimeoutMillis, "10 ms or more");
+        }
+        if (timeoutSeconds < durationSeconds) {
+            throw new DsmConfigException("--timeout", timeoutSeconds, "at least --duration (" + durationSeconds + " s)");
+        }
+    }
+
+    private static void checkRange(String option, int value, int min, int max) {
+        if (value < min || value > max) {
+            throw new DsmConfigException(option, value, min + ".." + max);
         }
     }
 }
