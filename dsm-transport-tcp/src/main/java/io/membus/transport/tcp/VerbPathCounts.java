@@ -28,6 +28,11 @@ final class VerbPathCounts {
     /** Flushes of answers by a target's channel (one {@code writeAndFlush} each). */
     static final LongAdder targetFlushes = new LongAdder();
 
+    /** Writes of requests on blocking lanes (one per verb, pair or burst: {@code TcpLane}'s {@code send}). */
+    static final LongAdder laneWrites = new LongAdder();
+    /** Bursts of reads a caller sent on its lane ({@code TcpLane.readEach}), each one write. */
+    static final LongAdder laneBursts = new LongAdder();
+
     private VerbPathCounts() {
     }
 
