@@ -66,6 +66,21 @@ final class ReadBursts {
 
     private void run(long[] ptrs, byte[][] dsts, long until) {
         int n = ptrs.length;
+        int first = router.route(ptrs[0]);
+        boolean oneNode = first != GroupRouter.HELD;
+        for (int i = 1; i < n && oneNode; i++) {
+            oneNode = router.route(ptrs[i]) == first;
+        }
+        if (oneNode) { // the common case: one burst, no grouping arrays
+            BlockingVerbs path = blocking.direct(ptrs[0]);
+            if (path != null) {
+                Failure failure = new Failure();
+                if (burst(ptrs, dsts, null, 0, true, path, failure)) {
+                    failure.throwIfAny();
+                    return;
+                }
+            }
+        }
         // group[i]: the index of the first pointer served by the same node (routed now; a lost group throws)
         int[] group = new int[n];
         int[] node = new int[n];
@@ -135,7 +150,7 @@ final class ReadBursts {
         int count = 0;
         try {
             for (int i = g; i < n; i++) {
-                if (group[i] == g) {
+                if (whole || group[i] == g) {
                     p[count] = ptrs[i];
                     d[count] = dsts[i];
                     keys[count] = blocking.directKey(ptrs[i]); // an unknown segment is refused here, typed
