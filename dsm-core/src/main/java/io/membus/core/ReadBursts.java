@@ -25,18 +25,7 @@ import java.util.concurrent.CompletableFuture;
  * run in issue order on its connection, except a read re-issued after a
  * {@link NotPrimaryException} (replication), which may run after the reads issued after it.
  */
-final class ReadBursts {
-    private final RemoteMemory memory;
-    private final GroupRouter router;
-    private final BlockingPath blocking;
-    private final long timeoutNanos;
-
-    ReadBursts(RemoteMemory memory, GroupRouter router, BlockingPath blocking) {
-        this.memory = memory;
-        this.router = router;
-        this.blocking = blocking;
-        this.timeoutNanos = memory.operationTimeout().toNanos();
-    }
+record ReadBursts(RemoteMemory memory, GroupRouter router, BlockingPath blocking) {
 
     void readEach(long[] ptrs, byte[][] dsts) {
         if (ptrs.length != dsts.length) {
@@ -56,6 +45,7 @@ final class ReadBursts {
         if (n == 0) {
             return;
         }
+        long timeoutNanos = memory.operationTimeout().toNanos();
         long scope = OperationDeadline.enterNanos(timeoutNanos); // every burst and every posted read: one deadline
         try {
             run(ptrs, dsts, OperationDeadline.until(System.nanoTime(), timeoutNanos));

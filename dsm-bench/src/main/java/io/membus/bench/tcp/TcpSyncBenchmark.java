@@ -189,11 +189,10 @@ public class TcpSyncBenchmark {
     @BenchmarkMode(Mode.AverageTime)
     @OperationsPerInvocation(IN_FLIGHT)
     public Object inFlight16Blocking(Node node, Caller caller) throws IOException {
-        if (caller.readFloor != null) {
-            caller.readFloor.roundTrips(IN_FLIGHT);
-            return caller.readFloor;
+        if (caller.readFloor == null) {
+            node.memory.readEach(caller.ptrs, caller.dsts);
+            return caller.dsts;
         }
-        node.memory.readEach(caller.ptrs, caller.dsts);
-        return caller.dsts;
+        return inFlight16(node, caller); // the floor: the same 16 pings and pongs
     }
 }

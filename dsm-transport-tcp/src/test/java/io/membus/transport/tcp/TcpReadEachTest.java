@@ -42,31 +42,45 @@ class TcpReadEachTest {
         nodes.close();
     }
 
-    /** Node {@code id}, a member of the test's directory with its segment 0 ({@code SIZE} bytes of random data). */
-    private TcpTransport member(int id, Duration timeout, SplittableRandom random) {
-        TcpTransport t = (TcpTransport) nodes.start(id, timeout);
-        Segment s = t.export(SegmentSpec.of(0, SIZE));
-        byte[] data = new byte[SIZE];
-        random.nextBytes(data);
-        s.write(0, data, 0, SIZE);
-        directory.addMember(t.self());
-        directory.addSegment(s.descriptor());
-        return t;
-    }
+    /**
+     * Node 1 (the target, its segment 0 of random data) and node 2 (the client, whose verbs have
+     * {@code clientTimeout}), connected, and {@code n} pointers into the target's segment with
+     * destinations of 1..128 bytes; the random generator is seeded by {@code test}.
+     */
+    private final class Pair {
+        final TcpTransport target;
+        final TcpTransport client;
+        final RemoteMemory memory;
+        final TcpConnection connection;
+        final long[] ptrs;
+        final byte[][] dsts;
 
-    /** {@code n} pointers into node 1's segment 0 at random offsets, with destinations of 1..128 bytes. */
-    private static long[] pointers(SplittableRandom random, int n, byte[][] dsts) {
-        long[] ptrs = new long[n];
-        for (int i = 0; i < n; i++) {
-            dsts[i] = new byte[1 + random.nextInt(128)];
-            ptrs[i] = RemotePtr.pack(1, 0, random.nextInt(SIZE - dsts[i].length));
+        Pair(String test, Duration clientTimeout, int n) {
+            SplittableRandom random = Seeds.random("membus.test.seed", "TcpReadEachTest." + test);
+            target = (TcpTransport) nodes.start(1, Duration.ofSeconds(20));
+            client = (TcpTransport) nodes.start(2, clientTimeout);
+            Segment s = target.export(SegmentSpec.of(0, SIZE));
+            byte[] data = new byte[SIZE];
+            random.nextBytes(data);
+            s.write(0, data, 0, SIZE);
+            directory.addMember(target.self());
+            directory.addMember(client.self());
+            directory.addSegment(s.descriptor());
+            memory = new RemoteMemory(client, directory, clientTimeout);
+            // open: a blocking call finds the connection and runs on its lanes
+            connection = (TcpConnection) RemoteMemory.await(client.connect(target.self()), WAIT);
+            ptrs = new long[n];
+            dsts = new byte[n][];
+            for (int i = 0; i < n; i++) {
+                dsts[i] = new byte[1 + random.nextInt(128)];
+                ptrs[i] = RemotePtr.pack(1, 0, random.nextInt(SIZE - dsts[i].length));
+            }
         }
-        return ptrs;
-    }
 
-    /** The client's connection to the target, open: a blocking call finds it and runs on its lanes. */
-    private static TcpConnection connected(TcpTransport client, TcpTransport target) {
-        return (TcpConnection) RemoteMemory.await(client.connect(target.self()), WAIT);
+        /** Every destination holds what the target's segment holds at its pointer. */
+        void assertRead() {
+            TcpReadEachTest.assertRead(target.table().get(0), ptrs, dsts);
+        }
     }
 
     private static void assertRead(Segment target, long[] ptrs, byte[][] dsts) {
@@ -79,25 +93,19 @@ class TcpReadEachTest {
 
     @Test
     void sixteenReadsOfOneNodeAreOneLaneWriteAndOneAnswerWriteAndNoPipelinedStep() {
-        SplittableRandom random = Seeds.random("membus.test.seed", "TcpReadEachTest.sixteen");
-        TcpTransport target = member(1, Duration.ofSeconds(20), random);
-        TcpTransport client = member(2, Duration.ofSeconds(20), random);
-        RemoteMemory memory = new RemoteMemory(client, directory, WAIT);
-        byte[][] dsts = new byte[16][];
-        long[] ptrs = pointers(random, 16, dsts);
-        TcpConnection connection = connected(client, target);
-        memory.readEach(ptrs, dsts); // opens the lane
-        assertEquals(1, connection.lanesOpen(), "the burst ran on a lane");
+        Pair p = new Pair("sixteen", Duration.ofSeconds(20), 16);
+        p.memory.readEach(p.ptrs, p.dsts); // opens the lane
+        assertEquals(1, p.connection.lanesOpen(), "the burst ran on a lane");
         int rounds = 50;
         long[] before = VerbPathCounts.snapshot();
         long writesBefore = VerbPathCounts.laneWrites.sum();
         long burstsBefore = VerbPathCounts.laneBursts.sum();
-        long answersBefore = target.laneServer().answerWrites();
+        long answersBefore = p.target.laneServer().answerWrites();
         for (int r = 0; r < rounds; r++) {
-            memory.readEach(ptrs, dsts);
+            p.memory.readEach(p.ptrs, p.dsts);
         }
         long[] after = VerbPathCounts.snapshot();
-        long answers = target.laneServer().answerWrites() - answersBefore;
+        long answers = p.target.laneServer().answerWrites() - answersBefore;
         System.out.printf("per burst of 16 reads: laneWrites=%.2f laneBursts=%.2f answerWrites=%.2f%n",
                 (VerbPathCounts.laneWrites.sum() - writesBefore) / (double) rounds,
                 (VerbPathCounts.laneBursts.sum() - burstsBefore) / (double) rounds, answers / (double) rounds);
@@ -109,69 +117,50 @@ class TcpReadEachTest {
         for (int i = 0; i < before.length; i++) {
             assertEquals(before[i], after[i], "no step of the pipelined path: " + VerbPathCounts.NAMES[i]);
         }
-        assertRead(target.table().get(0), ptrs, dsts);
+        p.assertRead();
     }
 
     @Test
     void aBurstLongerThanTheLaneBufferIsSplitIntoRoundTripsOfAtMostMaxBurst() {
-        SplittableRandom random = Seeds.random("membus.test.seed", "TcpReadEachTest.split");
-        TcpTransport target = member(1, Duration.ofSeconds(20), random);
-        TcpTransport client = member(2, Duration.ofSeconds(20), random);
-        RemoteMemory memory = new RemoteMemory(client, directory, WAIT);
-        int n = 2 * TcpLane.MAX_BURST + 3;
-        byte[][] dsts = new byte[n][];
-        long[] ptrs = pointers(random, n, dsts);
-        connected(client, target);
+        Pair p = new Pair("split", Duration.ofSeconds(20), 2 * TcpLane.MAX_BURST + 3);
         long burstsBefore = VerbPathCounts.laneBursts.sum();
-        memory.readEach(ptrs, dsts);
+        p.memory.readEach(p.ptrs, p.dsts);
         assertEquals(3, VerbPathCounts.laneBursts.sum() - burstsBefore, "bursts of 455, 455 and 3 reads");
-        assertRead(target.table().get(0), ptrs, dsts);
+        p.assertRead();
     }
 
     @Test
     void aRefusedReadInTheMiddleFailsTypedNamingItsPointerAndTheLaneStaysInStep() {
-        SplittableRandom random = Seeds.random("membus.test.seed", "TcpReadEachTest.refused");
-        TcpTransport target = member(1, Duration.ofSeconds(20), random);
-        TcpTransport client = member(2, Duration.ofSeconds(20), random);
-        RemoteMemory memory = new RemoteMemory(client, directory, WAIT);
-        byte[][] dsts = new byte[16][];
-        long[] ptrs = pointers(random, 16, dsts);
-        long good = ptrs[7];
-        ptrs[7] = RemotePtr.pack(1, 0, SIZE - 4);
-        dsts[7] = new byte[8];
-        TcpConnection connection = connected(client, target);
+        Pair p = new Pair("refused", Duration.ofSeconds(20), 16);
+        long good = p.ptrs[7];
+        p.ptrs[7] = RemotePtr.pack(1, 0, SIZE - 4);
+        p.dsts[7] = new byte[8];
         long burstsBefore = VerbPathCounts.laneBursts.sum();
-        OutOfBoundsException e = assertThrows(OutOfBoundsException.class, () -> memory.readEach(ptrs, dsts));
-        assertEquals(ptrs[7], e.ptr(), e.getMessage());
-        assertTrue(e.getMessage().contains(RemotePtr.toString(ptrs[7])), e.getMessage());
+        OutOfBoundsException e = assertThrows(OutOfBoundsException.class, () -> p.memory.readEach(p.ptrs, p.dsts));
+        assertEquals(p.ptrs[7], e.ptr(), e.getMessage());
+        assertTrue(e.getMessage().contains(RemotePtr.toString(p.ptrs[7])), e.getMessage());
         assertEquals(1, VerbPathCounts.laneBursts.sum() - burstsBefore, "refused at the target, in the burst");
-        assertEquals(1, connection.lanesOpen(), "the lane read every answer: kept");
-        ptrs[7] = good;
-        memory.readEach(ptrs, dsts);
-        assertEquals(1, connection.lanesOpen(), "and reused");
-        assertRead(target.table().get(0), ptrs, dsts);
+        assertEquals(1, p.connection.lanesOpen(), "the lane read every answer: kept");
+        p.ptrs[7] = good;
+        p.memory.readEach(p.ptrs, p.dsts);
+        assertEquals(1, p.connection.lanesOpen(), "and reused");
+        p.assertRead();
     }
 
     @Test
     void aBurstWhoseAnswersDoNotComeFailsByItsDeadlineAndItsLaneIsNeverReused() {
-        SplittableRandom random = Seeds.random("membus.test.seed", "TcpReadEachTest.deadline");
-        TcpTransport target = member(1, Duration.ofSeconds(20), random);
-        TcpTransport client = member(2, Duration.ofMillis(400), random);
-        RemoteMemory memory = new RemoteMemory(client, directory, Duration.ofMillis(400));
-        byte[][] dsts = new byte[16][];
-        long[] ptrs = pointers(random, 16, dsts);
-        TcpConnection connection = connected(client, target);
-        memory.readEach(ptrs, dsts);
-        assertEquals(1, connection.lanesOpen());
-        target.faults().drop(2); // the target takes node 2's verbs and never answers (the initiator has no rule)
+        Pair p = new Pair("deadline", Duration.ofMillis(400), 16);
+        p.memory.readEach(p.ptrs, p.dsts);
+        assertEquals(1, p.connection.lanesOpen());
+        p.target.faults().drop(2); // the target takes node 2's verbs and never answers (the initiator has no rule)
         long burstsBefore = VerbPathCounts.laneBursts.sum();
-        DsmTimeoutException e = assertThrows(DsmTimeoutException.class, () -> memory.readEach(ptrs, dsts));
+        DsmTimeoutException e = assertThrows(DsmTimeoutException.class, () -> p.memory.readEach(p.ptrs, p.dsts));
         assertEquals(1, VerbPathCounts.laneBursts.sum() - burstsBefore, "sent as one burst on the lane");
         assertEquals(1, e.nodeId());
         assertTrue(e.mayHaveRun(), "sent before its deadline passed: " + e.getMessage());
-        assertEquals(0, connection.lanesOpen(), "the lane whose answers may still come is closed");
-        target.faults().heal(2);
-        memory.readEach(ptrs, dsts);
-        assertRead(target.table().get(0), ptrs, dsts);
+        assertEquals(0, p.connection.lanesOpen(), "the lane whose answers may still come is closed");
+        p.target.faults().heal(2);
+        p.memory.readEach(p.ptrs, p.dsts);
+        p.assertRead();
     }
 }
