@@ -96,19 +96,30 @@ class TcpReadEachTest {
         Pair p = new Pair("sixteen", Duration.ofSeconds(20), 16);
         p.memory.readEach(p.ptrs, p.dsts); // opens the lane
         assertEquals(1, p.connection.lanesOpen(), "the burst ran on a lane");
-        int rounds = 50;
+        int rounds = 500;
         long[] before = VerbPathCounts.snapshot();
         long writesBefore = VerbPathCounts.laneWrites.sum();
         long burstsBefore = VerbPathCounts.laneBursts.sum();
         long answersBefore = p.target.laneServer().answerWrites();
+        java.util.Map<String, Long> blocksBefore = VerbPathCountsTest.blocks();
         for (int r = 0; r < rounds; r++) {
             p.memory.readEach(p.ptrs, p.dsts);
         }
+        java.util.Map<String, Long> blocksAfter = VerbPathCountsTest.blocks();
         long[] after = VerbPathCounts.snapshot();
         long answers = p.target.laneServer().answerWrites() - answersBefore;
-        System.out.printf("per burst of 16 reads: laneWrites=%.2f laneBursts=%.2f answerWrites=%.2f%n",
+        StringBuilder line = new StringBuilder(String.format(
+                "per burst of 16 reads: laneWrites=%.2f laneBursts=%.2f answerWrites=%.2f",
                 (VerbPathCounts.laneWrites.sum() - writesBefore) / (double) rounds,
-                (VerbPathCounts.laneBursts.sum() - burstsBefore) / (double) rounds, answers / (double) rounds);
+                (VerbPathCounts.laneBursts.sum() - burstsBefore) / (double) rounds, answers / (double) rounds));
+        // how often each thread blocked per burst (Linux; the threads that did at least once in ten bursts)
+        blocksAfter.forEach((thread, n) -> {
+            long d = n - blocksBefore.getOrDefault(thread, 0L);
+            if (d >= rounds / 10) {
+                line.append(String.format(" blocks[%s]=%.2f", thread, d / (double) rounds));
+            }
+        });
+        System.out.println(line);
         assertEquals(rounds, VerbPathCounts.laneWrites.sum() - writesBefore, "one write of requests per burst");
         assertEquals(rounds, VerbPathCounts.laneBursts.sum() - burstsBefore);
         // the target's lane thread writes the answers of requests that arrived together at once: one write per
