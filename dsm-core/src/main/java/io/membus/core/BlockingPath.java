@@ -322,7 +322,7 @@ final class BlockingPath {
      * thread too), or the blocking lane of its connection ({@link Connection#blockingNow()});
      * else null: post the verb and wait.
      */
-    private BlockingVerbs direct(long ptr) {
+    BlockingVerbs direct(long ptr) {
         if (transport.isClosed()) {
             throw openings.closedException();
         }
@@ -358,7 +358,7 @@ final class BlockingPath {
      * target's check before any effect; the caller then forgets it and posts the verb
      * with the directory's key.
      */
-    private long directKey(long ptr) {
+    long directKey(long ptr) {
         int node = RemotePtr.nodeId(ptr);
         int index = RemotePtr.segmentIndex(ptr);
         int target = node;
@@ -387,7 +387,7 @@ final class BlockingPath {
         return d.remoteKey();
     }
 
-    private void forgetKey(long ptr) {
+    void forgetKey(long ptr) {
         SegmentDescriptor[] known = descriptors.get(RemotePtr.nodeId(ptr));
         if (known != null) {
             known[RemotePtr.segmentIndex(ptr)] = null;
@@ -424,7 +424,7 @@ final class BlockingPath {
         return awaitUntil(future, OperationDeadline.until(System.nanoTime(), timeoutNanos));
     }
 
-    private <T> T awaitUntil(CompletableFuture<T> future, long until) {
+    <T> T awaitUntil(CompletableFuture<T> future, long until) {
         if (future.isDone()) {
             return VerbWait.await(future, Duration.ZERO);
         }
@@ -444,7 +444,7 @@ final class BlockingPath {
      * On a transport thread, where it must not wait, a pending acknowledgement fails the
      * call with {@link DsmTimeoutException} whose {@code mayHaveRun()} is true (the verb ran).
      */
-    private void awaitGate(BlockingVerbs ran, long ptr) {
+    void awaitGate(BlockingVerbs ran, long ptr) {
         if (!(ran instanceof SegmentTable table)) {
             return; // a tcp lane: the target answered after its copies acked
         }

@@ -94,6 +94,7 @@ public final class RemoteMemory {
     private final LocalVerbs local;
     private final GroupRouter router;
     private final BlockingPath blocking;
+    private final ReadBursts bursts;
 
     /**
      * Registers a listener on {@code directory} (for the replica groups' changes, which
@@ -109,6 +110,7 @@ public final class RemoteMemory {
         this.local = new LocalVerbs(transport);
         this.router = new GroupRouter(transport, directory, openings, local, operationTimeout);
         this.blocking = new BlockingPath(this, router, openings);
+        this.bursts = new ReadBursts(this, router, blocking);
     }
 
     /**
@@ -316,6 +318,27 @@ public final class RemoteMemory {
      */
     public void readInOrder(long ptrA, byte[] dstA, long ptrB, byte[] dstB) {
         blocking.readInOrder(ptrA, dstA, ptrB, dstB);
+    }
+
+    /**
+     * Reads {@code dsts[i].length} bytes at {@code ptrs[i]} into {@code dsts[i]} for every
+     * {@code i}: the reads are grouped by the node serving them (with replication, the
+     * pointer's group's primary, as {@link #read} routes), each node's run as one burst on
+     * the calling thread where the path offers it — a tcp lane sends a node's reads in one
+     * write and this thread reads the answers (one round trip per 455 reads), a memory path
+     * reads them one after the other — and every other node's posted as one batch and awaited.
+     * One deadline (the operation timeout, or the thread's {@link OperationDeadline}) covers the call.
+     *
+     * <p>Each read sees every write that completed before this call began. Reads of one node
+     * run in array order (a later one sees every write an earlier one saw) except when one is
+     * re-issued after its primary changed (replication); reads of two nodes are not ordered.
+     *
+     * @throws io.membus.core.error.DsmException a failed read's typed error (naming its pointer):
+     *         the lowest index's of the first node in array order; other destinations are then unspecified
+     * @throws IllegalArgumentException when the arrays differ in length or a destination is null
+     */
+    public void readEach(long[] ptrs, byte[][] dsts) {
+        bursts.readEach(ptrs, dsts);
     }
 
     /**

@@ -332,6 +332,33 @@ class RemoteMemoryRoutingTest {
         assertEquals(List.of(2, 2, 2, 2), st.nodesFor(a), "group 3/0 only at its primary: write, read, write, CAS");
     }
 
+    /** readEach routes each pointer as read does: a group's reads to its primary, a refused one re-issued at the hint. */
+    @Test
+    void readEachGoesToEachGroupsPrimaryAndAReadRefusedAsNotPrimaryIsReissued() {
+        nodes(1, 2, 3, 4);
+        ServingTransport st = new ServingTransport(nodes.get(1), nodes);
+        RemoteMemory one = new RemoteMemory(st.transport(), directory, Duration.ofSeconds(5));
+        st.serve(2, GroupId.of(3, 0));
+        directory.put(view(logical(3), SERVING, 2, EPOCH_2));
+        directory.put(view(logical(4), SERVING, 4, Ballot.initial(4), 2)); // the directory has not seen the promotion
+        st.refuse(4, GroupId.of(4, 0), 2);
+        st.serve(2, GroupId.of(4, 0));
+        long[] ptrs = {RemotePtr.pack(3, 0, 256), RemotePtr.pack(4, 0, 512), RemotePtr.pack(3, 0, 264),
+            RemotePtr.pack(2, 0, 1024)};
+        for (int i = 0; i < ptrs.length; i++) {
+            one.writeLong(ptrs[i], 100 + i);
+        }
+        byte[][] dsts = new byte[ptrs.length][8];
+        one.readEach(ptrs, dsts);
+        for (int i = 0; i < ptrs.length; i++) {
+            assertEquals(100 + i, Words.getLong(dsts[i], 0), "read " + i);
+        }
+        assertEquals(101, wordAt(2, 512), "group 4/0 is served at node 2");
+        assertEquals(0, wordAt(4, 512), "nothing ran at node 4, which refused");
+        assertEquals(List.of(2, 2, 2, 2), st.nodesFor(ptrs[0]), "group 3/0: two writes and two reads, at its primary");
+        assertEquals(List.of(4, 2, 4, 2), st.nodesFor(ptrs[1]), "group 4/0: refused once each, then run at the hint");
+    }
+
     @Test
     void heldVerbsFailTypedWhenTheGroupIsLostAndGoToThePointersNodeWhenItIsNoLongerReplicated() {
         nodes(1, 2, 3);

@@ -43,7 +43,8 @@ import java.util.concurrent.TimeUnit;
  * write; the floor issue 28 sets for {@link #inFlight16}). {@link #read64}: a blocking read of 64 B (run with {@code -t 8}
  * for eight threads). {@link #faa}: a blocking fetch-and-add. {@link #inFlight16}:
  * 16 reads of 64 B issued with {@code readAsync}, then the caller waits for the
- * last; the floor writes 16 pings at once and reads the 16 pongs.
+ * last; the floor writes 16 pings at once and reads the 16 pongs. {@link #inFlight16Blocking}:
+ * the same 16 reads as one {@link RemoteMemory#readEach} (on a lane: one write, one round trip).
  *
  * <p><b>Note:</b> JMH states: {@link Node} is shared by the benchmark threads,
  * {@link Caller} is one per thread.
@@ -111,6 +112,9 @@ public class TcpSyncBenchmark {
     @State(Scope.Thread)
     public static class Caller {
         final byte[] dst = new byte[64];
+        /** {@link #inFlight16Blocking}'s destinations and pointers ({@value #IN_FLIGHT} times {@link #ptr}). */
+        final byte[][] dsts = new byte[IN_FLIGHT][64];
+        final long[] ptrs = new long[IN_FLIGHT];
         long ptr;
         long counter;
         BlockingFloor.Client readFloor;
@@ -120,6 +124,7 @@ public class TcpSyncBenchmark {
         public void setUp(Node node) throws IOException {
             ptr = RemotePtr.pack(1, 0, 4096 + 64 * (Thread.currentThread().getId() % 1024));
             counter = RemotePtr.pack(1, 0, 128 * 1024 + 64 * (Thread.currentThread().getId() % 1024));
+            java.util.Arrays.fill(ptrs, ptr);
             if (node.isFloor()) {
                 readFloor = new BlockingFloor.Client(node.target.host, node.floorPort(), READ_REQUEST,
                         16 + 64, IN_FLIGHT);
@@ -172,5 +177,22 @@ public class TcpSyncBenchmark {
             last = node.memory.readAsync(caller.ptr, 64);
         }
         return node.memory.await(last); // completion is in issue order: the last completes last
+    }
+
+    /**
+     * {@value #IN_FLIGHT} reads of 64 B as one {@link RemoteMemory#readEach} burst; time per read.
+     * {@code lanes}: the caller writes the 16 requests on its lane in one write and reads the
+     * 16 answers itself (the floor's shape: no other thread); {@code pipelined}: the call's
+     * fallback, one batch posted on the connection and awaited.
+     */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    @OperationsPerInvocation(IN_FLIGHT)
+    public Object inFlight16Blocking(Node node, Caller caller) throws IOException {
+        if (caller.readFloor == null) {
+            node.memory.readEach(caller.ptrs, caller.dsts);
+            return caller.dsts;
+        }
+        return inFlight16(node, caller); // the floor: the same 16 pings and pongs
     }
 }

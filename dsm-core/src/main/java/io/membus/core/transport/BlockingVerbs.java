@@ -62,6 +62,28 @@ public interface BlockingVerbs {
     }
 
     /**
+     * Reads {@code dsts[i].length} bytes at {@code ptrs[i]} (remote key {@code keys[i]}) into
+     * {@code dsts[i]}, for every {@code i < count}, all on this path's node, as one burst: a
+     * path with round trips sends the {@code count} requests together and its caller reads
+     * the answers itself (tcp's lane: one write, one round trip per at most
+     * {@code TcpLane.MAX_BURST} reads). The reads run in array order at the node: read
+     * {@code i + 1} sees every write read {@code i} saw, and maybe later ones; each sees
+     * every write that completed before this call. One deadline (the operation timeout, or
+     * the thread's {@link io.membus.core.OperationDeadline} if earlier) covers the burst.
+     * The failure of the lowest index is thrown; the reads after it may or may not have
+     * run, and the destinations are then unspecified. A failure after the requests left
+     * may have run ({@link io.membus.core.error.DsmException#mayHaveRun()}); reads change
+     * nothing, so repeating the call is safe.
+     *
+     * <p>This default runs them one after the other, which is what a memory path does.
+     */
+    default void readEach(long[] ptrs, long[] keys, byte[][] dsts, int count) {
+        for (int i = 0; i < count; i++) {
+            readInto(ptrs[i], keys[i], dsts[i], 0, dsts[i].length);
+        }
+    }
+
+    /**
      * Writes {@code src[offset..offset+length)} at {@code ptrW} and then, only if the write
      * succeeded, compare-and-swaps the word at {@code ptrC} (both on this path's node):
      * the swap is ordered after the write and never runs without it — what a writer

@@ -1356,6 +1356,118 @@ public abstract class TransportContractTest {
         assertEquals(99, ab.blockingNow().readLong(word, key), "the posted write ran before the blocking read");
     }
 
+    @Test
+    void readEachReadsEveryPointerOfEachNodeAsOneBurstAndFailsTypedNamingTheBadPointer() {
+        Transport a = node(1);
+        Transport b = node(2);
+        Transport c = node(3);
+        SplittableRandom random = Seeds.random("membus.test.seed", "TransportContractTest.readEach");
+        Segment[] segs = {a.export(SegmentSpec.of(0, SEGMENT_SIZE)), b.export(SegmentSpec.of(0, SEGMENT_SIZE)),
+                c.export(SegmentSpec.of(0, SEGMENT_SIZE))};
+        for (Segment s : segs) {
+            fillRandom(s, random.nextLong());
+        }
+        int n = 40;
+        long[] ptrs = new long[n];
+        long[] keys = new long[n];
+        byte[][] dsts = new byte[n][];
+        byte[][] expected = new byte[n][];
+
+        // the verb: one connection's blocking path, every read of the burst on node 2
+        Connection ab = connect(a, b);
+        BlockingVerbs v = ab.blockingNow();
+        if (offersBlockingVerbs()) {
+            assertNotNull(v, "an idle connection with no fault rule offers blocking verbs");
+            for (int i = 0; i < n; i++) {
+                int length = 1 + random.nextInt(300);
+                long offset = random.nextInt((int) SEGMENT_SIZE - length);
+                ptrs[i] = segs[1].pointer(offset);
+                keys[i] = segs[1].remoteKey();
+                dsts[i] = new byte[length];
+                expected[i] = new byte[length];
+                segs[1].read(offset, expected[i], 0, length);
+            }
+            v.readEach(ptrs, keys, dsts, n);
+            for (int i = 0; i < n; i++) {
+                assertArrayEquals(expected[i], dsts[i], "read " + i);
+            }
+            byte[] untouched = dsts[n - 1].clone();
+            Arrays.fill(dsts[n - 1], (byte) 0x5a);
+            byte[] marked = dsts[n - 1].clone();
+            v.readEach(ptrs, keys, dsts, n - 1);
+            assertArrayEquals(marked, dsts[n - 1], "only the first count pointers are read");
+            dsts[n - 1] = untouched;
+            long good = ptrs[n / 2];
+            ptrs[n / 2] = segs[1].pointer(SEGMENT_SIZE - 4); // out of bounds for its destination (at least 1 byte)
+            dsts[n / 2] = new byte[8];
+            OutOfBoundsException oob = assertThrows(OutOfBoundsException.class, () -> v.readEach(ptrs, keys, dsts, n));
+            assertEquals(ptrs[n / 2], oob.ptr(), "the error names the bad pointer");
+            keys[n / 3] = keys[n / 3] + 1;
+            assertThrows(WrongRemoteKeyException.class, () -> v.readEach(ptrs, keys, dsts, n),
+                    "both refused: the lower index's error");
+            keys[n / 3] = segs[1].remoteKey();
+            ptrs[n / 2] = good;
+            dsts[n / 2] = new byte[expected[n / 2].length];
+            v.readEach(ptrs, keys, dsts, n);
+            assertArrayEquals(expected[n / 2], dsts[n / 2], "the path is still usable after refused reads");
+        }
+
+        // the application call: pointers of three nodes (this one's own among them) interleaved
+        io.membus.core.directory.StaticDirectory dir = new io.membus.core.directory.StaticDirectory();
+        for (int i = 0; i < 3; i++) {
+            dir.addMember(new Transport[] {a, b, c}[i].self());
+            dir.addSegment(segs[i].descriptor());
+        }
+        RemoteMemory memory = new RemoteMemory(a, dir, OP_TIMEOUT);
+        for (int i = 0; i < n; i++) {
+            Segment s = segs[random.nextInt(3)];
+            int length = 1 + random.nextInt(300);
+            long offset = random.nextInt((int) SEGMENT_SIZE - length);
+            ptrs[i] = s.pointer(offset);
+            dsts[i] = new byte[length];
+            expected[i] = new byte[length];
+            s.read(offset, expected[i], 0, length);
+        }
+        memory.readEach(ptrs, dsts);
+        for (int i = 0; i < n; i++) {
+            assertArrayEquals(expected[i], dsts[i], "read " + i + " at " + RemotePtr.toString(ptrs[i]));
+        }
+        long bad = segs[2].pointer(SEGMENT_SIZE - 4);
+        long[] withBad = ptrs.clone();
+        withBad[n / 2] = bad;
+        dsts[n / 2] = new byte[8];
+        OutOfBoundsException oob = assertThrows(OutOfBoundsException.class, () -> memory.readEach(withBad, dsts));
+        assertEquals(bad, oob.ptr(), "the error names the bad pointer");
+        withBad[n / 2] = RemotePtr.pack(2, 9, 0);
+        UnknownSegmentException unknown = assertThrows(UnknownSegmentException.class,
+                () -> memory.readEach(withBad, dsts));
+        assertEquals(withBad[n / 2], unknown.ptr());
+        withBad[n / 2] = RemotePtr.NULL;
+        assertThrows(InvalidPointerException.class, () -> memory.readEach(withBad, dsts));
+        assertThrows(BadLengthException.class, () -> memory.readEach(new long[] {ptrs[0]},
+                new byte[][] {new byte[RemoteMemory.MAX_VERB_LENGTH + 1]}), "refused before anything is sent");
+        assertThrows(IllegalArgumentException.class, () -> memory.readEach(ptrs, new byte[n - 1][]));
+        memory.readEach(new long[0], new byte[0][]);
+
+        // a deadline: node 2's reads dropped on the way (an initiator's fault rule: posted and awaited)
+        Transport d = node(4, Duration.ofMillis(300));
+        dir.addMember(d.self());
+        RemoteMemory late = new RemoteMemory(d, dir, Duration.ofMillis(300));
+        long[] two = {segs[2].pointer(0), segs[1].pointer(64)};
+        byte[][] twoDsts = {new byte[8], new byte[8]};
+        late.readEach(two, twoDsts);
+        d.faults().drop(2);
+        assertThrows(DsmTimeoutException.class, () -> late.readEach(two, twoDsts));
+        d.faults().heal(2);
+        late.readEach(two, twoDsts);
+        byte[] word = new byte[8];
+        segs[1].read(64, word, 0, 8);
+        assertArrayEquals(word, twoDsts[1], "healed: read again");
+
+        d.close();
+        assertThrows(io.membus.core.error.DsmClosedException.class, () -> late.readEach(two, twoDsts));
+    }
+
     private static final short ECHO_OR_LOG = 9;
 
     @Test

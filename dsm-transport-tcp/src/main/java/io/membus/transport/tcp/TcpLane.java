@@ -46,6 +46,12 @@ final class TcpLane implements AutoCloseable {
     static final int MAX_FRAME = 16 * 1024;
     /** Longest read or write a lane carries. */
     static final int MAX_VERB_LENGTH = MAX_FRAME - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH;
+    /**
+     * Most reads one burst ({@link #readEach}) sends: as many READ requests as fit the
+     * lane's request buffer (16 KiB / 36 B = 455), so the burst is one {@code write} that
+     * never blocks. Longer bursts are split by {@link TcpLanes#readEach} (a round trip each).
+     */
+    static final int MAX_BURST = MAX_FRAME / (Frame.HEADER_LENGTH + Frame.READ_BODY_LENGTH);
     private static final net.openhft.chronicle.core.UnsafeMemory MEMORY = net.openhft.chronicle.core.UnsafeMemory.MEMORY;
     private static final long BYTE_ARRAY_OFFSET = net.openhft.chronicle.core.UnsafeMemory.UNSAFE.arrayBaseOffset(
             byte[].class);
@@ -384,6 +390,59 @@ final class TcpLane implements AutoCloseable {
     }
 
     /**
+     * Reads {@code dsts[i].length} bytes at {@code ptrs[i]} into {@code dsts[i]} for
+     * {@code from <= i < to} (at most {@link #MAX_BURST} reads, each at most
+     * {@link #MAX_VERB_LENGTH} bytes: the caller checked): every request leaves in one
+     * {@code write}, the target runs them in that order and writes the answers together
+     * (LaneServer: answers to requests that arrived together leave together), and this
+     * thread reads them, so the burst costs one round trip and no other thread. One deadline
+     * for the burst. An ERROR answer does not stop it: the later answers are still read, so
+     * the lane stays in step; the first failure is thrown. A failure of the socket or the
+     * deadline breaks the lane (its later answers could still come) and may have run.
+     */
+    void readEach(long[] ptrs, long[] keys, byte[][] dsts, int from, int to) {
+        frameBuf.clear();
+        long firstCorrelation = nextCorrelation + 1;
+        for (int i = from; i < to; i++) {
+            Frame.writeRead(frameBuf, ++nextCorrelation, ptrs[i], keys[i], dsts[i].length);
+        }
+        long start = System.nanoTime();
+        long until = OperationDeadline.until(start, timeoutNanos);
+        VerbObserver observer = transport.observer();
+        DsmException firstFailure = null;
+        int answered = from; // reads whose outcome is known (completed or refused)
+        try {
+            transmit(Frame.OP_READ, until);
+            VerbPathCounts.laneBursts.increment();
+            for (int i = from; i < to; i++) {
+                try {
+                    answer(Frame.OP_READ, firstCorrelation + (i - from), until);
+                    expectBody(Frame.OP_READ, dsts[i].length);
+                    frame.bytesAt(Frame.HEADER_LENGTH, dsts[i], 0, dsts[i].length);
+                    report(observer, VerbObserver.READ, null, dsts[i].length, System.nanoTime() - start);
+                } catch (DsmException e) {
+                    if (broken) {
+                        throw e;
+                    }
+                    report(observer, VerbObserver.READ, e, 0, 0);
+                    if (firstFailure == null) {
+                        firstFailure = e; // refused and answered in order: the later answers still follow
+                    }
+                }
+                answered = i + 1;
+            }
+        } catch (DsmException e) {
+            for (int i = answered; i < to; i++) {
+                report(observer, VerbObserver.READ, e, 0, 0);
+            }
+            throw firstFailure != null ? firstFailure : e;
+        }
+        if (firstFailure != null) {
+            throw firstFailure;
+        }
+    }
+
+    /**
      * Writes {@code src[offset..offset+length)} at {@code ptrW}, then compare-and-swaps the
      * word at {@code ptrC}: both requests leave in one {@code write}, and the CAS is LINKED
      * (the target runs it only if the write ran without error), so the pair costs one
@@ -573,6 +632,7 @@ final class TcpLane implements AutoCloseable {
     }
 
     private void send() throws IOException {
+        VerbPathCounts.laneWrites.increment();
         out.write(buffer, 0, frameBuf.writerIndex());
     }
 

@@ -116,6 +116,65 @@ final class TcpLanes implements BlockingVerbs {
         }
     }
 
+    /**
+     * The reads on one lane, {@link TcpLane#MAX_BURST} at a time (one write and one round trip
+     * each), under one deadline; when no lane is free, or a read is longer than a lane carries,
+     * all of them are posted on the pipelined channel as one batch (issue order, one flush)
+     * and awaited together.
+     */
+    @Override
+    public void readEach(long[] ptrs, long[] keys, byte[][] dsts, int count) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, bursts and fallback: one deadline
+        try {
+            boolean fits = true;
+            for (int i = 0; i < count && fits; i++) {
+                fits = dsts[i].length <= TcpLane.MAX_VERB_LENGTH;
+            }
+            TcpLane lane = fits && count > 0 ? take() : null;
+            if (lane == null) {
+                postEach(ptrs, keys, dsts, count);
+                return;
+            }
+            try {
+                for (int from = 0; from < count; from += TcpLane.MAX_BURST) {
+                    lane.readEach(ptrs, keys, dsts, from, Math.min(count, from + TcpLane.MAX_BURST));
+                }
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    /** {@link #readEach} on the pipelined channel: one batch, every answer awaited; the lowest index's failure thrown. */
+    private void postEach(long[] ptrs, long[] keys, byte[][] dsts, int count) {
+        if (count == 0) {
+            return;
+        }
+        io.membus.core.transport.Batch batch = connection.batch();
+        @SuppressWarnings("unchecked")
+        CompletableFuture<byte[]>[] posted = new CompletableFuture[count];
+        for (int i = 0; i < count; i++) {
+            posted[i] = batch.read(ptrs[i], keys[i], dsts[i].length);
+        }
+        batch.submit();
+        DsmException first = null;
+        for (int i = 0; i < count; i++) {
+            try {
+                byte[] b = await(posted[i]);
+                System.arraycopy(b, 0, dsts[i], 0, dsts[i].length);
+            } catch (DsmException e) {
+                if (first == null) {
+                    first = e;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
     /** Both on one lane in one round trip, the CAS linked to the write; one after the other when no lane is free. */
     @Override
     public long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,

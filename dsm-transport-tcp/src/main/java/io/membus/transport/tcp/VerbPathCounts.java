@@ -28,6 +28,14 @@ final class VerbPathCounts {
     /** Flushes of answers by a target's channel (one {@code writeAndFlush} each). */
     static final LongAdder targetFlushes = new LongAdder();
 
+    /**
+     * Writes of requests by blocking lanes' callers ({@code TcpLane}'s {@code send}: one per verb,
+     * pair or burst, and two per lane's handshake); {@code TcpReadEachTest} prints them per burst.
+     */
+    static final LongAdder laneWrites = new LongAdder();
+    /** Bursts of reads a caller sent on its lane ({@code TcpLane.readEach}), each one write. */
+    static final LongAdder laneBursts = new LongAdder();
+
     private VerbPathCounts() {
     }
 

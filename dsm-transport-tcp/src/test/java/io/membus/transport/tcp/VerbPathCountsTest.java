@@ -86,9 +86,10 @@ class VerbPathCountsTest {
 
     /**
      * Voluntary context switches (times a thread blocked: in a wait, a lock, epoll or a read) of
-     * this test's thread and the tcp I/O threads, by thread name; empty where /proc is missing.
+     * this test's thread, the tcp I/O threads and the lane server's threads, by thread name;
+     * empty where /proc is missing. {@code TcpReadEachTest} prints them too.
      */
-    private static Map<String, Long> blocks() {
+    static Map<String, Long> blocks() {
         Map<String, Long> m = new TreeMap<>();
         File[] tasks = new File("/proc/self/task").listFiles();
         if (tasks == null) {
@@ -105,7 +106,7 @@ class VerbPathCountsTest {
             try {
                 String name = Files.readString(new File(t, "comm").toPath()).trim();
                 boolean caller = t.getName().equals(Long.toString(myTid));
-                if (!caller && !name.startsWith("membus-tcp")) {
+                if (!caller && !name.startsWith("membus-tcp") && !name.startsWith("membus-lane-")) {
                     continue;
                 }
                 for (String l : Files.readAllLines(new File(t, "status").toPath())) {
