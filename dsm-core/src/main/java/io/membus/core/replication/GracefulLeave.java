@@ -1,5 +1,6 @@
 package io.membus.core.replication;
 
+import io.membus.core.Backoff;
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.error.DsmException;
@@ -29,6 +30,10 @@ import java.util.Set;
 final class GracefulLeave extends ReplicatorJob {
     /** The engine's lines keep one logger name, {@code Replicator}, whichever of its jobs says them. */
     private static final Logger LOG = LoggerFactory.getLogger(Replicator.class);
+    /** Polls of a hand-over's waits, each bounded by the leave's deadline (the periods the sleeps had). */
+    private static final Backoff.Policy COPY_CATCHES_UP = Backoff.Policy.every(20_000_000L);
+    private static final Backoff.Policy CHANGES_DRAIN = Backoff.Policy.every(2_000_000L);
+    private static final Backoff.Policy PROMOTION_PUBLISHED = Backoff.Policy.every(5_000_000L);
     /** The engine's reconciliation ({@link CopyPlacement#reconcile}), the task this job submits after a change. */
     private final Runnable reconcile;
 
@@ -93,8 +98,9 @@ final class GracefulLeave extends ReplicatorJob {
                 continue;
             }
             int[] inSync = stayingInSync(g);
-            while (inSync.length == 0 && copyCanCome() && System.nanoTime() - deadline < 0) {
-                pauseMillis(20); // its joining copy finishes (re-replication runs on the service thread)
+            // its joining copy finishes (re-replication runs on the service thread)
+            Backoff untilACopyIsInSync = new Backoff(COPY_CATCHES_UP, deadline);
+            while (inSync.length == 0 && copyCanCome() && untilACopyIsInSync.pause()) {
                 inSync = stayingInSync(g);
             }
             if (inSync.length == 0) {
@@ -144,8 +150,9 @@ final class GracefulLeave extends ReplicatorJob {
     private boolean handOver(ReplicaGroup g, int[] inSync, long deadline) {
         int target = inSync[0];
         g.freeze(target);
-        while (!g.quiet() && System.nanoTime() - deadline < 0) {
-            pauseMillis(2);
+        Backoff untilQuiet = new Backoff(CHANGES_DRAIN, deadline);
+        while (!g.quiet() && untilQuiet.pause()) {
+            // the changes in flight drain
         }
         if (!g.quiet()) {
             LOG.warn("replication: node {} could not hand segment {} over: its copies did not acknowledge sequence {}"
@@ -171,16 +178,16 @@ final class GracefulLeave extends ReplicatorJob {
         // the copy promotes itself on its service thread and publishes; wait until the directory shows it (bounded),
         // so that no view in between shows the group without a primary
         long seen = Ballot.NONE;
-        long until = Math.min(deadline, System.nanoTime() + state.timeout.toNanos());
-        while (System.nanoTime() - until < 0) {
+        Backoff untilPublished = new Backoff(PROMOTION_PUBLISHED,
+                Math.min(deadline, System.nanoTime() + state.timeout.toNanos()));
+        do {
             ReplicaGroupView v = state.directory.group(GroupId.node(g.group()), GroupId.index(g.group())).orElse(null);
             if (v != null && v.state() == ReplicaGroupView.State.SERVING && v.primary() == target
                     && v.epoch() > g.epoch()) {
                 seen = v.epoch();
                 break;
             }
-            pauseMillis(5);
-        }
+        } while (untilPublished.pause());
         // the hint names the new primary either way: the ballot the copy takes is next(epoch, target), §17.9
         g.stop(seen != Ballot.NONE ? seen : Ballot.next(g.epoch(), target),
                 "node " + state.self + " handed it over to node " + target);
@@ -193,13 +200,6 @@ final class GracefulLeave extends ReplicatorJob {
         return Duration.ofNanos(Math.min(left, cap.toNanos()));
     }
 
-    private static void pauseMillis(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
 
     /** A memory node leaves gracefully (LEAVING): its copies leave this node's groups now, none is placed on it. */
     byte[] departs(int from) {

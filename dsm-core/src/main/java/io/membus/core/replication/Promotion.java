@@ -1,5 +1,6 @@
 package io.membus.core.replication;
 
+import io.membus.core.Backoff;
 import io.membus.core.RemoteMemory;
 import io.membus.core.directory.ReplicaGroupView;
 import io.membus.core.error.DsmClosedException;
@@ -27,6 +28,8 @@ import java.util.List;
 final class Promotion extends ReplicatorJob {
     /** The engine's lines keep one logger name, {@code Replicator}, whichever of its jobs says them. */
     private static final Logger LOG = LoggerFactory.getLogger(Replicator.class);
+    /** A fence a copy did not answer is asked again every 100 ms, by the promotion's deadline. */
+    private static final Backoff.Policy FENCE_RETRY = Backoff.Policy.every(100_000_000L);
     /** The engine's reconciliation ({@link CopyPlacement#reconcile}), the task this job submits after a change. */
     private final Runnable reconcile;
 
@@ -184,6 +187,7 @@ final class Promotion extends ReplicatorJob {
     /** FENCE to {@code node} until it answers or leaves membership (then null); bounded by the operation timeout per try. */
     private byte[] fence(int node, int group, long ballot) {
         long deadline = System.nanoTime() + state.timeout.toNanos() * 4;
+        Backoff again = new Backoff(FENCE_RETRY, deadline);
         while (!state.service.closed()) {
             if (!state.reachable(node)) {
                 return null;
@@ -200,7 +204,7 @@ final class Promotion extends ReplicatorJob {
                 LOG.warn("replication: fence of segment {} on node {} failed ({}); asking again",
                         GroupId.toString(group), node, e.getMessage());
                 try {
-                    Thread.sleep(100);
+                    again.pauseInterruptibly(); // past the deadline it returns at once: the next failure throws
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
                     return null;
