@@ -88,7 +88,7 @@ final class TcpLanes implements BlockingVerbs {
     public void readInOrder(long ptrA, long keyA, byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB,
                             int lengthB) {
         onLane(lengthA <= TcpLane.MAX_VERB_LENGTH && lengthB <= TcpLane.MAX_VERB_LENGTH,
-                lane -> lane.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB),
+                lane -> LaneCompounds.readInOrder(lane, ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB),
                 () -> BlockingVerbs.super.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB));
     }
 
@@ -106,7 +106,7 @@ final class TcpLanes implements BlockingVerbs {
         }
         onLane(fits && count > 0, lane -> {
             for (int from = 0; from < count; from += TcpLane.MAX_BURST) {
-                lane.readEach(ptrs, keys, dsts, from, Math.min(count, from + TcpLane.MAX_BURST));
+                LaneCompounds.readEach(lane, ptrs, keys, dsts, from, Math.min(count, from + TcpLane.MAX_BURST));
             }
         }, () -> postEach(ptrs, keys, dsts, count));
     }
@@ -144,7 +144,8 @@ final class TcpLanes implements BlockingVerbs {
     public long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,
                                        long keyC, long expected, long update) {
         return onLaneLong(length <= TcpLane.MAX_VERB_LENGTH,
-                lane -> lane.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected, update),
+                lane -> LaneCompounds.writeThenCompareAndSwap(lane, ptrW, keyW, src, offset, length, ptrC, keyC,
+                        expected, update),
                 () -> BlockingVerbs.super.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC,
                         expected, update));
     }
@@ -153,9 +154,9 @@ final class TcpLanes implements BlockingVerbs {
     @Override
     public void writeThenReadInOrder(long ptrW, long keyW, byte[] src, int offset, int length, long ptrA, long keyA,
                                      byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB, int lengthB) {
-        onLane(TcpLane.fitsWriteThenReads(length, lengthA, lengthB),
-                lane -> lane.writeThenReadInOrder(ptrW, keyW, src, offset, length, ptrA, keyA, dstA, lengthA, ptrB,
-                        keyB, dstB, lengthB),
+        onLane(LaneCompounds.fitsWriteThenReads(length, lengthA, lengthB),
+                lane -> LaneCompounds.writeThenReadInOrder(lane, ptrW, keyW, src, offset, length, ptrA, keyA, dstA,
+                        lengthA, ptrB, keyB, dstB, lengthB),
                 () -> BlockingVerbs.super.writeThenReadInOrder(ptrW, keyW, src, offset, length, ptrA, keyA, dstA,
                         lengthA, ptrB, keyB, dstB, lengthB));
     }
