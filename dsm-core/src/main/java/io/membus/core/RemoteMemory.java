@@ -22,13 +22,9 @@ import io.membus.core.transport.VerbWait;
 import io.membus.core.transport.Verbs;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
-import java.util.function.LongFunction;
 
 /**
  * The whole cluster's memory as seen from one node: verbs on any remote pointer,
@@ -69,7 +65,8 @@ import java.util.function.LongFunction;
  * holds verbs while a group promotes, {@link ConnectionOpenings} finds connections and
  * queues verbs behind one still opening, {@link BlockingPath} runs the blocking verbs on
  * the caller's thread where a path allows it, {@link LocalVerbs} runs verbs on this node's
- * own table, {@link BatchedVerb} is one verb of a {@link RemoteBatch}; the bounded typed
+ * own table, {@link NodeBatches} groups a {@link RemoteBatch}'s verbs by node and posts them
+ * ({@link BatchedVerb} is one of them); the bounded typed
  * wait is {@link VerbWait} (beside the transport SPI).
  *
  * <p><b>Note:</b> thread-safe; the ordering and visibility rules are those of
@@ -511,7 +508,7 @@ public final class RemoteMemory {
         if (transport.isClosed()) {
             throw openings.closedException();
         }
-        return new RemoteBatch(this);
+        return new RemoteBatch(new NodeBatches(this, transport, router, openings, local, timeoutNanos));
     }
 
     /**
@@ -532,15 +529,10 @@ public final class RemoteMemory {
      * <p><b>Note:</b> not thread-safe: one thread fills and submits it, once.
      */
     public static final class RemoteBatch {
-        private final RemoteMemory memory;
-        private final Map<Integer, List<BatchedVerb<?>>> byNode = new LinkedHashMap<>();
-        /** Writes whose bytes are copied at submit (replication: a held or re-issued write runs later). */
-        private List<BatchedVerb.Snapshot> snapshots;
-        private int size;
-        private boolean submitted;
+        private final NodeBatches verbs;
 
-        private RemoteBatch(RemoteMemory memory) {
-            this.memory = memory;
+        private RemoteBatch(NodeBatches verbs) {
+            this.verbs = verbs;
         }
 
         public CompletableFuture<byte[]> read(long ptr, int length) {
@@ -548,92 +540,34 @@ public final class RemoteMemory {
             if (bad != null) {
                 return CompletableFuture.failedFuture(bad);
             }
-            return add(ptr, key -> v -> v.read(ptr, key, length));
+            return verbs.add(ptr, key -> v -> v.read(ptr, key, length));
         }
 
         /** Writes {@code src[offset..offset+length)}; the bytes are read at {@link #submit()}. */
         public CompletableFuture<Void> write(long ptr, byte[] src, int offset, int length) {
-            if (memory.router.replicated()) {
-                BatchedVerb.Snapshot snapshot = new BatchedVerb.Snapshot(src, offset, length);
-                if (snapshots == null) {
-                    snapshots = new ArrayList<>();
-                }
-                snapshots.add(snapshot);
-                return add(ptr, key -> v -> v.write(ptr, key, snapshot.src, snapshot.offset, length));
+            if (verbs.replicated()) {
+                BatchedVerb.Snapshot snapshot = verbs.snapshot(src, offset, length);
+                return verbs.add(ptr, key -> v -> v.write(ptr, key, snapshot.src, snapshot.offset, length));
             }
-            return add(ptr, key -> v -> v.write(ptr, key, src, offset, length));
+            return verbs.add(ptr, key -> v -> v.write(ptr, key, src, offset, length));
         }
 
         public CompletableFuture<Long> compareAndSwap(long ptr, long expected, long update) {
-            return add(ptr, key -> v -> v.compareAndSwap(ptr, key, expected, update));
+            return verbs.add(ptr, key -> v -> v.compareAndSwap(ptr, key, expected, update));
         }
 
         public CompletableFuture<Long> fetchAndAdd(long ptr, long delta) {
-            return add(ptr, key -> v -> v.fetchAndAdd(ptr, key, delta));
+            return verbs.add(ptr, key -> v -> v.fetchAndAdd(ptr, key, delta));
         }
 
         /** Verbs added and not yet submitted. */
         public int size() {
-            return submitted ? 0 : size;
+            return verbs.size();
         }
 
-        private <T> CompletableFuture<T> add(long ptr, LongFunction<Function<Verbs, CompletableFuture<T>>> op) {
-            if (submitted) {
-                throw new IllegalStateException("batch already submitted: start a new batch");
-            }
-            CompletableFuture<T> result = new CompletableFuture<>();
-            int node = RemotePtr.nodeId(ptr);
-            if (ptr == RemotePtr.NULL) {
-                result.completeExceptionally(new InvalidPointerException(ptr, 0, node));
-                return result;
-            }
-            long key;
-            try {
-                key = memory.keyOf(ptr);
-                node = memory.router.route(ptr); // the group's primary, or HELD: those are routed again at submit
-            } catch (DsmException e) {
-                result.completeExceptionally(e);
-                return result;
-            }
-            byNode.computeIfAbsent(node, n -> new ArrayList<>())
-                    .add(new BatchedVerb<>(memory.router, ptr, op.apply(key), result));
-            size++;
-            return result;
-        }
-
-        /** Posts every verb added, one batch per node. */
+        /** Posts every verb added, one batch per node ({@link NodeBatches#submit}). */
         public void submit() {
-            if (submitted) {
-                throw new IllegalStateException("batch already submitted: start a new batch");
-            }
-            submitted = true;
-            if (snapshots != null) {
-                snapshots.forEach(BatchedVerb.Snapshot::take);
-            }
-            long deadline = OperationDeadline.until(System.nanoTime(), memory.timeoutNanos);
-            Transport transport = memory.transport;
-            byNode.forEach((node, verbs) -> {
-                if (node == GroupRouter.HELD) { // their groups were promoting at add: each is routed (held) on its own now
-                    verbs.forEach(p -> p.route(deadline));
-                    return;
-                }
-                if (node == transport.nodeId() && transport.localAtomicsCoherent()) {
-                    verbs.forEach(p -> p.post(memory.local, deadline));
-                    return;
-                }
-                memory.openings.onNode(node, connection -> {
-                    Batch b = connection.batch();
-                    verbs.forEach(p -> p.post(b, deadline));
-                    b.submit();
-                    return CompletableFuture.completedFuture(null);
-                }, () -> "node " + node).whenComplete((v, e) -> {
-                    if (e != null) { // the connection did not open: none of these verbs was posted
-                        Throwable cause = VerbFutures.unwrap(e);
-                        verbs.forEach(p -> p.result.completeExceptionally(cause));
-                    }
-                });
-            });
-            byNode.clear();
+            verbs.submit();
         }
     }
 }

@@ -21,6 +21,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * returns.
  */
 public final class FaultInjector {
+    /** {@link #holdNanos}'s answer for a verb a rule drops: never posted, its deadline fires. */
+    public static final long DROP = -1;
 
     /**
      * What happens to verbs between this node and one peer.
@@ -134,6 +136,28 @@ public final class FaultInjector {
     /** Whether any rule is set: the fast-path test. */
     public boolean active() {
         return active;
+    }
+
+    /**
+     * What a verb to {@code peerNodeId} gets from the rules, in the form the verb pipeline's
+     * {@code issue} takes: 0 (no rule), a delay in nanoseconds, or {@link #DROP}.
+     */
+    public long holdNanos(int peerNodeId) {
+        if (!active) {
+            return 0;
+        }
+        return hold(rules.get(peerNodeId), null);
+    }
+
+    /**
+     * The hold of two rules applied together (the initiator's and the target's, either may be
+     * {@code null}): {@link #DROP} when either drops, else the sum of their delays in nanoseconds.
+     */
+    public static long hold(Rule mine, Rule theirs) {
+        if ((mine != null && mine.drop()) || (theirs != null && theirs.drop())) {
+            return DROP;
+        }
+        return (mine != null ? mine.delayNanos() : 0) + (theirs != null ? theirs.delayNanos() : 0);
     }
 
     /** The rule for a peer, or {@code null}. */

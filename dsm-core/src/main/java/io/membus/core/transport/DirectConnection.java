@@ -306,7 +306,7 @@ public abstract class DirectConnection implements Connection {
 
     private void issue(Verb v) {
         // closed: the pipeline is closed too (or is being closed) and fails the verb as not sent
-        pipeline.issue(v, VerbPipeline.hold(faults.active() ? faults.rule(peer.nodeId()) : null, targetRule()));
+        pipeline.issue(v, FaultInjector.hold(faults.active() ? faults.rule(peer.nodeId()) : null, targetRule()));
     }
 
     /** Completes a released verb now, or when its replica group acknowledges what it changed or saw. */

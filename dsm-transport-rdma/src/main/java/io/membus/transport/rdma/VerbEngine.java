@@ -198,7 +198,7 @@ public final class VerbEngine implements Wire<VerbEngine.Op> {
     }
 
     private void issue(Op op) {
-        pipeline.issue(op, faults == null ? 0 : VerbPipeline.hold(faults, peerNode));
+        pipeline.issue(op, faults == null ? 0 : faults.holdNanos(peerNode));
     }
 
     @Override

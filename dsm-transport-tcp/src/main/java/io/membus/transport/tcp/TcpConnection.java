@@ -366,7 +366,7 @@ final class TcpConnection implements Connection {
 
     /**
      * Checks a verb before the pipeline takes it: its frame must fit and the connection be
-     * open. Returns its fault hold ({@link VerbPipeline#hold}), or {@link #REFUSED} when
+     * open. Returns its fault hold ({@link io.membus.core.fault.FaultInjector#holdNanos}), or {@link #REFUSED} when
      * the verb failed here (and was completed).
      */
     private long admit(Verb v) {
@@ -382,7 +382,7 @@ final class TcpConnection implements Connection {
             v.refuse(unavailable());
             return REFUSED;
         }
-        return VerbPipeline.hold(transport.faults(), peer.nodeId());
+        return transport.faults().holdNanos(peer.nodeId());
     }
 
     /** Runs the I/O thread's drain (at most once per burst); any thread. */

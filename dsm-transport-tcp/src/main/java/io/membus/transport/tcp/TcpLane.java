@@ -47,7 +47,7 @@ final class TcpLane implements AutoCloseable {
     /** Longest read or write a lane carries. */
     static final int MAX_VERB_LENGTH = MAX_FRAME - Frame.HEADER_LENGTH - Frame.WRITE_FIXED_BODY_LENGTH;
     /**
-     * Most reads one burst ({@link #readEach}) sends: as many READ requests as fit the
+     * Most reads one burst ({@link LaneCompounds#readEach}) sends: as many READ requests as fit the
      * lane's request buffer (16 KiB / 36 B = 455), so the burst is one {@code write} that
      * never blocks. Longer bursts are split by {@link TcpLanes#readEach} (a round trip each).
      */
@@ -267,247 +267,37 @@ final class TcpLane implements AutoCloseable {
         };
     }
 
-    /**
-     * Reads {@code lengthA} bytes at {@code ptrA} into {@code dstA}, then {@code lengthB}
-     * bytes at {@code ptrB} into {@code dstB}: both requests leave in one {@code write}
-     * and the target runs them in that order, so the pair costs one round trip and the
-     * second read sees every write the first saw. When the first is refused (an ERROR
-     * answer) the second's answer is still read, so the lane stays in step; the first
-     * failure is thrown.
-     */
-    void readInOrder(long ptrA, long keyA, byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB,
-                     int lengthB) {
+    // ------------------------------------------------------------------ for LaneCompounds (lane thread only)
+
+    /** The request buffer, cleared: {@link LaneCompounds} appends several requests to it, sent in one write. */
+    ByteBuf requests() {
         frameBuf.clear();
-        long first = appendReads(ptrA, keyA, lengthA, ptrB, keyB, lengthB);
-        long second = first + 1;
-        long start = System.nanoTime();
-        long until = OperationDeadline.until(start, timeoutNanos);
-        VerbObserver observer = transport.observer();
-        DsmException firstFailure = null;
-        boolean firstDone = false;
-        try {
-            transmit(Frame.OP_READ, until);
-            try {
-                answer(Frame.OP_READ, first, until);
-                expectBody(Frame.OP_READ, lengthA);
-                frame.bytesAt(Frame.HEADER_LENGTH, dstA, 0, lengthA);
-                firstDone = true;
-            } catch (DsmException e) {
-                firstFailure = e;
-                if (broken) {
-                    throw e;
-                }
-                // refused and answered in order: the second answer still follows
-            }
-            answer(Frame.OP_READ, second, until);
-            expectBody(Frame.OP_READ, lengthB);
-            frame.bytesAt(Frame.HEADER_LENGTH, dstB, 0, lengthB);
-        } catch (DsmException e) {
-            long took = System.nanoTime() - start;
-            report(observer, VerbObserver.READ, firstDone ? null : firstFailure != null ? firstFailure : e, lengthA, took);
-            report(observer, VerbObserver.READ, e, lengthB, took);
-            throw firstFailure != null ? firstFailure : e;
-        }
-        long took = System.nanoTime() - start;
-        report(observer, VerbObserver.READ, firstFailure, lengthA, took);
-        report(observer, VerbObserver.READ, null, lengthB, took);
-        if (firstFailure != null) {
-            throw firstFailure;
-        }
+        return frameBuf;
     }
 
-    /** Appends READ requests of A and then B to {@link #frameBuf}; returns A's correlation id (B's is the next). */
-    private long appendReads(long ptrA, long keyA, int lengthA, long ptrB, long keyB, int lengthB) {
-        long first = ++nextCorrelation;
-        Frame.writeRead(frameBuf, first, ptrA, keyA, lengthA);
-        Frame.writeRead(frameBuf, ++nextCorrelation, ptrB, keyB, lengthB);
-        return first;
+    /** The correlation id of the next request on this lane. */
+    long nextCorrelation() {
+        return ++nextCorrelation;
     }
 
-    /**
-     * Whether a write of {@code length} bytes and reads of {@code lengthA} and {@code lengthB}
-     * fit one lane call ({@link #writeThenReadInOrder}): the three requests in one buffer,
-     * each answer in one frame.
-     */
-    static boolean fitsWriteThenReads(int length, int lengthA, int lengthB) {
-        return length >= 0 && length <= MAX_VERB_LENGTH - 2 * (Frame.HEADER_LENGTH + Frame.READ_BODY_LENGTH)
-                && lengthA <= MAX_VERB_LENGTH && lengthB <= MAX_VERB_LENGTH;
+    /** The deadline of a call that starts at {@code start}: the operation timeout, or the thread's earlier deadline. */
+    long until(long start) {
+        return OperationDeadline.until(start, timeoutNanos);
     }
 
-    /**
-     * Writes {@code src[offset..offset+length)} at {@code ptrW}, then reads {@code lengthA}
-     * bytes at {@code ptrA} into {@code dstA} and {@code lengthB} bytes at {@code ptrB} into
-     * {@code dstB}: the three requests leave in one {@code write} and the target runs them
-     * in that order, so they cost one round trip. The reads are not linked to the write
-     * (they run either way); every answer is read, so the lane stays in step after a
-     * refusal, and the first failure in issue order is thrown.
-     */
-    void writeThenReadInOrder(long ptrW, long keyW, byte[] src, int offset, int length, long ptrA, long keyA,
-                              byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB, int lengthB) {
-        frameBuf.clear();
-        long w = ++nextCorrelation;
-        Frame.writeWrite(frameBuf, w, ptrW, keyW, src, offset, length);
-        long a = appendReads(ptrA, keyA, lengthA, ptrB, keyB, lengthB);
-        long b = a + 1;
-        long start = System.nanoTime();
-        long until = OperationDeadline.until(start, timeoutNanos);
-        VerbObserver observer = transport.observer();
-        DsmException[] failures = new DsmException[3];
-        int answered = 0;
-        try {
-            transmit(Frame.OP_WRITE, until);
-            for (; answered < 3; answered++) {
-                byte op = answered == 0 ? Frame.OP_WRITE : Frame.OP_READ;
-                try {
-                    answer(op, answered == 0 ? w : answered == 1 ? a : b, until);
-                    expectBody(op, answered == 0 ? 0 : answered == 1 ? lengthA : lengthB);
-                    if (answered == 1) {
-                        frame.bytesAt(Frame.HEADER_LENGTH, dstA, 0, lengthA);
-                    } else if (answered == 2) {
-                        frame.bytesAt(Frame.HEADER_LENGTH, dstB, 0, lengthB);
-                    }
-                } catch (DsmException e) {
-                    if (broken) {
-                        throw e;
-                    }
-                    failures[answered] = e; // refused and answered in order: the next answers still follow
-                }
-            }
-        } catch (DsmException e) {
-            for (int i = answered; i < 3; i++) {
-                failures[i] = e; // not answered: the lane is broken
-            }
-        }
-        long took = System.nanoTime() - start;
-        report(observer, VerbObserver.WRITE, failures[0], length, took);
-        report(observer, VerbObserver.READ, failures[1], lengthA, took);
-        report(observer, VerbObserver.READ, failures[2], lengthB, took);
-        for (DsmException f : failures) {
-            if (f != null) {
-                throw f;
-            }
-        }
+    /** The answer {@link #answer} read last (valid until the next read). */
+    Frame answerFrame() {
+        return frame;
     }
 
-    /**
-     * Reads {@code dsts[i].length} bytes at {@code ptrs[i]} into {@code dsts[i]} for
-     * {@code from <= i < to} (at most {@link #MAX_BURST} reads, each at most
-     * {@link #MAX_VERB_LENGTH} bytes: the caller checked): every request leaves in one
-     * {@code write}, the target runs them in that order and writes the answers together
-     * (LaneServer: answers to requests that arrived together leave together), and this
-     * thread reads them, so the burst costs one round trip and no other thread. One deadline
-     * for the burst. An ERROR answer does not stop it: the later answers are still read, so
-     * the lane stays in step; the first failure is thrown. A failure of the socket or the
-     * deadline breaks the lane (its later answers could still come) and may have run.
-     */
-    void readEach(long[] ptrs, long[] keys, byte[][] dsts, int from, int to) {
-        frameBuf.clear();
-        long firstCorrelation = nextCorrelation + 1;
-        for (int i = from; i < to; i++) {
-            Frame.writeRead(frameBuf, ++nextCorrelation, ptrs[i], keys[i], dsts[i].length);
-        }
-        long start = System.nanoTime();
-        long until = OperationDeadline.until(start, timeoutNanos);
-        VerbObserver observer = transport.observer();
-        DsmException firstFailure = null;
-        int answered = from; // reads whose outcome is known (completed or refused)
-        try {
-            transmit(Frame.OP_READ, until);
-            VerbPathCounts.laneBursts.increment();
-            for (int i = from; i < to; i++) {
-                try {
-                    answer(Frame.OP_READ, firstCorrelation + (i - from), until);
-                    expectBody(Frame.OP_READ, dsts[i].length);
-                    frame.bytesAt(Frame.HEADER_LENGTH, dsts[i], 0, dsts[i].length);
-                    report(observer, VerbObserver.READ, null, dsts[i].length, System.nanoTime() - start);
-                } catch (DsmException e) {
-                    if (broken) {
-                        throw e;
-                    }
-                    report(observer, VerbObserver.READ, e, 0, 0);
-                    if (firstFailure == null) {
-                        firstFailure = e; // refused and answered in order: the later answers still follow
-                    }
-                }
-                answered = i + 1;
-            }
-        } catch (DsmException e) {
-            for (int i = answered; i < to; i++) {
-                report(observer, VerbObserver.READ, e, 0, 0);
-            }
-            throw firstFailure != null ? firstFailure : e;
-        }
-        if (firstFailure != null) {
-            throw firstFailure;
-        }
+    /** The transport's verb observer, which the compound verbs report to. */
+    VerbObserver observer() {
+        return transport.observer();
     }
 
-    /**
-     * Writes {@code src[offset..offset+length)} at {@code ptrW}, then compare-and-swaps the
-     * word at {@code ptrC}: both requests leave in one {@code write}, and the CAS is LINKED
-     * (the target runs it only if the write ran without error), so the pair costs one
-     * round trip and the swap never runs without its write. Returns the CAS's witness; a
-     * refused write is thrown (its CAS was not run).
-     */
-    long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC, long keyC,
-                                 long expected, long update) {
-        frameBuf.clear();
-        long first = ++nextCorrelation;
-        Frame.writeWrite(frameBuf, first, ptrW, keyW, src, offset, length);
-        long second = ++nextCorrelation;
-        Frame.writeLinkedCas(frameBuf, second, ptrC, keyC, expected, update);
-        long start = System.nanoTime();
-        long until = OperationDeadline.until(start, timeoutNanos);
-        VerbObserver observer = transport.observer();
-        DsmException writeFailure = null;
-        boolean written = false;
-        long witness;
-        try {
-            transmit(Frame.OP_WRITE, until);
-            try {
-                answer(Frame.OP_WRITE, first, until);
-                expectBody(Frame.OP_WRITE, 0);
-                written = true;
-            } catch (DsmException e) {
-                writeFailure = e;
-                if (broken) {
-                    throw e;
-                }
-                // refused: the linked CAS is answered NOT_RUN next, which keeps the lane in step
-            }
-            try {
-                answer(Frame.OP_CAS, second, until);
-            } catch (DsmException e) {
-                if (broken || writeFailure == null) {
-                    throw e;
-                }
-            }
-            if (writeFailure != null) {
-                throw writeFailure;
-            }
-            expectBody(Frame.OP_CAS, Long.BYTES);
-            witness = frame.longAt(Frame.HEADER_LENGTH);
-        } catch (DsmException e) {
-            long took = System.nanoTime() - start;
-            report(observer, VerbObserver.WRITE, written ? null : e, length, took);
-            report(observer, VerbObserver.CAS, e, Long.BYTES, took);
-            throw e;
-        }
-        long took = System.nanoTime() - start;
-        report(observer, VerbObserver.WRITE, null, length, took);
-        report(observer, VerbObserver.CAS, null, Long.BYTES, took);
-        return witness;
-    }
-
-    /** Reports one verb of a pair of kind {@code kind}: completed when {@code failure} is null. */
-    private void report(VerbObserver observer, int kind, DsmException failure, int bytes, long took) {
-        if (failure == null) {
-            observer.completed(peer.nodeId(), kind, bytes, took);
-        } else if (failure instanceof DsmTimeoutException) {
-            observer.timedOut(peer.nodeId(), kind);
-        } else {
-            observer.failed(peer.nodeId(), kind);
-        }
+    /** The peer's node id, which verbs are reported under. */
+    int peerNode() {
+        return peer.nodeId();
     }
 
     /**
@@ -550,7 +340,7 @@ final class TcpLane implements AutoCloseable {
     }
 
     /** Sends every request in {@link #frameBuf} (one {@code write}); a failure breaks the lane. */
-    private void transmit(byte opcode, long until) {
+    void transmit(byte opcode, long until) {
         io(opcode, until, true);
     }
 
@@ -559,7 +349,7 @@ final class TcpLane implements AutoCloseable {
      * most until {@code until}. An ERROR answer is thrown as its typed exception and
      * leaves the lane usable; any other failure breaks it.
      */
-    private void answer(byte opcode, long correlation, long until) {
+    void answer(byte opcode, long correlation, long until) {
         io(opcode, until, false);
         if (frame.correlationId() != correlation) {
             if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
@@ -623,7 +413,8 @@ final class TcpLane implements AutoCloseable {
                 + "; the " + Frame.opName(opcode) + " may or may not have run", e);
     }
 
-    private void expectBody(byte opcode, int length) {
+    /** Checks that the answer has a body of {@code length} bytes; a different one breaks the lane. */
+    void expectBody(byte opcode, int length) {
         if (frame.bodyLength() != length) {
             breakLane();
             throw new ProtocolException(peer.toString(), Frame.opName(opcode) + " response bodyLength="

@@ -33,7 +33,7 @@ final class VerbPathCounts {
      * pair or burst, and two per lane's handshake); {@code TcpReadEachTest} prints them per burst.
      */
     static final LongAdder laneWrites = new LongAdder();
-    /** Bursts of reads a caller sent on its lane ({@code TcpLane.readEach}), each one write. */
+    /** Bursts of reads a caller sent on its lane ({@code LaneCompounds.readEach}), each one write. */
     static final LongAdder laneBursts = new LongAdder();
 
     private VerbPathCounts() {

@@ -59,8 +59,8 @@ import java.util.function.Supplier;
  * (passed to {@link #complete}) before its delivery.
  */
 public final class VerbPipeline<V extends Verb> {
-    /** {@link #issue}'s hold for a verb a fault rule drops: never posted, its deadline fires. */
-    public static final long DROP = -1;
+    /** {@link #issue}'s hold for a verb a fault rule drops ({@link FaultInjector#holdNanos}): its deadline fires. */
+    public static final long DROP = FaultInjector.DROP;
     private static final long NOT_ARMED = Long.MIN_VALUE;
     private static final int SHRINK_ABOVE = 4096;
 
@@ -138,22 +138,6 @@ public final class VerbPipeline<V extends Verb> {
         this.wire = wire;
         this.postsOnAnyThread = postsOnAnyThread;
         this.wheel = wheel;
-    }
-
-    /** The hold a verb to {@code peer} gets from {@code faults}: 0, a delay in nanoseconds, or {@link #DROP}. */
-    public static long hold(FaultInjector faults, int peer) {
-        if (!faults.active()) {
-            return 0;
-        }
-        return hold(faults.rule(peer), null);
-    }
-
-    /** The hold of two rules applied together (initiator's and target's): a drop wins, delays add up. */
-    public static long hold(FaultInjector.Rule mine, FaultInjector.Rule theirs) {
-        if ((mine != null && mine.drop()) || (theirs != null && theirs.drop())) {
-            return DROP;
-        }
-        return (mine != null ? mine.delayNanos() : 0) + (theirs != null ? theirs.delayNanos() : 0);
     }
 
     /** The lock guarding the pipeline; a wire may take it to make its own bookkeeping atomic with the pipeline's. */
