@@ -26,7 +26,10 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * a blocking verb never waits for a lane.
  *
  * <p>Which lanes are open and which are idle are two bit sets in one word each:
- * taking and giving back a lane is one CAS, with no allocation.
+ * taking and giving back a lane is one CAS, with no allocation. Each verb spells out its
+ * own take, run, give back and fallback under one deadline (the same dozen lines each): a
+ * shared helper would take the verb and its fallback as two capturing lambdas, two objects
+ * per verb on the synchronous path, which allocates nothing else.
  *
  * <p><b>Note:</b> thread-safe. Closing (the connection closed or lost its
  * channel) closes every lane, waking callers blocked on one: they fail with
@@ -78,18 +81,42 @@ final class TcpLanes implements BlockingVerbs {
 
     @Override
     public void readInto(long ptr, long remoteKey, byte[] dst, int dstOffset, int length) {
-        onLane(length <= TcpLane.MAX_VERB_LENGTH,
-                lane -> lane.readInto(ptr, remoteKey, dst, dstOffset, length),
-                () -> System.arraycopy(await(connection.read(ptr, remoteKey, length)), 0, dst, dstOffset, length));
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                System.arraycopy(await(connection.read(ptr, remoteKey, length)), 0, dst, dstOffset, length);
+                return;
+            }
+            try {
+                lane.readInto(ptr, remoteKey, dst, dstOffset, length);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
     }
 
     /** Both reads on one lane in one round trip; one after the other when no lane is free (two round trips). */
     @Override
     public void readInOrder(long ptrA, long keyA, byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB,
                             int lengthB) {
-        onLane(lengthA <= TcpLane.MAX_VERB_LENGTH && lengthB <= TcpLane.MAX_VERB_LENGTH,
-                lane -> LaneCompounds.readInOrder(lane, ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB),
-                () -> BlockingVerbs.super.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB));
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = lengthA <= TcpLane.MAX_VERB_LENGTH && lengthB <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                BlockingVerbs.super.readInOrder(ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
+                return;
+            }
+            try {
+                LaneCompounds.readInOrder(lane, ptrA, keyA, dstA, lengthA, ptrB, keyB, dstB, lengthB);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
     }
 
     /**
@@ -100,15 +127,27 @@ final class TcpLanes implements BlockingVerbs {
      */
     @Override
     public void readEach(long[] ptrs, long[] keys, byte[][] dsts, int count) {
-        boolean fits = true;
-        for (int i = 0; i < count && fits; i++) {
-            fits = dsts[i].length <= TcpLane.MAX_VERB_LENGTH;
-        }
-        onLane(fits && count > 0, lane -> {
-            for (int from = 0; from < count; from += TcpLane.MAX_BURST) {
-                LaneCompounds.readEach(lane, ptrs, keys, dsts, from, Math.min(count, from + TcpLane.MAX_BURST));
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, bursts and fallback: one deadline
+        try {
+            boolean fits = true;
+            for (int i = 0; i < count && fits; i++) {
+                fits = dsts[i].length <= TcpLane.MAX_VERB_LENGTH;
             }
-        }, () -> postEach(ptrs, keys, dsts, count));
+            TcpLane lane = fits && count > 0 ? take() : null;
+            if (lane == null) {
+                postEach(ptrs, keys, dsts, count);
+                return;
+            }
+            try {
+                for (int from = 0; from < count; from += TcpLane.MAX_BURST) {
+                    LaneCompounds.readEach(lane, ptrs, keys, dsts, from, Math.min(count, from + TcpLane.MAX_BURST));
+                }
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
     }
 
     /** {@link #readEach} on the pipelined channel: one batch, every answer awaited; the lowest index's failure thrown. */
@@ -143,105 +182,16 @@ final class TcpLanes implements BlockingVerbs {
     @Override
     public long writeThenCompareAndSwap(long ptrW, long keyW, byte[] src, int offset, int length, long ptrC,
                                        long keyC, long expected, long update) {
-        return onLaneLong(length <= TcpLane.MAX_VERB_LENGTH,
-                lane -> LaneCompounds.writeThenCompareAndSwap(lane, ptrW, keyW, src, offset, length, ptrC, keyC,
-                        expected, update),
-                () -> BlockingVerbs.super.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC,
-                        expected, update));
-    }
-
-    /** The three on one lane in one round trip; one after the other when no lane is free or they do not fit one. */
-    @Override
-    public void writeThenReadInOrder(long ptrW, long keyW, byte[] src, int offset, int length, long ptrA, long keyA,
-                                     byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB, int lengthB) {
-        onLane(LaneCompounds.fitsWriteThenReads(length, lengthA, lengthB),
-                lane -> LaneCompounds.writeThenReadInOrder(lane, ptrW, keyW, src, offset, length, ptrA, keyA, dstA,
-                        lengthA, ptrB, keyB, dstB, lengthB),
-                () -> BlockingVerbs.super.writeThenReadInOrder(ptrW, keyW, src, offset, length, ptrA, keyA, dstA,
-                        lengthA, ptrB, keyB, dstB, lengthB));
-    }
-
-    @Override
-    public void readToAddress(long ptr, long remoteKey, long address, int length) {
-        onLane(length <= TcpLane.MAX_VERB_LENGTH, lane -> lane.readToAddress(ptr, remoteKey, address, length), () -> {
-            byte[] b = await(connection.read(ptr, remoteKey, length));
-            MEMORY.copyMemory(b, 0, address, length);
-        });
-    }
-
-    @Override
-    public void writeFromAddress(long ptr, long remoteKey, long address, int length) {
-        onLane(length <= TcpLane.MAX_VERB_LENGTH, lane -> lane.writeFromAddress(ptr, remoteKey, address, length), () -> {
-            if (length > io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH) { // refused before the copy is allocated
-                throw new io.membus.core.error.BadLengthException(ptr, length,
-                        io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH);
-            }
-            byte[] b = new byte[length];
-            MEMORY.copyMemory(address, b, BYTE_ARRAY_OFFSET, length);
-            await(connection.write(ptr, remoteKey, b, 0, length));
-        });
-    }
-
-    @Override
-    public long readLong(long ptr, long remoteKey) {
-        return onLaneLong(true, lane -> lane.readLong(ptr, remoteKey),
-                () -> Words.getLong(await(connection.read(ptr, remoteKey, Long.BYTES)), 0));
-    }
-
-    @Override
-    public void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
-        onLane(length <= TcpLane.MAX_VERB_LENGTH, lane -> lane.write(ptr, remoteKey, src, offset, length),
-                () -> await(connection.write(ptr, remoteKey, src, offset, length)));
-    }
-
-    @Override
-    public void writeLong(long ptr, long remoteKey, long value) {
-        onLane(true, lane -> lane.writeLong(ptr, remoteKey, value), () -> {
-            byte[] b = new byte[Long.BYTES];
-            Words.putLong(b, 0, value);
-            await(connection.write(ptr, remoteKey, b, 0, Long.BYTES));
-        });
-    }
-
-    @Override
-    public long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-        return onLaneLong(true, lane -> lane.compareAndSwap(ptr, remoteKey, expected, update),
-                () -> await(connection.compareAndSwap(ptr, remoteKey, expected, update)));
-    }
-
-    @Override
-    public long fetchAndAdd(long ptr, long remoteKey, long delta) {
-        return onLaneLong(true, lane -> lane.fetchAndAdd(ptr, remoteKey, delta),
-                () -> await(connection.fetchAndAdd(ptr, remoteKey, delta)));
-    }
-
-    /** A verb on one lane's socket, run by the calling thread. */
-    @FunctionalInterface
-    private interface LaneVerb {
-        void run(TcpLane lane);
-    }
-
-    /** A verb answering a word on one lane's socket, run by the calling thread. */
-    @FunctionalInterface
-    private interface LongLaneVerb {
-        long run(TcpLane lane);
-    }
-
-    /**
-     * The one shape of every blocking verb: under one deadline (lane open, verb and fallback),
-     * {@code verb} on an idle lane when the verb {@code fits} one and a lane is free (given back
-     * however the verb ends), else {@code fallback} (the verb posted on the pipelined channel and awaited).
-     */
-    private void onLane(boolean fits, LaneVerb verb, Runnable fallback) {
-        long scope = OperationDeadline.enterNanos(timeoutNanos);
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
         try {
-            TcpLane lane = fits ? take() : null;
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
             if (lane == null) {
-                fallback.run();
-                return;
+                return BlockingVerbs.super.writeThenCompareAndSwap(ptrW, keyW, src, offset, length, ptrC, keyC, expected,
+                        update);
             }
             try {
-                verb.run(lane);
+                return LaneCompounds.writeThenCompareAndSwap(lane, ptrW, keyW, src, offset, length, ptrC, keyC,
+                        expected, update);
             } finally {
                 give(lane);
             }
@@ -250,16 +200,160 @@ final class TcpLanes implements BlockingVerbs {
         }
     }
 
-    /** {@link #onLane} for the verbs that answer a word. */
-    private long onLaneLong(boolean fits, LongLaneVerb verb, java.util.function.LongSupplier fallback) {
-        long scope = OperationDeadline.enterNanos(timeoutNanos);
+    /** The three on one lane in one round trip; one after the other when no lane is free or they do not fit one. */
+    @Override
+    public void writeThenReadInOrder(long ptrW, long keyW, byte[] src, int offset, int length, long ptrA, long keyA,
+                                     byte[] dstA, int lengthA, long ptrB, long keyB, byte[] dstB, int lengthB) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verbs and fallback: one deadline
         try {
-            TcpLane lane = fits ? take() : null;
+            TcpLane lane = LaneCompounds.fitsWriteThenReads(length, lengthA, lengthB) ? take() : null;
             if (lane == null) {
-                return fallback.getAsLong();
+                BlockingVerbs.super.writeThenReadInOrder(ptrW, keyW, src, offset, length, ptrA, keyA, dstA, lengthA,
+                        ptrB, keyB, dstB, lengthB);
+                return;
             }
             try {
-                return verb.run(lane);
+                LaneCompounds.writeThenReadInOrder(lane, ptrW, keyW, src, offset, length, ptrA, keyA, dstA, lengthA,
+                        ptrB, keyB, dstB, lengthB);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    @Override
+    public void readToAddress(long ptr, long remoteKey, long address, int length) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                byte[] b = await(connection.read(ptr, remoteKey, length));
+                MEMORY.copyMemory(b, 0, address, length);
+                return;
+            }
+            try {
+                lane.readToAddress(ptr, remoteKey, address, length);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    @Override
+    public void writeFromAddress(long ptr, long remoteKey, long address, int length) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                if (length > io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH) { // refused before the copy is allocated
+                    throw new io.membus.core.error.BadLengthException(ptr, length,
+                            io.membus.core.transport.SegmentTable.MAX_VERB_LENGTH);
+                }
+                byte[] b = new byte[length];
+                MEMORY.copyMemory(address, b, BYTE_ARRAY_OFFSET, length);
+                await(connection.write(ptr, remoteKey, b, 0, length));
+                return;
+            }
+            try {
+                lane.writeFromAddress(ptr, remoteKey, address, length);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    @Override
+    public long readLong(long ptr, long remoteKey) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = take();
+            if (lane == null) {
+                return Words.getLong(await(connection.read(ptr, remoteKey, Long.BYTES)), 0);
+            }
+            try {
+                return lane.readLong(ptr, remoteKey);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    @Override
+    public void write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = length <= TcpLane.MAX_VERB_LENGTH ? take() : null;
+            if (lane == null) {
+                await(connection.write(ptr, remoteKey, src, offset, length));
+                return;
+            }
+            try {
+                lane.write(ptr, remoteKey, src, offset, length);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    @Override
+    public void writeLong(long ptr, long remoteKey, long value) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = take();
+            if (lane == null) {
+                byte[] b = new byte[Long.BYTES];
+                Words.putLong(b, 0, value);
+                await(connection.write(ptr, remoteKey, b, 0, Long.BYTES));
+                return;
+            }
+            try {
+                lane.writeLong(ptr, remoteKey, value);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    @Override
+    public long compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = take();
+            if (lane == null) {
+                return await(connection.compareAndSwap(ptr, remoteKey, expected, update));
+            }
+            try {
+                return lane.compareAndSwap(ptr, remoteKey, expected, update);
+            } finally {
+                give(lane);
+            }
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+    }
+
+    @Override
+    public long fetchAndAdd(long ptr, long remoteKey, long delta) {
+        long scope = OperationDeadline.enterNanos(timeoutNanos); // lane open, verb and fallback: one deadline
+        try {
+            TcpLane lane = take();
+            if (lane == null) {
+                return await(connection.fetchAndAdd(ptr, remoteKey, delta));
+            }
+            try {
+                return lane.fetchAndAdd(ptr, remoteKey, delta);
             } finally {
                 give(lane);
             }
