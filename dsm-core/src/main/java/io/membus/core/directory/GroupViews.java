@@ -32,7 +32,9 @@ import java.util.Map;
  *       the dead primary's files outlive it and a survivor is about to adopt them: there the
  *       group is {@link ReplicaGroupView.State#PROMOTING} (verbs wait for the adopter, within
  *       their deadlines) and never lost;</li>
- *   <li>live {@code JOINING} claims are listed as joining.</li>
+ *   <li>live {@code JOINING} claims are listed as joining; a group known only from them
+ *       (no primary, no copy, no view before) has no view yet: its primary's claim has not
+ *       reached this directory, and a group never seen served is not lost;</li>
  * </ul>
  *
  * <p><b>Note:</b> a pure function; thread-safe.
@@ -75,7 +77,10 @@ public final class GroupViews {
         }
         Map<Integer, ReplicaGroupView> views = new HashMap<>();
         for (Map.Entry<Integer, List<Holder>> e : byGroup.entrySet()) {
-            views.put(e.getKey(), view(e.getKey(), e.getValue(), members, previous.get(e.getKey()), adoption));
+            ReplicaGroupView v = view(e.getKey(), e.getValue(), members, previous.get(e.getKey()), adoption);
+            if (v != null) {
+                views.put(e.getKey(), v);
+            }
         }
         for (ReplicaGroupView before : previous.values()) {
             if (!views.containsKey(before.group())) {
@@ -128,6 +133,11 @@ public final class GroupViews {
                 }
             }
             copies = ordered;
+        }
+        if (copies.isEmpty() && before == null && !adoption) {
+            // only joining copies, and this view never saw the group: its primary's claim has not arrived yet (a copy
+            // stream is faster than membership's gossip). Never served here, so not lost: no view yet
+            return null;
         }
         ReplicaGroupView.State state = copies.isEmpty() && !adoption ? ReplicaGroupView.State.LOST
                 : ReplicaGroupView.State.PROMOTING;

@@ -13,6 +13,7 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 /** The one computation of group views: serving, promoting, lost — and awaiting adoption on shm. */
 class GroupViewsTest {
@@ -61,5 +62,26 @@ class GroupViewsTest {
                 Map.of(2, List.of(claim(GroupClaim.Role.PRIMARY, Ballot.next(e, 2)))), gone, ReplicationSupport.ADOPTION);
         assertEquals(ReplicaGroupView.State.SERVING, adopted.get(G).state());
         assertEquals(2, adopted.get(G).primary());
+    }
+
+    /**
+     * A copy's claim can reach a directory before its primary's (the copy stream runs over the transport, claims
+     * through membership): a group seen first through a joining copy alone was never served in this view and is not
+     * lost. A full run caught it: a verb in that window failed with SegmentLostException while the primary was up.
+     */
+    @Test
+    void aGroupSeenFirstThroughAJoiningCopyAloneHasNoViewYetAndIsNotLost() {
+        long e = Ballot.initial(1);
+        Map<Integer, ReplicaGroupView> early = GroupViews.compute(Map.of(1, peer(1), 2, peer(2)),
+                Map.of(2, List.of(claim(GroupClaim.Role.JOINING, e))), Map.of());
+        assertNull(early.get(G), "no view before the primary's claim arrives: " + early);
+        Map<Integer, ReplicaGroupView> served = GroupViews.compute(Map.of(1, peer(1), 2, peer(2)),
+                Map.of(1, List.of(claim(GroupClaim.Role.PRIMARY, e)), 2, List.of(claim(GroupClaim.Role.JOINING, e))),
+                early);
+        assertEquals(ReplicaGroupView.State.SERVING, served.get(G).state());
+        assertArrayEquals(new int[]{2}, served.get(G).joining());
+        // once served, a primary gone with only a joining copy left is lost, as before
+        assertEquals(ReplicaGroupView.State.LOST, GroupViews.compute(Map.of(2, peer(2)),
+                Map.of(2, List.of(claim(GroupClaim.Role.JOINING, e))), served).get(G).state());
     }
 }
