@@ -3,6 +3,7 @@ package io.membus.cluster;
 import com.typesafe.config.Config;
 import io.membus.cluster.ClusterMessage.NodeEntry;
 import io.membus.alloc.GlobalAllocator;
+import io.membus.core.Backoff;
 import io.membus.core.JvmFlags;
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
@@ -332,6 +333,9 @@ public final class DsmNode implements AutoCloseable {
         shutdown.selfDowned(reason);
     }
 
+    /** The start's and {@link #awaitMembers}' polls of the directory: every 50 ms. */
+    private static final Backoff.Policy START_POLL = Backoff.Policy.every(50_000_000L);
+
     /** Waits a little between polls; fails at once when this node was downed meanwhile. */
     private void pause() {
         String down = shutdown.downReason();
@@ -339,7 +343,7 @@ public final class DsmNode implements AutoCloseable {
             throw NodeUnavailableException.notSent(config.nodeId(), "node " + config.nodeId() + " is down: " + down);
         }
         try {
-            Thread.sleep(50);
+            new Backoff(START_POLL, Backoff.NO_DEADLINE).pauseInterruptibly(); // the caller's loop keeps the deadline
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw DsmException.internal("interrupted while starting the node", e);
