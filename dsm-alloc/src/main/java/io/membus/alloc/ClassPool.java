@@ -92,11 +92,15 @@ final class ClassPool {
         while (true) {
             lock.lock();
             try {
+                if (size == 0 && busy) {
+                    AllocatorCounts.waits.increment();
+                }
                 while (size == 0 && busy) {
                     idle.awaitUninterruptibly(); // the busy thread's verbs are each bounded by their deadline
                 }
                 if (size > 0) {
                     size--;
+                    AllocatorCounts.allocations.increment();
                     return new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
                 }
                 busy = true;
@@ -104,6 +108,7 @@ final class ClassPool {
                 lock.unlock();
             }
             boolean found;
+            AllocatorCounts.callerRefills.increment();
             try {
                 found = refill();
             } finally {
@@ -153,6 +158,7 @@ final class ClassPool {
                 return false;
             }
             add(ptr, header);
+            AllocatorCounts.cachedFrees.increment();
             return true;
         } finally {
             lock.unlock();
@@ -287,6 +293,7 @@ final class ClassPool {
      * @return whether it published at least one block
      */
     private boolean refill() {
+        AllocatorCounts.refills.increment();
         if (carve()) {
             return true;
         }
@@ -359,6 +366,7 @@ final class ClassPool {
     }
 
     private boolean scanAndClaim() {
+        AllocatorCounts.scans.increment();
         int n = heap.chunkCount;
         int slices = (n + SCAN_SLICE - 1) / SCAN_SLICE;
         int first = Math.floorMod(heap.claimHint, n) / SCAN_SLICE;
@@ -419,6 +427,7 @@ final class ClassPool {
             return false;
         }
         int k = (int) Math.min(batch, perChunk - old);
+        AllocatorCounts.carves.increment();
         long first = heap.chunk(cursor) + old * blockSize;
         long hdr = blockHeader(HeapLayout.firstGeneration(cursorEpoch), cls, KIND_SMALL);
         if (k == 1) {
@@ -508,6 +517,8 @@ final class ClassPool {
             index = Words.getLong(b, 8);
         }
         remote.fetchAndAdd(e + COUNT_WORD, -count);
+        AllocatorCounts.pops.increment();
+        AllocatorCounts.poppedBlocks.add(count);
         publish(ps, hs, 0, count);
         return count;
     }

@@ -411,6 +411,7 @@ final class HeapSegment {
         if (HeapLayout.generationExhausted(freedHeader)) {
             return; // retired: its generations are used up; never handed out again
         }
+        AllocatorCounts.frees.increment();
         ClassPool p = pools[cls];
         if (p != null && p.cacheFreed(chunk, ptr, freedHeader)) {
             return;
@@ -426,6 +427,7 @@ final class HeapSegment {
             remote.writeLong(ptr + BLOCK_HEADER_LENGTH, headIndex(top));
             long w = remote.compareAndSwap(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, blockIndex + 1));
             if (w == top) {
+                AllocatorCounts.pushes.increment();
                 remote.fetchAndAdd(e + COUNT_WORD, 1);
                 if (headIndex(top) == 0) {
                     hint(chunk, true); // the list was empty: tell the owner where to look

@@ -44,6 +44,19 @@ interface Peer extends AutoCloseable {
         return true;
     }
 
+    /** Starts the counts {@link #counts()} reports (after the trial's fill); nothing for most peers. */
+    default void markCounts() {
+    }
+
+    /**
+     * What the peer counted of its own work since {@link #markCounts()} (Membus: its allocator's
+     * refills and frees, the map's entries waiting for reclamation), for the run's log; {@code null}
+     * when it counts nothing.
+     */
+    default String counts() {
+        return null;
+    }
+
     /** A connection (or handle) for one benchmark thread. */
     Conn connect();
 

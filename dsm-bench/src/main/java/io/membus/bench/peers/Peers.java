@@ -5,6 +5,7 @@ import com.hazelcast.instance.BuildInfoProvider;
 import com.hazelcast.map.EntryProcessor;
 import com.hazelcast.map.IMap;
 import io.membus.alloc.AllocatorConfig;
+import io.membus.alloc.AllocatorCounts;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.Placement;
 import io.membus.bench.hazelcast.HazelcastPair;
@@ -116,6 +117,7 @@ final class Peers {
         private final DsmMap<Long, byte[]> map;
         private final DsmAtomicLong counter;
         private final DsmQueue<byte[]> queue;
+        private volatile long[] countsMark = AllocatorCounts.snapshot();
 
         MembusPeer(int backups) {
             this.backups = backups;
@@ -155,6 +157,17 @@ final class Peers {
         @Override
         public Conn connect() {
             return shared(this);
+        }
+
+        @Override
+        public void markCounts() {
+            countsMark = AllocatorCounts.snapshot();
+        }
+
+        @Override
+        public String counts() {
+            return "allocator (every node of this JVM): " + AllocatorCounts.since(countsMark)
+                    + "; map entries this client retired and has not freed yet: " + map.pendingReclamation();
         }
 
         @Override

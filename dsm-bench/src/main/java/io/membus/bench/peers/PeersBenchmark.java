@@ -104,11 +104,16 @@ public class PeersBenchmark {
                 }
             }
         }
+        system.markCounts();
     }
 
     @TearDown(Level.Trial)
     public void tearDown() {
         try {
+            String counts = system.counts();
+            if (counts != null) {
+                System.out.println("[peers] counted over the trial (warm-up and measurement): " + counts);
+            }
             if (system.stores()) {
                 check();
             }
