@@ -5,6 +5,7 @@ import io.membus.collections.DsmAtomicLong;
 import io.membus.collections.DsmLock;
 import io.membus.collections.QueueOptions;
 import io.membus.collections.QueueSlotSizeMismatchException;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -24,6 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** Two real nodes (Pekko membership, local transport) in one JVM reach the same named structures. */
+@Tag("slow") // over 20 s: the slow tier (failsafe, mvn verify), so that mvn test stays under 4 minutes
 class MembusTest {
     static final String FAST = """
             membus.start-timeout = 30s

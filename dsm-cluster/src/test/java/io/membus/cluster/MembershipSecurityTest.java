@@ -9,6 +9,7 @@ import org.apache.pekko.actor.AddressFromURIString;
 import org.apache.pekko.cluster.Cluster;
 import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.MemberStatus;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -34,6 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * and a node started with a wrong secret. Both must stay out: not a member, not counted,
  * unable to down anyone.
  */
+@Tag("slow") // over 20 s: the slow tier (failsafe, mvn verify), so that mvn test stays under 4 minutes
 class MembershipSecurityTest {
     private final List<DsmNode> nodes = new ArrayList<>();
     private final List<ActorSystem> strangers = new ArrayList<>();

@@ -2,6 +2,7 @@ package io.membus.collections;
 
 import io.membus.codec.Codecs;
 import io.membus.core.error.DsmException;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -20,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * or busy node, or a change that waits for its backup) the growth of a table of a few
  * thousand keys took seconds and the put failed with a timeout.
  */
+@Tag("slow") // over 20 s: the slow tier (failsafe, mvn verify), so that mvn test stays under 4 minutes
 class DsmMapGrowthDeadlineTest {
     /**
      * The operation timeout: migrating the whole table in one put (about 1,500 live keys, four or five verbs

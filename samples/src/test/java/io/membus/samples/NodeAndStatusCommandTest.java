@@ -2,6 +2,7 @@ package io.membus.samples;
 
 import io.membus.cluster.DsmNode;
 import io.membus.cluster.NodeConfig;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -22,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+@Tag("slow") // over 20 s: the slow tier (failsafe, mvn verify), so that mvn test stays under 4 minutes
 class NodeAndStatusCommandTest {
 
     private static final String FAST = """
