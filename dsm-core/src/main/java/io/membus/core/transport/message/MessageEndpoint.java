@@ -203,24 +203,11 @@ public final class MessageEndpoint implements AutoCloseable {
      *         threw, or does not take this message on the calling thread)
      */
     public byte[] handleDirect(int from, short channel, byte[] payload) {
-        Counters c = counters(channel);
-        c.in.increment();
-        c.bytesIn.add(payload.length);
-        String fenced = fenceReason.apply(from);
-        if (closed || fenced != null) {
-            c.errors.increment();
-            throw closed ? new NodeUnavailableException(nodeId, "node " + nodeId + " is shutting down")
-                    : NodeFencedException.unknownOutcome(nodeId, "node " + nodeId + " fenced node " + from + ": "
-                    + fenced);
-        }
+        Counters c = counted(channel, payload.length);
         Registration r = handlers.get(key(channel));
-        if (r == null) {
-            c.errors.increment();
-            throw new UnknownChannelException(nodeId, key(channel));
-        }
-        if (payload.length > maxSize) {
-            c.errors.increment();
-            throw new MessageTooLargeException(nodeId, key(channel), payload.length, maxSize);
+        DsmException refused = refusal(from, channel, r, payload.length, c);
+        if (refused != null) {
+            throw refused;
         }
         if (!inline(from, channel, payload)) {
             c.errors.increment();
@@ -228,18 +215,7 @@ public final class MessageEndpoint implements AutoCloseable {
                     + " sender's message order (not an inline message of channel " + r.name + "); send it as a"
                     + " request");
         }
-        byte[] reply;
-        try {
-            reply = r.handler.onMessage(from, payload);
-        } catch (Throwable t) {
-            if (t instanceof InterruptedException || Thread.interrupted()) {
-                Thread.currentThread().interrupt();
-            }
-            c.errors.increment();
-            LOG.warn("message handler failed: node={}, channel={}, name={}, from={}", nodeId, key(channel), r.name,
-                    from, t);
-            throw new HandlerFailedException(nodeId, key(channel), t.toString());
-        }
+        byte[] reply = run(r, from, channel, payload, c);
         if (reply == null) {
             reply = EMPTY;
         }
@@ -266,39 +242,18 @@ public final class MessageEndpoint implements AutoCloseable {
 
     /** Runs one message: the checks, then the handler; answers it exactly once. */
     void handle(int from, long correlation, short channel, boolean request, byte[] payload, Inbox inbox) {
-        Counters c = counters(channel);
-        c.in.increment();
-        c.bytesIn.add(payload.length);
-        String fenced = fenceReason.apply(from);
-        if (closed || fenced != null) {
-            c.errors.increment();
-            inbox.fail(correlation, closed ? new NodeUnavailableException(nodeId, "node " + nodeId
-                    + " is shutting down") : NodeFencedException.unknownOutcome(nodeId, "node " + nodeId
-                    + " fenced node " + from + ": " + fenced));
-            return;
-        }
+        Counters c = counted(channel, payload.length);
         Registration r = handlers.get(key(channel));
-        if (r == null) {
-            c.errors.increment();
-            inbox.fail(correlation, new UnknownChannelException(nodeId, key(channel)));
-            return;
-        }
-        if (payload.length > maxSize) {
-            c.errors.increment();
-            inbox.fail(correlation, new MessageTooLargeException(nodeId, key(channel), payload.length, maxSize));
+        DsmException refused = refusal(from, channel, r, payload.length, c);
+        if (refused != null) {
+            inbox.fail(correlation, refused);
             return;
         }
         byte[] reply;
         try {
-            reply = r.handler.onMessage(from, payload);
-        } catch (Throwable t) { // a handler's failure, whatever it is, is answered and never kills the connection
-            if (t instanceof InterruptedException || Thread.interrupted()) {
-                Thread.currentThread().interrupt();
-            }
-            c.errors.increment();
-            LOG.warn("message handler failed: node={}, channel={}, name={}, from={}", nodeId, key(channel), r.name,
-                    from, t);
-            inbox.fail(correlation, new HandlerFailedException(nodeId, key(channel), t.toString()));
+            reply = run(r, from, channel, payload, c);
+        } catch (HandlerFailedException e) { // answered, and never kills the connection
+            inbox.fail(correlation, e);
             return;
         }
         if (!request || reply == null) {
@@ -310,6 +265,56 @@ public final class MessageEndpoint implements AutoCloseable {
             return;
         }
         inbox.reply(correlation, reply);
+    }
+
+    /** The channel's counters, with one more message of {@code length} bytes in. */
+    private Counters counted(short channel, int length) {
+        Counters c = counters(channel);
+        c.in.increment();
+        c.bytesIn.add(length);
+        return c;
+    }
+
+    /**
+     * Why a message is refused before its handler runs (this node closing, a fenced sender, no
+     * handler on the channel, a payload over the limit), counted as an error; {@code null} if
+     * it is taken. One rule for both ways a message arrives ({@link #handle}, {@link #handleDirect}).
+     */
+    private DsmException refusal(int from, short channel, Registration r, int length, Counters c) {
+        DsmException refused = null;
+        String fenced = fenceReason.apply(from);
+        if (closed) {
+            refused = new NodeUnavailableException(nodeId, "node " + nodeId + " is shutting down");
+        } else if (fenced != null) {
+            refused = NodeFencedException.unknownOutcome(nodeId, "node " + nodeId + " fenced node " + from + ": "
+                    + fenced);
+        } else if (r == null) {
+            refused = new UnknownChannelException(nodeId, key(channel));
+        } else if (length > maxSize) {
+            refused = new MessageTooLargeException(nodeId, key(channel), length, maxSize);
+        }
+        if (refused != null) {
+            c.errors.increment();
+        }
+        return refused;
+    }
+
+    /**
+     * Runs the handler; whatever it throws is logged, counted and turned into the typed
+     * {@link HandlerFailedException} the sender gets (an interrupt is kept on the thread).
+     */
+    private byte[] run(Registration r, int from, short channel, byte[] payload, Counters c) {
+        try {
+            return r.handler.onMessage(from, payload);
+        } catch (Throwable t) {
+            if (t instanceof InterruptedException || Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+            }
+            c.errors.increment();
+            LOG.warn("message handler failed: node={}, channel={}, name={}, from={}", nodeId, key(channel), r.name,
+                    from, t);
+            throw new HandlerFailedException(nodeId, key(channel), t.toString());
+        }
     }
 
     /** Counts a message this node sent (called by its {@link Outbox}es). */
