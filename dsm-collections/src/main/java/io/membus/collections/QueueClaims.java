@@ -12,6 +12,7 @@ import io.membus.core.error.OutcomeUnknownException;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 
 import static io.membus.collections.QueueDescriptor.LENGTH_FIELD;
@@ -106,6 +107,7 @@ final class QueueClaims<E> {
             long mine = SlotState.of(t, WRITING, ring.self);
             recovery.enter(t);
             long w;
+            QueueCounts.offerClaims.increment();
             try {
                 w = memory.compareAndSwap(ring.statePtr(t), empty, mine);
             } catch (RuntimeException e) {
@@ -118,6 +120,7 @@ final class QueueClaims<E> {
                 helpAdvance(ring.tailPtr, t);
                 tailHint.accumulateAndGet(t + 1, Math::max);
                 publish(t, mine, p);
+                QueueCounts.offered.increment();
                 return OFFERED;
             }
             recovery.leave(t);
@@ -125,8 +128,9 @@ final class QueueClaims<E> {
             int phase = SlotState.phase(w);
             if (st >= t) {
                 // ticket t is claimed (or long done): move on, from the tail word when the hint is a lap behind
+                QueueCounts.offerLost.increment();
                 helpAdvance(ring.tailPtr, t);
-                t = st >= t + capacity ? Math.max(t + 1, memory.readLong(ring.tailPtr)) : t + 1;
+                t = st >= t + capacity ? Math.max(t + 1, readHint(ring.tailPtr, QueueCounts.tailReads)) : t + 1;
                 tailHint.accumulateAndGet(t, Math::max);
                 continue;
             }
@@ -137,13 +141,14 @@ final class QueueClaims<E> {
             }
             if (phase == EMPTY) {
                 // a hint ahead of the ring (not reachable by the invariants): re-read the tail word
-                tailHint.set(memory.readLong(ring.tailPtr));
+                tailHint.set(readHint(ring.tailPtr, QueueCounts.tailReads));
             }
             // a consumer that claimed the element a lap earlier has taken it (linearized): wait for its room
             if (phase == READING || phase == MOVING) {
                 if (held != null) {
                     held.saw(t, w);
                 }
+                QueueCounts.offerBusy.increment();
                 return BUSY;
             }
             return FULL_NOW;
@@ -212,18 +217,22 @@ final class QueueClaims<E> {
             long full = SlotState.of(t, FULL, 0);
             long mine = SlotState.of(t, READING, ring.self);
             recovery.enter(t);
+            QueueCounts.pollClaims.increment();
             Claimed c = claim(t, full, mine, SlotState.of(t + capacity, FULL, 0));
             long w = c.witness();
             if (w == full) {
                 claimed();
                 helpAdvance(ring.headPtr, t);
                 headHint.accumulateAndGet(t + 1, Math::max);
-                return consume(t, mine, c.data());
+                E e = consume(t, mine, c.data());
+                QueueCounts.polled.increment();
+                return e;
             }
             recovery.leave(t);
             long st = SlotState.ticket(w);
             int phase = SlotState.phase(w);
             if (st == t && phase == EMPTY) {
+                QueueCounts.pollEmpty.increment();
                 return takeStranded();
             }
             if (st == t && (phase == WRITING || phase == MOVING)) {
@@ -236,11 +245,13 @@ final class QueueClaims<E> {
                 if (held != null) {
                     held.saw(t, w);
                 }
+                QueueCounts.pollWriting.increment();
                 return WRITING_NOW;
             }
             if (st >= t) {
+                QueueCounts.pollLost.increment();
                 helpAdvance(ring.headPtr, t);
-                t = st >= t + capacity ? Math.max(t + 1, memory.readLong(ring.headPtr)) : t + 1;
+                t = st >= t + capacity ? Math.max(t + 1, readHint(ring.headPtr, QueueCounts.headReads)) : t + 1;
                 headHint.accumulateAndGet(t, Math::max);
                 continue;
             }
@@ -248,6 +259,7 @@ final class QueueClaims<E> {
                 recovery.recover(w); // redelivered as ticket t
                 continue;
             }
+            QueueCounts.pollEmpty.increment();
             return takeStranded(); // ticket t not offered yet
         }
     }
@@ -425,6 +437,12 @@ final class QueueClaims<E> {
      * {@code t}. Asynchronous and best effort: the words are hints, a failed or lost
      * CAS only leaves the next reader a step more to walk.
      */
+    /** Reads a head or tail word, counted in {@code count}. */
+    private long readHint(long ptr, LongAdder count) {
+        count.increment();
+        return memory.readLong(ptr);
+    }
+
     private void helpAdvance(long ptr, long t) {
         memory.compareAndSwapAsync(ptr, t, t + 1);
     }
