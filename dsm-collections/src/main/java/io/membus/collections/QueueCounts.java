@@ -21,6 +21,8 @@ public final class QueueCounts {
     static final LongAdder offerClaims = new LongAdder();
     /** Offer claims that found the ticket claimed already (by another thread or node) and moved on. */
     static final LongAdder offerLost = new LongAdder();
+    /** Offer claims not sent: another thread of the handle was claiming the ticket and found it claimed. */
+    static final LongAdder offerShared = new LongAdder();
     /** Offer passes that found the slot still being emptied by a live consumer (BUSY). */
     static final LongAdder offerBusy = new LongAdder();
     /** Reads of the tail word (a hint a lap behind, or ahead of the ring). */
@@ -31,6 +33,8 @@ public final class QueueCounts {
     static final LongAdder pollClaims = new LongAdder();
     /** Poll claims that found the ticket taken already (by another thread or node) and moved on. */
     static final LongAdder pollLost = new LongAdder();
+    /** Poll claims not sent: another thread of the handle was claiming the ticket and found it claimed. */
+    static final LongAdder pollShared = new LongAdder();
     /** Poll passes that found the head being written by a live producer (or moved by a remover). */
     static final LongAdder pollWriting = new LongAdder();
     /** Poll passes that found no element (the head not offered yet). */
@@ -42,7 +46,8 @@ public final class QueueCounts {
 
     /** Names of {@link #snapshot()}'s counts, in its order. */
     public static final String[] NAMES = {"offered", "offerClaims", "offerLost", "offerBusy", "tailReads", "polled",
-            "pollClaims", "pollLost", "pollWriting", "pollEmpty", "headReads", "heldPauses"};
+            "pollClaims", "pollLost", "pollWriting", "pollEmpty", "headReads", "heldPauses", "offerShared",
+            "pollShared"};
 
     private QueueCounts() {
     }
@@ -51,7 +56,7 @@ public final class QueueCounts {
     public static long[] snapshot() {
         return new long[] {offered.sum(), offerClaims.sum(), offerLost.sum(), offerBusy.sum(), tailReads.sum(),
                 polled.sum(), pollClaims.sum(), pollLost.sum(), pollWriting.sum(), pollEmpty.sum(), headReads.sum(),
-                heldPauses.sum()};
+                heldPauses.sum(), offerShared.sum(), pollShared.sum()};
     }
 
     /**
@@ -67,9 +72,10 @@ public final class QueueCounts {
             s.append(i == 0 ? "" : ", ").append(NAMES[i]).append('=').append(d[i]);
         }
         if (d[0] > 0 && d[5] > 0) {
-            s.append(String.format(" (per offer: %.2f claim CASes, %.2f lost; per poll: %.2f claim CASes, %.2f lost,"
-                            + " %.2f held-slot passes, %.2f pauses)", (double) d[1] / d[0], (double) d[2] / d[0],
-                    (double) d[6] / d[5], (double) d[7] / d[5], (double) d[8] / d[5], (double) d[11] / d[5]));
+            s.append(String.format(" (per offer: %.2f claim CASes, %.2f lost, %.2f shared; per poll: %.2f claim CASes,"
+                            + " %.2f lost, %.2f shared, %.2f held-slot passes, %.2f pauses)", (double) d[1] / d[0],
+                    (double) d[2] / d[0], (double) d[12] / d[0], (double) d[6] / d[5], (double) d[7] / d[5],
+                    (double) d[13] / d[5], (double) d[8] / d[5], (double) d[11] / d[5]));
         }
         return s.toString();
     }
