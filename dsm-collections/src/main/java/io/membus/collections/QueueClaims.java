@@ -34,8 +34,15 @@ import static io.membus.collections.SlotState.WRITING;
  * caller's ({@link DsmQueue}, {@link QueueHeldSlotWait}, {@link Waiting}). Slots held by
  * the dead, and claims whose verbs failed, go to {@link QueueRecovery}.
  *
+ * <p>The threads of one handle do not race each other for a ticket: a claim CAS in flight
+ * is registered by ticket, and another thread that wants that ticket waits for its answer
+ * and moves on when it says the ticket is claimed ({@link #share}; issue 28, counted in
+ * {@link QueueCounts}).
+ *
  * <p><b>Note:</b> thread-safe: the hints are atomics (only raised, or reset from the
- * remote word), every slot change is one remote CAS on its state word. Memory ordering:
+ * remote word), the claims in flight a concurrent map of futures (each completed once, by
+ * its claimer, before any further verb or hook; completion publishes the answer to the
+ * waiters), every slot change is one remote CAS on its state word. Memory ordering:
  * a publish's data write is issued before its CAS on one connection (executed in issue
  * order), a poll's data read after its claim CAS; so a consumer that claimed {@code FULL(t)}
  * reads the data that producer wrote, and the producer's actions before its offer
