@@ -52,11 +52,16 @@ public final class QueueCounts {
     private QueueCounts() {
     }
 
+    private static final LongAdder[] COUNTS = {offered, offerClaims, offerLost, offerBusy, tailReads, polled,
+            pollClaims, pollLost, pollWriting, pollEmpty, headReads, heldPauses, offerShared, pollShared};
+
     /** The counts now, in the order of {@link #NAMES}. */
     public static long[] snapshot() {
-        return new long[] {offered.sum(), offerClaims.sum(), offerLost.sum(), offerBusy.sum(), tailReads.sum(),
-                polled.sum(), pollClaims.sum(), pollLost.sum(), pollWriting.sum(), pollEmpty.sum(), headReads.sum(),
-                heldPauses.sum(), offerShared.sum(), pollShared.sum()};
+        long[] now = new long[COUNTS.length];
+        for (int i = 0; i < now.length; i++) {
+            now[i] = COUNTS[i].sum();
+        }
+        return now;
     }
 
     /**

@@ -1,26 +1,17 @@
 package io.membus.collections;
 
 import io.membus.codec.Codecs;
-import io.membus.test.check.CheckResult;
-import io.membus.test.check.LinearizabilityChecker;
-import io.membus.test.check.Models;
-import io.membus.test.history.HistoryRecorder;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -33,20 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Seeds print and replay with {@code -Dmembus.seed=}.
  */
 class DsmQueueSharedHandleTest {
-    static final long SEED = Long.getLong("membus.seed", System.nanoTime());
-
-    private static void runAll(List<Callable<Void>> tasks) throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(tasks.size());
-        try {
-            for (Future<Void> f : pool.invokeAll(tasks, 120, TimeUnit.SECONDS)) {
-                assertFalse(f.isCancelled(), "a task did not finish in time (seed=" + SEED + ")");
-                f.get();
-            }
-        } finally {
-            pool.shutdownNow();
-            assertTrue(pool.awaitTermination(30, TimeUnit.SECONDS), "the test's threads did not end");
-        }
-    }
+    /** The stress tests' seed (their failure messages print it too). */
+    static final long SEED = DsmStressTest.SEED;
 
     /**
      * Eight threads on node 1's handle and two on node 2's, each offering then polling
@@ -92,7 +71,7 @@ class DsmQueueSharedHandleTest {
                     return null;
                 });
             }
-            runAll(tasks);
+            DsmStressTest.runAll(tasks);
             DsmQueue<Long> q = c.node(2).queue("shared", Codecs.longs(), 16);
             List<Long> left = new ArrayList<>();
             for (Long e = q.poll(); e != null; e = q.poll()) {
@@ -112,30 +91,7 @@ class DsmQueueSharedHandleTest {
     void historyOfThreadsSharingAHandleIsLinearizable(String transport) throws Exception {
         System.out.println("DsmQueueSharedHandleTest seed=" + SEED + " (replay with -Dmembus.seed=" + SEED + ")");
         try (CollCluster c = new CollCluster(transport, 2)) {
-            HistoryRecorder rec = new HistoryRecorder();
-            List<Callable<Void>> tasks = new ArrayList<>();
-            for (int t = 0; t < 6; t++) {
-                int process = t;
-                DsmQueue<Long> q = c.node(t < 5 ? 1 : 2).queue("hs", Codecs.longs(), 4);
-                Random rnd = new Random(SEED * 37 + t);
-                tasks.add(() -> {
-                    for (int k = 0; k < 16; k++) {
-                        if (rnd.nextInt(5) < 3) {
-                            long e = process * 1000L + k;
-                            HistoryRecorder.Call call = rec.invoke(process, "hs", "offer", e);
-                            call.ok(q.offer(e));
-                        } else {
-                            HistoryRecorder.Call call = rec.invoke(process, "hs", "poll", null);
-                            call.ok(q.poll());
-                        }
-                    }
-                    return null;
-                });
-            }
-            runAll(tasks);
-            CheckResult r = new LinearizabilityChecker(5_000_000L, Duration.ofSeconds(60))
-                    .check(rec.history(), Models.fifoQueue(4));
-            assertTrue(r.linearizable(), "seed=" + SEED + ": " + r.summary());
+            DsmStressTest.assertQueueHistoryLinearizable(c, "hs", 6, t -> t < 5 ? 1 : 2, 16, 4, 60, SEED * 37);
         }
     }
 }
