@@ -47,6 +47,7 @@ final class QueueHeldSlotWait {
     }
 
     void pause() {
+        QueueCounts.heldPauses.increment();
         if (backoff == null) {
             since = System.nanoTime();
             backoff = new Backoff(Backoff.POLL, since + boundNanos(memory));

@@ -19,6 +19,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntUnaryOperator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -32,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class DsmStressTest {
     static final long SEED = Long.getLong("membus.seed", System.nanoTime());
 
-    private static void runAll(List<Callable<Void>> tasks) throws Exception {
+    static void runAll(List<Callable<Void>> tasks) throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(tasks.size());
         try {
             for (Future<Void> f : pool.invokeAll(tasks, 60, TimeUnit.SECONDS)) {
@@ -201,30 +202,41 @@ class DsmStressTest {
     @ValueSource(strings = {"local", "shm"})
     void queueHistoryIsLinearizable(String transport) throws Exception {
         try (CollCluster c = new CollCluster(transport, 3)) {
-            HistoryRecorder rec = new HistoryRecorder();
-            List<Callable<Void>> tasks = new ArrayList<>();
-            for (int t = 0; t < 4; t++) {
-                int process = t;
-                DsmQueue<Long> q = c.node(1 + t % 3).queue("hq", Codecs.longs(), 3);
-                Random rnd = new Random(SEED * 31 + t);
-                tasks.add(() -> {
-                    for (int k = 0; k < 25; k++) {
-                        if (rnd.nextBoolean()) {
-                            long e = process * 1000L + k;
-                            HistoryRecorder.Call call = rec.invoke(process, "hq", "offer", e);
-                            call.ok(q.offer(e));
-                        } else {
-                            HistoryRecorder.Call call = rec.invoke(process, "hq", "poll", null);
-                            call.ok(q.poll());
-                        }
-                    }
-                    return null;
-                });
-            }
-            runAll(tasks);
-            assertLinearizable(new LinearizabilityChecker(5_000_000L, Duration.ofSeconds(60))
-                    .check(rec.history(), Models.fifoQueue(3)));
+            assertQueueHistoryLinearizable(c, "hq", 4, t -> 1 + t % 3, 25, 3, 50, SEED * 31);
         }
+    }
+
+    /**
+     * Random offers ({@code offerPercent} of the operations) and polls, {@code ops} from each
+     * of {@code threads} threads (thread {@code t} on node {@code nodeOf(t)}, seeded by
+     * {@code seed + t}), through queue {@code name}, a ring of {@code capacity}: the history
+     * is linearizable as a FIFO queue.
+     */
+    static void assertQueueHistoryLinearizable(CollCluster c, String name, int threads, IntUnaryOperator nodeOf,
+                                               int ops, int capacity, int offerPercent, long seed) throws Exception {
+        HistoryRecorder rec = new HistoryRecorder();
+        List<Callable<Void>> tasks = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int process = t;
+            DsmQueue<Long> q = c.node(nodeOf.applyAsInt(t)).queue(name, Codecs.longs(), capacity);
+            Random rnd = new Random(seed + t);
+            tasks.add(() -> {
+                for (int k = 0; k < ops; k++) {
+                    if (rnd.nextInt(100) < offerPercent) {
+                        long e = process * 1000L + k;
+                        HistoryRecorder.Call call = rec.invoke(process, name, "offer", e);
+                        call.ok(q.offer(e));
+                    } else {
+                        HistoryRecorder.Call call = rec.invoke(process, name, "poll", null);
+                        call.ok(q.poll());
+                    }
+                }
+                return null;
+            });
+        }
+        runAll(tasks);
+        assertLinearizable(new LinearizabilityChecker(5_000_000L, Duration.ofSeconds(60))
+                .check(rec.history(), Models.fifoQueue(capacity)));
     }
 
     /** lock/unlock with tokens from six threads on three nodes: holders never overlap and tokens grow. */

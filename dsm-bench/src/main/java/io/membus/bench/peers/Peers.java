@@ -17,6 +17,7 @@ import io.membus.collections.DsmCollections;
 import io.membus.collections.DsmMap;
 import io.membus.collections.DsmMapOptions;
 import io.membus.collections.DsmQueue;
+import io.membus.collections.QueueCounts;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.replication.ReplicationConfig;
 import redis.clients.jedis.Jedis;
@@ -118,6 +119,7 @@ final class Peers {
         private final DsmAtomicLong counter;
         private final DsmQueue<byte[]> queue;
         private volatile long[] countsMark = AllocatorCounts.snapshot();
+        private volatile long[] queueMark = QueueCounts.snapshot();
 
         MembusPeer(int backups) {
             this.backups = backups;
@@ -162,12 +164,14 @@ final class Peers {
         @Override
         public void markCounts() {
             countsMark = AllocatorCounts.snapshot();
+            queueMark = QueueCounts.snapshot();
         }
 
         @Override
         public String counts() {
             return "allocator (every node of this JVM): " + AllocatorCounts.since(countsMark)
-                    + "; map entries this client retired and has not freed yet: " + map.pendingReclamation();
+                    + "; map entries this client retired and has not freed yet: " + map.pendingReclamation()
+                    + "; queue claims (every queue handle of this JVM): " + QueueCounts.since(queueMark);
         }
 
         @Override
