@@ -3,6 +3,7 @@ package io.membus.alloc;
 import io.membus.core.RemotePtr;
 import io.membus.core.Words;
 import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.metrics.OpEvents;
 
 import java.util.Arrays;
 import java.util.BitSet;
@@ -94,6 +95,7 @@ final class ClassPool {
             try {
                 if (size == 0 && busy) {
                     AllocatorCounts.waits.increment();
+                    OpEvents.mark(OpEvents.ALLOC_WAIT);
                 }
                 while (size == 0 && busy) {
                     idle.awaitUninterruptibly(); // the busy thread's verbs are each bounded by their deadline
@@ -109,6 +111,7 @@ final class ClassPool {
             }
             boolean found;
             AllocatorCounts.callerRefills.increment();
+            OpEvents.mark(OpEvents.ALLOC_REFILL);
             try {
                 found = refill();
             } finally {
@@ -367,6 +370,7 @@ final class ClassPool {
 
     private boolean scanAndClaim() {
         AllocatorCounts.scans.increment();
+        OpEvents.mark(OpEvents.ALLOC_SCAN);
         int n = heap.chunkCount;
         int slices = (n + SCAN_SLICE - 1) / SCAN_SLICE;
         int first = Math.floorMod(heap.claimHint, n) / SCAN_SLICE;
