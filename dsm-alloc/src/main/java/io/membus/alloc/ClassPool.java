@@ -46,6 +46,7 @@ import static io.membus.alloc.HeapSegment.SCAN_SLICE;
  * (happens-before). A pool never takes another pool's lock.
  */
 final class ClassPool {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ClassPool.class);
     private final Remote remote;
     private final int self;
     final HeapSegment heap;
@@ -65,6 +66,12 @@ final class ClassPool {
     final BitSet roomy = new BitSet();
     /** Counts {@link #adopted} calls, so a busy thread never forgets a chunk adopted after it read the table. */
     private long adoptions;
+    /**
+     * A refill ahead found no room (no chunk to carve, no free list, no chunk to claim): none
+     * is started again until a caller's refill publishes blocks, so a full heap is not scanned
+     * in the background after every allocation. Guarded by {@link #lock}.
+     */
+    private boolean aheadFruitless;
     long[] ptrs = new long[64];
     long[] headers = new long[64];
     int size;
@@ -91,6 +98,8 @@ final class ClassPool {
      */
     BlockRef allocate() {
         while (true) {
+            BlockRef got = null;
+            boolean ahead = false;
             lock.lock();
             try {
                 if (size == 0 && busy) {
@@ -103,19 +112,30 @@ final class ClassPool {
                 if (size > 0) {
                     size--;
                     AllocatorCounts.allocations.increment();
-                    return new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
+                    got = new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
+                    if (size < batch && !busy && !aheadFruitless && remote.ahead != null) {
+                        busy = true; // until the refill ahead ends: a trim (or a refill) waits for it as for any
+                        ahead = true;
+                    }
+                } else {
+                    busy = true;
                 }
-                busy = true;
             } finally {
                 lock.unlock();
             }
-            boolean found;
+            if (got != null) {
+                if (ahead) {
+                    startRefillAhead();
+                }
+                return got;
+            }
+            boolean found = false;
             AllocatorCounts.callerRefills.increment();
             OpEvents.mark(OpEvents.ALLOC_REFILL);
             try {
                 found = refill();
             } finally {
-                endBusy();
+                endBusy(found);
             }
             if (!found) {
                 lock.lock();
@@ -127,6 +147,54 @@ final class ClassPool {
                     lock.unlock(); // a free cached a block meanwhile: take it on the next round
                 }
             }
+        }
+    }
+
+    /**
+     * Caller made this pool busy for a refill ahead of need: hands it to the allocator's
+     * threads ({@link Remote#ahead}); the pool stays busy until it ends, so a trim, or a
+     * caller that finds the cache empty, waits for it as for a caller's refill. When the
+     * threads refuse it (queue full, allocator closed) the pool is idle again at once.
+     */
+    private void startRefillAhead() {
+        java.util.function.Predicate<Runnable> run = remote.ahead;
+        boolean started = false;
+        try {
+            started = run != null && run.test(this::refillAhead);
+        } finally {
+            if (!started) {
+                endBusy();
+            }
+        }
+    }
+
+    /**
+     * The refill ahead, on an allocator thread, the pool busy from the allocation that
+     * started it until it ends: the refill a caller would run ({@link #refill}: carve, else
+     * take free lists, else scan and claim). Because the pool is busy from the moment it is
+     * started, not from the moment it runs, a trim that begins after it was started waits
+     * for it, and while a trim runs none is started (the pool is busy): it never runs after a trim it did
+     * not see, so it never takes back a chunk that trim gave back. A failure is left to the
+     * next refill: its verbs are each bounded by their deadline, and blocks a failed step may
+     * have taken are never handed out (leaked until their chunk is adopted or trimmed, as
+     * after a caller's failed refill).
+     */
+    private void refillAhead() {
+        try {
+            AllocatorCounts.aheadRefills.increment();
+            if (!refill()) {
+                lock.lock();
+                try {
+                    aheadFruitless = true; // no room: no more refills ahead until a caller's refill finds some
+                } finally {
+                    lock.unlock();
+                }
+            }
+        } catch (RuntimeException e) {
+            LOG.debug("refill ahead of need failed (the next allocation that finds the cache empty refills it):"
+                    + " node={} segment={} class={}: {}", heap.node, heap.segment, cls, e.toString());
+        } finally {
+            endBusy();
         }
     }
 
@@ -144,9 +212,17 @@ final class ClassPool {
     }
 
     void endBusy() {
+        endBusy(false);
+    }
+
+    /** Ends this thread's refill or trim; {@code found}: a caller's refill published blocks (refills ahead resume). */
+    private void endBusy(boolean found) {
         lock.lock();
         try {
             busy = false;
+            if (found) {
+                aheadFruitless = false;
+            }
             idle.signalAll();
         } finally {
             lock.unlock();

@@ -74,7 +74,9 @@ class PoolConcurrencyTest extends WithAllocCluster {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aFreeAndACachedAllocationProceedWhileARefillWaitsForItsVerb() throws Exception {
         start(1);
-        AllocatorConfig config = AllocatorConfig.builder().heapSegments(AllocCluster.HEAP).chunkSize(16 << 10).build();
+        // no refill ahead: the gated allocation must be the one that finds the cache empty and carves
+        AllocatorConfig config = AllocatorConfig.builder().heapSegments(AllocCluster.HEAP).chunkSize(16 << 10)
+                .refillAhead(false).build();
         AtomicReference<GatedRemote> remote = new AtomicReference<>();
         GlobalAllocator a = cluster.addNode(2, 1 << 20, config, m -> {
             GatedRemote g = new GatedRemote(m);
