@@ -47,6 +47,12 @@ import static io.membus.alloc.HeapSegment.SCAN_SLICE;
  */
 final class ClassPool {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ClassPool.class);
+    /**
+     * A refill ahead starts when an allocation leaves fewer than this many batches cached: the
+     * blocks left must outlast the refill (a hand-off to an allocator thread and two round
+     * trips, several milliseconds on a loaded machine) at the rate callers take them.
+     */
+    static final int AHEAD_BATCHES = 2;
     private final Remote remote;
     private final int self;
     final HeapSegment heap;
@@ -113,7 +119,7 @@ final class ClassPool {
                     size--;
                     AllocatorCounts.allocations.increment();
                     got = new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
-                    if (size < batch && !busy && !aheadFruitless && remote.ahead != null) {
+                    if (size < AHEAD_BATCHES * batch && !busy && !aheadFruitless && remote.ahead != null) {
                         busy = true; // until the refill ahead ends: a trim (or a refill) waits for it as for any
                         ahead = true;
                     }
@@ -182,7 +188,12 @@ final class ClassPool {
     private void refillAhead() {
         try {
             AllocatorCounts.aheadRefills.increment();
-            if (!refill()) {
+            OpEvents.begin(); // (diagnostics, when on: did this refill's verbs find a lane free?)
+            boolean found = refill();
+            if ((OpEvents.end() & OpEvents.LANE_FALLBACK) != 0) {
+                AllocatorCounts.aheadFallbacks.increment();
+            }
+            if (!found) {
                 lock.lock();
                 try {
                     aheadFruitless = true; // no room: no more refills ahead until a caller's refill finds some

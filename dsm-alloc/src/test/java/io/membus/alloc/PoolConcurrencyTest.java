@@ -173,4 +173,67 @@ class PoolConcurrencyTest extends WithAllocCluster {
                     + u.segments());
         }
     }
+
+    /**
+     * With refills ahead (the default) one thread's allocations find the cache empty only
+     * once, at the start: every later batch is carved, or a chunk claimed, on the allocator's
+     * threads before the cache runs out (or, if the caller outruns them, it waits for that
+     * refill, never running one of its own). Without them the caller refills once per batch.
+     * Either way every block is distinct, and a trim after the frees gives every chunk back
+     * (it waits for a refill ahead in flight; none starts after it).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void refillsAheadLeaveTheCallerOneRefillAndATrimStillGivesEveryChunkBack() {
+        int n = 1_000;
+        cluster = new AllocCluster(1, 1 << 20, 16 << 10);
+        GlobalAllocator ahead = cluster.node(1);
+        GlobalAllocator without = cluster.addNode(2, 1 << 20, AllocatorConfig.builder().heapSegments(AllocCluster.HEAP)
+                .chunkSize(16 << 10).refillAhead(false).build());
+        long[] before = AllocatorCounts.snapshot();
+        List<BlockRef> got = allocateDistinct(ahead, n, 1);
+        long callerRefills = count(before, "callerRefills");
+        long aheadRefills = count(before, "aheadRefills");
+        int blockSize = SizeClasses.blockSize(HeapLayout.blockClassOf(got.get(0).header()));
+        int batch = Math.max(1, Math.min(64, Math.min((16 << 10) / blockSize, (int) (8 << 10) / blockSize)));
+        assertEquals(1, callerRefills, "the caller refilled only the empty cache it started with (refills ahead: "
+                + aheadRefills + ", " + AllocatorCounts.since(before) + ")");
+        assertTrue(aheadRefills >= n / batch - 1, "the later batches came from refills ahead: " + aheadRefills
+                + " for " + n + " blocks of " + batch + " a batch");
+
+        long[] beforeWithout = AllocatorCounts.snapshot();
+        got.addAll(allocateDistinct(without, n, 2));
+        assertTrue(count(beforeWithout, "callerRefills") >= n / batch, "without refills ahead the caller refills"
+                + " every batch: " + AllocatorCounts.since(beforeWithout));
+
+        for (BlockRef r : got) {
+            ahead.free(r);
+        }
+        ahead.trim();
+        without.trim();
+        for (GlobalAllocator a : List.of(ahead, without)) {
+            HeapUsage u = a.usage();
+            for (HeapUsage.SegmentUsage s : u.segments()) {
+                assertEquals(s.chunks(), s.freeChunks(), "every chunk is free again after the frees and a trim:\n"
+                        + u.segments());
+            }
+        }
+    }
+
+    private static List<BlockRef> allocateDistinct(GlobalAllocator a, int n, int node) {
+        List<BlockRef> got = new ArrayList<>();
+        Set<Long> ptrs = new java.util.HashSet<>();
+        for (int i = 0; i < n; i++) {
+            BlockRef r = a.allocate(40, Placement.node(node));
+            assertTrue(ptrs.add(r.ptr()), "block " + i + " handed out twice: " + r);
+            got.add(r);
+        }
+        return got;
+    }
+
+    /** The change of AllocatorCounts' count {@code name} since {@code before}. */
+    private static long count(long[] before, String name) {
+        int i = java.util.Arrays.asList(AllocatorCounts.NAMES).indexOf(name);
+        return AllocatorCounts.snapshot()[i] - before[i];
+    }
 }

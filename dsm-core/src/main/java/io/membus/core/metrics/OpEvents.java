@@ -27,9 +27,12 @@ public final class OpEvents {
     public static final int ALLOC_WAIT = 1 << 1;
     /** The refill scanned the chunk table (and may have claimed a chunk). */
     public static final int ALLOC_SCAN = 1 << 2;
-    /** A blocking verb found every lane busy and went the pipelined path. */
+    /**
+     * A blocking verb went the pipelined path: every lane was busy and no more may open, or
+     * (with {@link #LANE_OPEN} then) a lane's open failed, after which none opens for a second.
+     */
     public static final int LANE_FALLBACK = 1 << 3;
-    /** A blocking lane was opened on the operation's path (a handshake round trip). */
+    /** A blocking lane was opened, or its open tried and failed, on the operation's path (a handshake). */
     public static final int LANE_OPEN = 1 << 4;
     /** A map change lost its install CAS and looked again. */
     public static final int CAS_RETRY = 1 << 5;

@@ -425,7 +425,9 @@ final class TcpLanes implements BlockingVerbs {
             return null;
         }
         TcpLane lane = openLane();
-        OpEvents.mark(lane == null ? OpEvents.LANE_FALLBACK : OpEvents.LANE_OPEN);
+        if (lane == null) {
+            OpEvents.mark(OpEvents.LANE_FALLBACK);
+        }
         if (lane == null && OperationDeadline.expired()) {
             // the peer took the call's whole deadline to not answer the lane's handshake: the verb was never sent
             throw DsmTimeoutException.notSent("open a blocking lane to " + peer, peer.nodeId(),
@@ -450,6 +452,7 @@ final class TcpLanes implements BlockingVerbs {
             }
         }
         TcpLane lane;
+        OpEvents.mark(OpEvents.LANE_OPEN);
         int lanePort = laneServerUnreachable ? 0 : connection.lanePort(); // the peer's lane server, if it runs one
         try {
             boolean[] reached = new boolean[1];
