@@ -87,8 +87,9 @@ public final class AllocatorConfig {
 
     /**
      * Whether a size class's cache is refilled ahead of need on the allocator's threads: an
-     * allocation that leaves less than a batch cached hands a carve from a chunk this node
-     * already owns to them, so callers rarely find the cache empty (docs/allocator.md).
+     * allocation that leaves less than two batches cached hands a carve from a chunk this node
+     * already owns (or the free lists of its chunks) to them, so callers rarely find the cache
+     * empty; claiming a new chunk stays with the caller that does (docs/allocator.md).
      */
     public boolean refillAhead() {
         return refillAhead;

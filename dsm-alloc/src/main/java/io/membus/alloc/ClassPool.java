@@ -73,9 +73,10 @@ final class ClassPool {
     /** Counts {@link #adopted} calls, so a busy thread never forgets a chunk adopted after it read the table. */
     private long adoptions;
     /**
-     * A refill ahead found no room (no chunk to carve, no free list, no chunk to claim): none
-     * is started again until a caller's refill publishes blocks, so a full heap is not scanned
-     * in the background after every allocation. Guarded by {@link #lock}.
+     * A refill ahead found nothing in the chunks this node owns (no room to carve, no free
+     * list): none is started again until a caller's refill publishes blocks (usually from a
+     * chunk it claimed), so an allocation does not hand a fruitless refill to the allocator's
+     * threads each time. Guarded by {@link #lock}.
      */
     private boolean aheadFruitless;
     long[] ptrs = new long[64];
@@ -176,27 +177,30 @@ final class ClassPool {
 
     /**
      * The refill ahead, on an allocator thread, the pool busy from the allocation that
-     * started it until it ends: the refill a caller would run ({@link #refill}: carve, else
-     * take free lists, else scan and claim). Because the pool is busy from the moment it is
-     * started, not from the moment it runs, a trim that begins after it was started waits
-     * for it, and while a trim runs none is started (the pool is busy): it never runs after a trim it did
-     * not see, so it never takes back a chunk that trim gave back. A failure is left to the
-     * next refill: its verbs are each bounded by their deadline, and blocks a failed step may
-     * have taken are never handed out (leaked until their chunk is adopted or trimmed, as
-     * after a caller's failed refill).
+     * started it until it ends: a carve from a chunk this node owns, else the free lists of
+     * its owned chunks ({@link #refillFromOwned}); it never scans for or claims a chunk —
+     * that stays with the caller that finds the cache empty, so which chunks a class takes,
+     * and when, is as without refills ahead (a chunk a trim gave back is taken by the next
+     * class that needs one). Because the pool is busy from the moment it is started, not
+     * from the moment it runs, a trim that begins after it was started waits for it, and
+     * while a trim runs none is started: it never runs after a trim it did not see. When it
+     * finds nothing, none starts again until a caller's refill publishes blocks. A failure
+     * is left to the next refill: its verbs are each bounded by their deadline, and blocks a
+     * failed step may have taken are never handed out (leaked until their chunk is adopted
+     * or trimmed, as after a caller's failed refill).
      */
     private void refillAhead() {
         try {
             AllocatorCounts.aheadRefills.increment();
             OpEvents.begin(); // (diagnostics, when on: did this refill's verbs find a lane free?)
-            boolean found = refill();
+            boolean found = refillFromOwned();
             if ((OpEvents.end() & OpEvents.LANE_FALLBACK) != 0) {
                 AllocatorCounts.aheadFallbacks.increment();
             }
             if (!found) {
                 lock.lock();
                 try {
-                    aheadFruitless = true; // no room: no more refills ahead until a caller's refill finds some
+                    aheadFruitless = true; // nothing owned left: none ahead until a caller's refill (a claim) finds some
                 } finally {
                     lock.unlock();
                 }
@@ -384,6 +388,16 @@ final class ClassPool {
      */
     private boolean refill() {
         AllocatorCounts.refills.increment();
+        return refillFromOwned() || scanAndClaim();
+    }
+
+    /**
+     * Caller is busy. Carves from an owned chunk with room, else takes the free lists of
+     * owned chunks the hint bitmap points at; claims nothing.
+     *
+     * @return whether it published at least one block
+     */
+    private boolean refillFromOwned() {
         if (carve()) {
             return true;
         }
@@ -408,11 +422,9 @@ final class ClassPool {
                     }
                 }
             }
-            if (got > 0) {
-                return true;
-            }
+            return got > 0;
         }
-        return scanAndClaim();
+        return false;
     }
 
     /** Carves from the cursor chunk, or from the next owned chunk that may have room. */
