@@ -79,6 +79,14 @@ final class ClassPool {
      * threads each time. Guarded by {@link #lock}.
      */
     private boolean aheadFruitless;
+    /**
+     * A refill ahead was handed to the allocator's threads and has not started: the pool is
+     * busy for it. A caller that finds the cache empty meanwhile takes it over (clears this
+     * and runs the refill itself, the pool still busy) rather than wait for a thread that
+     * has yet to be scheduled; the handed-off run then finds this clear and does nothing.
+     * Guarded by {@link #lock}.
+     */
+    private boolean aheadQueued;
     long[] ptrs = new long[64];
     long[] headers = new long[64];
     int size;
@@ -109,19 +117,31 @@ final class ClassPool {
             boolean ahead = false;
             lock.lock();
             try {
-                if (size == 0 && busy) {
+                boolean takeOver = false;
+                if (size == 0 && busy && !aheadQueued) {
                     AllocatorCounts.waits.increment();
                     OpEvents.mark(OpEvents.ALLOC_WAIT);
                 }
                 while (size == 0 && busy) {
+                    if (aheadQueued) {
+                        // the refill ahead has not started (its thread waits for a CPU): this thread, running,
+                        // runs the refill itself instead of waiting for it; the pool stays busy, now for this thread
+                        aheadQueued = false;
+                        takeOver = true;
+                        AllocatorCounts.aheadTakenOver.increment();
+                        break;
+                    }
                     idle.awaitUninterruptibly(); // the busy thread's verbs are each bounded by their deadline
                 }
-                if (size > 0) {
+                if (takeOver) {
+                    busy = true; // (already: the refill ahead's, handed to this thread)
+                } else if (size > 0) {
                     size--;
                     AllocatorCounts.allocations.increment();
                     got = new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
                     if (size < AHEAD_BATCHES * batch && !busy && !aheadFruitless && remote.ahead != null) {
                         busy = true; // until the refill ahead ends: a trim (or a refill) waits for it as for any
+                        aheadQueued = true;
                         ahead = true;
                     }
                 } else {
@@ -170,7 +190,16 @@ final class ClassPool {
             started = run != null && run.test(this::refillAhead);
         } finally {
             if (!started) {
-                endBusy();
+                lock.lock();
+                try {
+                    if (aheadQueued) { // else a caller took it over meanwhile, and ends the pool's busy state itself
+                        aheadQueued = false;
+                        busy = false;
+                        idle.signalAll();
+                    }
+                } finally {
+                    lock.unlock();
+                }
             }
         }
     }
@@ -190,6 +219,15 @@ final class ClassPool {
      * or trimmed, as after a caller's failed refill).
      */
     private void refillAhead() {
+        lock.lock();
+        try {
+            if (!aheadQueued) {
+                return; // a caller that found the cache empty took it over (it ends the busy state)
+            }
+            aheadQueued = false; // this run serves whichever refill ahead is queued now: each ends busy once
+        } finally {
+            lock.unlock();
+        }
         try {
             AllocatorCounts.aheadRefills.increment();
             OpEvents.begin(); // (diagnostics, when on: did this refill's verbs find a lane free?)

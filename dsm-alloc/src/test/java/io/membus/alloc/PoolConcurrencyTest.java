@@ -177,8 +177,8 @@ class PoolConcurrencyTest extends WithAllocCluster {
     /**
      * With refills ahead (the default) one thread's allocations run a refill of their own
      * only to claim a chunk (once per chunk: a scan each): every other batch is carved on the
-     * allocator's threads before the cache runs out (or, if the caller outruns them, it waits
-     * for that refill, never running one of its own). Without them the caller refills once
+     * allocator's threads before the cache runs out (or, if the caller outruns them, it runs
+     * the refill ahead that has not started yet itself, or waits for the one running). Without them the caller refills once
      * per batch. Either way every block is distinct, and a trim after the frees gives every
      * chunk back (it waits for a refill ahead in flight; none starts after it).
      */
@@ -197,12 +197,14 @@ class PoolConcurrencyTest extends WithAllocCluster {
         int blockSize = SizeClasses.blockSize(HeapLayout.blockClassOf(got.get(0).header()));
         int batch = Math.max(1, Math.min(64, Math.min((16 << 10) / blockSize, (int) (8 << 10) / blockSize)));
         int perChunk = (16 << 10) / blockSize;
-        assertEquals(count(before, "scans"), callerRefills, "each of the caller's refills claimed a chunk, none only"
+        long takenOver = count(before, "aheadTakenOver"); // refills ahead not yet started when the cache ran out
+        long own = callerRefills - takenOver;
+        assertTrue(own <= count(before, "scans"), "each of the caller's own refills claimed a chunk, none only"
                 + " carved: " + AllocatorCounts.since(before));
-        assertTrue(callerRefills <= (n + perChunk - 1) / perChunk, "at most one caller's refill per chunk of "
+        assertTrue(own <= (n + perChunk - 1) / perChunk, "at most one caller's own refill per chunk of "
                 + perChunk + " blocks: " + AllocatorCounts.since(before));
-        assertTrue(aheadRefills >= n / batch - 1, "the later batches came from refills ahead: " + aheadRefills
-                + " for " + n + " blocks of " + batch + " a batch");
+        assertTrue(aheadRefills + takenOver >= n / batch - 1, "the later batches came from refills ahead: "
+                + aheadRefills + " (and " + takenOver + " taken over) for " + n + " blocks of " + batch + " a batch");
 
         long[] beforeWithout = AllocatorCounts.snapshot();
         got.addAll(allocateDistinct(without, n, 2));
