@@ -43,7 +43,9 @@ import static io.membus.alloc.HeapSegment.SCAN_SLICE;
  * publish under the lock"); others that find the cache empty wait on {@link #idle}
  * with the lock released. {@link #cursor} and {@link #cursorEpoch} belong to the busy
  * thread; the lock's release and acquire hand them from one busy thread to the next
- * (happens-before). A pool never takes another pool's lock.
+ * (happens-before). A refill ahead of need ({@link #startRefillAhead}) is busy from the
+ * allocation that hands it to the allocator's threads until it ends, and a caller may take
+ * it over while it is still queued ({@link #aheadQueued}). A pool never takes another pool's lock.
  */
 final class ClassPool {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ClassPool.class);
