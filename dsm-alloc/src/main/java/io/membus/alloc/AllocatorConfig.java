@@ -28,6 +28,7 @@ public final class AllocatorConfig {
     private final int claimAttempts;
     private final Placement defaultPlacement;
     private final boolean adoptOrphans;
+    private final boolean refillAhead;
 
     private AllocatorConfig(Builder b) {
         this.heapSegments = b.heapSegments.clone();
@@ -36,6 +37,7 @@ public final class AllocatorConfig {
         this.claimAttempts = b.claimAttempts;
         this.defaultPlacement = b.defaultPlacement;
         this.adoptOrphans = b.adoptOrphans;
+        this.refillAhead = b.refillAhead;
     }
 
     public static Builder builder() {
@@ -83,11 +85,21 @@ public final class AllocatorConfig {
         return adoptOrphans;
     }
 
+    /**
+     * Whether a size class's cache is refilled ahead of need on the allocator's threads: an
+     * allocation that leaves less than two batches cached hands a carve from a chunk this node
+     * already owns (or the free lists of its chunks) to them, so callers rarely find the cache
+     * empty; claiming a new chunk stays with the caller that does (docs/allocator.md).
+     */
+    public boolean refillAhead() {
+        return refillAhead;
+    }
+
     @Override
     public String toString() {
         return "AllocatorConfig{heapSegments=" + Arrays.toString(heapSegments) + ", chunkSize=" + chunkSize()
                 + ", batchBytes=" + batchBytes + ", claimAttempts=" + claimAttempts + ", defaultPlacement="
-                + defaultPlacement + ", adoptOrphans=" + adoptOrphans + "}";
+                + defaultPlacement + ", adoptOrphans=" + adoptOrphans + ", refillAhead=" + refillAhead + "}";
     }
 
     /**
@@ -103,6 +115,7 @@ public final class AllocatorConfig {
         private int claimAttempts = 8;
         private Placement defaultPlacement = Placement.local();
         private boolean adoptOrphans;
+        private boolean refillAhead = true;
 
         private Builder() {
         }
@@ -156,6 +169,12 @@ public final class AllocatorConfig {
 
         public Builder adoptOrphans(boolean adopt) {
             this.adoptOrphans = adopt;
+            return this;
+        }
+
+        /** Refill a size class's cache ahead of need on the allocator's threads; default true. */
+        public Builder refillAhead(boolean ahead) {
+            this.refillAhead = ahead;
             return this;
         }
 

@@ -21,6 +21,15 @@ public final class AllocatorCounts {
     static final LongAdder refills = new LongAdder();
     /** Refills that ran on a thread that asked for a block (its caller waited for the whole refill). */
     static final LongAdder callerRefills = new LongAdder();
+    /** Refills ahead of need handed to the allocator's threads (each at most one carve: {@link #carves}). */
+    static final LongAdder aheadRefills = new LongAdder();
+    /**
+     * Refills ahead whose verbs found every blocking lane busy and went the pipelined path
+     * (counted only when {@code io.membus.core.metrics.OpEvents} records: {@code -Dmembus.op-events=true}).
+     */
+    static final LongAdder aheadFallbacks = new LongAdder();
+    /** Refills ahead not yet started that a caller finding the cache empty ran itself (counted in {@link #callerRefills}). */
+    static final LongAdder aheadTakenOver = new LongAdder();
     /** Allocations that found the cache empty while another thread refilled it, and waited. */
     static final LongAdder waits = new LongAdder();
     /** Batches carved from a chunk's bump word (a fetch-and-add and a write of the headers). */
@@ -39,7 +48,7 @@ public final class AllocatorCounts {
     static final LongAdder pushes = new LongAdder();
 
     /** Names of {@link #snapshot()}'s counts, in its order. */
-    public static final String[] NAMES = {"allocations", "refills", "callerRefills", "waits", "carves", "pops",
+    public static final String[] NAMES = {"allocations", "refills", "callerRefills", "aheadRefills", "aheadFallbacks", "aheadTakenOver", "waits", "carves", "pops",
             "poppedBlocks", "scans", "frees", "cachedFrees", "pushes"};
 
     private AllocatorCounts() {
@@ -47,7 +56,7 @@ public final class AllocatorCounts {
 
     /** The counts now, in the order of {@link #NAMES}. */
     public static long[] snapshot() {
-        return new long[] {allocations.sum(), refills.sum(), callerRefills.sum(), waits.sum(), carves.sum(),
+        return new long[] {allocations.sum(), refills.sum(), callerRefills.sum(), aheadRefills.sum(), aheadFallbacks.sum(), aheadTakenOver.sum(), waits.sum(), carves.sum(),
                 pops.sum(), poppedBlocks.sum(), scans.sum(), frees.sum(), cachedFrees.sum(), pushes.sum()};
     }
 

@@ -10,8 +10,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
- * The threads of one {@link GlobalAllocator} that run its {@code *Async} forms and orphan
- * adoption: at most {@value #THREADS} daemon threads ("membus-alloc-&lt;node&gt;", ending
+ * The threads of one {@link GlobalAllocator} that run its {@code *Async} forms, orphan
+ * adoption and its size classes' refills ahead of need ({@link ClassPool}): at most {@value #THREADS} daemon threads ("membus-alloc-&lt;node&gt;", ending
  * when idle for 10 s) and {@value #QUEUE} calls waiting; past that a call fails at once
  * with a typed error saying the allocator is busy.
  *
@@ -44,6 +44,19 @@ final class AsyncCalls {
             return CompletableFuture.failedFuture(DsmException.internal("allocator busy: node=" + self
                     + ", queued=" + QUEUE + ": too many *Async calls at once; wait for some to complete"
                     + " or call the blocking forms from threads of your own", e));
+        }
+    }
+
+    /**
+     * Runs {@code task} on the allocator's threads (a size class's refill ahead of need);
+     * false, running nothing, when the queue is full or the allocator closed.
+     */
+    boolean execute(Runnable task) {
+        try {
+            executor.execute(task);
+            return true;
+        } catch (RejectedExecutionException e) {
+            return false;
         }
     }
 

@@ -3,6 +3,7 @@ package io.membus.alloc;
 import io.membus.core.RemotePtr;
 import io.membus.core.Words;
 import io.membus.core.error.DsmTimeoutException;
+import io.membus.core.metrics.OpEvents;
 
 import java.util.Arrays;
 import java.util.BitSet;
@@ -42,9 +43,18 @@ import static io.membus.alloc.HeapSegment.SCAN_SLICE;
  * publish under the lock"); others that find the cache empty wait on {@link #idle}
  * with the lock released. {@link #cursor} and {@link #cursorEpoch} belong to the busy
  * thread; the lock's release and acquire hand them from one busy thread to the next
- * (happens-before). A pool never takes another pool's lock.
+ * (happens-before). A refill ahead of need ({@link #startRefillAhead}) is busy from the
+ * allocation that hands it to the allocator's threads until it ends, and a caller may take
+ * it over while it is still queued ({@link #aheadQueued}). A pool never takes another pool's lock.
  */
 final class ClassPool {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ClassPool.class);
+    /**
+     * A refill ahead starts when an allocation leaves fewer than this many batches cached: the
+     * blocks left must outlast the refill (a hand-off to an allocator thread and two round
+     * trips, several milliseconds on a loaded machine) at the rate callers take them.
+     */
+    static final int AHEAD_BATCHES = 2;
     private final Remote remote;
     private final int self;
     final HeapSegment heap;
@@ -64,6 +74,21 @@ final class ClassPool {
     final BitSet roomy = new BitSet();
     /** Counts {@link #adopted} calls, so a busy thread never forgets a chunk adopted after it read the table. */
     private long adoptions;
+    /**
+     * A refill ahead found nothing in the chunks this node owns (no room to carve, no free
+     * list): none is started again until a caller's refill publishes blocks (usually from a
+     * chunk it claimed), so an allocation does not hand a fruitless refill to the allocator's
+     * threads each time. Guarded by {@link #lock}.
+     */
+    private boolean aheadFruitless;
+    /**
+     * A refill ahead was handed to the allocator's threads and has not started: the pool is
+     * busy for it. A caller that finds the cache empty meanwhile takes it over (clears this
+     * and runs the refill itself, the pool still busy) rather than wait for a thread that
+     * has yet to be scheduled; the handed-off run then finds this clear and does nothing.
+     * Guarded by {@link #lock}.
+     */
+    private boolean aheadQueued;
     long[] ptrs = new long[64];
     long[] headers = new long[64];
     int size;
@@ -90,29 +115,56 @@ final class ClassPool {
      */
     BlockRef allocate() {
         while (true) {
+            BlockRef got = null;
+            boolean ahead = false;
             lock.lock();
             try {
-                if (size == 0 && busy) {
+                boolean takeOver = false;
+                if (size == 0 && busy && !aheadQueued) {
                     AllocatorCounts.waits.increment();
+                    OpEvents.mark(OpEvents.ALLOC_WAIT);
                 }
                 while (size == 0 && busy) {
+                    if (aheadQueued) {
+                        // the refill ahead has not started (its thread waits for a CPU): this thread, running,
+                        // runs the refill itself instead of waiting for it; the pool stays busy, now for this thread
+                        aheadQueued = false;
+                        takeOver = true;
+                        AllocatorCounts.aheadTakenOver.increment();
+                        break;
+                    }
                     idle.awaitUninterruptibly(); // the busy thread's verbs are each bounded by their deadline
                 }
-                if (size > 0) {
+                if (takeOver) {
+                    busy = true; // (already: the refill ahead's, handed to this thread)
+                } else if (size > 0) {
                     size--;
                     AllocatorCounts.allocations.increment();
-                    return new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
+                    got = new BlockRef(ptrs[size], headers[size], blockSize - BLOCK_HEADER_LENGTH);
+                    if (size < AHEAD_BATCHES * batch && !busy && !aheadFruitless && remote.ahead != null) {
+                        busy = true; // until the refill ahead ends: a trim (or a refill) waits for it as for any
+                        aheadQueued = true;
+                        ahead = true;
+                    }
+                } else {
+                    busy = true;
                 }
-                busy = true;
             } finally {
                 lock.unlock();
             }
-            boolean found;
+            if (got != null) {
+                if (ahead) {
+                    startRefillAhead();
+                }
+                return got;
+            }
+            boolean found = false;
             AllocatorCounts.callerRefills.increment();
+            OpEvents.mark(OpEvents.ALLOC_REFILL);
             try {
                 found = refill();
             } finally {
-                endBusy();
+                endBusy(found);
             }
             if (!found) {
                 lock.lock();
@@ -124,6 +176,80 @@ final class ClassPool {
                     lock.unlock(); // a free cached a block meanwhile: take it on the next round
                 }
             }
+        }
+    }
+
+    /**
+     * Caller made this pool busy for a refill ahead of need: hands it to the allocator's
+     * threads ({@link Remote#ahead}); the pool stays busy until it ends, so a trim, or a
+     * caller that finds the cache empty, waits for it as for a caller's refill. When the
+     * threads refuse it (queue full, allocator closed) the pool is idle again at once.
+     */
+    private void startRefillAhead() {
+        java.util.function.Predicate<Runnable> run = remote.ahead;
+        boolean started = false;
+        try {
+            started = run != null && run.test(this::refillAhead);
+        } finally {
+            if (!started) {
+                lock.lock();
+                try {
+                    if (aheadQueued) { // else a caller took it over meanwhile, and ends the pool's busy state itself
+                        aheadQueued = false;
+                        busy = false;
+                        idle.signalAll();
+                    }
+                } finally {
+                    lock.unlock();
+                }
+            }
+        }
+    }
+
+    /**
+     * The refill ahead, on an allocator thread, the pool busy from the allocation that
+     * started it until it ends: a carve from a chunk this node owns, else the free lists of
+     * its owned chunks ({@link #refillFromOwned}); it never scans for or claims a chunk —
+     * that stays with the caller that finds the cache empty, so which chunks a class takes,
+     * and when, is as without refills ahead (a chunk a trim gave back is taken by the next
+     * class that needs one). Because the pool is busy from the moment it is started, not
+     * from the moment it runs, a trim that begins after it was started waits for it, and
+     * while a trim runs none is started: it never runs after a trim it did not see. When it
+     * finds nothing, none starts again until a caller's refill publishes blocks. A failure
+     * is left to the next refill: its verbs are each bounded by their deadline, and blocks a
+     * failed step may have taken are never handed out (leaked until their chunk is adopted
+     * or trimmed, as after a caller's failed refill).
+     */
+    private void refillAhead() {
+        lock.lock();
+        try {
+            if (!aheadQueued) {
+                return; // a caller that found the cache empty took it over (it ends the busy state)
+            }
+            aheadQueued = false; // this run serves whichever refill ahead is queued now: each ends busy once
+        } finally {
+            lock.unlock();
+        }
+        try {
+            AllocatorCounts.aheadRefills.increment();
+            OpEvents.begin(); // (diagnostics, when on: did this refill's verbs find a lane free?)
+            boolean found = refillFromOwned();
+            if ((OpEvents.end() & OpEvents.LANE_FALLBACK) != 0) {
+                AllocatorCounts.aheadFallbacks.increment();
+            }
+            if (!found) {
+                lock.lock();
+                try {
+                    aheadFruitless = true; // nothing owned left: none ahead until a caller's refill (a claim) finds some
+                } finally {
+                    lock.unlock();
+                }
+            }
+        } catch (RuntimeException e) {
+            LOG.debug("refill ahead of need failed (the next allocation that finds the cache empty refills it):"
+                    + " node={} segment={} class={}: {}", heap.node, heap.segment, cls, e.toString());
+        } finally {
+            endBusy();
         }
     }
 
@@ -141,9 +267,17 @@ final class ClassPool {
     }
 
     void endBusy() {
+        endBusy(false);
+    }
+
+    /** Ends this thread's refill or trim; {@code found}: a caller's refill published blocks (refills ahead resume). */
+    private void endBusy(boolean found) {
         lock.lock();
         try {
             busy = false;
+            if (found) {
+                aheadFruitless = false;
+            }
             idle.signalAll();
         } finally {
             lock.unlock();
@@ -294,6 +428,16 @@ final class ClassPool {
      */
     private boolean refill() {
         AllocatorCounts.refills.increment();
+        return refillFromOwned() || scanAndClaim();
+    }
+
+    /**
+     * Caller is busy. Carves from an owned chunk with room, else takes the free lists of
+     * owned chunks the hint bitmap points at; claims nothing.
+     *
+     * @return whether it published at least one block
+     */
+    private boolean refillFromOwned() {
         if (carve()) {
             return true;
         }
@@ -318,11 +462,9 @@ final class ClassPool {
                     }
                 }
             }
-            if (got > 0) {
-                return true;
-            }
+            return got > 0;
         }
-        return scanAndClaim();
+        return false;
     }
 
     /** Carves from the cursor chunk, or from the next owned chunk that may have room. */
@@ -367,6 +509,7 @@ final class ClassPool {
 
     private boolean scanAndClaim() {
         AllocatorCounts.scans.increment();
+        OpEvents.mark(OpEvents.ALLOC_SCAN);
         int n = heap.chunkCount;
         int slices = (n + SCAN_SLICE - 1) / SCAN_SLICE;
         int first = Math.floorMod(heap.claimHint, n) / SCAN_SLICE;

@@ -107,6 +107,9 @@ public final class GlobalAllocator implements AutoCloseable {
         this.blocks = new BlockAccess(remote);
         this.usage = new UsageReader(heaps, config);
         this.async = new AsyncCalls(self);
+        if (config.refillAhead()) {
+            remote.ahead = async::execute;
+        }
         synchronized (IN_USE) {
             if (!IN_USE.add(memory.transport())) {
                 throw new DsmConfigException("alloc", "node " + self, "one open GlobalAllocator per node:"

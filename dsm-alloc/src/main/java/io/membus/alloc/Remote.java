@@ -12,10 +12,17 @@ import io.membus.core.Words;
  * <p>Not final so that tests can inject a verb that executes and then reports a
  * timeout (the outcome a deadline leaves unknown).
  *
- * <p><b>Note:</b> stateless apart from the memory; thread-safe.
+ * <p>It also carries the allocator's background executor ({@link #ahead}), so that every
+ * {@link ClassPool} reached through it can hand a refill ahead of need to the allocator's
+ * threads.
+ *
+ * <p><b>Note:</b> stateless apart from the memory and the executor; thread-safe
+ * ({@link #ahead} is volatile: set once by the allocator, read by its pools).
  */
 class Remote {
     private final RemoteMemory memory;
+    /** Runs a size class's refill ahead of need; false when it ran nothing. Null: no refill ahead. */
+    volatile java.util.function.Predicate<Runnable> ahead;
 
     Remote(RemoteMemory memory) {
         this.memory = memory;

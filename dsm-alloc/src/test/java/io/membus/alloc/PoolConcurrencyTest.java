@@ -74,7 +74,9 @@ class PoolConcurrencyTest extends WithAllocCluster {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aFreeAndACachedAllocationProceedWhileARefillWaitsForItsVerb() throws Exception {
         start(1);
-        AllocatorConfig config = AllocatorConfig.builder().heapSegments(AllocCluster.HEAP).chunkSize(16 << 10).build();
+        // no refill ahead: the gated allocation must be the one that finds the cache empty and carves
+        AllocatorConfig config = AllocatorConfig.builder().heapSegments(AllocCluster.HEAP).chunkSize(16 << 10)
+                .refillAhead(false).build();
         AtomicReference<GatedRemote> remote = new AtomicReference<>();
         GlobalAllocator a = cluster.addNode(2, 1 << 20, config, m -> {
             GatedRemote g = new GatedRemote(m);
@@ -170,5 +172,73 @@ class PoolConcurrencyTest extends WithAllocCluster {
             assertEquals(s.chunks(), s.freeChunks(), "every chunk is free again after all frees and trims:\n"
                     + u.segments());
         }
+    }
+
+    /**
+     * With refills ahead (the default) one thread's allocations run a refill of their own
+     * only to claim a chunk (once per chunk: a scan each): every other batch is carved on the
+     * allocator's threads before the cache runs out (or, if the caller outruns them, it runs
+     * the refill ahead that has not started yet itself, or waits for the one running). Without them the caller refills once
+     * per batch. Either way every block is distinct, and a trim after the frees gives every
+     * chunk back (it waits for a refill ahead in flight; none starts after it).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void refillsAheadLeaveTheCallerOneRefillPerChunkAndATrimStillGivesEveryChunkBack() {
+        int n = 1_000;
+        cluster = new AllocCluster(1, 1 << 20, 16 << 10);
+        GlobalAllocator ahead = cluster.node(1);
+        GlobalAllocator without = cluster.addNode(2, 1 << 20, AllocatorConfig.builder().heapSegments(AllocCluster.HEAP)
+                .chunkSize(16 << 10).refillAhead(false).build());
+        long[] before = AllocatorCounts.snapshot();
+        List<BlockRef> got = allocateDistinct(ahead, n, 1);
+        long callerRefills = count(before, "callerRefills");
+        long aheadRefills = count(before, "aheadRefills");
+        int blockSize = SizeClasses.blockSize(HeapLayout.blockClassOf(got.get(0).header()));
+        int batch = Math.max(1, Math.min(64, Math.min((16 << 10) / blockSize, (int) (8 << 10) / blockSize)));
+        int perChunk = (16 << 10) / blockSize;
+        long takenOver = count(before, "aheadTakenOver"); // refills ahead not yet started when the cache ran out
+        long own = callerRefills - takenOver;
+        assertTrue(own <= count(before, "scans"), "each of the caller's own refills claimed a chunk, none only"
+                + " carved: " + AllocatorCounts.since(before));
+        assertTrue(own <= (n + perChunk - 1) / perChunk, "at most one caller's own refill per chunk of "
+                + perChunk + " blocks: " + AllocatorCounts.since(before));
+        assertTrue(aheadRefills + takenOver >= n / batch - 1, "the later batches came from refills ahead: "
+                + aheadRefills + " (and " + takenOver + " taken over) for " + n + " blocks of " + batch + " a batch");
+
+        long[] beforeWithout = AllocatorCounts.snapshot();
+        got.addAll(allocateDistinct(without, n, 2));
+        assertTrue(count(beforeWithout, "callerRefills") >= n / batch, "without refills ahead the caller refills"
+                + " every batch: " + AllocatorCounts.since(beforeWithout));
+
+        for (BlockRef r : got) {
+            ahead.free(r);
+        }
+        ahead.trim();
+        without.trim();
+        for (GlobalAllocator a : List.of(ahead, without)) {
+            HeapUsage u = a.usage();
+            for (HeapUsage.SegmentUsage s : u.segments()) {
+                assertEquals(s.chunks(), s.freeChunks(), "every chunk is free again after the frees and a trim:\n"
+                        + u.segments());
+            }
+        }
+    }
+
+    private static List<BlockRef> allocateDistinct(GlobalAllocator a, int n, int node) {
+        List<BlockRef> got = new ArrayList<>();
+        Set<Long> ptrs = new java.util.HashSet<>();
+        for (int i = 0; i < n; i++) {
+            BlockRef r = a.allocate(40, Placement.node(node));
+            assertTrue(ptrs.add(r.ptr()), "block " + i + " handed out twice: " + r);
+            got.add(r);
+        }
+        return got;
+    }
+
+    /** The change of AllocatorCounts' count {@code name} since {@code before}. */
+    private static long count(long[] before, String name) {
+        int i = java.util.Arrays.asList(AllocatorCounts.NAMES).indexOf(name);
+        return AllocatorCounts.snapshot()[i] - before[i];
     }
 }

@@ -30,8 +30,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class UnknownOutcomeTest extends WithAllocCluster {
     private static final int CHUNK = 16 << 10;
+    /**
+     * No refills ahead: each fault below targets the next matching verb of the test's own calls,
+     * which a refill ahead's verbs on the allocator's threads (a free list's pop CAS) could take
+     * first (PoolConcurrencyTest covers refills ahead racing trims).
+     */
     private static final AllocatorConfig CONFIG = AllocatorConfig.builder().heapSegments(AllocCluster.HEAP)
-            .chunkSize(CHUNK).build();
+            .chunkSize(CHUNK).refillAhead(false).build();
 
     /** Verbs that fail on demand, once: a CAS that executes and then reports a timeout, a write or read that fails. */
     static final class FaultyRemote extends Remote {

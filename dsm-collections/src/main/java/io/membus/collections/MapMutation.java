@@ -12,6 +12,7 @@ import io.membus.core.RemotePtr;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.ErrorCode;
 import io.membus.core.error.ValueTooLargeException;
+import io.membus.core.metrics.OpEvents;
 
 import java.util.Arrays;
 import java.util.concurrent.atomic.LongAdder;
@@ -121,6 +122,7 @@ final class MapMutation {
             try {
                 return attempt(key, hash, m, start, lastChange);
             } catch (SlotScan.Restart r) {
+                OpEvents.mark(OpEvents.TABLE_AGAIN);
                 restarts = slots.restarted(restarts);
             }
         }
@@ -188,6 +190,7 @@ final class MapMutation {
                             helped = true;
                             migration.helpMigrate(t);
                         }
+                        OpEvents.mark(OpEvents.TABLE_AGAIN);
                         t = tables.mustNext(t);
                         continue;
                     }
@@ -240,6 +243,7 @@ final class MapMutation {
                     throw e;
                 }
                 if (witness != word) {
+                    OpEvents.mark(OpEvents.CAS_RETRY);
                     if (onHint) {
                         hint = cache.dropHint(key, hint); // changed since it was cached
                     }

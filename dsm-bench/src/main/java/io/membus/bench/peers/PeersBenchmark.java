@@ -14,6 +14,9 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.BenchmarkParams;
+import org.openjdk.jmh.infra.IterationParams;
+import org.openjdk.jmh.runner.IterationType;
+import io.membus.core.metrics.OpEvents;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
@@ -81,6 +84,10 @@ public class PeersBenchmark {
     /** Polls that found the queue empty right after their thread's offer: none in a linearizable queue. */
     final LongAdder emptyPolls = new LongAdder();
     private final AtomicInteger threads = new AtomicInteger();
+    /** The measured operations' latencies per class of slow-path events, when {@link OpEvents#ON}. */
+    final OpClasses classes = new OpClasses();
+    /** Set for the measurement iterations: only their operations are classified. */
+    volatile boolean recording;
 
     /** The value of {@code key} written by {@code writer}: the key's 8 bytes, the writer, a fixed pattern. */
     static byte[] value(long key, byte writer) {
@@ -107,9 +114,17 @@ public class PeersBenchmark {
         system.markCounts();
     }
 
+    @Setup(Level.Iteration)
+    public void iteration(IterationParams params) {
+        recording = OpEvents.ON && params.getType() == IterationType.MEASUREMENT;
+    }
+
     @TearDown(Level.Trial)
     public void tearDown() {
         try {
+            if (OpEvents.ON) {
+                System.out.print(classes.report());
+            }
             String counts = system.counts();
             if (counts != null) {
                 System.out.println("[peers] counted over the trial (warm-up and measurement): " + counts);
@@ -188,6 +203,7 @@ public class PeersBenchmark {
         SplittableRandom keys;
         Peer.Conn conn;
         boolean checked;
+        OpClasses.Recorder recorder;
 
         @Setup(Level.Trial)
         public void setUp(PeersBenchmark b) {
@@ -195,6 +211,7 @@ public class PeersBenchmark {
             keys = new SplittableRandom(28L * 1000 + index);
             conn = b.system.connect();
             checked = b.system.stores();
+            recorder = b.classes.recorder();
         }
 
         @TearDown(Level.Trial)
@@ -220,7 +237,15 @@ public class PeersBenchmark {
     @Benchmark
     public Object set(Caller caller) {
         int k = (int) caller.nextKey();
-        Object r = caller.conn.set(k, value(k, SET));
+        byte[] v = value(k, SET);
+        boolean record = OpEvents.ON && recording;
+        if (record) {
+            caller.recorder.begin();
+        }
+        Object r = caller.conn.set(k, v);
+        if (record) {
+            caller.recorder.end();
+        }
         written[k] = 1;
         return r;
     }

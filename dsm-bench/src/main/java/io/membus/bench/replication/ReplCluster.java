@@ -77,7 +77,7 @@ public final class ReplCluster implements AutoCloseable {
     public Node start(int id, int index, long size) {
         TransportConfig tc = TransportConfig.builder(id).operationTimeout(OP_TIMEOUT)
                 .connectTimeout(Duration.ofSeconds(10))
-                .properties(Map.of("tcp.secret", SECRET, "tcp.host", "127.0.0.1", "tcp.port", "0")).build();
+                .properties(properties()).build();
         Transport t = Transports.create("tcp", tc);
         directory.addMember(t.self());
         RemoteMemory mem = new RemoteMemory(t, directory, OP_TIMEOUT);
@@ -92,6 +92,21 @@ public final class ReplCluster implements AutoCloseable {
         Node n = new Node(id, t, mem, r, s);
         nodes.put(id, n);
         return n;
+    }
+
+    /**
+     * The nodes' transport properties: loopback, and {@code tcp.blocking-lanes} from the system
+     * property {@code membus.bench.blocking-lanes} when it is set (a benchmark fork's
+     * {@code -jvmArgsPrepend -Dmembus.bench.blocking-lanes=16}; the transport's default otherwise).
+     */
+    private static Map<String, String> properties() {
+        Map<String, String> p = new java.util.HashMap<>(Map.of("tcp.secret", SECRET, "tcp.host", "127.0.0.1",
+                "tcp.port", "0"));
+        String lanes = System.getProperty("membus.bench.blocking-lanes");
+        if (lanes != null) {
+            p.put("tcp.blocking-lanes", lanes);
+        }
+        return p;
     }
 
     public Node node(int id) {

@@ -64,7 +64,7 @@ import java.util.function.Predicate;
  * {@link AckGate#await}, so that closing the lane (fencing, {@code disconnect},
  * {@code close}) ends the wait, and the thread, at once.
  *
- * <p>One thread per lane: at most {@code blocking-lanes} per initiator (default 8). A
+ * <p>One thread per lane: at most {@code blocking-lanes} per initiator (default 16). A
  * thread blocked in {@code read} costs no CPU.
  *
  * <p><b>Note:</b> thread-safe: the acceptor and one thread per connection; the

@@ -5,6 +5,7 @@ import io.membus.core.Words;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
+import io.membus.core.metrics.OpEvents;
 import io.membus.core.transport.BlockingVerbs;
 import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.VerbWait;
@@ -413,15 +414,20 @@ final class TcpLanes implements BlockingVerbs {
             if (idle.compareAndSet(m, m & ~bit)) {
                 TcpLane lane = lanes.get(Long.numberOfTrailingZeros(bit));
                 if (lane != null && !lane.broken()) {
+                    OpEvents.laneVerb();
                     return lane;
                 }
                 discard(Long.numberOfTrailingZeros(bit), lane); // closed meanwhile
             }
         }
         if (closed || max == 0 || System.nanoTime() - noOpenBefore < 0) {
+            OpEvents.mark(OpEvents.LANE_FALLBACK);
             return null;
         }
         TcpLane lane = openLane();
+        if (lane == null) {
+            OpEvents.mark(OpEvents.LANE_FALLBACK);
+        }
         if (lane == null && OperationDeadline.expired()) {
             // the peer took the call's whole deadline to not answer the lane's handshake: the verb was never sent
             throw DsmTimeoutException.notSent("open a blocking lane to " + peer, peer.nodeId(),
@@ -446,6 +452,7 @@ final class TcpLanes implements BlockingVerbs {
             }
         }
         TcpLane lane;
+        OpEvents.mark(OpEvents.LANE_OPEN);
         int lanePort = laneServerUnreachable ? 0 : connection.lanePort(); // the peer's lane server, if it runs one
         try {
             boolean[] reached = new boolean[1];
