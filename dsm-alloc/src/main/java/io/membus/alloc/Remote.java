@@ -2,6 +2,9 @@ package io.membus.alloc;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
+import io.membus.core.error.DsmException;
+
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The synchronous verbs the allocator uses, on {@link RemoteMemory} (which rethrows
@@ -45,5 +48,81 @@ class Remote {
 
     long fetchAndAdd(long ptr, long delta) {
         return memory.fetchAndAdd(ptr, delta);
+    }
+
+    /**
+     * The CASes {@code ptrs[i]: expected[i] -> updates[i]} for {@code i < n}, issued together
+     * ({@link RemoteMemory#batch()}: one batch per node, on the pipelined path) and each awaited:
+     * its witness in the result, or its typed failure in {@code errors[i]} (then the result's
+     * entry is meaningless). Used by the batched free ({@link GlobalAllocator#freeAll}), whose
+     * CASes are independent of each other.
+     */
+    long[] compareAndSwapAll(long[] ptrs, long[] expected, long[] updates, int n, DsmException[] errors) {
+        RemoteMemory.RemoteBatch batch = memory.batch();
+        @SuppressWarnings("unchecked")
+        CompletableFuture<Long>[] fs = new CompletableFuture[n];
+        for (int i = 0; i < n; i++) {
+            fs[i] = batch.compareAndSwap(ptrs[i], expected[i], updates[i]);
+        }
+        batch.submit();
+        long[] witnesses = new long[n];
+        for (int i = 0; i < n; i++) {
+            try {
+                witnesses[i] = memory.await(fs[i]);
+            } catch (DsmException e) {
+                errors[i] = e;
+            }
+        }
+        return witnesses;
+    }
+
+    /**
+     * Reads {@code length} bytes at each of {@code ptrs[0..n)}, issued together (one batch per
+     * node) and each awaited: the bytes, or null with the typed failure in {@code errors[i]}.
+     */
+    byte[][] readAll(long[] ptrs, int length, int n, DsmException[] errors) {
+        RemoteMemory.RemoteBatch batch = memory.batch();
+        @SuppressWarnings("unchecked")
+        CompletableFuture<byte[]>[] fs = new CompletableFuture[n];
+        for (int i = 0; i < n; i++) {
+            fs[i] = batch.read(ptrs[i], length);
+        }
+        batch.submit();
+        byte[][] out = new byte[n][];
+        for (int i = 0; i < n; i++) {
+            try {
+                out[i] = memory.await(fs[i]);
+            } catch (DsmException e) {
+                errors[i] = e;
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Writes the little-endian word {@code values[i]} at {@code ptrs[i]} for {@code i < n}, issued
+     * together (one batch per node) and all awaited; throws the first failure once every write ended.
+     */
+    void writeLongs(long[] ptrs, long[] values, int n) {
+        RemoteMemory.RemoteBatch batch = memory.batch();
+        @SuppressWarnings("unchecked")
+        CompletableFuture<Void>[] fs = new CompletableFuture[n];
+        for (int i = 0; i < n; i++) {
+            byte[] b = new byte[Long.BYTES];
+            Words.putLong(b, 0, values[i]);
+            fs[i] = batch.write(ptrs[i], b, 0, b.length);
+        }
+        batch.submit();
+        DsmException first = null;
+        for (int i = 0; i < n; i++) {
+            try {
+                memory.await(fs[i]);
+            } catch (DsmException e) {
+                first = first == null ? e : first;
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
     }
 }
