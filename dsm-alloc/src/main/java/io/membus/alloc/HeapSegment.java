@@ -456,15 +456,12 @@ final class HeapSegment {
      * to the list's top and one CAS that makes the first block the top, then one fetch-and-add of
      * the count by {@code n}. Four round trips for the whole chain where {@link #push} takes four
      * per block; a lost CAS rewrites only the last link. The chain is invisible until the CAS, so
-     * no reader of the list sees a half-linked one.
+     * no reader of the list sees a half-linked one. Every verb goes on the pipelined path (no
+     * blocking lane of a connection: the batched free runs beside callers that want them).
      */
     void pushAll(int chunk, long[] ptrs, long[] blockIndexes, int n) {
-        if (n == 1) {
-            push(chunk, ptrs[0], blockIndexes[0]);
-            return;
-        }
         long e = entry(chunk);
-        long top = remote.readLong(e + FREE_HEAD_WORD);
+        long top = remote.readLongPosted(e + FREE_HEAD_WORD);
         long[] at = new long[n];
         long[] links = new long[n];
         for (int i = 0; i < n; i++) {
@@ -473,17 +470,17 @@ final class HeapSegment {
         }
         remote.writeLongs(at, links, n);
         for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
-            long w = remote.compareAndSwap(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, blockIndexes[0] + 1));
+            long w = remote.compareAndSwapPosted(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, blockIndexes[0] + 1));
             if (w == top) {
                 AllocatorCounts.pushes.add(n);
-                remote.fetchAndAdd(e + COUNT_WORD, n);
+                remote.fetchAndAddPosted(e + COUNT_WORD, n);
                 if (headIndex(top) == 0) {
                     hint(chunk, true); // the list was empty: tell the owner where to look
                 }
                 return;
             }
             top = w;
-            remote.writeLong(at[n - 1], headIndex(top));
+            remote.writeLongs(new long[]{at[n - 1]}, new long[]{headIndex(top)}, 1);
         }
         throw DsmTimeoutException.afterTries("free-list push of " + n + " blocks (it kept losing its CAS): segment="
                 + segment + ", chunk=" + chunk, node, MAX_CAS_RETRIES,

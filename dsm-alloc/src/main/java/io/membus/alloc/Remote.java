@@ -51,6 +51,25 @@ class Remote {
     }
 
     /**
+     * {@link #readLong} on the pipelined path ({@link RemoteMemory#readAsync}, awaited): no
+     * blocking lane of a connection is taken. For the batched free's verbs, which run on a
+     * freeing thread beside callers that want the lanes.
+     */
+    long readLongPosted(long ptr) {
+        return Words.getLong(memory.await(memory.readAsync(ptr, Long.BYTES)), 0);
+    }
+
+    /** {@link #compareAndSwap} on the pipelined path (see {@link #readLongPosted}). */
+    long compareAndSwapPosted(long ptr, long expected, long update) {
+        return memory.await(memory.compareAndSwapAsync(ptr, expected, update));
+    }
+
+    /** {@link #fetchAndAdd} on the pipelined path (see {@link #readLongPosted}). */
+    long fetchAndAddPosted(long ptr, long delta) {
+        return memory.await(memory.fetchAndAddAsync(ptr, delta));
+    }
+
+    /**
      * The CASes {@code ptrs[i]: expected[i] -> updates[i]} for {@code i < n}, issued together
      * ({@link RemoteMemory#batch()}: one batch per node, on the pipelined path) and each awaited:
      * its witness in the result, or its typed failure in {@code errors[i]} (then the result's

@@ -165,9 +165,11 @@ final class Reclaimer {
             if (due.length > 0) {
                 ReclaimCounts.helped.add(due.length);
                 free(due);
-                continue;
             }
             long left = until - System.nanoTime();
+            if (due.length > 0 && held.get() < bound) {
+                continue;
+            }
             if (left <= 0) {
                 throw DsmMapException.reclaimBound(held.get(), bound, "none came due before the operation's deadline");
             }
@@ -464,17 +466,28 @@ final class Reclaimer {
             ReclaimCounts.freeCalls.increment();
             errors = heap.freeAll(refs);
         } catch (RuntimeException e) {
-            // not one block's verb (the allocator closed, the transport gone): nothing was freed; kept for a later try
+            // not one block's verb (the allocator closed, the transport gone): nothing was freed; each block is
+            // tried again after another grace, a few times, as after its own verb's failure
             LOG.warn("freeing {} map entry blocks failed: {}", n, e.toString());
+            int given = 0;
+            List<long[]> later = new ArrayList<>();
+            long now = clock.getAsLong();
+            for (int i = 0; i < n; i++) {
+                if (retryLater(due[i][0], headers[i] != 0 && !wasRead[i] ? headers[i] : due[i][1], e.toString())) {
+                    later.add(new long[]{due[i][0], due[i][1], now});
+                } else {
+                    given++;
+                }
+            }
             lock.lock();
             try {
-                for (long[] b : due) {
-                    limbo.addLast(b);
-                }
+                limbo.addAll(later);
                 freeing.addAndGet(-n);
             } finally {
                 lock.unlock();
             }
+            held.addAndGet(-given);
+            signalRoom();
             return;
         }
         int done = 0;
@@ -484,7 +497,7 @@ final class Reclaimer {
         for (int i = 0; i < n; i++) {
             long ptr = due[i][0];
             if (refs[i] == null) {
-                if (readErrors[i] != null && retryLater(ptr, 0, readErrors[i])) {
+                if (readErrors[i] != null && retryLater(ptr, 0, readErrors[i].getMessage())) {
                     later.add(new long[]{ptr, 0, now});
                 } else {
                     retries.remove(ptr);
@@ -512,7 +525,7 @@ final class Reclaimer {
                     retries.remove(ptr);
                     done++;
                 }
-            } else if (retryLater(ptr, headers[i], e)) {
+            } else if (retryLater(ptr, headers[i], e.getMessage())) {
                 later.add(new long[]{ptr, headers[i], now});
             } else {
                 done++;
@@ -537,14 +550,13 @@ final class Reclaimer {
      * when it is to be tried again after another grace, with the same header (so a retry can
      * only free this very generation of the block); false, reported, after a few attempts.
      */
-    private boolean retryLater(long ptr, long header, DsmException e) {
+    private boolean retryLater(long ptr, long header, String why) {
         long[] state = retries.computeIfAbsent(ptr, p -> new long[]{0, 0});
         state[0] = header;
         if (++state[1] < MAX_ATTEMPTS) {
             return true;
         }
-        LOG.warn("could not free map entry block={} after {} attempts: {}", RemotePtr.toString(ptr), state[1],
-                e.getMessage());
+        LOG.warn("could not free map entry block={} after {} attempts: {}", RemotePtr.toString(ptr), state[1], why);
         retries.remove(ptr);
         return false;
     }

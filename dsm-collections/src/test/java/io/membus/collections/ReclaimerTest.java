@@ -172,6 +172,55 @@ class ReclaimerTest {
         }
     }
 
+    /**
+     * Frees are batched per node: 40 blocks of one node, freed by another, cost one round trip
+     * when their headers are carried (the CASes), two when they are read first — and when the
+     * freeing node does not own their chunks (each goes on its chunk's free list), four or
+     * six more per chunk (the chained push, and the hint when the list was empty): not per block.
+     */
+    @Test
+    void freesAreBatchedPerNodeInRoundTripsNotPerBlock() {
+        cluster = new MapCluster("local", 2, 8 << 20, java.time.Duration.ofSeconds(10),
+                (id, t) -> id == 2 ? new RoundTripTransport(t) : t);
+        GlobalAllocator two = cluster.node(2);
+        GlobalAllocator one = cluster.node(1);
+        AtomicLong now = new AtomicLong();
+        Reclaimer r = new Reclaimer(two, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
+        int n = 40;
+        for (boolean carried : new boolean[]{true, false}) {
+            for (int i = 0; i < n; i++) { // node 2's blocks on node 1 (node 2 owns their chunk: its cache takes them)
+                BlockRef b = two.allocate(64, io.membus.alloc.Placement.node(1));
+                byte[] e = new byte[64];
+                MapLayout.putLong(e, MapLayout.ENTRY_HEADER_COPY, b.header());
+                two.memory().write(b.payload(), e);
+                r.retire(b.ptr(), carried ? b.header() : 0);
+            }
+            now.addAndGet(GRACE);
+            long freed = r.freed();
+            RoundTripTransport.counts().reset();
+            r.drainHere();
+            assertEquals(freed + n, r.freed());
+            assertEquals(carried ? 1 : 2, RoundTripTransport.counts().roundTrips,
+                    (carried ? "headers carried: " : "headers read: ") + RoundTripTransport.counts());
+        }
+        // node 1's blocks (node 1 owns their chunks): freed by node 2, they go on the free lists as chains
+        java.util.Set<Long> chunks = new java.util.HashSet<>();
+        for (int i = 0; i < n; i++) {
+            BlockRef b = one.allocate(64);
+            chunks.add(b.ptr() >>> 14); // at most one chunk per 16 KiB
+            r.retire(b.ptr(), b.header());
+        }
+        now.addAndGet(GRACE);
+        RoundTripTransport.counts().reset();
+        r.drainHere();
+        assertEquals(3 * n, r.freed());
+        long trips = RoundTripTransport.counts().roundTrips;
+        System.out.println("ReclaimerTest: " + n + " blocks pushed on free lists by another node: "
+                + RoundTripTransport.counts() + " (chunks <= " + chunks.size() + ")");
+        assertTrue(trips <= 1 + 6L * chunks.size() && trips < n, "pushed per chunk, not per block: "
+                + RoundTripTransport.counts() + ", chunks<=" + chunks.size());
+    }
+
     @Test
     void aChangeHandsOverOnlyWholeBatchesOrWhatWaitedTwiceItsGrace() throws InterruptedException {
         cluster = new MapCluster("local", 1, 8 << 20);

@@ -118,6 +118,7 @@ final class Peers {
         private final DsmAtomicLong counter;
         private final DsmQueue<byte[]> queue;
         private volatile long[] countsMark = AllocatorCounts.snapshot();
+        private volatile long[] reclaimMark = io.membus.collections.ReclaimCounts.snapshot();
 
         MembusPeer(int backups) {
             this.backups = backups;
@@ -162,12 +163,14 @@ final class Peers {
         @Override
         public void markCounts() {
             countsMark = AllocatorCounts.snapshot();
+            reclaimMark = io.membus.collections.ReclaimCounts.snapshot();
         }
 
         @Override
         public String counts() {
             return "allocator (every node of this JVM): " + AllocatorCounts.since(countsMark)
-                    + "; map entries this client retired and has not freed yet: " + map.pendingReclamation();
+                    + "; map entries this client retired and has not freed yet: " + map.pendingReclamation()
+                    + "; reclaimer (every map of this JVM): " + io.membus.collections.ReclaimCounts.since(reclaimMark);
         }
 
         @Override
