@@ -325,9 +325,10 @@ public final class GlobalAllocator implements AutoCloseable {
      * verbs of all of them issued together. Every block's generation CAS goes out in one
      * {@link RemoteMemory#batch()} (one batch per node, on the pipelined path: N frees to one
      * node cost about one round trip and no blocking lane); the blocks that then go on a free
-     * list are pushed per chunk as one pre-linked chain (a read of the list head, the links'
-     * writes together, one CAS and one fetch-and-add per chunk, where {@link #free} takes those
-     * four per block); the blocks the owner's cache takes cost no verb past the CAS. Each block's
+     * list are pushed per chunk as one pre-linked chain, every chunk's steps issued together
+     * ({@link HeapSegment#pushChains}: the list heads read in one batch, the links written in
+     * one, the head CASes in one, the counts' fetch-and-adds in one: about four round trips for
+     * all the chunks, where {@link #free} takes four per block); the blocks the owner's cache takes cost no verb past the CAS. Each block's
      * free takes effect at its own generation CAS, as {@link #free}'s: a block is never freed
      * twice or freed as another block's, whatever happens to the others of the call.
      *
@@ -398,6 +399,7 @@ public final class GlobalAllocator implements AutoCloseable {
                         .computeIfAbsent(chunkOf[i], k -> new ArrayList<>()).add(i);
             }
         }
+        List<HeapSegment.Chain> chains = new ArrayList<>();
         for (java.util.Map.Entry<HeapSegment, java.util.Map<Integer, List<Integer>>> byHeap : pushes.entrySet()) {
             HeapSegment h = byHeap.getKey();
             for (java.util.Map.Entry<Integer, List<Integer>> byChunk : byHeap.getValue().entrySet()) {
@@ -410,14 +412,12 @@ public final class GlobalAllocator implements AutoCloseable {
                     ps[k] = ref.ptr();
                     bs[k] = blockIndexOf(h, chunk, ref);
                 }
-                try {
-                    h.pushAll(chunk, ps, bs, ps.length);
-                } catch (DsmException e) {
-                    // as free's push: the blocks are freed (their generations moved on) but on no list: retired
-                    LOG.warn("{} freed blocks of node={} segment={} chunk={} stay retired: their free-list push failed: {}",
-                            ps.length, h.node, h.segment, chunk, e.getMessage());
-                }
+                chains.add(new HeapSegment.Chain(h, chunk, ps, bs));
             }
+        }
+        if (!chains.isEmpty()) {
+            // as free's push: a chain whose push fails is freed (generations moved on) but on no list: retired
+            HeapSegment.pushChains(remote, chains);
         }
         return errors;
     }

@@ -96,6 +96,27 @@ class Remote {
     }
 
     /**
+     * The fetch-and-adds {@code ptrs[i] += deltas[i]} for {@code i < n}, issued together (one batch
+     * per node) and each awaited; their failures in {@code errors[i]}.
+     */
+    void fetchAndAddAll(long[] ptrs, long[] deltas, int n, DsmException[] errors) {
+        RemoteMemory.RemoteBatch batch = memory.batch();
+        @SuppressWarnings("unchecked")
+        CompletableFuture<Long>[] fs = new CompletableFuture[n];
+        for (int i = 0; i < n; i++) {
+            fs[i] = batch.fetchAndAdd(ptrs[i], deltas[i]);
+        }
+        batch.submit();
+        for (int i = 0; i < n; i++) {
+            try {
+                memory.await(fs[i]);
+            } catch (DsmException e) {
+                errors[i] = e;
+            }
+        }
+    }
+
+    /**
      * Reads {@code length} bytes at each of {@code ptrs[0..n)}, issued together (one batch per
      * node) and each awaited: the bytes, or null with the typed failure in {@code errors[i]}.
      */

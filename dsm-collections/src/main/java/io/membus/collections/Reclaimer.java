@@ -72,7 +72,7 @@ final class Reclaimer {
     /** A change wakes the freeing thread for this many due blocks (or for what waited twice its grace). */
     private static final int DRAIN_BATCH = 32;
     /** The most blocks one free call takes ({@link GlobalAllocator#freeAll}: one batch per node of each verb). */
-    private static final int FREE_BATCH = 256;
+    private static final int FREE_BATCH = 1024;
     private static final int MAX_ATTEMPTS = 5;
     /** How many installed entries' headers this node remembers ({@link #noteInstalled}); past it, the notes start over. */
     private static final int NOTES = 65_536;
@@ -105,8 +105,10 @@ final class Reclaimer {
     /** Blocks taken out of limbo and not yet freed or put back. */
     private final AtomicInteger freeing = new AtomicInteger();
     private final AtomicLong freed = new AtomicLong();
-    /** Frees handed to {@link #FREER} and not finished yet. */
+    /** Tasks handed to {@link #FREER} and not finished yet. */
     private final AtomicInteger inFlight = new AtomicInteger();
+    /** A task of this reclaimer is queued or running on {@link #FREER} (at most one at a time). */
+    private final java.util.concurrent.atomic.AtomicBoolean scheduled = new java.util.concurrent.atomic.AtomicBoolean();
     /**
      * One daemon thread for every map of this JVM: frees take verbs, which changes should not
      * wait for (unless a map is at its bound: {@link #admit}).
@@ -282,29 +284,51 @@ final class Reclaimer {
     // ================================================================ freeing
 
     /**
-     * Hands a batch of blocks whose grace has passed to the freeing thread; never blocks.
-     * Only a whole batch ({@value #DRAIN_BATCH} blocks, and then up to {@value #FREE_BATCH}) is
-     * handed over, or whatever is due once the oldest block waited twice its grace: a change
-     * that found one block due and woke the freeing thread for it paid a thread wake-up per
-     * change, the CPU of a round trip on a busy machine.
+     * Wakes the freeing thread for this map's due blocks; never blocks. Only for a whole batch
+     * ({@value #DRAIN_BATCH} blocks due), or whatever is due once the oldest block waited twice
+     * its grace: a change that found one block due and woke the freeing thread for it paid a
+     * thread wake-up per change, the CPU of a round trip on a busy machine. Once awake, the
+     * freeing thread frees up to {@value #FREE_BATCH} due blocks per call, and again while whole
+     * batches are due, so frees that fell behind go out in few, large batches.
      */
     void drain() {
-        long[][] due = takeDue(true, FREE_BATCH);
-        if (due.length == 0) {
+        if (scheduled.get() || !wholeBatchDue()) {
+            return;
+        }
+        if (!scheduled.compareAndSet(false, true)) {
             return;
         }
         inFlight.incrementAndGet();
         try {
-            FREER.execute(() -> {
-                try {
-                    free(due);
-                } finally {
-                    inFlight.decrementAndGet();
-                }
-            });
+            FREER.execute(this::freeWhileDue);
         } catch (java.util.concurrent.RejectedExecutionException e) {
+            freeWhileDue();
+        }
+    }
+
+    /** The freeing thread's task: frees due blocks while whole batches are due. */
+    private void freeWhileDue() {
+        try {
+            long[][] due = takeDue(false, FREE_BATCH);
+            while (due.length > 0) {
+                free(due);
+                due = takeDue(true, FREE_BATCH);
+            }
+        } finally {
+            scheduled.set(false);
             inFlight.decrementAndGet();
-            free(due);
+        }
+    }
+
+    /** Whether {@value #DRAIN_BATCH} blocks are due, or the oldest waited twice its grace (a look under the lock, no verb). */
+    private boolean wholeBatchDue() {
+        if (!lock.tryLock()) {
+            return false;
+        }
+        try {
+            return dueCount(clock.getAsLong(), true) > 0;
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -327,21 +351,8 @@ final class Reclaimer {
         }
         try {
             long now = clock.getAsLong();
-            long[] oldest = limbo.peekFirst();
-            if (oldest == null || now - oldest[2] < graceNanos) {
+            if (dueCount(now, wholeBatch) == 0) {
                 return NONE;
-            }
-            if (wholeBatch && now - oldest[2] < 2 * graceNanos) {
-                int n = 0;
-                for (long[] b : limbo) { // oldest first: the due ones are a prefix
-                    if (n == DRAIN_BATCH || now - b[2] < graceNanos) {
-                        break;
-                    }
-                    n++;
-                }
-                if (n < DRAIN_BATCH) {
-                    return NONE;
-                }
             }
             List<long[]> due = new ArrayList<>();
             while (due.size() < max && !limbo.isEmpty() && now - limbo.peekFirst()[2] >= graceNanos) {
@@ -352,6 +363,28 @@ final class Reclaimer {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * 0 when nothing is due (with {@code wholeBatch}: fewer than {@value #DRAIN_BATCH}, and the
+     * oldest waited less than twice its grace), else a positive count. Under {@link #lock}.
+     */
+    private int dueCount(long now, boolean wholeBatch) {
+        long[] oldest = limbo.peekFirst();
+        if (oldest == null || now - oldest[2] < graceNanos) {
+            return 0;
+        }
+        if (!wholeBatch || now - oldest[2] >= 2 * graceNanos) {
+            return 1;
+        }
+        int n = 0;
+        for (long[] b : limbo) { // oldest first: the due ones are a prefix
+            if (n == DRAIN_BATCH || now - b[2] < graceNanos) {
+                break;
+            }
+            n++;
+        }
+        return n < DRAIN_BATCH ? 0 : n;
     }
 
     /** Blocks retired and not freed yet: waiting for their grace, for a table to be passed, or being freed. */
