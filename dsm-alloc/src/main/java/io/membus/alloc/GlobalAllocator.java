@@ -394,7 +394,7 @@ public final class GlobalAllocator implements AutoCloseable {
                             RemotePtr.toString(ref.ptr()), e.getMessage());
                 }
             } else if (!h.cacheOrKeep(chunkOf[i], ref.ptr(), blockClassOf(ref.header()),
-                    HeapLayout.nextHeader(ref.header()))) {
+                    HeapLayout.nextHeader(ref.header()), true)) {
                 pushes.computeIfAbsent(h, k -> new java.util.TreeMap<>())
                         .computeIfAbsent(chunkOf[i], k -> new ArrayList<>()).add(i);
             }

@@ -408,7 +408,7 @@ final class HeapSegment {
     }
 
     void freeSmall(int chunk, long ptr, int cls, long blockIndex, long freedHeader) {
-        if (cacheOrKeep(chunk, ptr, cls, freedHeader)) {
+        if (cacheOrKeep(chunk, ptr, cls, freedHeader, false)) {
             return;
         }
         push(chunk, ptr, blockIndex);
@@ -417,15 +417,17 @@ final class HeapSegment {
     /**
      * The first half of {@link #freeSmall}: true when the freed block needs no push (its
      * generations are used up, or its owner's cache took it), false when it goes on its
-     * chunk's free list ({@link #push}, or {@link #pushAll} with others of its chunk).
+     * chunk's free list ({@link #push}, or {@link #pushChains} with others of its chunk).
+     * {@code batched}: a batched free's, whose blocks the owner's cache keeps up to four times
+     * its usual limit (each block pushed instead costs the refill that pops it one read).
      */
-    boolean cacheOrKeep(int chunk, long ptr, int cls, long freedHeader) {
+    boolean cacheOrKeep(int chunk, long ptr, int cls, long freedHeader, boolean batched) {
         if (HeapLayout.generationExhausted(freedHeader)) {
             return true; // retired: its generations are used up; never handed out again
         }
         AllocatorCounts.frees.increment();
         ClassPool p = pools[cls];
-        return p != null && p.cacheFreed(chunk, ptr, freedHeader);
+        return p != null && p.cacheFreed(chunk, ptr, freedHeader, batched ? 4 * p.cacheLimit : p.cacheLimit);
     }
 
     /** Pushes a free block on its chunk's free list (tagged Treiber stack), then counts it. */
