@@ -22,6 +22,18 @@ abstract class WithAllocCluster {
         return cluster;
     }
 
+    /** Allocates blocks of {@code size} bytes where {@code placement} says until that heap is full; returns them. */
+    static java.util.List<BlockRef> fill(GlobalAllocator a, int size, Placement placement) {
+        java.util.List<BlockRef> refs = new java.util.ArrayList<>();
+        while (true) {
+            try {
+                refs.add(a.allocate(size, placement));
+            } catch (OutOfRemoteMemoryException e) {
+                return refs;
+            }
+        }
+    }
+
     @AfterEach
     void closeCluster() {
         if (cluster != null) {

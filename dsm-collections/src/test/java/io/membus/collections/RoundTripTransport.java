@@ -175,10 +175,9 @@ final class RoundTripTransport implements Transport {
 
         @Override
         public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-            java.util.function.Predicate<long[]> fault = failCas;
-            if (fault != null && fault.test(new long[] {ptr, expected, update})) {
-                return CompletableFuture.failedFuture(io.membus.core.error.DsmTimeoutException.notSent(
-                        "compareAndSwap (injected by the test)", c.peer().nodeId(), java.time.Duration.ZERO));
+            CompletableFuture<Long> injected = injectedCasFailure(ptr, expected, update);
+            if (injected != null) {
+                return injected;
             }
             return counted(c.compareAndSwap(ptr, remoteKey, expected, update), false);
         }
@@ -186,6 +185,16 @@ final class RoundTripTransport implements Transport {
         @Override
         public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
             return counted(c.fetchAndAdd(ptr, remoteKey, delta), false);
+        }
+
+        /** The not-sent timeout {@link #failCas} picks for this CAS, or null. */
+        private CompletableFuture<Long> injectedCasFailure(long ptr, long expected, long update) {
+            java.util.function.Predicate<long[]> fault = failCas;
+            if (fault != null && fault.test(new long[] {ptr, expected, update})) {
+                return CompletableFuture.failedFuture(io.membus.core.error.DsmTimeoutException.notSent(
+                        "compareAndSwap (injected by the test)", c.peer().nodeId(), java.time.Duration.ZERO));
+            }
+            return null;
         }
 
         @Override
@@ -231,12 +240,8 @@ final class RoundTripTransport implements Transport {
 
                 @Override
                 public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-                    java.util.function.Predicate<long[]> fault = failCas;
-                    if (fault != null && fault.test(new long[] {ptr, expected, update})) {
-                        return CompletableFuture.failedFuture(io.membus.core.error.DsmTimeoutException.notSent(
-                                "compareAndSwap (injected by the test)", c.peer().nodeId(), java.time.Duration.ZERO));
-                    }
-                    return add(() -> c.compareAndSwap(ptr, remoteKey, expected, update));
+                    CompletableFuture<Long> injected = injectedCasFailure(ptr, expected, update);
+                    return injected != null ? injected : add(() -> c.compareAndSwap(ptr, remoteKey, expected, update));
                 }
 
                 @Override
