@@ -14,43 +14,57 @@ import java.util.concurrent.atomic.LongAdder;
  * <p><b>Note:</b> thread-safe (LongAdders: increments from any thread, never lost;
  * {@link #snapshot()} is not atomic across counts, so read it while the maps are quiet).
  */
-public final class ReclaimCounts {
+public enum ReclaimCounts {
     /** Entry blocks retired (replaced or removed entries, and entries released by a table passing). */
-    static final LongAdder retired = new LongAdder();
+    RETIRED("retired"),
     /** Entry blocks freed (their generation CAS landed). */
-    static final LongAdder freed = new LongAdder();
+    FREED("freed"),
     /** Frees that read the block's header first (it was not carried with the retired pointer). */
-    static final LongAdder headerReads = new LongAdder();
+    HEADER_READS("headerReads"),
     /** Carried headers the block no longer had (its CAS failed, nothing freed): freed through a read after. */
-    static final LongAdder staleCarried = new LongAdder();
+    STALE_CARRIED("staleCarried"),
     /** Free calls ({@code GlobalAllocator.freeAll}): each one batch of CASes per node (and one of reads, if any). */
-    static final LongAdder freeCalls = new LongAdder();
+    FREE_CALLS("freeCalls"),
     /** Blocks freed on a changing thread because its map was at the bound. */
-    static final LongAdder helped = new LongAdder();
+    HELPED("helped"),
     /** Times a change found its map at the bound. */
-    static final LongAdder boundHits = new LongAdder();
+    BOUND_HITS("boundHits"),
     /** Times a change at the bound found nothing due and waited. */
-    static final LongAdder boundWaits = new LongAdder();
+    BOUND_WAITS("boundWaits");
 
-    /** Names of {@link #snapshot()}'s counts, in its order. */
-    public static final String[] NAMES = {"retired", "freed", "headerReads", "staleCarried", "freeCalls", "helped",
-            "boundHits", "boundWaits"};
+    /** The count's name in {@link #since}. */
+    private final String label;
+    private final LongAdder count = new LongAdder();
 
-    private ReclaimCounts() {
+    ReclaimCounts(String label) {
+        this.label = label;
     }
 
-    /** The counts now, in the order of {@link #NAMES}. */
+    void increment() {
+        count.increment();
+    }
+
+    void add(long n) {
+        count.add(n);
+    }
+
+    /** Every count now, in declaration order. */
     public static long[] snapshot() {
-        return new long[] {retired.sum(), freed.sum(), headerReads.sum(), staleCarried.sum(), freeCalls.sum(),
-                helped.sum(), boundHits.sum(), boundWaits.sum()};
+        ReclaimCounts[] all = values();
+        long[] now = new long[all.length];
+        for (int i = 0; i < all.length; i++) {
+            now[i] = all[i].count.sum();
+        }
+        return now;
     }
 
     /** {@code name=count} of each count's change since {@code before} (a {@link #snapshot()}). */
     public static String since(long[] before) {
         long[] now = snapshot();
         StringBuilder s = new StringBuilder();
-        for (int i = 0; i < NAMES.length; i++) {
-            s.append(i == 0 ? "" : ", ").append(NAMES[i]).append('=').append(now[i] - before[i]);
+        for (ReclaimCounts c : values()) {
+            s.append(c.ordinal() == 0 ? "" : ", ").append(c.label).append('=')
+                    .append(now[c.ordinal()] - before[c.ordinal()]);
         }
         return s.toString();
     }

@@ -162,10 +162,10 @@ final class Reclaimer {
                 }
                 continue;
             }
-            ReclaimCounts.boundHits.increment();
+            ReclaimCounts.BOUND_HITS.increment();
             long[][] due = takeDue(false, FREE_BATCH);
             if (due.length > 0) {
-                ReclaimCounts.helped.add(due.length);
+                ReclaimCounts.HELPED.add(due.length);
                 free(due);
             }
             long left = until - System.nanoTime();
@@ -183,7 +183,7 @@ final class Reclaimer {
                 long[] oldest = limbo.peekFirst();
                 long wait = oldest == null ? left : Math.min(left, graceNanos - (clock.getAsLong() - oldest[2]));
                 if (wait > 0) {
-                    ReclaimCounts.boundWaits.increment();
+                    ReclaimCounts.BOUND_WAITS.increment();
                     room.awaitNanos(Math.max(wait, 1_000));
                 }
             } catch (InterruptedException e) {
@@ -232,7 +232,7 @@ final class Reclaimer {
         long known = carried(ptr, header);
         long now = clock.getAsLong();
         held.incrementAndGet();
-        ReclaimCounts.retired.increment();
+        ReclaimCounts.RETIRED.increment();
         lock.lock();
         try {
             limbo.addLast(new long[]{ptr, known, now});
@@ -271,7 +271,7 @@ final class Reclaimer {
             for (List<long[]> blocks : passed.values()) {
                 for (long[] b : blocks) {
                     held.incrementAndGet();
-                    ReclaimCounts.retired.increment();
+                    ReclaimCounts.RETIRED.increment();
                     limbo.addLast(new long[]{b[0], b[1], now});
                 }
             }
@@ -463,7 +463,7 @@ final class Reclaimer {
                 }
             }
             if (!unknown.isEmpty()) {
-                ReclaimCounts.headerReads.add(unknown.size());
+                ReclaimCounts.HEADER_READS.add(unknown.size());
                 RemoteMemory.RemoteBatch batch = mem.batch();
                 List<CompletableFuture<byte[]>> reads = new ArrayList<>(unknown.size());
                 for (int i : unknown) {
@@ -496,7 +496,7 @@ final class Reclaimer {
                     refs[i] = ref(ptr, headers[i]);
                 }
             }
-            ReclaimCounts.freeCalls.increment();
+            ReclaimCounts.FREE_CALLS.increment();
             errors = heap.freeAll(refs);
         } catch (RuntimeException e) {
             // not one block's verb (the allocator closed, the transport gone): nothing was freed; each block is
@@ -512,15 +512,7 @@ final class Reclaimer {
                     given++;
                 }
             }
-            lock.lock();
-            try {
-                limbo.addAll(later);
-                freeing.addAndGet(-n);
-            } finally {
-                lock.unlock();
-            }
-            held.addAndGet(-given);
-            signalRoom();
+            settle(List.of(), later, n, given);
             return;
         }
         int done = 0;
@@ -541,14 +533,14 @@ final class Reclaimer {
             DsmException e = errors[i];
             if (e == null) {
                 freed.incrementAndGet();
-                ReclaimCounts.freed.increment();
+                ReclaimCounts.FREED.increment();
                 retries.remove(ptr);
                 done++;
             } else if (e instanceof StaleBlockReferenceException) {
                 long[] again = retries.get(ptr);
                 if (!wasRead[i] && (again == null || again[0] == 0)) {
                     // a carried header that is not the block's now: freed through the header read instead
-                    ReclaimCounts.staleCarried.increment();
+                    ReclaimCounts.STALE_CARRIED.increment();
                     retries.put(ptr, new long[]{0, again == null ? 0 : again[1]});
                     back.add(new long[]{ptr, 0, due[i][2]});
                 } else {
@@ -564,13 +556,22 @@ final class Reclaimer {
                 done++;
             }
         }
+        settle(back, later, n, done);
+    }
+
+    /**
+     * Ends a free call of {@code taken} blocks: {@code back} to limbo's head (due at once),
+     * {@code later} to its tail (due after another grace), {@code done} blocks (freed or given
+     * up) off {@link #held}.
+     */
+    private void settle(List<long[]> back, List<long[]> later, int taken, int done) {
         lock.lock();
         try {
             for (int k = back.size() - 1; k >= 0; k--) {
                 limbo.addFirst(back.get(k));
             }
             limbo.addAll(later);
-            freeing.addAndGet(-n);
+            freeing.addAndGet(-taken);
         } finally {
             lock.unlock();
         }
