@@ -43,12 +43,7 @@ class FreeAllTest extends WithAllocCluster {
         for (BlockRef r : refs) {
             assertFalse(a.isLive(r));
         }
-        Set<Long> second = new HashSet<>();
-        for (int i = 0; i < first.size(); i++) {
-            assertTrue(second.add(a.allocate(100, Placement.node(2)).ptr()), "no block twice");
-        }
-        assertEquals(first, second, "exactly the freed blocks come back");
-        assertThrows(OutOfRemoteMemoryException.class, () -> a.allocate(100, Placement.node(2)));
+        assertExactlyTheFreedComeBack(a, first, 100, Placement.node(2));
     }
 
     @Test

@@ -320,12 +320,7 @@ class GlobalAllocatorTest extends WithAllocCluster {
         for (BlockRef r : refs) {
             cluster.node(2).free(r); // remote frees: onto the chunks' free lists, hinted in the bitmap
         }
-        Set<Long> second = new HashSet<>();
-        for (int i = 0; i < first.size(); i++) {
-            assertTrue(second.add(a.allocate(100, Placement.node(2)).ptr()), "no block twice");
-        }
-        assertEquals(first, second, "exactly the freed blocks come back");
-        assertThrows(OutOfRemoteMemoryException.class, () -> a.allocate(100, Placement.node(2)));
+        assertExactlyTheFreedComeBack(a, first, 100, Placement.node(2));
     }
 
     @Test
