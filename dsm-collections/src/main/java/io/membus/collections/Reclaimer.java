@@ -74,6 +74,8 @@ final class Reclaimer {
     /** The most blocks one free call takes ({@link GlobalAllocator#freeAll}: one batch per node of each verb). */
     private static final int FREE_BATCH = 1024;
     private static final int MAX_ATTEMPTS = 5;
+    /** The longest a change at the bound waits before it looks again (10 ms). */
+    private static final long ROOM_LOOK = 10_000_000L;
     /** How many installed entries' headers this node remembers ({@link #noteInstalled}); past it, the notes start over. */
     private static final int NOTES = 65_536;
     private static final long[][] NONE = new long[0][];
@@ -180,8 +182,11 @@ final class Reclaimer {
                 if (held.get() < bound) {
                     continue;
                 }
+                // until the oldest block's grace ends, or for frees in flight (signalled when they end; a
+                // signal missed under contention costs at most ROOM_LOOK), never past the deadline
                 long[] oldest = limbo.peekFirst();
-                long wait = oldest == null ? left : Math.min(left, graceNanos - (clock.getAsLong() - oldest[2]));
+                long wait = Math.min(left, oldest == null ? ROOM_LOOK
+                        : Math.min(ROOM_LOOK, graceNanos - (clock.getAsLong() - oldest[2])));
                 if (wait > 0) {
                     ReclaimCounts.BOUND_WAITS.increment();
                     room.awaitNanos(Math.max(wait, 1_000));
