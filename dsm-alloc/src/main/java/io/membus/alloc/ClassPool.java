@@ -286,9 +286,18 @@ final class ClassPool {
 
     /** Takes a block freed by this node into the cache when this node owns its chunk. */
     boolean cacheFreed(int chunk, long ptr, long header) {
+        return cacheFreed(chunk, ptr, header, cacheLimit);
+    }
+
+    /**
+     * {@link #cacheFreed} up to {@code limit} cached blocks: a batched free
+     * ({@link GlobalAllocator#freeAll}) keeps up to {@code 4 × cacheLimit}, since a block it
+     * pushes on a free list instead costs the refill that pops it one read.
+     */
+    boolean cacheFreed(int chunk, long ptr, long header, int limit) {
         lock.lock();
         try {
-            if (size >= cacheLimit || !owned.get(chunk)) {
+            if (size >= limit || !owned.get(chunk)) {
                 return false;
             }
             add(ptr, header);

@@ -309,11 +309,132 @@ public final class GlobalAllocator implements AutoCloseable {
         long expected = ref.header();
         int kind = kindOf(expected);
         HeapSegment h = heaps.heapOfPointer(ptr);
+        int chunk = checkFreeable(h, ref);
+        long freed = HeapLayout.nextHeader(expected);
+        long witness = HeapLayout.unseal(remote.compareAndSwap(ptr, HeapLayout.seal(expected, ptr),
+                HeapLayout.seal(freed, ptr)), ptr);
+        if (witness != expected) {
+            throw wrongHeader(ref, witness);
+        }
+        if (kind == KIND_LARGE) {
+            h.freeLarge(chunk);
+        } else {
+            h.freeSmall(chunk, ptr, blockClassOf(expected), blockIndexOf(h, chunk, ref), freed);
+        }
+    }
+
+    /**
+     * Frees many blocks at once, from any node: for each, what {@link #free} does, with the
+     * verbs of all of them issued together. Every block's generation CAS goes out in one
+     * {@link RemoteMemory#batch()} (one batch per node, on the pipelined path: N frees to one
+     * node cost about one round trip and no blocking lane); the blocks that then go on a free
+     * list are pushed per chunk as one pre-linked chain, every chunk's steps issued together
+     * ({@link HeapSegment#pushChains}: the list heads read in one batch, the links written in
+     * one, the head CASes in one, the counts' fetch-and-adds in one: about four round trips for
+     * all the chunks, where {@link #free} takes four per block); the blocks the owner's cache takes cost no verb past the CAS. Each block's
+     * free takes effect at its own generation CAS, as {@link #free}'s: a block is never freed
+     * twice or freed as another block's, whatever happens to the others of the call.
+     *
+     * @param refs the blocks; a null entry is skipped
+     * @return per block, null when it was freed (its CAS landed; if its push then failed, it
+     *         stays freed and is never handed out again, as {@link #free}'s), else the typed
+     *         error {@link #free} would have thrown for it — {@link DoubleFreeException} when it
+     *         was freed since its reference was taken, {@link InvalidBlockException} when the
+     *         reference names no block, the verb's own error (timeout, node unavailable: then
+     *         {@link DsmException#mayHaveRun()} says whether the CAS may have landed)
+     */
+    public DsmException[] freeAll(BlockRef[] refs) {
+        checkOpen();
+        int n = refs.length;
+        DsmException[] errors = new DsmException[n];
+        HeapSegment[] heapOf = new HeapSegment[n];
+        int[] chunkOf = new int[n];
+        long[] ptrs = new long[n];
+        long[] expected = new long[n];
+        long[] updates = new long[n];
+        int[] at = new int[n];
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            BlockRef ref = refs[i];
+            if (ref == null) {
+                continue;
+            }
+            try {
+                HeapSegment h = heaps.heapOfPointer(ref.ptr());
+                int chunk = checkFreeable(h, ref);
+                heapOf[i] = h;
+                chunkOf[i] = chunk;
+                ptrs[m] = ref.ptr();
+                expected[m] = HeapLayout.seal(ref.header(), ref.ptr());
+                updates[m] = HeapLayout.seal(HeapLayout.nextHeader(ref.header()), ref.ptr());
+                at[m++] = i;
+            } catch (DsmException e) {
+                errors[i] = e;
+            }
+        }
+        DsmException[] casErrors = new DsmException[m];
+        long[] witnesses = m == 0 ? new long[0] : remote.compareAndSwapAll(ptrs, expected, updates, m, casErrors);
+        // the blocks to push, grouped by heap segment and chunk (in call order within a chunk)
+        java.util.Map<HeapSegment, java.util.Map<Integer, List<Integer>>> pushes = new java.util.LinkedHashMap<>();
+        for (int j = 0; j < m; j++) {
+            int i = at[j];
+            BlockRef ref = refs[i];
+            if (casErrors[j] != null) {
+                errors[i] = casErrors[j];
+                continue;
+            }
+            long witness = HeapLayout.unseal(witnesses[j], ref.ptr());
+            if (witness != ref.header()) {
+                errors[i] = wrongHeader(ref, witness);
+                continue;
+            }
+            HeapSegment h = heapOf[i];
+            if (kindOf(ref.header()) == KIND_LARGE) {
+                try {
+                    h.freeLarge(chunkOf[i]);
+                } catch (DsmException e) {
+                    LOG.warn("freed large object block={} stays retired: its chunks' release failed: {}",
+                            RemotePtr.toString(ref.ptr()), e.getMessage());
+                }
+            } else if (!h.cacheOrKeep(chunkOf[i], ref.ptr(), blockClassOf(ref.header()),
+                    HeapLayout.nextHeader(ref.header()), true)) {
+                pushes.computeIfAbsent(h, k -> new java.util.TreeMap<>())
+                        .computeIfAbsent(chunkOf[i], k -> new ArrayList<>()).add(i);
+            }
+        }
+        List<HeapSegment.Chain> chains = new ArrayList<>();
+        for (java.util.Map.Entry<HeapSegment, java.util.Map<Integer, List<Integer>>> byHeap : pushes.entrySet()) {
+            HeapSegment h = byHeap.getKey();
+            for (java.util.Map.Entry<Integer, List<Integer>> byChunk : byHeap.getValue().entrySet()) {
+                int chunk = byChunk.getKey();
+                List<Integer> idx = byChunk.getValue();
+                long[] ps = new long[idx.size()];
+                long[] bs = new long[idx.size()];
+                for (int k = 0; k < ps.length; k++) {
+                    BlockRef ref = refs[idx.get(k)];
+                    ps[k] = ref.ptr();
+                    bs[k] = blockIndexOf(h, chunk, ref);
+                }
+                chains.add(new HeapSegment.Chain(h, chunk, ps, bs));
+            }
+        }
+        if (!chains.isEmpty()) {
+            // as free's push: a chain whose push fails is freed (generations moved on) but on no list: retired
+            HeapSegment.pushChains(remote, chains);
+        }
+        return errors;
+    }
+
+    /** The chunk of {@code ref}'s block in {@code h}, after {@link #free}'s checks of the reference. */
+    private static int checkFreeable(HeapSegment h, BlockRef ref) {
+        long ptr = ref.ptr();
+        long expected = ref.header();
+        int kind = kindOf(expected);
         int chunk = h.chunkOf(ptr);
-        long inChunk = RemotePtr.offset(ptr) - h.dataStart - ((long) chunk << h.chunkShift);
         if (chunk < 0) {
             throw new InvalidBlockException(ptr, "outside the chunks of the heap");
         }
+        long inChunk = RemotePtr.offset(ptr) - h.dataStart - ((long) chunk << h.chunkShift);
         if (kind == KIND_SMALL) {
             int cls = blockClassOf(expected);
             if (cls >= SizeClasses.count() || inChunk % SizeClasses.blockSize(cls) != 0) {
@@ -323,24 +444,24 @@ public final class GlobalAllocator implements AutoCloseable {
             throw new InvalidBlockException(ptr, "the reference's header is not a block header: header=0x"
                     + Long.toHexString(expected));
         }
-        long freed = HeapLayout.nextHeader(expected);
-        long witness = HeapLayout.unseal(remote.compareAndSwap(ptr, HeapLayout.seal(expected, ptr),
-                HeapLayout.seal(freed, ptr)), ptr);
-        if (witness != expected) {
-            if (kindOf(witness) == kind && blockClassOf(witness) == blockClassOf(expected)
-                    && generationOf(witness) > generationOf(expected)) {
-                throw new DoubleFreeException(ptr, ref.generation(), generationOf(witness));
-            }
-            throw new InvalidBlockException(ptr, "the header there is not this reference's block: header=0x"
-                    + Long.toHexString(witness) + ", expected=0x" + Long.toHexString(expected)
-                    + " (freed long ago and its chunk reused for other sizes, or never allocated)");
+        return chunk;
+    }
+
+    private static long blockIndexOf(HeapSegment h, int chunk, BlockRef ref) {
+        long inChunk = RemotePtr.offset(ref.ptr()) - h.dataStart - ((long) chunk << h.chunkShift);
+        return inChunk / SizeClasses.blockSize(blockClassOf(ref.header()));
+    }
+
+    /** The error of a generation CAS on {@code ref}'s block that found {@code witness} there. */
+    private static DsmException wrongHeader(BlockRef ref, long witness) {
+        long expected = ref.header();
+        if (kindOf(witness) == kindOf(expected) && blockClassOf(witness) == blockClassOf(expected)
+                && generationOf(witness) > generationOf(expected)) {
+            return new DoubleFreeException(ref.ptr(), ref.generation(), generationOf(witness));
         }
-        if (kind == KIND_LARGE) {
-            h.freeLarge(chunk);
-        } else {
-            h.freeSmall(chunk, ptr, blockClassOf(expected), inChunk / SizeClasses.blockSize(blockClassOf(expected)),
-                    freed);
-        }
+        return new InvalidBlockException(ref.ptr(), "the header there is not this reference's block: header=0x"
+                + Long.toHexString(witness) + ", expected=0x" + Long.toHexString(expected)
+                + " (freed long ago and its chunk reused for other sizes, or never allocated)");
     }
 
     /**

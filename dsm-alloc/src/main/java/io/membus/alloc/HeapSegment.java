@@ -408,15 +408,26 @@ final class HeapSegment {
     }
 
     void freeSmall(int chunk, long ptr, int cls, long blockIndex, long freedHeader) {
-        if (HeapLayout.generationExhausted(freedHeader)) {
-            return; // retired: its generations are used up; never handed out again
-        }
-        AllocatorCounts.frees.increment();
-        ClassPool p = pools[cls];
-        if (p != null && p.cacheFreed(chunk, ptr, freedHeader)) {
+        if (cacheOrKeep(chunk, ptr, cls, freedHeader, false)) {
             return;
         }
         push(chunk, ptr, blockIndex);
+    }
+
+    /**
+     * The first half of {@link #freeSmall}: true when the freed block needs no push (its
+     * generations are used up, or its owner's cache took it), false when it goes on its
+     * chunk's free list ({@link #push}, or {@link #pushChains} with others of its chunk).
+     * {@code batched}: a batched free's, whose blocks the owner's cache keeps up to four times
+     * its usual limit (each block pushed instead costs the refill that pops it one read).
+     */
+    boolean cacheOrKeep(int chunk, long ptr, int cls, long freedHeader, boolean batched) {
+        if (HeapLayout.generationExhausted(freedHeader)) {
+            return true; // retired: its generations are used up; never handed out again
+        }
+        AllocatorCounts.frees.increment();
+        ClassPool p = pools[cls];
+        return p != null && p.cacheFreed(chunk, ptr, freedHeader, batched ? 4 * p.cacheLimit : p.cacheLimit);
     }
 
     /** Pushes a free block on its chunk's free list (tagged Treiber stack), then counts it. */
@@ -438,6 +449,176 @@ final class HeapSegment {
         }
         throw DsmTimeoutException.afterTries("free-list push (it kept losing its CAS): segment=" + segment + ", chunk="
                 + chunk, node, MAX_CAS_RETRIES, "the block stays freed (retired); the free list is contended: retry");
+    }
+
+    /**
+     * Pushes the free blocks {@code ptrs[0..n)} (block indexes {@code blockIndexes}) of chunk
+     * {@code chunk} on its free list as one pre-linked chain: each block's link to the next is
+     * written first (those writes issued together, one batch per node), then the last block's link
+     * to the list's top and one CAS that makes the first block the top, then one fetch-and-add of
+     * the count by {@code n}. Four round trips for the whole chain where {@link #push} takes four
+     * per block; a lost CAS rewrites only the last link. The chain is invisible until the CAS, so
+     * no reader of the list sees a half-linked one. Every verb goes on the pipelined path (no
+     * blocking lane of a connection: the batched free runs beside callers that want them).
+     */
+    void pushAll(int chunk, long[] ptrs, long[] blockIndexes, int n) {
+        long e = entry(chunk);
+        long top = remote.readLongPosted(e + FREE_HEAD_WORD);
+        long[] at = new long[n];
+        long[] links = new long[n];
+        for (int i = 0; i < n; i++) {
+            at[i] = ptrs[i] + BLOCK_HEADER_LENGTH;
+            links[i] = i + 1 < n ? blockIndexes[i + 1] + 1 : headIndex(top);
+        }
+        remote.writeLongs(at, links, n);
+        for (int tries = 0; tries < MAX_CAS_RETRIES; tries++) {
+            long w = remote.compareAndSwapPosted(e + FREE_HEAD_WORD, top, head(headTag(top) + 1, blockIndexes[0] + 1));
+            if (w == top) {
+                AllocatorCounts.pushes.add(n);
+                remote.fetchAndAddPosted(e + COUNT_WORD, n);
+                if (headIndex(top) == 0) {
+                    hint(chunk, true); // the list was empty: tell the owner where to look
+                }
+                return;
+            }
+            top = w;
+            remote.writeLongs(new long[]{at[n - 1]}, new long[]{headIndex(top)}, 1);
+        }
+        throw DsmTimeoutException.afterTries("free-list push of " + n + " blocks (it kept losing its CAS): segment="
+                + segment + ", chunk=" + chunk, node, MAX_CAS_RETRIES,
+                "the blocks stay freed (retired); the free list is contended: retry");
+    }
+
+    /** The free blocks of one chunk to push as one chain ({@link #pushChains}). */
+    record Chain(HeapSegment heap, int chunk, long[] ptrs, long[] blockIndexes) {
+    }
+
+    /**
+     * Pushes every chain of {@code chains} (of any chunks, segments and nodes) as {@link #pushAll}
+     * does, each step of all of them issued together: the list heads read in one batch per node,
+     * every link written in one, every head CAS in one (the losers' last links rewritten and
+     * their CASes sent again, together), every count's fetch-and-add in one; then the hint of each
+     * chunk whose list was empty. About four round trips for the lot. A chain whose head read or
+     * link writes fail is pushed on its own by {@link #pushAll} (which writes its links again); a
+     * chain that still fails stays freed and on no list (retired), logged.
+     */
+    static void pushChains(Remote remote, List<Chain> chains) {
+        int n = chains.size();
+        if (n == 1) {
+            pushOne(chains.get(0));
+            return;
+        }
+        long[] heads = new long[n];
+        for (int i = 0; i < n; i++) {
+            heads[i] = chains.get(i).heap.entry(chains.get(i).chunk) + FREE_HEAD_WORD;
+        }
+        DsmException[] errors = new DsmException[n];
+        byte[][] tops = remote.readAll(heads, Long.BYTES, n, errors);
+        List<Integer> live = new ArrayList<>();
+        long[] top = new long[n];
+        for (int i = 0; i < n; i++) {
+            if (errors[i] != null) {
+                pushOne(chains.get(i));
+            } else {
+                top[i] = Words.getLong(tops[i], 0);
+                live.add(i);
+            }
+        }
+        int links = 0;
+        for (int i : live) {
+            links += chains.get(i).ptrs.length;
+        }
+        long[] at = new long[links];
+        long[] values = new long[links];
+        int k = 0;
+        for (int i : live) {
+            Chain c = chains.get(i);
+            for (int j = 0; j < c.ptrs.length; j++, k++) {
+                at[k] = c.ptrs[j] + BLOCK_HEADER_LENGTH;
+                values[k] = j + 1 < c.ptrs.length ? c.blockIndexes[j + 1] + 1 : headIndex(top[i]);
+            }
+        }
+        try {
+            remote.writeLongs(at, values, links);
+        } catch (DsmException e) {
+            live.forEach(i -> pushOne(chains.get(i)));
+            return;
+        }
+        List<Integer> pushed = new ArrayList<>();
+        for (int tries = 0; tries < MAX_CAS_RETRIES && !live.isEmpty(); tries++) {
+            int m = live.size();
+            long[] ptrs = new long[m];
+            long[] expected = new long[m];
+            long[] updates = new long[m];
+            for (int j = 0; j < m; j++) {
+                int i = live.get(j);
+                ptrs[j] = heads[i];
+                expected[j] = top[i];
+                updates[j] = head(headTag(top[i]) + 1, chains.get(i).blockIndexes[0] + 1);
+            }
+            DsmException[] casErrors = new DsmException[m];
+            long[] witnesses = remote.compareAndSwapAll(ptrs, expected, updates, m, casErrors);
+            List<Integer> lost = new ArrayList<>();
+            for (int j = 0; j < m; j++) {
+                int i = live.get(j);
+                Chain c = chains.get(i);
+                if (casErrors[j] != null) {
+                    LOG.warn("{} freed blocks of node={} segment={} chunk={} stay retired: their free-list push failed: {}",
+                            c.ptrs.length, c.heap.node, c.heap.segment, c.chunk, casErrors[j].getMessage());
+                } else if (witnesses[j] == top[i]) {
+                    pushed.add(i);
+                } else {
+                    top[i] = witnesses[j];
+                    lost.add(i);
+                }
+            }
+            if (!lost.isEmpty()) {
+                long[] last = new long[lost.size()];
+                long[] link = new long[lost.size()];
+                for (int j = 0; j < last.length; j++) {
+                    Chain c = chains.get(lost.get(j));
+                    last[j] = c.ptrs[c.ptrs.length - 1] + BLOCK_HEADER_LENGTH;
+                    link[j] = headIndex(top[lost.get(j)]);
+                }
+                try {
+                    remote.writeLongs(last, link, last.length);
+                } catch (DsmException e) {
+                    lost.forEach(i -> pushOne(chains.get(i)));
+                    lost.clear();
+                }
+            }
+            live = lost;
+        }
+        for (int i : live) {
+            Chain c = chains.get(i);
+            LOG.warn("{} freed blocks of node={} segment={} chunk={} stay retired: their free-list push kept losing its CAS",
+                    c.ptrs.length, c.heap.node, c.heap.segment, c.chunk);
+        }
+        int m = pushed.size();
+        long[] counts = new long[m];
+        long[] deltas = new long[m];
+        for (int j = 0; j < m; j++) {
+            Chain c = chains.get(pushed.get(j));
+            counts[j] = c.heap.entry(c.chunk) + COUNT_WORD;
+            deltas[j] = c.ptrs.length;
+            AllocatorCounts.pushes.add(c.ptrs.length);
+        }
+        remote.fetchAndAddAll(counts, deltas, m, new DsmException[m]); // a failed count only keeps the chunk (as push's)
+        for (int i : pushed) {
+            if (headIndex(top[i]) == 0) {
+                Chain c = chains.get(i);
+                c.heap.hint(c.chunk, true); // the list was empty: tell the owner where to look
+            }
+        }
+    }
+
+    private static void pushOne(Chain c) {
+        try {
+            c.heap.pushAll(c.chunk, c.ptrs, c.blockIndexes, c.ptrs.length);
+        } catch (DsmException e) {
+            LOG.warn("{} freed blocks of node={} segment={} chunk={} stay retired: their free-list push failed: {}",
+                    c.ptrs.length, c.heap.node, c.heap.segment, c.chunk, e.getMessage());
+        }
     }
 
     /**

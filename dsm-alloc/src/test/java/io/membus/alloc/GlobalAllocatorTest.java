@@ -314,26 +314,13 @@ class GlobalAllocatorTest extends WithAllocCluster {
     void everyFreedBlockIsHandedOutAgainBeforeTheHeapIsFull() {
         cluster = new AllocCluster(2, 128 << 10, 8 << 10);
         GlobalAllocator a = cluster.node(1);
+        List<BlockRef> refs = fill(a, 100, Placement.node(2));
         Set<Long> first = new HashSet<>();
-        List<BlockRef> refs = new ArrayList<>();
-        while (true) {
-            try {
-                BlockRef r = a.allocate(100, Placement.node(2));
-                first.add(r.ptr());
-                refs.add(r);
-            } catch (OutOfRemoteMemoryException e) {
-                break;
-            }
-        }
+        refs.forEach(r -> first.add(r.ptr()));
         for (BlockRef r : refs) {
             cluster.node(2).free(r); // remote frees: onto the chunks' free lists, hinted in the bitmap
         }
-        Set<Long> second = new HashSet<>();
-        for (int i = 0; i < first.size(); i++) {
-            assertTrue(second.add(a.allocate(100, Placement.node(2)).ptr()), "no block twice");
-        }
-        assertEquals(first, second, "exactly the freed blocks come back");
-        assertThrows(OutOfRemoteMemoryException.class, () -> a.allocate(100, Placement.node(2)));
+        assertExactlyTheFreedComeBack(a, first, 100, Placement.node(2));
     }
 
     @Test

@@ -22,6 +22,32 @@ abstract class WithAllocCluster {
         return cluster;
     }
 
+    /** Allocates blocks of {@code size} bytes where {@code placement} says until that heap is full; returns them. */
+    static java.util.List<BlockRef> fill(GlobalAllocator a, int size, Placement placement) {
+        java.util.List<BlockRef> refs = new java.util.ArrayList<>();
+        while (true) {
+            try {
+                refs.add(a.allocate(size, placement));
+            } catch (OutOfRemoteMemoryException e) {
+                return refs;
+            }
+        }
+    }
+
+    /**
+     * Allocates as many blocks as {@code freed} holds where {@code placement} says: they must be
+     * exactly those blocks, none twice, and the heap must then be full again.
+     */
+    static void assertExactlyTheFreedComeBack(GlobalAllocator a, java.util.Set<Long> freed, int size,
+                                              Placement placement) {
+        java.util.Set<Long> again = new java.util.HashSet<>();
+        for (int i = 0; i < freed.size(); i++) {
+            org.junit.jupiter.api.Assertions.assertTrue(again.add(a.allocate(size, placement).ptr()), "no block twice");
+        }
+        org.junit.jupiter.api.Assertions.assertEquals(freed, again, "exactly the freed blocks come back");
+        org.junit.jupiter.api.Assertions.assertThrows(OutOfRemoteMemoryException.class, () -> a.allocate(size, placement));
+    }
+
     @AfterEach
     void closeCluster() {
         if (cluster != null) {

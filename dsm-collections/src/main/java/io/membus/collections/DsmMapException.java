@@ -17,12 +17,36 @@ public class DsmMapException extends DsmException {
 
     private final String reason;
 
+    /** False when the change was refused before it touched anything (safe to retry). */
+    private final boolean mayHaveRun;
+
     public DsmMapException(ErrorCode code, String reason, String message) {
-        super(code, message);
-        this.reason = reason;
+        this(code, reason, message, true);
     }
 
-    /** A short machine-readable reason: {@code not-a-map}, {@code codec-mismatch}, {@code placement}, {@code corrupted}. */
+    private DsmMapException(ErrorCode code, String reason, String message, boolean mayHaveRun) {
+        super(code, message);
+        this.reason = reason;
+        this.mayHaveRun = mayHaveRun;
+    }
+
+    @Override
+    public boolean mayHaveRun() {
+        return mayHaveRun;
+    }
+
+    /**
+     * A change refused before it started because this node holds {@code bound} retired entry
+     * blocks of the map not yet freed, and none came due before the operation's deadline
+     * (reason {@code reclaim-bound}; a timeout that did not run: safe to retry).
+     */
+    static DsmMapException reclaimBound(int held, int bound, String why) {
+        return new DsmMapException(ErrorCode.TIMEOUT, "reclaim-bound", "map change not started: held=" + held
+                + ", bound=" + bound + " (entry blocks this node retired and has not freed yet); " + why
+                + "; retry (the freeing falls behind the changes, or a node holding the blocks is slow)", false);
+    }
+
+    /** A short machine-readable reason: {@code not-a-map}, {@code codec-mismatch}, {@code placement}, {@code corrupted}, {@code reclaim-bound}. */
     public String reason() {
         return reason;
     }

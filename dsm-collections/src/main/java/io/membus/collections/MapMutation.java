@@ -151,6 +151,7 @@ final class MapMutation {
                 int index;
                 long word; // the word the CAS expects: 0 for an empty slot
                 byte[] current;
+                long currentHeader = 0; // the current entry's block header, when it was read with the entry
                 if (onHint) {
                     index = hint.index();
                     word = hint.word();
@@ -197,6 +198,7 @@ final class MapMutation {
                     index = s.index();
                     word = kind == SlotScan.Kind.FOUND ? s.word() : 0;
                     current = kind == SlotScan.Kind.FOUND && !isTomb(s.word()) ? s.entry().value() : null;
+                    currentHeader = kind == SlotScan.Kind.FOUND && s.entry() != null ? s.entry().header() : 0;
                 }
                 byte[] next = m.apply(current);
                 if (next == MapStore.KEEP || (next == null && current == null)) {
@@ -253,9 +255,10 @@ final class MapMutation {
                     speculated.increment();
                 }
                 if (next != null) {
+                    reclaimer.noteInstalled(fresh.ptr(), fresh.header());
                     fresh = null; // installed
                     if (word != 0) {
-                        retireReplaced(t, word);
+                        retireReplaced(t, word, currentHeader);
                     }
                     cache.remember(key, t, index, update, next, start);
                 } else {
@@ -284,13 +287,16 @@ final class MapMutation {
         return ref.isLarge() ? LARGE_CLASS : HeapLayout.blockClassOf(ref.header());
     }
 
-    /** The entry named by {@code old} was replaced in table {@code t}. */
-    private void retireReplaced(MapTable t, long old) {
+    /**
+     * The entry named by {@code old} was replaced in table {@code t}; {@code header}: its block's
+     * header when the change read it with the entry, else 0 (the reclaimer may know it).
+     */
+    private void retireReplaced(MapTable t, long old, long header) {
         long ptr = pointerOf(old);
         if (isCopied(old)) {
             reclaimer.retireAfterTable(t.seq - 1, ptr); // a frozen slot of the table before still names it
         } else {
-            reclaimer.retire(ptr);
+            reclaimer.retire(ptr, header);
         }
     }
 

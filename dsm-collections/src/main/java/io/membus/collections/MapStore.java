@@ -282,10 +282,15 @@ final class MapStore {
         try {
             live();
             reclaimer.drain();
-            if (leases == null) {
-                return mutation.mutate(key, hash, m, Long.MAX_VALUE);
+            reclaimer.admit(mem.operationTimeout().toNanos()); // a place for the entry it may retire (the bound)
+            try {
+                if (leases == null) {
+                    return mutation.mutate(key, hash, m, Long.MAX_VALUE);
+                }
+                return leases.heap.exclusive(leases.stripe(hash), lastChange -> mutation.mutate(key, hash, m, lastChange));
+            } finally {
+                reclaimer.release();
             }
-            return leases.heap.exclusive(leases.stripe(hash), lastChange -> mutation.mutate(key, hash, m, lastChange));
         } finally {
             OperationDeadline.exit(scope);
         }

@@ -57,8 +57,12 @@ final class SlotScan {
     record Scan(Kind kind, int index, long word, Entry entry) {
     }
 
-    /** An entry read from its block and checked. */
-    record Entry(long ptr, long hash, byte[] bytes, int keyOffset, int keyLength, int valueLength) {
+    /**
+     * An entry read from its block and checked, or from its slot's inline copy; {@code header}:
+     * its block's header when read from the block (checked against the entry's copy), 0 from
+     * an inline copy (which does not hold it).
+     */
+    record Entry(long ptr, long hash, byte[] bytes, int keyOffset, int keyLength, int valueLength, long header) {
         boolean keyEquals(byte[] key) {
             return keyLength == key.length
                     && Arrays.equals(bytes, keyOffset, keyOffset + keyLength, key, 0, key.length);
@@ -125,7 +129,7 @@ final class SlotScan {
             throw Restart.INSTANCE; // torn by a reuse racing this read
         }
         checkTime(start);
-        return new Entry(ptr, hash, b, p + ENTRY_DATA, kl, vl);
+        return new Entry(ptr, hash, b, p + ENTRY_DATA, kl, vl, header);
     }
 
     /**
@@ -317,7 +321,7 @@ final class SlotScan {
         if (inlineCheck(identity(word), areas, at + INLINE_DATA, kl, vl) != getLong(areas, at + INLINE_CHECK)) {
             return null;
         }
-        return new Entry(pointerOf(word), hash, areas, at + INLINE_DATA, kl, vl);
+        return new Entry(pointerOf(word), hash, areas, at + INLINE_DATA, kl, vl, 0);
     }
 
     /** Candidates decided from their inline copy (no entry read) by this handle so far. */

@@ -175,10 +175,9 @@ final class RoundTripTransport implements Transport {
 
         @Override
         public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
-            java.util.function.Predicate<long[]> fault = failCas;
-            if (fault != null && fault.test(new long[] {ptr, expected, update})) {
-                return CompletableFuture.failedFuture(io.membus.core.error.DsmTimeoutException.notSent(
-                        "compareAndSwap (injected by the test)", c.peer().nodeId(), java.time.Duration.ZERO));
+            CompletableFuture<Long> injected = injectedCasFailure(ptr, expected, update);
+            if (injected != null) {
+                return injected;
             }
             return counted(c.compareAndSwap(ptr, remoteKey, expected, update), false);
         }
@@ -186,6 +185,16 @@ final class RoundTripTransport implements Transport {
         @Override
         public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
             return counted(c.fetchAndAdd(ptr, remoteKey, delta), false);
+        }
+
+        /** The not-sent timeout {@link #failCas} picks for this CAS, or null. */
+        private CompletableFuture<Long> injectedCasFailure(long ptr, long expected, long update) {
+            java.util.function.Predicate<long[]> fault = failCas;
+            if (fault != null && fault.test(new long[] {ptr, expected, update})) {
+                return CompletableFuture.failedFuture(io.membus.core.error.DsmTimeoutException.notSent(
+                        "compareAndSwap (injected by the test)", c.peer().nodeId(), java.time.Duration.ZERO));
+            }
+            return null;
         }
 
         @Override
@@ -198,9 +207,65 @@ final class RoundTripTransport implements Transport {
             return c.request(channel, payload);
         }
 
+        /**
+         * A batch whose verbs are issued, in order, through this connection at {@code submit()}:
+         * the verbs of one wave (one round trip), counted on the thread that adds them.
+         */
         @Override
         public Batch batch() {
-            throw new UnsupportedOperationException("RoundTripTransport counts single verbs only");
+            return new Batch() {
+                private final java.util.List<Runnable> issue = new java.util.ArrayList<>();
+
+                private <T> CompletableFuture<T> add(java.util.function.Supplier<CompletableFuture<T>> verb) {
+                    CompletableFuture<T> f = new CompletableFuture<>();
+                    issue.add(() -> verb.get().whenComplete((v, e) -> {
+                        if (e != null) {
+                            f.completeExceptionally(e);
+                        } else {
+                            f.complete(v);
+                        }
+                    }));
+                    return counted(f, false);
+                }
+
+                @Override
+                public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+                    return add(() -> c.read(ptr, remoteKey, length));
+                }
+
+                @Override
+                public CompletableFuture<Void> write(long ptr, long remoteKey, byte[] src, int offset, int length) {
+                    return add(() -> c.write(ptr, remoteKey, src, offset, length));
+                }
+
+                @Override
+                public CompletableFuture<Long> compareAndSwap(long ptr, long remoteKey, long expected, long update) {
+                    CompletableFuture<Long> injected = injectedCasFailure(ptr, expected, update);
+                    return injected != null ? injected : add(() -> c.compareAndSwap(ptr, remoteKey, expected, update));
+                }
+
+                @Override
+                public CompletableFuture<Long> fetchAndAdd(long ptr, long remoteKey, long delta) {
+                    return add(() -> c.fetchAndAdd(ptr, remoteKey, delta));
+                }
+
+                /**
+                 * Issues the verbs; their wave ends here (the futures a caller awaits are the
+                 * batch layer's own, which this transport does not see: its callers await a
+                 * batch before they issue more).
+                 */
+                @Override
+                public void submit() {
+                    issue.forEach(Runnable::run);
+                    issue.clear();
+                    COUNTS.get().wave++;
+                }
+
+                @Override
+                public int size() {
+                    return issue.size();
+                }
+            };
         }
 
         @Override

@@ -18,6 +18,7 @@ import io.membus.collections.DsmMap;
 import io.membus.collections.DsmMapOptions;
 import io.membus.collections.DsmQueue;
 import io.membus.collections.QueueCounts;
+import io.membus.collections.ReclaimCounts;
 import io.membus.core.error.DsmConfigException;
 import io.membus.core.replication.ReplicationConfig;
 import redis.clients.jedis.Jedis;
@@ -120,6 +121,7 @@ final class Peers {
         private final DsmQueue<byte[]> queue;
         private volatile long[] countsMark = AllocatorCounts.snapshot();
         private volatile long[] queueMark = QueueCounts.snapshot();
+        private volatile long[] reclaimMark = ReclaimCounts.snapshot();
 
         MembusPeer(int backups) {
             this.backups = backups;
@@ -165,12 +167,14 @@ final class Peers {
         public void markCounts() {
             countsMark = AllocatorCounts.snapshot();
             queueMark = QueueCounts.snapshot();
+            reclaimMark = ReclaimCounts.snapshot();
         }
 
         @Override
         public String counts() {
             return "allocator (every node of this JVM): " + AllocatorCounts.since(countsMark)
                     + "; map entries this client retired and has not freed yet: " + map.pendingReclamation()
+                    + "; reclaimer (every map of this JVM): " + ReclaimCounts.since(reclaimMark)
                     + "; queue claims (every queue handle of this JVM): " + QueueCounts.since(queueMark);
         }
 
