@@ -211,6 +211,9 @@ public final class CopyStream {
             if (ReplicationCodec.onlyData(message)) { // the copy handles only these on its lane thread
                 try {
                     reply = carrier.sendNow(node, message);
+                    if (reply != null) {
+                        ReplicationCounts.laneMessages.increment();
+                    }
                 } catch (RuntimeException e) {
                     error = e;
                 }
@@ -218,6 +221,7 @@ public final class CopyStream {
             if (reply == null && error == null) {
                 CompletableFuture<byte[]> posted;
                 try {
+                    ReplicationCounts.postedMessages.increment();
                     posted = carrier.send(node, message);
                 } catch (RuntimeException e) {
                     posted = CompletableFuture.failedFuture(e);
@@ -249,6 +253,7 @@ public final class CopyStream {
         synchronized (this) {
             if (draining) {
                 again = true;
+                ReplicationCounts.flushJoined.increment();
                 return;
             }
             draining = true;
@@ -284,6 +289,7 @@ public final class CopyStream {
             }
             CompletableFuture<byte[]> reply;
             try {
+                ReplicationCounts.postedMessages.increment();
                 reply = carrier.send(node, message);
             } catch (RuntimeException e) {
                 reply = CompletableFuture.failedFuture(e);
@@ -324,6 +330,7 @@ public final class CopyStream {
             w.bytes(r, 0, r.length);
         }
         nextNo += to - from;
+        ReplicationCounts.records.add(to - from);
         return w.array();
     }
 
@@ -338,6 +345,7 @@ public final class CopyStream {
         synchronized (this) {
             warned = false; // the copy answers again: its next failure is news
         }
+        ReplicationCounts.acks.increment();
         long applied;
         boolean gap;
         long[] groups;
