@@ -30,6 +30,8 @@ public final class ReplicationCounts {
     static final LongAdder records = new LongAdder();
     /** Flushes that found another thread sending the stream and left their records to it. */
     static final LongAdder flushJoined = new LongAdder();
+    /** Blocking-verb threads that waited for a lane exchange to end and then sent the next message themselves. */
+    static final LongAdder nextSenders = new LongAdder();
     /** Acknowledgements (stream replies) the primaries read. */
     static final LongAdder acks = new LongAdder();
     /** Answers that found their need not acknowledged and waited ({@link AckGate#whenAcked} or {@link AckGate#await} queued). */
@@ -45,7 +47,7 @@ public final class ReplicationCounts {
 
     /** Names of {@link #snapshot()}'s counts, in its order. */
     public static final String[] NAMES = {"changes", "lockContended", "laneMessages", "postedMessages", "records",
-            "flushJoined", "acks", "gateWaits", "wakeups", "copyInline", "copyLane", "copyExecutor"};
+            "flushJoined", "nextSenders", "acks", "gateWaits", "wakeups", "copyInline", "copyLane", "copyExecutor"};
 
     private ReplicationCounts() {
     }
@@ -64,7 +66,7 @@ public final class ReplicationCounts {
     /** The counts now, in the order of {@link #NAMES}. */
     public static long[] snapshot() {
         return new long[] {changes.sum(), lockContended.sum(), laneMessages.sum(), postedMessages.sum(), records.sum(),
-                flushJoined.sum(), acks.sum(), gateWaits.sum(), wakeups.sum(), copyInline.sum(), copyLane.sum(),
+                flushJoined.sum(), nextSenders.sum(), acks.sum(), gateWaits.sum(), wakeups.sum(), copyInline.sum(), copyLane.sum(),
                 copyExecutor.sum()};
     }
 
