@@ -160,10 +160,11 @@ public final class ReplCluster implements AutoCloseable {
     /**
      * The voluntary context switches (a thread that slept and was woken: the wake-ups of docs/replication.md
      * §3.5.2) of this JVM's live threads, summed by thread name without digits (Linux {@code /proc}; empty
-     * elsewhere). Threads that ended are not counted.
+     * elsewhere), and their CPU time. Threads that ended are not counted.
      */
     static String contextSwitches() {
         java.util.Map<String, Long> byName = new java.util.TreeMap<>();
+        java.util.Map<String, Long> cpuTicks = new java.util.TreeMap<>();
         java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
         if (tasks == null) {
             return "";
@@ -177,11 +178,14 @@ public final class ReplCluster implements AutoCloseable {
                         byName.merge(name, Long.parseLong(line.substring(line.indexOf(':') + 1).trim()), Long::sum);
                     }
                 }
+                String stat = java.nio.file.Files.readString(new java.io.File(t, "stat").toPath());
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                cpuTicks.merge(name, Long.parseLong(f[11]) + Long.parseLong(f[12]), Long::sum); // utime + stime
             } catch (java.io.IOException | RuntimeException e) {
                 // the thread ended meanwhile
             }
         }
-        return byName.toString();
+        return byName + "; their CPU time in clock ticks (user + system, usually 10 ms): " + cpuTicks;
     }
 
     @Override
