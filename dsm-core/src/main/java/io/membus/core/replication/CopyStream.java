@@ -36,7 +36,9 @@ import java.util.concurrent.CompletionException;
  *
  * <p><b>Note:</b> thread-safe. State is guarded by this object's monitor; messages are
  * sent by one thread at a time ({@code draining}) in record order, outside the monitor;
- * replies may arrive on any thread.
+ * replies may arrive on any thread. A blocking-verb thread may wait on the monitor
+ * ({@link #flush()}: for a lane exchange to end, bounded by its deadline), never while it
+ * holds a group's lock.
  */
 public final class CopyStream {
     private static final Logger LOG = LoggerFactory.getLogger(CopyStream.class);
@@ -159,7 +161,11 @@ public final class CopyStream {
      * On an event loop ({@link TransportThreads#runAfterTurn}: a tcp I/O thread executing a read
      * batch of verbs, or reading the copy's acknowledgements) the send is done once at the end of
      * the loop's turn, so every record the batch appended leaves in one message (one stream round
-     * trip for the batch instead of one per {@link #MAX_IN_FLIGHT} changes). Any other thread sends now.
+     * trip for the batch instead of one per {@link #MAX_IN_FLIGHT} changes). A thread serving blocking
+     * verbs ({@link TransportThreads#servesBlockingVerbs}) exchanges the message on its lane when the
+     * stream is idle ({@link #sendNow}), waits to do so next when another such thread's exchange is
+     * on its way ({@link #awaitTurn}), and otherwise leaves its record to the message in flight, whose
+     * reply's flush sends it (issue 28, docs/replication.md §3.5.2). Any other thread sends now.
      */
     public void flush() {
         boolean laneThread = TransportThreads.servesBlockingVerbs();
