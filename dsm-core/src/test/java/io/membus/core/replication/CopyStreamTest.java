@@ -28,7 +28,7 @@ class CopyStreamTest {
     private static final int COPY = 2;
 
     /** Records what is sent; the test answers each message. */
-    private static final class Script implements CopyStream.Carrier {
+    private static class Script implements CopyStream.Carrier {
         final List<byte[]> sent = new ArrayList<>();
         final List<CompletableFuture<byte[]>> replies = new ArrayList<>();
         final FaultInjector faults = new FaultInjector();
@@ -241,8 +241,11 @@ class CopyStreamTest {
         assertEquals(3, s.firstRecord(1));
     }
 
-    /** A carrier whose lane exchanges ({@link CopyStream.Carrier#sendNow}) wait for the test's go, then acknowledge everything. */
-    private static final class Lanes extends ScriptBase {
+    /**
+     * A carrier whose lane exchanges ({@link CopyStream.Carrier#sendNow}) wait for the test's go, then
+     * acknowledge everything; posted messages are only recorded ({@link Script#count()}).
+     */
+    private static final class Lanes extends Script {
         final List<byte[]> lane = new ArrayList<>();
         final java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
 
@@ -272,37 +275,6 @@ class CopyStreamTest {
 
         synchronized int laneCount() {
             return lane.size();
-        }
-    }
-
-    /** {@link Script} without the scripted replies' bookkeeping: posted messages are only counted. */
-    private abstract static class ScriptBase implements CopyStream.Carrier {
-        final FaultInjector faults = new FaultInjector();
-        final java.util.concurrent.atomic.AtomicInteger posted = new java.util.concurrent.atomic.AtomicInteger();
-
-        @Override
-        public CompletableFuture<byte[]> send(int node, byte[] payload) {
-            posted.incrementAndGet();
-            return new CompletableFuture<>(); // never answered: a test that posts fails on the count
-        }
-
-        @Override
-        public void acknowledged(int copyNode, int group, byte status, long epoch, long applied, boolean inSync) {
-        }
-
-        @Override
-        public boolean reachable(int node) {
-            return true;
-        }
-
-        @Override
-        public int maxMessageSize() {
-            return 1024;
-        }
-
-        @Override
-        public FaultInjector faults() {
-            return faults;
         }
     }
 
@@ -346,14 +318,14 @@ class CopyStreamTest {
             });
             third.get(30, TimeUnit.SECONDS); // returns at once: its record is left to the next sender
             assertEquals(1, s.laneCount(), "nothing more sent while the first exchange is on its way");
-            assertEquals(0, s.posted.get(), "nothing posted");
+            assertEquals(0, s.count(), "nothing posted");
             s.go.countDown();
             first.get(30, TimeUnit.SECONDS);
             next.get(30, TimeUnit.SECONDS);
             assertEquals(2, s.laneCount(), "one more lane message");
             assertEquals(1, s.laneRecords(0));
             assertEquals(2, s.laneRecords(1), "the two records appended during the first exchange, together");
-            assertEquals(0, s.posted.get(), "nothing posted");
+            assertEquals(0, s.count(), "nothing posted");
             assertEquals(0, cs.retained(), "every record acknowledged");
         } finally {
             s.go.countDown();
