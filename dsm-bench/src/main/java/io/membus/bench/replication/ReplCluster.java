@@ -69,6 +69,9 @@ public final class ReplCluster implements AutoCloseable {
     final ReplicationConfig config;
     private final Map<Integer, Node> nodes = new LinkedHashMap<>();
 
+    /** {@link io.membus.core.replication.ReplicationCounts} when this cluster was made: {@link #close()} prints what changed. */
+    private final long[] countsMark = io.membus.core.replication.ReplicationCounts.snapshot();
+
     public ReplCluster(ReplicationConfig config) {
         this.config = config;
     }
@@ -169,8 +172,42 @@ public final class ReplCluster implements AutoCloseable {
         directory.removeMember(n.id, "downed (benchmark)");
     }
 
+    /**
+     * The voluntary context switches (a thread that slept and was woken: the wake-ups of docs/replication.md
+     * §3.5.2) of this JVM's live threads, summed by thread name without digits (Linux {@code /proc}; empty
+     * elsewhere), and their CPU time. Threads that ended are not counted.
+     */
+    static String contextSwitches() {
+        java.util.Map<String, Long> byName = new java.util.TreeMap<>();
+        java.util.Map<String, Long> cpuTicks = new java.util.TreeMap<>();
+        java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
+        if (tasks == null) {
+            return "";
+        }
+        for (java.io.File t : tasks) {
+            try {
+                String name = java.nio.file.Files.readString(new java.io.File(t, "comm").toPath()).trim()
+                        .replaceAll("[0-9]+", "N");
+                for (String line : java.nio.file.Files.readAllLines(new java.io.File(t, "status").toPath())) {
+                    if (line.startsWith("voluntary_ctxt_switches:")) {
+                        byName.merge(name, Long.parseLong(line.substring(line.indexOf(':') + 1).trim()), Long::sum);
+                    }
+                }
+                String stat = java.nio.file.Files.readString(new java.io.File(t, "stat").toPath());
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                cpuTicks.merge(name, Long.parseLong(f[11]) + Long.parseLong(f[12]), Long::sum); // utime + stime
+            } catch (java.io.IOException | RuntimeException e) {
+                // the thread ended meanwhile
+            }
+        }
+        return byName + "; their CPU time in clock ticks (user + system, usually 10 ms): " + cpuTicks;
+    }
+
     @Override
     public void close() {
+        System.out.println("[repl] counted since the cluster started: " + io.membus.core.replication.ReplicationCounts
+                .since(countsMark) + "; voluntary context switches of this JVM's live threads by name: "
+                + contextSwitches());
         List<Node> all = new ArrayList<>(nodes.values());
         nodes.clear();
         for (Node n : all) {

@@ -75,6 +75,7 @@ final class AckWaiters {
             done.done(null);
             return;
         }
+        ReplicationCounts.gateWaits.increment();
         Waiter w = new Waiter(seq, null, done);
         synchronized (waiters) {
             waiters.add(w);
@@ -88,6 +89,7 @@ final class AckWaiters {
         if (group.acked(seq)) {
             return;
         }
+        ReplicationCounts.gateWaits.increment();
         Waiter w = new Waiter(seq, Thread.currentThread(), null);
         synchronized (waiters) {
             waiters.add(w);
@@ -144,6 +146,7 @@ final class AckWaiters {
         if (ready == null) {
             return;
         }
+        ReplicationCounts.wakeups.add(ready.size());
         for (Waiter w : ready) {
             boolean acked = w.seq <= group.watermark();
             w.failure = acked ? null : failure;

@@ -56,6 +56,7 @@ final class CopySide extends ReplicatorJob {
     }
 
     byte[] stream(int from, byte[] payload) {
+        ReplicationCounts.copyHandled();
         Inbound in = inbound.computeIfAbsent(from, n -> new Inbound());
         synchronized (in) {
             ReplicationCodec.Reader r = new ReplicationCodec.Reader(payload, 1, "node " + from);

@@ -36,7 +36,9 @@ import java.util.concurrent.CompletionException;
  *
  * <p><b>Note:</b> thread-safe. State is guarded by this object's monitor; messages are
  * sent by one thread at a time ({@code draining}) in record order, outside the monitor;
- * replies may arrive on any thread.
+ * replies may arrive on any thread. A blocking-verb thread may wait on the monitor
+ * ({@link #flush()}: for a lane exchange to end, bounded by its deadline), never while it
+ * holds a group's lock.
  */
 public final class CopyStream {
     private static final Logger LOG = LoggerFactory.getLogger(CopyStream.class);
@@ -159,13 +161,25 @@ public final class CopyStream {
      * On an event loop ({@link TransportThreads#runAfterTurn}: a tcp I/O thread executing a read
      * batch of verbs, or reading the copy's acknowledgements) the send is done once at the end of
      * the loop's turn, so every record the batch appended leaves in one message (one stream round
-     * trip for the batch instead of one per {@link #MAX_IN_FLIGHT} changes). Any other thread sends now.
+     * trip for the batch instead of one per {@link #MAX_IN_FLIGHT} changes). A thread serving blocking
+     * verbs ({@link TransportThreads#servesBlockingVerbs}) exchanges the message on its lane when the
+     * stream is idle ({@link #sendNow}), waits to do so next when another such thread's exchange is
+     * on its way ({@link #awaitTurn}), and otherwise leaves its record to the message in flight, whose
+     * reply's flush sends it (issue 28, docs/replication.md §3.5.2). Any other thread sends now.
      */
     public void flush() {
-        if (TransportThreads.servesBlockingVerbs() && sendNow()) {
+        boolean laneThread = TransportThreads.servesBlockingVerbs();
+        if (laneThread && (sendNow() || awaitTurn())) {
             return;
         }
         synchronized (this) {
+            if (laneThread && inFlight > 0 && !closed && laneSender != Thread.currentThread()) {
+                // a message of the stream is on its way: its reply's flush (answered), or the end of the lane
+                // exchange, sends this record with every other one appended meanwhile, in one message; a message of
+                // its own each (up to MAX_IN_FLIGHT) kept the stream on the posted path at 8 threads (§3.5.2)
+                ReplicationCounts.flushJoined.increment();
+                return;
+            }
             if (flushQueued) {
                 return; // the queued flush runs after this record was appended (both under this monitor)
             }
@@ -193,6 +207,7 @@ public final class CopyStream {
      */
     private boolean sendNow() {
         byte[] message;
+        boolean handOver;
         synchronized (this) {
             if (closed || draining || flushQueued || inFlight > 0) {
                 return false;
@@ -201,6 +216,8 @@ public final class CopyStream {
             if (message == null) {
                 return false; // nothing to send, or a fault rule holds it: the usual path decides
             }
+            laneExchange = true;
+            laneSender = Thread.currentThread();
             draining = true;
             inFlight++;
             sentMessages++;
@@ -211,6 +228,9 @@ public final class CopyStream {
             if (ReplicationCodec.onlyData(message)) { // the copy handles only these on its lane thread
                 try {
                     reply = carrier.sendNow(node, message);
+                    if (reply != null) {
+                        ReplicationCounts.laneMessages.increment();
+                    }
                 } catch (RuntimeException e) {
                     error = e;
                 }
@@ -218,6 +238,7 @@ public final class CopyStream {
             if (reply == null && error == null) {
                 CompletableFuture<byte[]> posted;
                 try {
+                    ReplicationCounts.postedMessages.increment();
                     posted = carrier.send(node, message);
                 } catch (RuntimeException e) {
                     posted = CompletableFuture.failedFuture(e);
@@ -230,11 +251,86 @@ public final class CopyStream {
             synchronized (this) {
                 draining = false;
                 again = false;
+                laneExchange = false;
+                laneSender = null;
+                // a thread waits to send next (awaitTurn): it sends what others appended meanwhile, on its lane
+                handOver = nextSender;
+                if (handOver && !handedOver) {
+                    handedOver = true;
+                    notifyAll();
+                }
             }
+        }
+        if (handOver) {
+            return true;
         }
         flushNow(); // what other threads appended while this one had the stream
         return true;
     }
+
+    /**
+     * On a blocking-verb thread whose record found the stream taken by another such thread's
+     * lane exchange ({@link #sendNow}): the first of them waits here for that exchange to end
+     * and then sends, on its own lane, every record appended meanwhile in one message (its own
+     * and those of the threads that came after it, which wait for their acknowledgement as
+     * usual); the others leave their records to it. Before (issue 28), the exchange's thread
+     * posted what others had appended, and from then on every change found a message in
+     * flight and posted its own through the I/O threads, about two records a message, with
+     * every acknowledgement passing through the primary's one event loop (docs/replication.md
+     * §3.5.2). Bounded: after the thread's deadline (or the stream's retry timeout) it leaves
+     * its records to the usual path.
+     *
+     * @return whether the records this thread appended are sent or left to the next sender
+     *         ({@code false}: the stream is not in a lane exchange; the caller flushes as usual)
+     */
+    private boolean awaitTurn() {
+        synchronized (this) {
+            if (closed || !laneExchange || laneSender == Thread.currentThread()) {
+                return false; // (the exchange's own thread flushes from its reply: its sendNow sends what is left)
+            }
+            if (nextSender) {
+                ReplicationCounts.flushJoined.increment();
+                return true; // the next sender's message takes them: it sends once it clears nextSender
+            }
+            nextSender = true;
+            ReplicationCounts.nextSenders.increment();
+            long deadline = io.membus.core.OperationDeadline.until(System.nanoTime(), retryTimeout.toNanos());
+            try {
+                while (!handedOver && !closed) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        break;
+                    }
+                    try {
+                        wait(Math.max(1, left / 1_000_000), 0);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
+                }
+            } finally {
+                // from here a thread whose record finds the stream taken sends it itself or leaves it to the stream's
+                // sender: whatever was appended until now is in this thread's send below, or in the usual path's
+                nextSender = false;
+                handedOver = false;
+            }
+        }
+        // what every thread that left its records to this one appended, in one message on this lane; false: the
+        // stream is taken again (another lane exchange, a message in flight, a flush queued): the usual path
+        return sendNow();
+    }
+
+    /** Whether {@link #sendNow} has the stream in a lane exchange (guarded by this). */
+    private boolean laneExchange;
+    /** The thread of that exchange (guarded by this). */
+    private Thread laneSender;
+    /**
+     * Whether a blocking-verb thread waits to send next, after the lane exchange ({@link #awaitTurn}): while it
+     * is set, the records of other blocking-verb threads that find the stream taken are left to it (guarded by this).
+     */
+    private boolean nextSender;
+    /** Whether a lane exchange's end handed the stream to the {@link #nextSender} (then it sends; guarded by this). */
+    private boolean handedOver;
 
     /** Whether a {@link #flushNow} was handed to the end of an event loop's turn and has not started (guarded by this). */
     private boolean flushQueued;
@@ -249,6 +345,7 @@ public final class CopyStream {
         synchronized (this) {
             if (draining) {
                 again = true;
+                ReplicationCounts.flushJoined.increment();
                 return;
             }
             draining = true;
@@ -284,6 +381,7 @@ public final class CopyStream {
             }
             CompletableFuture<byte[]> reply;
             try {
+                ReplicationCounts.postedMessages.increment();
                 reply = carrier.send(node, message);
             } catch (RuntimeException e) {
                 reply = CompletableFuture.failedFuture(e);
@@ -324,6 +422,7 @@ public final class CopyStream {
             w.bytes(r, 0, r.length);
         }
         nextNo += to - from;
+        ReplicationCounts.records.add(to - from);
         return w.array();
     }
 
@@ -338,6 +437,7 @@ public final class CopyStream {
         synchronized (this) {
             warned = false; // the copy answers again: its next failure is news
         }
+        ReplicationCounts.acks.increment();
         long applied;
         boolean gap;
         long[] groups;

@@ -169,7 +169,7 @@ public final class ReplicaGroup implements AckGate {
     /** Writes {@code src[from..from+length)} at {@code offset}. */
     public void write(long offset, byte[] src, int from, int length) {
         beforeChange();
-        lock.lock();
+        lockChange();
         try {
             checkServing();
             long seq = publish();
@@ -185,7 +185,7 @@ public final class ReplicaGroup implements AckGate {
     /** Writes {@code length} bytes of native memory at {@code address} to {@code offset}. */
     public void writeFromAddress(long offset, long address, int length) {
         beforeChange();
-        lock.lock();
+        lockChange();
         try {
             checkServing();
             long seq = publish();
@@ -201,7 +201,7 @@ public final class ReplicaGroup implements AckGate {
     /** Writes the 8-byte aligned word at {@code offset}. */
     public void writeLong(long offset, long value) {
         beforeChange();
-        lock.lock();
+        lockChange();
         try {
             checkServing();
             long seq = publish();
@@ -218,7 +218,7 @@ public final class ReplicaGroup implements AckGate {
     public long compareAndSwap(long offset, long expected, long update) {
         beforeChange();
         long old;
-        lock.lock();
+        lockChange();
         try {
             checkServing();
             old = memory.readLong(offset);
@@ -240,7 +240,7 @@ public final class ReplicaGroup implements AckGate {
     public long fetchAndAdd(long offset, long delta) {
         beforeChange();
         long old;
-        lock.lock();
+        lockChange();
         try {
             checkServing();
             long seq = publish();
@@ -252,6 +252,14 @@ public final class ReplicaGroup implements AckGate {
         waiters.releaseAfterChange();
         flush();
         return old;
+    }
+
+    /** Takes the group lock for a change, counting whether another thread held it ({@link ReplicationCounts}). */
+    private void lockChange() {
+        if (!lock.tryLock()) {
+            ReplicationCounts.lockContended.increment();
+            lock.lock();
+        }
     }
 
     /** Waits while a copy's window is full (not on a transport thread: see the class comment). */
@@ -310,6 +318,7 @@ public final class ReplicaGroup implements AckGate {
             }
             if (parts == null) {
                 parts = parts(seq, offset, after, length);
+                ReplicationCounts.changes.increment();
             }
             for (byte[] p : parts) {
                 c.stream.append(p);

@@ -28,7 +28,7 @@ class CopyStreamTest {
     private static final int COPY = 2;
 
     /** Records what is sent; the test answers each message. */
-    private static final class Script implements CopyStream.Carrier {
+    private static class Script implements CopyStream.Carrier {
         final List<byte[]> sent = new ArrayList<>();
         final List<CompletableFuture<byte[]>> replies = new ArrayList<>();
         final FaultInjector faults = new FaultInjector();
@@ -239,5 +239,98 @@ class CopyStreamTest {
         cs.flush();
         assertEquals(2, s.count(), "the stream goes on");
         assertEquals(3, s.firstRecord(1));
+    }
+
+    /**
+     * A carrier whose lane exchanges ({@link CopyStream.Carrier#sendNow}) wait for the test's go, then
+     * acknowledge everything; posted messages are only recorded ({@link Script#count()}).
+     */
+    private static final class Lanes extends Script {
+        final List<byte[]> lane = new ArrayList<>();
+        final java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+
+        @Override
+        public byte[] sendNow(int node, byte[] payload) {
+            synchronized (this) {
+                lane.add(payload);
+            }
+            try {
+                if (!go.await(30, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("test: never released");
+                }
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+            ReplicationCodec.Reader r = new ReplicationCodec.Reader(payload, 1, "test");
+            long id = r.i64();
+            long first = r.i64();
+            int count = r.i32();
+            return new ReplicationCodec.Writer(1 + 8 + 8 + 1 + 4).u8(ReplicationCodec.ACK).i64(id)
+                    .i64(first + count - 1).u8(0).i32(0).array();
+        }
+
+        synchronized int laneRecords(int message) {
+            return new ReplicationCodec.Reader(lane.get(message), 17, "test").i32();
+        }
+
+        synchronized int laneCount() {
+            return lane.size();
+        }
+    }
+
+    private static byte[] effect(int seq) {
+        return ReplicationCodec.effect(7, 1, seq, 8L * seq, new byte[8], 0, 8, true);
+    }
+
+    /**
+     * Issue 28 (docs/replication.md §3.5.2): blocking-verb threads whose changes find the stream in
+     * another one's lane exchange post nothing; the first waits and then sends every record
+     * appended meanwhile in one lane message, the others return at once.
+     */
+    @Test
+    void changesDuringALaneExchangeGoTogetherInTheNextLaneMessageNotPosted() throws Exception {
+        Lanes s = new Lanes();
+        CopyStream cs = new CopyStream(COPY, s, new ReplicationConfig(1, 4096, 1 << 20, 4096, 0), Duration.ofSeconds(20));
+        long nextSendersBefore = ReplicationCounts.nextSenders.sum();
+        java.util.concurrent.ExecutorService lanes = java.util.concurrent.Executors.newFixedThreadPool(3, r -> {
+            Thread t = new Thread(() -> {
+                io.membus.core.transport.TransportThreads.markServesBlockingVerbs();
+                r.run();
+            }, "test-lane");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            java.util.concurrent.Future<?> first = lanes.submit(() -> {
+                cs.append(effect(1));
+                cs.flush();
+            });
+            waitFor("the first change's lane exchange", () -> s.laneCount() == 1);
+            java.util.concurrent.Future<?> next = lanes.submit(() -> {
+                cs.append(effect(2));
+                cs.flush();
+            });
+            waitFor("the second change waiting to send next",
+                    () -> ReplicationCounts.nextSenders.sum() - nextSendersBefore == 1);
+            java.util.concurrent.Future<?> third = lanes.submit(() -> {
+                cs.append(effect(3));
+                cs.flush();
+            });
+            third.get(30, TimeUnit.SECONDS); // returns at once: its record is left to the next sender
+            assertEquals(1, s.laneCount(), "nothing more sent while the first exchange is on its way");
+            assertEquals(0, s.count(), "nothing posted");
+            s.go.countDown();
+            first.get(30, TimeUnit.SECONDS);
+            next.get(30, TimeUnit.SECONDS);
+            assertEquals(2, s.laneCount(), "one more lane message");
+            assertEquals(1, s.laneRecords(0));
+            assertEquals(2, s.laneRecords(1), "the two records appended during the first exchange, together");
+            assertEquals(0, s.count(), "nothing posted");
+            assertEquals(0, cs.retained(), "every record acknowledged");
+        } finally {
+            s.go.countDown();
+            lanes.shutdownNow();
+            assertTrue(lanes.awaitTermination(30, TimeUnit.SECONDS));
+        }
     }
 }
