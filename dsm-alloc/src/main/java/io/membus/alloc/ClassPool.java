@@ -55,6 +55,14 @@ final class ClassPool {
      * trips, several milliseconds on a loaded machine) at the rate callers take them.
      */
     static final int AHEAD_BATCHES = 2;
+    /**
+     * How many times its usual limit ({@link #cacheLimit}) the owner's cache keeps of a
+     * batched free's blocks ({@link GlobalAllocator#freeAll}): a block pushed on its own
+     * chunk's free list comes back only through a refill that walks the list one block per
+     * round trip, on an allocating thread, so the owner keeps what it frees in bulk (16,384
+     * blocks of the 128-byte class: 256 KiB of this JVM's heap for the pointers and headers).
+     */
+    static final int BATCHED_CACHE_FACTOR = 64;
     private final Remote remote;
     private final int self;
     final HeapSegment heap;
@@ -291,7 +299,7 @@ final class ClassPool {
 
     /**
      * {@link #cacheFreed} up to {@code limit} cached blocks: a batched free
-     * ({@link GlobalAllocator#freeAll}) keeps up to {@code 4 × cacheLimit}, since a block it
+     * ({@link GlobalAllocator#freeAll}) keeps up to {@link #BATCHED_CACHE_FACTOR} {@code × cacheLimit}, since a block it
      * pushes on a free list instead costs the refill that pops it one read.
      */
     boolean cacheFreed(int chunk, long ptr, long header, int limit) {

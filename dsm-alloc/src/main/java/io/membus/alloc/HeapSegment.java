@@ -418,8 +418,8 @@ final class HeapSegment {
      * The first half of {@link #freeSmall}: true when the freed block needs no push (its
      * generations are used up, or its owner's cache took it), false when it goes on its
      * chunk's free list ({@link #push}, or {@link #pushChains} with others of its chunk).
-     * {@code batched}: a batched free's, whose blocks the owner's cache keeps up to four times
-     * its usual limit (each block pushed instead costs the refill that pops it one read).
+     * {@code batched}: a batched free's, whose blocks the owner's cache keeps up to
+     * {@link ClassPool#BATCHED_CACHE_FACTOR} times its usual limit (each block pushed instead costs the refill that pops it one read).
      */
     boolean cacheOrKeep(int chunk, long ptr, int cls, long freedHeader, boolean batched) {
         if (HeapLayout.generationExhausted(freedHeader)) {
@@ -427,7 +427,8 @@ final class HeapSegment {
         }
         AllocatorCounts.frees.increment();
         ClassPool p = pools[cls];
-        return p != null && p.cacheFreed(chunk, ptr, freedHeader, batched ? 4 * p.cacheLimit : p.cacheLimit);
+        return p != null && p.cacheFreed(chunk, ptr, freedHeader,
+                batched ? ClassPool.BATCHED_CACHE_FACTOR * p.cacheLimit : p.cacheLimit);
     }
 
     /** Pushes a free block on its chunk's free list (tagged Treiber stack), then counts it. */
