@@ -285,6 +285,11 @@ final class TcpLane implements AutoCloseable {
         return OperationDeadline.until(start, timeoutNanos);
     }
 
+    /** The operation timeout of this lane's transport, in nanoseconds. */
+    long timeoutNanos() {
+        return timeoutNanos;
+    }
+
     /** The answer {@link #answer} read last (valid until the next read). */
     Frame answerFrame() {
         return frame;
@@ -351,6 +356,46 @@ final class TcpLane implements AutoCloseable {
      */
     void answer(byte opcode, long correlation, long until) {
         io(opcode, until, false);
+        checkAnswer(correlation);
+    }
+
+    /**
+     * {@link #answer} without waiting ({@link LaneFlight}'s fallback reader, on the timer
+     * wheel's thread): reads only what the socket holds already ({@code available()}, no
+     * blocking read) and returns false when the answer of {@code correlation} is not whole
+     * yet; what was read stays buffered for the next call. The checks and failures are
+     * {@link #answer}'s; a lost socket (or one the reaper closed) breaks the lane.
+     */
+    boolean tryAnswer(byte opcode, long correlation) {
+        try {
+            do {
+                if (!tryReceive()) {
+                    return false;
+                }
+            } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
+        } catch (IOException e) {
+            throw lost(opcode, e);
+        } catch (RuntimeException e) {
+            breakLane();
+            throw e;
+        }
+        checkAnswer(correlation);
+        return true;
+    }
+
+    /** The requests appended since {@link #requests()} cleared the buffer (a {@link LaneFlight} appends across calls). */
+    ByteBuf pendingRequests() {
+        return frameBuf;
+    }
+
+    /** Closes the lane for a deadline that passed while nobody read it: its next read fails as timed out. */
+    void expireNow() {
+        expired = true;
+        breakLane();
+    }
+
+    /** Checks the answer in {@link #frame} against the request {@code correlation} (see {@link #answer}). */
+    private void checkAnswer(long correlation) {
         if (frame.correlationId() != correlation) {
             if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
                 breakLane();
@@ -459,6 +504,63 @@ final class TcpLane implements AutoCloseable {
         if (invalid != null) {
             throw new ProtocolException(peer.toString(), invalid);
         }
+    }
+
+    /** {@link #receive()} with no blocking read: false (nothing consumed) when no whole frame is buffered yet. */
+    private boolean tryReceive() throws IOException {
+        readPos = frameEnd;
+        if (readPos == readLimit) {
+            readPos = readLimit = 0;
+        } else if (readPos > 0 && readLimit - readPos < Frame.HEADER_LENGTH) {
+            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
+            readLimit -= readPos;
+            readPos = 0;
+        }
+        frameEnd = readPos; // the previous frame is consumed; a later receive starts here
+        if (!fillAvailable(Frame.HEADER_LENGTH)) {
+            return false;
+        }
+        int lengthField = receivedBuf.getIntLE(readPos + Frame.LENGTH_FIELD_OFFSET);
+        int total = lengthField + 4;
+        if (lengthField < Frame.MIN_LENGTH_FIELD || total > MAX_FRAME) {
+            throw new ProtocolException(peer.toString(), "frame length=" + total + " outside "
+                    + Frame.HEADER_LENGTH + ".." + MAX_FRAME + " on a blocking lane");
+        }
+        if (readPos + total > received.length) {
+            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
+            readLimit -= readPos;
+            readPos = 0;
+            frameEnd = 0;
+        }
+        if (!fillAvailable(total)) {
+            return false;
+        }
+        frameEnd = readPos + total;
+        frame.wrap(receivedBuf, readPos);
+        String invalid = frame.validate();
+        if (invalid != null) {
+            throw new ProtocolException(peer.toString(), invalid);
+        }
+        return true;
+    }
+
+    /** Reads what the socket holds (no blocking read) until {@code length} bytes are buffered; false if they are not. */
+    private boolean fillAvailable(int length) throws IOException {
+        while (readLimit - readPos < length) {
+            int a = in.available();
+            if (a <= 0) {
+                if (socket.isClosed()) {
+                    throw new java.net.SocketException("Socket closed");
+                }
+                return false;
+            }
+            int n = in.read(received, readLimit, Math.min(a, received.length - readLimit));
+            if (n < 0) {
+                throw new EOFException("the peer closed the connection");
+            }
+            readLimit += n;
+        }
+        return true;
     }
 
     /** Reads until at least {@code length} bytes from {@link #readPos} are buffered. */

@@ -478,6 +478,57 @@ final class TcpLanes implements BlockingVerbs {
         return lane;
     }
 
+    /** Set while a lane opens in the background for {@link #takeForFlight()}. */
+    private final java.util.concurrent.atomic.AtomicBoolean openingForFlights =
+            new java.util.concurrent.atomic.AtomicBoolean();
+
+    /**
+     * An idle lane for a {@link LaneFlight}, or null. Never opens one on the calling thread
+     * (an asynchronous call must not wait for a connect and a handshake): when none is idle
+     * and another may open, one opens on the common pool and later flights find it idle.
+     */
+    TcpLane takeForFlight() {
+        while (true) {
+            long m = idle.get();
+            if (m == 0) {
+                break;
+            }
+            long bit = Long.lowestOneBit(m);
+            if (idle.compareAndSet(m, m & ~bit)) {
+                TcpLane lane = lanes.get(Long.numberOfTrailingZeros(bit));
+                if (lane != null && !lane.broken()) {
+                    return lane;
+                }
+                discard(Long.numberOfTrailingZeros(bit), lane);
+            }
+        }
+        if (!closed && max > 0 && System.nanoTime() - noOpenBefore >= 0 && Long.bitCount(open.get()) < max
+                && openingForFlights.compareAndSet(false, true)) {
+            try {
+                java.util.concurrent.ForkJoinPool.commonPool().execute(() -> {
+                    try {
+                        TcpLane lane = openLane();
+                        if (lane != null) {
+                            give(lane);
+                        }
+                    } catch (RuntimeException e) {
+                        LOG.debug("no blocking lane to {} for reads in flight: {}", peer, e.toString());
+                    } finally {
+                        openingForFlights.set(false);
+                    }
+                });
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                openingForFlights.set(false);
+            }
+        }
+        return null;
+    }
+
+    /** Gives back a lane a {@link LaneFlight} held. */
+    void giveBack(TcpLane lane) {
+        give(lane);
+    }
+
     /** Gives a lane back after one verb: idle again, or closed when it broke or the lanes closed. */
     private void give(TcpLane lane) {
         if (lane.broken() || closed) {
