@@ -22,7 +22,10 @@ import java.util.concurrent.locks.LockSupport;
  * the READ request to the lane's buffer and returns a {@link Flight} future: nothing is
  * written and no other thread is woken. Consecutive reads of the same thread go to the
  * same lane. The first thread that waits for one of the futures ({@code get}, {@code join},
- * or those of a future made from it by {@code thenApply}, {@code whenComplete}, ...) sends
+ * or those of a future made from it by {@code thenApply}, {@code whenComplete}, ...; and any
+ * {@code VerbWait.await} of the owner thread, whatever future it waits for: the flight is
+ * registered with {@link io.membus.core.transport.WaitHelp}, so a routed read's wrapper or an
+ * {@code allOf} awaited by the project's blocking calls finishes it too) sends
  * every request with one {@code write} and reads every answer itself, then gives the lane
  * back and completes the futures in issue order on its own thread: the batching floor's
  * two blocked threads per burst, where the pipelined channel has four.
@@ -56,7 +59,7 @@ import java.util.concurrent.locks.LockSupport;
  * answers before the completions, which happen outside it, in issue order, on the thread
  * that read them (callbacks must not block). {@link #ended} is volatile.
  */
-final class LaneFlight {
+final class LaneFlight implements io.membus.core.transport.WaitHelp.Pending {
     /** A flight nobody read for this long is taken over by the fallback reader. */
     static final long FALLBACK_NANOS = 500_000L;
     /** Most answer bytes one flight waits for (bounds what the target holds for a flight nobody reads yet). */
@@ -105,6 +108,7 @@ final class LaneFlight {
         CompletableFuture<byte[]> first = f.read(ptr, remoteKey, length); // fits: the caller checked the length
         holder.current.set(f);
         LIVE.add(f);
+        io.membus.core.transport.WaitHelp.register(f); // a wait of this thread on any future finishes it first
         synchronized (ARM_LOCK) {
             if (!armed) {
                 armed = true;
@@ -141,12 +145,18 @@ final class LaneFlight {
         return ended;
     }
 
+    @Override
+    public boolean settled() {
+        return ended;
+    }
+
     /**
      * Sends the requests and reads every answer on this thread, then completes the reads;
      * or, when another thread reads them, waits until it has (bounded by the last read's
      * deadline plus the grace). Called by a waiter and by the owner before its next verb.
      */
-    void finish() {
+    @Override
+    public void finish() {
         if (ended) {
             return;
         }
