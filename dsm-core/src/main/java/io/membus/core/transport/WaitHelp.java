@@ -42,25 +42,22 @@ public final class WaitHelp {
     }
 
     /**
-     * Finishes the calling thread's registered work, in registration order (work registered
-     * meanwhile, by a callback this runs, waits for the next wait). Called by
+     * Finishes the calling thread's registered work, in registration order, and then what
+     * callbacks it ran registered meanwhile, until none is left. Called by
      * {@link VerbWait#await} before it blocks; not on transport threads (they register nothing).
      */
     public static void beforeWait() {
         ArrayList<Pending> l = PENDING.get();
-        int n = l.size();
-        if (n == 0) {
-            return;
-        }
-        if (n == 1) {
-            Pending p = l.remove(0);
-            p.finish();
-            return;
-        }
-        Pending[] all = l.toArray(new Pending[0]);
-        l.clear();
-        for (Pending p : all) {
-            p.finish();
+        while (!l.isEmpty()) {
+            if (l.size() == 1) {
+                l.remove(0).finish();
+                continue;
+            }
+            Pending[] all = l.toArray(new Pending[0]);
+            l.clear();
+            for (Pending p : all) {
+                p.finish();
+            }
         }
     }
 }

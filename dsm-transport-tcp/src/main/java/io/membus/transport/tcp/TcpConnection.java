@@ -251,13 +251,17 @@ final class TcpConnection implements Connection {
      */
     private CompletableFuture<byte[]> readOnLane(long ptr, long remoteKey, int length) {
         LaneFlight.Holder holder = flights.get();
-        LaneFlight current = holder.current.get();
-        if (current != null && !current.ended()) {
+        LaneFlight current;
+        // a callback the finish runs on this thread may start another flight: it too goes first
+        while ((current = holder.current.get()) != null && !current.ended()) {
             CompletableFuture<byte[]> f = current.read(ptr, remoteKey, length);
             if (f != null) {
                 return f;
             }
             current.finish(); // sent or full: its answers first (issue order), then a new flight
+            if (!current.ended()) {
+                break; // its reader is stuck past every deadline of the flight: they fail as timed out
+            }
         }
         if (length > TcpLane.MAX_VERB_LENGTH || length < 0 || state != OPEN || transport.faults().active()
                 || io.membus.core.transport.TransportThreads.isTransportThread()
@@ -279,9 +283,14 @@ final class TcpConnection implements Connection {
         if (lanes == null) {
             return;
         }
-        LaneFlight f = flights.get().current.get();
-        if (f != null && !f.ended()) {
+        LaneFlight.Holder holder = flights.get();
+        LaneFlight f;
+        // a callback the finish runs on this thread may start another flight: it too goes first
+        while ((f = holder.current.get()) != null && !f.ended()) {
             f.finish();
+            if (!f.ended()) {
+                return; // its reader is stuck past every deadline of the flight: they fail as timed out
+            }
         }
     }
 

@@ -183,6 +183,38 @@ class LaneFlightTest {
     }
 
     @Test
+    void aReadACallbackIssuesWhileTheFlightFinishesAlsoRunsBeforeTheThreadsNextVerb() {
+        Transport a = node(1, Duration.ofSeconds(20));
+        Transport b = node(2, Duration.ofSeconds(20));
+        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
+        connection(b, a); // open: the blocking write below takes a lane
+        long ptr = RemotePtr.pack(1, 0, 4096);
+        long other = RemotePtr.pack(1, 0, 8192);
+        memory.write(ptr, bytes(17));
+        String me = Thread.currentThread().getName();
+        int checked = 0;
+        for (int r = 0; r < 20; r++) {
+            memory.write(other, bytes(18 + r));
+            CompletableFuture<byte[]> first = memory.readAsync(ptr, 64);
+            AtomicReference<CompletableFuture<byte[]>> nested = new AtomicReference<>();
+            AtomicReference<String> ranOn = new AtomicReference<>();
+            first.whenComplete((v, e) -> {
+                ranOn.set(Thread.currentThread().getName());
+                nested.set(memory.readAsync(other, 64)); // issued before the write below, on this thread
+            });
+            CompletableFuture<Void> write = memory.writeAsync(other, bytes(19 + r), 0, 64); // finishes the flight
+            memory.await(write);
+            if (!me.equals(ranOn.get())) {
+                continue; // the fallback reader finished the flight (this thread was descheduled): another thread's read
+            }
+            checked++;
+            assertArrayEquals(bytes(18 + r), memory.await(nested.get()),
+                    "the callback's read was issued before the write: it must not see it");
+        }
+        assertTrue(checked > 0, "no round ran the callback on this thread");
+    }
+
+    @Test
     void aRefusedReadFailsAloneAndTheLaneStaysInStep() {
         Transport a = node(1, Duration.ofSeconds(20));
         Transport b = node(2, Duration.ofSeconds(20));
