@@ -27,7 +27,8 @@ import java.net.Socket;
  * caller). The target serves it as any other authenticated connection.
  *
  * <p>A lane is owned by {@link TcpLanes}: a caller takes it, runs one verb, and
- * gives it back. A lane that timed out, lost its socket or read a malformed frame
+ * gives it back (or a {@link LaneFlight} holds it for a thread's reads in flight until
+ * their answers are read). A lane that timed out, lost its socket or read a malformed frame
  * is broken (its next answer could belong to the verb that timed out) and is
  * closed, never reused.
  *
@@ -367,17 +368,8 @@ final class TcpLane implements AutoCloseable {
      * {@link #answer}'s; a lost socket (or one the reaper closed) breaks the lane.
      */
     boolean tryAnswer(byte opcode, long correlation) {
-        try {
-            do {
-                if (!tryReceive()) {
-                    return false;
-                }
-            } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
-        } catch (IOException e) {
-            throw lost(opcode, e);
-        } catch (RuntimeException e) {
-            breakLane();
-            throw e;
+        if (!nextFrame(opcode, false)) {
+            return false;
         }
         checkAnswer(correlation);
         return true;
@@ -426,19 +418,44 @@ final class TcpLane implements AutoCloseable {
         }
         try {
             if (sending) {
-                send();
+                sendOrBreak(opcode);
             } else {
-                do {
-                    receive();
-                } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
+                nextFrame(opcode, true);
             }
+        } finally {
+            deadline = 0;
+        }
+    }
+
+    private void sendOrBreak(byte opcode) {
+        try {
+            send();
         } catch (IOException e) {
             throw lost(opcode, e);
         } catch (RuntimeException e) {
             breakLane();
             throw e;
-        } finally {
-            deadline = 0;
+        }
+    }
+
+    /**
+     * Reads the next frame that is not a message credit into {@link #frame}, blocking or
+     * ({@code block} false) only from what the socket holds: then false when no whole frame
+     * is there yet. A failure breaks the lane.
+     */
+    private boolean nextFrame(byte opcode, boolean block) {
+        try {
+            do {
+                if (!receiveFrame(block)) {
+                    return false;
+                }
+            } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
+            return true;
+        } catch (IOException e) {
+            throw lost(opcode, e);
+        } catch (RuntimeException e) {
+            breakLane();
+            throw e;
         }
     }
 
@@ -477,47 +494,19 @@ final class TcpLane implements AutoCloseable {
      * when the frame arrived at once (what arrives after it stays for the next call).
      */
     private void receive() throws IOException {
+        receiveFrame(true);
+    }
+
+    /** {@link #receive()}, or ({@code block} false) with no blocking read: false, nothing consumed, when no whole frame is buffered. */
+    private boolean receiveFrame(boolean block) throws IOException {
         readPos = frameEnd;
         if (readPos == readLimit) {
             readPos = readLimit = 0;
         } else if (readPos > 0 && readLimit - readPos < Frame.HEADER_LENGTH) { // keep the rest at the start
-            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
-            readLimit -= readPos;
-            readPos = 0;
-        }
-        fill(Frame.HEADER_LENGTH);
-        int lengthField = receivedBuf.getIntLE(readPos + Frame.LENGTH_FIELD_OFFSET);
-        int total = lengthField + 4;
-        if (lengthField < Frame.MIN_LENGTH_FIELD || total > MAX_FRAME) {
-            throw new ProtocolException(peer.toString(), "frame length=" + total + " outside "
-                    + Frame.HEADER_LENGTH + ".." + MAX_FRAME + " on a blocking lane");
-        }
-        if (readPos + total > received.length) {
-            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
-            readLimit -= readPos;
-            readPos = 0;
-        }
-        fill(total);
-        frameEnd = readPos + total;
-        frame.wrap(receivedBuf, readPos);
-        String invalid = frame.validate();
-        if (invalid != null) {
-            throw new ProtocolException(peer.toString(), invalid);
-        }
-    }
-
-    /** {@link #receive()} with no blocking read: false (nothing consumed) when no whole frame is buffered yet. */
-    private boolean tryReceive() throws IOException {
-        readPos = frameEnd;
-        if (readPos == readLimit) {
-            readPos = readLimit = 0;
-        } else if (readPos > 0 && readLimit - readPos < Frame.HEADER_LENGTH) {
-            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
-            readLimit -= readPos;
-            readPos = 0;
+            compact();
         }
         frameEnd = readPos; // the previous frame is consumed; a later receive starts here
-        if (!fillAvailable(Frame.HEADER_LENGTH)) {
+        if (!buffered(Frame.HEADER_LENGTH, block)) {
             return false;
         }
         int lengthField = receivedBuf.getIntLE(readPos + Frame.LENGTH_FIELD_OFFSET);
@@ -527,12 +516,10 @@ final class TcpLane implements AutoCloseable {
                     + Frame.HEADER_LENGTH + ".." + MAX_FRAME + " on a blocking lane");
         }
         if (readPos + total > received.length) {
-            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
-            readLimit -= readPos;
-            readPos = 0;
+            compact();
             frameEnd = 0;
         }
-        if (!fillAvailable(total)) {
+        if (!buffered(total, block)) {
             return false;
         }
         frameEnd = readPos + total;
@@ -542,6 +529,22 @@ final class TcpLane implements AutoCloseable {
             throw new ProtocolException(peer.toString(), invalid);
         }
         return true;
+    }
+
+    /** Moves the unread bytes to the start of the buffer. */
+    private void compact() {
+        System.arraycopy(received, readPos, received, 0, readLimit - readPos);
+        readLimit -= readPos;
+        readPos = 0;
+    }
+
+    /** Whether {@code length} bytes from {@link #readPos} are buffered, reading (blocking, or only what is there) first. */
+    private boolean buffered(int length, boolean block) throws IOException {
+        if (block) {
+            fill(length);
+            return true;
+        }
+        return fillAvailable(length);
     }
 
     /** Reads what the socket holds (no blocking read) until {@code length} bytes are buffered; false if they are not. */

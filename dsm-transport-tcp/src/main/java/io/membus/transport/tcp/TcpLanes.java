@@ -23,7 +23,9 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * {@link TcpLane} for why). A caller takes an idle lane, runs its verb and gives the
  * lane back; when every lane is busy and no more may open, or a verb is too long
  * for a lane, the verb is posted on the pipelined channel and awaited instead, so
- * a blocking verb never waits for a lane.
+ * a blocking verb never waits for a lane. A thread's asynchronous reads may hold an idle
+ * lane until it waits ({@link #takeForFlight()}, {@link LaneFlight}); the lane comes back
+ * when their answers are read.
  *
  * <p>Which lanes are open and which are idle are two bit sets in one word each:
  * taking and giving back a lane is one CAS, with no allocation. Each verb spells out its
@@ -404,19 +406,9 @@ final class TcpLanes implements BlockingVerbs {
 
     /** An idle lane, a newly opened one, or null when none is free and no more may open. */
     private TcpLane take() {
-        while (true) {
-            long m = idle.get();
-            if (m == 0) {
-                break;
-            }
-            long bit = Long.lowestOneBit(m);
-            if (idle.compareAndSet(m, m & ~bit)) {
-                TcpLane lane = lanes.get(Long.numberOfTrailingZeros(bit));
-                if (lane != null && !lane.broken()) {
-                    return lane;
-                }
-                discard(Long.numberOfTrailingZeros(bit), lane); // closed meanwhile
-            }
+        TcpLane idleLane = takeIdle();
+        if (idleLane != null) {
+            return idleLane;
         }
         if (closed || max == 0 || System.nanoTime() - noOpenBefore < 0) {
             return null;
@@ -478,6 +470,24 @@ final class TcpLanes implements BlockingVerbs {
         return lane;
     }
 
+    /** An idle lane (taken out of the idle set), or null when none is idle. */
+    private TcpLane takeIdle() {
+        while (true) {
+            long m = idle.get();
+            if (m == 0) {
+                return null;
+            }
+            long bit = Long.lowestOneBit(m);
+            if (idle.compareAndSet(m, m & ~bit)) {
+                TcpLane lane = lanes.get(Long.numberOfTrailingZeros(bit));
+                if (lane != null && !lane.broken()) {
+                    return lane;
+                }
+                discard(Long.numberOfTrailingZeros(bit), lane); // closed meanwhile
+            }
+        }
+    }
+
     /** Set while a lane opens in the background for {@link #takeForFlight()}. */
     private final java.util.concurrent.atomic.AtomicBoolean openingForFlights =
             new java.util.concurrent.atomic.AtomicBoolean();
@@ -488,19 +498,9 @@ final class TcpLanes implements BlockingVerbs {
      * and another may open, one opens on the common pool and later flights find it idle.
      */
     TcpLane takeForFlight() {
-        while (true) {
-            long m = idle.get();
-            if (m == 0) {
-                break;
-            }
-            long bit = Long.lowestOneBit(m);
-            if (idle.compareAndSet(m, m & ~bit)) {
-                TcpLane lane = lanes.get(Long.numberOfTrailingZeros(bit));
-                if (lane != null && !lane.broken()) {
-                    return lane;
-                }
-                discard(Long.numberOfTrailingZeros(bit), lane);
-            }
+        TcpLane idleLane = takeIdle();
+        if (idleLane != null) {
+            return idleLane;
         }
         if (!closed && max > 0 && System.nanoTime() - noOpenBefore >= 0 && Long.bitCount(open.get()) < max
                 && openingForFlights.compareAndSet(false, true)) {

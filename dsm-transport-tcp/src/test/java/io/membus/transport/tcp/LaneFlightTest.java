@@ -2,12 +2,10 @@ package io.membus.transport.tcp;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
-import io.membus.core.Segment;
 import io.membus.core.directory.StaticDirectory;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
-import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -38,21 +36,28 @@ class LaneFlightTest {
     private final Nodes nodes = new Nodes();
     private final StaticDirectory directory = new StaticDirectory();
 
+    private static final long ptr = RemotePtr.pack(1, 0, 4096);
+    private Transport a;
+    private Transport b;
+    private RemoteMemory memory;
+    private TcpConnection ba;
+
     @AfterEach
     void close() {
         nodes.close();
     }
 
-    private Transport node(int id, Duration timeout) {
-        Transport t = nodes.start(id, timeout);
-        directory.addMember(t.self());
-        Segment s = t.export(SegmentSpec.of(0, 64 * 1024));
-        directory.addSegment(s.descriptor());
-        return t;
-    }
-
-    private static TcpConnection connection(Transport from, Transport to) {
-        return (TcpConnection) RemoteMemory.await(from.connect(to.self()), WAIT);
+    /**
+     * Node 1 (the target) and node 2 (operation timeout {@code timeout}) with their
+     * connection open and {@code bytes(seed)} written at {@link #ptr} by a blocking write,
+     * which opens a lane.
+     */
+    private void pair(Duration timeout, int seed) {
+        a = nodes.member(1, Duration.ofSeconds(20), directory);
+        b = nodes.member(2, timeout, directory);
+        memory = new RemoteMemory(b, directory, WAIT);
+        ba = Nodes.connection(b, a);
+        memory.write(ptr, bytes(seed));
     }
 
     private static byte[] bytes(int seed) {
@@ -65,13 +70,8 @@ class LaneFlightTest {
 
     @Test
     void readsInFlightAreHeldOnALaneAndTheWaiterSendsThemInOneWriteAndReadsTheirAnswers() {
-        Transport a = node(1, Duration.ofSeconds(20));
-        Transport b = node(2, Duration.ofSeconds(20));
-        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        connection(b, a); // open: the blocking write below takes a lane
-        long ptr = RemotePtr.pack(1, 0, 4096);
-        memory.write(ptr, bytes(1)); // a blocking write: it opens a lane
-        assertEquals(1, connection(b, a).lanesOpen());
+        pair(Duration.ofSeconds(20), 1);
+        assertEquals(1, ba.lanesOpen());
         long wakes = VerbPathCounts.clientWakes.sum();
         long writes = VerbPathCounts.flightWrites.sum();
         long polls = VerbPathCounts.flightPolls.sum();
@@ -103,12 +103,7 @@ class LaneFlightTest {
 
     @Test
     void aReadNobodyWaitsForCompletesThroughTheFallbackReader() throws Exception {
-        Transport a = node(1, Duration.ofSeconds(20));
-        Transport b = node(2, Duration.ofSeconds(20));
-        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        connection(b, a); // open: the blocking write below takes a lane
-        long ptr = RemotePtr.pack(1, 0, 4096);
-        memory.write(ptr, bytes(3));
+        pair(Duration.ofSeconds(20), 3);
         long polls = VerbPathCounts.flightPolls.sum();
         CountDownLatch done = new CountDownLatch(1);
         AtomicReference<byte[]> seen = new AtomicReference<>();
@@ -126,12 +121,7 @@ class LaneFlightTest {
 
     @Test
     void waitingForAFutureMadeFromAHeldReadFinishesItsFlight() {
-        Transport a = node(1, Duration.ofSeconds(20));
-        Transport b = node(2, Duration.ofSeconds(20));
-        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        connection(b, a); // open: the blocking write below takes a lane
-        long ptr = RemotePtr.pack(1, 0, 4096);
-        memory.write(ptr, bytes(5));
+        pair(Duration.ofSeconds(20), 5);
         CompletableFuture<byte[]> f = memory.readAsync(ptr, 64);
         assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane");
         assertEquals(bytes(5)[63], (byte) f.thenApply(v -> v[63]).join());
@@ -139,12 +129,7 @@ class LaneFlightTest {
 
     @Test
     void awaitingAFutureNotMadeFromAHeldReadStillFinishesTheThreadsFlight() {
-        Transport a = node(1, Duration.ofSeconds(20));
-        Transport b = node(2, Duration.ofSeconds(20));
-        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        connection(b, a); // open: the blocking write below takes a lane
-        long ptr = RemotePtr.pack(1, 0, 4096);
-        memory.write(ptr, bytes(15));
+        pair(Duration.ofSeconds(20), 15);
         String me = Thread.currentThread().getName();
         int onCaller = 0;
         int rounds = 20;
@@ -164,12 +149,7 @@ class LaneFlightTest {
 
     @Test
     void aLaterVerbOfTheThreadRunsAfterItsHeldReads() {
-        Transport a = node(1, Duration.ofSeconds(20));
-        Transport b = node(2, Duration.ofSeconds(20));
-        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        connection(b, a); // open: the blocking write below takes a lane
-        long ptr = RemotePtr.pack(1, 0, 4096);
-        memory.write(ptr, bytes(7));
+        pair(Duration.ofSeconds(20), 7);
         for (int r = 0; r < 50; r++) {
             CompletableFuture<byte[]> before = memory.readAsync(ptr, 64);
             CompletableFuture<Void> write = memory.writeAsync(ptr, bytes(8 + r), 0, 64); // posted: after the read
@@ -184,13 +164,8 @@ class LaneFlightTest {
 
     @Test
     void aReadACallbackIssuesWhileTheFlightFinishesAlsoRunsBeforeTheThreadsNextVerb() {
-        Transport a = node(1, Duration.ofSeconds(20));
-        Transport b = node(2, Duration.ofSeconds(20));
-        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        connection(b, a); // open: the blocking write below takes a lane
-        long ptr = RemotePtr.pack(1, 0, 4096);
+        pair(Duration.ofSeconds(20), 17);
         long other = RemotePtr.pack(1, 0, 8192);
-        memory.write(ptr, bytes(17));
         String me = Thread.currentThread().getName();
         int checked = 0;
         for (int r = 0; r < 20; r++) {
@@ -216,13 +191,7 @@ class LaneFlightTest {
 
     @Test
     void aRefusedReadFailsAloneAndTheLaneStaysInStep() {
-        Transport a = node(1, Duration.ofSeconds(20));
-        Transport b = node(2, Duration.ofSeconds(20));
-        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        connection(b, a); // open: the blocking write below takes a lane
-        long ptr = RemotePtr.pack(1, 0, 4096);
-        memory.write(ptr, bytes(9));
-        TcpConnection ba = connection(b, a);
+        pair(Duration.ofSeconds(20), 9);
         long key = a.table().get(0).remoteKey();
         CompletableFuture<byte[]> ok1 = ba.read(ptr, key, 64);
         CompletableFuture<byte[]> wrongKey = ba.read(ptr, key ^ 1, 64);
@@ -237,13 +206,7 @@ class LaneFlightTest {
 
     @Test
     void aHeldReadPastItsDeadlineFailsWithATimeoutWhetherOrNotAnybodyWaits() throws Exception {
-        Transport a = node(1, Duration.ofSeconds(20));
-        Transport b = node(2, Duration.ofMillis(400));
-        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        connection(b, a); // open: the blocking write below takes a lane
-        long ptr = RemotePtr.pack(1, 0, 4096);
-        memory.write(ptr, bytes(11));
-        TcpConnection ba = connection(b, a);
+        pair(Duration.ofMillis(400), 11);
         a.faults().drop(2); // the target takes node 2's verbs and never answers
         CompletableFuture<byte[]> waited = memory.readAsync(ptr, 64);
         assertInstanceOf(LaneFlight.Flight.class, waited, "held on the lane");
@@ -268,13 +231,7 @@ class LaneFlightTest {
 
     @Test
     void closingTheConnectionFailsAHeldRead() {
-        Transport a = node(1, Duration.ofSeconds(20));
-        Transport b = node(2, Duration.ofSeconds(60));
-        RemoteMemory memory = new RemoteMemory(b, directory, WAIT);
-        connection(b, a); // open: the blocking write below takes a lane
-        long ptr = RemotePtr.pack(1, 0, 4096);
-        memory.write(ptr, bytes(13));
-        TcpConnection ba = connection(b, a);
+        pair(Duration.ofSeconds(60), 13);
         a.faults().delay(2, Duration.ofMinutes(5));
         CompletableFuture<byte[]> held = memory.readAsync(ptr, 64);
         assertInstanceOf(LaneFlight.Flight.class, held, "held on the lane");
