@@ -62,6 +62,13 @@ import java.util.concurrent.locks.LockSupport;
 final class LaneFlight implements io.membus.core.transport.WaitHelp.Pending {
     /** A flight nobody read for this long is taken over by the fallback reader. */
     static final long FALLBACK_NANOS = 500_000L;
+    /**
+     * A flight reader ({@link #dependentAttached}) reads a flight once its thread added no read
+     * for this long (the thread may still add reads, or wait itself, which is cheaper)...
+     */
+    static final long READER_QUIET_NANOS = 50_000L;
+    /** ...or once it waited this long for the thread, whatever the thread does. */
+    static final long READER_PATIENCE_NANOS = 1_000_000L;
     /** Most answer bytes one flight waits for (bounds what the target holds for a flight nobody reads yet). */
     static final int MAX_ANSWER_BYTES = 64 * 1024;
     private static final Set<LaneFlight> LIVE = ConcurrentHashMap.newKeySet();
@@ -88,6 +95,8 @@ final class LaneFlight implements io.membus.core.transport.WaitHelp.Pending {
     private boolean sent;
     private boolean reading;
     private int answered;
+    private boolean readerAsked;
+    private long lastAppendNanos;
     private volatile boolean ended;
 
     private LaneFlight(TcpLanes lanes, TcpLane lane, Holder holder) {
@@ -137,6 +146,7 @@ final class LaneFlight implements io.membus.core.transport.WaitHelp.Pending {
             }
             reads[count++] = f;
             answerBytes += length + Frame.HEADER_LENGTH;
+            lastAppendNanos = now;
             return f;
         }
     }
@@ -183,6 +193,49 @@ final class LaneFlight implements io.membus.core.transport.WaitHelp.Pending {
             return;
         }
         readAll(true);
+    }
+
+    /**
+     * A callback or a dependent future was attached to one of this flight's futures before
+     * anybody waited: a flight reader thread (the transport's {@code flightReaders}) will read
+     * it once its thread stopped adding reads for {@link #READER_QUIET_NANOS} (at most
+     * {@link #READER_PATIENCE_NANOS} after this), unless a waiter took it first. A read whose
+     * callback wakes somebody (the collections' wake-ups) thus completes a round trip after
+     * its issue, as on the pipelined channel, not at the fallback's next tick. Once per flight.
+     */
+    void dependentAttached() {
+        synchronized (this) {
+            if (readerAsked || ended || reading || sent) {
+                return;
+            }
+            readerAsked = true;
+        }
+        try {
+            lanes.flightReaders().execute(this::readAsReader);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // every reader busy, or the transport closing: the fallback reads it
+        }
+    }
+
+    /** The flight reader's task (a transport thread: it may block on the lane, bounded by the deadlines). */
+    private void readAsReader() {
+        long askedAt = System.nanoTime();
+        while (true) {
+            LockSupport.parkNanos(READER_QUIET_NANOS);
+            long now = System.nanoTime();
+            synchronized (this) {
+                if (ended || reading) {
+                    return; // a waiter or the fallback has it
+                }
+                if (now - lastAppendNanos < READER_QUIET_NANOS && now - askedAt < READER_PATIENCE_NANOS) {
+                    continue; // its thread is still adding reads
+                }
+                reading = true;
+            }
+            VerbPathCounts.flightReaderReads.increment();
+            readAll(true);
+            return;
+        }
     }
 
     /** The fallback: takes over a flight nobody read for {@link #FALLBACK_NANOS}; never blocks (wheel thread). */
@@ -362,6 +415,7 @@ final class LaneFlight implements io.membus.core.transport.WaitHelp.Pending {
 
         @Override
         public <U> CompletableFuture<U> newIncompleteFuture() {
+            flight.dependentAttached(); // a callback or a dependent: somebody may never wait
             return new Waiting<>(flight);
         }
     }

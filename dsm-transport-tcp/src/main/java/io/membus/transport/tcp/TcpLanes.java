@@ -524,6 +524,11 @@ final class TcpLanes implements BlockingVerbs {
         return null;
     }
 
+    /** Where a flight with callbacks and no waiter is read ({@link LaneFlight}). */
+    java.util.concurrent.Executor flightReaders() {
+        return transport.flightReaders();
+    }
+
     /** Gives back a lane a {@link LaneFlight} held. */
     void giveBack(TcpLane lane) {
         give(lane);
