@@ -72,8 +72,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * complete on the connection's I/O thread (answers), the timer wheel's thread
  * (deadlines) or the thread that closes the connection: callbacks must not block.
  * A read held on a lane ({@link LaneFlight}: a thread that may use a lane, until it
- * waits) completes on the thread that reads its answer: its waiter, or the wheel's
- * thread when nobody waited; a thread's next verb on the connection finishes its
+ * waits) completes on the thread that reads its answer: its waiter, a flight reader
+ * thread (a callback was attached) or the wheel's thread when nobody waited; a thread's
+ * next verb on the connection finishes its
  * held reads first, so order holds across the two paths.
  */
 final class TcpConnection implements Connection {
