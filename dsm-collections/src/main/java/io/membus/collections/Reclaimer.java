@@ -67,8 +67,13 @@ import java.util.function.LongSupplier;
  */
 final class Reclaimer {
     private static final Logger LOG = LoggerFactory.getLogger(Reclaimer.class);
-    /** Retired blocks not yet freed, per map and node, beyond which changes wait ({@link #admit}). */
-    static final int DEFAULT_BOUND = 32_768;
+    /**
+     * Retired blocks not yet freed, per map and node, beyond which changes wait ({@link #admit}).
+     * Above the rate times the grace a healthy map holds anyway (no block is freed before its
+     * grace: 32,768 throttled a client putting 21,000 a second at a 1 s grace), so only a freeing
+     * that cannot keep up at all meets it.
+     */
+    static final int DEFAULT_BOUND = 131_072;
     /** A change wakes the freeing thread for this many due blocks (or for what waited twice its grace). */
     private static final int DRAIN_BATCH = 32;
     /** The most blocks one free call takes ({@link GlobalAllocator#freeAll}: one batch per node of each verb). */
