@@ -2,10 +2,12 @@ package io.membus.transport.tcp;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
+import io.membus.core.Segment;
 import io.membus.core.directory.StaticDirectory;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.test.Seeds;
+import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -46,11 +48,15 @@ class TcpLanesTest {
     }
 
     private Transport node(int id, Duration timeout, String... properties) {
-        return nodes.member(id, timeout, directory, properties);
+        Transport t = nodes.start(id, timeout, properties);
+        directory.addMember(t.self());
+        Segment s = t.export(SegmentSpec.of(0, 64 * 1024));
+        directory.addSegment(s.descriptor());
+        return t;
     }
 
     private static TcpConnection connection(Transport from, Transport to) {
-        return Nodes.connection(from, to);
+        return (TcpConnection) RemoteMemory.await(from.connect(to.self()), WAIT);
     }
 
     @Test
