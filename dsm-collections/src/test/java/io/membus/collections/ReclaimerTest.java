@@ -2,6 +2,7 @@ package io.membus.collections;
 
 import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
+import io.membus.core.error.DsmException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -219,6 +220,127 @@ class ReclaimerTest {
                 + RoundTripTransport.counts() + " (chunks <= " + chunks.size() + ")");
         assertTrue(trips <= 1 + 6L * chunks.size() && trips < n, "pushed per chunk, not per block: "
                 + RoundTripTransport.counts() + ", chunks<=" + chunks.size());
+    }
+
+    /** A block at {@code old}'s address handed out again (a later generation), as an entry's. */
+    private static BlockRef reuseOf(GlobalAllocator heap, BlockRef old) {
+        java.util.List<BlockRef> others = new java.util.ArrayList<>();
+        for (int i = 0; i < 10_000; i++) {
+            BlockRef b = entryRef(heap);
+            if (b.ptr() == old.ptr()) {
+                return b;
+            }
+            others.add(b);
+        }
+        throw new AssertionError("the freed block was not handed out again");
+    }
+
+    /**
+     * A free call that fails as a whole (a raw RuntimeException) after its generation CASes
+     * landed: the block's header was read and checked, and its retry keeps it, so the retry can
+     * only free that generation; the block, meanwhile freed, reused and written as another
+     * entry, is not freed as that entry's.
+     */
+    @Test
+    void aRetryAfterAFailedFreeCallNeverFreesTheBlocksNextEntry() {
+        cluster = new MapCluster("local", 1, 8 << 20);
+        GlobalAllocator heap = cluster.node(1);
+        AtomicLong now = new AtomicLong();
+        Reclaimer r = new Reclaimer(heap, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        r.failFrees((real, refs) -> {
+            DsmException[] errors = real.apply(refs);
+            if (calls.getAndIncrement() == 0) {
+                throw new IllegalStateException("injected by the test: fails after the CASes ran");
+            }
+            return errors;
+        });
+        BlockRef entry = entryRef(heap);
+        r.retire(entry.ptr()); // no header carried: read
+        now.set(GRACE);
+        r.drainHere(); // the CAS lands, then the call fails: tried again after another grace
+        assertFalse(heap.isLive(entry), "the first CAS landed");
+        BlockRef next = reuseOf(heap, entry); // the block's next entry
+        now.set(3 * GRACE);
+        r.drainHere();
+        assertTrue(heap.isLive(next), "the block's next entry is not freed by the retry");
+        assertEquals(0, r.pending());
+    }
+
+    /**
+     * A carried header that is stale (this node's note of an entry another node replaced and
+     * freed, the block reused) whose CAS failed without running: the retry reads the header and
+     * frees the block, rather than keep the stale hint, fail its CAS and take the block for freed.
+     */
+    @Test
+    void aStaleCarriedHeaderWhoseCasDidNotRunIsReadOnItsRetry() {
+        cluster = new MapCluster("local", 1, 8 << 20);
+        GlobalAllocator heap = cluster.node(1);
+        AtomicLong now = new AtomicLong();
+        Reclaimer r = new Reclaimer(heap, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        r.failFrees((real, refs) -> {
+            if (calls.getAndIncrement() > 0) {
+                return real.apply(refs);
+            }
+            DsmException[] errors = new DsmException[refs.length];
+            for (int i = 0; i < refs.length; i++) {
+                if (refs[i] != null) {
+                    errors[i] = io.membus.core.error.DsmTimeoutException.notSent("compareAndSwap (injected by the test)",
+                            1, java.time.Duration.ZERO);
+                }
+            }
+            return errors;
+        });
+        BlockRef old = entryRef(heap);
+        r.noteInstalled(old.ptr(), old.header());
+        heap.free(old);
+        BlockRef reused = reuseOf(heap, old);
+        r.retire(reused.ptr()); // carries the stale note
+        now.set(GRACE);
+        r.drainHere(); // the CAS did not run: tried again after another grace
+        assertTrue(heap.isLive(reused));
+        now.set(3 * GRACE);
+        r.drainHere();
+        assertFalse(heap.isLive(reused), "freed through the read: not leaked");
+        assertEquals(1, r.freed());
+        assertEquals(0, r.pending());
+    }
+
+    /**
+     * A carried header the CAS refuses as naming no block (the stale note's chunk reused for
+     * another size class: {@link io.membus.alloc.InvalidBlockException}) is a stale hint, not
+     * a transient failure: the block goes back, due at once, and is freed through the read.
+     */
+    @Test
+    void aCarriedHeaderNamingNoBlockFallsBackToTheRead() {
+        cluster = new MapCluster("local", 1, 8 << 20);
+        GlobalAllocator heap = cluster.node(1);
+        AtomicLong now = new AtomicLong();
+        Reclaimer r = new Reclaimer(heap, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        r.failFrees((real, refs) -> {
+            if (calls.getAndIncrement() > 0) {
+                return real.apply(refs);
+            }
+            DsmException[] errors = new DsmException[refs.length];
+            for (int i = 0; i < refs.length; i++) {
+                if (refs[i] != null) {
+                    errors[i] = new io.membus.alloc.InvalidBlockException(refs[i].ptr(), "injected by the test");
+                }
+            }
+            return errors;
+        });
+        BlockRef entry = entryRef(heap);
+        r.retire(entry.ptr(), entry.header());
+        long reads = count(HEADER_READS);
+        now.set(GRACE);
+        r.drainHere(); // refused: back to limbo's head, due
+        r.drainHere(); // freed through the read
+        assertEquals(reads + 1, count(HEADER_READS));
+        assertFalse(heap.isLive(entry));
+        assertEquals(1, r.freed());
+        assertEquals(0, r.pending());
     }
 
     @Test
