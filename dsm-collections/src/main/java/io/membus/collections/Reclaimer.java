@@ -82,6 +82,11 @@ final class Reclaimer {
     private static final int DRAIN_BATCH = 32;
     /** The most blocks one free call takes ({@link GlobalAllocator#freeAll}: one batch per node of each verb). */
     private static final int FREE_BATCH = 1024;
+    /**
+     * The most free calls one task of the freeing thread makes ({@link #freeWhileDue}); when more
+     * is due it is handed over again, behind the other maps' tasks that wait on the one thread.
+     */
+    private static final int ROUNDS_PER_TASK = 4;
     private static final int MAX_ATTEMPTS = 5;
     /** The longest a change at the bound waits before it looks again (10 ms). */
     private static final long ROOM_LOOK = 10_000_000L;
@@ -313,7 +318,8 @@ final class Reclaimer {
      * its grace: a change that found one block due and woke the freeing thread for it paid a
      * thread wake-up per change, the CPU of a round trip on a busy machine. Once awake, the
      * freeing thread frees up to {@value #FREE_BATCH} due blocks per call, and again while whole
-     * batches are due, so frees that fell behind go out in few, large batches.
+     * batches are due (at most {@value #ROUNDS_PER_TASK} calls per task, then queued again), so
+     * frees that fell behind go out in few, large batches.
      */
     void drain() {
         if (scheduled.get() || !wholeBatchDue()) {
@@ -330,17 +336,30 @@ final class Reclaimer {
         }
     }
 
-    /** The freeing thread's task: frees due blocks while whole batches are due. */
+    /**
+     * The freeing thread's task: frees due blocks while whole batches are due, at most
+     * {@value #ROUNDS_PER_TASK} calls; then, when more is due, hands itself over again (behind
+     * the tasks of the other maps: one map that falls behind does not hold the JVM's one freeing
+     * thread).
+     */
     private void freeWhileDue() {
+        boolean more = false;
         try {
             long[][] due = takeDue(false, FREE_BATCH);
-            while (due.length > 0) {
+            for (int round = 1; due.length > 0; round++) {
                 free(due);
+                if (round == ROUNDS_PER_TASK) {
+                    more = true;
+                    break;
+                }
                 due = takeDue(true, FREE_BATCH);
             }
         } finally {
             scheduled.set(false);
             inFlight.decrementAndGet();
+        }
+        if (more) {
+            drain(); // queued again only when a whole batch is due (else the next change's drain hands it over)
         }
     }
 

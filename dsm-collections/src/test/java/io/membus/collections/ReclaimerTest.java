@@ -343,6 +343,58 @@ class ReclaimerTest {
         assertEquals(0, r.pending());
     }
 
+    /**
+     * One map with far more due than one task frees (4,160 blocks: over four calls of 1,024)
+     * does not hold the JVM's one freeing thread: another map's task, queued meanwhile, runs
+     * after at most four of its calls, before the rest of it.
+     */
+    @Test
+    void oneMapsBacklogDoesNotHoldTheFreeingThread() throws InterruptedException {
+        cluster = new MapCluster("local", 1, 16 << 20);
+        GlobalAllocator heap = cluster.node(1);
+        AtomicLong now = new AtomicLong();
+        java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        java.util.function.LongSupplier gated = () -> {
+            if (Thread.currentThread().getName().equals("membus-map-reclaim") && go.getCount() > 0) {
+                entered.countDown(); // the backlog's task holds the freeing thread until the other map queued its own
+                try {
+                    go.await(10, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return now.get();
+        };
+        Reclaimer big = new Reclaimer(heap, GRACE, gated, Reclaimer.DEFAULT_BOUND);
+        Reclaimer small = new Reclaimer(heap, GRACE, () -> now.get(), Reclaimer.DEFAULT_BOUND);
+        int backlog = 4 * 1024 + 64;
+        for (int i = 0; i < backlog; i++) {
+            BlockRef b = heap.allocate(16);
+            big.retire(b.ptr(), b.header());
+        }
+        for (int i = 0; i < 32; i++) {
+            BlockRef b = heap.allocate(16);
+            small.retire(b.ptr(), b.header());
+        }
+        AtomicLong bigFreedWhenSmallRan = new AtomicLong(-1);
+        small.failFrees((real, refs) -> {
+            bigFreedWhenSmallRan.compareAndSet(-1, big.freed());
+            return real.apply(refs);
+        });
+        now.set(GRACE);
+        big.drain();
+        assertTrue(entered.await(10, java.util.concurrent.TimeUnit.SECONDS), "the backlog's task started");
+        small.drain(); // queued behind it
+        go.countDown();
+        eventually(() -> small.freed() == 32 && big.freed() == backlog, "everything freed");
+        assertTrue(bigFreedWhenSmallRan.get() >= 0 && bigFreedWhenSmallRan.get() < backlog,
+                "the other map's task ran before the backlog was through: backlog freed then="
+                        + bigFreedWhenSmallRan.get());
+        assertEquals(0, big.pending());
+        assertEquals(0, small.pending());
+    }
+
     @Test
     void aChangeHandsOverOnlyWholeBatchesOrWhatWaitedTwiceItsGrace() throws InterruptedException {
         cluster = new MapCluster("local", 1, 8 << 20);
