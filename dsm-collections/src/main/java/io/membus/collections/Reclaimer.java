@@ -114,6 +114,11 @@ final class Reclaimer {
     private final ReentrantLock lock = new ReentrantLock();
     /** Signalled (under {@link #lock}) when blocks stop being held: a change waiting for room looks again. */
     private final Condition room = lock.newCondition();
+    /**
+     * Changes waiting on {@link #room} (raised under {@link #lock} before the change looks at
+     * {@link #held} a last time and waits): only then does giving a place back take the lock.
+     */
+    private final AtomicInteger roomWaiters = new AtomicInteger();
     /** Retired blocks {ptr, header or 0, retired at}, oldest first. Guarded by {@link #lock}. */
     private final ArrayDeque<long[]> limbo = new ArrayDeque<>();
     /** Blocks {ptr, header or 0} to retire once the root moved past the table of that sequence number. Guarded by {@link #lock}. */
@@ -202,6 +207,7 @@ final class Reclaimer {
                 throw DsmMapException.reclaimBound(held.get(), bound, "none came due before the operation's deadline");
             }
             lock.lock();
+            roomWaiters.incrementAndGet(); // before the look at held: a release after that look sees it
             try {
                 if (held.get() < bound) {
                     continue;
@@ -219,6 +225,7 @@ final class Reclaimer {
                 Thread.currentThread().interrupt();
                 throw DsmMapException.reclaimBound(held.get(), bound, "interrupted while waiting for room");
             } finally {
+                roomWaiters.decrementAndGet();
                 lock.unlock();
             }
         }
@@ -231,7 +238,9 @@ final class Reclaimer {
     }
 
     private void signalRoom() {
-        if (held.get() < bound && lock.tryLock()) { // a waiter that misses this looks again by its wait's end
+        // only when a change waits (most changes meet no bound: no lock taken); a waiter that misses this
+        // looks again by its wait's end
+        if (roomWaiters.get() > 0 && held.get() < bound && lock.tryLock()) {
             try {
                 room.signalAll();
             } finally {
