@@ -4,6 +4,7 @@ import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.UseAfterFreeException;
 import io.membus.codec.Codec;
+import io.membus.core.OperationDeadline;
 import io.membus.core.RemoteMemory;
 import io.membus.core.Words;
 import io.membus.core.error.DsmException;
@@ -12,6 +13,9 @@ import io.membus.core.error.OutcomeUnknownException;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
@@ -139,6 +143,7 @@ final class QueueClaims<E> {
                 w = memory.compareAndSwap(ring.statePtr(t), empty, mine);
                 settle(offering, t, answer, w == empty || SlotState.ticket(w) >= t);
             } catch (RuntimeException e) {
+                settle(offering, t, answer, false); // the waiters claim for themselves now, not after the give-back
                 recovery.unclaim(t, empty, mine, SlotState.of(t + capacity, EMPTY, 0), null, e);
                 recovery.leave(t);
                 throw e;
@@ -259,7 +264,8 @@ final class QueueClaims<E> {
             QueueCounts.pollClaims.increment();
             Claimed c;
             try {
-                c = claim(t, full, mine, SlotState.of(t + capacity, FULL, 0));
+                long ticket = t;
+                c = claim(t, full, mine, SlotState.of(t + capacity, FULL, 0), () -> settle(polling, ticket, answer, false));
                 settle(polling, t, answer, c.witness() == full || takenOrPassed(t, c.witness()));
             } finally {
                 settle(polling, t, answer, false); // nothing when settled above
@@ -358,12 +364,20 @@ final class QueueClaims<E> {
      * failure rethrown.
      */
     Claimed claim(long t, long expected, long mine, long next) {
+        return claim(t, expected, mine, next, null);
+    }
+
+    /** {@link #claim(long, long, long, long)}, running {@code failed} (when not null) first when a verb fails. */
+    private Claimed claim(long t, long expected, long mine, long next, Runnable failed) {
         CompletableFuture<Long> cas = null;
         try {
             cas = memory.compareAndSwapAsync(ring.statePtr(t), expected, mine);
             CompletableFuture<byte[]> data = memory.readAsync(ring.dataPtr(t), ring.slotBytes);
             return new Claimed(memory.await(cas), data);
         } catch (RuntimeException e) {
+            if (failed != null) {
+                failed.run(); // before the give-back, a verb of its own
+            }
             recovery.unclaim(t, expected, mine, next, cas, e);
             recovery.leave(t);
             throw e;
@@ -516,21 +530,39 @@ final class QueueClaims<E> {
      * Registers the calling thread's claim of ticket {@code t} in {@code inFlight} and
      * returns the future it must {@link #settle} with its answer; or, when another thread
      * of this handle is claiming {@code t} already, waits for that one's answer (its CAS's
-     * answer: bounded by that verb's deadline, and given before any hook or further verb)
-     * and returns null when it says the ticket is claimed: the caller moves on without a
-     * CAS that would lose. When that answer says the slot was not ready (its CAS may have
-     * run before the caller's operation began: it is no evidence for the caller) or failed,
-     * the caller claims for itself, unregistered.
+     * answer, given before any hook or further verb, and before the give-back of a claim whose
+     * verb failed), at most what one verb of the caller would have (the operation timeout,
+     * within the caller's deadline: {@link OperationDeadline}), and returns null when it says the ticket is claimed: the caller moves on
+     * without a CAS that would lose. When that answer says the slot was not ready (its CAS may
+     * have run before the caller's operation began: it is no evidence for the caller), failed,
+     * or did not come in time, the caller claims for itself, unregistered.
      */
-    private static CompletableFuture<Boolean> share(ConcurrentHashMap<Long, CompletableFuture<Boolean>> inFlight,
-                                                    long t) {
+    private CompletableFuture<Boolean> share(ConcurrentHashMap<Long, CompletableFuture<Boolean>> inFlight, long t) {
         CompletableFuture<Boolean> mine = new CompletableFuture<>();
         CompletableFuture<Boolean> other = inFlight.putIfAbsent(t, mine);
         if (other == null) {
             return mine;
         }
         // claimed is for ever (a slot's ticket only grows): an answer from before this call is still true now
-        return other.join() ? null : new CompletableFuture<>();
+        // not interruptible (as the join it replaced): an interrupt is kept for the caller's own verbs and waits
+        long until = System.nanoTime() + Math.max(OperationDeadline.remainingNanos(memory.operationTimeout().toNanos()), 0);
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return other.get(Math.max(until - System.nanoTime(), 0), TimeUnit.NANOSECONDS)
+                            ? null : new CompletableFuture<>();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (TimeoutException | ExecutionException e) {
+                    return new CompletableFuture<>(); // no answer in the caller's time: its own CAS, under its deadline
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     /**

@@ -3,6 +3,7 @@ package io.membus.collections;
 import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
 import io.membus.alloc.HeapLayout;
+import io.membus.alloc.InvalidBlockException;
 import io.membus.alloc.SizeClasses;
 import io.membus.alloc.StaleBlockReferenceException;
 import io.membus.core.Backoff;
@@ -43,8 +44,11 @@ import java.util.function.LongSupplier;
  * and written by another node, entries retired by a migration) the header is read first,
  * with the entry's copy beside it, and the block is freed only when the two agree. A carried
  * header that is not the block's any more (this node's note of an entry that another node
- * replaced, freed and saw reused) makes the CAS fail without freeing anything; that block is
- * then freed through the read. So a block is never freed twice or freed as another entry's.
+ * replaced, freed and saw reused) makes the CAS fail without freeing anything (a stale generation,
+ * or no block of that class when the chunk was reused); that block is then freed through the read.
+ * A failed free is tried again after another grace with the header its CAS was sent with when that
+ * CAS may have landed, or the one read and checked, else with none (read again): a retry only frees
+ * the generation retired. So a block is never freed twice or freed as another entry's.
  * Due blocks are freed together ({@link GlobalAllocator#freeAll}): the header reads of all of
  * them in one batch per node, then all the CASes in one batch per node, both on the pipelined
  * path (no blocking lane of the connection is held), and the free-list pushes one chain per chunk.
@@ -78,6 +82,11 @@ final class Reclaimer {
     private static final int DRAIN_BATCH = 32;
     /** The most blocks one free call takes ({@link GlobalAllocator#freeAll}: one batch per node of each verb). */
     private static final int FREE_BATCH = 1024;
+    /**
+     * The most free calls one task of the freeing thread makes ({@link #freeWhileDue}); when more
+     * is due it is handed over again, behind the other maps' tasks that wait on the one thread.
+     */
+    private static final int ROUNDS_PER_TASK = 4;
     private static final int MAX_ATTEMPTS = 5;
     /** The longest a change at the bound waits before it looks again (10 ms). */
     private static final long ROOM_LOOK = 10_000_000L;
@@ -96,6 +105,8 @@ final class Reclaimer {
     private final long graceNanos;
     private final LongSupplier clock;
     private final int bound;
+    /** {@link GlobalAllocator#freeAll} of {@link #heap}; tests replace it to inject failures ({@link #failFrees}). */
+    private volatile java.util.function.Function<BlockRef[], DsmException[]> freeAll;
     /** Blocks whose free failed with a transient error or a stale header: {header (0: read it), attempts}. */
     private final ConcurrentHashMap<Long, long[]> retries = new ConcurrentHashMap<>();
     /** Headers of the entries this node installed, by block pointer; a hint checked by the free's CAS. */
@@ -103,6 +114,11 @@ final class Reclaimer {
     private final ReentrantLock lock = new ReentrantLock();
     /** Signalled (under {@link #lock}) when blocks stop being held: a change waiting for room looks again. */
     private final Condition room = lock.newCondition();
+    /**
+     * Changes waiting on {@link #room} (raised under {@link #lock} before the change looks at
+     * {@link #held} a last time and waits): only then does giving a place back take the lock.
+     */
+    private final AtomicInteger roomWaiters = new AtomicInteger();
     /** Retired blocks {ptr, header or 0, retired at}, oldest first. Guarded by {@link #lock}. */
     private final ArrayDeque<long[]> limbo = new ArrayDeque<>();
     /** Blocks {ptr, header or 0} to retire once the root moved past the table of that sequence number. Guarded by {@link #lock}. */
@@ -144,6 +160,14 @@ final class Reclaimer {
         this.graceNanos = graceNanos;
         this.clock = clock;
         this.bound = bound;
+        this.freeAll = heap::freeAll;
+    }
+
+    /** Tests only: frees go through {@code f} (given the allocator's own freeAll) instead, to inject failures. */
+    void failFrees(java.util.function.BiFunction<java.util.function.Function<BlockRef[], DsmException[]>, BlockRef[],
+            DsmException[]> f) {
+        java.util.function.Function<BlockRef[], DsmException[]> real = heap::freeAll;
+        freeAll = refs -> f.apply(real, refs);
     }
 
     // ================================================================ admission (the bound)
@@ -183,6 +207,7 @@ final class Reclaimer {
                 throw DsmMapException.reclaimBound(held.get(), bound, "none came due before the operation's deadline");
             }
             lock.lock();
+            roomWaiters.incrementAndGet(); // before the look at held: a release after that look sees it
             try {
                 if (held.get() < bound) {
                     continue;
@@ -200,6 +225,7 @@ final class Reclaimer {
                 Thread.currentThread().interrupt();
                 throw DsmMapException.reclaimBound(held.get(), bound, "interrupted while waiting for room");
             } finally {
+                roomWaiters.decrementAndGet();
                 lock.unlock();
             }
         }
@@ -212,7 +238,9 @@ final class Reclaimer {
     }
 
     private void signalRoom() {
-        if (held.get() < bound && lock.tryLock()) { // a waiter that misses this looks again by its wait's end
+        // only when a change waits (most changes meet no bound: no lock taken); a waiter that misses this
+        // looks again by its wait's end
+        if (roomWaiters.get() > 0 && held.get() < bound && lock.tryLock()) {
             try {
                 room.signalAll();
             } finally {
@@ -299,7 +327,8 @@ final class Reclaimer {
      * its grace: a change that found one block due and woke the freeing thread for it paid a
      * thread wake-up per change, the CPU of a round trip on a busy machine. Once awake, the
      * freeing thread frees up to {@value #FREE_BATCH} due blocks per call, and again while whole
-     * batches are due, so frees that fell behind go out in few, large batches.
+     * batches are due (at most {@value #ROUNDS_PER_TASK} calls per task, then queued again), so
+     * frees that fell behind go out in few, large batches.
      */
     void drain() {
         if (scheduled.get() || !wholeBatchDue()) {
@@ -316,17 +345,30 @@ final class Reclaimer {
         }
     }
 
-    /** The freeing thread's task: frees due blocks while whole batches are due. */
+    /**
+     * The freeing thread's task: frees due blocks while whole batches are due, at most
+     * {@value #ROUNDS_PER_TASK} calls; then, when more is due, hands itself over again (behind
+     * the tasks of the other maps: one map that falls behind does not hold the JVM's one freeing
+     * thread).
+     */
     private void freeWhileDue() {
+        boolean more = false;
         try {
             long[][] due = takeDue(false, FREE_BATCH);
-            while (due.length > 0) {
+            for (int round = 1; due.length > 0; round++) {
                 free(due);
+                if (round == ROUNDS_PER_TASK) {
+                    more = true;
+                    break;
+                }
                 due = takeDue(true, FREE_BATCH);
             }
         } finally {
             scheduled.set(false);
             inFlight.decrementAndGet();
+        }
+        if (more) {
+            drain(); // queued again only when a whole batch is due (else the next change's drain hands it over)
         }
     }
 
@@ -459,6 +501,9 @@ final class Reclaimer {
         int n = due.length;
         long[] headers = new long[n];
         boolean[] wasRead = new boolean[n];
+        // the header is the retire's carried hint (a note, maybe stale): not read, not kept from an earlier attempt
+        boolean[] hint = new boolean[n];
+        boolean casSent = false; // freeAll was called: any block's generation CAS may have landed
         byte[][] read = new byte[n][];
         DsmException[] readErrors = new DsmException[n];
         DsmException[] errors;
@@ -468,6 +513,7 @@ final class Reclaimer {
             for (int i = 0; i < n; i++) {
                 long[] again = retries.get(due[i][0]);
                 headers[i] = again != null ? again[0] : due[i][1];
+                hint[i] = again == null && headers[i] != 0;
                 if (headers[i] == 0) {
                     unknown.add(i);
                 }
@@ -507,16 +553,21 @@ final class Reclaimer {
                 }
             }
             ReclaimCounts.FREE_CALLS.increment();
-            errors = heap.freeAll(refs);
+            casSent = true;
+            errors = freeAll.apply(refs);
         } catch (RuntimeException e) {
-            // not one block's verb (the allocator closed, the transport gone): nothing was freed; each block is
-            // tried again after another grace, a few times, as after its own verb's failure
+            // not one block's verb (the allocator closed, the transport gone): each block is tried again after
+            // another grace, a few times, as after its own verb's failure. Its CAS may have landed (the error
+            // may come after the CASes, from a push): the retry keeps the header it was sent with, read or
+            // carried, so it can only free this very generation (a read header thrown away would be read again,
+            // and the block's next entry, once it is reused, freed). A carried hint no CAS was sent with is dropped
+            // (the retry reads the header), as after a CAS error that did not run.
             LOG.warn("freeing {} map entry blocks failed: {}", n, e.toString());
             int given = 0;
             List<long[]> later = new ArrayList<>();
             long now = clock.getAsLong();
             for (int i = 0; i < n; i++) {
-                if (retryLater(due[i][0], headers[i] != 0 && !wasRead[i] ? headers[i] : due[i][1], e.toString())) {
+                if (retryLater(due[i][0], hint[i] && !casSent ? 0 : headers[i], e.toString())) {
                     later.add(new long[]{due[i][0], due[i][1], now});
                 } else {
                     given++;
@@ -546,22 +597,28 @@ final class Reclaimer {
                 ReclaimCounts.FREED.increment();
                 retries.remove(ptr);
                 done++;
-            } else if (e instanceof StaleBlockReferenceException) {
+            } else if (e instanceof StaleBlockReferenceException || e instanceof InvalidBlockException) {
+                // the CAS found another header there and changed nothing
                 long[] again = retries.get(ptr);
-                if (!wasRead[i] && (again == null || again[0] == 0)) {
-                    // a carried header that is not the block's now: freed through the header read instead
+                if (hint[i]) {
+                    // a carried header that is not the block's now (its chunk maybe reused for another size class:
+                    // InvalidBlockException): freed through the header read instead
                     ReclaimCounts.STALE_CARRIED.increment();
                     retries.put(ptr, new long[]{0, again == null ? 0 : again[1]});
                     back.add(new long[]{ptr, 0, due[i][2]});
                 } else {
+                    // a header read (checked against the entry's copy) or one a CAS that may have landed was sent
+                    // with: that CAS landed after all, or the block was freed elsewhere; never read it again
                     if (again == null) { // (a retried free whose first CAS had landed after all: the block is free)
                         LOG.error("map entry block={} was already freed: {}", RemotePtr.toString(ptr), e.getMessage());
                     }
                     retries.remove(ptr);
                     done++;
                 }
-            } else if (retryLater(ptr, headers[i], e.getMessage())) {
-                later.add(new long[]{ptr, headers[i], now});
+            } else if (retryLater(ptr, hint[i] && !e.mayHaveRun() ? 0 : headers[i], e.getMessage())) {
+                // a carried hint whose CAS did not run is dropped: the retry reads the header (a stale hint kept
+                // would make the retry's CAS fail as if the block were freed already, and leak it)
+                later.add(new long[]{ptr, headers[i], now}); // (the retry takes its header from retries)
             } else {
                 done++;
             }
@@ -591,8 +648,9 @@ final class Reclaimer {
 
     /**
      * A transient failure of the free of block {@code ptr} (a slow or unreachable node): true
-     * when it is to be tried again after another grace, with the same header (so a retry can
-     * only free this very generation of the block); false, reported, after a few attempts.
+     * when it is to be tried again after another grace, with {@code header}: the header a CAS
+     * that may have landed was sent with, or one read and checked (so a retry can only free this
+     * very generation of the block), else 0 (the retry reads it); false, reported, after a few attempts.
      */
     private boolean retryLater(long ptr, long header, String why) {
         long[] state = retries.computeIfAbsent(ptr, p -> new long[]{0, 0});

@@ -2,6 +2,7 @@ package io.membus.collections;
 
 import io.membus.alloc.BlockRef;
 import io.membus.alloc.GlobalAllocator;
+import io.membus.core.error.DsmException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -219,6 +220,179 @@ class ReclaimerTest {
                 + RoundTripTransport.counts() + " (chunks <= " + chunks.size() + ")");
         assertTrue(trips <= 1 + 6L * chunks.size() && trips < n, "pushed per chunk, not per block: "
                 + RoundTripTransport.counts() + ", chunks<=" + chunks.size());
+    }
+
+    /** A block at {@code old}'s address handed out again (a later generation), as an entry's. */
+    private static BlockRef reuseOf(GlobalAllocator heap, BlockRef old) {
+        java.util.List<BlockRef> others = new java.util.ArrayList<>();
+        for (int i = 0; i < 10_000; i++) {
+            BlockRef b = entryRef(heap);
+            if (b.ptr() == old.ptr()) {
+                return b;
+            }
+            others.add(b);
+        }
+        throw new AssertionError("the freed block was not handed out again");
+    }
+
+    /**
+     * A free call that fails as a whole (a raw RuntimeException) after its generation CASes
+     * landed: the block's header was read and checked, and its retry keeps it, so the retry can
+     * only free that generation; the block, meanwhile freed, reused and written as another
+     * entry, is not freed as that entry's.
+     */
+    @Test
+    void aRetryAfterAFailedFreeCallNeverFreesTheBlocksNextEntry() {
+        cluster = new MapCluster("local", 1, 8 << 20);
+        GlobalAllocator heap = cluster.node(1);
+        AtomicLong now = new AtomicLong();
+        Reclaimer r = new Reclaimer(heap, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        r.failFrees((real, refs) -> {
+            DsmException[] errors = real.apply(refs);
+            if (calls.getAndIncrement() == 0) {
+                throw new IllegalStateException("injected by the test: fails after the CASes ran");
+            }
+            return errors;
+        });
+        BlockRef entry = entryRef(heap);
+        r.retire(entry.ptr()); // no header carried: read
+        now.set(GRACE);
+        r.drainHere(); // the CAS lands, then the call fails: tried again after another grace
+        assertFalse(heap.isLive(entry), "the first CAS landed");
+        BlockRef next = reuseOf(heap, entry); // the block's next entry
+        now.set(3 * GRACE);
+        r.drainHere();
+        assertTrue(heap.isLive(next), "the block's next entry is not freed by the retry");
+        assertEquals(0, r.pending());
+    }
+
+    /**
+     * A carried header that is stale (this node's note of an entry another node replaced and
+     * freed, the block reused) whose CAS failed without running: the retry reads the header and
+     * frees the block, rather than keep the stale hint, fail its CAS and take the block for freed.
+     */
+    @Test
+    void aStaleCarriedHeaderWhoseCasDidNotRunIsReadOnItsRetry() {
+        cluster = new MapCluster("local", 1, 8 << 20);
+        GlobalAllocator heap = cluster.node(1);
+        AtomicLong now = new AtomicLong();
+        Reclaimer r = new Reclaimer(heap, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        r.failFrees((real, refs) -> {
+            if (calls.getAndIncrement() > 0) {
+                return real.apply(refs);
+            }
+            DsmException[] errors = new DsmException[refs.length];
+            for (int i = 0; i < refs.length; i++) {
+                if (refs[i] != null) {
+                    errors[i] = io.membus.core.error.DsmTimeoutException.notSent("compareAndSwap (injected by the test)",
+                            1, java.time.Duration.ZERO);
+                }
+            }
+            return errors;
+        });
+        BlockRef old = entryRef(heap);
+        r.noteInstalled(old.ptr(), old.header());
+        heap.free(old);
+        BlockRef reused = reuseOf(heap, old);
+        r.retire(reused.ptr()); // carries the stale note
+        now.set(GRACE);
+        r.drainHere(); // the CAS did not run: tried again after another grace
+        assertTrue(heap.isLive(reused));
+        now.set(3 * GRACE);
+        r.drainHere();
+        assertFalse(heap.isLive(reused), "freed through the read: not leaked");
+        assertEquals(1, r.freed());
+        assertEquals(0, r.pending());
+    }
+
+    /**
+     * A carried header the CAS refuses as naming no block (the stale note's chunk reused for
+     * another size class: {@link io.membus.alloc.InvalidBlockException}) is a stale hint, not
+     * a transient failure: the block goes back, due at once, and is freed through the read.
+     */
+    @Test
+    void aCarriedHeaderNamingNoBlockFallsBackToTheRead() {
+        cluster = new MapCluster("local", 1, 8 << 20);
+        GlobalAllocator heap = cluster.node(1);
+        AtomicLong now = new AtomicLong();
+        Reclaimer r = new Reclaimer(heap, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        r.failFrees((real, refs) -> {
+            if (calls.getAndIncrement() > 0) {
+                return real.apply(refs);
+            }
+            DsmException[] errors = new DsmException[refs.length];
+            for (int i = 0; i < refs.length; i++) {
+                if (refs[i] != null) {
+                    errors[i] = new io.membus.alloc.InvalidBlockException(refs[i].ptr(), "injected by the test");
+                }
+            }
+            return errors;
+        });
+        BlockRef entry = entryRef(heap);
+        r.retire(entry.ptr(), entry.header());
+        long reads = count(HEADER_READS);
+        now.set(GRACE);
+        r.drainHere(); // refused: back to limbo's head, due
+        r.drainHere(); // freed through the read
+        assertEquals(reads + 1, count(HEADER_READS));
+        assertFalse(heap.isLive(entry));
+        assertEquals(1, r.freed());
+        assertEquals(0, r.pending());
+    }
+
+    /**
+     * One map with far more due than one task frees (4,160 blocks: over four calls of 1,024)
+     * does not hold the JVM's one freeing thread: another map's task, queued meanwhile, runs
+     * after at most four of its calls, before the rest of it.
+     */
+    @Test
+    void oneMapsBacklogDoesNotHoldTheFreeingThread() throws InterruptedException {
+        cluster = new MapCluster("local", 1, 16 << 20);
+        GlobalAllocator heap = cluster.node(1);
+        AtomicLong now = new AtomicLong();
+        java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        java.util.function.LongSupplier gated = () -> {
+            if (Thread.currentThread().getName().equals("membus-map-reclaim") && go.getCount() > 0) {
+                entered.countDown(); // the backlog's task holds the freeing thread until the other map queued its own
+                try {
+                    go.await(10, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return now.get();
+        };
+        Reclaimer big = new Reclaimer(heap, GRACE, gated, Reclaimer.DEFAULT_BOUND);
+        Reclaimer small = new Reclaimer(heap, GRACE, () -> now.get(), Reclaimer.DEFAULT_BOUND);
+        int backlog = 4 * 1024 + 64;
+        for (int i = 0; i < backlog; i++) {
+            BlockRef b = heap.allocate(16);
+            big.retire(b.ptr(), b.header());
+        }
+        for (int i = 0; i < 32; i++) {
+            BlockRef b = heap.allocate(16);
+            small.retire(b.ptr(), b.header());
+        }
+        AtomicLong bigFreedWhenSmallRan = new AtomicLong(-1);
+        small.failFrees((real, refs) -> {
+            bigFreedWhenSmallRan.compareAndSet(-1, big.freed());
+            return real.apply(refs);
+        });
+        now.set(GRACE);
+        big.drain();
+        assertTrue(entered.await(10, java.util.concurrent.TimeUnit.SECONDS), "the backlog's task started");
+        small.drain(); // queued behind it
+        go.countDown();
+        eventually(() -> small.freed() == 32 && big.freed() == backlog, "everything freed");
+        assertTrue(bigFreedWhenSmallRan.get() >= 0 && bigFreedWhenSmallRan.get() < backlog,
+                "the other map's task ran before the backlog was through: backlog freed then="
+                        + bigFreedWhenSmallRan.get());
+        assertEquals(0, big.pending());
+        assertEquals(0, small.pending());
     }
 
     @Test

@@ -77,6 +77,26 @@ final class RoundTripTransport implements Transport {
     volatile java.util.function.Predicate<long[]> failCas;
 
     /**
+     * A compare-and-swap (not batched) this test predicate picks, given {@code {ptr, expected,
+     * update}}, is held: sent only at {@link #releaseHeld}; null: none.
+     */
+    volatile java.util.function.Predicate<long[]> holdCas;
+    private final java.util.List<Runnable> held = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** How many compare-and-swaps are held ({@link #holdCas}). */
+    int heldCount() {
+        return held.size();
+    }
+
+    /** Sends the compare-and-swaps held ({@link #holdCas}). */
+    void releaseHeld() {
+        for (Runnable r : held) {
+            held.remove(r);
+            r.run();
+        }
+    }
+
+    /**
      * Which reads count as reads ({@link Counts#reads}, {@link Counts#readRoundTrips}), by the
      * address read; the others count as verbs only. Null: every read.
      */
@@ -178,6 +198,18 @@ final class RoundTripTransport implements Transport {
             CompletableFuture<Long> injected = injectedCasFailure(ptr, expected, update);
             if (injected != null) {
                 return injected;
+            }
+            java.util.function.Predicate<long[]> hold = holdCas;
+            if (hold != null && hold.test(new long[] {ptr, expected, update})) {
+                CompletableFuture<Long> f = new CompletableFuture<>();
+                held.add(() -> c.compareAndSwap(ptr, remoteKey, expected, update).whenComplete((v, e) -> {
+                    if (e != null) {
+                        f.completeExceptionally(e);
+                    } else {
+                        f.complete(v);
+                    }
+                }));
+                return counted(f, false);
             }
             return counted(c.compareAndSwap(ptr, remoteKey, expected, update), false);
         }
