@@ -44,8 +44,8 @@ import static io.membus.alloc.HeapSegment.SCAN_SLICE;
  * with the lock released. {@link #cursor} and {@link #cursorEpoch} belong to the busy
  * thread; the lock's release and acquire hand them from one busy thread to the next
  * (happens-before). A refill ahead of need ({@link #startRefillAhead}) is busy from the
- * allocation that hands it to the allocator's threads until it ends, and a caller may take
- * it over while it is still queued ({@link #aheadQueued}). A pool never takes another pool's lock.
+ * allocation that hands it to the allocator's threads until it ends, and a caller or a trim
+ * ({@link #beginBusy}) may take it over while it is still queued ({@link #aheadQueued}). A pool never takes another pool's lock.
  */
 final class ClassPool {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ClassPool.class);
@@ -221,8 +221,9 @@ final class ClassPool {
      * that stays with the caller that finds the cache empty, so which chunks a class takes,
      * and when, is as without refills ahead (a chunk a trim gave back is taken by the next
      * class that needs one). Because the pool is busy from the moment it is started, not
-     * from the moment it runs, a trim that begins after it was started waits for it, and
-     * while a trim runs none is started: it never runs after a trim it did not see. When it
+     * from the moment it runs, a trim that begins after it was started waits for it if it runs
+     * (or takes it over, and it then does nothing, if it is still queued), and while a trim runs
+     * none is started: it never runs after a trim it did not see. When it
      * finds nothing, none starts again until a caller's refill publishes blocks. A failure
      * is left to the next refill: its verbs are each bounded by their deadline, and blocks a
      * failed step may have taken are never handed out (leaked until their chunk is adopted
@@ -261,12 +262,24 @@ final class ClassPool {
         }
     }
 
-    /** Waits until no thread refills or trims this pool, then makes the caller that thread. */
+    /**
+     * Waits until no thread refills or trims this pool, then makes the caller that thread. A
+     * refill ahead that is queued but has not started is taken over instead of waited for (as
+     * {@link #allocate} does, but nothing is refilled: the pool stays busy, now for the caller,
+     * and the queued run finds {@link #aheadQueued} clear and returns without ending the busy
+     * state). Waiting for it could wait forever: the allocator's threads that would run it may all
+     * be blocked on this node's pools, busy for the caller's trim (an out-of-memory's trim on an
+     * allocator thread, the others allocating in classes the trim holds).
+     */
     void beginBusy() {
         lock.lock();
         try {
             while (busy) {
-                idle.awaitUninterruptibly();
+                if (aheadQueued) {
+                    aheadQueued = false; // the pool stays busy, now for this thread; it ends it (endBusy)
+                    break;
+                }
+                idle.awaitUninterruptibly(); // a running refill's or trim's verbs are each bounded by their deadline
             }
             busy = true;
         } finally {
@@ -343,35 +356,50 @@ final class ClassPool {
 
     /**
      * Caller is busy ({@link #beginBusy}). Pushes every block cached when it is called
-     * back on its chunk's free list (blocks freed into the cache meanwhile stay cached).
-     * The blocks leave the cache under the lock and are pushed without it; when a push
-     * fails, the blocks not yet pushed go back to the cache and the failure is thrown.
+     * back on its chunk's free list (blocks freed into the cache meanwhile stay cached): the
+     * blocks leave the cache under the lock, are grouped by chunk, and each chunk's are pushed
+     * as one pre-linked chain, every chain's steps issued together ({@link HeapSegment#pushChains},
+     * as a batched free's: about four round trips for the lot, plus a read and a CAS for the
+     * hint of each chunk whose list was empty), where one push per block took about four round
+     * trips each — and the owner's cache may hold {@link #BATCHED_CACHE_FACTOR} times its usual
+     * limit, while the trim holds every pool of the segment busy. COUNT rises by each chain's
+     * length only once its CAS landed, as with one push per block. A chain whose push fails stays
+     * freed and on no list (retired, logged, as a batched free's): its chunk's COUNT stays below
+     * what was carved, so the chunk is kept; the blocks are not returned to the cache, since a
+     * failed CAS may have run.
      */
     void returnCached() {
         long[] ps;
-        long[] hs;
         int n;
         lock.lock();
         try {
             n = size;
             ps = Arrays.copyOf(ptrs, n);
-            hs = Arrays.copyOf(headers, n);
             size = 0;
         } finally {
             lock.unlock();
         }
         cursor = -1;
-        int left = n;
-        try {
-            while (left > 0) {
-                long p = ps[--left]; // counted as gone first: a push that fails may still have run
-                int c = heap.chunkOf(p);
-                heap.push(c, p, (p - heap.chunk(c)) / blockSize);
-            }
-        } catch (RuntimeException e) {
-            publish(ps, hs, 0, left);
-            throw e;
+        if (n == 0) {
+            return;
         }
+        Arrays.sort(ps); // a chunk's blocks are one run of addresses: a chain per run
+        java.util.List<HeapSegment.Chain> chains = new java.util.ArrayList<>();
+        for (int from = 0; from < n; ) {
+            int c = heap.chunkOf(ps[from]);
+            int to = from + 1;
+            while (to < n && heap.chunkOf(ps[to]) == c) {
+                to++;
+            }
+            long[] chain = Arrays.copyOfRange(ps, from, to);
+            long[] indexes = new long[chain.length];
+            for (int i = 0; i < chain.length; i++) {
+                indexes[i] = (chain[i] - heap.chunk(c)) / blockSize;
+            }
+            chains.add(new HeapSegment.Chain(heap, c, chain, indexes));
+            from = to;
+        }
+        HeapSegment.pushChains(remote, chains);
     }
 
     /** Caller is busy. Forgets chunk {@code c} now (trim, before it gives the chunk back). */

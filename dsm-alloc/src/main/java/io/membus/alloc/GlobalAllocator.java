@@ -331,7 +331,8 @@ public final class GlobalAllocator implements AutoCloseable {
      * list are pushed per chunk as one pre-linked chain, every chunk's steps issued together
      * ({@link HeapSegment#pushChains}: the list heads read in one batch, the links written in
      * one, the head CASes in one, the counts' fetch-and-adds in one: about four round trips for
-     * all the chunks, where {@link #free} takes four per block); the blocks the owner's cache takes cost no verb past the CAS. Each block's
+     * all the chunks, where {@link #free} takes four per block, plus the hint of each chunk whose
+     * list was empty: a read and a CAS on a blocking lane, chunk after chunk); the blocks the owner's cache takes cost no verb past the CAS. Each block's
      * free takes effect at its own generation CAS, as {@link #free}'s: a block is never freed
      * twice or freed as another block's, whatever happens to the others of the call.
      *

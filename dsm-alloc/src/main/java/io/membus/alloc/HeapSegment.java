@@ -459,8 +459,10 @@ final class HeapSegment {
      * to the list's top and one CAS that makes the first block the top, then one fetch-and-add of
      * the count by {@code n}. Four round trips for the whole chain where {@link #push} takes four
      * per block; a lost CAS rewrites only the last link. The chain is invisible until the CAS, so
-     * no reader of the list sees a half-linked one. Every verb goes on the pipelined path (no
-     * blocking lane of a connection: the batched free runs beside callers that want them).
+     * no reader of the list sees a half-linked one. The chain's own verbs (head read, link writes,
+     * CAS, count) go on the pipelined path (no blocking lane of a connection: the batched free runs
+     * beside callers that want them); the hint, when the list was empty ({@link #hint}: a read and
+     * a CAS, two more round trips), goes on a blocking lane.
      */
     void pushAll(int chunk, long[] ptrs, long[] blockIndexes, int n) {
         long e = entry(chunk);
@@ -498,8 +500,10 @@ final class HeapSegment {
      * Pushes every chain of {@code chains} (of any chunks, segments and nodes) as {@link #pushAll}
      * does, each step of all of them issued together: the list heads read in one batch per node,
      * every link written in one, every head CAS in one (the losers' last links rewritten and
-     * their CASes sent again, together), every count's fetch-and-add in one; then the hint of each
-     * chunk whose list was empty. About four round trips for the lot. A chain whose head read or
+     * their CASes sent again, together), every count's fetch-and-add in one, all on the pipelined
+     * path; then the hint of each chunk whose list was empty, one chunk after another, each a read
+     * and a CAS on a blocking lane ({@link #hint}). About four round trips for the lot, plus two
+     * per chunk whose list was empty (every chunk, when the lists were empty). A chain whose head read or
      * link writes fail is pushed on its own by {@link #pushAll} (which writes its links again); a
      * chain that still fails stays freed and on no list (retired), logged.
      */

@@ -1,6 +1,7 @@
 package io.membus.alloc;
 
 import io.membus.core.RemoteMemory;
+import io.membus.core.error.DsmException;
 import io.membus.core.test.Seeds;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -222,6 +223,119 @@ class PoolConcurrencyTest extends WithAllocCluster {
                 assertEquals(s.chunks(), s.freeChunks(), "every chunk is free again after the frees and a trim:\n"
                         + u.segments());
             }
+        }
+    }
+
+    /**
+     * A trim never waits for a refill ahead that was handed to the allocator's threads but has not
+     * started: it takes it over (the queued run then does nothing). Waiting could wait forever: an
+     * out-of-memory's trim on one allocator thread, holding pools 0..k busy, waited on pool k+1's
+     * queued refill while the other allocator threads waited on the pools the trim held. Here the
+     * allocator's threads are gated (the refill ahead is queued and never runs until the test runs
+     * it); before the fix the trim waited for it for ever.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aTrimTakesOverARefillAheadStillQueued() throws Exception {
+        start(1);
+        AtomicReference<Remote> remote = new AtomicReference<>();
+        GlobalAllocator a = cluster.addNode(2, 1 << 20, AllocatorConfig.builder().heapSegments(AllocCluster.HEAP)
+                .chunkSize(16 << 10).build(), m -> {
+                    Remote r = new Remote(m);
+                    remote.set(r);
+                    return r;
+                });
+        Queue<Runnable> queued = new ConcurrentLinkedQueue<>();
+        remote.get().ahead = queued::add; // the allocator's threads, gated: a refill ahead is queued, never run
+        List<BlockRef> got = new ArrayList<>();
+        Set<Long> ptrs = new java.util.HashSet<>();
+        for (int i = 0; i < 10_000 && queued.isEmpty(); i++) {
+            BlockRef r = a.allocate(40, Placement.local());
+            assertTrue(ptrs.add(r.ptr()), "block handed out twice: " + r);
+            got.add(r);
+        }
+        assertEquals(1, queued.size(), "a refill ahead was handed to the allocator's threads");
+
+        ExecutorService exec = Executors.newSingleThreadExecutor();
+        executors.add(exec);
+        Future<Integer> trim = exec.submit(a::trim);
+        trim.get(30, TimeUnit.SECONDS); // before the fix: waited for ever for the queued refill ahead
+        queued.poll().run(); // taken over by the trim: does nothing and ends no busy state
+
+        // the pool is idle (not busy for ever, not ended twice): allocations go on, each block once
+        for (int i = 0; i < 500; i++) {
+            BlockRef r = a.allocate(40, Placement.local());
+            assertTrue(ptrs.add(r.ptr()), "block " + i + " handed out twice after the trim: " + r);
+            got.add(r);
+        }
+        remote.get().ahead = null;
+        for (Runnable r; (r = queued.poll()) != null; ) {
+            r.run(); // queued after the trim: runs, or finds itself taken over by an allocation
+        }
+        for (BlockRef r : got) {
+            a.free(r);
+        }
+        a.trim();
+        HeapUsage u = a.usage();
+        for (HeapUsage.SegmentUsage s : u.segments()) {
+            assertEquals(s.chunks(), s.freeChunks(), "every chunk is free again after the frees and a trim:\n"
+                    + u.segments());
+        }
+    }
+
+    /** A {@link Remote} that counts its blocking CASes. */
+    static final class CountingRemote extends Remote {
+        final AtomicLong cases = new AtomicLong();
+
+        CountingRemote(RemoteMemory memory) {
+            super(memory);
+        }
+
+        @Override
+        long compareAndSwap(long ptr, long expected, long update) {
+            cases.incrementAndGet();
+            return super.compareAndSwap(ptr, expected, update);
+        }
+    }
+
+    /**
+     * A trim returns a cache of many blocks (a batched free's, which the owner keeps up to
+     * {@link ClassPool#BATCHED_CACHE_FACTOR} times its usual limit) in one chain per chunk, and
+     * gives every chunk back: its blocking CASes are a few per chunk (the hint of a list that was
+     * empty, the release), not one per block as with a push per block.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aTrimReturnsAManyBlockCacheInChainsAndGivesEveryChunkBack() {
+        start(1);
+        AtomicReference<CountingRemote> remote = new AtomicReference<>();
+        GlobalAllocator a = cluster.addNode(2, 1 << 20, AllocatorConfig.builder().heapSegments(AllocCluster.HEAP)
+                .chunkSize(16 << 10).refillAhead(false).build(), m -> {
+                    CountingRemote r = new CountingRemote(m);
+                    remote.set(r);
+                    return r;
+                });
+        int n = 3_000;
+        List<BlockRef> got = allocateDistinct(a, n, 2);
+        long pushesBefore = AllocatorCounts.pushes.sum();
+        for (DsmException e : a.freeAll(got.toArray(new BlockRef[0]))) {
+            assertEquals(null, e);
+        }
+        assertEquals(0, AllocatorCounts.pushes.sum() - pushesBefore, "the owner's cache kept every block");
+
+        long casesBefore = remote.get().cases.get();
+        int released = a.trim();
+        long cases = remote.get().cases.get() - casesBefore;
+        long pushed = AllocatorCounts.pushes.sum() - pushesBefore;
+        int blockSize = SizeClasses.blockSize(HeapLayout.blockClassOf(got.get(0).header()));
+        int chunks = (n * blockSize + (16 << 10) - 1) / (16 << 10);
+        assertTrue(pushed >= n, "the trim pushed every cached block: " + pushed + " of " + n);
+        assertTrue(released >= chunks, "every chunk given back: " + released + " of at least " + chunks);
+        assertTrue(cases <= 4L * released + 8, "a few blocking CASes per chunk, not one per block: " + cases
+                + " for " + pushed + " blocks of " + released + " chunks");
+        HeapUsage u = a.usage();
+        for (HeapUsage.SegmentUsage s : u.segments()) {
+            assertEquals(s.chunks(), s.freeChunks(), "every chunk is free again after the trim:\n" + u.segments());
         }
     }
 
