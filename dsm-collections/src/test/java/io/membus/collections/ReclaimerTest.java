@@ -278,20 +278,8 @@ class ReclaimerTest {
         GlobalAllocator heap = cluster.node(1);
         AtomicLong now = new AtomicLong();
         Reclaimer r = new Reclaimer(heap, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
-        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
-        r.failFrees((real, refs) -> {
-            if (calls.getAndIncrement() > 0) {
-                return real.apply(refs);
-            }
-            DsmException[] errors = new DsmException[refs.length];
-            for (int i = 0; i < refs.length; i++) {
-                if (refs[i] != null) {
-                    errors[i] = io.membus.core.error.DsmTimeoutException.notSent("compareAndSwap (injected by the test)",
-                            1, java.time.Duration.ZERO);
-                }
-            }
-            return errors;
-        });
+        failFirstCall(r, ref -> io.membus.core.error.DsmTimeoutException.notSent(
+                "compareAndSwap (injected by the test)", 1, java.time.Duration.ZERO));
         BlockRef old = entryRef(heap);
         r.noteInstalled(old.ptr(), old.header());
         heap.free(old);
@@ -318,19 +306,7 @@ class ReclaimerTest {
         GlobalAllocator heap = cluster.node(1);
         AtomicLong now = new AtomicLong();
         Reclaimer r = new Reclaimer(heap, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
-        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
-        r.failFrees((real, refs) -> {
-            if (calls.getAndIncrement() > 0) {
-                return real.apply(refs);
-            }
-            DsmException[] errors = new DsmException[refs.length];
-            for (int i = 0; i < refs.length; i++) {
-                if (refs[i] != null) {
-                    errors[i] = new io.membus.alloc.InvalidBlockException(refs[i].ptr(), "injected by the test");
-                }
-            }
-            return errors;
-        });
+        failFirstCall(r, ref -> new io.membus.alloc.InvalidBlockException(ref.ptr(), "injected by the test"));
         BlockRef entry = entryRef(heap);
         r.retire(entry.ptr(), entry.header());
         long reads = count(HEADER_READS);
@@ -441,5 +417,22 @@ class ReclaimerTest {
             assertFalse(heap.isLive(BlockRef.of(p, MapLayout.getLong(heap.memory().read(p + io.membus.alloc.HeapLayout.BLOCK_HEADER_LENGTH, 8), 0), 0)),
                     "block freed");
         }
+    }
+
+    /** The reclaimer's first free call fails every block it names with {@code error}'s exception; later calls run. */
+    private static void failFirstCall(Reclaimer r, java.util.function.Function<BlockRef, DsmException> error) {
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        r.failFrees((real, refs) -> {
+            if (calls.getAndIncrement() > 0) {
+                return real.apply(refs);
+            }
+            DsmException[] errors = new DsmException[refs.length];
+            for (int i = 0; i < refs.length; i++) {
+                if (refs[i] != null) {
+                    errors[i] = error.apply(refs[i]);
+                }
+            }
+            return errors;
+        });
     }
 }
