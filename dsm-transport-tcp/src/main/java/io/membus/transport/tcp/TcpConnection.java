@@ -210,7 +210,7 @@ final class TcpConnection implements Connection {
             }
         } while (!STATE.compareAndSet(this, s, CLOSED));
         OpenResources.CONNECTIONS.closed(openId);
-        transport.closed(this);
+        transport.forget(this);
         Channel ch = channel;
         if (ch != null) {
             ch.close();

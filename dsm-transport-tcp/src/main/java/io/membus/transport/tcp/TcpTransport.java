@@ -224,7 +224,7 @@ public final class TcpTransport extends AbstractTransport {
     }
 
     /** A connection of this node closed for good ({@link TcpConnection#close(String)}). */
-    void closed(TcpConnection c) {
+    void forget(TcpConnection c) {
         opened.remove(c);
     }
 
