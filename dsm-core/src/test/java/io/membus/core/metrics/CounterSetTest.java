@@ -20,6 +20,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The shared counter set: names and handles in declaration order, snapshots, named changes, bad input. */
 class CounterSetTest {
 
+    /** A set called "test" of counts {@code names}, in that order. */
+    private static CounterSet set(String... names) {
+        CounterSet.Builder b = CounterSet.builder("test");
+        for (String name : names) {
+            b.add(name);
+        }
+        return b.build();
+    }
+
     @Test
     void namesAndHandlesKeepTheirDeclarationOrder() {
         CounterSet.Builder b = CounterSet.builder("test");
@@ -41,11 +50,10 @@ class CounterSetTest {
 
     @Test
     void sinceIsTheChangeOfEachCountByNameAndIndex() {
-        CounterSet.Builder b = CounterSet.builder("test");
-        LongAdder changes = b.add("changes");
-        LongAdder acks = b.add("acks");
-        LongAdder records = b.add("records");
-        CounterSet set = b.build();
+        CounterSet set = set("changes", "acks", "records");
+        LongAdder changes = set.counter("changes");
+        LongAdder acks = set.counter("acks");
+        LongAdder records = set.counter("records");
         changes.add(7); // before the mark: not in the changes since it
         records.increment();
 
@@ -75,10 +83,8 @@ class CounterSetTest {
 
     @Test
     void perUnitDividesByAtLeastOne() {
-        CounterSet.Builder b = CounterSet.builder("test");
-        b.add("offered");
-        LongAdder claims = b.add("claims");
-        CounterSet set = b.build();
+        CounterSet set = set("offered", "claims");
+        LongAdder claims = set.counter("claims");
         long[] mark = set.snapshot();
         claims.add(3);
         assertEquals(String.format("offered=0, claims=3 (%.2f/offer)", 3.0), set.since(mark).toString("offered", "offer"));
@@ -86,10 +92,9 @@ class CounterSetTest {
 
     @Test
     void concurrentIncrementsAreSummedExactlyOnceTheThreadsJoined() throws InterruptedException {
-        CounterSet.Builder b = CounterSet.builder("test");
-        LongAdder ones = b.add("ones");
-        LongAdder batches = b.add("batches");
-        CounterSet set = b.build();
+        CounterSet set = set("ones", "batches");
+        LongAdder ones = set.counter(0);
+        LongAdder batches = set.counter(1);
         long[] mark = set.snapshot();
         int threads = 4;
         int perThread = 50_000;
@@ -146,10 +151,7 @@ class CounterSetTest {
 
     @Test
     void badReadsAreRefusedWithWhatIsAllowed() {
-        CounterSet.Builder b = CounterSet.builder("test");
-        b.add("a");
-        b.add("b");
-        CounterSet set = b.build();
+        CounterSet set = set("a", "b");
         DsmConfigException wrongSize = assertThrows(DsmConfigException.class, () -> set.since(new long[3]));
         assertTrue(wrongSize.getMessage().contains("long[2]"), wrongSize.getMessage());
         assertThrows(DsmConfigException.class, () -> set.since(null));
