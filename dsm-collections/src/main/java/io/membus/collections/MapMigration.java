@@ -26,7 +26,15 @@ import static io.membus.collections.MapLayout.*;
  * and stall time are volatile hints on {@link MapTable}.
  */
 final class MapMigration {
-    private static final int MIGRATE_RANGE = 64;
+    /**
+     * Slots per claim of the CURSOR: what one helping operation migrates. A range costs about
+     * one round trip per slot (its freeze) and four or five per live key (read, copy), so 16 slots
+     * are some 50 round trips: one range may be taken on by a put with half its deadline left on a
+     * loaded machine. (It was 64, some 250 round trips: at load averages near 30 with 1 ms more per
+     * verb a range took 0.4-1 s, and a put that helped with one on top of its own change outlived a
+     * 3 s deadline, DsmMapGrowthDeadlineTest.)
+     */
+    static final int MIGRATE_RANGE = 16;
 
     private final GlobalAllocator heap;
     private final RemoteMemory mem;
@@ -113,18 +121,36 @@ final class MapMigration {
 
     /**
      * The resize's starter migrates ranges of {@code t} while more than three quarters of
-     * its operation's deadline are left (at least one range), then goes on with its own change
-     * in the next table; the ranges left are migrated by the operations that meet a frozen
-     * slot, one range each (docs/collections.md, "Growth without stopping anyone"). Migrating
-     * every range in the starter's call made one put carry four or five round trips per live
-     * key of the table: a large map's growth outlived the put's deadline (seen with one
-     * backup, where every change costs more).
+     * its operation's deadline are left (checked before each range is claimed, so a starter
+     * already late migrates none), then goes on with its own change in the next table; the
+     * ranges left are migrated by the operations that meet a frozen slot, one range each
+     * ({@link #helpIfTimeLeft}; docs/collections.md, "Growth without stopping anyone").
+     * Migrating every range in the starter's call made one put carry four or five round
+     * trips per live key of the table: a large map's growth outlived the put's deadline
+     * (seen with one backup, where every change costs more).
+     *
+     * @return the ranges this call migrated
      */
-    void migrateWhileTimeLeft(MapTable t) {
+    int migrateWhileTimeLeft(MapTable t) {
         long keep = mem.operationTimeout().toNanos() * 3 / 4; // a range may take a while: stop early
-        while (helpMigrate(t) && OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep) {
-            // keep going
+        int ranges = 0;
+        while (OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep && helpMigrate(t)) {
+            ranges++;
         }
+        return ranges;
+    }
+
+    /**
+     * Helps the migration of {@code t} with one range when more than half of the calling
+     * operation's deadline is left; an operation already that late (slow verbs, restarts) helps
+     * with none and leaves the range to the next one, so helping never spends the time its own
+     * change needs. Every range is migrated by some operation that had the time (or a repair).
+     *
+     * @return whether a range was migrated
+     */
+    boolean helpIfTimeLeft(MapTable t) {
+        long keep = mem.operationTimeout().toNanos() / 2;
+        return OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep && helpMigrate(t);
     }
 
     /** Migrates ranges of {@code t} until none is left to claim. */
