@@ -226,6 +226,15 @@ final class MapMigration {
      * claimer died (or its verbs failed) part-way. After a while (four graces, so a
      * slow but live claimer usually finishes first), sweep the whole table again —
      * freezing and copying are idempotent — then declare it migrated.
+     *
+     * <p>The sweep is spread over this node's operations like the migration itself: one
+     * thread of the node at a time sweeps ranges from where the node's last sweep stopped
+     * ({@link MapTable#repairedTo}), while more than half of its operation's deadline is left,
+     * and the operation that sweeps the last range sets DONE. A slot swept by an earlier
+     * operation stays swept (a frozen slot is final and its key was copied), so the sweep
+     * covers every slot after the stall was seen, as one operation's would. (One operation
+     * swept the whole table: the whole-table migration on one put, which a large table's
+     * slowed verbs made outlive the put's deadline.)
      */
     private void repairIfStalled(MapTable t) {
         int total = t.total();
@@ -238,15 +247,25 @@ final class MapMigration {
             t.stalledSince = now;
             return;
         }
-        if (now - t.stalledSince < 4 * graceNanos) {
+        if (now - t.stalledSince < 4 * graceNanos || !t.repairing.compareAndSet(false, true)) {
             return;
         }
-        for (int from = 0; from < total; from += MIGRATE_RANGE) {
-            int to = Math.min(total, from + MIGRATE_RANGE);
-            long[] w = tables.readWords(t.slot(from), to - from);
-            for (int i = from; i < to; i++) {
-                migrateSlot(t, i, w[i - from]);
+        try {
+            long keep = mem.operationTimeout().toNanos() / 2;
+            while (t.repairedTo < total && OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep) {
+                int from = t.repairedTo;
+                int to = Math.min(total, from + MIGRATE_RANGE);
+                long[] w = tables.readWords(t.slot(from), to - from);
+                for (int i = from; i < to; i++) {
+                    migrateSlot(t, i, w[i - from]);
+                }
+                t.repairedTo = to; // only once the range was swept: a failed sweep is taken up again there
             }
+            if (t.repairedTo < total) {
+                return; // the next operation of this node that finds the table stalled goes on
+            }
+        } finally {
+            t.repairing.set(false);
         }
         while (done < total) {
             long witness = mem.compareAndSwap(t.ptr + TABLE_DONE, done, total);

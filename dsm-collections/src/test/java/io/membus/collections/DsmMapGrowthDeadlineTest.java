@@ -76,6 +76,62 @@ class DsmMapGrowthDeadlineTest {
         }
     }
 
+    /**
+     * The repair of a migration whose claimer died is spread over operations too: each sweeps
+     * ranges while half its deadline is left, from where the node's last sweep stopped. Before,
+     * the first operation to find the table stalled swept the whole table itself (three verbs
+     * per live key here, 2 ms more each: about 8 s for 1,300 keys) and failed with a timeout,
+     * and so did every operation after it.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void theRepairOfALargeTablesStalledMigrationIsSpreadOverOperations() {
+        try (CollCluster c = new CollCluster("local", 2, TIMEOUT)) {
+            DsmMapOptions options = DsmMapOptions.defaults().initialSlots(1024);
+            DsmMap<Integer, Integer> created = c.node(1).map("repair", Codecs.ints(), Codecs.ints(), options);
+            int holder = created.tableNode();
+            int writer = holder == 1 ? 2 : 1;
+            DsmMap<Integer, Integer> m = c.node(writer).map("repair", Codecs.ints(), Codecs.ints(), options);
+            MapStore store = m.store();
+            int key = 0;
+            int first = store.rootTable().homes();
+            while (store.rootTable().homes() == first || key < 1300) {
+                m.put(key, key); // through the first growth, then up to 1,300 keys in the grown table
+                key++;
+            }
+            if (store.nextOf(store.rootTable()) != null) { // a growth started on the way: let it finish
+                store.migration.migrateAll(store.rootTable());
+                store.advanceRootAndGet();
+            }
+            MapTable t = store.rootTable();
+            assertTrue(store.nextOf(t) == null, "the filled table is the last one");
+            // a node starts a resize, claims the first range and dies; this node migrates every other range
+            store.startResize(t);
+            store.mem.fetchAndAdd(t.ptr + MapLayout.TABLE_CURSOR, MapMigration.MIGRATE_RANGE);
+            store.migration.migrateAll(t); // unslowed; its last claim notes the stall
+            assertTrue(store.mem.readLong(t.ptr + MapLayout.TABLE_DONE) < t.total(), "the dead claimer's range");
+            c.transports.get(writer).faults().delay(holder, Duration.ofMillis(2));
+            int puts = 0;
+            while (store.repairs() == 0) {
+                assertTrue(puts < 100_000, "no repair after " + puts + " puts");
+                try {
+                    m.put(key, key); // meets frozen slots and helps: once the stall is old enough, repairs
+                } catch (DsmException e) {
+                    fail("put " + key + " failed after " + puts + " slowed puts (repairing a table of " + t.total()
+                            + " slots): " + e);
+                }
+                key++;
+                puts++;
+            }
+            System.out.printf("MEASURE repair of %d slots done after %d slowed puts (%d keys)%n", t.total(), puts, key);
+            c.transports.get(writer).faults().clear();
+            for (int k = 0; k < key; k++) {
+                assertEquals(Integer.valueOf(k), created.get(k), "key " + k);
+            }
+            assertEquals(key, created.size());
+        }
+    }
+
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aTableTooLargeForOneObjectWithTheDefaultInlineAreasGetsSmallerOnes() {
