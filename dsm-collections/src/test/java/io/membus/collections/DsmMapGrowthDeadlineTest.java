@@ -16,16 +16,19 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * A map's growth never makes one put outlive its deadline: the put that starts a resize
  * migrates ranges only while three quarters of its deadline are left, the other operations help one
- * range each, and every key stays readable throughout. Before, the starter migrated the
+ * range (16 slots) each while half of theirs is left, a stalled migration's repair is spread
+ * over operations alike, and every key stays readable throughout. Before, the starter migrated the
  * whole table itself, four or five round trips per live key: with each verb slowed (a far
  * or busy node, or a change that waits for its backup) the growth of a table of a few
- * thousand keys took seconds and the put failed with a timeout.
+ * thousand keys took seconds and the put failed with a timeout. Then, with 64-slot ranges
+ * helped whatever the time left, a put that helped with one outlived its deadline at load
+ * averages near 30 (a range took 0.4-1 s there).
  */
 @Tag("slow") // over 20 s: the slow tier (failsafe, mvn verify), so that mvn test stays under 4 minutes
 class DsmMapGrowthDeadlineTest {
     /**
      * The operation timeout: migrating the whole table in one put (about 1,500 live keys, four or five verbs
-     * each, 1 ms more per verb) takes 6 s or more; helping with one range (64 slots) about 0.3 s.
+     * each, 1 ms more per verb) takes 6 s or more; helping with one range (16 slots) about 0.1 s idle.
      */
     private static final Duration TIMEOUT = Duration.ofSeconds(3);
 
