@@ -23,13 +23,16 @@ import static io.membus.collections.MapLayout.*;
  * <p><b>Note:</b> thread-safe: any number of threads on any number of nodes migrate at
  * once; every decision is a remote CAS or fetch-and-add (freezing and copying are
  * idempotent, so a range swept twice is harmless). This node's view of a table's successor
- * and stall time are volatile hints on {@link MapTable}.
+ * and stall time are volatile hints on {@link MapTable}; its repair progress there belongs
+ * to the one thread of the node holding the table's repair flag. Migrating is work an
+ * operation takes on only while enough of its deadline is left ({@link #helpIfTimeLeft});
+ * every remote wait is one verb under the caller's operation deadline.
  */
 final class MapMigration {
     /**
      * Slots per claim of the CURSOR: what one helping operation migrates. A range costs about
      * one round trip per slot (its freeze) and four or five per live key (read, copy), so 16 slots
-     * are some 50 round trips: one range may be taken on by a put with half its deadline left on a
+     * are some 60 round trips: one range may be taken on by a put with half its deadline left on a
      * loaded machine. (It was 64, some 250 round trips: at load averages near 30 with 1 ms more per
      * verb a range took 0.4-1 s, and a put that helped with one on top of its own change outlived a
      * 3 s deadline, DsmMapGrowthDeadlineTest.)
@@ -124,7 +127,7 @@ final class MapMigration {
      * its operation's deadline are left (checked before each range is claimed, so a starter
      * already late migrates none), then goes on with its own change in the next table; the
      * ranges left are migrated by the operations that meet a frozen slot, one range each
-     * ({@link #helpIfTimeLeft}; docs/collections.md, "Growth without stopping anyone").
+     * while half their deadline is left ({@link #helpIfTimeLeft}; docs/collections.md, "Growth without stopping anyone").
      * Migrating every range in the starter's call made one put carry four or five round
      * trips per live key of the table: a large map's growth outlived the put's deadline
      * (seen with one backup, where every change costs more).
