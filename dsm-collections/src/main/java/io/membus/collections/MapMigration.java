@@ -127,7 +127,8 @@ final class MapMigration {
      * its operation's deadline are left (checked before each range is claimed, so a starter
      * already late migrates none), then goes on with its own change in the next table; the
      * ranges left are migrated by the operations that meet a frozen slot, one range each
-     * while half their deadline is left ({@link #helpIfTimeLeft}; docs/collections.md, "Growth without stopping anyone").
+     * while half their deadline is left ({@link #helpIfTimeLeft}; docs/collections.md, "Growth
+     * without stopping anyone").
      * Migrating every range in the starter's call made one put carry four or five round
      * trips per live key of the table: a large map's growth outlived the put's deadline
      * (seen with one backup, where every change costs more).
