@@ -24,8 +24,9 @@ import static io.membus.collections.MapLayout.*;
  * once; every decision is a remote CAS or fetch-and-add (freezing and copying are
  * idempotent, so a range swept twice is harmless). This node's view of a table's successor
  * and stall time are volatile hints on {@link MapTable}; its repair progress there belongs
- * to the one thread of the node holding the table's repair flag. Migrating is work an
- * operation takes on only while enough of its deadline is left ({@link #helpIfTimeLeft});
+ * to the one thread of the handle holding the table's repair flag. Migrating is work an
+ * operation takes on only while enough of its time is left, with a floor that keeps a
+ * migration moving ({@link #helpIfTimeLeft});
  * every remote wait is one verb under the caller's operation deadline.
  */
 final class MapMigration {
@@ -124,37 +125,66 @@ final class MapMigration {
 
     /**
      * The resize's starter migrates ranges of {@code t} while more than three quarters of
-     * its operation's deadline are left (checked before each range is claimed, so a starter
-     * already late migrates none), then goes on with its own change in the next table; the
-     * ranges left are migrated by the operations that meet a frozen slot, one range each
-     * while half their deadline is left ({@link #helpIfTimeLeft}; docs/collections.md, "Growth
-     * without stopping anyone").
-     * Migrating every range in the starter's call made one put carry four or five round
-     * trips per live key of the table: a large map's growth outlived the put's deadline
-     * (seen with one backup, where every change costs more).
+     * the time its change had ({@code budgetNanos}) are left (checked before each range is
+     * claimed, so a starter already late migrates none, save the floor of
+     * {@link #mayTakeRange}), then goes on with its own change in the next table; the ranges
+     * left are migrated by the operations that meet a frozen slot, one range each while half
+     * their time is left ({@link #helpIfTimeLeft}; docs/collections.md, "Growth without
+     * stopping anyone"). Migrating every range in the starter's call made one put carry four
+     * or five round trips per live key of the table: a large map's growth outlived the put's
+     * deadline (seen with one backup, where every change costs more).
      *
      * @return the ranges this call migrated
      */
-    int migrateWhileTimeLeft(MapTable t) {
-        long keep = mem.operationTimeout().toNanos() * 3 / 4; // a range may take a while: stop early
+    int migrateWhileTimeLeft(MapTable t, long budgetNanos) {
+        long keep = budgetNanos / 4 * 3; // a range may take a while: stop early
         int ranges = 0;
-        while (OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep && helpMigrate(t)) {
+        while (mayTakeRange(t, keep) && helpMigrate(t)) {
             ranges++;
         }
         return ranges;
     }
 
     /**
-     * Helps the migration of {@code t} with one range when more than half of the calling
-     * operation's deadline is left; an operation already that late (slow verbs, restarts) helps
-     * with none and leaves the range to the next one, so helping never spends the time its own
-     * change needs. Every range is migrated by some operation that had the time (or a repair).
+     * Helps the migration of {@code t} with one range when more than half of the time the
+     * calling change had ({@code budgetNanos}, measured when it began: an application's
+     * shorter {@link OperationDeadline} scope is its budget) is left; a change already that
+     * late (slow verbs, restarts) helps with none and leaves the range to the next one, so
+     * helping never spends the time its own change needs — save the floor of
+     * {@link #mayTakeRange}, which keeps the migration moving when every change is late.
      *
      * @return whether a range was migrated
      */
-    boolean helpIfTimeLeft(MapTable t) {
-        long keep = mem.operationTimeout().toNanos() / 2;
-        return OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep && helpMigrate(t);
+    boolean helpIfTimeLeft(MapTable t, long budgetNanos) {
+        return mayTakeRange(t, budgetNanos / 2) && helpMigrate(t);
+    }
+
+    /**
+     * Whether the calling operation may take on one range of {@code t}'s migration: when more
+     * than {@code keepNanos} of its deadline are left; or, the floor, when this node's operations
+     * have declined for a grace or more, so that a migration moves on by at least one range per
+     * grace and node even when every operation is late (a chain of tables that never finishes
+     * growing would cost every operation a hop per table). Any thread; the hint is volatile and
+     * racing threads may each take a range, which only helps.
+     */
+    private boolean mayTakeRange(MapTable t, long keepNanos) {
+        if (OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keepNanos) {
+            if (t.declinedSince != 0) {
+                t.declinedSince = 0;
+            }
+            return true;
+        }
+        long now = System.nanoTime();
+        long since = t.declinedSince;
+        if (since == 0) {
+            t.declinedSince = now;
+            return false;
+        }
+        if (now - since < graceNanos) {
+            return false;
+        }
+        t.declinedSince = now; // the next late operation waits another grace
+        return true;
     }
 
     /** Migrates ranges of {@code t} until none is left to claim. */
@@ -177,10 +207,7 @@ final class MapMigration {
         }
         int from = (int) claim;
         int to = (int) Math.min(total, claim + MIGRATE_RANGE);
-        long[] w = tables.readWords(t.slot(from), to - from);
-        for (int i = from; i < to; i++) {
-            migrateSlot(t, i, w[i - from]);
-        }
+        sweep(t, from, to);
         long done = mem.fetchAndAdd(t.ptr + TABLE_DONE, to - from) + (to - from);
         if (done >= total) {
             advanceRoot();
@@ -231,10 +258,11 @@ final class MapMigration {
      * slow but live claimer usually finishes first), sweep the whole table again —
      * freezing and copying are idempotent — then declare it migrated.
      *
-     * <p>The sweep is spread over this node's operations like the migration itself: one
-     * thread of the node at a time sweeps ranges from where the node's last sweep stopped
-     * ({@link MapTable#repairedTo}), while more than half of its operation's deadline is left,
-     * and the operation that sweeps the last range sets DONE. A slot swept by an earlier
+     * <p>The sweep is spread over this handle's operations like the migration itself: one
+     * thread of the handle at a time sweeps one range from where the handle's last sweep
+     * stopped ({@link MapTable#repairedTo}; its caller decided it may take on a range,
+     * {@link #mayTakeRange}), and the operation that sweeps the last range sets DONE and
+     * counts the repair, still holding the flag. A slot swept by an earlier
      * operation stays swept (a frozen slot is final and its key was copied), so the sweep
      * covers every slot after the stall was seen, as one operation's would. (One operation
      * swept the whole table: the whole-table migration on one put, which a large table's
@@ -255,31 +283,37 @@ final class MapMigration {
             return;
         }
         try {
-            long keep = mem.operationTimeout().toNanos() / 2;
-            while (t.repairedTo < total && OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep) {
+            // one range per operation, as a helper's: the caller already decided it may take on one
+            if (t.repairedTo < total) {
                 int from = t.repairedTo;
                 int to = Math.min(total, from + MIGRATE_RANGE);
-                long[] w = tables.readWords(t.slot(from), to - from);
-                for (int i = from; i < to; i++) {
-                    migrateSlot(t, i, w[i - from]);
-                }
+                sweep(t, from, to);
                 t.repairedTo = to; // only once the range was swept: a failed sweep is taken up again there
             }
             if (t.repairedTo < total) {
                 return; // the next operation of this node that finds the table stalled goes on
             }
+            // the flag is held to here: one thread sets DONE and counts the repair
+            while (done < total) {
+                long witness = mem.compareAndSwap(t.ptr + TABLE_DONE, done, total);
+                if (witness == done) {
+                    repairs.increment();
+                    break;
+                }
+                done = witness;
+            }
         } finally {
             t.repairing.set(false);
         }
-        while (done < total) {
-            long witness = mem.compareAndSwap(t.ptr + TABLE_DONE, done, total);
-            if (witness == done) {
-                break;
-            }
-            done = witness;
-        }
-        repairs.increment();
         advanceRoot();
+    }
+
+    /** Freezes (and copies the live keys of) slots {@code [from, to)} of {@code t}: a range's work. */
+    private void sweep(MapTable t, int from, int to) {
+        long[] w = tables.readWords(t.slot(from), to - from);
+        for (int i = from; i < to; i++) {
+            migrateSlot(t, i, w[i - from]);
+        }
     }
 
     /** Migrations finished by a repair sweep (see {@link #repairIfStalled}). */

@@ -113,14 +113,16 @@ final class MapMutation {
 
     /**
      * Applies {@code m} to {@code key} until one try's CAS wins, starting over after a
-     * {@link SlotScan.Restart}. {@code lastChange}: see {@link #attempt}.
+     * {@link SlotScan.Restart}. {@code lastChange}: see {@link #attempt}; {@code budgetNanos}: the
+     * time the whole change had when it began, of which helping a growth may take a share
+     * ({@link MapMigration#helpIfTimeLeft}).
      */
-    MapStore.Outcome mutate(byte[] key, long hash, MapStore.Mutation m, long lastChange) {
+    MapStore.Outcome mutate(byte[] key, long hash, MapStore.Mutation m, long lastChange, long budgetNanos) {
         int restarts = 0;
         while (true) {
             long start = System.nanoTime();
             try {
-                return attempt(key, hash, m, start, lastChange);
+                return attempt(key, hash, m, start, lastChange, budgetNanos);
             } catch (SlotScan.Restart r) {
                 OpEvents.mark(OpEvents.TABLE_AGAIN);
                 restarts = slots.restarted(restarts);
@@ -133,7 +135,8 @@ final class MapMutation {
      * its slot CAS must not be issued (the stripe lock of a map with leased reads may be
      * broken by then), {@code Long.MAX_VALUE} for none.
      */
-    private MapStore.Outcome attempt(byte[] key, long hash, MapStore.Mutation m, long start, long lastChange) {
+    private MapStore.Outcome attempt(byte[] key, long hash, MapStore.Mutation m, long start, long lastChange,
+                                      long budgetNanos) {
         MapTable t = tables.rootTable();
         BlockRef fresh = null;
         byte[] freshValue = null;
@@ -186,10 +189,10 @@ final class MapMutation {
                         }
                         if (kind == SlotScan.Kind.FULL && tables.nextOf(t) == null) {
                             migration.startResize(t);
-                            migration.migrateWhileTimeLeft(t);
+                            migration.migrateWhileTimeLeft(t, budgetNanos);
                         } else if (!helped) {
                             helped = true;
-                            migration.helpIfTimeLeft(t);
+                            migration.helpIfTimeLeft(t, budgetNanos);
                         }
                         OpEvents.mark(OpEvents.TABLE_AGAIN);
                         t = tables.mustNext(t);

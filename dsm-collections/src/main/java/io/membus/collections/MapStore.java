@@ -280,14 +280,17 @@ final class MapStore {
         // one deadline for the whole change, whatever its verbs, allocations and restarts (OperationDeadline)
         long scope = OperationDeadline.enter(mem.operationTimeout());
         try {
+            // the time this change has (an application's shorter scope wins): what a growth may take of it is a share
+            long budget = OperationDeadline.remainingNanos(mem.operationTimeout().toNanos());
             live();
             reclaimer.drain();
             reclaimer.admit(mem.operationTimeout().toNanos()); // a place for the entry it may retire (the bound)
             try {
                 if (leases == null) {
-                    return mutation.mutate(key, hash, m, Long.MAX_VALUE);
+                    return mutation.mutate(key, hash, m, Long.MAX_VALUE, budget);
                 }
-                return leases.heap.exclusive(leases.stripe(hash), lastChange -> mutation.mutate(key, hash, m, lastChange));
+                return leases.heap.exclusive(leases.stripe(hash),
+                        lastChange -> mutation.mutate(key, hash, m, lastChange, budget));
             } finally {
                 reclaimer.release();
             }

@@ -33,6 +33,12 @@ final class MapTable {
      * thread holding {@link #repairing}.
      */
     int repairedTo;
+    /**
+     * When this node's operations began declining to help this table's migration for lack of
+     * time (0: none declined since one helped); past a grace, a late operation helps anyway
+     * (see {@code MapMigration.mayTakeRange}). A volatile hint any thread may set.
+     */
+    volatile long declinedSince;
     /** Held by the one thread of this node sweeping the table in a repair. */
     final AtomicBoolean repairing = new AtomicBoolean();
 

@@ -6,6 +6,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
@@ -241,7 +242,7 @@ class DsmMapTest {
      * are scopes set by the test, not times measured.
      */
     @Test
-    void anOperationHelpsAGrowthWithOneRangeAndOnlyWhileHalfItsDeadlineIsLeft() {
+    void anOperationHelpsAGrowthWithOneRangeAndOnlyWhileHalfItsTimeIsLeft() {
         cluster = new MapCluster("local", 1, 8 << 20);
         DsmMap<Long, Long> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),
                 DsmMapOptions.defaults().initialSlots(256).readCacheEntries(0));
@@ -252,27 +253,43 @@ class DsmMapTest {
         MapTable t = store.rootTable();
         store.startResize(t);
         long timeout = store.mem.operationTimeout().toNanos();
-        long scope = OperationDeadline.enterNanos(timeout / 4); // an operation with a quarter of its deadline left
+        long scope = OperationDeadline.enterNanos(timeout / 4); // a change that had the timeout, a quarter left
         try {
-            assertFalse(store.migration.helpIfTimeLeft(t), "a late operation helps with no range");
-            assertEquals(0, store.migration.migrateWhileTimeLeft(t), "a late starter migrates no range");
+            assertFalse(store.migration.helpIfTimeLeft(t, timeout), "a late operation helps with no range");
+            assertEquals(0, store.migration.migrateWhileTimeLeft(t, timeout), "a late starter migrates no range");
+            assertEquals(0, store.mem.readLong(t.ptr + MapLayout.TABLE_CURSOR), "ranges claimed");
+            // the floor: this node's operations declined for a grace, so the next late one helps anyway
+            t.declinedSince = System.nanoTime() - TimeUnit.HOURS.toNanos(1);
+            assertTrue(store.migration.helpIfTimeLeft(t, timeout), "after a grace of declines a late one helps");
+            assertFalse(store.migration.helpIfTimeLeft(t, timeout), "and the one after it waits another grace");
         } finally {
             OperationDeadline.exit(scope);
         }
-        assertEquals(0, store.mem.readLong(t.ptr + MapLayout.TABLE_CURSOR), "ranges claimed");
-        assertTrue(store.migration.helpIfTimeLeft(t), "no deadline: helps"); // no scope: all the time there is
         assertEquals(MapMigration.MIGRATE_RANGE, store.mem.readLong(t.ptr + MapLayout.TABLE_CURSOR), "slots claimed");
-        assertEquals(MapMigration.MIGRATE_RANGE, store.mem.readLong(t.ptr + MapLayout.TABLE_DONE), "slots migrated");
+        assertTrue(store.migration.helpIfTimeLeft(t, timeout), "no deadline: helps"); // no scope: all the time there is
+        assertEquals(2L * MapMigration.MIGRATE_RANGE, store.mem.readLong(t.ptr + MapLayout.TABLE_CURSOR), "slots claimed");
+        assertEquals(2L * MapMigration.MIGRATE_RANGE, store.mem.readLong(t.ptr + MapLayout.TABLE_DONE), "slots migrated");
         for (long k = 0; k < 100; k++) {
             assertEquals(k, m.get(k), "key " + k + " during the growth");
         }
-        for (long k = 100; k < 200; k++) {
-            m.put(k, k); // every operation from here helps: the growth finishes
+        // an application whose changes run in a scope shorter than half the operation timeout: its changes have
+        // all of their own time when they begin, so they help (a share of the operation timeout never would)
+        long appScope = OperationDeadline.enterNanos(timeout / 4);
+        long k = 100;
+        try {
+            while (store.mem.readLong(t.ptr + MapLayout.TABLE_DONE) < t.total() && k < 400) {
+                m.put(k, k);
+                k++;
+            }
+        } finally {
+            OperationDeadline.exit(appScope);
         }
-        for (long k = 0; k < 200; k++) {
-            assertEquals(k, m.get(k), "key " + k);
+        assertTrue(store.mem.readLong(t.ptr + MapLayout.TABLE_DONE) >= t.total(),
+                "the growth finished under the application's shorter scope (" + (k - 100) + " puts)");
+        for (long j = 0; j < k; j++) {
+            assertEquals(j, m.get(j), "key " + j);
         }
-        assertEquals(200, m.size());
+        assertEquals(k, m.size());
     }
 
     private static MapStore storeOf(DsmMap<?, ?> map) {

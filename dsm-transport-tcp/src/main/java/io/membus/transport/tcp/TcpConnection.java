@@ -221,7 +221,7 @@ final class TcpConnection implements Connection {
         String why = reason + " (peer " + peer + ")";
         java.util.function.Supplier<DsmException> refused = () -> refusal(reason);
         CompletableFuture<Void> start = starting; // a first connect still dialing ends here, not on a dropped listener
-        if (start != null) {
+        if (start != null && !start.isDone()) {
             start.completeExceptionally(refused.get());
         }
         pipeline.close(new NodeUnavailableException(peer.nodeId(), why), refused.get(), refused);
