@@ -161,9 +161,9 @@ final class MapMigration {
 
     /**
      * Whether the calling operation may take on one range of {@code t}'s migration: when more
-     * than {@code keepNanos} of its deadline are left; or, the floor, when this node's operations
+     * than {@code keepNanos} of its deadline are left; or, the floor, when this handle's operations
      * have declined for a grace or more, so that a migration moves on by at least one range per
-     * grace and node even when every operation is late (a chain of tables that never finishes
+     * grace and handle even when every operation is late (a chain of tables that never finishes
      * growing would cost every operation a hop per table). Any thread; the hint is volatile and
      * racing threads may each take a range, which only helps.
      */

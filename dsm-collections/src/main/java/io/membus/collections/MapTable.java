@@ -34,7 +34,7 @@ final class MapTable {
      */
     int repairedTo;
     /**
-     * When this node's operations began declining to help this table's migration for lack of
+     * When this handle's operations began declining to help this table's migration for lack of
      * time (0: none declined since one helped); past a grace, a late operation helps anyway
      * (see {@code MapMigration.mayTakeRange}). A volatile hint any thread may set.
      */
