@@ -44,8 +44,11 @@ public final class VerbWait {
      *         where waiting could deadlock (unless the future is already complete)
      */
     public static <T> T await(CompletableFuture<T> future, Duration wait) {
-        if (!future.isDone() && TransportThreads.isTransportThread()) {
-            throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
+        if (!future.isDone()) {
+            if (TransportThreads.isTransportThread()) {
+                throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
+            }
+            WaitHelp.beforeWait(); // what this thread left for its waiter (tcp: reads held on a lane) goes first
         }
         long deadline = System.nanoTime() + wait.toNanos();
         boolean interrupted = false;

@@ -71,6 +71,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * holds for verbs issued by one thread (or ordered by the callers). Futures
  * complete on the connection's I/O thread (answers), the timer wheel's thread
  * (deadlines) or the thread that closes the connection: callbacks must not block.
+ * A read held on a lane ({@link LaneFlight}: a thread that may use a lane, until it
+ * waits) completes on the thread that reads its answer: its waiter, a flight reader
+ * thread (a callback was attached) or the wheel's thread when nobody waited; a thread's
+ * next verb on the connection finishes its
+ * held reads first, so order holds across the two paths.
  */
 final class TcpConnection implements Connection {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
@@ -118,6 +123,8 @@ final class TcpConnection implements Connection {
     private final TcpLanes lanes;
     /** Each issuing thread's unsettled verbs on this connection (see {@link #blockingNow()}). */
     private final ThreadLocal<VerbOwner> owners = ThreadLocal.withInitial(VerbOwner::new);
+    /** Each thread's reads held on a lane until it waits ({@link LaneFlight}); empty without lanes. */
+    private final ThreadLocal<LaneFlight.Holder> flights = ThreadLocal.withInitial(LaneFlight.Holder::new);
 
     TcpConnection(TcpTransport transport, PeerInfo peer, EventLoop loop) {
         this.transport = transport;
@@ -229,7 +236,63 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+        if (lanes != null) {
+            CompletableFuture<byte[]> held = readOnLane(ptr, remoteKey, length);
+            if (held != null) {
+                return held;
+            }
+        }
         return issue(new Verb(VerbObserver.READ, ptr, remoteKey, length, 0, 0, null, 0));
+    }
+
+    /**
+     * The read held on the calling thread's {@link LaneFlight} (started on an idle lane when
+     * the thread has none), or null: post it. A thread may hold reads on a lane when it may
+     * run blocking verbs on one ({@link #blockingNow()}'s conditions) and the read fits a lane.
+     */
+    private CompletableFuture<byte[]> readOnLane(long ptr, long remoteKey, int length) {
+        LaneFlight.Holder holder = flights.get();
+        LaneFlight current;
+        // a callback the finish runs on this thread may start another flight: it too goes first
+        while ((current = holder.current.get()) != null && !current.ended()) {
+            CompletableFuture<byte[]> f = current.read(ptr, remoteKey, length);
+            if (f != null) {
+                return f;
+            }
+            current.finish(); // sent or full: its answers first (issue order), then a new flight
+            if (!current.ended()) {
+                break; // its reader is stuck past every deadline of the flight: they fail as timed out
+            }
+        }
+        if (length > TcpLane.MAX_VERB_LENGTH || length < 0 || state != OPEN || transport.faults().active()
+                || io.membus.core.transport.TransportThreads.isTransportThread()
+                || !pipeline.settledFor(owners.get())) {
+            return null;
+        }
+        TcpLane lane = lanes.takeForFlight();
+        if (lane == null) {
+            return null;
+        }
+        return LaneFlight.start(lanes, lane, holder, ptr, remoteKey, length);
+    }
+
+    /**
+     * Finishes the calling thread's {@link LaneFlight} before it issues a verb another way:
+     * its held reads' answers are read (or waited for) first, so the verb cannot overtake them.
+     */
+    private void finishFlight() {
+        if (lanes == null) {
+            return;
+        }
+        LaneFlight.Holder holder = flights.get();
+        LaneFlight f;
+        // a callback the finish runs on this thread may start another flight: it too goes first
+        while ((f = holder.current.get()) != null && !f.ended()) {
+            f.finish();
+            if (!f.ended()) {
+                return; // its reader is stuck past every deadline of the flight: they fail as timed out
+            }
+        }
     }
 
     @Override
@@ -318,6 +381,7 @@ final class TcpConnection implements Connection {
 
     /** Issues a submitted batch's verbs in order: one wake-up of the I/O thread for all of them. */
     void submit(List<Verb> verbs) {
+        finishFlight();
         boolean any = false;
         for (Verb v : verbs) {
             long hold = admit(v);
@@ -334,6 +398,7 @@ final class TcpConnection implements Connection {
     }
 
     private <T> CompletableFuture<T> issue(Verb v) {
+        finishFlight();
         long hold = admit(v);
         if (hold != REFUSED) {
             v.owner = owners.get();
@@ -349,6 +414,7 @@ final class TcpConnection implements Connection {
      */
     @Override
     public io.membus.core.transport.BlockingVerbs blockingNow() {
+        finishFlight(); // its held reads first: a blocking verb must not overtake them
         if (lanes == null || state != OPEN || transport.faults().active()
                 || io.membus.core.transport.TransportThreads.isTransportThread()
                 || !pipeline.settledFor(owners.get())) {

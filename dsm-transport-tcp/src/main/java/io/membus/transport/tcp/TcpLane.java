@@ -27,7 +27,8 @@ import java.net.Socket;
  * caller). The target serves it as any other authenticated connection.
  *
  * <p>A lane is owned by {@link TcpLanes}: a caller takes it, runs one verb, and
- * gives it back. A lane that timed out, lost its socket or read a malformed frame
+ * gives it back (or a {@link LaneFlight} holds it for a thread's reads in flight until
+ * their answers are read). A lane that timed out, lost its socket or read a malformed frame
  * is broken (its next answer could belong to the verb that timed out) and is
  * closed, never reused.
  *
@@ -285,6 +286,11 @@ final class TcpLane implements AutoCloseable {
         return OperationDeadline.until(start, timeoutNanos);
     }
 
+    /** The operation timeout of this lane's transport, in nanoseconds. */
+    long timeoutNanos() {
+        return timeoutNanos;
+    }
+
     /** The answer {@link #answer} read last (valid until the next read). */
     Frame answerFrame() {
         return frame;
@@ -351,6 +357,37 @@ final class TcpLane implements AutoCloseable {
      */
     void answer(byte opcode, long correlation, long until) {
         io(opcode, until, false);
+        checkAnswer(correlation);
+    }
+
+    /**
+     * {@link #answer} without waiting ({@link LaneFlight}'s fallback reader, on the timer
+     * wheel's thread): reads only what the socket holds already ({@code available()}, no
+     * blocking read) and returns false when the answer of {@code correlation} is not whole
+     * yet; what was read stays buffered for the next call. The checks and failures are
+     * {@link #answer}'s; a lost socket (or one the reaper closed) breaks the lane.
+     */
+    boolean tryAnswer(byte opcode, long correlation) {
+        if (!nextFrame(opcode, false)) {
+            return false;
+        }
+        checkAnswer(correlation);
+        return true;
+    }
+
+    /** The requests appended since {@link #requests()} cleared the buffer (a {@link LaneFlight} appends across calls). */
+    ByteBuf pendingRequests() {
+        return frameBuf;
+    }
+
+    /** Closes the lane for a deadline that passed while nobody read it: its next read fails as timed out. */
+    void expireNow() {
+        expired = true;
+        breakLane();
+    }
+
+    /** Checks the answer in {@link #frame} against the request {@code correlation} (see {@link #answer}). */
+    private void checkAnswer(long correlation) {
         if (frame.correlationId() != correlation) {
             if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
                 breakLane();
@@ -381,19 +418,44 @@ final class TcpLane implements AutoCloseable {
         }
         try {
             if (sending) {
-                send();
+                sendOrBreak(opcode);
             } else {
-                do {
-                    receive();
-                } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
+                nextFrame(opcode, true);
             }
+        } finally {
+            deadline = 0;
+        }
+    }
+
+    private void sendOrBreak(byte opcode) {
+        try {
+            send();
         } catch (IOException e) {
             throw lost(opcode, e);
         } catch (RuntimeException e) {
             breakLane();
             throw e;
-        } finally {
-            deadline = 0;
+        }
+    }
+
+    /**
+     * Reads the next frame that is not a message credit into {@link #frame}, blocking or
+     * ({@code block} false) only from what the socket holds: then false when no whole frame
+     * is there yet. A failure breaks the lane.
+     */
+    private boolean nextFrame(byte opcode, boolean block) {
+        try {
+            do {
+                if (!receiveFrame(block)) {
+                    return false;
+                }
+            } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
+            return true;
+        } catch (IOException e) {
+            throw lost(opcode, e);
+        } catch (RuntimeException e) {
+            breakLane();
+            throw e;
         }
     }
 
@@ -432,15 +494,21 @@ final class TcpLane implements AutoCloseable {
      * when the frame arrived at once (what arrives after it stays for the next call).
      */
     private void receive() throws IOException {
+        receiveFrame(true);
+    }
+
+    /** {@link #receive()}, or ({@code block} false) with no blocking read: false, nothing consumed, when no whole frame is buffered. */
+    private boolean receiveFrame(boolean block) throws IOException {
         readPos = frameEnd;
         if (readPos == readLimit) {
             readPos = readLimit = 0;
         } else if (readPos > 0 && readLimit - readPos < Frame.HEADER_LENGTH) { // keep the rest at the start
-            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
-            readLimit -= readPos;
-            readPos = 0;
+            compact();
         }
-        fill(Frame.HEADER_LENGTH);
+        frameEnd = readPos; // the previous frame is consumed; a later receive starts here
+        if (!buffered(Frame.HEADER_LENGTH, block)) {
+            return false;
+        }
         int lengthField = receivedBuf.getIntLE(readPos + Frame.LENGTH_FIELD_OFFSET);
         int total = lengthField + 4;
         if (lengthField < Frame.MIN_LENGTH_FIELD || total > MAX_FRAME) {
@@ -448,17 +516,54 @@ final class TcpLane implements AutoCloseable {
                     + Frame.HEADER_LENGTH + ".." + MAX_FRAME + " on a blocking lane");
         }
         if (readPos + total > received.length) {
-            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
-            readLimit -= readPos;
-            readPos = 0;
+            compact();
+            frameEnd = 0;
         }
-        fill(total);
+        if (!buffered(total, block)) {
+            return false;
+        }
         frameEnd = readPos + total;
         frame.wrap(receivedBuf, readPos);
         String invalid = frame.validate();
         if (invalid != null) {
             throw new ProtocolException(peer.toString(), invalid);
         }
+        return true;
+    }
+
+    /** Moves the unread bytes to the start of the buffer. */
+    private void compact() {
+        System.arraycopy(received, readPos, received, 0, readLimit - readPos);
+        readLimit -= readPos;
+        readPos = 0;
+    }
+
+    /** Whether {@code length} bytes from {@link #readPos} are buffered, reading (blocking, or only what is there) first. */
+    private boolean buffered(int length, boolean block) throws IOException {
+        if (block) {
+            fill(length);
+            return true;
+        }
+        return fillAvailable(length);
+    }
+
+    /** Reads what the socket holds (no blocking read) until {@code length} bytes are buffered; false if they are not. */
+    private boolean fillAvailable(int length) throws IOException {
+        while (readLimit - readPos < length) {
+            int a = in.available();
+            if (a <= 0) {
+                if (socket.isClosed()) {
+                    throw new java.net.SocketException("Socket closed");
+                }
+                return false;
+            }
+            int n = in.read(received, readLimit, Math.min(a, received.length - readLimit));
+            if (n < 0) {
+                throw new EOFException("the peer closed the connection");
+            }
+            readLimit += n;
+        }
+        return true;
     }
 
     /** Reads until at least {@code length} bytes from {@link #readPos} are buffered. */

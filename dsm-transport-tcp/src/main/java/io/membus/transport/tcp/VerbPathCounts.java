@@ -36,6 +36,13 @@ final class VerbPathCounts {
     /** Bursts of reads a caller sent on its lane ({@code LaneCompounds.readEach}), each one write. */
     static final LongAdder laneBursts = new LongAdder();
 
+    /** Writes of a lane flight's held reads ({@code LaneFlight}: one per flight, by its waiter or the fallback). */
+    static final LongAdder flightWrites = new LongAdder();
+    /** Lane flights with callbacks that a flight reader thread read because nobody waited for them first. */
+    static final LongAdder flightReaderReads = new LongAdder();
+    /** Lane flights the fallback reader took over because nobody waited for them in time. */
+    static final LongAdder flightPolls = new LongAdder();
+
     private VerbPathCounts() {
     }
 
