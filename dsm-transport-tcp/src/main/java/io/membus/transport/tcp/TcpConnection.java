@@ -1,6 +1,7 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.OpenResources;
+import io.membus.core.OperationDeadline;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
@@ -13,6 +14,7 @@ import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.VerbObserver;
 import io.membus.core.transport.Verbs;
+import io.membus.core.transport.WaitHelp;
 import io.membus.core.transport.pipeline.Verb;
 import io.membus.core.transport.pipeline.VerbOwner;
 import io.membus.core.transport.pipeline.VerbPipeline;
@@ -23,6 +25,7 @@ import org.slf4j.LoggerFactory;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
@@ -236,7 +239,7 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-        if (lanes != null) {
+        if (lanes != null && !WaitHelp.delivering()) {
             CompletableFuture<byte[]> held = readOnLane(ptr, remoteKey, length);
             if (held != null) {
                 return held;
@@ -246,22 +249,23 @@ final class TcpConnection implements Connection {
     }
 
     /**
-     * The read held on the calling thread's {@link LaneFlight} (started on an idle lane when
-     * the thread has none), or null: post it. A thread may hold reads on a lane when it may
-     * run blocking verbs on one ({@link #blockingNow()}'s conditions) and the read fits a lane.
+     * The read held on the calling thread's {@link LaneFlight} (appended to its open flight, or
+     * a new flight started on an idle lane once the earlier one is delivered), or null: post
+     * it. A thread may hold reads on a lane when it may run blocking verbs on one
+     * ({@link #blockingNow()}'s conditions) and the read fits a lane.
      */
     private CompletableFuture<byte[]> readOnLane(long ptr, long remoteKey, int length) {
         LaneFlight.Holder holder = flights.get();
-        LaneFlight current;
-        // a callback the finish runs on this thread may start another flight: it too goes first
-        while ((current = holder.current.get()) != null && !current.ended()) {
+        LaneFlight current = holder.current.get();
+        if (current != null && !current.delivered()) {
             CompletableFuture<byte[]> f = current.read(ptr, remoteKey, length);
             if (f != null) {
-                return f;
+                return f; // joins the flight still open
             }
-            current.finish(); // sent or full: its answers first (issue order), then a new flight
-            if (!current.ended()) {
-                break; // its reader is stuck past every deadline of the flight: they fail as timed out
+            // taken or full: its futures complete first (issue order), then a new flight
+            DsmTimeoutException late = finishFlight(verbWaitNanos());
+            if (late != null) {
+                return CompletableFuture.failedFuture(late);
             }
         }
         if (length > TcpLane.MAX_VERB_LENGTH || length < 0 || state != OPEN || transport.faults().active()
@@ -277,22 +281,30 @@ final class TcpConnection implements Connection {
     }
 
     /**
-     * Finishes the calling thread's {@link LaneFlight} before it issues a verb another way:
-     * its held reads' answers are read (or waited for) first, so the verb cannot overtake them.
+     * Waits until the calling thread's {@link LaneFlight} on this connection is delivered
+     * (every future of it completed) before the thread issues a verb another way, reading it
+     * on this thread when nobody took it: the verb cannot overtake, nor complete before, the
+     * thread's held reads. At most until {@code waitNanos} from now (the verb's deadline).
+     *
+     * @return null, or the not-sent timeout when the flight was not delivered in time
      */
-    private void finishFlight() {
+    private DsmTimeoutException finishFlight(long waitNanos) {
         if (lanes == null) {
-            return;
+            return null;
         }
-        LaneFlight.Holder holder = flights.get();
-        LaneFlight f;
-        // a callback the finish runs on this thread may start another flight: it too goes first
-        while ((f = holder.current.get()) != null && !f.ended()) {
-            f.finish();
-            if (!f.ended()) {
-                return; // its reader is stuck past every deadline of the flight: they fail as timed out
-            }
+        LaneFlight f = flights.get().current.get();
+        if (f == null || f.delivered() || f.finish(Math.max(0, waitNanos))) {
+            return null;
         }
+        return DsmTimeoutException.notSent("wait for the reads this thread holds on a blocking lane to node "
+                + peer.nodeId() + " (a verb issued after them waits for their answers)", peer.nodeId(),
+                Duration.ofNanos(Math.max(0, waitNanos)));
+    }
+
+    /** What a verb issued now may wait for its thread's held reads: what is left of its deadline. */
+    private long verbWaitNanos() {
+        long now = System.nanoTime();
+        return OperationDeadline.until(now, transport.settings.operationTimeout.toNanos()) - now;
     }
 
     @Override
@@ -381,7 +393,17 @@ final class TcpConnection implements Connection {
 
     /** Issues a submitted batch's verbs in order: one wake-up of the I/O thread for all of them. */
     void submit(List<Verb> verbs) {
-        finishFlight();
+        if (lanes != null && WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
+            LaneFlight.defer(() -> submit(verbs));
+            return;
+        }
+        DsmTimeoutException late = finishFlight(verbWaitNanos());
+        if (late != null) {
+            for (Verb v : verbs) {
+                v.refuse(late);
+            }
+            return;
+        }
         boolean any = false;
         for (Verb v : verbs) {
             long hold = admit(v);
@@ -398,7 +420,17 @@ final class TcpConnection implements Connection {
     }
 
     private <T> CompletableFuture<T> issue(Verb v) {
-        finishFlight();
+        if (lanes != null) {
+            if (WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
+                LaneFlight.defer(() -> issue(v));
+                return v.future();
+            }
+            DsmTimeoutException late = finishFlight(verbWaitNanos());
+            if (late != null) {
+                v.refuse(late);
+                return v.future();
+            }
+        }
         long hold = admit(v);
         if (hold != REFUSED) {
             v.owner = owners.get();
@@ -414,7 +446,15 @@ final class TcpConnection implements Connection {
      */
     @Override
     public io.membus.core.transport.BlockingVerbs blockingNow() {
-        finishFlight(); // its held reads first: a blocking verb must not overtake them
+        if (lanes != null) {
+            if (WaitHelp.delivering()) {
+                return null; // a callback of a held read: posted, and issued after its flight's futures
+            }
+            DsmTimeoutException late = finishFlight(verbWaitNanos()); // a blocking verb must not overtake them
+            if (late != null) {
+                throw late;
+            }
+        }
         if (lanes == null || state != OPEN || transport.faults().active()
                 || io.membus.core.transport.TransportThreads.isTransportThread()
                 || !pipeline.settledFor(owners.get())) {

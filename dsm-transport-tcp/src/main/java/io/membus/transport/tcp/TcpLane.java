@@ -360,30 +360,9 @@ final class TcpLane implements AutoCloseable {
         checkAnswer(correlation);
     }
 
-    /**
-     * {@link #answer} without waiting ({@link LaneFlight}'s fallback reader, on the timer
-     * wheel's thread): reads only what the socket holds already ({@code available()}, no
-     * blocking read) and returns false when the answer of {@code correlation} is not whole
-     * yet; what was read stays buffered for the next call. The checks and failures are
-     * {@link #answer}'s; a lost socket (or one the reaper closed) breaks the lane.
-     */
-    boolean tryAnswer(byte opcode, long correlation) {
-        if (!nextFrame(opcode, false)) {
-            return false;
-        }
-        checkAnswer(correlation);
-        return true;
-    }
-
     /** The requests appended since {@link #requests()} cleared the buffer (a {@link LaneFlight} appends across calls). */
     ByteBuf pendingRequests() {
         return frameBuf;
-    }
-
-    /** Closes the lane for a deadline that passed while nobody read it: its next read fails as timed out. */
-    void expireNow() {
-        expired = true;
-        breakLane();
     }
 
     /** Checks the answer in {@link #frame} against the request {@code correlation} (see {@link #answer}). */
@@ -420,7 +399,7 @@ final class TcpLane implements AutoCloseable {
             if (sending) {
                 sendOrBreak(opcode);
             } else {
-                nextFrame(opcode, true);
+                nextFrame(opcode);
             }
         } finally {
             deadline = 0;
@@ -438,19 +417,12 @@ final class TcpLane implements AutoCloseable {
         }
     }
 
-    /**
-     * Reads the next frame that is not a message credit into {@link #frame}, blocking or
-     * ({@code block} false) only from what the socket holds: then false when no whole frame
-     * is there yet. A failure breaks the lane.
-     */
-    private boolean nextFrame(byte opcode, boolean block) {
+    /** Reads the next frame that is not a message credit into {@link #frame}; a failure breaks the lane. */
+    private void nextFrame(byte opcode) {
         try {
             do {
-                if (!receiveFrame(block)) {
-                    return false;
-                }
+                receive();
             } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
-            return true;
         } catch (IOException e) {
             throw lost(opcode, e);
         } catch (RuntimeException e) {
@@ -494,21 +466,13 @@ final class TcpLane implements AutoCloseable {
      * when the frame arrived at once (what arrives after it stays for the next call).
      */
     private void receive() throws IOException {
-        receiveFrame(true);
-    }
-
-    /** {@link #receive()}, or ({@code block} false) with no blocking read: false, nothing consumed, when no whole frame is buffered. */
-    private boolean receiveFrame(boolean block) throws IOException {
         readPos = frameEnd;
         if (readPos == readLimit) {
             readPos = readLimit = 0;
         } else if (readPos > 0 && readLimit - readPos < Frame.HEADER_LENGTH) { // keep the rest at the start
             compact();
         }
-        frameEnd = readPos; // the previous frame is consumed; a later receive starts here
-        if (!buffered(Frame.HEADER_LENGTH, block)) {
-            return false;
-        }
+        fill(Frame.HEADER_LENGTH);
         int lengthField = receivedBuf.getIntLE(readPos + Frame.LENGTH_FIELD_OFFSET);
         int total = lengthField + 4;
         if (lengthField < Frame.MIN_LENGTH_FIELD || total > MAX_FRAME) {
@@ -517,18 +481,14 @@ final class TcpLane implements AutoCloseable {
         }
         if (readPos + total > received.length) {
             compact();
-            frameEnd = 0;
         }
-        if (!buffered(total, block)) {
-            return false;
-        }
+        fill(total);
         frameEnd = readPos + total;
         frame.wrap(receivedBuf, readPos);
         String invalid = frame.validate();
         if (invalid != null) {
             throw new ProtocolException(peer.toString(), invalid);
         }
-        return true;
     }
 
     /** Moves the unread bytes to the start of the buffer. */
@@ -536,34 +496,6 @@ final class TcpLane implements AutoCloseable {
         System.arraycopy(received, readPos, received, 0, readLimit - readPos);
         readLimit -= readPos;
         readPos = 0;
-    }
-
-    /** Whether {@code length} bytes from {@link #readPos} are buffered, reading (blocking, or only what is there) first. */
-    private boolean buffered(int length, boolean block) throws IOException {
-        if (block) {
-            fill(length);
-            return true;
-        }
-        return fillAvailable(length);
-    }
-
-    /** Reads what the socket holds (no blocking read) until {@code length} bytes are buffered; false if they are not. */
-    private boolean fillAvailable(int length) throws IOException {
-        while (readLimit - readPos < length) {
-            int a = in.available();
-            if (a <= 0) {
-                if (socket.isClosed()) {
-                    throw new java.net.SocketException("Socket closed");
-                }
-                return false;
-            }
-            int n = in.read(received, readLimit, Math.min(a, received.length - readLimit));
-            if (n < 0) {
-                throw new EOFException("the peer closed the connection");
-            }
-            readLimit += n;
-        }
-        return true;
     }
 
     /** Reads until at least {@code length} bytes from {@link #readPos} are buffered. */

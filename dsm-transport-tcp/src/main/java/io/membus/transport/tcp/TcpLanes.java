@@ -502,7 +502,8 @@ final class TcpLanes implements BlockingVerbs {
     /**
      * An idle lane for a {@link LaneFlight}, or null. Never opens one on the calling thread
      * (an asynchronous call must not wait for a connect and a handshake): when none is idle
-     * and another may open, one opens on the common pool and later flights find it idle.
+     * and another may open, one opens on one of the transport's flight reader threads
+     * ({@code membus-tcp-<node>-flights-<n>}) and later flights find it idle.
      */
     TcpLane takeForFlight() {
         TcpLane idleLane = takeIdle();
@@ -512,7 +513,7 @@ final class TcpLanes implements BlockingVerbs {
         if (!closed && max > 0 && System.nanoTime() - noOpenBefore >= 0 && Long.bitCount(open.get()) < max
                 && openingForFlights.compareAndSet(false, true)) {
             try {
-                java.util.concurrent.ForkJoinPool.commonPool().execute(() -> {
+                transport.flightReaders().execute(() -> { // the transport's own threads, named membus-tcp-*
                     try {
                         TcpLane lane = openLane();
                         if (lane != null) {
@@ -534,6 +535,11 @@ final class TcpLanes implements BlockingVerbs {
     /** Where a flight with callbacks and no waiter is read ({@link LaneFlight}). */
     java.util.concurrent.Executor flightReaders() {
         return transport.flightReaders();
+    }
+
+    /** Whether the lanes closed for good (the connection closed). */
+    boolean closed() {
+        return closed;
     }
 
     /** Gives back a lane a {@link LaneFlight} held. */

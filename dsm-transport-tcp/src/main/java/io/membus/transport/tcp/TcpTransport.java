@@ -70,7 +70,9 @@ public final class TcpTransport extends AbstractTransport {
     private final LaneServer laneServer;
     /**
      * Threads that read the answers of held reads ({@link LaneFlight}) that have callbacks and
-     * no waiter yet: at most one per blocking lane, ended when idle for a second and at close.
+     * no waiter yet, or whose waiter may not block that long, and open lanes for flights: at most
+     * one per blocking lane plus one, ended when idle for a second and at close (a task refused
+     * when all are busy is asked again by the flights' fallback).
      */
     private final java.util.concurrent.ThreadPoolExecutor flightReaders;
     /**
@@ -179,7 +181,7 @@ public final class TcpTransport extends AbstractTransport {
         }
         this.laneServer = lanes;
         java.util.concurrent.atomic.AtomicInteger readerCount = new java.util.concurrent.atomic.AtomicInteger();
-        this.flightReaders = new java.util.concurrent.ThreadPoolExecutor(0, Math.max(1, settings.blockingLanes), 1,
+        this.flightReaders = new java.util.concurrent.ThreadPoolExecutor(0, Math.max(1, settings.blockingLanes) + 1, 1,
                 TimeUnit.SECONDS, new java.util.concurrent.SynchronousQueue<>(),
                 TransportThreads.marking(r -> {
                     Thread t = new Thread(r, "membus-tcp-" + config.nodeId() + "-flights-"
