@@ -108,6 +108,11 @@ public final class WaitHelp {
         }
     }
 
+    /** Entries the calling thread's registry holds (unsettled ones, and settled ones not yet dropped); for tests. */
+    public static int registered() {
+        return PENDING.get().size();
+    }
+
     /**
      * Attaches {@code action} to {@code future}; when the future is a transport's
      * {@link Waitable}, it is told that the caller will wait (a routed verb's wrapper, awaited

@@ -292,6 +292,7 @@ final class LaneFlight implements WaitHelp.Pending {
 
     /** Asks a flight reader; when none may run now the fallback asks again at its next tick. */
     private void submitReader(boolean quiet) {
+        VerbPathCounts.flightReaderAsks.increment();
         try {
             lanes.flightReaders().execute(() -> readAsReader(quiet));
         } catch (RejectedExecutionException e) {

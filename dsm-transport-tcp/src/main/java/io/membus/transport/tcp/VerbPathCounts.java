@@ -38,10 +38,12 @@ final class VerbPathCounts {
 
     /** Writes of a lane flight's held reads ({@code LaneFlight}: one per flight, by its waiter or the fallback). */
     static final LongAdder flightWrites = new LongAdder();
-    /** Lane flights with callbacks that a flight reader thread read because nobody waited for them first. */
+    /** Lane flights a flight reader thread read (a callback and no waiter, a waiter with a short deadline, the fallback). */
     static final LongAdder flightReaderReads = new LongAdder();
-    /** Lane flights the fallback reader took over because nobody waited for them in time. */
+    /** Lane flights the fallback handed to a flight reader (or failed) because nobody took them in time. */
     static final LongAdder flightPolls = new LongAdder();
+    /** Flight reader tasks asked for (each a thread hand-off, whether or not the reader then read the flight). */
+    static final LongAdder flightReaderAsks = new LongAdder();
 
     private VerbPathCounts() {
     }

@@ -264,4 +264,221 @@ class LaneFlightTest {
         assertTrue(!ba.isOpen());
         a.faults().clear();
     }
+
+    // ------------------------------------------------------------------ the review's findings (second attempt)
+
+    @SuppressWarnings("unchecked")
+    private CompletableFuture<byte[]>[] sixteenHeldReads() {
+        CompletableFuture<byte[]>[] fs = new CompletableFuture[16];
+        for (int i = 0; i < fs.length; i++) {
+            fs[i] = memory.readAsync(ptr, 64);
+            assertInstanceOf(LaneFlight.Flight.class, fs[i], "held on the lane");
+        }
+        return fs;
+    }
+
+    /**
+     * Finding 1 (completion order): a flight another thread reads (here a flight reader, asked by a callback)
+     * is not over until every one of its futures completed; the owner's next verb waits for that. The test
+     * holds the delivery in the first future's callback until the owner is seen waiting.
+     */
+    @Test
+    void theOwnersNextVerbWaitsUntilAFlightAnotherThreadReadsHasCompletedEveryFuture() throws Exception {
+        pair(Duration.ofSeconds(20), 21);
+        CompletableFuture<byte[]>[] fs = sixteenHeldReads();
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        fs[0].whenComplete((v, e) -> { // asks a flight reader: the delivery runs on it, held here
+            entered.countDown();
+            try {
+                release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        assertTrue(entered.await(WAIT.toSeconds(), TimeUnit.SECONDS), "another thread delivers the flight");
+        Thread owner = Thread.currentThread();
+        Thread releaser = new Thread(() -> { // releases the delivery once the owner waits for it
+            long until = System.nanoTime() + WAIT.toNanos();
+            while (System.nanoTime() - until < 0 && owner.getState() != Thread.State.WAITING
+                    && owner.getState() != Thread.State.TIMED_WAITING) {
+                Thread.onSpinWait();
+            }
+            release.countDown();
+        }, "test-releaser");
+        releaser.start();
+        try {
+            memory.write(ptr + 128, bytes(22)); // the owner's next verb (blocking, on a lane)
+            for (int i = 0; i < fs.length; i++) {
+                assertTrue(fs[i].isDone(), "read " + i + " of the earlier flight completed before the next verb");
+            }
+        } finally {
+            release.countDown();
+            releaser.join();
+        }
+        for (CompletableFuture<byte[]> f : fs) {
+            assertArrayEquals(bytes(21), f.join());
+        }
+    }
+
+    /**
+     * Finding 1, the owner's next verb bounded: while another thread holds the delivery, a verb whose
+     * deadline passes first fails with a not-sent timeout instead of waiting on.
+     */
+    @Test
+    void theOwnersNextVerbWaitsForTheDeliveryOnlyUntilItsOwnDeadline() throws Exception {
+        pair(Duration.ofSeconds(20), 27);
+        CompletableFuture<byte[]>[] fs = sixteenHeldReads();
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        fs[0].whenComplete((v, e) -> {
+            entered.countDown();
+            try {
+                release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try {
+            assertTrue(entered.await(WAIT.toSeconds(), TimeUnit.SECONDS), "another thread delivers the flight");
+            DsmTimeoutException e = assertThrows(DsmTimeoutException.class, () -> {
+                long saved = io.membus.core.OperationDeadline.enter(Duration.ofMillis(50));
+                try {
+                    memory.write(ptr + 128, bytes(28));
+                } finally {
+                    io.membus.core.OperationDeadline.exit(saved);
+                }
+            });
+            assertTrue(!e.mayHaveRun(), "not sent: " + e);
+        } finally {
+            release.countDown();
+        }
+        for (CompletableFuture<byte[]> f : fs) {
+            assertArrayEquals(bytes(27), RemoteMemory.await(f, WAIT));
+        }
+    }
+
+    /**
+     * Finding 2 (nothing waits forever): an unexpected exception while the answers are read ends the flight:
+     * the answered reads keep their values, every other read fails typed (it may have run: its request
+     * left), the lane is closed, and the next verbs work. The same before the write: not sent.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void anUnexpectedFailureWhileReadingAFlightFailsEveryUnansweredReadTypedAndClosesTheLane() {
+        pair(Duration.ofSeconds(20), 23);
+        Thread me = Thread.currentThread();
+        LaneFlight.readHook = i -> {
+            if (i == 5 && Thread.currentThread() == me) {
+                throw new IllegalStateException("injected after five answers");
+            }
+        };
+        try {
+            CompletableFuture<byte[]>[] fs = sixteenHeldReads();
+            assertArrayEquals(bytes(23), fs[0].join(), "answered before the failure");
+            for (int i = 0; i < fs.length; i++) {
+                assertTrue(fs[i].isDone(), "read " + i + " completed");
+                if (i < 5) {
+                    assertArrayEquals(bytes(23), fs[i].join());
+                } else {
+                    int at = i;
+                    NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
+                            () -> RemoteMemory.await(fs[at], WAIT));
+                    assertTrue(e.mayHaveRun(), "its request was sent: " + e);
+                }
+            }
+            assertEquals(0, ba.lanesOpen(), "the lane, out of step, is closed");
+            LaneFlight.readHook = i -> {
+                if (i == -1 && Thread.currentThread() == me) {
+                    throw new AssertionError("an Error before the write");
+                }
+            };
+            memory.write(ptr + 128, bytes(24)); // opens a lane again
+            CompletableFuture<byte[]>[] gs = sixteenHeldReads();
+            assertThrows(AssertionError.class, gs[15]::join, "the Error reaches the thread that read");
+            for (CompletableFuture<byte[]> g : gs) {
+                NodeUnavailableException e = assertThrows(NodeUnavailableException.class,
+                        () -> RemoteMemory.await(g, WAIT));
+                assertTrue(!e.mayHaveRun(), "never sent: " + e);
+            }
+        } finally {
+            LaneFlight.readHook = null;
+        }
+        assertArrayEquals(bytes(23), memory.read(ptr, 64), "the next verbs work");
+        assertArrayEquals(bytes(23), memory.await(memory.readAsync(ptr, 64)));
+    }
+
+    /**
+     * Finding 3 (timed waits): {@code get(10 ms)} on a read whose target answers slowly throws its
+     * TimeoutException (the waiter hands the flight to a reader instead of reading past its own deadline),
+     * and the read completes afterwards with its value; the same for {@code RemoteMemory.await(f, wait)}.
+     */
+    @Test
+    void aTimedWaitShorterThanTheReadReadsNothingPastItsDeadlineAndTheReadStillCompletes() throws Exception {
+        pair(Duration.ofSeconds(20), 25);
+        a.faults().delay(2, Duration.ofMillis(300)); // the target answers node 2 late; node 2 has no rule: lanes stay
+        try {
+            CompletableFuture<byte[]> f = memory.readAsync(ptr, 64);
+            assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane");
+            assertThrows(java.util.concurrent.TimeoutException.class, () -> f.get(10, TimeUnit.MILLISECONDS));
+            assertArrayEquals(bytes(25), f.get(WAIT.toSeconds(), TimeUnit.SECONDS), "completed by a reader");
+
+            CompletableFuture<byte[]> g = memory.readAsync(ptr, 64);
+            assertInstanceOf(LaneFlight.Flight.class, g, "held on the lane");
+            assertThrows(DsmTimeoutException.class, () -> RemoteMemory.await(g, Duration.ofMillis(10)));
+            assertArrayEquals(bytes(25), RemoteMemory.await(g, WAIT), "completed by a reader");
+        } finally {
+            a.faults().clear();
+        }
+    }
+
+    /**
+     * Finding 5 (callbacks): a verb a callback issues while its thread delivers the flight is issued after
+     * the delivery: when its future completes, every later read of the flight has completed. The second
+     * read's callback stalls the delivery so that a verb issued at once would complete first.
+     */
+    @Test
+    void aVerbACallbackIssuesDuringTheDeliveryCompletesAfterTheFlightsLaterReads() {
+        pair(Duration.ofSeconds(20), 29);
+        long other = RemotePtr.pack(1, 0, 8192);
+        CompletableFuture<byte[]>[] fs = sixteenHeldReads();
+        AtomicReference<CompletableFuture<Void>> nested = new AtomicReference<>();
+        AtomicReference<Boolean> laterDone = new AtomicReference<>();
+        fs[0].whenComplete((v, e) -> {
+            CompletableFuture<Void> w = memory.writeAsync(other, bytes(30), 0, 64);
+            w.whenComplete((x, t) -> {
+                boolean all = true;
+                for (int i = 1; i < fs.length; i++) {
+                    all &= fs[i].isDone();
+                }
+                laterDone.set(all);
+            });
+            nested.set(w);
+        });
+        fs[1].whenComplete((v, e) -> {
+            try {
+                Thread.sleep(200); // a slow callback: the write above, if issued at once, would be answered meanwhile
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        CompletableFuture<byte[]> composed = fs[2].thenCompose(v -> memory.readAsync(other, 64));
+        memory.await(fs[15]);
+        memory.await(nested.get());
+        assertEquals(Boolean.TRUE, laterDone.get(), "the callback's write completed after the flight's later reads");
+        assertArrayEquals(bytes(30), memory.await(composed), "the composed read was issued after the write");
+    }
+
+    /** Finding 5 (per-thread state): flights delivered by other threads are not kept by their thread. */
+    @Test
+    void flightsDeliveredByOtherThreadsAreNotKeptPerThread() throws Exception {
+        pair(Duration.ofSeconds(20), 31);
+        for (int r = 0; r < 200; r++) {
+            CountDownLatch done = new CountDownLatch(1);
+            memory.readAsync(ptr, 64).whenComplete((v, e) -> done.countDown()); // read by a flight reader
+            assertTrue(done.await(WAIT.toSeconds(), TimeUnit.SECONDS));
+            assertTrue(io.membus.core.transport.WaitHelp.registered() <= 2,
+                    "settled flights dropped: " + io.membus.core.transport.WaitHelp.registered());
+        }
+    }
 }
