@@ -300,9 +300,12 @@ class LaneFlightTest {
         Thread owner = Thread.currentThread();
         Thread releaser = new Thread(() -> { // releases the delivery once the owner waits for it
             long until = System.nanoTime() + WAIT.toNanos();
-            while (System.nanoTime() - until < 0 && owner.getState() != Thread.State.WAITING
-                    && owner.getState() != Thread.State.TIMED_WAITING) {
-                Thread.onSpinWait();
+            while (System.nanoTime() - until < 0 && !waitsForADelivery(owner)) {
+                try {
+                    Thread.sleep(1);
+                } catch (InterruptedException ie) {
+                    return;
+                }
             }
             release.countDown();
         }, "test-releaser");
@@ -319,6 +322,16 @@ class LaneFlightTest {
         for (CompletableFuture<byte[]> f : fs) {
             assertArrayEquals(bytes(21), f.join());
         }
+    }
+
+    /** Whether {@code t} waits in a flight's delivery wait ({@code LaneFlight.awaitDelivered}). */
+    private static boolean waitsForADelivery(Thread t) {
+        for (StackTraceElement e : t.getStackTrace()) {
+            if (e.getClassName().equals(LaneFlight.class.getName()) && e.getMethodName().equals("awaitDelivered")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
