@@ -75,10 +75,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * complete on the connection's I/O thread (answers), the timer wheel's thread
  * (deadlines) or the thread that closes the connection: callbacks must not block.
  * A read held on a lane ({@link LaneFlight}: a thread that may use a lane, until it
- * waits) completes on the thread that reads its answer: its waiter, a flight reader
- * thread (a callback was attached) or the wheel's thread when nobody waited; a thread's
- * next verb on the connection finishes its
- * held reads first, so order holds across the two paths.
+ * waits) completes on the thread that reads its answer: its waiter or a flight reader
+ * thread (a callback was attached, a waiter with a short deadline, or nobody waited); a
+ * thread's next verb on the connection waits until its held reads are delivered (every
+ * future completed), bounded by that verb's deadline, so order holds across the two paths;
+ * a verb a callback issues while its thread delivers held reads is issued after the
+ * delivery, and a blocking verb there is refused ({@code BlockingCallOnTransportThreadException}).
  */
 final class TcpConnection implements Connection {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
@@ -448,7 +450,10 @@ final class TcpConnection implements Connection {
     public io.membus.core.transport.BlockingVerbs blockingNow() {
         if (lanes != null) {
             if (WaitHelp.delivering()) {
-                return null; // a callback of a held read: posted, and issued after its flight's futures
+                // a callback of a held read this thread is completing: a blocking verb would wait for verbs its delivery
+                // holds back (a posted one is issued only after it), so it is refused before anything is sent
+                throw new io.membus.core.error.BlockingCallOnTransportThreadException(Thread.currentThread().getName()
+                        + " (in a callback of a tcp read it is completing)");
             }
             DsmTimeoutException late = finishFlight(verbWaitNanos()); // a blocking verb must not overtake them
             if (late != null) {

@@ -496,6 +496,43 @@ class LaneFlightTest {
         assertTrue(checked > 0, "no round ran the callbacks during a delivery");
     }
 
+    /**
+     * A blocking verb in a callback the delivery of a flight runs would wait for verbs the delivery holds back:
+     * it is refused before anything is sent ({@code BlockingCallOnTransportThreadException}, not run), as on a
+     * transport thread.
+     */
+    @Test
+    void aBlockingVerbInACallbackOfTheDeliveryIsRefusedBeforeItIsSent() {
+        pair(Duration.ofSeconds(20), 33);
+        long other = RemotePtr.pack(1, 0, 8192);
+        memory.write(other, bytes(33));
+        int checked = 0;
+        for (int r = 0; r < 30 && checked < 3; r++) {
+            CompletableFuture<byte[]>[] fs = sixteenHeldReads();
+            AtomicReference<Throwable> refused = new AtomicReference<>();
+            AtomicReference<Boolean> duringDelivery = new AtomicReference<>();
+            fs[0].whenComplete((v, e) -> {
+                duringDelivery.set(!fs[1].isDone());
+                try {
+                    memory.write(other, bytes(34));
+                } catch (RuntimeException t) {
+                    refused.set(t);
+                }
+            });
+            memory.await(fs[15]);
+            if (!duringDelivery.get()) {
+                memory.write(other, bytes(33)); // ran outside any delivery (the fallback was first): put it back
+                continue;
+            }
+            checked++;
+            DsmException e = assertInstanceOf(io.membus.core.error.BlockingCallOnTransportThreadException.class,
+                    refused.get());
+            assertTrue(!e.mayHaveRun());
+            assertArrayEquals(bytes(33), memory.read(other, 64), "the refused write never ran");
+        }
+        assertTrue(checked > 0, "no round ran the callback during a delivery");
+    }
+
     /** Finding 5 (per-thread state): flights delivered by other threads are not kept by their thread. */
     @Test
     void flightsDeliveredByOtherThreadsAreNotKeptPerThread() throws Exception {
