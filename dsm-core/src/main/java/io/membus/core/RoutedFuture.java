@@ -18,8 +18,9 @@ import java.util.concurrent.TimeoutException;
  * thread left for its waiter ({@link WaitHelp}: tcp's reads held on a lane, which the
  * routed verb may be), within the wait's own bound, as {@code VerbWait.await} does.
  *
- * <p><b>Note:</b> thread-safe: {@link #then} is volatile (set by the thread that re-issued
- * the verb, read by the blocking caller); completion is the {@link CompletableFuture}'s.
+ * <p><b>Note:</b> thread-safe: {@link #then} and {@link #source} are volatile (set by the
+ * thread that issued or re-issued the verb, read by the blocking caller or by whoever attaches
+ * a dependent); completion is the {@link CompletableFuture}'s.
  */
 class RoutedFuture<T> extends CompletableFuture<T> {
     /** The future of the verb issued again after a refusal, when that is withdrawable. */
