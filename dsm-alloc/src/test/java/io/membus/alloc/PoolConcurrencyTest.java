@@ -352,7 +352,6 @@ class PoolConcurrencyTest extends WithAllocCluster {
 
     /** The change of AllocatorCounts' count {@code name} since {@code before}. */
     private static long count(long[] before, String name) {
-        int i = java.util.Arrays.asList(AllocatorCounts.NAMES).indexOf(name);
-        return AllocatorCounts.snapshot()[i] - before[i];
+        return AllocatorCounts.COUNTS.since(before).get(name);
     }
 }

@@ -23,10 +23,21 @@ import static io.membus.collections.MapLayout.*;
  * <p><b>Note:</b> thread-safe: any number of threads on any number of nodes migrate at
  * once; every decision is a remote CAS or fetch-and-add (freezing and copying are
  * idempotent, so a range swept twice is harmless). This node's view of a table's successor
- * and stall time are volatile hints on {@link MapTable}.
+ * and stall time are volatile hints on {@link MapTable}; its repair progress there belongs
+ * to the one thread of the node holding the table's repair flag. Migrating is work an
+ * operation takes on only while enough of its deadline is left ({@link #helpIfTimeLeft});
+ * every remote wait is one verb under the caller's operation deadline.
  */
 final class MapMigration {
-    private static final int MIGRATE_RANGE = 64;
+    /**
+     * Slots per claim of the CURSOR: what one helping operation migrates. A range costs about
+     * one round trip per slot (its freeze) and four or five per live key (read, copy), so 16 slots
+     * are some 60 round trips: one range may be taken on by a put with half its deadline left on a
+     * loaded machine. (It was 64, some 250 round trips: at load averages near 30 with 1 ms more per
+     * verb a range took 0.4-1 s, and a put that helped with one on top of its own change outlived a
+     * 3 s deadline, DsmMapGrowthDeadlineTest.)
+     */
+    static final int MIGRATE_RANGE = 16;
 
     private final GlobalAllocator heap;
     private final RemoteMemory mem;
@@ -113,18 +124,37 @@ final class MapMigration {
 
     /**
      * The resize's starter migrates ranges of {@code t} while more than three quarters of
-     * its operation's deadline are left (at least one range), then goes on with its own change
-     * in the next table; the ranges left are migrated by the operations that meet a frozen
-     * slot, one range each (docs/collections.md, "Growth without stopping anyone"). Migrating
-     * every range in the starter's call made one put carry four or five round trips per live
-     * key of the table: a large map's growth outlived the put's deadline (seen with one
-     * backup, where every change costs more).
+     * its operation's deadline are left (checked before each range is claimed, so a starter
+     * already late migrates none), then goes on with its own change in the next table; the
+     * ranges left are migrated by the operations that meet a frozen slot, one range each
+     * while half their deadline is left ({@link #helpIfTimeLeft}; docs/collections.md, "Growth
+     * without stopping anyone").
+     * Migrating every range in the starter's call made one put carry four or five round
+     * trips per live key of the table: a large map's growth outlived the put's deadline
+     * (seen with one backup, where every change costs more).
+     *
+     * @return the ranges this call migrated
      */
-    void migrateWhileTimeLeft(MapTable t) {
+    int migrateWhileTimeLeft(MapTable t) {
         long keep = mem.operationTimeout().toNanos() * 3 / 4; // a range may take a while: stop early
-        while (helpMigrate(t) && OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep) {
-            // keep going
+        int ranges = 0;
+        while (OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep && helpMigrate(t)) {
+            ranges++;
         }
+        return ranges;
+    }
+
+    /**
+     * Helps the migration of {@code t} with one range when more than half of the calling
+     * operation's deadline is left; an operation already that late (slow verbs, restarts) helps
+     * with none and leaves the range to the next one, so helping never spends the time its own
+     * change needs. Every range is migrated by some operation that had the time (or a repair).
+     *
+     * @return whether a range was migrated
+     */
+    boolean helpIfTimeLeft(MapTable t) {
+        long keep = mem.operationTimeout().toNanos() / 2;
+        return OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep && helpMigrate(t);
     }
 
     /** Migrates ranges of {@code t} until none is left to claim. */
@@ -200,6 +230,15 @@ final class MapMigration {
      * claimer died (or its verbs failed) part-way. After a while (four graces, so a
      * slow but live claimer usually finishes first), sweep the whole table again —
      * freezing and copying are idempotent — then declare it migrated.
+     *
+     * <p>The sweep is spread over this node's operations like the migration itself: one
+     * thread of the node at a time sweeps ranges from where the node's last sweep stopped
+     * ({@link MapTable#repairedTo}), while more than half of its operation's deadline is left,
+     * and the operation that sweeps the last range sets DONE. A slot swept by an earlier
+     * operation stays swept (a frozen slot is final and its key was copied), so the sweep
+     * covers every slot after the stall was seen, as one operation's would. (One operation
+     * swept the whole table: the whole-table migration on one put, which a large table's
+     * slowed verbs made outlive the put's deadline.)
      */
     private void repairIfStalled(MapTable t) {
         int total = t.total();
@@ -212,15 +251,25 @@ final class MapMigration {
             t.stalledSince = now;
             return;
         }
-        if (now - t.stalledSince < 4 * graceNanos) {
+        if (now - t.stalledSince < 4 * graceNanos || !t.repairing.compareAndSet(false, true)) {
             return;
         }
-        for (int from = 0; from < total; from += MIGRATE_RANGE) {
-            int to = Math.min(total, from + MIGRATE_RANGE);
-            long[] w = tables.readWords(t.slot(from), to - from);
-            for (int i = from; i < to; i++) {
-                migrateSlot(t, i, w[i - from]);
+        try {
+            long keep = mem.operationTimeout().toNanos() / 2;
+            while (t.repairedTo < total && OperationDeadline.remainingNanos(Long.MAX_VALUE / 4) > keep) {
+                int from = t.repairedTo;
+                int to = Math.min(total, from + MIGRATE_RANGE);
+                long[] w = tables.readWords(t.slot(from), to - from);
+                for (int i = from; i < to; i++) {
+                    migrateSlot(t, i, w[i - from]);
+                }
+                t.repairedTo = to; // only once the range was swept: a failed sweep is taken up again there
             }
+            if (t.repairedTo < total) {
+                return; // the next operation of this node that finds the table stalled goes on
+            }
+        } finally {
+            t.repairing.set(false);
         }
         while (done < total) {
             long witness = mem.compareAndSwap(t.ptr + TABLE_DONE, done, total);

@@ -189,7 +189,7 @@ final class MapMutation {
                             migration.migrateWhileTimeLeft(t);
                         } else if (!helped) {
                             helped = true;
-                            migration.helpMigrate(t);
+                            migration.helpIfTimeLeft(t);
                         }
                         OpEvents.mark(OpEvents.TABLE_AGAIN);
                         t = tables.mustNext(t);

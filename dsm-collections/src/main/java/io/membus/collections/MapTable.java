@@ -1,5 +1,7 @@
 package io.membus.collections;
 
+import java.util.concurrent.atomic.AtomicBoolean;
+
 import static io.membus.collections.MapLayout.TABLE_SLOTS;
 import static io.membus.collections.MapLayout.inlineOffset;
 
@@ -10,7 +12,9 @@ import static io.membus.collections.MapLayout.inlineOffset;
  *
  * <p><b>Note:</b> thread-safe: the header fields are final; {@link #next} and
  * {@link #stalledSince} are volatile hints any thread may set (a table's NEXT word
- * changes once, from 0, so every value set is the one the remote word holds).
+ * changes once, from 0, so every value set is the one the remote word holds);
+ * {@link #repairedTo} belongs to the thread holding {@link #repairing} (its compare-and-set
+ * and release order the field's reads and writes between successive holders).
  */
 final class MapTable {
     final long ptr;
@@ -23,6 +27,14 @@ final class MapTable {
     volatile long next;
     /** When this node first saw every range claimed but the migration unfinished (0: not seen). */
     volatile long stalledSince;
+    /**
+     * This node's repair sweep of a stalled migration (see {@code MapMigration.repairIfStalled}):
+     * the slots before it were swept after the stall was seen. Read and written only by the
+     * thread holding {@link #repairing}.
+     */
+    int repairedTo;
+    /** Held by the one thread of this node sweeping the table in a repair. */
+    final AtomicBoolean repairing = new AtomicBoolean();
 
     MapTable(long ptr, int log2, long seq, long seed, int window, int inline, long next) {
         this.inline = inline;

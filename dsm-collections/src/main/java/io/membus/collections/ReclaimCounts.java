@@ -1,5 +1,7 @@
 package io.membus.collections;
 
+import io.membus.core.metrics.CounterSet;
+
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -9,63 +11,45 @@ import java.util.concurrent.atomic.LongAdder;
  * how often a change met the bound on what waits. The evidence of what reclamation costs in
  * round trips, independent of the machine's load (docs/collections.md, "Counted: the
  * allocator's refills and the reclaimer"); nothing in the maps reads them. One
- * {@link LongAdder} increment per step, so counting is left on.
+ * {@link LongAdder} increment per step (a handle of {@link #COUNTS}), so counting is left on.
  *
- * <p><b>Note:</b> thread-safe (LongAdders: increments from any thread, never lost;
- * {@link #snapshot()} is not atomic across counts, so read it while the maps are quiet).
+ * <p><b>Note:</b> thread-safe, with {@link CounterSet}'s ordering: increments from any thread,
+ * never lost, not ordered with each other; {@link #snapshot()} is not atomic across counts,
+ * so read it while the maps are quiet.
  */
-public enum ReclaimCounts {
+public final class ReclaimCounts {
+    private static final CounterSet.Builder DECLARE = CounterSet.builder("reclaimer");
+
     /** Entry blocks retired (replaced or removed entries, and entries released by a table passing). */
-    RETIRED("retired"),
+    static final LongAdder retired = DECLARE.add("retired");
     /** Entry blocks freed (their generation CAS landed). */
-    FREED("freed"),
+    static final LongAdder freed = DECLARE.add("freed");
     /** Frees that read the block's header first (it was not carried with the retired pointer). */
-    HEADER_READS("headerReads"),
+    static final LongAdder headerReads = DECLARE.add("headerReads");
     /** Carried headers the block no longer had (its CAS failed, nothing freed): freed through a read after. */
-    STALE_CARRIED("staleCarried"),
+    static final LongAdder staleCarried = DECLARE.add("staleCarried");
     /** Free calls ({@code GlobalAllocator.freeAll}): each one batch of CASes per node (and one of reads, if any). */
-    FREE_CALLS("freeCalls"),
+    static final LongAdder freeCalls = DECLARE.add("freeCalls");
     /** Blocks freed on a changing thread because its map was at the bound. */
-    HELPED("helped"),
+    static final LongAdder helped = DECLARE.add("helped");
     /** Times a change found its map at the bound. */
-    BOUND_HITS("boundHits"),
+    static final LongAdder boundHits = DECLARE.add("boundHits");
     /** Times a change at the bound found nothing due and waited. */
-    BOUND_WAITS("boundWaits");
+    static final LongAdder boundWaits = DECLARE.add("boundWaits");
 
-    /** The count's name in {@link #since}. */
-    private final String label;
-    private final LongAdder count = new LongAdder();
+    /** The counts above, in their order. */
+    public static final CounterSet COUNTS = DECLARE.build();
 
-    ReclaimCounts(String label) {
-        this.label = label;
+    private ReclaimCounts() {
     }
 
-    void increment() {
-        count.increment();
-    }
-
-    void add(long n) {
-        count.add(n);
-    }
-
-    /** Every count now, in declaration order. */
+    /** Every count now, in the order of {@link #COUNTS}: a mark for {@link #since}. */
     public static long[] snapshot() {
-        ReclaimCounts[] all = values();
-        long[] now = new long[all.length];
-        for (int i = 0; i < all.length; i++) {
-            now[i] = all[i].count.sum();
-        }
-        return now;
+        return COUNTS.snapshot();
     }
 
     /** {@code name=count} of each count's change since {@code before} (a {@link #snapshot()}). */
     public static String since(long[] before) {
-        long[] now = snapshot();
-        StringBuilder s = new StringBuilder();
-        for (ReclaimCounts c : values()) {
-            s.append(c.ordinal() == 0 ? "" : ", ").append(c.label).append('=')
-                    .append(now[c.ordinal()] - before[c.ordinal()]);
-        }
-        return s.toString();
+        return COUNTS.since(before).toString();
     }
 }

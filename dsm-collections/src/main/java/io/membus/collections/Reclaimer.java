@@ -193,10 +193,10 @@ final class Reclaimer {
                 }
                 continue;
             }
-            ReclaimCounts.BOUND_HITS.increment();
+            ReclaimCounts.boundHits.increment();
             long[][] due = takeDue(false, FREE_BATCH);
             if (due.length > 0) {
-                ReclaimCounts.HELPED.add(due.length);
+                ReclaimCounts.helped.add(due.length);
                 free(due);
             }
             long left = until - System.nanoTime();
@@ -218,7 +218,7 @@ final class Reclaimer {
                 long wait = Math.min(left, oldest == null ? ROOM_LOOK
                         : Math.min(ROOM_LOOK, graceNanos - (clock.getAsLong() - oldest[2])));
                 if (wait > 0) {
-                    ReclaimCounts.BOUND_WAITS.increment();
+                    ReclaimCounts.boundWaits.increment();
                     room.awaitNanos(Math.max(wait, 1_000));
                 }
             } catch (InterruptedException e) {
@@ -270,7 +270,7 @@ final class Reclaimer {
         long known = carried(ptr, header);
         long now = clock.getAsLong();
         held.incrementAndGet();
-        ReclaimCounts.RETIRED.increment();
+        ReclaimCounts.retired.increment();
         lock.lock();
         try {
             limbo.addLast(new long[]{ptr, known, now});
@@ -309,7 +309,7 @@ final class Reclaimer {
             for (List<long[]> blocks : passed.values()) {
                 for (long[] b : blocks) {
                     held.incrementAndGet();
-                    ReclaimCounts.RETIRED.increment();
+                    ReclaimCounts.retired.increment();
                     limbo.addLast(new long[]{b[0], b[1], now});
                 }
             }
@@ -519,7 +519,7 @@ final class Reclaimer {
                 }
             }
             if (!unknown.isEmpty()) {
-                ReclaimCounts.HEADER_READS.add(unknown.size());
+                ReclaimCounts.headerReads.add(unknown.size());
                 RemoteMemory.RemoteBatch batch = mem.batch();
                 List<CompletableFuture<byte[]>> reads = new ArrayList<>(unknown.size());
                 for (int i : unknown) {
@@ -552,7 +552,7 @@ final class Reclaimer {
                     refs[i] = ref(ptr, headers[i]);
                 }
             }
-            ReclaimCounts.FREE_CALLS.increment();
+            ReclaimCounts.freeCalls.increment();
             casSent = true;
             errors = freeAll.apply(refs);
         } catch (RuntimeException e) {
@@ -594,7 +594,7 @@ final class Reclaimer {
             DsmException e = errors[i];
             if (e == null) {
                 freed.incrementAndGet();
-                ReclaimCounts.FREED.increment();
+                ReclaimCounts.freed.increment();
                 retries.remove(ptr);
                 done++;
             } else if (e instanceof StaleBlockReferenceException || e instanceof InvalidBlockException) {
@@ -603,7 +603,7 @@ final class Reclaimer {
                 if (hint[i]) {
                     // a carried header that is not the block's now (its chunk maybe reused for another size class:
                     // InvalidBlockException): freed through the header read instead
-                    ReclaimCounts.STALE_CARRIED.increment();
+                    ReclaimCounts.staleCarried.increment();
                     retries.put(ptr, new long[]{0, again == null ? 0 : again[1]});
                     back.add(new long[]{ptr, 0, due[i][2]});
                 } else {

@@ -1,6 +1,7 @@
 package io.membus.collections;
 
 import io.membus.codec.Codecs;
+import io.membus.core.OperationDeadline;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -208,7 +209,7 @@ class DsmMapTest {
         MapStore store = storeOf(m);
         MapTable first = store.rootTable();
         store.startResize(first);
-        store.mem.fetchAndAdd(first.ptr + MapLayout.TABLE_CURSOR, 64);
+        store.mem.fetchAndAdd(first.ptr + MapLayout.TABLE_CURSOR, MapMigration.MIGRATE_RANGE);
         // the survivors keep working: every other range gets migrated, the claimed one stays as it was
         DsmMap<Long, Long> other = DsmMap.open(cluster.node(2), m.rootPtr(), Codecs.longs(), Codecs.longs(),
                 DsmMapOptions.defaults().readCacheEntries(0));
@@ -230,6 +231,48 @@ class DsmMapTest {
         assertTrue(otherStore.rootTable().seq > first.seq || storeOf(m).advanceRootAndGet().seq > first.seq,
                 "the root moved past the repaired table");
         assertEquals(10 + (k - 100), m.size());
+    }
+
+    /**
+     * Helping a growth costs an operation one range at most, and none when less than half of
+     * its deadline is left; the starter of a growth already that late migrates none either (it
+     * used to migrate one range before it looked at its deadline, and helpers took one whatever
+     * the time left: a put that helped on a loaded machine outlived its deadline). Deadlines here
+     * are scopes set by the test, not times measured.
+     */
+    @Test
+    void anOperationHelpsAGrowthWithOneRangeAndOnlyWhileHalfItsDeadlineIsLeft() {
+        cluster = new MapCluster("local", 1, 8 << 20);
+        DsmMap<Long, Long> m = DsmMap.create(cluster.node(1), Codecs.longs(), Codecs.longs(),
+                DsmMapOptions.defaults().initialSlots(256).readCacheEntries(0));
+        for (long k = 0; k < 100; k++) {
+            m.put(k, k);
+        }
+        MapStore store = storeOf(m);
+        MapTable t = store.rootTable();
+        store.startResize(t);
+        long timeout = store.mem.operationTimeout().toNanos();
+        long scope = OperationDeadline.enterNanos(timeout / 4); // an operation with a quarter of its deadline left
+        try {
+            assertFalse(store.migration.helpIfTimeLeft(t), "a late operation helps with no range");
+            assertEquals(0, store.migration.migrateWhileTimeLeft(t), "a late starter migrates no range");
+        } finally {
+            OperationDeadline.exit(scope);
+        }
+        assertEquals(0, store.mem.readLong(t.ptr + MapLayout.TABLE_CURSOR), "ranges claimed");
+        assertTrue(store.migration.helpIfTimeLeft(t), "no deadline: helps"); // no scope: all the time there is
+        assertEquals(MapMigration.MIGRATE_RANGE, store.mem.readLong(t.ptr + MapLayout.TABLE_CURSOR), "slots claimed");
+        assertEquals(MapMigration.MIGRATE_RANGE, store.mem.readLong(t.ptr + MapLayout.TABLE_DONE), "slots migrated");
+        for (long k = 0; k < 100; k++) {
+            assertEquals(k, m.get(k), "key " + k + " during the growth");
+        }
+        for (long k = 100; k < 200; k++) {
+            m.put(k, k); // every operation from here helps: the growth finishes
+        }
+        for (long k = 0; k < 200; k++) {
+            assertEquals(k, m.get(k), "key " + k);
+        }
+        assertEquals(200, m.size());
     }
 
     private static MapStore storeOf(DsmMap<?, ?> map) {

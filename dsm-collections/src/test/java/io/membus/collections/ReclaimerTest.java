@@ -55,15 +55,6 @@ class ReclaimerTest {
         return ref;
     }
 
-    private static long count(int i) {
-        return ReclaimCounts.snapshot()[i];
-    }
-
-    private static final int RETIRED = 0;
-    private static final int HEADER_READS = 2;
-    private static final int STALE_CARRIED = 3;
-    private static final int HELPED = 5;
-
     /**
      * Retires outpace the freeing thread (it is never handed anything here: no {@code drain}):
      * what waits never exceeds the bound, the retiring thread frees due blocks itself, and when
@@ -77,7 +68,7 @@ class ReclaimerTest {
         AtomicLong now = new AtomicLong();
         int bound = 64;
         Reclaimer r = new Reclaimer(heap, GRACE, now::get, bound);
-        long helpedBefore = count(HELPED);
+        long helpedBefore = ReclaimCounts.helped.sum();
         int retires = 1_000;
         for (int i = 0; i < retires; i++) {
             r.admit(10_000_000_000L);
@@ -87,7 +78,7 @@ class ReclaimerTest {
             now.addAndGet(GRACE / 16); // sixteen retires per grace, and the freeing thread never frees one: the bound holds
         }
         assertTrue(r.freed() >= retires - bound, "the writer freed what came due: freed=" + r.freed());
-        assertEquals(r.freed(), count(HELPED) - helpedBefore, "all of it on the writing thread");
+        assertEquals(r.freed(), ReclaimCounts.helped.sum() - helpedBefore, "all of it on the writing thread");
         assertEquals(retires, r.freed() + r.pending(), "nothing dropped");
 
         // nothing due: a change waits at most its deadline, then fails before it retired anything
@@ -131,14 +122,14 @@ class ReclaimerTest {
         Reclaimer r = new Reclaimer(heap, GRACE, now::get, Reclaimer.DEFAULT_BOUND);
         BlockRef known = entryRef(heap);
         BlockRef noted = entryRef(heap);
-        long reads = count(HEADER_READS);
+        long reads = ReclaimCounts.headerReads.sum();
         r.retire(known.ptr(), known.header());
         r.noteInstalled(noted.ptr(), noted.header());
         r.retire(noted.ptr());
         now.set(GRACE);
         r.drainHere();
         assertEquals(2, r.freed());
-        assertEquals(reads, count(HEADER_READS), "both headers carried: no read");
+        assertEquals(reads, ReclaimCounts.headerReads.sum(), "both headers carried: no read");
         assertFalse(heap.isLive(known));
         assertFalse(heap.isLive(noted));
 
@@ -157,14 +148,14 @@ class ReclaimerTest {
             }
         }
         org.junit.jupiter.api.Assertions.assertNotNull(reused, "the freed block is handed out again");
-        long stale = count(STALE_CARRIED);
-        reads = count(HEADER_READS);
+        long stale = ReclaimCounts.staleCarried.sum();
+        reads = ReclaimCounts.headerReads.sum();
         r.retire(reused.ptr()); // this node replaced the reuse: its note is the old generation's
         now.set(2 * GRACE);
         r.drainHere(); // the CAS with the noted header fails; the block goes back, due
         r.drainHere(); // freed through the read
-        assertEquals(stale + 1, count(STALE_CARRIED));
-        assertEquals(reads + 1, count(HEADER_READS));
+        assertEquals(stale + 1, ReclaimCounts.staleCarried.sum());
+        assertEquals(reads + 1, ReclaimCounts.headerReads.sum());
         assertEquals(3, r.freed());
         assertFalse(heap.isLive(reused), "the reuse's generation freed");
         assertEquals(0, r.pending());
@@ -309,11 +300,11 @@ class ReclaimerTest {
         failFirstCall(r, ref -> new io.membus.alloc.InvalidBlockException(ref.ptr(), "injected by the test"));
         BlockRef entry = entryRef(heap);
         r.retire(entry.ptr(), entry.header());
-        long reads = count(HEADER_READS);
+        long reads = ReclaimCounts.headerReads.sum();
         now.set(GRACE);
         r.drainHere(); // refused: back to limbo's head, due
         r.drainHere(); // freed through the read
-        assertEquals(reads + 1, count(HEADER_READS));
+        assertEquals(reads + 1, ReclaimCounts.headerReads.sum());
         assertFalse(heap.isLive(entry));
         assertEquals(1, r.freed());
         assertEquals(0, r.pending());

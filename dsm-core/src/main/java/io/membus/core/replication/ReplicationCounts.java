@@ -1,5 +1,6 @@
 package io.membus.core.replication;
 
+import io.membus.core.metrics.CounterSet;
 import io.membus.core.transport.TransportThreads;
 
 import java.util.concurrent.atomic.LongAdder;
@@ -11,43 +12,45 @@ import java.util.concurrent.atomic.LongAdder;
  * released it, and on which thread the copy handled a stream message. They are the
  * evidence of what a replicated change costs in messages and wake-ups, independent of the
  * machine's load (docs/replication.md §3.5.2 divides them by the changes); nothing in the
- * engine reads them. Each count is one {@link LongAdder} increment per step, so counting
- * is left on.
+ * engine reads them. Each count is one {@link LongAdder} increment per step (a handle of
+ * {@link #COUNTS}), so counting is left on.
  *
- * <p><b>Note:</b> thread-safe (LongAdders: increments from any thread, never lost;
- * {@link #snapshot()} is not atomic across counts, so read it while the cluster is quiet).
+ * <p><b>Note:</b> thread-safe, with {@link CounterSet}'s ordering: increments from any thread,
+ * never lost, not ordered with each other; {@link #snapshot()} is not atomic across counts,
+ * so read it while the cluster is quiet.
  */
 public final class ReplicationCounts {
-    /** Changes sequenced by a group that has copies (one per change, not per record part). */
-    static final LongAdder changes = new LongAdder();
-    /** Changes whose group lock was held by another thread when they asked for it. */
-    static final LongAdder lockContended = new LongAdder();
-    /** Stream messages exchanged on a blocking lane by the thread whose change appended them. */
-    static final LongAdder laneMessages = new LongAdder();
-    /** Stream messages posted (sent through the connection's I/O thread, the reply on an I/O thread). */
-    static final LongAdder postedMessages = new LongAdder();
-    /** Records carried by the stream messages of both paths. */
-    static final LongAdder records = new LongAdder();
-    /** Flushes that found another thread sending the stream and left their records to it. */
-    static final LongAdder flushJoined = new LongAdder();
-    /** Blocking-verb threads that waited for a lane exchange to end and then sent the next message themselves. */
-    static final LongAdder nextSenders = new LongAdder();
-    /** Acknowledgements (stream replies) the primaries read. */
-    static final LongAdder acks = new LongAdder();
-    /** Answers that found their need not acknowledged and waited ({@link AckGate#whenAcked} or {@link AckGate#await} queued). */
-    static final LongAdder gateWaits = new LongAdder();
-    /** Waiters released by a watermark that passed them (an unpark or a callback each). */
-    static final LongAdder wakeups = new LongAdder();
-    /** Stream messages a copy handled on its event loop (inline). */
-    static final LongAdder copyInline = new LongAdder();
-    /** Stream messages a copy handled on a blocking lane's thread. */
-    static final LongAdder copyLane = new LongAdder();
-    /** Stream messages a copy handled on its message executor. */
-    static final LongAdder copyExecutor = new LongAdder();
+    private static final CounterSet.Builder DECLARE = CounterSet.builder("replication");
 
-    /** Names of {@link #snapshot()}'s counts, in its order. */
-    public static final String[] NAMES = {"changes", "lockContended", "laneMessages", "postedMessages", "records",
-            "flushJoined", "nextSenders", "acks", "gateWaits", "wakeups", "copyInline", "copyLane", "copyExecutor"};
+    /** Changes sequenced by a group that has copies (one per change, not per record part). */
+    static final LongAdder changes = DECLARE.add("changes");
+    /** Changes whose group lock was held by another thread when they asked for it. */
+    static final LongAdder lockContended = DECLARE.add("lockContended");
+    /** Stream messages exchanged on a blocking lane by the thread whose change appended them. */
+    static final LongAdder laneMessages = DECLARE.add("laneMessages");
+    /** Stream messages posted (sent through the connection's I/O thread, the reply on an I/O thread). */
+    static final LongAdder postedMessages = DECLARE.add("postedMessages");
+    /** Records carried by the stream messages of both paths. */
+    static final LongAdder records = DECLARE.add("records");
+    /** Flushes that found another thread sending the stream and left their records to it. */
+    static final LongAdder flushJoined = DECLARE.add("flushJoined");
+    /** Blocking-verb threads that waited for a lane exchange to end and then sent the next message themselves. */
+    static final LongAdder nextSenders = DECLARE.add("nextSenders");
+    /** Acknowledgements (stream replies) the primaries read. */
+    static final LongAdder acks = DECLARE.add("acks");
+    /** Answers that found their need not acknowledged and waited ({@link AckGate#whenAcked} or {@link AckGate#await} queued). */
+    static final LongAdder gateWaits = DECLARE.add("gateWaits");
+    /** Waiters released by a watermark that passed them (an unpark or a callback each). */
+    static final LongAdder wakeups = DECLARE.add("wakeups");
+    /** Stream messages a copy handled on its event loop (inline). */
+    static final LongAdder copyInline = DECLARE.add("copyInline");
+    /** Stream messages a copy handled on a blocking lane's thread. */
+    static final LongAdder copyLane = DECLARE.add("copyLane");
+    /** Stream messages a copy handled on its message executor. */
+    static final LongAdder copyExecutor = DECLARE.add("copyExecutor");
+
+    /** The counts above, in their order. */
+    public static final CounterSet COUNTS = DECLARE.build();
 
     private ReplicationCounts() {
     }
@@ -63,25 +66,13 @@ public final class ReplicationCounts {
         }
     }
 
-    /** The counts now, in the order of {@link #NAMES}. */
+    /** The counts now, in the order of {@link #COUNTS}: a mark for {@link #since}. */
     public static long[] snapshot() {
-        return new long[] {changes.sum(), lockContended.sum(), laneMessages.sum(), postedMessages.sum(), records.sum(),
-                flushJoined.sum(), nextSenders.sum(), acks.sum(), gateWaits.sum(), wakeups.sum(), copyInline.sum(), copyLane.sum(),
-                copyExecutor.sum()};
+        return COUNTS.snapshot();
     }
 
     /** {@code name=count} of each count's change since {@code before} (a {@link #snapshot()}), and per change. */
     public static String since(long[] before) {
-        long[] now = snapshot();
-        long changed = Math.max(1, now[0] - before[0]);
-        StringBuilder s = new StringBuilder();
-        for (int i = 0; i < NAMES.length; i++) {
-            long d = now[i] - before[i];
-            s.append(i == 0 ? "" : ", ").append(NAMES[i]).append('=').append(d);
-            if (i > 0) {
-                s.append(String.format(" (%.2f/change)", (double) d / changed));
-            }
-        }
-        return s.toString();
+        return COUNTS.since(before).toString("changes", "change");
     }
 }

@@ -113,6 +113,13 @@ final class TcpConnection implements Connection {
     private final long openId;
     private volatile String downReason = "connection not open";
     private volatile Channel channel;
+    /**
+     * The first connect's outcome, failed by {@link #close(String)} if it has not completed: a dial's
+     * listeners run on the I/O threads, which a closing transport shuts down, and Netty drops what it
+     * can no longer run there. Written before {@link #state} is read in {@link #start()}; close writes
+     * the state before it reads this: one of the two sees the other.
+     */
+    private volatile CompletableFuture<Void> starting;
 
     // issue side: any thread
     private final VerbPipeline<Verb> pipeline;
@@ -161,7 +168,12 @@ final class TcpConnection implements Connection {
     /** Connects and authenticates; completes when verbs may be posted. */
     CompletableFuture<Void> start() {
         CompletableFuture<Void> ready = new CompletableFuture<>();
-        dialer.attempt(ready);
+        starting = ready;
+        if (state == CLOSED) { // closed by its transport's close() before it started: no dial
+            ready.completeExceptionally(refusal(downReason));
+        } else {
+            dialer.attempt(ready);
+        }
         return ready.whenComplete((v, e) -> {
             if (e != null) {
                 close(e.getMessage());
@@ -210,6 +222,7 @@ final class TcpConnection implements Connection {
             }
         } while (!STATE.compareAndSet(this, s, CLOSED));
         OpenResources.CONNECTIONS.closed(openId);
+        transport.forget(this);
         Channel ch = channel;
         if (ch != null) {
             ch.close();
@@ -218,10 +231,11 @@ final class TcpConnection implements Connection {
             lanes.closeAll(true);
         }
         String why = reason + " (peer " + peer + ")";
-        // closed because this node's transport closed: what never left, and what comes later, is refused as
-        // closed (a retry cannot help), not as an unavailable peer
-        java.util.function.Supplier<DsmException> refused = () -> transport.isClosed() ? transport.closedException()
-                : NodeUnavailableException.notSent(peer.nodeId(), why);
+        java.util.function.Supplier<DsmException> refused = () -> refusal(reason);
+        CompletableFuture<Void> start = starting; // a first connect still dialing ends here, not on a dropped listener
+        if (start != null) {
+            start.completeExceptionally(refused.get());
+        }
         pipeline.close(new NodeUnavailableException(peer.nodeId(), why), refused.get(), refused);
         try {
             loop.execute(() -> {
@@ -235,6 +249,16 @@ final class TcpConnection implements Connection {
         } catch (RejectedExecutionException e) {
             failIssued(reason); // the I/O threads are gone: only the issue queue can hold verbs
         }
+    }
+
+    /**
+     * What a verb or a connect refused by a closed connection fails with: closed because this
+     * node's transport closed, what never left and what comes later is refused as closed (a retry
+     * cannot help), not as an unavailable peer.
+     */
+    private DsmException refusal(String reason) {
+        return transport.isClosed() ? transport.closedException()
+                : NodeUnavailableException.notSent(peer.nodeId(), reason + " (peer " + peer + ")");
     }
 
     // ------------------------------------------------------------------ verbs

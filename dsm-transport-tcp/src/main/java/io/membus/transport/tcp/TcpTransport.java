@@ -66,6 +66,13 @@ public final class TcpTransport extends AbstractTransport {
     private final String localAddress;
     /** Authenticated (or handshaking) server-side channels. */
     private final Map<Channel, ServerHandler> served = new ConcurrentHashMap<>();
+    /**
+     * The connections this node opened and has not closed. {@link #closeTransport()} closes what is left
+     * in it: a {@code connect} that passed its closed check just before {@code close()} set the flag
+     * may open a connection the base class's sweep of its map missed, and its dial would go to I/O
+     * threads that are shutting down, whose listeners Netty drops (its start would never complete).
+     */
+    private final java.util.Set<TcpConnection> opened = ConcurrentHashMap.newKeySet();
     /** Serves the blocking lanes peers open to this node; null when {@code lane-server = false}. */
     private final LaneServer laneServer;
     /**
@@ -216,12 +223,25 @@ public final class TcpTransport extends AbstractTransport {
 
     @Override
     protected CompletableFuture<Connection> open(PeerInfo peer) {
+        TcpConnection c;
         try {
-            TcpConnection c = new TcpConnection(this, peer, group.next());
-            return c.start().thenApply(x -> c);
+            c = new TcpConnection(this, peer, group.next());
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+        opened.add(c);
+        // close() sets the flag before it closes what is in the set, and this reads the flag after adding to
+        // it (both volatile / CAS): one of the two sees the other, so no connection is left open
+        if (isClosed()) {
+            c.close("the initiator's transport closed");
+            return CompletableFuture.failedFuture(closedException());
+        }
+        return c.start().thenApply(x -> c);
+    }
+
+    /** A connection of this node closed for good ({@link TcpConnection#close(String)}). */
+    void forget(TcpConnection c) {
+        opened.remove(c);
     }
 
     Class<? extends SocketChannel> socketChannelClass() {
@@ -301,6 +321,9 @@ public final class TcpTransport extends AbstractTransport {
     @Override
     protected void closeTransport() {
         flightReaders.shutdown(); // a reader blocked on a lane ends as the connections close their lanes
+        for (TcpConnection c : opened) {
+            c.close("the initiator's transport closed"); // opened by a connect that raced close(): see opened
+        }
         slots.close(); // connections waiting for a slot are closed
         if (laneServer != null) {
             laneServer.close(); // its threads end as their sockets close
