@@ -325,6 +325,19 @@ class LaneFlightTest {
         }
     }
 
+    /** Whether {@code t} waits for an answer on a blocking lane ({@code TcpLane.answer}). */
+    private static boolean waitsOnALane(Thread t) {
+        if (t == null) {
+            return false;
+        }
+        for (StackTraceElement e : t.getStackTrace()) {
+            if (e.getClassName().equals(TcpLane.class.getName()) && e.getMethodName().equals("answer")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Whether {@code t} waits in a flight's delivery wait ({@code LaneFlight.awaitDelivered}). */
     private static boolean waitsForADelivery(Thread t) {
         for (StackTraceElement e : t.getStackTrace()) {
@@ -531,6 +544,48 @@ class LaneFlightTest {
             assertArrayEquals(bytes(33), memory.read(other, 64), "the refused write never ran");
         }
         assertTrue(checked > 0, "no round ran the callback during a delivery");
+    }
+
+    /**
+     * Finding 5 (threads): a read that finds no idle lane is posted, and a lane opens for the next flights on
+     * one of the transport's own threads ({@code membus-tcp-2-flights-<n>}), not on the JVM's common pool.
+     * The only lane is held by a blocking read the target answers 300 ms late; no flight exists, so no flight
+     * reader thread is started for any other reason.
+     */
+    @Test
+    void aLaneForFlightsOpensOnTheTransportsOwnThreads() throws Exception {
+        pair(Duration.ofSeconds(20), 35);
+        assertEquals(1, ba.lanesOpen());
+        a.faults().delay(2, Duration.ofMillis(300)); // the target answers node 2 late; node 2 has no rule: lanes stay
+        try {
+            Thread[] reader = new Thread[1];
+            CompletableFuture<byte[]> blocking = CompletableFuture.supplyAsync(() -> memory.read(ptr, 64),
+                    runnable -> {
+                        reader[0] = new Thread(runnable, "test-blocking-reader");
+                        reader[0].start();
+                    });
+            long until = System.nanoTime() + WAIT.toNanos();
+            while (!waitsOnALane(reader[0])) { // the only lane is busy from here on, for 300 ms
+                assertTrue(System.nanoTime() - until < 0, "the blocking read took the lane");
+                Thread.sleep(1);
+            }
+            CompletableFuture<byte[]> posted = memory.readAsync(ptr, 64); // finds no idle lane: asks for one, posted
+            assertTrue(!(posted instanceof LaneFlight.Flight), "no idle lane: posted");
+            until = System.nanoTime() + WAIT.toNanos();
+            while (ba.lanesOpen() < 2) {
+                assertTrue(System.nanoTime() - until < 0, "a second lane opened");
+                Thread.sleep(1);
+            }
+            boolean opener = false;
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                opener |= t.getName().startsWith("membus-tcp-2-flights-");
+            }
+            assertTrue(opener, "the lane opened on a membus-tcp-2-flights thread (they end after 1 s idle)");
+            assertArrayEquals(bytes(35), blocking.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+            assertArrayEquals(bytes(35), memory.await(posted));
+        } finally {
+            a.faults().clear();
+        }
     }
 
     /** Finding 5 (per-thread state): flights delivered by other threads are not kept by their thread. */
