@@ -163,7 +163,12 @@ final class GroupRouter {
             return f;
         }
         RoutedFuture<T> result = new RoutedFuture<>();
-        f.whenComplete((value, error) -> {
+        if (f instanceof io.membus.core.transport.WaitHelp.Waitable<?> w) {
+            result.source = w;
+        }
+        // the caller waits for result (RemoteMemory.await, or RoutedFuture's get/join): the relay must not make
+        // the transport find another thread to complete f (tcp: a flight reader for a read held on a lane)
+        io.membus.core.transport.WaitHelp.whenCompleteOwnerWaits(f, (value, error) -> {
             Throwable cause = VerbFutures.unwrap(error);
             if (cause instanceof NotPrimaryException np) {
                 CompletableFuture<T> next = reissue(ptr, verb, deadline, hops, np);

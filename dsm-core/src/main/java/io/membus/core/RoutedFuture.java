@@ -3,20 +3,66 @@ package io.membus.core;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NotPrimaryException;
 
+import io.membus.core.transport.WaitHelp;
+
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The future of a routed verb ({@link GroupRouter}) that was refused
  * {@link NotPrimaryException} and issued again ({@link #then}), or held: a blocking caller
  * whose wait ends while the verb is held withdraws it through {@link #withdraw()} and
- * reports it not sent.
+ * reports it not sent. Waiting for it ({@code get}, {@code join}) first does what the
+ * thread left for its waiter ({@link WaitHelp}: tcp's reads held on a lane, which the
+ * routed verb may be), within the wait's own bound, as {@code VerbWait.await} does.
  *
- * <p><b>Note:</b> thread-safe: {@link #then} is volatile (set by the thread that re-issued
- * the verb, read by the blocking caller); completion is the {@link CompletableFuture}'s.
+ * <p><b>Note:</b> thread-safe: {@link #then} and {@link #source} are volatile (set by the
+ * thread that issued or re-issued the verb, read by the blocking caller or by whoever attaches
+ * a dependent); completion is the {@link CompletableFuture}'s.
  */
 class RoutedFuture<T> extends CompletableFuture<T> {
     /** The future of the verb issued again after a refusal, when that is withdrawable. */
     volatile RoutedFuture<T> then;
+
+    /** The verb's own future this one relays, when the transport wants to know of dependents ({@link WaitHelp.Waitable}). */
+    volatile WaitHelp.Waitable<?> source;
+
+    @Override
+    public <U> CompletableFuture<U> newIncompleteFuture() {
+        WaitHelp.Waitable<?> s = source;
+        if (s != null) {
+            s.dependentAttached(); // a callback on this future: somebody may never wait for the verb
+        }
+        return new CompletableFuture<>();
+    }
+
+    @Override
+    public T get() throws InterruptedException, ExecutionException {
+        if (!isDone()) {
+            WaitHelp.beforeWait(WaitHelp.FOREVER);
+        }
+        return super.get();
+    }
+
+    @Override
+    public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
+        if (!isDone()) {
+            long deadline = System.nanoTime() + unit.toNanos(timeout);
+            WaitHelp.beforeWait(unit.toNanos(timeout));
+            return super.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        }
+        return super.get(timeout, unit);
+    }
+
+    @Override
+    public T join() {
+        if (!isDone()) {
+            WaitHelp.beforeWait(WaitHelp.FOREVER);
+        }
+        return super.join();
+    }
 
     /** The not-sent timeout when the verb was still held (it will never be sent now), else null. */
     DsmTimeoutException withdraw() {

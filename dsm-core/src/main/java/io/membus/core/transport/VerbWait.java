@@ -41,13 +41,21 @@ public final class VerbWait {
      * where stopping is safe, between verbs.
      *
      * @throws BlockingCallOnTransportThreadException when called on a transport thread,
-     *         where waiting could deadlock (unless the future is already complete)
+     *         where waiting could deadlock, or in a callback a transport's delivery runs
+     *         ({@link WaitHelp#delivering()}) (unless the future is already complete)
      */
     public static <T> T await(CompletableFuture<T> future, Duration wait) {
-        if (!future.isDone() && TransportThreads.isTransportThread()) {
-            throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
+        if (!future.isDone()) {
+            if (TransportThreads.isTransportThread()) {
+                throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName());
+            }
+            WaitHelp.checkNotDelivering();
         }
         long deadline = System.nanoTime() + wait.toNanos();
+        if (!future.isDone()) {
+            // what this thread left for its waiter (tcp: reads held on a lane) goes first, within this wait
+            WaitHelp.beforeWait(wait.toNanos());
+        }
         boolean interrupted = false;
         try {
             while (true) {

@@ -54,7 +54,11 @@ import java.util.concurrent.CompletableFuture;
  *       first kind; the second must be read back first.</li>
  *   <li><b>Completion.</b> Futures complete on a transport thread or, for
  *       memory-semantics transports ({@code local}, {@code shm}), on the calling
- *       thread before the method returns. Callbacks attached to them must not block.</li>
+ *       thread before the method returns; a read {@code tcp} holds on a blocking lane
+ *       until its thread waits completes on the thread that reads its answer: the thread
+ *       that waits for it, or a transport thread (see {@link WaitHelp}). Callbacks attached
+ *       to them must not block (a blocking call in one fails with
+ *       {@code BlockingCallOnTransportThreadException}).</li>
  * </ul>
  * Buffers passed to {@link #write} are copied before the method returns; the
  * caller may reuse them at once.

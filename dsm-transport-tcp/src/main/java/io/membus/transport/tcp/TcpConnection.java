@@ -1,6 +1,7 @@
 package io.membus.transport.tcp;
 
 import io.membus.core.OpenResources;
+import io.membus.core.OperationDeadline;
 import io.membus.core.error.BadLengthException;
 import io.membus.core.error.DsmException;
 import io.membus.core.error.DsmTimeoutException;
@@ -13,6 +14,7 @@ import io.membus.core.directory.PeerInfo;
 import io.membus.core.transport.SegmentTable;
 import io.membus.core.transport.VerbObserver;
 import io.membus.core.transport.Verbs;
+import io.membus.core.transport.WaitHelp;
 import io.membus.core.transport.pipeline.Verb;
 import io.membus.core.transport.pipeline.VerbOwner;
 import io.membus.core.transport.pipeline.VerbPipeline;
@@ -23,6 +25,7 @@ import org.slf4j.LoggerFactory;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
@@ -71,6 +74,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * holds for verbs issued by one thread (or ordered by the callers). Futures
  * complete on the connection's I/O thread (answers), the timer wheel's thread
  * (deadlines) or the thread that closes the connection: callbacks must not block.
+ * A read held on a lane ({@link LaneFlight}: a thread that may use a lane, until it
+ * waits) completes on the thread that reads its answer: its waiter or a flight reader
+ * thread (a callback was attached, a waiter with a short deadline, or nobody waited); a
+ * thread's next verb on the connection waits until its held reads are delivered (every
+ * future completed), bounded by that verb's deadline, so order holds across the two paths;
+ * a verb a callback issues while its thread delivers held reads is issued after the
+ * delivery, and a blocking verb there is refused ({@code BlockingCallOnTransportThreadException}).
  */
 final class TcpConnection implements Connection {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
@@ -125,6 +135,8 @@ final class TcpConnection implements Connection {
     private final TcpLanes lanes;
     /** Each issuing thread's unsettled verbs on this connection (see {@link #blockingNow()}). */
     private final ThreadLocal<VerbOwner> owners = ThreadLocal.withInitial(VerbOwner::new);
+    /** Each thread's reads held on a lane until it waits ({@link LaneFlight}); empty without lanes. */
+    private final ThreadLocal<LaneFlight.Holder> flights = ThreadLocal.withInitial(LaneFlight.Holder::new);
 
     TcpConnection(TcpTransport transport, PeerInfo peer, EventLoop loop) {
         this.transport = transport;
@@ -253,7 +265,72 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
+        if (lanes != null && !WaitHelp.delivering()) {
+            CompletableFuture<byte[]> held = readOnLane(ptr, remoteKey, length);
+            if (held != null) {
+                return held;
+            }
+        }
         return issue(new Verb(VerbObserver.READ, ptr, remoteKey, length, 0, 0, null, 0));
+    }
+
+    /**
+     * The read held on the calling thread's {@link LaneFlight} (appended to its open flight, or
+     * a new flight started on an idle lane once the earlier one is delivered), or null: post
+     * it. A thread may hold reads on a lane when it may run blocking verbs on one
+     * ({@link #blockingNow()}'s conditions) and the read fits a lane.
+     */
+    private CompletableFuture<byte[]> readOnLane(long ptr, long remoteKey, int length) {
+        LaneFlight.Holder holder = flights.get();
+        LaneFlight current = holder.current.get();
+        if (current != null && !current.delivered()) {
+            CompletableFuture<byte[]> f = current.read(ptr, remoteKey, length);
+            if (f != null) {
+                return f; // joins the flight still open
+            }
+            // taken or full: its futures complete first (issue order), then a new flight
+            DsmTimeoutException late = finishFlight(verbWaitNanos());
+            if (late != null) {
+                return CompletableFuture.failedFuture(late);
+            }
+        }
+        if (length > TcpLane.MAX_VERB_LENGTH || length < 0 || state != OPEN || transport.faults().active()
+                || io.membus.core.transport.TransportThreads.isTransportThread()
+                || !pipeline.settledFor(owners.get())) {
+            return null;
+        }
+        TcpLane lane = lanes.takeForFlight();
+        if (lane == null) {
+            return null;
+        }
+        return LaneFlight.start(lanes, lane, holder, ptr, remoteKey, length);
+    }
+
+    /**
+     * Waits until the calling thread's {@link LaneFlight} on this connection is delivered
+     * (every future of it completed) before the thread issues a verb another way, reading it
+     * on this thread when nobody took it: the verb cannot overtake, nor complete before, the
+     * thread's held reads. At most until {@code waitNanos} from now (the verb's deadline).
+     *
+     * @return null, or the not-sent timeout when the flight was not delivered in time
+     */
+    private DsmTimeoutException finishFlight(long waitNanos) {
+        if (lanes == null) {
+            return null;
+        }
+        LaneFlight f = flights.get().current.get();
+        if (f == null || f.delivered() || f.finish(Math.max(0, waitNanos))) {
+            return null;
+        }
+        return DsmTimeoutException.notSent("wait for the reads this thread holds on a blocking lane to node "
+                + peer.nodeId() + " (a verb issued after them waits for their answers)", peer.nodeId(),
+                Duration.ofNanos(Math.max(0, waitNanos)));
+    }
+
+    /** What a verb issued now may wait for its thread's held reads: what is left of its deadline. */
+    private long verbWaitNanos() {
+        long now = System.nanoTime();
+        return OperationDeadline.until(now, transport.settings.operationTimeout.toNanos()) - now;
     }
 
     @Override
@@ -342,6 +419,17 @@ final class TcpConnection implements Connection {
 
     /** Issues a submitted batch's verbs in order: one wake-up of the I/O thread for all of them. */
     void submit(List<Verb> verbs) {
+        if (lanes != null && WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
+            LaneFlight.defer(() -> submit(verbs));
+            return;
+        }
+        DsmTimeoutException late = finishFlight(verbWaitNanos());
+        if (late != null) {
+            for (Verb v : verbs) {
+                v.refuse(late);
+            }
+            return;
+        }
         boolean any = false;
         for (Verb v : verbs) {
             long hold = admit(v);
@@ -358,6 +446,17 @@ final class TcpConnection implements Connection {
     }
 
     private <T> CompletableFuture<T> issue(Verb v) {
+        if (lanes != null) {
+            if (WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
+                LaneFlight.defer(() -> issue(v));
+                return v.future();
+            }
+            DsmTimeoutException late = finishFlight(verbWaitNanos());
+            if (late != null) {
+                v.refuse(late);
+                return v.future();
+            }
+        }
         long hold = admit(v);
         if (hold != REFUSED) {
             v.owner = owners.get();
@@ -373,6 +472,18 @@ final class TcpConnection implements Connection {
      */
     @Override
     public io.membus.core.transport.BlockingVerbs blockingNow() {
+        if (lanes != null) {
+            if (WaitHelp.delivering()) {
+                // a callback of a held read this thread is completing: a blocking verb would wait for verbs its delivery
+                // holds back (a posted one is issued only after it), so it is refused before anything is sent
+                throw new io.membus.core.error.BlockingCallOnTransportThreadException(Thread.currentThread().getName()
+                        + " (in a callback of a tcp read it is completing)");
+            }
+            DsmTimeoutException late = finishFlight(verbWaitNanos()); // a blocking verb must not overtake them
+            if (late != null) {
+                throw late;
+            }
+        }
         if (lanes == null || state != OPEN || transport.faults().active()
                 || io.membus.core.transport.TransportThreads.isTransportThread()
                 || !pipeline.settledFor(owners.get())) {

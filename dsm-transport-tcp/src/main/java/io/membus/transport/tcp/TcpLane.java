@@ -27,7 +27,8 @@ import java.net.Socket;
  * caller). The target serves it as any other authenticated connection.
  *
  * <p>A lane is owned by {@link TcpLanes}: a caller takes it, runs one verb, and
- * gives it back. A lane that timed out, lost its socket or read a malformed frame
+ * gives it back (or a {@link LaneFlight} holds it for a thread's reads in flight until
+ * their answers are read). A lane that timed out, lost its socket or read a malformed frame
  * is broken (its next answer could belong to the verb that timed out) and is
  * closed, never reused.
  *
@@ -285,6 +286,11 @@ final class TcpLane implements AutoCloseable {
         return OperationDeadline.until(start, timeoutNanos);
     }
 
+    /** The operation timeout of this lane's transport, in nanoseconds. */
+    long timeoutNanos() {
+        return timeoutNanos;
+    }
+
     /** The answer {@link #answer} read last (valid until the next read). */
     Frame answerFrame() {
         return frame;
@@ -351,6 +357,16 @@ final class TcpLane implements AutoCloseable {
      */
     void answer(byte opcode, long correlation, long until) {
         io(opcode, until, false);
+        checkAnswer(correlation);
+    }
+
+    /** The requests appended since {@link #requests()} cleared the buffer (a {@link LaneFlight} appends across calls). */
+    ByteBuf pendingRequests() {
+        return frameBuf;
+    }
+
+    /** Checks the answer in {@link #frame} against the request {@code correlation} (see {@link #answer}). */
+    private void checkAnswer(long correlation) {
         if (frame.correlationId() != correlation) {
             if (frame.correlationId() == 0 && frame.opcode() == Frame.OP_ERROR) { // the target closed the lane
                 breakLane();
@@ -381,19 +397,37 @@ final class TcpLane implements AutoCloseable {
         }
         try {
             if (sending) {
-                send();
+                sendOrBreak(opcode);
             } else {
-                do {
-                    receive();
-                } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
+                nextFrame(opcode);
             }
+        } finally {
+            deadline = 0;
+        }
+    }
+
+    private void sendOrBreak(byte opcode) {
+        try {
+            send();
         } catch (IOException e) {
             throw lost(opcode, e);
         } catch (RuntimeException e) {
             breakLane();
             throw e;
-        } finally {
-            deadline = 0;
+        }
+    }
+
+    /** Reads the next frame that is not a message credit into {@link #frame}; a failure breaks the lane. */
+    private void nextFrame(byte opcode) {
+        try {
+            do {
+                receive();
+            } while (frame.opcode() == Frame.OP_MSG_CREDIT && frame.correlationId() == 0);
+        } catch (IOException e) {
+            throw lost(opcode, e);
+        } catch (RuntimeException e) {
+            breakLane();
+            throw e;
         }
     }
 
@@ -436,9 +470,7 @@ final class TcpLane implements AutoCloseable {
         if (readPos == readLimit) {
             readPos = readLimit = 0;
         } else if (readPos > 0 && readLimit - readPos < Frame.HEADER_LENGTH) { // keep the rest at the start
-            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
-            readLimit -= readPos;
-            readPos = 0;
+            compact();
         }
         fill(Frame.HEADER_LENGTH);
         int lengthField = receivedBuf.getIntLE(readPos + Frame.LENGTH_FIELD_OFFSET);
@@ -448,9 +480,7 @@ final class TcpLane implements AutoCloseable {
                     + Frame.HEADER_LENGTH + ".." + MAX_FRAME + " on a blocking lane");
         }
         if (readPos + total > received.length) {
-            System.arraycopy(received, readPos, received, 0, readLimit - readPos);
-            readLimit -= readPos;
-            readPos = 0;
+            compact();
         }
         fill(total);
         frameEnd = readPos + total;
@@ -459,6 +489,13 @@ final class TcpLane implements AutoCloseable {
         if (invalid != null) {
             throw new ProtocolException(peer.toString(), invalid);
         }
+    }
+
+    /** Moves the unread bytes to the start of the buffer. */
+    private void compact() {
+        System.arraycopy(received, readPos, received, 0, readLimit - readPos);
+        readLimit -= readPos;
+        readPos = 0;
     }
 
     /** Reads until at least {@code length} bytes from {@link #readPos} are buffered. */

@@ -24,7 +24,9 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * {@link TcpLane} for why). A caller takes an idle lane, runs its verb and gives the
  * lane back; when every lane is busy and no more may open, or a verb is too long
  * for a lane, the verb is posted on the pipelined channel and awaited instead, so
- * a blocking verb never waits for a lane.
+ * a blocking verb never waits for a lane. A thread's asynchronous reads may hold an idle
+ * lane until it waits ({@link #takeForFlight()}, {@link LaneFlight}); the lane comes back
+ * when their answers are read.
  *
  * <p>Which lanes are open and which are idle are two bit sets in one word each:
  * taking and giving back a lane is one CAS, with no allocation. Each verb spells out its
@@ -405,20 +407,10 @@ final class TcpLanes implements BlockingVerbs {
 
     /** An idle lane, a newly opened one, or null when none is free and no more may open. */
     private TcpLane take() {
-        while (true) {
-            long m = idle.get();
-            if (m == 0) {
-                break;
-            }
-            long bit = Long.lowestOneBit(m);
-            if (idle.compareAndSet(m, m & ~bit)) {
-                TcpLane lane = lanes.get(Long.numberOfTrailingZeros(bit));
-                if (lane != null && !lane.broken()) {
-                    OpEvents.laneVerb();
-                    return lane;
-                }
-                discard(Long.numberOfTrailingZeros(bit), lane); // closed meanwhile
-            }
+        TcpLane idleLane = takeIdle();
+        if (idleLane != null) {
+            OpEvents.laneVerb();
+            return idleLane;
         }
         if (closed || max == 0 || System.nanoTime() - noOpenBefore < 0) {
             OpEvents.mark(OpEvents.LANE_FALLBACK);
@@ -483,6 +475,76 @@ final class TcpLanes implements BlockingVerbs {
             return null;
         }
         return lane;
+    }
+
+    /** An idle lane (taken out of the idle set), or null when none is idle. */
+    private TcpLane takeIdle() {
+        while (true) {
+            long m = idle.get();
+            if (m == 0) {
+                return null;
+            }
+            long bit = Long.lowestOneBit(m);
+            if (idle.compareAndSet(m, m & ~bit)) {
+                TcpLane lane = lanes.get(Long.numberOfTrailingZeros(bit));
+                if (lane != null && !lane.broken()) {
+                    return lane;
+                }
+                discard(Long.numberOfTrailingZeros(bit), lane); // closed meanwhile
+            }
+        }
+    }
+
+    /** Set while a lane opens in the background for {@link #takeForFlight()}. */
+    private final java.util.concurrent.atomic.AtomicBoolean openingForFlights =
+            new java.util.concurrent.atomic.AtomicBoolean();
+
+    /**
+     * An idle lane for a {@link LaneFlight}, or null. Never opens one on the calling thread
+     * (an asynchronous call must not wait for a connect and a handshake): when none is idle
+     * and another may open, one opens on one of the transport's flight reader threads
+     * ({@code membus-tcp-<node>-flights-<n>}) and later flights find it idle.
+     */
+    TcpLane takeForFlight() {
+        TcpLane idleLane = takeIdle();
+        if (idleLane != null) {
+            return idleLane;
+        }
+        if (!closed && max > 0 && System.nanoTime() - noOpenBefore >= 0 && Long.bitCount(open.get()) < max
+                && openingForFlights.compareAndSet(false, true)) {
+            try {
+                transport.flightReaders().execute(() -> { // the transport's own threads, named membus-tcp-*
+                    try {
+                        TcpLane lane = openLane();
+                        if (lane != null) {
+                            give(lane);
+                        }
+                    } catch (RuntimeException e) {
+                        LOG.debug("no blocking lane to {} for reads in flight: {}", peer, e.toString());
+                    } finally {
+                        openingForFlights.set(false);
+                    }
+                });
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                openingForFlights.set(false);
+            }
+        }
+        return null;
+    }
+
+    /** Where a flight with callbacks and no waiter is read ({@link LaneFlight}). */
+    java.util.concurrent.Executor flightReaders() {
+        return transport.flightReaders();
+    }
+
+    /** Whether the lanes closed for good (the connection closed). */
+    boolean closed() {
+        return closed;
+    }
+
+    /** Gives back a lane a {@link LaneFlight} held. */
+    void giveBack(TcpLane lane) {
+        give(lane);
     }
 
     /** Gives a lane back after one verb: idle again, or closed when it broke or the lanes closed. */

@@ -76,6 +76,13 @@ public final class TcpTransport extends AbstractTransport {
     /** Serves the blocking lanes peers open to this node; null when {@code lane-server = false}. */
     private final LaneServer laneServer;
     /**
+     * Threads that read the answers of held reads ({@link LaneFlight}) that have callbacks and
+     * no waiter yet, or whose waiter may not block that long, and open lanes for flights: at most
+     * one per blocking lane plus one, ended when idle for a second and at close (a task refused
+     * when all are busy is asked again by the flights' fallback).
+     */
+    private final java.util.concurrent.ThreadPoolExecutor flightReaders;
+    /**
      * Test hook: where this node's verb executors find a verb's ack gate instead of
      * {@code table().gate(ptr)} (null, the default, in production). Read once by each
      * executor when its connection or lane is accepted: set it before peers connect.
@@ -180,6 +187,15 @@ public final class TcpTransport extends AbstractTransport {
             }
         }
         this.laneServer = lanes;
+        java.util.concurrent.atomic.AtomicInteger readerCount = new java.util.concurrent.atomic.AtomicInteger();
+        this.flightReaders = new java.util.concurrent.ThreadPoolExecutor(0, Math.max(1, settings.blockingLanes) + 1, 1,
+                TimeUnit.SECONDS, new java.util.concurrent.SynchronousQueue<>(),
+                TransportThreads.marking(r -> {
+                    Thread t = new Thread(r, "membus-tcp-" + config.nodeId() + "-flights-"
+                            + readerCount.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                }));
         int port = ((InetSocketAddress) serverChannel.localAddress()).getPort();
         this.localAddress = HostPort.format(settings.advertiseHost, port); // an IPv6 host in brackets
         LOG.debug("node {} (incarnation {}) serves tcp verbs at {} ({})", nodeId(), incarnation(), localAddress,
@@ -297,8 +313,14 @@ public final class TcpTransport extends AbstractTransport {
         }
     }
 
+    /** Where {@link LaneFlight} runs the reader of a flight with callbacks and no waiter (may refuse: the fallback reads it). */
+    java.util.concurrent.Executor flightReaders() {
+        return flightReaders;
+    }
+
     @Override
     protected void closeTransport() {
+        flightReaders.shutdown(); // a reader blocked on a lane ends as the connections close their lanes
         for (TcpConnection c : opened) {
             c.close("the initiator's transport closed"); // opened by a connect that raced close(): see opened
         }
@@ -317,6 +339,11 @@ public final class TcpTransport extends AbstractTransport {
         }
         // the timeout bounds close(); quiet period 0: nothing is left to run on the loops
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        try {
+            flightReaders.awaitTermination(2, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** The lane server, or null; for tests. */

@@ -43,6 +43,15 @@ final class VerbPathCounts {
     /** Bursts of reads a caller sent on its lane ({@code LaneCompounds.readEach}), each one write. */
     static final LongAdder laneBursts = new LongAdder();
 
+    /** Writes of a lane flight's held reads ({@code LaneFlight}: one per flight, by whichever thread reads it). */
+    static final LongAdder flightWrites = new LongAdder();
+    /** Lane flights a flight reader thread read (a callback and no waiter, a waiter with a short deadline, the fallback). */
+    static final LongAdder flightReaderReads = new LongAdder();
+    /** Lane flights the fallback handed to a flight reader (or failed) because nobody took them in time. */
+    static final LongAdder flightPolls = new LongAdder();
+    /** Flight reader tasks asked for (each a thread hand-off, whether or not the reader then read the flight). */
+    static final LongAdder flightReaderAsks = new LongAdder();
+
     private VerbPathCounts() {
     }
 

@@ -32,6 +32,23 @@ final class Nodes implements AutoCloseable {
         return t;
     }
 
+    /**
+     * {@link #start(int, Duration, String...)}, then the node joins {@code directory} with a
+     * 64 KiB segment exported (segment 0).
+     */
+    Transport member(int nodeId, Duration operationTimeout, io.membus.core.directory.StaticDirectory directory,
+                     String... properties) {
+        Transport t = start(nodeId, operationTimeout, properties);
+        directory.addMember(t.self());
+        directory.addSegment(t.export(io.membus.core.transport.SegmentSpec.of(0, 64 * 1024)).descriptor());
+        return t;
+    }
+
+    /** {@code from}'s open connection to {@code to} (connecting it first), within 30 s. */
+    static TcpConnection connection(Transport from, Transport to) {
+        return (TcpConnection) io.membus.core.RemoteMemory.await(from.connect(to.self()), Duration.ofSeconds(30));
+    }
+
     Transport start(int nodeId, String... properties) {
         return start(nodeId, Duration.ofSeconds(20), properties);
     }

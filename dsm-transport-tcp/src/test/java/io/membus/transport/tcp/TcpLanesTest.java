@@ -2,12 +2,10 @@ package io.membus.transport.tcp;
 
 import io.membus.core.RemoteMemory;
 import io.membus.core.RemotePtr;
-import io.membus.core.Segment;
 import io.membus.core.directory.StaticDirectory;
 import io.membus.core.error.DsmTimeoutException;
 import io.membus.core.error.NodeUnavailableException;
 import io.membus.core.test.Seeds;
-import io.membus.core.transport.SegmentSpec;
 import io.membus.core.transport.Transport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -48,15 +46,11 @@ class TcpLanesTest {
     }
 
     private Transport node(int id, Duration timeout, String... properties) {
-        Transport t = nodes.start(id, timeout, properties);
-        directory.addMember(t.self());
-        Segment s = t.export(SegmentSpec.of(0, 64 * 1024));
-        directory.addSegment(s.descriptor());
-        return t;
+        return nodes.member(id, timeout, directory, properties);
     }
 
     private static TcpConnection connection(Transport from, Transport to) {
-        return (TcpConnection) RemoteMemory.await(from.connect(to.self()), WAIT);
+        return Nodes.connection(from, to);
     }
 
     @Test
