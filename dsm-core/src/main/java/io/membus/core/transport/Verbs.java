@@ -15,9 +15,19 @@ import java.util.concurrent.CompletableFuture;
  *       not allow, any byte outside the segment, an unaligned atomic, a null pointer
  *       or a pointer to another node than the connection's is refused with its typed
  *       {@link io.membus.core.error.VerbException} and touches nothing.</li>
- *   <li><b>Order.</b> Verbs issued on one connection (or one {@link Batch}) are
- *       executed and completed in issue order: when a verb's future completes, every
- *       verb issued before it on the same connection has completed.</li>
+ *   <li><b>Order.</b> Verbs one thread issues on one connection (or in one
+ *       {@link Batch}) are executed and completed in issue order: when a verb's future
+ *       completes, every verb that thread issued before it on the same connection has
+ *       completed. Across threads the order is the caller's: a verb another thread
+ *       issues after this thread's verb <em>completed</em> runs after it (Visibility,
+ *       below); one issued after this thread merely <em>issued</em> its verb — even
+ *       when the threads order their issues by a lock or a queue — may run and
+ *       complete first on {@code tcp}, whose blocking lanes carry blocking verbs beside
+ *       the pipelined channel and hold {@code readAsync} reads until their thread waits
+ *       ({@code membus.transports.tcp.hold-reads}). A thread that hands work to another
+ *       and needs its verbs done first waits for their futures before the hand-off.
+ *       ({@code local} and {@code shm} run a verb on the calling thread, so there every
+ *       issued verb has completed.)</li>
  *   <li><b>Visibility.</b> A write is visible to every read (on any connection, by
  *       any node) that is issued after the write's future completed.</li>
  *   <li><b>Atomicity.</b> {@link #compareAndSwap} and {@link #fetchAndAdd} act on one
@@ -64,7 +74,8 @@ import java.util.concurrent.CompletableFuture;
  * caller may reuse them at once.
  *
  * <p><b>Note:</b> implementations are thread-safe; the order guarantee holds for
- * verbs issued by one thread, or by threads that order their issues themselves.
+ * the verbs of one thread (across threads, for verbs whose futures completed: see
+ * Order).
  */
 public interface Verbs {
 
