@@ -133,6 +133,12 @@ final class TcpConnection implements Connection {
     private final TcpMessageQueue messages;
     /** The blocking lanes, or null when {@code membus.transports.tcp.blocking-lanes} is 0. */
     private final TcpLanes lanes;
+    /**
+     * Whether a {@code readAsync} may be held on a lane ({@link LaneFlight}): lanes exist and
+     * {@code membus.transports.tcp.hold-reads} is true. False: reads are posted on the pipelined
+     * channel and no flight exists on this connection.
+     */
+    private final boolean holdReads;
     /** Each issuing thread's unsettled verbs on this connection (see {@link #blockingNow()}). */
     private final ThreadLocal<VerbOwner> owners = ThreadLocal.withInitial(VerbOwner::new);
     /** Each thread's reads held on a lane until it waits ({@link LaneFlight}); empty without lanes. */
@@ -162,6 +168,7 @@ final class TcpConnection implements Connection {
         this.dialer = new TcpDialer(this, transport, peer, address.host(), address.port(), loop);
         this.lanes = transport.settings.blockingLanes == 0 ? null
                 : new TcpLanes(this, transport, peer, address.host(), address.port(), transport.settings.blockingLanes);
+        this.holdReads = lanes != null && transport.settings.holdReads;
         this.openId = OpenResources.CONNECTIONS.opened("TcpConnection of node " + transport.nodeId() + " to " + peer);
     }
 
@@ -265,7 +272,7 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-        if (lanes != null && !WaitHelp.delivering()) {
+        if (holdReads && !WaitHelp.delivering()) {
             CompletableFuture<byte[]> held = readOnLane(ptr, remoteKey, length);
             if (held != null) {
                 return held;
@@ -315,7 +322,7 @@ final class TcpConnection implements Connection {
      * @return null, or the not-sent timeout when the flight was not delivered in time
      */
     private DsmTimeoutException finishFlight(long waitNanos) {
-        if (lanes == null) {
+        if (!holdReads) {
             return null;
         }
         LaneFlight f = flights.get().current.get();

@@ -52,9 +52,9 @@ class LaneFlightTest {
      * connection open and {@code bytes(seed)} written at {@link #ptr} by a blocking write,
      * which opens a lane.
      */
-    private void pair(Duration timeout, int seed) {
+    private void pair(Duration timeout, int seed, String... clientProperties) {
         a = nodes.member(1, Duration.ofSeconds(20), directory);
-        b = nodes.member(2, timeout, directory);
+        b = nodes.member(2, timeout, directory, clientProperties);
         memory = new RemoteMemory(b, directory, WAIT);
         ba = Nodes.connection(b, a);
         memory.write(ptr, bytes(seed));
@@ -99,6 +99,41 @@ class LaneFlightTest {
         assertTrue(w >= rounds && w <= rounds + rounds / 10, "one write per 16 reads, whoever sent them: " + w);
         assertTrue(VerbPathCounts.clientWakes.sum() - wakes <= rounds / 10,
                 "the pipelined channel's I/O thread took no part");
+    }
+
+    /**
+     * {@code tcp.hold-reads = false}: every {@code readAsync} is posted on the pipelined channel as
+     * before {@link LaneFlight} (no flight, no write of a flight, nothing registered with
+     * {@code WaitHelp}), while blocking verbs still take the lanes; {@code true} (the default) holds them.
+     */
+    @Test
+    void holdReadsFalsePostsEveryReadAsyncOnThePipelinedChannel() {
+        pair(Duration.ofSeconds(20), 2, "tcp.hold-reads", "false");
+        assertEquals(1, ba.lanesOpen(), "the blocking write still took a lane");
+        long wakes = VerbPathCounts.clientWakes.sum();
+        for (int r = 0; r < 20; r++) {
+            CompletableFuture<byte[]> first = null;
+            CompletableFuture<byte[]> last = null;
+            for (int i = 0; i < 16; i++) {
+                last = memory.readAsync(ptr, 64);
+                assertTrue(!(last instanceof LaneFlight.Waiting), "posted, not held: " + last.getClass());
+                if (first == null) {
+                    first = last;
+                }
+            }
+            assertEquals(0, io.membus.core.transport.WaitHelp.registered(), "no flight registered");
+            assertArrayEquals(bytes(2), memory.await(last));
+            assertArrayEquals(bytes(2), first.join());
+        }
+        assertTrue(VerbPathCounts.clientWakes.sum() - wakes >= 20, "the pipelined channel's I/O thread carried them");
+    }
+
+    @Test
+    void holdReadsTrueIsTheDefaultAndHoldsReadAsyncOnALane() {
+        pair(Duration.ofSeconds(20), 5, "tcp.hold-reads", "true");
+        CompletableFuture<byte[]> f = memory.readAsync(ptr, 64);
+        assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane");
+        assertArrayEquals(bytes(5), memory.await(f));
     }
 
     @Test
