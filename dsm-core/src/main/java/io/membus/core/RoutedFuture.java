@@ -16,7 +16,8 @@ import java.util.concurrent.TimeoutException;
  * whose wait ends while the verb is held withdraws it through {@link #withdraw()} and
  * reports it not sent. Waiting for it ({@code get}, {@code join}) first does what the
  * thread left for its waiter ({@link WaitHelp}: tcp's reads held on a lane, which the
- * routed verb may be), within the wait's own bound, as {@code VerbWait.await} does.
+ * routed verb may be), within the wait's own bound, as {@code VerbWait.await} does, and then
+ * waits for this future only (never for the rest of a delivery another thread runs).
  *
  * <p><b>Note:</b> thread-safe: {@link #then} and {@link #source} are volatile (set by the
  * thread that issued or re-issued the verb, read by the blocking caller or by whoever attaches
@@ -41,7 +42,7 @@ class RoutedFuture<T> extends CompletableFuture<T> {
     @Override
     public T get() throws InterruptedException, ExecutionException {
         if (!isDone()) {
-            WaitHelp.beforeWait(WaitHelp.FOREVER);
+            WaitHelp.beforeWait(WaitHelp.FOREVER, this);
         }
         return super.get();
     }
@@ -50,7 +51,7 @@ class RoutedFuture<T> extends CompletableFuture<T> {
     public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
         if (!isDone()) {
             long deadline = System.nanoTime() + unit.toNanos(timeout);
-            WaitHelp.beforeWait(unit.toNanos(timeout));
+            WaitHelp.beforeWait(unit.toNanos(timeout), this);
             return super.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         }
         return super.get(timeout, unit);
@@ -59,7 +60,7 @@ class RoutedFuture<T> extends CompletableFuture<T> {
     @Override
     public T join() {
         if (!isDone()) {
-            WaitHelp.beforeWait(WaitHelp.FOREVER);
+            WaitHelp.beforeWait(WaitHelp.FOREVER, this);
         }
         return super.join();
     }

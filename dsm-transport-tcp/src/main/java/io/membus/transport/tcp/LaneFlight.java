@@ -59,8 +59,11 @@ import java.util.function.IntConsumer;
  *       (not sent). A routed verb's relay ({@link WaitHelp#whenCompleteOwnerWaits}) asks
  *       nobody: its caller will wait; the fallback covers a caller that does not.</li>
  * </ul>
- * Every other waiter, the owner's next verb included, waits on the monitor until the flight
- * is delivered (or its own deadline passes): no spinning.
+ * A waiter ({@code get}, {@code join}, {@code VerbWait.await}) that did not read the flight
+ * waits for its own future only, never for the rest of a delivery another thread runs (whose
+ * later callbacks may block on a lock the waiter holds). Only the owner's next verb on the
+ * connection waits, on the monitor, until the flight is delivered ({@link #finish}, bounded by
+ * that verb's deadline): no spinning.
  *
  * <h2>Order</h2>
  * {@code Verbs}' rule — when a verb's future completes, every verb issued before it by that
@@ -204,13 +207,42 @@ final class LaneFlight implements WaitHelp.Pending {
     }
 
     /**
-     * Reads the flight on this thread when nobody took it yet and this wait may block as long as
-     * the reads' deadlines ({@code waitNanos} is {@link WaitHelp#FOREVER} or ends after them), else
-     * makes sure a flight reader reads it; then waits, at most {@code waitNanos}, until the flight
-     * is delivered. Returns whether it is. Called by a waiter and by the owner before its next verb.
+     * A waiter's help ({@code get}, {@code join}, {@code VerbWait.await}): reads the flight on this
+     * thread when nobody took it yet and this wait may block as long as the reads' deadlines
+     * ({@code waitNanos} is {@link WaitHelp#FOREVER} or ends after them), else makes sure a
+     * flight reader reads it. Never waits for the delivery another thread runs: the waiter then
+     * waits for its own future only (a callback of that delivery may block on a lock the waiter
+     * holds; only the owner's next verb needs the whole delivery, {@link #finish}).
      */
     @Override
-    public boolean finish(long waitNanos) {
+    public void help(long waitNanos) {
+        takeOrAsk(waitNanos);
+    }
+
+    /**
+     * Reads the flight here, or asks a reader, as {@link #help}; then waits, at most
+     * {@code waitNanos}, until the flight is delivered. Returns whether it is. Called by the
+     * owner before its next verb on the connection (issue order), with that verb's deadline.
+     */
+    boolean finish(long waitNanos) {
+        if (delivered) {
+            return true;
+        }
+        boolean forever = waitNanos == WaitHelp.FOREVER;
+        long deadline = forever ? 0 : System.nanoTime() + waitNanos;
+        if (takeOrAsk(waitNanos)) {
+            return true;
+        }
+        synchronized (this) {
+            if (reader == Thread.currentThread()) {
+                return false; // a callback of this very delivery: it cannot wait for itself
+            }
+        }
+        return awaitDelivered(forever, deadline);
+    }
+
+    /** Reads the flight here when this wait may, else asks a reader; whether it was read here (delivered). */
+    private boolean takeOrAsk(long waitNanos) {
         if (delivered) {
             return true;
         }
@@ -222,9 +254,6 @@ final class LaneFlight implements WaitHelp.Pending {
         synchronized (this) {
             if (delivered) {
                 return true;
-            }
-            if (reader == me) {
-                return false; // a callback of this very delivery: it cannot wait for itself
             }
             if (!taken) {
                 if (!TransportThreads.isTransportThread() && !WaitHelp.delivering()
@@ -244,7 +273,7 @@ final class LaneFlight implements WaitHelp.Pending {
         if (ask) {
             submitReader(false);
         }
-        return awaitDelivered(forever, deadline);
+        return false;
     }
 
     /** Whether the calling thread is delivering this flight (a callback of it runs). */
@@ -569,12 +598,21 @@ final class LaneFlight implements WaitHelp.Pending {
             this.flight = flight;
         }
 
-        /** Finishes the flight within {@code waitNanos}; refuses a wait that could only deadlock. */
+        /**
+         * Helps this future's flight within {@code waitNanos} (reads it here, or asks a reader:
+         * {@link LaneFlight#help}) and what this thread left for its waiter, stopping once this
+         * future is done; the caller then waits for this future only. Refuses a wait that could
+         * only deadlock.
+         */
         private void help(long waitNanos) {
-            if (!flight.finish(waitNanos) && flight.deliveringHere()) {
+            if (flight.deliveringHere()) {
                 // a callback of this flight's delivery waits for a later read of it: it would wait for ever
                 throw new io.membus.core.error.BlockingCallOnTransportThreadException(
                         Thread.currentThread().getName() + " (in a callback of the tcp reads it is completing)");
+            }
+            flight.help(waitNanos);
+            if (!isDone()) {
+                WaitHelp.beforeWait(waitNanos, this); // a future made from a later read: its flight too
             }
         }
 

@@ -360,6 +360,65 @@ class LaneFlightTest {
         }
     }
 
+    /**
+     * {@code get()} waits for its own future, not for the whole delivery of its flight: the owner holds a lock
+     * {@code m}, holds a read whose callback takes {@code m}, and calls {@code get()} while a flight reader
+     * delivers the flight (the read hook holds the reader until the owner waits). The reader completes the
+     * future, then its callback blocks on {@code m}: a {@code get()} that waited for the delivery would wait for
+     * ever (it did, before the fix); one that waits for its future returns and lets the callback run.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void getReturnsWhenItsFutureCompletesThoughACallbackOfTheDeliveryBlocksOnALockTheWaiterHolds() throws Exception {
+        pair(Duration.ofSeconds(20), 37);
+        Object m = new Object();
+        CountDownLatch taken = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean aboutToGet = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicReference<Object> result = new AtomicReference<>();
+        CountDownLatch callbackRan = new CountDownLatch(1);
+        Thread owner = new Thread(() -> {
+            try {
+                synchronized (m) {
+                    CompletableFuture<byte[]> f = memory.readAsync(ptr, 64);
+                    assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane");
+                    f.thenRun(() -> { // asks a flight reader; runs on it
+                        synchronized (m) {
+                            callbackRan.countDown();
+                        }
+                    });
+                    assertTrue(taken.await(WAIT.toSeconds(), TimeUnit.SECONDS), "a flight reader took the flight");
+                    aboutToGet.set(true);
+                    result.set(f.get());
+                }
+            } catch (Throwable e) {
+                result.set(e);
+            }
+        }, "test-owner");
+        owner.setDaemon(true);
+        LaneFlight.readHook = i -> {
+            if (i != -1 || Thread.currentThread() == owner || taken.getCount() == 0) {
+                return;
+            }
+            taken.countDown(); // the reader took the flight: it completes the future once the owner waits in get()
+            long until = System.nanoTime() + WAIT.toNanos();
+            while (System.nanoTime() - until < 0
+                    && !(aboutToGet.get() && owner.getState() == Thread.State.WAITING)) {
+                java.util.concurrent.locks.LockSupport.parkNanos(100_000);
+            }
+        };
+        try {
+            owner.start();
+            owner.join(TimeUnit.SECONDS.toMillis(20)); // a bound for a hang, not a measurement
+            assertTrue(!owner.isAlive(), "f.get() returned (it waited for the whole delivery, whose callback"
+                    + " waits for the owner's lock: a deadlock)");
+        } finally {
+            LaneFlight.readHook = null;
+        }
+        assertTrue(result.get() instanceof byte[], "get() returned the value: " + result.get());
+        assertArrayEquals(bytes(37), (byte[]) result.get());
+        assertTrue(callbackRan.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the callback ran once the lock was free");
+    }
+
     /** Whether {@code t} waits for an answer on a blocking lane ({@code TcpLane.answer}). */
     private static boolean waitsOnALane(Thread t) {
         if (t == null) {
