@@ -161,9 +161,13 @@ public final class WaitHelp {
 
     /**
      * Throws when the calling thread runs a callback of a transport's delivery: a blocking
-     * wait there is the same error as on a transport thread.
+     * wait there is the same error as on a transport thread. Every blocking wait of the
+     * transports' futures calls it when its future is not done yet ({@link VerbWait#await},
+     * tcp's held reads' {@code get}/{@code join}, a routed verb's future).
+     *
+     * @throws BlockingCallOnTransportThreadException when {@link #delivering()}
      */
-    static void checkNotDelivering() {
+    public static void checkNotDelivering() {
         if (delivering()) {
             throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName()
                     + " (in a callback of a tcp read it is completing)");

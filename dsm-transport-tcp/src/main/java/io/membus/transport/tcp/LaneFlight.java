@@ -276,11 +276,6 @@ final class LaneFlight implements WaitHelp.Pending {
         return false;
     }
 
-    /** Whether the calling thread is delivering this flight (a callback of it runs). */
-    synchronized boolean deliveringHere() {
-        return reader == Thread.currentThread() && !delivered;
-    }
-
     /** Waits on the monitor until delivered or {@code deadline} (unless {@code forever}); keeps an interrupt. */
     private boolean awaitDelivered(boolean forever, long deadline) {
         boolean interrupted = false;
@@ -601,15 +596,14 @@ final class LaneFlight implements WaitHelp.Pending {
         /**
          * Helps this future's flight within {@code waitNanos} (reads it here, or asks a reader:
          * {@link LaneFlight#help}) and what this thread left for its waiter, stopping once this
-         * future is done; the caller then waits for this future only. Refuses a wait that could
-         * only deadlock.
+         * future is done; the caller then waits for this future only. In a callback a delivery
+         * runs ({@link WaitHelp#delivering()}) it refuses at once with
+         * {@link io.membus.core.error.BlockingCallOnTransportThreadException}: callbacks must not block.
          */
         private void help(long waitNanos) {
-            if (flight.deliveringHere()) {
-                // a callback of this flight's delivery waits for a later read of it: it would wait for ever
-                throw new io.membus.core.error.BlockingCallOnTransportThreadException(
-                        Thread.currentThread().getName() + " (in a callback of the tcp reads it is completing)");
-            }
+            // a callback of a delivery (this flight's or another's) must not block: a later read of its own flight
+            // would wait for ever, another flight's wait holds back the rest of the delivery
+            WaitHelp.checkNotDelivering();
             flight.help(waitNanos);
             if (!isDone()) {
                 WaitHelp.beforeWait(waitNanos, this); // a future made from a later read: its flight too

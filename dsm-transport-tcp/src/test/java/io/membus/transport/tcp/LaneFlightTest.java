@@ -641,6 +641,58 @@ class LaneFlightTest {
     }
 
     /**
+     * A blocking wait in a callback a delivery runs, for a future of another flight that is not done yet, fails
+     * at once with {@code BlockingCallOnTransportThreadException} (callbacks must not block), in {@code join()},
+     * {@code get()} and {@code get(timeout)}: the other flight is a read held on the lane to node 3, which
+     * answers node 2 three seconds late; before the fix the callback waited for that flight's delivery.
+     */
+    @Test
+    void aCallbackOfADeliveryThatWaitsForAnotherFlightsReadFailsAtOnce() {
+        pair(Duration.ofSeconds(20), 39);
+        Transport c = nodes.member(3, Duration.ofSeconds(20), directory);
+        long onC = RemotePtr.pack(3, 0, 4096);
+        TcpConnection bc = Nodes.connection(b, c);
+        memory.write(onC, bytes(40)); // opens a lane to node 3
+        assertEquals(1, bc.lanesOpen());
+        c.faults().delay(2, Duration.ofSeconds(3)); // node 3 answers node 2 late; node 2 has no rule: lanes stay
+        try {
+            CompletableFuture<byte[]> later = memory.readAsync(onC, 64); // flight on the lane to node 3
+            assertInstanceOf(LaneFlight.Flight.class, later, "held on the lane to node 3");
+            CompletableFuture<byte[]> f = memory.readAsync(ptr, 64); // flight on the lane to node 1
+            assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane to node 1");
+            java.util.List<Object> seen = new java.util.ArrayList<>();
+            f.whenComplete((v, e) -> {
+                seen.add(later.isDone());
+                for (int k = 0; k < 3; k++) {
+                    try {
+                        if (k == 0) {
+                            later.join();
+                        } else if (k == 1) {
+                            later.get();
+                        } else {
+                            later.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                        }
+                        seen.add("returned");
+                    } catch (Throwable t) {
+                        seen.add(t);
+                    }
+                }
+            });
+            assertArrayEquals(bytes(39), f.join()); // this thread reads node 1's flight and runs the callback
+            assertEquals(4, seen.size(), "the callback ran during the delivery: " + seen);
+            assertEquals(Boolean.FALSE, seen.get(0), "the other flight's read was not done yet");
+            for (int k = 1; k < 4; k++) {
+                DsmException e = assertInstanceOf(io.membus.core.error.BlockingCallOnTransportThreadException.class,
+                        seen.get(k), "wait " + k);
+                assertTrue(!e.mayHaveRun());
+            }
+            assertArrayEquals(bytes(40), later.join(), "the other flight completes afterwards");
+        } finally {
+            c.faults().clear();
+        }
+    }
+
+    /**
      * Finding 5 (threads): a read that finds no idle lane is posted, and a lane opens for the next flights on
      * one of the transport's own threads ({@code membus-tcp-2-flights-<n>}), not on the JVM's common pool.
      * The only lane is held by a blocking read the target answers 300 ms late; no flight exists, so no flight
