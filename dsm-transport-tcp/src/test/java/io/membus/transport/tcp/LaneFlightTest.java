@@ -693,6 +693,70 @@ class LaneFlightTest {
     }
 
     /**
+     * The flight readers are not a fixed pool for the whole transport: with 2 lanes per peer, nodes 1 and 3
+     * never answering node 2 (every lane to them held by a flight whose reader is stuck in a read: 4 readers),
+     * a callback-only read to a healthy node 4 still gets a reader and completes. With the earlier maximum
+     * (lanes + 1 = 3 for the whole transport) it failed with a not-sent timeout.
+     */
+    @Test
+    void aCallbackOnlyReadToAHealthyPeerCompletesWhileEveryReaderOfOtherPeersFlightsIsStuck() throws Exception {
+        pair(Duration.ofSeconds(20), 41, "tcp.blocking-lanes", "2");
+        Transport c = nodes.member(3, Duration.ofSeconds(20), directory);
+        Transport d = nodes.member(4, Duration.ofSeconds(20), directory);
+        long onC = RemotePtr.pack(3, 0, 4096);
+        long onD = RemotePtr.pack(4, 0, 4096);
+        TcpConnection bc = Nodes.connection(b, c);
+        TcpConnection bd = Nodes.connection(b, d);
+        memory.write(onC, bytes(42));
+        memory.write(onD, bytes(43)); // a lane to node 4
+        assertEquals(1, bd.lanesOpen());
+        a.faults().drop(2); // nodes 1 and 3 take node 2's verbs and never answer; node 2 has no rule: lanes stay
+        c.faults().drop(2);
+        try {
+            long until = System.nanoTime() + WAIT.toNanos();
+            int stuck = 0;
+            // flights with a callback on the lanes to nodes 1 and 3, read by flight readers that get stuck: at
+            // least 3, the earlier fixed maximum (lanes + 1), which left node 4's read (and the opening of a 4th
+            // lane) without a thread
+            while (stuck < 3) {
+                assertTrue(System.nanoTime() - until < 0, "4 flights to nodes 1 and 3, their readers stuck: "
+                        + stuck + " readers, " + LaneFlight.live() + " flights");
+                for (long p : new long[] {ptr, onC}) {
+                    Thread t = new Thread(() -> memory.readAsync(p, 64).whenComplete((v, e) -> { }), "test-issuer");
+                    t.start(); // one flight per thread and connection: a new thread for each
+                    t.join();
+                }
+                Thread.sleep(20);
+                stuck = 0;
+                for (Thread t : Thread.getAllStackTraces().keySet()) {
+                    if (t.getName().startsWith("membus-tcp-2-flights-") && waitsOnALane(t)) {
+                        stuck++;
+                    }
+                }
+            }
+            CountDownLatch done = new CountDownLatch(1);
+            AtomicReference<Object> seen = new AtomicReference<>();
+            long saved = io.membus.core.OperationDeadline.enter(Duration.ofSeconds(5)); // before the stuck reads end
+            try {
+                CompletableFuture<byte[]> f = memory.readAsync(onD, 64);
+                assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane to node 4");
+                f.whenComplete((v, e) -> { // callback only: a flight reader must read it
+                    seen.set(e != null ? e : v);
+                    done.countDown();
+                });
+            } finally {
+                io.membus.core.OperationDeadline.exit(saved);
+            }
+            assertTrue(done.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the read to node 4 completed");
+            assertTrue(seen.get() instanceof byte[], "a flight reader read it: " + seen.get());
+            assertArrayEquals(bytes(43), (byte[]) seen.get());
+        } finally {
+            a.faults().clear();
+            c.faults().clear();
+        }
+    }
+
+    /**
      * Finding 5 (threads): a read that finds no idle lane is posted, and a lane opens for the next flights on
      * one of the transport's own threads ({@code membus-tcp-2-flights-<n>}), not on the JVM's common pool.
      * The only lane is held by a blocking read the target answers 300 ms late; no flight exists, so no flight
