@@ -107,7 +107,11 @@ final class LaneFlight implements WaitHelp.Pending {
     private static final Fallback FALLBACK = new Fallback();
     private static boolean armed; // guarded by ARM_LOCK
     /** Verbs issued by callbacks while this thread delivers a flight: issued right after it. */
-    private static final ThreadLocal<ArrayDeque<Runnable>> DEFERRED = ThreadLocal.withInitial(ArrayDeque::new);
+    private static final ThreadLocal<ArrayDeque<Deferred>> DEFERRED = ThreadLocal.withInitial(ArrayDeque::new);
+
+    /** A verb (or a batch) a callback issued during a delivery, and how to fail it when issuing it throws. */
+    private record Deferred(Runnable issue, java.util.function.Consumer<DsmException> refuse, int peer) {
+    }
     /** Marks that tell a reader not to run (a waiter expected): see {@link Waiting#whenCompleteExpectingWaiter}. */
     private static final ThreadLocal<boolean[]> QUIET = ThreadLocal.withInitial(() -> new boolean[1]);
 
@@ -127,6 +131,8 @@ final class LaneFlight implements WaitHelp.Pending {
     private final TcpLanes lanes;
     private final TcpLane lane;
     private final Holder holder;
+
+    private static final Flight[] NO_READS = new Flight[0];
 
     // guarded by this
     private Flight[] reads = new Flight[16];
@@ -163,8 +169,8 @@ final class LaneFlight implements WaitHelp.Pending {
         WaitHelp.register(f); // a wait of this thread on any future finishes it first
         synchronized (ARM_LOCK) {
             if (!armed) {
-                armed = true;
                 TimerWheel.SHARED.arm(FALLBACK, System.nanoTime() + TimerWheel.TICK_NANOS);
+                armed = true; // only once armed: a failed arm() leaves the next start to try again
             }
         }
         return first;
@@ -398,7 +404,8 @@ final class LaneFlight implements WaitHelp.Pending {
                     lane.peerNode(), Duration.ofNanos(lane.timeoutNanos())));
         } else if (readHere) {
             VerbPathCounts.flightPolls.increment();
-            deliverFailed(NodeUnavailableException.notSent(lane.peerNode(), "the blocking lane to node "
+            deliverFailed(lanes.transportClosed() ? lanes.closedException()
+                    : NodeUnavailableException.notSent(lane.peerNode(), "the blocking lane to node "
                     + lane.peerNode() + " closed before its held reads were sent"));
         } else if (ask) {
             VerbPathCounts.flightPolls.increment();
@@ -519,33 +526,52 @@ final class LaneFlight implements WaitHelp.Pending {
                 }
             });
         } finally {
-            LIVE.remove(this);
-            holder.current.compareAndSet(this, null); // not a later flight of the thread
-            lanes.giveBack(lane); // closed instead when it broke
-            synchronized (this) {
-                delivered = true;
-                reader = null;
-                notifyAll();
-            }
-            if (!WaitHelp.delivering()) {
-                runDeferred();
+            try {
+                LIVE.remove(this);
+                holder.current.compareAndSet(this, null); // not a later flight of the thread
+                lanes.giveBack(lane); // closed instead when it broke
+            } finally {
+                synchronized (this) { // whatever the above threw: the waiters of the delivery are woken
+                    delivered = true;
+                    reader = null;
+                    reads = NO_READS; // completed futures a dependent keeps alive must not keep the others
+                    notifyAll();
+                }
+                if (!WaitHelp.delivering()) {
+                    runDeferred();
+                }
             }
         }
     }
 
-    /** Issues {@code issue} (a verb a callback issued during this thread's delivery) once the delivery ends. */
-    static void defer(Runnable issue) {
-        DEFERRED.get().add(issue);
+    /**
+     * Issues {@code issue} (a verb a callback issued during this thread's delivery, to node
+     * {@code peer}) once the delivery ends; should issuing it throw, {@code refuse} fails its
+     * future(s) with a typed not-sent error.
+     */
+    static void defer(Runnable issue, java.util.function.Consumer<DsmException> refuse, int peer) {
+        DEFERRED.get().add(new Deferred(issue, refuse, peer));
     }
 
-    private static void runDeferred() {
-        ArrayDeque<Runnable> q = DEFERRED.get();
-        Runnable r;
-        while ((r = q.poll()) != null) {
+    /**
+     * Issues the deferred verbs in order. Whatever one throws (any {@link Throwable}) fails
+     * that one's futures with a not-sent {@link NodeUnavailableException} naming the cause,
+     * and the rest of the queue still runs: no deferred verb is left without an outcome.
+     */
+    static void runDeferred() { // package-private for tests
+        ArrayDeque<Deferred> q = DEFERRED.get();
+        Deferred d;
+        while ((d = q.poll()) != null) {
             try {
-                r.run();
-            } catch (RuntimeException e) {
-                LOG.warn("a verb issued by a callback of a lane read could not be issued", e);
+                d.issue().run();
+            } catch (Throwable t) {
+                LOG.warn("a verb issued by a callback of a lane read could not be issued", t);
+                try {
+                    d.refuse().accept(NodeUnavailableException.notSent(d.peer(), "a verb a callback of reads held"
+                            + " on a blocking lane issued could not be issued (" + t + "); retry it", t));
+                } catch (Throwable r) {
+                    LOG.warn("failing a verb a callback of a lane read issued threw", r);
+                }
             }
         }
     }
@@ -559,19 +585,28 @@ final class LaneFlight implements WaitHelp.Pending {
     private static final class Fallback extends TimerWheel.Timeout {
         @Override
         protected void expired() {
-            long now = System.nanoTime();
-            for (LaneFlight f : LIVE) {
-                try {
-                    f.poll(now);
-                } catch (RuntimeException e) {
-                    LOG.warn("lane flight fallback failed", e);
+            try {
+                long now = System.nanoTime();
+                for (LaneFlight f : LIVE) {
+                    try {
+                        f.poll(now);
+                    } catch (Throwable t) { // the other flights are still looked at
+                        LOG.warn("lane flight fallback failed", t);
+                    }
                 }
-            }
-            synchronized (ARM_LOCK) {
-                if (LIVE.isEmpty()) {
-                    armed = false;
-                } else {
-                    TimerWheel.SHARED.arm(this, System.nanoTime() + TimerWheel.TICK_NANOS);
+            } finally {
+                synchronized (ARM_LOCK) {
+                    if (LIVE.isEmpty()) {
+                        armed = false;
+                    } else {
+                        boolean rearmed = false;
+                        try {
+                            TimerWheel.SHARED.arm(this, System.nanoTime() + TimerWheel.TICK_NANOS);
+                            rearmed = true;
+                        } finally {
+                            armed = rearmed; // not armed: the next flight's start arms it again
+                        }
+                    }
                 }
             }
         }
@@ -681,8 +716,10 @@ final class LaneFlight implements WaitHelp.Pending {
 
         void deliver(VerbObserver observer, int peer) {
             if (failure == null) {
+                byte[] v = value;
+                value = null; // the future holds it now
                 observer.completed(peer, VerbObserver.READ, length, System.nanoTime() - issuedNanos);
-                complete(value);
+                complete(v);
             } else {
                 if (failure instanceof DsmTimeoutException) {
                     observer.timedOut(peer, VerbObserver.READ);

@@ -427,7 +427,7 @@ final class TcpConnection implements Connection {
     /** Issues a submitted batch's verbs in order: one wake-up of the I/O thread for all of them. */
     void submit(List<Verb> verbs) {
         if (lanes != null && WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
-            LaneFlight.defer(() -> submit(verbs));
+            LaneFlight.defer(() -> submit(verbs), e -> verbs.forEach(v -> v.refuse(e)), peer.nodeId());
             return;
         }
         DsmTimeoutException late = finishFlight(verbWaitNanos());
@@ -455,7 +455,7 @@ final class TcpConnection implements Connection {
     private <T> CompletableFuture<T> issue(Verb v) {
         if (lanes != null) {
             if (WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
-                LaneFlight.defer(() -> issue(v));
+                LaneFlight.defer(() -> issue(v), v::refuse, peer.nodeId());
                 return v.future();
             }
             DsmTimeoutException late = finishFlight(verbWaitNanos());

@@ -134,6 +134,51 @@ class LaneFlightTest {
         CompletableFuture<byte[]> f = memory.readAsync(ptr, 64);
         assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane");
         assertArrayEquals(bytes(5), memory.await(f));
+        org.junit.jupiter.api.Assertions.assertNull(((LaneFlight.Flight) f).value,
+                "the completed future holds the bytes; the read's own field is cleared");
+    }
+
+    /**
+     * A deferred verb (issued by a callback during a delivery) whose issue throws anything, an {@code Error}
+     * included, is failed typed and not sent, and the verbs deferred after it are still issued.
+     */
+    @Test
+    void aDeferredVerbWhoseIssueThrowsIsFailedTypedAndTheRestStillRun() {
+        java.util.List<Object> seen = new java.util.ArrayList<>();
+        LaneFlight.defer(() -> {
+            throw new AssertionError("injected: issuing the deferred verb failed");
+        }, seen::add, 7);
+        LaneFlight.defer(() -> seen.add("second issued"), e -> seen.add("second refused: " + e), 7);
+        LaneFlight.runDeferred();
+        assertEquals(2, seen.size(), seen.toString());
+        NodeUnavailableException e = assertInstanceOf(NodeUnavailableException.class, seen.get(0));
+        assertTrue(!e.mayHaveRun(), "not sent: " + e);
+        assertEquals("second issued", seen.get(1));
+    }
+
+    /**
+     * A read held on a lane when its node's transport closes fails like every other verb refused by a closed
+     * transport ({@code DsmClosedException}, not a {@code NodeUnavailableException}), nobody waiting for it.
+     */
+    @Test
+    void closingTheTransportFailsAHeldReadNobodyWaitsForAsClosed() throws Exception {
+        pair(Duration.ofSeconds(60), 6);
+        a.faults().delay(2, Duration.ofMinutes(5)); // a reader that took it would wait: the close must end it
+        try {
+            CompletableFuture<byte[]> held = memory.readAsync(ptr, 64);
+            assertInstanceOf(LaneFlight.Flight.class, held, "held on the lane");
+            b.close();
+            long until = System.nanoTime() + WAIT.toNanos();
+            while (!held.isDone()) { // polled: the fallback fails it once its lane closed
+                assertTrue(System.nanoTime() - until < 0, "the held read failed after the close");
+                Thread.sleep(1);
+            }
+            java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                    held::get);
+            assertInstanceOf(io.membus.core.error.DsmClosedException.class, e.getCause());
+        } finally {
+            a.faults().clear();
+        }
     }
 
     @Test
