@@ -105,7 +105,17 @@ final class LaneFlight implements WaitHelp.Pending {
     private static final Set<LaneFlight> LIVE = ConcurrentHashMap.newKeySet();
     private static final Object ARM_LOCK = new Object();
     private static final Fallback FALLBACK = new Fallback();
-    private static boolean armed; // guarded by ARM_LOCK
+    /** Written under ARM_LOCK; read without it first by {@link #start} (see {@link Fallback#expired}). */
+    private static volatile boolean armed;
+    /**
+     * Flights started and not yet delivered, JVM-wide (a delivery running its callbacks is one
+     * of them). While 0, no thread holds a read or runs a delivery, so a verb skips the whole
+     * flight block ({@link TcpConnection}: the delivering check, the thread's flight, the wait
+     * for it). Incremented before a flight's first future is returned; decremented after the
+     * flight is marked delivered, so a thread that reads 0 sees its own flights delivered.
+     */
+    private static final java.util.concurrent.atomic.AtomicInteger ACTIVE =
+            new java.util.concurrent.atomic.AtomicInteger();
     /** Verbs issued by callbacks while this thread delivers a flight: issued right after it. */
     private static final ThreadLocal<ArrayDeque<Deferred>> DEFERRED = ThreadLocal.withInitial(ArrayDeque::new);
 
@@ -164,13 +174,16 @@ final class LaneFlight implements WaitHelp.Pending {
                                            int length) {
         LaneFlight f = new LaneFlight(lanes, lane, holder);
         CompletableFuture<byte[]> first = f.read(ptr, remoteKey, length); // fits: the caller checked the length
+        ACTIVE.incrementAndGet();
         holder.current.set(f);
         LIVE.add(f);
         WaitHelp.register(f); // a wait of this thread on any future finishes it first
-        synchronized (ARM_LOCK) {
-            if (!armed) {
-                TimerWheel.SHARED.arm(FALLBACK, System.nanoTime() + TimerWheel.TICK_NANOS);
-                armed = true; // only once armed: a failed arm() leaves the next start to try again
+        if (!armed) { // volatile: the lock only when the fallback is not armed (see Fallback.expired)
+            synchronized (ARM_LOCK) {
+                if (!armed) {
+                    TimerWheel.SHARED.arm(FALLBACK, System.nanoTime() + TimerWheel.TICK_NANOS);
+                    armed = true; // only once armed: a failed arm() leaves the next start to try again
+                }
             }
         }
         return first;
@@ -537,6 +550,7 @@ final class LaneFlight implements WaitHelp.Pending {
                     reads = NO_READS; // completed futures a dependent keeps alive must not keep the others
                     notifyAll();
                 }
+                ACTIVE.decrementAndGet(); // after the mark: a thread that reads 0 sees it delivered
                 if (!WaitHelp.delivering()) {
                     runDeferred();
                 }
@@ -576,6 +590,19 @@ final class LaneFlight implements WaitHelp.Pending {
         }
     }
 
+    /**
+     * Whether a flight may exist or a delivery may run anywhere in this JVM; false means no thread
+     * holds a read on a lane or runs a delivery's callbacks (one volatile read: the verbs' fast path).
+     */
+    static boolean anyActive() {
+        return ACTIVE.get() != 0;
+    }
+
+    /** Flights started and not delivered, JVM-wide ({@link #anyActive}'s count); for tests. */
+    static int active() {
+        return ACTIVE.get();
+    }
+
     /** Flights not delivered yet, JVM-wide; for tests. */
     static int live() {
         return LIVE.size();
@@ -598,6 +625,12 @@ final class LaneFlight implements WaitHelp.Pending {
                 synchronized (ARM_LOCK) {
                     if (LIVE.isEmpty()) {
                         armed = false;
+                        // a start that added its flight and read armed == true before the write above skipped the
+                        // lock: it added first, so this second look (after the volatile write) sees its flight
+                        if (!LIVE.isEmpty()) {
+                            TimerWheel.SHARED.arm(this, System.nanoTime() + TimerWheel.TICK_NANOS);
+                            armed = true;
+                        }
                     } else {
                         boolean rearmed = false;
                         try {

@@ -142,7 +142,7 @@ final class TcpConnection implements Connection {
     /** Each issuing thread's unsettled verbs on this connection (see {@link #blockingNow()}). */
     private final ThreadLocal<VerbOwner> owners = ThreadLocal.withInitial(VerbOwner::new);
     /** Each thread's reads held on a lane until it waits ({@link LaneFlight}); empty without lanes. */
-    private final ThreadLocal<LaneFlight.Holder> flights = ThreadLocal.withInitial(LaneFlight.Holder::new);
+    private final ThreadLocal<LaneFlight.Holder> flights = new ThreadLocal<>(); // made by a thread's first held read
 
     TcpConnection(TcpTransport transport, PeerInfo peer, EventLoop loop) {
         this.transport = transport;
@@ -272,7 +272,7 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-        if (holdReads && !WaitHelp.delivering()) {
+        if (holdReads && (!LaneFlight.anyActive() || !WaitHelp.delivering())) {
             CompletableFuture<byte[]> held = readOnLane(ptr, remoteKey, length);
             if (held != null) {
                 return held;
@@ -289,6 +289,10 @@ final class TcpConnection implements Connection {
      */
     private CompletableFuture<byte[]> readOnLane(long ptr, long remoteKey, int length) {
         LaneFlight.Holder holder = flights.get();
+        if (holder == null) {
+            holder = new LaneFlight.Holder();
+            flights.set(holder);
+        }
         LaneFlight current = holder.current.get();
         if (current != null && !current.delivered()) {
             CompletableFuture<byte[]> f = current.read(ptr, remoteKey, length);
@@ -296,7 +300,7 @@ final class TcpConnection implements Connection {
                 return f; // joins the flight still open
             }
             // taken or full: its futures complete first (issue order), then a new flight
-            DsmTimeoutException late = finishFlight(verbWaitNanos());
+            DsmTimeoutException late = finishFlight();
             if (late != null) {
                 return CompletableFuture.failedFuture(late);
             }
@@ -317,16 +321,22 @@ final class TcpConnection implements Connection {
      * Waits until the calling thread's {@link LaneFlight} on this connection is delivered
      * (every future of it completed) before the thread issues a verb another way, reading it
      * on this thread when nobody took it: the verb cannot overtake, nor complete before, the
-     * thread's held reads. At most until {@code waitNanos} from now (the verb's deadline).
+     * thread's held reads. At most until the verb's deadline ({@link #verbWaitNanos()}, computed
+     * only when there is a flight to wait for).
      *
      * @return null, or the not-sent timeout when the flight was not delivered in time
      */
-    private DsmTimeoutException finishFlight(long waitNanos) {
+    private DsmTimeoutException finishFlight() {
         if (!holdReads) {
             return null;
         }
-        LaneFlight f = flights.get().current.get();
-        if (f == null || f.delivered() || f.finish(Math.max(0, waitNanos))) {
+        LaneFlight.Holder holder = flights.get();
+        LaneFlight f = holder == null ? null : holder.current.get();
+        if (f == null || f.delivered()) {
+            return null;
+        }
+        long waitNanos = Math.max(0, verbWaitNanos());
+        if (f.finish(waitNanos)) {
             return null;
         }
         return DsmTimeoutException.notSent("wait for the reads this thread holds on a blocking lane to node "
@@ -426,16 +436,18 @@ final class TcpConnection implements Connection {
 
     /** Issues a submitted batch's verbs in order: one wake-up of the I/O thread for all of them. */
     void submit(List<Verb> verbs) {
-        if (lanes != null && WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
-            LaneFlight.defer(() -> submit(verbs), e -> verbs.forEach(v -> v.refuse(e)), peer.nodeId());
-            return;
-        }
-        DsmTimeoutException late = finishFlight(verbWaitNanos());
-        if (late != null) {
-            for (Verb v : verbs) {
-                v.refuse(late);
+        if (lanes != null && LaneFlight.anyActive()) { // no flight anywhere: nothing to defer or wait for
+            if (WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
+                LaneFlight.defer(() -> submit(verbs), e -> verbs.forEach(v -> v.refuse(e)), peer.nodeId());
+                return;
             }
-            return;
+            DsmTimeoutException late = finishFlight();
+            if (late != null) {
+                for (Verb v : verbs) {
+                    v.refuse(late);
+                }
+                return;
+            }
         }
         boolean any = false;
         for (Verb v : verbs) {
@@ -453,12 +465,12 @@ final class TcpConnection implements Connection {
     }
 
     private <T> CompletableFuture<T> issue(Verb v) {
-        if (lanes != null) {
+        if (lanes != null && LaneFlight.anyActive()) { // no flight anywhere: nothing to defer or wait for
             if (WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
                 LaneFlight.defer(() -> issue(v), v::refuse, peer.nodeId());
                 return v.future();
             }
-            DsmTimeoutException late = finishFlight(verbWaitNanos());
+            DsmTimeoutException late = finishFlight();
             if (late != null) {
                 v.refuse(late);
                 return v.future();
@@ -479,14 +491,14 @@ final class TcpConnection implements Connection {
      */
     @Override
     public io.membus.core.transport.BlockingVerbs blockingNow() {
-        if (lanes != null) {
+        if (lanes != null && LaneFlight.anyActive()) { // no flight anywhere: nothing to refuse or wait for
             if (WaitHelp.delivering()) {
                 // a callback of a held read this thread is completing: a blocking verb would wait for verbs its delivery
                 // holds back (a posted one is issued only after it), so it is refused before anything is sent
                 throw new io.membus.core.error.BlockingCallOnTransportThreadException(Thread.currentThread().getName()
                         + " (in a callback of a tcp read it is completing)");
             }
-            DsmTimeoutException late = finishFlight(verbWaitNanos()); // a blocking verb must not overtake them
+            DsmTimeoutException late = finishFlight(); // a blocking verb must not overtake them
             if (late != null) {
                 throw late;
             }

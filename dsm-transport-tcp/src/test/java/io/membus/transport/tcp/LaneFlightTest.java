@@ -843,6 +843,34 @@ class LaneFlightTest {
         }
     }
 
+    /**
+     * The count of flights that lets verbs skip the flight block when none exists ({@code LaneFlight.anyActive})
+     * goes back to 0 once every flight is delivered, however it was read (its waiter, a flight reader, the
+     * owner's next verb), and a thread's verbs with no flight alive complete as usual.
+     */
+    @Test
+    void theCountOfActiveFlightsGoesBackToZeroOnceEveryFlightIsDelivered() throws Exception {
+        pair(Duration.ofSeconds(20), 45);
+        for (int r = 0; r < 50; r++) {
+            CompletableFuture<byte[]> waited = memory.readAsync(ptr, 64);
+            assertTrue(LaneFlight.active() > 0, "a flight is counted while it is held");
+            assertArrayEquals(bytes(45), waited.join()); // read by this thread
+            CountDownLatch done = new CountDownLatch(1);
+            memory.readAsync(ptr, 64).whenComplete((v, e) -> done.countDown()); // read by a flight reader
+            assertTrue(done.await(WAIT.toSeconds(), TimeUnit.SECONDS));
+            CompletableFuture<byte[]> next = memory.readAsync(ptr, 64);
+            memory.write(ptr + 256, bytes(46)); // the owner's next verb finishes the flight first
+            assertTrue(next.isDone(), "issue order");
+        }
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (LaneFlight.active() != 0) { // a flight reader marks its flight delivered after the callbacks ran
+            assertTrue(LaneFlight.active() > 0, "never below 0: " + LaneFlight.active());
+            assertTrue(System.nanoTime() - until < 0, "every flight delivered: " + LaneFlight.active() + " counted");
+            Thread.sleep(1);
+        }
+        assertArrayEquals(bytes(46), memory.read(ptr + 256, 64), "verbs with no flight alive");
+    }
+
     /** Finding 5 (per-thread state): flights delivered by other threads are not kept by their thread. */
     @Test
     void flightsDeliveredByOtherThreadsAreNotKeptPerThread() throws Exception {
