@@ -87,7 +87,11 @@ import java.util.function.IntConsumer;
  * right to read is taken once, under the monitor); the monitor orders the appended requests
  * before their sending and the answers before the completions, which happen outside it, in
  * issue order, on the thread that read them (callbacks must not block). {@link #delivered}
- * is volatile and set under the monitor, which waiters wait on.
+ * is volatile and set under the monitor, which the owner's next verb waits on ({@link #finish});
+ * other waiters wait for their own future (the {@link CompletableFuture}'s ordering). The
+ * JVM-wide count of flights not yet delivered ({@link #anyActive}) is decremented after the
+ * delivered mark, so a thread that reads 0 sees every flight of its own delivered. The
+ * fallback's {@code armed} is volatile, written under {@code ARM_LOCK}.
  */
 final class LaneFlight implements WaitHelp.Pending {
     private static final Logger LOG = LoggerFactory.getLogger(LaneFlight.class);

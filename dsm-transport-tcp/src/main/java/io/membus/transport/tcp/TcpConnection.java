@@ -81,6 +81,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * future completed), bounded by that verb's deadline, so order holds across the two paths;
  * a verb a callback issues while its thread delivers held reads is issued after the
  * delivery, and a blocking verb there is refused ({@code BlockingCallOnTransportThreadException}).
+ * While no flight exists in the JVM ({@link LaneFlight#anyActive()}), verbs skip all of that.
+ * With {@code membus.transports.tcp.hold-reads = false} no read is held: every read is posted.
  */
 final class TcpConnection implements Connection {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
