@@ -16,7 +16,11 @@ import java.util.concurrent.TimeoutException;
  * whose wait ends while the verb is held withdraws it through {@link #withdraw()} and
  * reports it not sent. Waiting for it ({@code get}, {@code join}) first does what the
  * thread left for its waiter ({@link WaitHelp}: tcp's reads held on a lane, which the
- * routed verb may be), within the wait's own bound, as {@code VerbWait.await} does.
+ * routed verb may be), within the wait's own bound, as {@code VerbWait.await} does, and then
+ * waits for this future only (never for the rest of a delivery another thread runs). A wait
+ * for a future not done yet in a callback a transport's delivery runs
+ * ({@link WaitHelp#delivering()}) fails at once with
+ * {@link io.membus.core.error.BlockingCallOnTransportThreadException}, as {@code VerbWait.await} does.
  *
  * <p><b>Note:</b> thread-safe: {@link #then} and {@link #source} are volatile (set by the
  * thread that issued or re-issued the verb, read by the blocking caller or by whoever attaches
@@ -41,7 +45,8 @@ class RoutedFuture<T> extends CompletableFuture<T> {
     @Override
     public T get() throws InterruptedException, ExecutionException {
         if (!isDone()) {
-            WaitHelp.beforeWait(WaitHelp.FOREVER);
+            WaitHelp.checkNotDelivering(); // a callback of a delivery must not block (it could wait for ever)
+            WaitHelp.beforeWait(WaitHelp.FOREVER, this);
         }
         return super.get();
     }
@@ -49,8 +54,9 @@ class RoutedFuture<T> extends CompletableFuture<T> {
     @Override
     public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
         if (!isDone()) {
+            WaitHelp.checkNotDelivering();
             long deadline = System.nanoTime() + unit.toNanos(timeout);
-            WaitHelp.beforeWait(unit.toNanos(timeout));
+            WaitHelp.beforeWait(unit.toNanos(timeout), this);
             return super.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         }
         return super.get(timeout, unit);
@@ -59,7 +65,8 @@ class RoutedFuture<T> extends CompletableFuture<T> {
     @Override
     public T join() {
         if (!isDone()) {
-            WaitHelp.beforeWait(WaitHelp.FOREVER);
+            WaitHelp.checkNotDelivering(); // a callback of a delivery must not block (it could wait for ever)
+            WaitHelp.beforeWait(WaitHelp.FOREVER, this);
         }
         return super.join();
     }

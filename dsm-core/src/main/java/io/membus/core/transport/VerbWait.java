@@ -54,7 +54,7 @@ public final class VerbWait {
         long deadline = System.nanoTime() + wait.toNanos();
         if (!future.isDone()) {
             // what this thread left for its waiter (tcp: reads held on a lane) goes first, within this wait
-            WaitHelp.beforeWait(wait.toNanos());
+            WaitHelp.beforeWait(wait.toNanos(), future);
         }
         boolean interrupted = false;
         try {

@@ -11,7 +11,7 @@ import java.util.function.BiConsumer;
  * (its {@code LaneFlight}s), and a wait on any future — a verb's, or one a layer above made
  * from it (a routed verb's, an {@code allOf}) — must send them and read their answers first,
  * else it would wait for the transport's fallback reader. {@link VerbWait#await} calls
- * {@link #beforeWait(long)} with its own wait when the future it waits for is not done yet.
+ * {@link #beforeWait(long, java.util.concurrent.Future)} with its own wait when the future it waits for is not done yet.
  *
  * <p>Two more hooks: {@link #whenCompleteOwnerWaits} attaches a relay to a verb's future
  * whose caller is expected to wait (a routed verb's wrapper: the transport need not find a
@@ -20,13 +20,13 @@ import java.util.function.BiConsumer;
  *
  * <p><b>Note:</b> thread-safe. The registry is per thread (a {@link ThreadLocal}): only the
  * registering thread adds to and runs its own entries; an entry may be finished meanwhile by
- * another thread ({@link Pending#settled()} says so and {@link Pending#finish} is then a
+ * another thread ({@link Pending#settled()} says so and {@link Pending#help} is then a
  * no-op). The registry keeps only unsettled entries: settled ones are dropped at every
  * {@link #register} and every {@link #beforeWait}, so it never holds more than the thread's
  * unsettled work. Memory ordering is the entries' own.
  */
 public final class WaitHelp {
-    /** A wait with no deadline ({@code get()}, {@code join()}): {@link Pending#finish}'s {@code waitNanos}. */
+    /** A wait with no deadline ({@code get()}, {@code join()}): {@link Pending#help}'s {@code waitNanos}. */
     public static final long FOREVER = Long.MAX_VALUE;
     private static final ThreadLocal<java.util.ArrayList<Pending>> PENDING =
             ThreadLocal.withInitial(() -> new java.util.ArrayList<>(2));
@@ -38,11 +38,12 @@ public final class WaitHelp {
         boolean settled();
 
         /**
-         * Does the work on the calling thread, or waits for whoever does it, for at most
-         * {@code waitNanos} ({@link #FOREVER}: bounded by the work's own deadlines only);
-         * a no-op once settled. Returns whether it is settled.
+         * Does the work on the calling thread when nobody took it yet and it fits in
+         * {@code waitNanos} ({@link #FOREVER}: bounded by the work's own deadlines only), else
+         * makes sure another thread does it; never waits for work another thread does (the
+         * waiter then waits for its own future only). A no-op once settled.
          */
-        boolean finish(long waitNanos);
+        void help(long waitNanos);
     }
 
     /**
@@ -75,36 +76,44 @@ public final class WaitHelp {
     }
 
     /**
-     * Finishes the calling thread's registered work, in registration order, each for at most
-     * {@code waitNanos} from now ({@link #FOREVER}: no bound of its own), and then what
-     * callbacks it ran registered meanwhile, until none is left or the time is up. Called by
-     * {@link VerbWait#await} before it blocks; not on transport threads (they register nothing).
+     * Helps the calling thread's registered work ({@link Pending#help}), in registration order,
+     * each within what is left of {@code waitNanos} from now ({@link #FOREVER}: no bound of its
+     * own), and then what callbacks it ran registered meanwhile; stops as soon as
+     * {@code awaited} is done or the time is up. Never waits for work another thread does:
+     * the caller then waits for {@code awaited} itself. Called by {@link VerbWait#await} (and
+     * a routed verb's {@code get}/{@code join}) before it blocks; not on transport threads
+     * (they register nothing).
      */
-    public static void beforeWait(long waitNanos) {
+    public static void beforeWait(long waitNanos, java.util.concurrent.Future<?> awaited) {
         java.util.ArrayList<Pending> l = PENDING.get();
         if (l.isEmpty()) {
             return;
         }
         long deadline = waitNanos == FOREVER ? 0 : System.nanoTime() + waitNanos;
-        while (!l.isEmpty()) {
-            Pending[] all = l.toArray(new Pending[0]);
-            l.clear();
-            for (int i = 0; i < all.length; i++) {
-                long left = waitNanos == FOREVER ? FOREVER : deadline - System.nanoTime();
-                if (left <= 0) {
-                    for (int j = i; j < all.length; j++) { // out of time: kept for the next wait
-                        if (!all[j].settled()) {
-                            l.add(all[j]);
+        java.util.ArrayList<Pending> kept = new java.util.ArrayList<>(2);
+        try {
+            while (!l.isEmpty()) { // each pass helps only what the previous one's callbacks registered
+                Pending[] all = l.toArray(new Pending[0]);
+                l.clear();
+                for (int i = 0; i < all.length; i++) {
+                    long left = waitNanos == FOREVER ? FOREVER : deadline - System.nanoTime();
+                    if (left <= 0 || awaited.isDone()) {
+                        for (int j = i; j < all.length; j++) { // kept for the next wait
+                            if (!all[j].settled()) {
+                                kept.add(all[j]);
+                            }
                         }
+                        return;
                     }
-                    return;
+                    all[i].help(left);
+                    if (!all[i].settled()) {
+                        kept.add(all[i]); // another thread has it: the caller waits for its own future
+                    }
                 }
-                all[i].finish(left);
             }
-            l.removeIf(Pending::settled); // what callbacks registered meanwhile runs in the next pass
-            if (!l.isEmpty() && waitNanos != FOREVER && deadline - System.nanoTime() <= 0) {
-                return;
-            }
+        } finally {
+            l.removeIf(Pending::settled);
+            l.addAll(0, kept); // registration order: the older entries first
         }
     }
 
@@ -152,9 +161,13 @@ public final class WaitHelp {
 
     /**
      * Throws when the calling thread runs a callback of a transport's delivery: a blocking
-     * wait there is the same error as on a transport thread.
+     * wait there is the same error as on a transport thread. Every blocking wait of the
+     * transports' futures calls it when its future is not done yet ({@link VerbWait#await},
+     * tcp's held reads' {@code get}/{@code join}, a routed verb's future).
+     *
+     * @throws BlockingCallOnTransportThreadException when {@link #delivering()}
      */
-    static void checkNotDelivering() {
+    public static void checkNotDelivering() {
         if (delivering()) {
             throw new BlockingCallOnTransportThreadException(Thread.currentThread().getName()
                     + " (in a callback of a tcp read it is completing)");

@@ -59,8 +59,11 @@ import java.util.function.IntConsumer;
  *       (not sent). A routed verb's relay ({@link WaitHelp#whenCompleteOwnerWaits}) asks
  *       nobody: its caller will wait; the fallback covers a caller that does not.</li>
  * </ul>
- * Every other waiter, the owner's next verb included, waits on the monitor until the flight
- * is delivered (or its own deadline passes): no spinning.
+ * A waiter ({@code get}, {@code join}, {@code VerbWait.await}) that did not read the flight
+ * waits for its own future only, never for the rest of a delivery another thread runs (whose
+ * later callbacks may block on a lock the waiter holds). Only the owner's next verb on the
+ * connection waits, on the monitor, until the flight is delivered ({@link #finish}, bounded by
+ * that verb's deadline): no spinning.
  *
  * <h2>Order</h2>
  * {@code Verbs}' rule — when a verb's future completes, every verb issued before it by that
@@ -84,7 +87,11 @@ import java.util.function.IntConsumer;
  * right to read is taken once, under the monitor); the monitor orders the appended requests
  * before their sending and the answers before the completions, which happen outside it, in
  * issue order, on the thread that read them (callbacks must not block). {@link #delivered}
- * is volatile and set under the monitor, which waiters wait on.
+ * is volatile and set under the monitor, which the owner's next verb waits on ({@link #finish});
+ * other waiters wait for their own future (the {@link CompletableFuture}'s ordering). The
+ * JVM-wide count of flights not yet delivered ({@link #anyActive}) is decremented after the
+ * delivered mark, so a thread that reads 0 sees every flight of its own delivered. The
+ * fallback's {@code armed} is volatile, written under {@code ARM_LOCK}.
  */
 final class LaneFlight implements WaitHelp.Pending {
     private static final Logger LOG = LoggerFactory.getLogger(LaneFlight.class);
@@ -102,9 +109,23 @@ final class LaneFlight implements WaitHelp.Pending {
     private static final Set<LaneFlight> LIVE = ConcurrentHashMap.newKeySet();
     private static final Object ARM_LOCK = new Object();
     private static final Fallback FALLBACK = new Fallback();
-    private static boolean armed; // guarded by ARM_LOCK
+    /** Written under ARM_LOCK; read without it first by {@link #start} (see {@link Fallback#expired}). */
+    private static volatile boolean armed;
+    /**
+     * Flights started and not yet delivered, JVM-wide (a delivery running its callbacks is one
+     * of them). While 0, no thread holds a read or runs a delivery, so a verb skips the whole
+     * flight block ({@link TcpConnection}: the delivering check, the thread's flight, the wait
+     * for it). Incremented before a flight's first future is returned; decremented after the
+     * flight is marked delivered, so a thread that reads 0 sees its own flights delivered.
+     */
+    private static final java.util.concurrent.atomic.AtomicInteger ACTIVE =
+            new java.util.concurrent.atomic.AtomicInteger();
     /** Verbs issued by callbacks while this thread delivers a flight: issued right after it. */
-    private static final ThreadLocal<ArrayDeque<Runnable>> DEFERRED = ThreadLocal.withInitial(ArrayDeque::new);
+    private static final ThreadLocal<ArrayDeque<Deferred>> DEFERRED = ThreadLocal.withInitial(ArrayDeque::new);
+
+    /** A verb (or a batch) a callback issued during a delivery, and how to fail it when issuing it throws. */
+    private record Deferred(Runnable issue, java.util.function.Consumer<DsmException> refuse, int peer) {
+    }
     /** Marks that tell a reader not to run (a waiter expected): see {@link Waiting#whenCompleteExpectingWaiter}. */
     private static final ThreadLocal<boolean[]> QUIET = ThreadLocal.withInitial(() -> new boolean[1]);
 
@@ -124,6 +145,8 @@ final class LaneFlight implements WaitHelp.Pending {
     private final TcpLanes lanes;
     private final TcpLane lane;
     private final Holder holder;
+
+    private static final Flight[] NO_READS = new Flight[0];
 
     // guarded by this
     private Flight[] reads = new Flight[16];
@@ -155,13 +178,16 @@ final class LaneFlight implements WaitHelp.Pending {
                                            int length) {
         LaneFlight f = new LaneFlight(lanes, lane, holder);
         CompletableFuture<byte[]> first = f.read(ptr, remoteKey, length); // fits: the caller checked the length
+        ACTIVE.incrementAndGet();
         holder.current.set(f);
         LIVE.add(f);
         WaitHelp.register(f); // a wait of this thread on any future finishes it first
-        synchronized (ARM_LOCK) {
-            if (!armed) {
-                armed = true;
-                TimerWheel.SHARED.arm(FALLBACK, System.nanoTime() + TimerWheel.TICK_NANOS);
+        if (!armed) { // volatile: the lock only when the fallback is not armed (see Fallback.expired)
+            synchronized (ARM_LOCK) {
+                if (!armed) {
+                    TimerWheel.SHARED.arm(FALLBACK, System.nanoTime() + TimerWheel.TICK_NANOS);
+                    armed = true; // only once armed: a failed arm() leaves the next start to try again
+                }
             }
         }
         return first;
@@ -204,13 +230,42 @@ final class LaneFlight implements WaitHelp.Pending {
     }
 
     /**
-     * Reads the flight on this thread when nobody took it yet and this wait may block as long as
-     * the reads' deadlines ({@code waitNanos} is {@link WaitHelp#FOREVER} or ends after them), else
-     * makes sure a flight reader reads it; then waits, at most {@code waitNanos}, until the flight
-     * is delivered. Returns whether it is. Called by a waiter and by the owner before its next verb.
+     * A waiter's help ({@code get}, {@code join}, {@code VerbWait.await}): reads the flight on this
+     * thread when nobody took it yet and this wait may block as long as the reads' deadlines
+     * ({@code waitNanos} is {@link WaitHelp#FOREVER} or ends after them), else makes sure a
+     * flight reader reads it. Never waits for the delivery another thread runs: the waiter then
+     * waits for its own future only (a callback of that delivery may block on a lock the waiter
+     * holds; only the owner's next verb needs the whole delivery, {@link #finish}).
      */
     @Override
-    public boolean finish(long waitNanos) {
+    public void help(long waitNanos) {
+        takeOrAsk(waitNanos);
+    }
+
+    /**
+     * Reads the flight here, or asks a reader, as {@link #help}; then waits, at most
+     * {@code waitNanos}, until the flight is delivered. Returns whether it is. Called by the
+     * owner before its next verb on the connection (issue order), with that verb's deadline.
+     */
+    boolean finish(long waitNanos) {
+        if (delivered) {
+            return true;
+        }
+        boolean forever = waitNanos == WaitHelp.FOREVER;
+        long deadline = forever ? 0 : System.nanoTime() + waitNanos;
+        if (takeOrAsk(waitNanos)) {
+            return true;
+        }
+        synchronized (this) {
+            if (reader == Thread.currentThread()) {
+                return false; // a callback of this very delivery: it cannot wait for itself
+            }
+        }
+        return awaitDelivered(forever, deadline);
+    }
+
+    /** Reads the flight here when this wait may, else asks a reader; whether it was read here (delivered). */
+    private boolean takeOrAsk(long waitNanos) {
         if (delivered) {
             return true;
         }
@@ -222,9 +277,6 @@ final class LaneFlight implements WaitHelp.Pending {
         synchronized (this) {
             if (delivered) {
                 return true;
-            }
-            if (reader == me) {
-                return false; // a callback of this very delivery: it cannot wait for itself
             }
             if (!taken) {
                 if (!TransportThreads.isTransportThread() && !WaitHelp.delivering()
@@ -244,12 +296,7 @@ final class LaneFlight implements WaitHelp.Pending {
         if (ask) {
             submitReader(false);
         }
-        return awaitDelivered(forever, deadline);
-    }
-
-    /** Whether the calling thread is delivering this flight (a callback of it runs). */
-    synchronized boolean deliveringHere() {
-        return reader == Thread.currentThread() && !delivered;
+        return false;
     }
 
     /** Waits on the monitor until delivered or {@code deadline} (unless {@code forever}); keeps an interrupt. */
@@ -374,7 +421,8 @@ final class LaneFlight implements WaitHelp.Pending {
                     lane.peerNode(), Duration.ofNanos(lane.timeoutNanos())));
         } else if (readHere) {
             VerbPathCounts.flightPolls.increment();
-            deliverFailed(NodeUnavailableException.notSent(lane.peerNode(), "the blocking lane to node "
+            deliverFailed(lanes.transportClosed() ? lanes.closedException()
+                    : NodeUnavailableException.notSent(lane.peerNode(), "the blocking lane to node "
                     + lane.peerNode() + " closed before its held reads were sent"));
         } else if (ask) {
             VerbPathCounts.flightPolls.increment();
@@ -495,35 +543,68 @@ final class LaneFlight implements WaitHelp.Pending {
                 }
             });
         } finally {
-            LIVE.remove(this);
-            holder.current.compareAndSet(this, null); // not a later flight of the thread
-            lanes.giveBack(lane); // closed instead when it broke
-            synchronized (this) {
-                delivered = true;
-                reader = null;
-                notifyAll();
-            }
-            if (!WaitHelp.delivering()) {
-                runDeferred();
-            }
-        }
-    }
-
-    /** Issues {@code issue} (a verb a callback issued during this thread's delivery) once the delivery ends. */
-    static void defer(Runnable issue) {
-        DEFERRED.get().add(issue);
-    }
-
-    private static void runDeferred() {
-        ArrayDeque<Runnable> q = DEFERRED.get();
-        Runnable r;
-        while ((r = q.poll()) != null) {
             try {
-                r.run();
-            } catch (RuntimeException e) {
-                LOG.warn("a verb issued by a callback of a lane read could not be issued", e);
+                LIVE.remove(this);
+                holder.current.compareAndSet(this, null); // not a later flight of the thread
+                lanes.giveBack(lane); // closed instead when it broke
+            } finally {
+                synchronized (this) { // whatever the above threw: the waiters of the delivery are woken
+                    delivered = true;
+                    reader = null;
+                    reads = NO_READS; // completed futures a dependent keeps alive must not keep the others
+                    notifyAll();
+                }
+                ACTIVE.decrementAndGet(); // after the mark: a thread that reads 0 sees it delivered
+                if (!WaitHelp.delivering()) {
+                    runDeferred();
+                }
             }
         }
+    }
+
+    /**
+     * Issues {@code issue} (a verb a callback issued during this thread's delivery, to node
+     * {@code peer}) once the delivery ends; should issuing it throw, {@code refuse} fails its
+     * future(s) with a typed not-sent error.
+     */
+    static void defer(Runnable issue, java.util.function.Consumer<DsmException> refuse, int peer) {
+        DEFERRED.get().add(new Deferred(issue, refuse, peer));
+    }
+
+    /**
+     * Issues the deferred verbs in order. Whatever one throws (any {@link Throwable}) fails
+     * that one's futures with a not-sent {@link NodeUnavailableException} naming the cause,
+     * and the rest of the queue still runs: no deferred verb is left without an outcome.
+     */
+    static void runDeferred() { // package-private for tests
+        ArrayDeque<Deferred> q = DEFERRED.get();
+        Deferred d;
+        while ((d = q.poll()) != null) {
+            try {
+                d.issue().run();
+            } catch (Throwable t) {
+                LOG.warn("a verb issued by a callback of a lane read could not be issued", t);
+                try {
+                    d.refuse().accept(NodeUnavailableException.notSent(d.peer(), "a verb a callback of reads held"
+                            + " on a blocking lane issued could not be issued (" + t + "); retry it", t));
+                } catch (Throwable r) {
+                    LOG.warn("failing a verb a callback of a lane read issued threw", r);
+                }
+            }
+        }
+    }
+
+    /**
+     * Whether a flight may exist or a delivery may run anywhere in this JVM; false means no thread
+     * holds a read on a lane or runs a delivery's callbacks (one volatile read: the verbs' fast path).
+     */
+    static boolean anyActive() {
+        return ACTIVE.get() != 0;
+    }
+
+    /** Flights started and not delivered, JVM-wide ({@link #anyActive}'s count); for tests. */
+    static int active() {
+        return ACTIVE.get();
     }
 
     /** Flights not delivered yet, JVM-wide; for tests. */
@@ -535,19 +616,34 @@ final class LaneFlight implements WaitHelp.Pending {
     private static final class Fallback extends TimerWheel.Timeout {
         @Override
         protected void expired() {
-            long now = System.nanoTime();
-            for (LaneFlight f : LIVE) {
-                try {
-                    f.poll(now);
-                } catch (RuntimeException e) {
-                    LOG.warn("lane flight fallback failed", e);
+            try {
+                long now = System.nanoTime();
+                for (LaneFlight f : LIVE) {
+                    try {
+                        f.poll(now);
+                    } catch (Throwable t) { // the other flights are still looked at
+                        LOG.warn("lane flight fallback failed", t);
+                    }
                 }
-            }
-            synchronized (ARM_LOCK) {
-                if (LIVE.isEmpty()) {
-                    armed = false;
-                } else {
-                    TimerWheel.SHARED.arm(this, System.nanoTime() + TimerWheel.TICK_NANOS);
+            } finally {
+                synchronized (ARM_LOCK) {
+                    if (LIVE.isEmpty()) {
+                        armed = false;
+                        // a start that added its flight and read armed == true before the write above skipped the
+                        // lock: it added first, so this second look (after the volatile write) sees its flight
+                        if (!LIVE.isEmpty()) {
+                            TimerWheel.SHARED.arm(this, System.nanoTime() + TimerWheel.TICK_NANOS);
+                            armed = true;
+                        }
+                    } else {
+                        boolean rearmed = false;
+                        try {
+                            TimerWheel.SHARED.arm(this, System.nanoTime() + TimerWheel.TICK_NANOS);
+                            rearmed = true;
+                        } finally {
+                            armed = rearmed; // not armed: the next flight's start arms it again
+                        }
+                    }
                 }
             }
         }
@@ -569,12 +665,20 @@ final class LaneFlight implements WaitHelp.Pending {
             this.flight = flight;
         }
 
-        /** Finishes the flight within {@code waitNanos}; refuses a wait that could only deadlock. */
+        /**
+         * Helps this future's flight within {@code waitNanos} (reads it here, or asks a reader:
+         * {@link LaneFlight#help}) and what this thread left for its waiter, stopping once this
+         * future is done; the caller then waits for this future only. In a callback a delivery
+         * runs ({@link WaitHelp#delivering()}) it refuses at once with
+         * {@link io.membus.core.error.BlockingCallOnTransportThreadException}: callbacks must not block.
+         */
         private void help(long waitNanos) {
-            if (!flight.finish(waitNanos) && flight.deliveringHere()) {
-                // a callback of this flight's delivery waits for a later read of it: it would wait for ever
-                throw new io.membus.core.error.BlockingCallOnTransportThreadException(
-                        Thread.currentThread().getName() + " (in a callback of the tcp reads it is completing)");
+            // a callback of a delivery (this flight's or another's) must not block: a later read of its own flight
+            // would wait for ever, another flight's wait holds back the rest of the delivery
+            WaitHelp.checkNotDelivering();
+            flight.help(waitNanos);
+            if (!isDone()) {
+                WaitHelp.beforeWait(waitNanos, this); // a future made from a later read: its flight too
             }
         }
 
@@ -649,8 +753,10 @@ final class LaneFlight implements WaitHelp.Pending {
 
         void deliver(VerbObserver observer, int peer) {
             if (failure == null) {
+                byte[] v = value;
+                value = null; // the future holds it now
                 observer.completed(peer, VerbObserver.READ, length, System.nanoTime() - issuedNanos);
-                complete(value);
+                complete(v);
             } else {
                 if (failure instanceof DsmTimeoutException) {
                     observer.timedOut(peer, VerbObserver.READ);

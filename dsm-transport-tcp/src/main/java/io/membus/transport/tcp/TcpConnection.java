@@ -81,6 +81,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * future completed), bounded by that verb's deadline, so order holds across the two paths;
  * a verb a callback issues while its thread delivers held reads is issued after the
  * delivery, and a blocking verb there is refused ({@code BlockingCallOnTransportThreadException}).
+ * While no flight exists in the JVM ({@link LaneFlight#anyActive()}), verbs skip all of that.
+ * With {@code membus.transports.tcp.hold-reads = false} no read is held: every read is posted.
  */
 final class TcpConnection implements Connection {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
@@ -133,10 +135,16 @@ final class TcpConnection implements Connection {
     private final TcpMessageQueue messages;
     /** The blocking lanes, or null when {@code membus.transports.tcp.blocking-lanes} is 0. */
     private final TcpLanes lanes;
+    /**
+     * Whether a {@code readAsync} may be held on a lane ({@link LaneFlight}): lanes exist and
+     * {@code membus.transports.tcp.hold-reads} is true. False: reads are posted on the pipelined
+     * channel and no flight exists on this connection.
+     */
+    private final boolean holdReads;
     /** Each issuing thread's unsettled verbs on this connection (see {@link #blockingNow()}). */
     private final ThreadLocal<VerbOwner> owners = ThreadLocal.withInitial(VerbOwner::new);
     /** Each thread's reads held on a lane until it waits ({@link LaneFlight}); empty without lanes. */
-    private final ThreadLocal<LaneFlight.Holder> flights = ThreadLocal.withInitial(LaneFlight.Holder::new);
+    private final ThreadLocal<LaneFlight.Holder> flights = new ThreadLocal<>(); // made by a thread's first held read
 
     TcpConnection(TcpTransport transport, PeerInfo peer, EventLoop loop) {
         this.transport = transport;
@@ -162,6 +170,7 @@ final class TcpConnection implements Connection {
         this.dialer = new TcpDialer(this, transport, peer, address.host(), address.port(), loop);
         this.lanes = transport.settings.blockingLanes == 0 ? null
                 : new TcpLanes(this, transport, peer, address.host(), address.port(), transport.settings.blockingLanes);
+        this.holdReads = lanes != null && transport.settings.holdReads;
         this.openId = OpenResources.CONNECTIONS.opened("TcpConnection of node " + transport.nodeId() + " to " + peer);
     }
 
@@ -265,7 +274,7 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<byte[]> read(long ptr, long remoteKey, int length) {
-        if (lanes != null && !WaitHelp.delivering()) {
+        if (holdReads && (!LaneFlight.anyActive() || !WaitHelp.delivering())) {
             CompletableFuture<byte[]> held = readOnLane(ptr, remoteKey, length);
             if (held != null) {
                 return held;
@@ -282,6 +291,10 @@ final class TcpConnection implements Connection {
      */
     private CompletableFuture<byte[]> readOnLane(long ptr, long remoteKey, int length) {
         LaneFlight.Holder holder = flights.get();
+        if (holder == null) {
+            holder = new LaneFlight.Holder();
+            flights.set(holder);
+        }
         LaneFlight current = holder.current.get();
         if (current != null && !current.delivered()) {
             CompletableFuture<byte[]> f = current.read(ptr, remoteKey, length);
@@ -289,7 +302,7 @@ final class TcpConnection implements Connection {
                 return f; // joins the flight still open
             }
             // taken or full: its futures complete first (issue order), then a new flight
-            DsmTimeoutException late = finishFlight(verbWaitNanos());
+            DsmTimeoutException late = finishFlight();
             if (late != null) {
                 return CompletableFuture.failedFuture(late);
             }
@@ -310,16 +323,22 @@ final class TcpConnection implements Connection {
      * Waits until the calling thread's {@link LaneFlight} on this connection is delivered
      * (every future of it completed) before the thread issues a verb another way, reading it
      * on this thread when nobody took it: the verb cannot overtake, nor complete before, the
-     * thread's held reads. At most until {@code waitNanos} from now (the verb's deadline).
+     * thread's held reads. At most until the verb's deadline ({@link #verbWaitNanos()}, computed
+     * only when there is a flight to wait for).
      *
      * @return null, or the not-sent timeout when the flight was not delivered in time
      */
-    private DsmTimeoutException finishFlight(long waitNanos) {
-        if (lanes == null) {
+    private DsmTimeoutException finishFlight() {
+        if (!holdReads) {
             return null;
         }
-        LaneFlight f = flights.get().current.get();
-        if (f == null || f.delivered() || f.finish(Math.max(0, waitNanos))) {
+        LaneFlight.Holder holder = flights.get();
+        LaneFlight f = holder == null ? null : holder.current.get();
+        if (f == null || f.delivered()) {
+            return null;
+        }
+        long waitNanos = Math.max(0, verbWaitNanos());
+        if (f.finish(waitNanos)) {
             return null;
         }
         return DsmTimeoutException.notSent("wait for the reads this thread holds on a blocking lane to node "
@@ -419,16 +438,18 @@ final class TcpConnection implements Connection {
 
     /** Issues a submitted batch's verbs in order: one wake-up of the I/O thread for all of them. */
     void submit(List<Verb> verbs) {
-        if (lanes != null && WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
-            LaneFlight.defer(() -> submit(verbs));
-            return;
-        }
-        DsmTimeoutException late = finishFlight(verbWaitNanos());
-        if (late != null) {
-            for (Verb v : verbs) {
-                v.refuse(late);
+        if (lanes != null && LaneFlight.anyActive()) { // no flight anywhere: nothing to defer or wait for
+            if (WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
+                LaneFlight.defer(() -> submit(verbs), e -> verbs.forEach(v -> v.refuse(e)), peer.nodeId());
+                return;
             }
-            return;
+            DsmTimeoutException late = finishFlight();
+            if (late != null) {
+                for (Verb v : verbs) {
+                    v.refuse(late);
+                }
+                return;
+            }
         }
         boolean any = false;
         for (Verb v : verbs) {
@@ -446,12 +467,12 @@ final class TcpConnection implements Connection {
     }
 
     private <T> CompletableFuture<T> issue(Verb v) {
-        if (lanes != null) {
+        if (lanes != null && LaneFlight.anyActive()) { // no flight anywhere: nothing to defer or wait for
             if (WaitHelp.delivering()) { // a callback of a held read: after its flight's futures
-                LaneFlight.defer(() -> issue(v));
+                LaneFlight.defer(() -> issue(v), v::refuse, peer.nodeId());
                 return v.future();
             }
-            DsmTimeoutException late = finishFlight(verbWaitNanos());
+            DsmTimeoutException late = finishFlight();
             if (late != null) {
                 v.refuse(late);
                 return v.future();
@@ -472,14 +493,14 @@ final class TcpConnection implements Connection {
      */
     @Override
     public io.membus.core.transport.BlockingVerbs blockingNow() {
-        if (lanes != null) {
+        if (lanes != null && LaneFlight.anyActive()) { // no flight anywhere: nothing to refuse or wait for
             if (WaitHelp.delivering()) {
                 // a callback of a held read this thread is completing: a blocking verb would wait for verbs its delivery
                 // holds back (a posted one is issued only after it), so it is refused before anything is sent
                 throw new io.membus.core.error.BlockingCallOnTransportThreadException(Thread.currentThread().getName()
                         + " (in a callback of a tcp read it is completing)");
             }
-            DsmTimeoutException late = finishFlight(verbWaitNanos()); // a blocking verb must not overtake them
+            DsmTimeoutException late = finishFlight(); // a blocking verb must not overtake them
             if (late != null) {
                 throw late;
             }

@@ -542,6 +542,16 @@ final class TcpLanes implements BlockingVerbs {
         return closed;
     }
 
+    /** Whether this node's transport closed (what it refuses then fails with {@link #closedException()}). */
+    boolean transportClosed() {
+        return transport.isClosed();
+    }
+
+    /** What a verb refused because this node's transport closed fails with. */
+    io.membus.core.error.DsmException closedException() {
+        return transport.closedException();
+    }
+
     /** Gives back a lane a {@link LaneFlight} held. */
     void giveBack(TcpLane lane) {
         give(lane);

@@ -11,7 +11,7 @@ import java.time.Duration;
  * {@code secret} (required, at least 16 bytes), {@code host}, {@code port},
  * {@code advertise-host}, {@code handshake-timeout}, {@code max-handshaking}, {@code max-handshaking-per-source},
  * {@code reconnect-min-backoff}, {@code reconnect-max-backoff}, {@code max-frame},
- * {@code max-in-flight}, {@code blocking-lanes}, {@code lane-server}, {@code io} and
+ * {@code max-in-flight}, {@code blocking-lanes}, {@code hold-reads}, {@code lane-server}, {@code io} and
  * {@code io-threads}.
  *
  * <p><b>Note:</b> immutable; thread-safe.
@@ -31,6 +31,8 @@ final class TcpSettings {
     final int maxFrame;
     final int maxInFlight;
     final int blockingLanes;
+    /** {@code hold-reads}: whether a {@code readAsync} may be held on a blocking lane ({@link LaneFlight}). */
+    final boolean holdReads;
     final boolean laneServer;
     final String io;
     final int ioThreads;
@@ -70,6 +72,7 @@ final class TcpSettings {
         this.maxFrame = (int) config.getBytes("tcp.max-frame", 4096, Integer.MAX_VALUE - 8);
         this.maxInFlight = config.getInt("tcp.max-in-flight", 1, 1 << 20);
         this.blockingLanes = config.getInt("tcp.blocking-lanes", 0, Long.SIZE);
+        this.holdReads = config.getBoolean("tcp.hold-reads");
         this.laneServer = config.getBoolean("tcp.lane-server");
         this.io = config.getString("tcp.io", "auto, epoll or nio").trim().toLowerCase(java.util.Locale.ROOT);
         if (!io.equals("auto") && !io.equals("epoll") && !io.equals("nio")) {

@@ -77,9 +77,12 @@ public final class TcpTransport extends AbstractTransport {
     private final LaneServer laneServer;
     /**
      * Threads that read the answers of held reads ({@link LaneFlight}) that have callbacks and
-     * no waiter yet, or whose waiter may not block that long, and open lanes for flights: at most
-     * one per blocking lane plus one, ended when idle for a second and at close (a task refused
-     * when all are busy is asked again by the flights' fallback).
+     * no waiter yet, or whose waiter may not block that long, and open lanes for flights: made on
+     * demand, ended when idle for a second and at close. No maximum of its own: each reader task
+     * holds a distinct flight, which holds a distinct lane, so the lanes of every connection
+     * ({@code blocking-lanes} per peer) bound the readers, plus one lane opener per connection at
+     * a time; a fixed maximum for the whole transport let one slow peer's flights hold every
+     * reader while callback-only reads to healthy peers failed with a not-sent timeout.
      */
     private final java.util.concurrent.ThreadPoolExecutor flightReaders;
     /**
@@ -188,7 +191,8 @@ public final class TcpTransport extends AbstractTransport {
         }
         this.laneServer = lanes;
         java.util.concurrent.atomic.AtomicInteger readerCount = new java.util.concurrent.atomic.AtomicInteger();
-        this.flightReaders = new java.util.concurrent.ThreadPoolExecutor(0, Math.max(1, settings.blockingLanes) + 1, 1,
+        // no maximum: the lanes bound the tasks (see flightReaders); a SynchronousQueue hands each to a thread at once
+        this.flightReaders = new java.util.concurrent.ThreadPoolExecutor(0, Integer.MAX_VALUE, 1,
                 TimeUnit.SECONDS, new java.util.concurrent.SynchronousQueue<>(),
                 TransportThreads.marking(r -> {
                     Thread t = new Thread(r, "membus-tcp-" + config.nodeId() + "-flights-"

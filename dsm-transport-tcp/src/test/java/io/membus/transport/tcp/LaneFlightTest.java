@@ -52,9 +52,9 @@ class LaneFlightTest {
      * connection open and {@code bytes(seed)} written at {@link #ptr} by a blocking write,
      * which opens a lane.
      */
-    private void pair(Duration timeout, int seed) {
+    private void pair(Duration timeout, int seed, String... clientProperties) {
         a = nodes.member(1, Duration.ofSeconds(20), directory);
-        b = nodes.member(2, timeout, directory);
+        b = nodes.member(2, timeout, directory, clientProperties);
         memory = new RemoteMemory(b, directory, WAIT);
         ba = Nodes.connection(b, a);
         memory.write(ptr, bytes(seed));
@@ -99,6 +99,86 @@ class LaneFlightTest {
         assertTrue(w >= rounds && w <= rounds + rounds / 10, "one write per 16 reads, whoever sent them: " + w);
         assertTrue(VerbPathCounts.clientWakes.sum() - wakes <= rounds / 10,
                 "the pipelined channel's I/O thread took no part");
+    }
+
+    /**
+     * {@code tcp.hold-reads = false}: every {@code readAsync} is posted on the pipelined channel as
+     * before {@link LaneFlight} (no flight, no write of a flight, nothing registered with
+     * {@code WaitHelp}), while blocking verbs still take the lanes; {@code true} (the default) holds them.
+     */
+    @Test
+    void holdReadsFalsePostsEveryReadAsyncOnThePipelinedChannel() {
+        pair(Duration.ofSeconds(20), 2, "tcp.hold-reads", "false");
+        assertEquals(1, ba.lanesOpen(), "the blocking write still took a lane");
+        long wakes = VerbPathCounts.clientWakes.sum();
+        for (int r = 0; r < 20; r++) {
+            CompletableFuture<byte[]> first = null;
+            CompletableFuture<byte[]> last = null;
+            for (int i = 0; i < 16; i++) {
+                last = memory.readAsync(ptr, 64);
+                assertTrue(!(last instanceof LaneFlight.Waiting), "posted, not held: " + last.getClass());
+                if (first == null) {
+                    first = last;
+                }
+            }
+            assertEquals(0, io.membus.core.transport.WaitHelp.registered(), "no flight registered");
+            assertArrayEquals(bytes(2), memory.await(last));
+            assertArrayEquals(bytes(2), first.join());
+        }
+        assertTrue(VerbPathCounts.clientWakes.sum() - wakes > 0, "the pipelined channel's I/O thread carried them");
+    }
+
+    @Test
+    void holdReadsTrueIsTheDefaultAndHoldsReadAsyncOnALane() {
+        pair(Duration.ofSeconds(20), 5, "tcp.hold-reads", "true");
+        CompletableFuture<byte[]> f = memory.readAsync(ptr, 64);
+        assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane");
+        assertArrayEquals(bytes(5), memory.await(f));
+        org.junit.jupiter.api.Assertions.assertNull(((LaneFlight.Flight) f).value,
+                "the completed future holds the bytes; the read's own field is cleared");
+    }
+
+    /**
+     * A deferred verb (issued by a callback during a delivery) whose issue throws anything, an {@code Error}
+     * included, is failed typed and not sent, and the verbs deferred after it are still issued.
+     */
+    @Test
+    void aDeferredVerbWhoseIssueThrowsIsFailedTypedAndTheRestStillRun() {
+        java.util.List<Object> seen = new java.util.ArrayList<>();
+        LaneFlight.defer(() -> {
+            throw new AssertionError("injected: issuing the deferred verb failed");
+        }, seen::add, 7);
+        LaneFlight.defer(() -> seen.add("second issued"), e -> seen.add("second refused: " + e), 7);
+        LaneFlight.runDeferred();
+        assertEquals(2, seen.size(), seen.toString());
+        NodeUnavailableException e = assertInstanceOf(NodeUnavailableException.class, seen.get(0));
+        assertTrue(!e.mayHaveRun(), "not sent: " + e);
+        assertEquals("second issued", seen.get(1));
+    }
+
+    /**
+     * A read held on a lane when its node's transport closes fails like every other verb refused by a closed
+     * transport ({@code DsmClosedException}, not a {@code NodeUnavailableException}), nobody waiting for it.
+     */
+    @Test
+    void closingTheTransportFailsAHeldReadNobodyWaitsForAsClosed() throws Exception {
+        pair(Duration.ofSeconds(60), 6);
+        a.faults().delay(2, Duration.ofMinutes(5)); // a reader that took it would wait: the close must end it
+        try {
+            CompletableFuture<byte[]> held = memory.readAsync(ptr, 64);
+            assertInstanceOf(LaneFlight.Flight.class, held, "held on the lane");
+            b.close();
+            long until = System.nanoTime() + WAIT.toNanos();
+            while (!held.isDone()) { // polled: the fallback fails it once its lane closed
+                assertTrue(System.nanoTime() - until < 0, "the held read failed after the close");
+                Thread.sleep(1);
+            }
+            java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                    held::get);
+            assertInstanceOf(io.membus.core.error.DsmClosedException.class, e.getCause());
+        } finally {
+            a.faults().clear();
+        }
     }
 
     @Test
@@ -325,6 +405,65 @@ class LaneFlightTest {
         }
     }
 
+    /**
+     * {@code get()} waits for its own future, not for the whole delivery of its flight: the owner holds a lock
+     * {@code m}, holds a read whose callback takes {@code m}, and calls {@code get()} while a flight reader
+     * delivers the flight (the read hook holds the reader until the owner waits). The reader completes the
+     * future, then its callback blocks on {@code m}: a {@code get()} that waited for the delivery would wait for
+     * ever (it did, before the fix); one that waits for its future returns and lets the callback run.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void getReturnsWhenItsFutureCompletesThoughACallbackOfTheDeliveryBlocksOnALockTheWaiterHolds() throws Exception {
+        pair(Duration.ofSeconds(20), 37);
+        Object m = new Object();
+        CountDownLatch taken = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean aboutToGet = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicReference<Object> result = new AtomicReference<>();
+        CountDownLatch callbackRan = new CountDownLatch(1);
+        Thread owner = new Thread(() -> {
+            try {
+                synchronized (m) {
+                    CompletableFuture<byte[]> f = memory.readAsync(ptr, 64);
+                    assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane");
+                    f.thenRun(() -> { // asks a flight reader; runs on it
+                        synchronized (m) {
+                            callbackRan.countDown();
+                        }
+                    });
+                    assertTrue(taken.await(WAIT.toSeconds(), TimeUnit.SECONDS), "a flight reader took the flight");
+                    aboutToGet.set(true);
+                    result.set(f.get());
+                }
+            } catch (Throwable e) {
+                result.set(e);
+            }
+        }, "test-owner");
+        owner.setDaemon(true);
+        LaneFlight.readHook = i -> {
+            if (i != -1 || Thread.currentThread() == owner || taken.getCount() == 0) {
+                return;
+            }
+            taken.countDown(); // the reader took the flight: it completes the future once the owner waits in get()
+            long until = System.nanoTime() + WAIT.toNanos();
+            while (System.nanoTime() - until < 0
+                    && !(aboutToGet.get() && owner.getState() == Thread.State.WAITING)) {
+                java.util.concurrent.locks.LockSupport.parkNanos(100_000);
+            }
+        };
+        try {
+            owner.start();
+            owner.join(TimeUnit.SECONDS.toMillis(20)); // a bound for a hang, not a measurement
+            assertTrue(!owner.isAlive(), "f.get() returned (it waited for the whole delivery, whose callback"
+                    + " waits for the owner's lock: a deadlock)");
+        } finally {
+            LaneFlight.readHook = null;
+        }
+        assertTrue(result.get() instanceof byte[], "get() returned the value: " + result.get());
+        assertArrayEquals(bytes(37), (byte[]) result.get());
+        assertTrue(callbackRan.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the callback ran once the lock was free");
+    }
+
     /** Whether {@code t} waits for an answer on a blocking lane ({@code TcpLane.answer}). */
     private static boolean waitsOnALane(Thread t) {
         if (t == null) {
@@ -465,14 +604,15 @@ class LaneFlightTest {
      * read's callback stalls the delivery so that a verb issued at once would complete first.
      */
     @Test
-    void aVerbACallbackIssuesDuringTheDeliveryCompletesAfterTheFlightsLaterReads() {
+    void aVerbACallbackIssuesDuringTheDeliveryCompletesAfterTheFlightsLaterReads() throws Exception {
         pair(Duration.ofSeconds(20), 29);
         long other = RemotePtr.pack(1, 0, 8192);
         int checked = 0;
         for (int r = 0; r < 30 && checked < 3; r++) {
             CompletableFuture<byte[]>[] fs = sixteenHeldReads();
             AtomicReference<CompletableFuture<Void>> nested = new AtomicReference<>();
-            AtomicReference<Boolean> laterDone = new AtomicReference<>();
+            // completed by the write's callback: a waiter of the write may wake before that callback ran
+            CompletableFuture<Boolean> laterDone = new CompletableFuture<>();
             AtomicReference<Boolean> duringDelivery = new AtomicReference<>();
             byte[] value = bytes(30 + r);
             fs[0].whenComplete((v, e) -> {
@@ -485,7 +625,7 @@ class LaneFlightTest {
                     for (int i = 1; i < fs.length; i++) {
                         all &= fs[i].isDone();
                     }
-                    laterDone.set(all);
+                    laterDone.complete(all);
                 });
                 nested.set(w);
             });
@@ -503,7 +643,8 @@ class LaneFlightTest {
                 continue;
             }
             checked++;
-            assertEquals(Boolean.TRUE, laterDone.get(), "the callback's write completed after the flight's later reads");
+            assertEquals(Boolean.TRUE, laterDone.get(WAIT.toSeconds(), TimeUnit.SECONDS),
+                    "the callback's write completed after the flight's later reads");
             assertArrayEquals(value, memory.await(composed), "the composed read was issued after the write");
         }
         assertTrue(checked > 0, "no round ran the callbacks during a delivery");
@@ -547,6 +688,122 @@ class LaneFlightTest {
     }
 
     /**
+     * A blocking wait in a callback a delivery runs, for a future of another flight that is not done yet, fails
+     * at once with {@code BlockingCallOnTransportThreadException} (callbacks must not block), in {@code join()},
+     * {@code get()} and {@code get(timeout)}: the other flight is a read held on the lane to node 3, which
+     * answers node 2 three seconds late; before the fix the callback waited for that flight's delivery.
+     */
+    @Test
+    void aCallbackOfADeliveryThatWaitsForAnotherFlightsReadFailsAtOnce() {
+        pair(Duration.ofSeconds(20), 39);
+        Transport c = nodes.member(3, Duration.ofSeconds(20), directory);
+        long onC = RemotePtr.pack(3, 0, 4096);
+        TcpConnection bc = Nodes.connection(b, c);
+        memory.write(onC, bytes(40)); // opens a lane to node 3
+        assertEquals(1, bc.lanesOpen());
+        c.faults().delay(2, Duration.ofSeconds(3)); // node 3 answers node 2 late; node 2 has no rule: lanes stay
+        try {
+            CompletableFuture<byte[]> later = memory.readAsync(onC, 64); // flight on the lane to node 3
+            assertInstanceOf(LaneFlight.Flight.class, later, "held on the lane to node 3");
+            CompletableFuture<byte[]> f = memory.readAsync(ptr, 64); // flight on the lane to node 1
+            assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane to node 1");
+            java.util.List<Object> seen = new java.util.ArrayList<>();
+            f.whenComplete((v, e) -> {
+                seen.add(later.isDone());
+                for (int k = 0; k < 3; k++) {
+                    try {
+                        if (k == 0) {
+                            later.join();
+                        } else if (k == 1) {
+                            later.get();
+                        } else {
+                            later.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                        }
+                        seen.add("returned");
+                    } catch (Throwable t) {
+                        seen.add(t);
+                    }
+                }
+            });
+            assertArrayEquals(bytes(39), f.join()); // this thread reads node 1's flight and runs the callback
+            assertEquals(4, seen.size(), "the callback ran during the delivery: " + seen);
+            assertEquals(Boolean.FALSE, seen.get(0), "the other flight's read was not done yet");
+            for (int k = 1; k < 4; k++) {
+                DsmException e = assertInstanceOf(io.membus.core.error.BlockingCallOnTransportThreadException.class,
+                        seen.get(k), "wait " + k);
+                assertTrue(!e.mayHaveRun());
+            }
+            assertArrayEquals(bytes(40), later.join(), "the other flight completes afterwards");
+        } finally {
+            c.faults().clear();
+        }
+    }
+
+    /**
+     * The flight readers are not a fixed pool for the whole transport: with 2 lanes per peer, nodes 1 and 3
+     * never answering node 2 (every lane to them held by a flight whose reader is stuck in a read: 4 readers),
+     * a callback-only read to a healthy node 4 still gets a reader and completes. With the earlier maximum
+     * (lanes + 1 = 3 for the whole transport) it failed with a not-sent timeout.
+     */
+    @Test
+    void aCallbackOnlyReadToAHealthyPeerCompletesWhileEveryReaderOfOtherPeersFlightsIsStuck() throws Exception {
+        pair(Duration.ofSeconds(20), 41, "tcp.blocking-lanes", "2");
+        Transport c = nodes.member(3, Duration.ofSeconds(20), directory);
+        Transport d = nodes.member(4, Duration.ofSeconds(20), directory);
+        long onC = RemotePtr.pack(3, 0, 4096);
+        long onD = RemotePtr.pack(4, 0, 4096);
+        TcpConnection bc = Nodes.connection(b, c);
+        TcpConnection bd = Nodes.connection(b, d);
+        memory.write(onC, bytes(42));
+        memory.write(onD, bytes(43)); // a lane to node 4
+        assertEquals(1, bd.lanesOpen());
+        a.faults().drop(2); // nodes 1 and 3 take node 2's verbs and never answer; node 2 has no rule: lanes stay
+        c.faults().drop(2);
+        try {
+            long until = System.nanoTime() + WAIT.toNanos();
+            int stuck = 0;
+            // flights with a callback on the lanes to nodes 1 and 3, read by flight readers that get stuck: at
+            // least 3, the earlier fixed maximum (lanes + 1), which left node 4's read (and the opening of a 4th
+            // lane) without a thread
+            while (stuck < 3) {
+                assertTrue(System.nanoTime() - until < 0, "4 flights to nodes 1 and 3, their readers stuck: "
+                        + stuck + " readers, " + LaneFlight.live() + " flights");
+                for (long p : new long[] {ptr, onC}) {
+                    Thread t = new Thread(() -> memory.readAsync(p, 64).whenComplete((v, e) -> { }), "test-issuer");
+                    t.start(); // one flight per thread and connection: a new thread for each
+                    t.join();
+                }
+                Thread.sleep(20);
+                stuck = 0;
+                for (Thread t : Thread.getAllStackTraces().keySet()) {
+                    if (t.getName().startsWith("membus-tcp-2-flights-") && waitsOnALane(t)) {
+                        stuck++;
+                    }
+                }
+            }
+            CountDownLatch done = new CountDownLatch(1);
+            AtomicReference<Object> seen = new AtomicReference<>();
+            long saved = io.membus.core.OperationDeadline.enter(Duration.ofSeconds(5)); // before the stuck reads end
+            try {
+                CompletableFuture<byte[]> f = memory.readAsync(onD, 64);
+                assertInstanceOf(LaneFlight.Flight.class, f, "held on the lane to node 4");
+                f.whenComplete((v, e) -> { // callback only: a flight reader must read it
+                    seen.set(e != null ? e : v);
+                    done.countDown();
+                });
+            } finally {
+                io.membus.core.OperationDeadline.exit(saved);
+            }
+            assertTrue(done.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the read to node 4 completed");
+            assertTrue(seen.get() instanceof byte[], "a flight reader read it: " + seen.get());
+            assertArrayEquals(bytes(43), (byte[]) seen.get());
+        } finally {
+            a.faults().clear();
+            c.faults().clear();
+        }
+    }
+
+    /**
      * Finding 5 (threads): a read that finds no idle lane is posted, and a lane opens for the next flights on
      * one of the transport's own threads ({@code membus-tcp-2-flights-<n>}), not on the JVM's common pool.
      * The only lane is held by a blocking read the target answers 300 ms late; no flight exists, so no flight
@@ -586,6 +843,34 @@ class LaneFlightTest {
         } finally {
             a.faults().clear();
         }
+    }
+
+    /**
+     * The count of flights that lets verbs skip the flight block when none exists ({@code LaneFlight.anyActive})
+     * goes back to 0 once every flight is delivered, however it was read (its waiter, a flight reader, the
+     * owner's next verb), and a thread's verbs with no flight alive complete as usual.
+     */
+    @Test
+    void theCountOfActiveFlightsGoesBackToZeroOnceEveryFlightIsDelivered() throws Exception {
+        pair(Duration.ofSeconds(20), 45);
+        for (int r = 0; r < 50; r++) {
+            CompletableFuture<byte[]> waited = memory.readAsync(ptr, 64);
+            assertTrue(LaneFlight.active() > 0, "a flight is counted while it is held");
+            assertArrayEquals(bytes(45), waited.join()); // read by this thread
+            CountDownLatch done = new CountDownLatch(1);
+            memory.readAsync(ptr, 64).whenComplete((v, e) -> done.countDown()); // read by a flight reader
+            assertTrue(done.await(WAIT.toSeconds(), TimeUnit.SECONDS));
+            CompletableFuture<byte[]> next = memory.readAsync(ptr, 64);
+            memory.write(ptr + 256, bytes(46)); // the owner's next verb finishes the flight first
+            assertTrue(next.isDone(), "issue order");
+        }
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (LaneFlight.active() != 0) { // a flight reader marks its flight delivered after the callbacks ran
+            assertTrue(LaneFlight.active() > 0, "never below 0: " + LaneFlight.active());
+            assertTrue(System.nanoTime() - until < 0, "every flight delivered: " + LaneFlight.active() + " counted");
+            Thread.sleep(1);
+        }
+        assertArrayEquals(bytes(46), memory.read(ptr + 256, 64), "verbs with no flight alive");
     }
 
     /** Finding 5 (per-thread state): flights delivered by other threads are not kept by their thread. */
