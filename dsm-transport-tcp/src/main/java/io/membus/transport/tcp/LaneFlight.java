@@ -676,9 +676,12 @@ final class LaneFlight implements WaitHelp.Pending {
             // a callback of a delivery (this flight's or another's) must not block: a later read of its own flight
             // would wait for ever, another flight's wait holds back the rest of the delivery
             WaitHelp.checkNotDelivering();
+            long deadline = System.nanoTime() + waitNanos;
             flight.help(waitNanos);
             if (!isDone()) {
-                WaitHelp.beforeWait(waitNanos, this); // a future made from a later read: its flight too
+                // a future made from a later read: its flight too, within what is left of the same wait
+                WaitHelp.beforeWait(waitNanos == WaitHelp.FOREVER ? WaitHelp.FOREVER
+                        : Math.max(0, deadline - System.nanoTime()), this);
             }
         }
 
@@ -752,18 +755,25 @@ final class LaneFlight implements WaitHelp.Pending {
         }
 
         void deliver(VerbObserver observer, int peer) {
+            // the future completes whatever the observer does (a throwing observer must not leave its waiters waiting)
             if (failure == null) {
                 byte[] v = value;
                 value = null; // the future holds it now
-                observer.completed(peer, VerbObserver.READ, length, System.nanoTime() - issuedNanos);
-                complete(v);
-            } else {
-                if (failure instanceof DsmTimeoutException) {
-                    observer.timedOut(peer, VerbObserver.READ);
-                } else {
-                    observer.failed(peer, VerbObserver.READ);
+                try {
+                    observer.completed(peer, VerbObserver.READ, length, System.nanoTime() - issuedNanos);
+                } finally {
+                    complete(v);
                 }
-                completeExceptionally(failure);
+            } else {
+                try {
+                    if (failure instanceof DsmTimeoutException) {
+                        observer.timedOut(peer, VerbObserver.READ);
+                    } else {
+                        observer.failed(peer, VerbObserver.READ);
+                    }
+                } finally {
+                    completeExceptionally(failure);
+                }
             }
         }
     }
