@@ -256,6 +256,11 @@ final class MapStore {
                 ? RemotePtr.nodeId(pointerOf(s.word())) : 0;
     }
 
+    /** Entries this handle's lookups read for a fingerprint twin of their key ({@link SlotScan#twinReads}). */
+    long twinReads() {
+        return slots.twinReads();
+    }
+
     /**
      * How far past its home slot {@code key} sits in the newest table (0: in its home slot),
      * -1 when it is not there: a diagnostic for a quiescent map (tests counting the round trips

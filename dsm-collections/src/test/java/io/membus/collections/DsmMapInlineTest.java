@@ -98,24 +98,34 @@ class DsmMapInlineTest {
         assertEquals(0L, plainTwo.get(0L));
         assertEquals(large + 0, bigTwo.get(0L));
         RoundTripTransport.Counts c = RoundTripTransport.counts();
+        // a fingerprint twin of a key (8 bits of its hash) with no inline copy, before it in its window, costs the
+        // lookup one more round trip (its entry is read to compare the key); where keys land depends on the table's
+        // random seed, so such twins are counted, not ruled out
+        MapStore plainStore = plainTwo.store();
+        MapStore bigStore = bigTwo.store();
         for (long k = 0; k < 50; k++) {
             c.reset();
+            long twins = plainStore.twinReads();
             assertEquals(k, plainTwo.get(k));
-            assertEquals(2, c.roundTrips, "plain map, key " + k + ": " + c);
+            assertEquals(2 + plainStore.twinReads() - twins, c.roundTrips, "plain map, key " + k + ": " + c);
             c.reset();
+            twins = bigStore.twinReads();
             String v = bigTwo.get(k);
             assertEquals(k % 2 == 0 ? large + k % 10 : small.substring(1) + k % 10, v);
-            assertEquals(k % 2 == 0 ? 2 : 1, c.roundTrips, "key " + k + " of " + v.length() + " value bytes: " + c);
+            assertEquals((k % 2 == 0 ? 2 : 1) + bigStore.twinReads() - twins, c.roundTrips,
+                    "key " + k + " of " + v.length() + " value bytes: " + c);
         }
         // a small value replaced by a large one: the old inline copy is overwritten before the CAS
         big.put(1L, large + "!");
         c.reset();
+        long twins = bigStore.twinReads();
         assertEquals(large + "!", bigTwo.get(1L));
-        assertEquals(2, c.roundTrips, c.toString());
+        assertEquals(2 + bigStore.twinReads() - twins, c.roundTrips, c.toString());
         big.put(1L, "small again");
         c.reset();
+        twins = bigStore.twinReads();
         assertEquals("small again", bigTwo.get(1L));
-        assertEquals(1, c.roundTrips, c.toString());
+        assertEquals(1 + bigStore.twinReads() - twins, c.roundTrips, c.toString());
     }
 
     /**
