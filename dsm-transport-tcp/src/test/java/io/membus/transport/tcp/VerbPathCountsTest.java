@@ -42,10 +42,7 @@ class VerbPathCountsTest {
             StaticDirectory directory = new StaticDirectory();
             Transport target = nodes.start(1);
             Transport client = nodes.start(2, "tcp.blocking-lanes", "0"); // no lanes: the pipelined channel
-            for (Transport t : new Transport[] {target, client}) {
-                directory.addMember(t.self());
-                directory.addSegment(t.export(SegmentSpec.of(0, 64 * 1024)).descriptor());
-            }
+            joinWithSegment(directory, target, client);
             measure(new RemoteMemory(client, directory, WAIT));
         }
     }
@@ -61,10 +58,7 @@ class VerbPathCountsTest {
             StaticDirectory directory = new StaticDirectory();
             Transport target = nodes.start(1);
             Transport client = nodes.start(2);
-            for (Transport t : new Transport[] {target, client}) {
-                directory.addMember(t.self());
-                directory.addSegment(t.export(SegmentSpec.of(0, 64 * 1024)).descriptor());
-            }
+            joinWithSegment(directory, target, client);
             RemoteMemory.await(client.connect(target.self()), WAIT); // open: the first blocking write takes a lane
             RemoteMemory memory = new RemoteMemory(client, directory, WAIT);
             long ptr = RemotePtr.pack(1, 0, 4096);
@@ -114,10 +108,7 @@ class VerbPathCountsTest {
             StaticDirectory directory = new StaticDirectory();
             Transport target = nodes.start(1);
             Transport client = nodes.start(2);
-            for (Transport t : new Transport[] {target, client}) {
-                directory.addMember(t.self());
-                directory.addSegment(t.export(SegmentSpec.of(0, 64 * 1024)).descriptor());
-            }
+            joinWithSegment(directory, target, client);
             long key = target.table().get(0).remoteKey();
             // node 1's segment 0 is a replica group served by node 1: reads are routed (RemoteMemory's router)
             directory.publish(1, java.util.List.of(new io.membus.core.replication.GroupClaim(
@@ -239,6 +230,14 @@ class VerbPathCountsTest {
             }
             assertArrayEquals(expected, memory.await(last));
             assertTrue(first.isDone(), "completion in issue order: the first is done when the last is");
+        }
+    }
+
+    /** Makes {@code nodes} members of {@code directory}, each exporting a 64 KiB segment 0 it names. */
+    private static void joinWithSegment(StaticDirectory directory, Transport... nodes) {
+        for (Transport t : nodes) {
+            directory.addMember(t.self());
+            directory.addSegment(t.export(SegmentSpec.of(0, 64 * 1024)).descriptor());
         }
     }
 }
